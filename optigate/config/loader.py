@@ -1,0 +1,320 @@
+"""Load and validate config files, reporting every problem of a file at once with its line.
+
+Errors read `config/teams/chat.yaml:14 serving.max_model_len: <what is wrong and what to do>`.
+Shape and type problems come from pydantic; semantic problems (hardware, cross-field) from
+`optigate.config.rules`. Both are mapped back to the YAML line through the composed node tree.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from optigate.config.models import EnvironmentsFile, TeamConfig
+
+PathT = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    file: str
+    line: int | None
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where} {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class ConfigError(Exception):
+    """One or more problems in config files; `str()` lists them one per line."""
+
+    def __init__(self, issues: list[ConfigIssue]):
+        self.issues = issues
+        super().__init__("\n".join(str(issue) for issue in issues))
+
+
+def format_path(path: PathT) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+# --------------------------------------------------------------------------- YAML with lines
+
+
+@dataclass
+class YamlDocument:
+    file: str
+    data: Any
+    lines: dict[PathT, int] = field(default_factory=dict)
+
+    def line_of(self, path: PathT) -> int | None:
+        """The line of `path`, or of its nearest ancestor that exists in the file."""
+        for cut in range(len(path), -1, -1):
+            if path[:cut] in self.lines:
+                return self.lines[path[:cut]]
+        return None
+
+
+def _display_name(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # a different drive on Windows
+        return str(path)
+
+
+def read_yaml(path: Path) -> YamlDocument:
+    """Parse a YAML file keeping the line of every key and list item; duplicate keys are errors."""
+    name = _display_name(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError([ConfigIssue(name, None, "", f"cannot read: {error.strerror}")]) from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as error:
+        line = error.problem_mark.line + 1 if error.problem_mark else None
+        raise ConfigError([ConfigIssue(name, line, "", f"not valid YAML: {error.problem}")]) from None
+    document = YamlDocument(name, None, {(): 1})
+    constructor = yaml.SafeLoader("")
+    duplicates: list[ConfigIssue] = []
+
+    def walk(node: yaml.Node, path: PathT) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            result: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = key_node.value
+                child = (*path, key)
+                if key in result:
+                    duplicates.append(
+                        ConfigIssue(name, key_node.start_mark.line + 1, format_path(child), "duplicate key; YAML would silently keep the last one")
+                    )
+                document.lines[child] = key_node.start_mark.line + 1
+                result[key] = walk(value_node, child)
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            items = []
+            for index, item in enumerate(node.value):
+                child = (*path, index)
+                document.lines[child] = item.start_mark.line + 1
+                items.append(walk(item, child))
+            return items
+        return constructor.construct_object(node, deep=True)
+
+    document.data = walk(root, ()) if root is not None else None
+    if duplicates:
+        raise ConfigError(duplicates)
+    return document
+
+
+# --------------------------------------------------------------------------- pydantic errors
+
+
+def _model_classes(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (through Optional, unions, Annotated, list, dict)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _model_classes(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType, list, dict):
+        found: list[type[BaseModel]] = []
+        for arg in typing.get_args(annotation):
+            found += _model_classes(arg)
+        return found
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return []
+
+
+def _models_at(root: type[BaseModel], loc: tuple[Any, ...]) -> list[type[BaseModel]]:
+    """The model classes that the location `loc` (a pydantic error loc) points into."""
+    current = [root]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        following: list[type[BaseModel]] = []
+        for model in current:
+            if part in model.model_fields:
+                following += _model_classes(model.model_fields[part].annotation)
+        if following:
+            current = following
+        else:  # a union tag in the loc (e.g. 'eagle3'): keep the member whose name or tag matches
+            tagged = [m for m in current if m.__name__ == part or _tag_of(m) == part]
+            current = tagged or current
+    return current
+
+
+def _tag_of(model: type[BaseModel]) -> str | None:
+    method = model.model_fields.get("method")
+    if method is None:
+        return None
+    args = typing.get_args(method.annotation)
+    return args[0] if len(args) == 1 else None
+
+
+def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[PathT, bool]:
+    """Map a pydantic loc to the YAML path, dropping union-branch names pydantic inserts.
+
+    Returns the path and whether the error belongs to a union branch the data did not take
+    (e.g. the `str` branch of `architecture` when the user gave a mapping), which is noise.
+    """
+    path: list[str | int] = []
+    node = data
+    for index, part in enumerate(loc):
+        if isinstance(node, dict) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and node.get("method") == part:
+            continue  # discriminated-union tag
+        elif part in ("str", "int", "float", "bool"):
+            return tuple(path), not isinstance(node, (str, int, float, bool)) or isinstance(node, dict)
+        elif isinstance(part, str) and part[:1].isupper() and index < len(loc) - 1:
+            if not isinstance(node, dict):
+                return tuple(path), True  # a model branch for a scalar value
+            continue
+        else:
+            path.append(part)
+            node = None
+    return tuple(path), False
+
+
+def _message(error: dict[str, Any], root: type[BaseModel], data: Any) -> str:
+    kind = error["type"]
+    loc = error["loc"]
+    if kind == "extra_forbidden":
+        allowed = sorted({name for model in _models_at(root, loc[:-1]) for name in model.model_fields})
+        key = str(loc[-1])
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else f"; allowed keys: {', '.join(allowed)}"
+        return f"unknown key '{key}'{hint}"
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "union_tag_invalid":
+        expected = error.get("ctx", {}).get("expected_tags", "")
+        return f"unknown method {error.get('ctx', {}).get('tag')!r}; expected one of {expected}"
+    if kind == "union_tag_not_found":
+        return "needs a 'method' key"
+    text = error["msg"]
+    if kind.startswith(("string_pattern", "literal", "int_", "float_", "bool_", "greater", "less", "string_type", "model_type", "dict_type", "list_type")):
+        text += f" (got {error['input']!r})" if not isinstance(error["input"], (dict, list)) else ""
+    if kind == "string_pattern_mismatch" and "s3://" in str(error.get("ctx", {}).get("pattern", "")):
+        text = f"not an S3 URI (got {error['input']!r}); expected s3://bucket/key"
+    return text
+
+
+def issues_from_validation_error(document: YamlDocument, error: ValidationError, root: type[BaseModel]) -> list[ConfigIssue]:
+    issues: list[ConfigIssue] = []
+    seen: set[tuple[str, str]] = set()
+    for item in error.errors(include_url=False):
+        path, is_noise = _data_path(document.data, item["loc"])
+        if is_noise:
+            continue
+        entry = ConfigIssue(document.file, document.line_of(path), format_path(path), _message(item, root, document.data))
+        if (entry.path, entry.message) not in seen:
+            seen.add((entry.path, entry.message))
+            issues.append(entry)
+    return issues
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def _parse(document: YamlDocument, model: type[BaseModel]) -> BaseModel:
+    if not isinstance(document.data, dict):
+        raise ConfigError([ConfigIssue(document.file, 1, "", f"expected a mapping of keys, got {type(document.data).__name__}")])
+    try:
+        return model.model_validate(document.data)
+    except ValidationError as error:
+        raise ConfigError(issues_from_validation_error(document, error, model)) from None
+
+
+def load_team(path: str | Path) -> TeamConfig:
+    """Read, validate and rule-check one team file; raise ConfigError listing every problem."""
+    from optigate.config.rules import check_team
+
+    document = read_yaml(Path(path))
+    team = _parse(document, TeamConfig)
+    assert isinstance(team, TeamConfig)
+    problems = check_team(team)
+    if problems:
+        raise ConfigError(
+            [ConfigIssue(document.file, document.line_of(p.path), format_path(p.path), p.message) for p in problems]
+        )
+    return team
+
+
+def load_environments(path: str | Path) -> EnvironmentsFile:
+    from optigate.config.rules import check_environments
+
+    document = read_yaml(Path(path))
+    environments = _parse(document, EnvironmentsFile)
+    assert isinstance(environments, EnvironmentsFile)
+    problems = check_environments(environments)
+    if problems:
+        raise ConfigError(
+            [ConfigIssue(document.file, document.line_of(p.path), format_path(p.path), p.message) for p in problems]
+        )
+    return environments
+
+
+@dataclass(frozen=True)
+class Project:
+    """Every config file of a checkout, validated together."""
+
+    environments: EnvironmentsFile
+    teams: dict[str, TeamConfig]
+    team_files: dict[str, str]
+
+
+def team_files(config_dir: str | Path) -> list[Path]:
+    return sorted(Path(config_dir, "teams").glob("*.y*ml"))
+
+
+def load_project(config_dir: str | Path = "config") -> Project:
+    """Load environments.yaml and every team file; collect the problems of all files before raising."""
+    issues: list[ConfigIssue] = []
+    environments: EnvironmentsFile | None = None
+    environments_path = Path(config_dir, "environments.yaml")
+    try:
+        environments = load_environments(environments_path)
+    except ConfigError as error:
+        issues += error.issues
+    teams: dict[str, TeamConfig] = {}
+    files: dict[str, str] = {}
+    for path in team_files(config_dir):
+        try:
+            team = load_team(path)
+        except ConfigError as error:
+            issues += error.issues
+            continue
+        if team.team in teams:
+            issues.append(ConfigIssue(_display_name(path), 1, "team", f"team name '{team.team}' is also used by {files[team.team]}"))
+            continue
+        teams[team.team] = team
+        files[team.team] = _display_name(path)
+    if environments is not None and not issues:
+        document = read_yaml(environments_path)
+        for index, environment in enumerate(environments.environments):
+            for name in environment.teams:
+                if name not in teams:
+                    path = ("environments", index, "teams", name)
+                    close = difflib.get_close_matches(name, list(teams), n=1)
+                    hint = f"; did you mean '{close[0]}'?" if close else ""
+                    issues.append(ConfigIssue(document.file, document.line_of(path), format_path(path), f"no team file defines team '{name}'{hint}"))
+    if issues:
+        raise ConfigError(issues)
+    assert environments is not None
+    return Project(environments, teams, files)

@@ -1,0 +1,309 @@
+"""The configuration schema: what a team says in `config/teams/<team>.yaml` and what
+`config/environments.yaml` says about each environment.
+
+The pydantic models *are* the schema: `optigate schema` writes them as JSON schema for editors.
+Field names follow the SageMaker SDK and the LMI container documentation so that users coming from
+a notebook recognise them. Shape and type checks live here; rules that need the instance catalog or
+several fields at once live in `optigate.config.rules`, so each problem can be reported at its own
+YAML path and line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+S3_URI_PATTERN = r"^s3://[a-z0-9{][a-z0-9.\-{}]{1,80}[a-z0-9}](/.*)?$"
+S3Uri = Annotated[
+    str,
+    StringConstraints(pattern=S3_URI_PATTERN),
+    Field(description="An S3 URI, s3://bucket/key. `{region}` is replaced by the environment's region."),
+]
+ResourceName = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$"),
+    Field(description="Lower-case letters, digits and hyphens; at most 32 characters."),
+]
+
+# SageMaker's documented range for both timeouts (ProductionVariant API reference).
+TIMEOUT_MIN_SECONDS = 60
+TIMEOUT_MAX_SECONDS = 3600
+
+
+class Strict(BaseModel):
+    """Base for every config model: unknown keys are errors and parsed config is immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- model
+
+
+class HuggingFaceSource(Strict):
+    model_id: str = Field(
+        description="Hugging Face repository id, e.g. meta-llama/Llama-3.1-8B-Instruct.",
+        pattern=r"^[\w.\-]+/[\w.\-]+$",
+    )
+    revision: str = Field("main", description="Branch, tag or commit to copy.")
+    s3_uri: S3Uri = Field(
+        description="Where the weights are copied to before deployment; endpoints read from here, "
+        "never from the hub."
+    )
+
+
+class JumpStartSource(Strict):
+    model_id: str = Field(description="JumpStart model id, e.g. meta-textgeneration-llama-3-1-8b-instruct.")
+    model_version: str = Field("*", description="JumpStart model version.")
+    s3_uri: S3Uri = Field(
+        description="The model's uncompressed artifact prefix in the JumpStart bucket "
+        "(`JumpStartModel(...).model_data`). Synth is offline, so it is not looked up."
+    )
+    accept_eula: bool = Field(False, description="Accept the model's EULA (gated models need it).")
+
+
+class ModelSource(Strict):
+    """Exactly one of `s3_uri`, `jumpstart`, `hugging_face`."""
+
+    s3_uri: S3Uri | None = Field(None, description="Uncompressed model artifacts (a Hugging Face layout) under this prefix.")
+    jumpstart: JumpStartSource | None = None
+    hugging_face: HuggingFaceSource | None = None
+
+    @property
+    def artifact_uri(self) -> str:
+        """The S3 prefix the endpoint downloads, whichever form the source took."""
+        if self.s3_uri:
+            return self.s3_uri
+        chosen = self.jumpstart or self.hugging_face
+        assert chosen is not None, "validated by rules: exactly one source"
+        return chosen.s3_uri
+
+
+class ArchitectureFields(Strict):
+    """The fields of a Hugging Face `config.json` the planner needs (names as in config.json)."""
+
+    num_hidden_layers: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    num_attention_heads: int = Field(gt=0)
+    num_key_value_heads: int | None = Field(None, gt=0, description="Defaults to num_attention_heads (no GQA).")
+    head_dim: int | None = Field(None, gt=0, description="Defaults to hidden_size / num_attention_heads.")
+    intermediate_size: int | None = Field(None, gt=0)
+    vocab_size: int = Field(gt=0)
+    max_position_embeddings: int = Field(gt=0)
+    tie_word_embeddings: bool = False
+    num_local_experts: int | None = Field(None, gt=0, description="MoE: experts per layer.")
+    num_experts_per_tok: int | None = Field(None, gt=0, description="MoE: experts routed per token.")
+    moe_intermediate_size: int | None = Field(None, gt=0)
+    num_parameters: int | None = Field(
+        None, gt=0, description="Published parameter count; computed from the fields when omitted."
+    )
+
+
+class ModelSpec(Strict):
+    source: ModelSource
+    architecture: str | ArchitectureFields = Field(
+        description="A known architecture name (see `optigate plan --list-models`) or the fields of the "
+        "model's config.json."
+    )
+
+
+# --------------------------------------------------------------------------- serving
+
+ContainerFamily = Literal["lmi", "lmi-trtllm", "lmi-neuronx"]
+
+
+class Container(Strict):
+    family: ContainerFamily = Field(
+        "lmi", description="lmi: LMI with the vLLM backend; lmi-trtllm: TensorRT-LLM; lmi-neuronx: Inferentia/Trainium."
+    )
+    version: str | None = Field(
+        None,
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="DJL/LMI container version as the SageMaker SDK names it (e.g. 0.36.0); defaults per family.",
+    )
+
+
+class NgramSpeculation(Strict):
+    method: Literal["ngram", "suffix"]
+    num_speculative_tokens: int = Field(4, ge=1, le=16)
+    prompt_lookup_max: int = Field(4, ge=1, le=16, description="ngram only: longest n-gram to match.")
+    prompt_lookup_min: int = Field(1, ge=1, le=16, description="ngram only: shortest n-gram to match.")
+
+
+class DraftModelSpeculation(Strict):
+    method: Literal["draft"]
+    model_s3_uri: S3Uri = Field(
+        description="Draft model weights. Must lie under the main model's S3 prefix: CloudFormation's "
+        "AWS::SageMaker::Model has no AdditionalModelDataSources, so the draft is shipped with the model."
+    )
+    num_speculative_tokens: int = Field(4, ge=1, le=16)
+
+
+class Eagle3Speculation(Strict):
+    method: Literal["eagle3"]
+    model_s3_uri: S3Uri = Field(description="EAGLE-3 head weights, under the main model's S3 prefix.")
+    num_speculative_tokens: int = Field(3, ge=1, le=16)
+
+
+SpeculativeDecoding = Annotated[
+    NgramSpeculation | DraftModelSpeculation | Eagle3Speculation,
+    Field(discriminator="method"),
+]
+
+
+class LoraLimits(Strict):
+    max_loras: int = Field(4, ge=1, le=64, description="Adapters resident on the GPU at once (OPTION_MAX_LORAS).")
+    max_lora_rank: Literal[8, 16, 32, 64, 128, 256] = Field(16, description="OPTION_MAX_LORA_RANK.")
+    max_cpu_loras: int | None = Field(None, ge=1, le=256, description="Adapters cached in host memory (OPTION_MAX_CPU_LORAS).")
+
+
+class Autoscaling(Strict):
+    min_capacity: int = Field(1, ge=0, description="Instances (or base-model copies with adapters); 0 needs scale_to_zero.")
+    max_capacity: int = Field(1, ge=1)
+    target_invocations_per_instance: int = Field(
+        10, ge=1, description="Target of SageMakerVariantInvocationsPerInstance (or ...PerCopy for components)."
+    )
+    scale_to_zero: bool = Field(
+        False, description="Inference components only: scale copies to zero when idle and back on demand."
+    )
+    scale_in_cooldown_seconds: int = Field(300, ge=0)
+    scale_out_cooldown_seconds: int = Field(60, ge=0)
+
+
+Quantization = Literal["fp8", "awq", "gptq", "nvfp4"]
+KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
+
+
+class Serving(Strict):
+    container: Container = Container()
+    instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="e.g. ml.g6.2xlarge")
+    instance_count: int = Field(1, ge=1, le=100)
+    max_model_len: int | None = Field(None, gt=0, description="OPTION_MAX_MODEL_LEN; derived by the planner when unset.")
+    max_batch_size: int | None = Field(
+        None, ge=1, le=1024, description="OPTION_MAX_ROLLING_BATCH_SIZE; derived by the planner when unset."
+    )
+    gpu_memory_utilization: float | None = Field(
+        None, gt=0.0, le=0.99, description="OPTION_GPU_MEMORY_UTILIZATION; 0.9 when unset."
+    )
+    tensor_parallel_degree: int | None = Field(None, ge=1, description="Defaults to every accelerator (core) of the instance.")
+    kv_cache_dtype: KvCacheDtype = Field("auto", description="OPTION_KV_CACHE_DTYPE; fp8 halves the KV cache.")
+    quantization: Quantization | None = Field(None, description="OPTION_QUANTIZE; none serves the checkpoint as is.")
+    allow_weight_only_fp8: bool = Field(
+        False,
+        description="Accept FP8 on GPUs without FP8 tensor cores (A10G, A100), where vLLM runs it weight-only.",
+    )
+    speculative_decoding: SpeculativeDecoding | None = None
+    lora: LoraLimits | None = Field(None, description="LoRA limits; defaults derived from `adapters` when omitted.")
+    model_data_download_timeout_seconds: int | None = Field(
+        None, description="Sized to the model when unset (a 70B needs far more than 600 s)."
+    )
+    container_startup_health_check_timeout_seconds: int | None = Field(None, description="Sized to the model when unset.")
+    volume_size_gb: int | None = Field(None, ge=1, le=512, description="EBS volume; only for instances without NVMe instance storage.")
+    routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] = "LEAST_OUTSTANDING_REQUESTS"
+    autoscaling: Autoscaling | None = None
+    environment: dict[str, str] = Field(
+        default_factory=dict, description="Extra container environment (OPTION_*), applied last."
+    )
+
+
+# --------------------------------------------------------------------------- adapters, rollout, gate
+
+
+class Adapter(Strict):
+    name: ResourceName
+    s3_uri: S3Uri = Field(description="The adapter as a .tar.gz (adapter_config.json + weights).")
+
+
+class ShadowRollout(Strict):
+    sampling_percentage: int = Field(ge=1, le=100, description="Share of live requests mirrored to the shadow variant (1-100).")
+    window_minutes: int = Field(60, ge=5, le=1440, description="How long the gate mirrors traffic.")
+    candidate: dict[str, object] = Field(
+        default_factory=dict,
+        description="Overrides of `serving` that the shadow variant runs (e.g. quantization: fp8).",
+    )
+
+
+class CanaryRollout(Strict):
+    traffic_percentage: int = Field(10, ge=1, le=50, description="Share of capacity shifted first (1-50).")
+    wait_minutes: int = Field(10, ge=1, le=60, description="Bake time before shifting the rest.")
+
+
+class Rollout(Strict):
+    strategy: Literal["none", "canary", "shadow"] = "canary"
+    canary: CanaryRollout = CanaryRollout()
+    shadow: ShadowRollout | None = None
+    auto_rollback: bool = Field(True, description="Roll back on 5XX / model-latency alarms during a blue/green update.")
+
+
+class BenchmarkGate(Strict):
+    concurrency: list[int] = Field(default_factory=lambda: [1, 16, 64], min_length=1)
+    prompt_tokens: int = Field(1024, ge=1)
+    max_new_tokens: int = Field(256, ge=1)
+    p99_ttft_ms_budget: float | None = Field(None, gt=0)
+    p99_itl_ms_budget: float | None = Field(None, gt=0)
+    min_throughput_gain_pct: float = Field(10.0, ge=0)
+    max_error_rate: float = Field(0.01, ge=0, le=1)
+    min_tokens_per_chunk_gain_pct: float = Field(
+        20.0, ge=0, description="With speculative decoding: minimum gain in tokens per streamed chunk."
+    )
+
+
+class EvaluationGate(Strict):
+    dataset_s3_uri: S3Uri | None = None
+    max_metric_drop_abs: float = Field(0.01, ge=0, le=1, description="Every task metric within this absolute drop.")
+    max_refusal_rate_increase: float = Field(0.0, ge=0, le=1)
+    long_context_prompt_tokens: int = Field(4096, ge=1)
+
+
+class Gate(Strict):
+    benchmark: BenchmarkGate = BenchmarkGate()
+    evaluation: EvaluationGate = EvaluationGate()
+
+
+# --------------------------------------------------------------------------- files
+
+
+class TeamConfig(Strict):
+    """One team's endpoint: `config/teams/<team>.yaml`."""
+
+    team: ResourceName = Field(description="Used in stack and resource names: optigate-<env>-<team>.")
+    description: str = ""
+    model: ModelSpec
+    serving: Serving
+    adapters: list[Adapter] = Field(default_factory=list)
+    rollout: Rollout = Rollout()
+    gate: Gate = Gate()
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class EnvironmentOverrides(Strict):
+    instance_count: int | None = Field(None, ge=1, le=100)
+    autoscaling_max_capacity: int | None = Field(None, ge=1)
+    data_capture_percentage: int | None = Field(None, ge=0, le=100, description="0 disables data capture.")
+
+
+class Environment(Strict):
+    name: ResourceName
+    account: str = Field(pattern=r"^\d{12}$")
+    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+    requires_approval: bool = Field(False, description="A manual approval precedes promotion into this environment.")
+    overrides: EnvironmentOverrides = EnvironmentOverrides()
+    teams: dict[str, EnvironmentOverrides] = Field(
+        default_factory=dict, description="Per-team overrides in this environment, by team name."
+    )
+
+
+class EnvironmentsFile(Strict):
+    """`config/environments.yaml`: the environments in promotion order."""
+
+    environments: list[Environment] = Field(min_length=1)
+
+
+def stack_name(environment: str, team: str) -> str:
+    return f"optigate-{environment}-{team}"
+
+
+def resource_prefix(environment: str, team: str) -> str:
+    """A short prefix for SageMaker resource names (63 characters at most)."""
+    return re.sub(r"-+", "-", f"{team}-{environment}")[:40]

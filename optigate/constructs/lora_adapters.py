@@ -1,0 +1,239 @@
+"""LoraAdapters: one base model as an inference component, each LoRA adapter as a component on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jsii
+from aws_cdk import Duration
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from optigate.constructs import nag
+from optigate.constructs.lmi_model import LmiModel
+from optigate.constructs.tuned_endpoint import VariantSettings, has_instance_storage
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    """A LoRA adapter: `name` becomes part of its inference component name; `s3_uri` is a .tar.gz."""
+
+    name: str
+    s3_uri: str
+
+
+@dataclass(frozen=True)
+class ComponentCompute:
+    """What one copy of the base model reserves on an instance.
+
+    :param accelerators: GPUs per copy (the tensor parallel degree).
+    :param cpu_cores: @default 2 per accelerator
+    :param min_memory_mb: host memory per copy. @default 4096
+    :param copies: copies at creation. @default 1
+    """
+
+    accelerators: int
+    cpu_cores: int | None = None
+    min_memory_mb: int = 4096
+    copies: int = 1
+
+
+@dataclass(frozen=True)
+class ComponentScaling:
+    """Copy autoscaling. With `scale_to_zero`, idle copies (and instances) go to zero and the first
+    request that finds no capacity scales back out through a NoCapacityInvocationFailures alarm."""
+
+    min_copies: int = 1
+    max_copies: int = 1
+    target_concurrent_requests_per_copy: int = 4
+    scale_to_zero: bool = False
+    scale_in_cooldown_seconds: int = 300
+    scale_out_cooldown_seconds: int = 60
+
+
+@jsii.implements(cloudwatch.IAlarmAction)
+class _ScalingPolicyAction:
+    """Lets an L2 alarm trigger an L1 step-scaling policy."""
+
+    def __init__(self, policy_arn: str) -> None:
+        self._arn = policy_arn
+
+    def bind(self, _scope: Construct, _alarm: cloudwatch.IAlarm) -> cloudwatch.AlarmActionConfig:
+        return cloudwatch.AlarmActionConfig(alarm_action_arn=self._arn)
+
+
+class LoraAdapters(Construct):
+    """An endpoint that serves a base model and its LoRA adapters through inference components.
+
+    The endpoint's variant has no model (inference components carry it), so the endpoint config
+    names an execution role. The base component reserves accelerators, CPU and memory derived from
+    the instance; each adapter component names the base by its explicit name and carries only the
+    adapter archive (no compute requirements: it shares the base's copies).
+
+    :param model: the base LmiModel (its role is the endpoint's execution role and may read the adapters).
+    :param variant: provisioning of the endpoint's instances.
+    :param endpoint_name: the SageMaker endpoint name; components are named `<endpoint>-base`, `<endpoint>-<adapter>`.
+    :param adapters: the LoRA adapters.
+    :param compute: per-copy reservation of the base component.
+    :param scaling: @default a fixed number of copies
+    :param encryption_key: @default a new key with rotation (used where the instance has EBS storage)
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        model: LmiModel,
+        variant: VariantSettings,
+        endpoint_name: str,
+        adapters: list[AdapterSpec],
+        compute: ComponentCompute,
+        scaling: ComponentScaling | None = None,
+        encryption_key: kms.IKey | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        names = [adapter.name for adapter in adapters]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.node.path}: adapter names must be unique, got {names}")
+        self.endpoint_name = endpoint_name
+        self.base_component_name = f"{endpoint_name}-base"
+        self.key = encryption_key or kms.Key(
+            self, "Key", enable_key_rotation=True, description=f"Encrypts {endpoint_name} volumes"
+        )
+        model.grant_read([adapter.s3_uri for adapter in adapters])
+
+        managed_scaling = None
+        if scaling is not None and scaling.scale_to_zero:
+            instances_per_copy = 1  # a copy never spans instances
+            managed_scaling = sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
+                status="ENABLED", min_instance_count=0, max_instance_count=max(variant.instance_count, scaling.max_copies * instances_per_copy)
+            )
+        production = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+            variant_name=variant.variant_name,
+            instance_type=variant.instance_type,
+            initial_instance_count=variant.instance_count,
+            model_data_download_timeout_in_seconds=variant.model_data_download_timeout_seconds,
+            container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout_seconds,
+            volume_size_in_gb=variant.volume_size_gb,
+            routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=variant.routing_strategy),
+            managed_instance_scaling=managed_scaling,
+        )
+        local_storage = has_instance_storage(variant.instance_type)
+        self.config = sagemaker.CfnEndpointConfig(
+            self,
+            "Config",
+            production_variants=[production],
+            execution_role_arn=model.role.role_arn,
+            kms_key_id=None if local_storage else self.key.key_arn,
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self, "Endpoint", endpoint_name=endpoint_name, endpoint_config_name=self.config.attr_endpoint_config_name
+        )
+
+        self.base = sagemaker.CfnInferenceComponent(
+            self,
+            "Base",
+            inference_component_name=self.base_component_name,
+            endpoint_name=self.endpoint.attr_endpoint_name,
+            variant_name=variant.variant_name,
+            specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+                model_name=model.model_name,
+                compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
+                    number_of_accelerator_devices_required=compute.accelerators,
+                    number_of_cpu_cores_required=compute.cpu_cores or 2 * compute.accelerators,
+                    min_memory_required_in_mb=compute.min_memory_mb,
+                ),
+                startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(
+                    model_data_download_timeout_in_seconds=variant.model_data_download_timeout_seconds,
+                    container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout_seconds,
+                ),
+            ),
+            runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(copy_count=compute.copies),
+        )
+        self.adapter_components: dict[str, sagemaker.CfnInferenceComponent] = {}
+        for adapter in adapters:
+            component = sagemaker.CfnInferenceComponent(
+                self,
+                f"Adapter-{adapter.name}",
+                inference_component_name=f"{endpoint_name}-{adapter.name}",
+                endpoint_name=self.endpoint.attr_endpoint_name,
+                specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
+                    base_inference_component_name=self.base_component_name,
+                    container=sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
+                        artifact_url=adapter.s3_uri
+                    ),
+                ),
+            )
+            # The base is referenced by name (a string), so order the creation explicitly.
+            component.node.add_dependency(self.base)
+            self.adapter_components[adapter.name] = component
+
+        if scaling is not None:
+            self._autoscaling(scaling)
+
+    def _autoscaling(self, scaling: ComponentScaling) -> None:
+        target = appscaling.CfnScalableTarget(
+            self,
+            "ScalableTarget",
+            service_namespace="sagemaker",
+            resource_id=f"inference-component/{self.base_component_name}",
+            scalable_dimension="sagemaker:inference-component:DesiredCopyCount",
+            min_capacity=0 if scaling.scale_to_zero else scaling.min_copies,
+            max_capacity=scaling.max_copies,
+        )
+        target.node.add_dependency(self.base)
+        appscaling.CfnScalingPolicy(
+            self,
+            "ConcurrentRequestsPerCopy",
+            policy_name=f"{self.base_component_name}-concurrency",
+            policy_type="TargetTrackingScaling",
+            scaling_target_id=target.ref,
+            target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                target_value=scaling.target_concurrent_requests_per_copy,
+                predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
+                    predefined_metric_type="SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
+                ),
+                scale_in_cooldown=scaling.scale_in_cooldown_seconds,
+                scale_out_cooldown=scaling.scale_out_cooldown_seconds,
+            ),
+        )
+        if not scaling.scale_to_zero:
+            return
+        # Target tracking cannot leave zero: a request that finds no copy raises
+        # NoCapacityInvocationFailures, whose alarm adds the first copy.
+        scale_out = appscaling.CfnScalingPolicy(
+            self,
+            "ScaleOutFromZero",
+            policy_name=f"{self.base_component_name}-from-zero",
+            policy_type="StepScaling",
+            scaling_target_id=target.ref,
+            step_scaling_policy_configuration=appscaling.CfnScalingPolicy.StepScalingPolicyConfigurationProperty(
+                adjustment_type="ChangeInCapacity",
+                metric_aggregation_type="Maximum",
+                cooldown=scaling.scale_out_cooldown_seconds,
+                step_adjustments=[
+                    appscaling.CfnScalingPolicy.StepAdjustmentProperty(metric_interval_lower_bound=0, scaling_adjustment=1)
+                ],
+            ),
+        )
+        alarm = cloudwatch.Alarm(
+            self,
+            "NoCapacity",
+            metric=cloudwatch.Metric(
+                namespace="AWS/SageMaker",
+                metric_name="NoCapacityInvocationFailures",
+                dimensions_map={"InferenceComponentName": self.base_component_name},
+                statistic="Maximum",
+                period=Duration.minutes(1),
+            ),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"{self.base_component_name}: a request found no copy; scale out from zero",
+        )
+        alarm.add_alarm_action(_ScalingPolicyAction(scale_out.attr_arn))

@@ -1,0 +1,66 @@
+"""cdk-nag 3.x acknowledgements, kept in one place so every one carries a reason.
+
+cdk-nag 3 matches an acknowledgement to one finding exactly: a wildcard in an IAM statement is
+the finding `AwsSolutions-IAM5[Resource::<arn as cdk-nag prints it>]` (or `[Action::…]`), and a
+bare `AwsSolutions-IAM5` does not cover it. `allow` therefore adds a statement and acknowledges
+precisely the wildcards it contains, with the reason they are needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import aws_iam as iam
+from constructs import IConstruct
+
+MIN_REASON_LENGTH = 40  # a reason a reviewer can check, not "not needed"
+
+
+def acknowledge(construct: IConstruct, rule_id: str, reason: str) -> None:
+    """Acknowledge one cdk-nag finding on `construct` (and what it contains), with the reason why."""
+    if len(reason.strip()) < MIN_REASON_LENGTH:
+        raise ValueError(f"acknowledging {rule_id} on {construct.node.path} needs a real reason, got {reason!r}")
+    Validations.of(construct).acknowledge(Acknowledgment(id=rule_id, reason=reason))
+
+
+def nag_text(resolved: Any) -> str:
+    """A resolved CloudFormation value as cdk-nag prints it in finding IDs (`<AWS::Partition>`, `<Id.Arn>`)."""
+    if isinstance(resolved, str):
+        return resolved
+    if isinstance(resolved, dict) and "Fn::Join" in resolved:
+        separator, parts = resolved["Fn::Join"]
+        return separator.join(nag_text(part) for part in parts)
+    if isinstance(resolved, dict) and "Ref" in resolved:
+        return f"<{resolved['Ref']}>"
+    if isinstance(resolved, dict) and "Fn::GetAtt" in resolved:
+        logical_id, attribute = resolved["Fn::GetAtt"]
+        return f"<{logical_id}.{attribute}>"
+    raise ValueError(f"cannot render {resolved!r} as a cdk-nag finding")
+
+
+def wildcard_findings(scope: IConstruct, actions: list[str], resources: list[str]) -> list[str]:
+    stack = Stack.of(scope)
+    findings = [f"AwsSolutions-IAM5[Action::{action}]" for action in actions if "*" in action]
+    for resource in resources:
+        text = nag_text(stack.resolve(resource))
+        if "*" in text:
+            findings.append(f"AwsSolutions-IAM5[Resource::{text}]")
+    return findings
+
+
+def allow(
+    role: iam.IRole,
+    actions: list[str],
+    resources: list[str],
+    *,
+    why_wildcard: str | None = None,
+    conditions: dict[str, Any] | None = None,
+) -> None:
+    """Add a statement to `role`; any wildcard in it must come with `why_wildcard`."""
+    role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=resources, conditions=conditions))
+    findings = wildcard_findings(role, actions, resources)
+    if findings and not why_wildcard:
+        raise ValueError(f"{role.node.path}: wildcard in {actions} on {resources} needs a reason")
+    for finding in dict.fromkeys(findings):
+        acknowledge(role, finding, why_wildcard or "")

@@ -1,0 +1,353 @@
+"""TunedEndpoint: endpoint config + endpoint sized for an LLM, with safe updates and observability."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from optigate.constructs import nag
+from optigate.constructs.lmi_model import LmiModel
+
+# Instance families with NVMe instance storage. SageMaker encrypts those volumes with a hardware
+# module and fails CreateEndpointConfig if KmsKeyId is set for them (and refuses VolumeSizeInGB).
+INSTANCE_STORAGE_FAMILIES = frozenset({"g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "trn1"})
+MAX_BLUE_GREEN_SECONDS = 14400  # the API maximum for MaximumExecutionTimeoutInSeconds
+
+
+def has_instance_storage(instance_type: str) -> bool:
+    return instance_type.split(".")[1] in INSTANCE_STORAGE_FAMILIES
+
+
+@dataclass(frozen=True)
+class VariantSettings:
+    """How one production (or shadow) variant is provisioned.
+
+    :param instance_type: e.g. ml.g6.2xlarge.
+    :param instance_count: instances at creation. @default 1
+    :param model_data_download_timeout_seconds: @default 1200 (size it to the weights; see optigate.serving.lmi)
+    :param container_startup_health_check_timeout_seconds: @default 1200
+    :param volume_size_gb: EBS volume, only for instances without NVMe storage. @default SageMaker's
+    :param routing_strategy: @default LEAST_OUTSTANDING_REQUESTS, which suits long, uneven LLM requests
+    :param variant_name: @default AllTraffic
+    """
+
+    instance_type: str
+    instance_count: int = 1
+    model_data_download_timeout_seconds: int = 1200
+    container_startup_health_check_timeout_seconds: int = 1200
+    volume_size_gb: int | None = None
+    routing_strategy: str = "LEAST_OUTSTANDING_REQUESTS"
+    variant_name: str = "AllTraffic"
+
+    def to_property(self, model_name: str, weight: float = 1.0, **extra) -> sagemaker.CfnEndpointConfig.ProductionVariantProperty:
+        return sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+            variant_name=self.variant_name,
+            model_name=model_name,
+            instance_type=self.instance_type,
+            initial_instance_count=self.instance_count,
+            initial_variant_weight=weight,
+            model_data_download_timeout_in_seconds=self.model_data_download_timeout_seconds,
+            container_startup_health_check_timeout_in_seconds=self.container_startup_health_check_timeout_seconds,
+            volume_size_in_gb=self.volume_size_gb,
+            routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=self.routing_strategy),
+            **extra,
+        )
+
+
+@dataclass(frozen=True)
+class BlueGreenSettings:
+    """Blue/green updates: a new fleet, traffic shifted in a canary step, rolled back on alarms.
+
+    :param canary_percentage: share of capacity that takes traffic first. @default 10
+    :param wait_minutes: bake time after each shift and before the old fleet goes. @default 10
+    :param auto_rollback: roll back when the 5XX or latency alarm fires. @default True
+    :param max_5xx_per_minute: errors per minute that count as failure. @default 1
+    :param p99_model_latency_ms: p99 ModelLatency that counts as failure. @default 60000
+    """
+
+    canary_percentage: int = 10
+    wait_minutes: int = 10
+    auto_rollback: bool = True
+    max_5xx_per_minute: int = 1
+    p99_model_latency_ms: float = 60000
+
+
+@dataclass(frozen=True)
+class ScalingSettings:
+    """Target tracking on invocations per instance. @default min 1, max 1, 10 invocations/instance."""
+
+    min_capacity: int = 1
+    max_capacity: int = 1
+    target_invocations_per_instance: int = 10
+    scale_in_cooldown_seconds: int = 300
+    scale_out_cooldown_seconds: int = 60
+
+
+class TunedEndpoint(Construct):
+    """A real-time endpoint for one LMI model, tuned for LLM start-up and safe to update.
+
+    - timeouts for downloading weights and starting the container (the 600 s defaults kill 70B
+      deployments), volume size and routing strategy per variant;
+    - a customer-managed KMS key (created with rotation unless given) for the storage volume where
+      the instance has no NVMe storage, and for captured data;
+    - blue/green deployment with canary traffic shifting and automatic rollback on a 5XX alarm and a
+      p99 model-latency alarm;
+    - optional data capture to an SSL-only, KMS-encrypted bucket; a CloudWatch dashboard;
+    - optional target-tracking autoscaling.
+
+    :param model: the LmiModel of the production variant.
+    :param variant: provisioning of the production variant.
+    :param endpoint_name: the SageMaker endpoint name (explicit, so benchmarks and the gate can find it).
+    :param encryption_key: @default a new key with rotation
+    :param blue_green: @default BlueGreenSettings(); None updates all at once without rollback
+    :param data_capture_percentage: share of requests captured to S3. @default 0 (off)
+    :param scaling: @default no autoscaling
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        model: LmiModel,
+        variant: VariantSettings,
+        endpoint_name: str,
+        encryption_key: kms.IKey | None = None,
+        blue_green: BlueGreenSettings | None = BlueGreenSettings(),
+        data_capture_percentage: int = 0,
+        scaling: ScalingSettings | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.endpoint_name = endpoint_name
+        self.variant = variant
+        self.key = encryption_key or kms.Key(
+            self, "Key", enable_key_rotation=True, description=f"Encrypts {endpoint_name} volumes and captured data"
+        )
+        self._production_variants = [variant.to_property(model.model_name)]
+        self._shadow_variants: list[sagemaker.CfnEndpointConfig.ProductionVariantProperty] = []
+
+        self.capture_bucket: s3.Bucket | None = None
+        data_capture = None
+        if data_capture_percentage > 0:
+            data_capture = self._data_capture(model, data_capture_percentage)
+
+        local_storage = has_instance_storage(variant.instance_type)
+        self.config = sagemaker.CfnEndpointConfig(
+            self,
+            "Config",
+            production_variants=self._production_variants,
+            kms_key_id=None if local_storage else self.key.key_arn,
+            data_capture_config=data_capture,
+        )
+
+        self.alarms = self._alarms(blue_green)
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_name=endpoint_name,
+            endpoint_config_name=self.config.attr_endpoint_config_name,
+            deployment_config=self._deployment_config(blue_green),
+        )
+        if scaling is not None:
+            self._autoscaling(scaling)
+        self.dashboard = self._dashboard()
+
+    @property
+    def production_variant_names(self) -> list[str]:
+        return [v.variant_name for v in self._production_variants]
+
+    @property
+    def shadow_variant_names(self) -> list[str]:
+        return [v.variant_name for v in self._shadow_variants]
+
+    def add_production_variant(self, model: LmiModel, variant: VariantSettings, weight: float = 1.0) -> None:
+        """Split live traffic by weight with another production variant (A/B across instance types)."""
+        if self._shadow_variants:
+            raise ValueError(f"{self.node.path}: an endpoint with a shadow variant takes exactly one production variant")
+        if variant.variant_name in self.production_variant_names:
+            raise ValueError(f"{self.node.path}: variant name {variant.variant_name!r} is already used")
+        self._production_variants.append(variant.to_property(model.model_name, weight))
+        self.config.production_variants = list(self._production_variants)
+
+    def add_shadow_variant(self, model: LmiModel, variant: VariantSettings, sampling_percentage: int) -> None:
+        """Mirror `sampling_percentage` % of live requests to `model`; its responses are only logged."""
+        if len(self._production_variants) != 1:
+            raise ValueError(
+                f"{self.node.path}: a shadow variant needs exactly one production variant, the endpoint has "
+                f"{len(self._production_variants)} ({', '.join(self.production_variant_names)}); SageMaker allows one "
+                "production plus one shadow variant"
+            )
+        if self._shadow_variants:
+            raise ValueError(f"{self.node.path}: the endpoint already has a shadow variant; SageMaker allows one")
+        if not 1 <= sampling_percentage <= 100:
+            raise ValueError(f"{self.node.path}: sampling_percentage must be 1-100, got {sampling_percentage}")
+        if variant.variant_name in self.production_variant_names:
+            raise ValueError(f"{self.node.path}: the shadow variant needs its own name, {variant.variant_name!r} is taken")
+        if has_instance_storage(variant.instance_type) != has_instance_storage(self.variant.instance_type):
+            raise ValueError(f"{self.node.path}: mix of NVMe and EBS instance types; one KmsKeyId setting cannot serve both")
+        # The shadow's weight relative to the production variant's (1.0) is the sampled share.
+        self._shadow_variants.append(variant.to_property(model.model_name, sampling_percentage / 100))
+        self.config.shadow_production_variants = list(self._shadow_variants)
+
+    # ------------------------------------------------------------------ parts
+
+    def _data_capture(self, model: LmiModel, percentage: int) -> sagemaker.CfnEndpointConfig.DataCaptureConfigProperty:
+        self.capture_bucket = s3.Bucket(
+            self,
+            "CaptureBucket",
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=self.key,
+            bucket_key_enabled=True,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            removal_policy=RemovalPolicy.RETAIN,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(90))],
+        )
+        nag.acknowledge(
+            self.capture_bucket,
+            "AwsSolutions-S1",
+            "Only SageMaker writes here (through the model role); reads of captured payloads are audited with "
+            "CloudTrail S3 data events, which platform accounts enable organisation-wide.",
+        )
+        # SageMaker writes captured data with the model's execution role.
+        nag.allow(
+            model.role,
+            ["s3:PutObject"],
+            [self.capture_bucket.arn_for_objects("capture/*")],
+            why_wildcard="Captured requests and responses, written under this endpoint's capture/ prefix only.",
+        )
+        nag.allow(model.role, ["kms:Encrypt", "kms:GenerateDataKey", "kms:Decrypt"], [self.key.key_arn])
+        return sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
+            enable_capture=True,
+            initial_sampling_percentage=percentage,
+            destination_s3_uri=self.capture_bucket.s3_url_for_object("capture"),
+            kms_key_id=self.key.key_arn,
+            capture_options=[
+                sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode="Input"),
+                sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode="Output"),
+            ],
+        )
+
+    def metric(self, name: str, statistic: str = "Sum", variant_name: str | None = None) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace="AWS/SageMaker",
+            metric_name=name,
+            dimensions_map={"EndpointName": self.endpoint_name, "VariantName": variant_name or self.variant.variant_name},
+            statistic=statistic,
+            period=Duration.minutes(1),
+        )
+
+    def _alarms(self, blue_green: BlueGreenSettings | None) -> list[cloudwatch.Alarm]:
+        settings = blue_green or BlueGreenSettings()
+        errors = cloudwatch.Alarm(
+            self,
+            "Errors5xx",
+            metric=self.metric("Invocation5XXErrors"),
+            threshold=settings.max_5xx_per_minute,
+            evaluation_periods=2,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"{self.endpoint_name}: model errors; rolls back a blue/green update",
+        )
+        latency = cloudwatch.Alarm(
+            self,
+            "ModelLatencyP99",
+            metric=self.metric("ModelLatency", statistic="p99"),
+            threshold=settings.p99_model_latency_ms * 1000,  # ModelLatency is reported in microseconds
+            evaluation_periods=3,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"{self.endpoint_name}: p99 model latency over budget; rolls back a blue/green update",
+        )
+        return [errors, latency]
+
+    def _deployment_config(self, blue_green: BlueGreenSettings | None) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
+        if blue_green is None:
+            return None
+        wait = blue_green.wait_minutes * 60
+        count = self.variant.instance_count
+        if count >= 2:
+            # INSTANCE_COUNT so the canary is at least one whole instance and at most half the fleet.
+            canary = max(1, min(count // 2, round(count * blue_green.canary_percentage / 100)))
+            routing = sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
+                type="CANARY",
+                canary_size=sagemaker.CfnEndpoint.CapacitySizeProperty(type="INSTANCE_COUNT", value=canary),
+                wait_interval_in_seconds=wait,
+            )
+        else:
+            # A single instance cannot be split: shift at once, bake, and keep the old fleet until then.
+            routing = sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(type="ALL_AT_ONCE", wait_interval_in_seconds=wait)
+        startup = self.variant.model_data_download_timeout_seconds + self.variant.container_startup_health_check_timeout_seconds
+        timeout = min(MAX_BLUE_GREEN_SECONDS, startup + 3 * wait + 1800)
+        return sagemaker.CfnEndpoint.DeploymentConfigProperty(
+            blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
+                traffic_routing_configuration=routing,
+                termination_wait_in_seconds=wait,
+                maximum_execution_timeout_in_seconds=timeout,
+            ),
+            auto_rollback_configuration=(
+                sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+                    alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=alarm.alarm_name) for alarm in self.alarms]
+                )
+                if blue_green.auto_rollback
+                else None
+            ),
+        )
+
+    def _autoscaling(self, scaling: ScalingSettings) -> None:
+        target = appscaling.CfnScalableTarget(
+            self,
+            "ScalableTarget",
+            service_namespace="sagemaker",
+            resource_id=f"endpoint/{self.endpoint_name}/variant/{self.variant.variant_name}",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            min_capacity=scaling.min_capacity,
+            max_capacity=scaling.max_capacity,
+        )
+        target.node.add_dependency(self.endpoint)
+        appscaling.CfnScalingPolicy(
+            self,
+            "InvocationsPerInstance",
+            policy_name=f"{self.endpoint_name}-invocations",
+            policy_type="TargetTrackingScaling",
+            scaling_target_id=target.ref,
+            target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                target_value=scaling.target_invocations_per_instance,
+                predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
+                    predefined_metric_type="SageMakerVariantInvocationsPerInstance"
+                ),
+                scale_in_cooldown=scaling.scale_in_cooldown_seconds,
+                scale_out_cooldown=scaling.scale_out_cooldown_seconds,
+            ),
+        )
+
+    def _dashboard(self) -> cloudwatch.Dashboard:
+        def instance_metric(name: str) -> cloudwatch.Metric:
+            return cloudwatch.Metric(
+                namespace="/aws/sagemaker/Endpoints",
+                metric_name=name,
+                dimensions_map={"EndpointName": self.endpoint_name, "VariantName": self.variant.variant_name},
+                statistic="Average",
+                period=Duration.minutes(1),
+            )
+
+        dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"optigate-{self.endpoint_name}")
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Invocations", left=[self.metric("Invocations")]),
+            cloudwatch.GraphWidget(
+                title="Model latency (µs)",
+                left=[self.metric("ModelLatency", "p50"), self.metric("ModelLatency", "p99")],
+            ),
+            cloudwatch.GraphWidget(title="Errors", left=[self.metric("Invocation4XXErrors"), self.metric("Invocation5XXErrors")]),
+            cloudwatch.GraphWidget(
+                title="GPU", left=[instance_metric("GPUUtilization"), instance_metric("GPUMemoryUtilization")]
+            ),
+        )
+        return dashboard

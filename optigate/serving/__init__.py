@@ -1,0 +1,1 @@
+"""Serving: LMI container images and environment rendering (no aws_cdk)."""

@@ -1,0 +1,73 @@
+"""Build the CDK app: one TeamInferenceStack per (team, environment), cdk-nag on every stack."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from aws_cdk import App, Validations
+from cdk_nag import AwsSolutionsChecks
+
+from optigate.config.loader import ConfigError, ConfigIssue, Project, load_project
+from optigate.stacks.team_inference_stack import Deployment, TeamInferenceStack, plan_deployment
+
+
+# CDK feature flags, set here rather than in cdk.json so `cdk synth` and in-process synth (tests,
+# `optigate`) produce identical templates.
+FEATURE_FLAGS = {
+    "@aws-cdk/core:checkSecretUsage": True,
+    "@aws-cdk/aws-iam:minimizePolicies": True,
+    "@aws-cdk/core:validateSnapshotRemovalPolicy": True,
+    "@aws-cdk/aws-s3:serverSideEncryptionBucketKeyDefault": True,
+    "@aws-cdk/aws-kms:reduceCrossAccountRegionPolicyScope": True,
+}
+
+
+def select_environments(project: Project, selection: str | None) -> list:
+    """`-c env=dev` or `-c env=dev,prod`; all environments when unset."""
+    environments = project.environments.environments
+    if not selection:
+        return list(environments)
+    wanted = [name.strip() for name in selection.split(",") if name.strip()]
+    known = {environment.name: environment for environment in environments}
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise ConfigError([ConfigIssue("-c env", None, "", f"unknown environment(s) {', '.join(unknown)}; known: {', '.join(known)}")])
+    return [known[name] for name in wanted]
+
+
+def plan_deployments(project: Project, selection: str | None = None) -> list[Deployment]:
+    return [
+        plan_deployment(team, environment)
+        for environment in select_environments(project, selection)
+        for team in project.teams.values()
+    ]
+
+
+def build_app(config_dir: str | Path = "config", *, environments: str | None = None, outdir: str | None = None, nag: bool = True) -> App:
+    """The whole app; raises ConfigError before creating any stack if a config file is wrong."""
+    project = load_project(config_dir)
+    app = App(outdir=outdir, context=FEATURE_FLAGS) if outdir else App(context=FEATURE_FLAGS)
+    selection = environments if environments is not None else app.node.try_get_context("env")
+    for deployment in plan_deployments(project, selection):
+        TeamInferenceStack(app, deployment)
+    if nag:
+        enable_nag(app)
+    return app
+
+
+def enable_nag(app: App) -> None:
+    """cdk-nag AwsSolutions on every stack: an unacknowledged finding fails the synth."""
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+
+
+def main() -> None:
+    """Entry point of `app.py` (what `cdk synth` runs)."""
+    config_dir = Path(os.environ.get("OPTIGATE_CONFIG", "config"))
+    try:
+        app = build_app(config_dir)
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        sys.exit(1)
+    app.synth()

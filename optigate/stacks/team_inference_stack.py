@@ -1,0 +1,211 @@
+"""TeamInferenceStack: one team's endpoint in one environment, built from its validated config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Stack, Tags
+from aws_cdk import Environment as CdkEnvironment
+from constructs import Construct
+
+from optigate.config.models import Environment, EnvironmentOverrides, Serving, TeamConfig, stack_name
+from optigate.constructs.lmi_model import LmiModel
+from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, ComponentScaling, LoraAdapters
+from optigate.constructs.shadow_variant import ShadowVariant
+from optigate.constructs.tuned_endpoint import BlueGreenSettings, ScalingSettings, TunedEndpoint, VariantSettings
+from optigate.serving import images
+from optigate.serving.lmi import ResolvedServing, render_environment, resolve_serving
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What one team's stack deploys in one environment: the inputs of the stack, and of the summary."""
+
+    team: TeamConfig
+    environment: Environment
+    resolved: ResolvedServing
+    image_uri: str
+    container_environment: dict[str, str]
+    instance_count: int
+    endpoint_name: str
+    shadow: ResolvedServing | None = None
+    shadow_environment: dict[str, str] | None = None
+
+    @property
+    def stack_name(self) -> str:
+        return stack_name(self.environment.name, self.team.team)
+
+
+def endpoint_name_for(environment: str, team: str) -> str:
+    return f"{team}-{environment}"[:63]
+
+
+def effective_overrides(team: TeamConfig, environment: Environment) -> EnvironmentOverrides:
+    """Environment-wide overrides, then the team's own overrides in that environment."""
+    merged = environment.overrides.model_dump(exclude_none=True)
+    team_overrides = environment.teams.get(team.team)
+    if team_overrides is not None:
+        merged.update(team_overrides.model_dump(exclude_none=True))
+    return EnvironmentOverrides(**merged)
+
+
+def plan_deployment(team: TeamConfig, environment: Environment) -> Deployment:
+    """Resolve everything a stack needs without touching CDK (the synth summary uses it too)."""
+    overrides = effective_overrides(team, environment)
+    resolved = resolve_serving(team)
+    # Container paths are relative to the prefix, so render from the prefix as written.
+    model_prefix = team.model.source.artifact_uri
+    family, version = resolved.image_family, resolved.image_version
+    shadow = shadow_environment = None
+    if team.rollout.strategy == "shadow" and team.rollout.shadow is not None:
+        candidate = team.serving.model_dump(exclude_unset=True)
+        candidate.update(team.rollout.shadow.candidate)
+        shadow = resolve_serving(team, Serving.model_validate(candidate))
+        shadow_environment = render_environment(shadow, model_prefix)
+    return Deployment(
+        team=team,
+        environment=environment,
+        resolved=resolved,
+        image_uri=images.image_uri(family, version, environment.region),
+        container_environment=render_environment(resolved, model_prefix),
+        instance_count=overrides.instance_count or team.serving.instance_count,
+        endpoint_name=endpoint_name_for(environment.name, team.team),
+        shadow=shadow,
+        shadow_environment=shadow_environment,
+    )
+
+
+class TeamInferenceStack(Stack):
+    """One team's tuned endpoint in one environment: `optigate-<env>-<team>`.
+
+    A team with adapters gets a LoraAdapters endpoint (inference components); otherwise a
+    TunedEndpoint, plus a ShadowVariant running the candidate when the rollout is `shadow`.
+    """
+
+    def __init__(self, scope: Construct, deployment: Deployment) -> None:
+        environment = deployment.environment
+        team = deployment.team
+        super().__init__(
+            scope,
+            deployment.stack_name,
+            env=CdkEnvironment(account=environment.account, region=environment.region),
+            description=f"optigate: {team.team} LLM endpoint in {environment.name}",
+        )
+        self.deployment = deployment
+        resolved = deployment.resolved
+        model_prefix = team.model.source.artifact_uri.replace("{region}", environment.region)
+        accept_eula = bool(team.model.source.jumpstart and team.model.source.jumpstart.accept_eula)
+        self.model = LmiModel(
+            self,
+            "Model",
+            image_uri=deployment.image_uri,
+            environment=deployment.container_environment,
+            model_data_uri=model_prefix,
+            name_prefix=deployment.endpoint_name,
+            accept_eula=accept_eula,
+        )
+        variant = self._variant(resolved, deployment.instance_count)
+        overrides = effective_overrides(team, environment)
+        scaling = team.serving.autoscaling
+        max_capacity = overrides.autoscaling_max_capacity or (scaling.max_capacity if scaling else None)
+
+        if team.adapters:
+            self.endpoint = LoraAdapters(
+                self,
+                "Adapters",
+                model=self.model,
+                variant=variant,
+                endpoint_name=deployment.endpoint_name,
+                adapters=[
+                    AdapterSpec(adapter.name, adapter.s3_uri.replace("{region}", environment.region))
+                    for adapter in team.adapters
+                ],
+                compute=ComponentCompute(
+                    accelerators=resolved.tensor_parallel_degree,
+                    min_memory_mb=max(4096, int(resolved.weights_gb * 1024)),
+                    copies=max(1, scaling.min_capacity) if scaling else 1,
+                ),
+                scaling=(
+                    ComponentScaling(
+                        min_copies=scaling.min_capacity,
+                        max_copies=max_capacity or scaling.max_capacity,
+                        target_concurrent_requests_per_copy=scaling.target_invocations_per_instance,
+                        scale_to_zero=scaling.scale_to_zero,
+                        scale_in_cooldown_seconds=scaling.scale_in_cooldown_seconds,
+                        scale_out_cooldown_seconds=scaling.scale_out_cooldown_seconds,
+                    )
+                    if scaling
+                    else None
+                ),
+            )
+        else:
+            rollout = team.rollout
+            blue_green = BlueGreenSettings(
+                canary_percentage=rollout.canary.traffic_percentage if rollout.strategy != "none" else 100,
+                wait_minutes=rollout.canary.wait_minutes,
+                auto_rollback=rollout.auto_rollback,
+                p99_model_latency_ms=_latency_alarm_ms(team),
+            )
+            self.endpoint = TunedEndpoint(
+                self,
+                "Endpoint",
+                model=self.model,
+                variant=variant,
+                endpoint_name=deployment.endpoint_name,
+                blue_green=blue_green,
+                data_capture_percentage=overrides.data_capture_percentage or 0,
+                scaling=(
+                    ScalingSettings(
+                        min_capacity=max(1, scaling.min_capacity),
+                        max_capacity=max_capacity or scaling.max_capacity,
+                        target_invocations_per_instance=scaling.target_invocations_per_instance,
+                        scale_in_cooldown_seconds=scaling.scale_in_cooldown_seconds,
+                        scale_out_cooldown_seconds=scaling.scale_out_cooldown_seconds,
+                    )
+                    if scaling
+                    else None
+                ),
+            )
+            if deployment.shadow is not None and rollout.shadow is not None:
+                shadow_model = LmiModel(
+                    self,
+                    "ShadowModel",
+                    image_uri=images.image_uri(deployment.shadow.image_family, deployment.shadow.image_version, environment.region),
+                    environment=deployment.shadow_environment or {},
+                    model_data_uri=model_prefix,
+                    name_prefix=deployment.endpoint_name,
+                    accept_eula=accept_eula,
+                )
+                ShadowVariant(
+                    self,
+                    "Shadow",
+                    endpoint=self.endpoint,
+                    model=shadow_model,
+                    variant=VariantSettings(**{**self._variant(deployment.shadow, 1).__dict__, "variant_name": "Shadow"}),
+                    sampling_percentage=rollout.shadow.sampling_percentage,
+                )
+
+        Tags.of(self).add("optigate:team", team.team)
+        Tags.of(self).add("optigate:environment", environment.name)
+        for key, value in team.tags.items():
+            Tags.of(self).add(key, value)
+
+    @staticmethod
+    def _variant(resolved: ResolvedServing, instance_count: int) -> VariantSettings:
+        serving = resolved.serving
+        return VariantSettings(
+            instance_type=serving.instance_type,
+            instance_count=instance_count,
+            model_data_download_timeout_seconds=resolved.model_data_download_timeout_seconds,
+            container_startup_health_check_timeout_seconds=resolved.container_startup_health_check_timeout_seconds,
+            volume_size_gb=serving.volume_size_gb,
+            routing_strategy=serving.routing_strategy,
+        )
+
+
+def _latency_alarm_ms(team: TeamConfig) -> float:
+    """The rollback alarm's p99 ModelLatency: a whole streamed response, so generous by default."""
+    budget = team.gate.benchmark
+    if budget.p99_ttft_ms_budget and budget.p99_itl_ms_budget:
+        return 2 * (budget.p99_ttft_ms_budget + budget.p99_itl_ms_budget * budget.max_new_tokens)
+    return 60000.0

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The main job, offline: validate every config file, show what would be deployed, and synthesize
+# every team's stack for every environment with the CDK CLI (cdk-nag runs inside the synth).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/setup.sh
+set -euo pipefail
+
+optigate validate config
+optigate summary
+cdk synth --all --quiet --no-notices --output cdk.out
+echo "Synthesized $(ls cdk.out/*.template.json | wc -l) stacks into cdk.out/ (no AWS call, no credentials)."

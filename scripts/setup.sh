@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Idempotent setup for a fresh machine: a Python 3.11 venv with optigate and its dev extras, and
+# the Node tooling (Node 22 and the CDK CLI) installed locally from package-lock.json.
+# Source it: `. scripts/setup.sh` leaves the venv active and node_modules/.bin on PATH.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+# shellcheck disable=SC1091
+. .venv/bin/activate
+
+# Reinstall only when the dependency declarations change.
+stamp=".venv/.optigate-installed"
+wanted="$(cat pyproject.toml package-lock.json | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ] || [ ! -x node_modules/.bin/cdk ]; then
+  python -m pip install --quiet --upgrade pip
+  python -m pip install --quiet -e ".[dev]"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$wanted" > "$stamp"
+fi
+
+export PATH="$PWD/node_modules/.bin:$PATH"
+# Offline and quiet: no instance-metadata probing, no notices or telemetry calls from the CDK CLI.
+export AWS_EC2_METADATA_DISABLED=true
+export CDK_DISABLE_CLI_TELEMETRY=true
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
+set +eu

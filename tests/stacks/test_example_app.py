@@ -1,0 +1,169 @@
+"""The example teams synthesized for every environment: lint-clean, nag-clean, and as configured."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import resources_of
+
+EXPECTED_STACKS = {f"optigate-{env}-{team}" for env in ("dev", "staging", "prod") for team in ("chat", "research", "support")}
+
+
+def test_one_stack_per_team_and_environment(example_app):
+    assert example_app.error is None, f"synth failed:\n{example_app.error}"
+    assert set(example_app.templates) == EXPECTED_STACKS
+
+
+def test_cdk_nag_found_nothing_unacknowledged(example_app):
+    assert example_app.error is None, f"cdk-nag or synth failed:\n{example_app.error}"
+    report = json.loads((example_app.outdir / "validation-report.json").read_text())
+    assert report["pluginReports"] == []  # a finding would be listed here and would have failed the synth
+
+
+def test_cdk_nag_plugin_of_the_app_rejects_a_non_compliant_resource(tmp_path):
+    """The same registration the app uses catches a finding, so the clean report above means something."""
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_s3 as s3
+
+    from optigate.stacks.app import enable_nag
+
+    app = App(outdir=str(tmp_path))
+    s3.Bucket(Stack(app, "Bad"), "PlainBucket")  # no SSL-only policy, no access logs
+    enable_nag(app)
+    with pytest.raises(Exception, match="AwsSolutions-S10"):
+        app.synth()
+
+
+def _acknowledged(example_app, stack: str) -> dict[str, dict[str, str]]:
+    metadata = json.loads((example_app.outdir / f"{stack}.metadata.json").read_text())
+    found: dict[str, dict[str, str]] = {}
+    for path, entries in metadata.items():
+        for entry in entries:
+            if entry["type"] == "aws:cdk:acknowledged-rules":
+                found.setdefault(path, {}).update(entry["data"])
+    return found
+
+
+def test_every_acknowledgement_carries_a_reason(example_app):
+    from optigate.constructs.nag import MIN_REASON_LENGTH
+
+    total = 0
+    for stack in example_app.templates:
+        for path, rules in _acknowledged(example_app, stack).items():
+            for rule, reason in rules.items():
+                total += 1
+                assert len(reason) >= MIN_REASON_LENGTH, f"{stack}{path} {rule}: {reason!r}"
+                # Wildcards are acknowledged one finding at a time, never as a blanket rule.
+                assert not rule.endswith("AwsSolutions-IAM5"), f"{path}: blanket IAM5 acknowledgement"
+    assert total > 0
+
+
+def test_a_too_short_reason_is_refused():
+    from aws_cdk import App, Stack
+
+    from optigate.constructs.nag import MIN_REASON_LENGTH, acknowledge
+
+    with pytest.raises(ValueError, match="needs a real reason"):
+        acknowledge(Stack(App(), "S"), "AwsSolutions-IAM5", "x" * (MIN_REASON_LENGTH - 1))
+
+
+@pytest.mark.parametrize("stack", sorted(EXPECTED_STACKS))
+def test_template_passes_cfn_lint_with_zero_errors(example_app, stack):
+    from cfnlint.api import ManualArgs, lint
+
+    template = example_app.templates[stack]
+    region = "us-west-2" if "-prod-" in stack else "us-east-1"
+    matches = lint(json.dumps(template), config=ManualArgs(regions=[region]))
+    errors = [f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})" for m in matches if m.rule.id.startswith("E")]
+    assert errors == []
+
+
+def test_no_role_anywhere_has_a_managed_full_access_policy(example_app):
+    for stack, template in example_app.templates.items():
+        text = json.dumps(template)
+        assert "AmazonSageMakerFullAccess" not in text, stack
+        for role in resources_of(template, "AWS::IAM::Role").values():
+            assert not role["Properties"].get("ManagedPolicyArns"), f"{stack}: managed policies on a role"
+
+
+
+
+def _only(template: dict, resource_type: str) -> dict:
+    (resource,) = resources_of(template, resource_type).values()
+    return resource["Properties"]
+
+
+def test_chat_serves_fp8_weights_and_kv_on_l4_with_sized_timeouts(example_app):
+    template = example_app.templates["optigate-dev-chat"]
+    environment = _only(template, "AWS::SageMaker::Model")["PrimaryContainer"]["Environment"]
+    assert environment["OPTION_QUANTIZE"] == "fp8" and environment["OPTION_KV_CACHE_DTYPE"] == "fp8"
+    assert environment["OPTION_MAX_MODEL_LEN"] == "8192"
+    (variant,) = _only(template, "AWS::SageMaker::EndpointConfig")["ProductionVariants"]
+    assert variant["InstanceType"] == "ml.g6.2xlarge"
+    assert 600 < variant["ModelDataDownloadTimeoutInSeconds"] < variant["ContainerStartupHealthCheckTimeoutInSeconds"] <= 3600
+
+
+def test_the_70b_gets_far_more_than_600_seconds_and_eagle3(example_app):
+    template = example_app.templates["optigate-prod-research"]
+    (variant,) = _only(template, "AWS::SageMaker::EndpointConfig")["ProductionVariants"]
+    assert variant["ModelDataDownloadTimeoutInSeconds"] >= 2000
+    assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] >= 2700
+    models = resources_of(template, "AWS::SageMaker::Model")
+    environments = [m["Properties"]["PrimaryContainer"]["Environment"] for m in models.values()]
+    assert all(json.loads(e["OPTION_SPECULATIVE_CONFIG"])["method"] == "eagle3" for e in environments)
+    assert all(e["OPTION_TENSOR_PARALLEL_DEGREE"] == "8" for e in environments)
+
+
+def test_research_shadows_20_percent_of_traffic_to_its_fp8_candidate(example_app):
+    template = example_app.templates["optigate-prod-research"]
+    config = _only(template, "AWS::SageMaker::EndpointConfig")
+    (shadow,) = config["ShadowProductionVariants"]
+    assert shadow["VariantName"] == "Shadow" and shadow["InitialVariantWeight"] == 0.2
+    models = resources_of(template, "AWS::SageMaker::Model")
+    shadow_model_id = shadow["ModelName"]["Fn::GetAtt"][0]
+    assert models[shadow_model_id]["Properties"]["PrimaryContainer"]["Environment"]["OPTION_QUANTIZE"] == "fp8"
+    (production,) = config["ProductionVariants"]
+    assert "OPTION_QUANTIZE" not in models[production["ModelName"]["Fn::GetAtt"][0]]["Properties"]["PrimaryContainer"]["Environment"]
+
+
+def test_support_serves_three_adapters_on_a_base_component_that_scales_to_zero(example_app):
+    template = example_app.templates["optigate-staging-support"]
+    components = [r["Properties"] for r in resources_of(template, "AWS::SageMaker::InferenceComponent").values()]
+    base = [c for c in components if "ModelName" in c["Specification"]]
+    adapters = [c for c in components if "BaseInferenceComponentName" in c["Specification"]]
+    assert [b["InferenceComponentName"] for b in base] == ["support-staging-base"]
+    assert sorted(a["InferenceComponentName"] for a in adapters) == ["support-staging-reply", "support-staging-summarise", "support-staging-triage"]
+    assert {a["Specification"]["BaseInferenceComponentName"] for a in adapters} == {"support-staging-base"}
+    assert all("ComputeResourceRequirements" not in a["Specification"] for a in adapters)
+    assert base[0]["Specification"]["ComputeResourceRequirements"]["NumberOfAcceleratorDevicesRequired"] == 1
+    target = _only(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (0, 4)
+    config = _only(template, "AWS::SageMaker::EndpointConfig")
+    assert "ExecutionRoleArn" in config and "ModelName" not in config["ProductionVariants"][0]
+
+
+def test_every_endpoint_has_a_rotating_customer_managed_key(example_app):
+    for stack, template in example_app.templates.items():
+        keys = resources_of(template, "AWS::KMS::Key")
+        assert keys and all(k["Properties"]["EnableKeyRotation"] for k in keys.values()), stack
+
+
+def test_prod_overrides_apply_only_where_configured(example_app):
+    prod_chat = _only(example_app.templates["optigate-prod-chat"], "AWS::SageMaker::EndpointConfig")
+    dev_chat = _only(example_app.templates["optigate-dev-chat"], "AWS::SageMaker::EndpointConfig")
+    assert prod_chat["ProductionVariants"][0]["InitialInstanceCount"] == 2
+    assert dev_chat["ProductionVariants"][0]["InitialInstanceCount"] == 1
+    assert prod_chat["DataCaptureConfig"]["InitialSamplingPercentage"] == 5
+    assert "DataCaptureConfig" not in dev_chat
+    dev_target = _only(example_app.templates["optigate-dev-chat"], "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert dev_target["MaxCapacity"] == 1  # dev caps autoscaling
+
+
+def test_prod_chat_blue_green_uses_a_one_instance_canary_and_rolls_back_on_alarms(example_app):
+    endpoint = _only(example_app.templates["optigate-prod-chat"], "AWS::SageMaker::Endpoint")
+    policy = endpoint["DeploymentConfig"]["BlueGreenUpdatePolicy"]
+    assert policy["TrafficRoutingConfiguration"]["Type"] == "CANARY"
+    assert policy["TrafficRoutingConfiguration"]["CanarySize"] == {"Type": "INSTANCE_COUNT", "Value": 1}
+    assert len(endpoint["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]) == 2
