@@ -8,5 +8,5 @@ set -euo pipefail
 
 optigate validate config
 optigate summary
-cdk synth --all --quiet --no-notices --output cdk.out
+cdk synth --quiet --no-notices --output cdk.out
 echo "Synthesized $(ls cdk.out/*.template.json | wc -l) stacks into cdk.out/ (no AWS call, no credentials)."
