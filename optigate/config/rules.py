@@ -214,7 +214,27 @@ def _rollout_problems(team: TeamConfig) -> list[Problem]:
                     message = f"unknown key '{loc[-1]}'{_did_you_mean(str(loc[-1]), list(Serving.model_fields))}"
                 problems.append(Problem((*base, *loc), message))
         else:
-            problems += check_serving(candidate, base, has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri)
+            candidate_problems = check_serving(candidate, base, has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri)
+            if not candidate_problems:
+                candidate_problems = [
+                    Problem((*base, *p.path[1:]), p.message) if p.path[:1] == ("serving",) else p
+                    for p in _capacity_problems(team, candidate, ("serving",))
+                ]
+            problems += candidate_problems
+    return problems
+
+
+def _capacity_problems(team: TeamConfig, serving: Serving, path: PathT) -> list[Problem]:
+    """What the capacity planner refuses: weights, one sequence, or the batch that do not fit."""
+    from optigate.plan.team import plan_problems
+
+    if catalog.get_instance(serving.instance_type).is_neuron:
+        return []  # the memory model is not validated against Neuron; the planner only notes it
+    problems = []
+    for field_name, message in plan_problems(team, serving):
+        if getattr(serving, field_name) is None:  # derived by optigate: point at what the user chose
+            field_name = "instance_type"
+        problems.append(Problem((*path, field_name), message))
     return problems
 
 
@@ -224,6 +244,8 @@ def check_team(team: TeamConfig) -> list[Problem]:
         return problems
     problems += check_serving(team.serving, ("serving",), has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri)
     problems += _architecture_problems(team)
+    if not problems:
+        problems += _capacity_problems(team, team.serving, ("serving",))
     names: set[str] = set()
     for index, adapter in enumerate(team.adapters):
         if not adapter.s3_uri.endswith(".tar.gz"):

@@ -182,12 +182,19 @@ def _choose_tp(arch, inst, wp, kv_bytes, gmu, max_model_len, mnbt, seqs, graphs)
 
 
 def _cheapest_fitting_instance(arch, wp, kv_cache_dtype, gmu, max_model_len, need_tokens, exclude, graphs):
-    """Cheapest priced catalog instance whose plan holds ``need_tokens`` KV tokens."""
+    """Cheapest priced catalog instance whose plan holds ``need_tokens`` KV tokens.
+
+    Only instances of the same platform (GPU or Neuron: another container family) whose
+    hardware runs the weight precision natively are suggested.
+    """
     kv_bytes = kv_dtype_bytes(kv_cache_dtype)
+    current = get_instance(exclude)
     best: tuple[float, Instance, int] | None = None
     unpriced: tuple[float, Instance, int] | None = None  # fallback when no priced instance fits
     for inst in all_instances():
-        if inst.instance_type == exclude:
+        if inst.instance_type == exclude or inst.platform != current.platform:
+            continue
+        if wp.native_hardware_precision in ("fp8", "fp4") and not inst.supports(wp.native_hardware_precision):
             continue
         mnbt, seqs = _scheduler_defaults(inst)
         for tp in reversed(_tp_candidates(arch, inst)):

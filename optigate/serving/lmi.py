@@ -22,6 +22,7 @@ from optigate.config.models import (
     TeamConfig,
 )
 from optigate.plan import catalog
+from optigate.plan.team import derive_settings
 from optigate.serving import images
 
 MODEL_DIR = "/opt/ml/model"  # where SageMaker mounts ModelDataSource
@@ -69,10 +70,9 @@ def sized_timeouts(weights_gb: float) -> tuple[int, int]:
 
 
 def architecture_of(team: TeamConfig):
-    from optigate.plan import architecture
+    from optigate.plan.team import architecture_for
 
-    spec = team.model.architecture
-    return architecture.load_architecture(spec if isinstance(spec, str) else spec.model_dump(exclude_none=True))
+    return architecture_for(team.model.architecture)
 
 
 def parameter_total(team: TeamConfig) -> int:
@@ -92,17 +92,19 @@ def resolve_serving(team: TeamConfig, serving: Serving | None = None) -> Resolve
     family = serving.container.family
     version = serving.container.version or images.DEFAULT_VERSION[family]
 
-    tp = serving.tensor_parallel_degree or instance.tp_units
-    if serving.tensor_parallel_degree is None:
-        notes.append(f"tensor_parallel_degree={tp}: every {'NeuronCore' if instance.platform == 'neuron' else 'GPU'} of {instance.instance_type}")
-
-    max_model_len = serving.max_model_len or min(arch.max_position_embeddings, DEFAULT_MAX_MODEL_LEN_CAP)
-    if serving.max_model_len is None:
-        notes.append(f"max_model_len={max_model_len}: default cap (model allows {arch.max_position_embeddings})")
-    max_batch_size = serving.max_batch_size or DEFAULT_MAX_BATCH_SIZE
-    if serving.max_batch_size is None:
-        notes.append(f"max_batch_size={max_batch_size}: default")
-    gpu_memory_utilization = serving.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
+    if instance.is_neuron:
+        # The planner's memory model is not validated on Neuron: fixed defaults, said so.
+        tp = serving.tensor_parallel_degree or instance.tp_units
+        max_model_len = serving.max_model_len or min(arch.max_position_embeddings, DEFAULT_MAX_MODEL_LEN_CAP)
+        max_batch_size = serving.max_batch_size or DEFAULT_MAX_BATCH_SIZE
+        gpu_memory_utilization = serving.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
+        if serving.max_model_len is None or serving.max_batch_size is None:
+            notes.append(f"Neuron: max_model_len={max_model_len}, max_batch_size={max_batch_size} are defaults, not planned")
+    else:
+        derived = derive_settings(team, serving)
+        tp, max_model_len = derived.tensor_parallel_degree, derived.max_model_len
+        max_batch_size, gpu_memory_utilization = derived.max_batch_size, derived.gpu_memory_utilization
+        notes += derived.notes
 
     lora = serving.lora
     if lora is None and team.adapters:

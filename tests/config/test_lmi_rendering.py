@@ -78,8 +78,11 @@ def test_explicit_lora_limits_win(tmp_path):
 def test_unset_values_are_filled_and_explained(tmp_path):
     resolved = resolve_serving(_team(tmp_path))
     assert resolved.tensor_parallel_degree == 1
-    assert resolved.max_model_len == 8192  # capped below the model's 131072 so it can batch
-    assert any("max_model_len=8192" in note for note in resolved.notes)
+    # The gate's default request is 1,024 + 256 tokens; twice that, to a power of two: 4,096,
+    # far below the model's 131,072, which a 24 GB L4 could not batch.
+    assert resolved.max_model_len == 4096
+    assert any(note.startswith("max_model_len=4,096: room for 2x the typical 1,280-token request") for note in resolved.notes)
+    assert any(note.startswith("max_batch_size=") for note in resolved.notes)
     assert any("model_data_download_timeout" in note for note in resolved.notes)
 
 

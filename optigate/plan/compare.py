@@ -1,0 +1,83 @@
+"""Precisions x instances side by side: which is cheapest per output token within a TPOT target.
+
+This is the last decision step before paying for a GPU: for each candidate, plan it, take the
+largest batch whose decode step still meets the target time per output token, and price the
+tokens produced there. The figures are roofline lower bounds, so they rank candidates rather
+than promise latencies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from optigate.plan.architecture import ModelArchitecture
+from optigate.plan.catalog import Instance, get_instance
+from optigate.plan.planner import PlanResult, plan
+
+PRECISION_HARDWARE = {"fp8": "fp8", "nvfp4": "fp4", "mxfp4": "fp4"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    instance_type: str
+    weight_precision: str
+    result: PlanResult | None  # None: the instance cannot run this precision natively
+    batch_within_target: int | None
+    cost_within_target: float | None
+    reason: str = ""
+
+    @property
+    def meets_target(self) -> bool:
+        return self.cost_within_target is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        result = self.result
+        return {
+            "instance_type": self.instance_type,
+            "weight_precision": self.weight_precision,
+            "fits": bool(result and result.fits),
+            "reason": self.reason or (result.problems[0].kind if result and result.problems else ""),
+            "tensor_parallel": result.tensor_parallel if result else None,
+            "weights_gib_per_accelerator": result.weights_gib_per_accelerator if result else None,
+            "kv_capacity_tokens": result.kv_capacity_tokens if result else None,
+            "decode_tpot_ms_batch1": result.decode_tpot_ms_batch1 if result else None,
+            "cost_per_million_output_tokens": result.cost_per_million_output_tokens if result else None,
+            "batch_within_target": self.batch_within_target,
+            "cost_within_target": self.cost_within_target,
+        }
+
+
+def _runs_natively(instance: Instance, precision: str) -> bool:
+    needed = PRECISION_HARDWARE.get(precision)
+    return needed is None or instance.supports(needed)
+
+
+def compare(
+    arch: ModelArchitecture,
+    instance_types: list[str],
+    precisions: list[str],
+    *,
+    tpot_ms: float | None = None,
+    **plan_options: Any,
+) -> tuple[list[Candidate], Candidate | None]:
+    """Every (instance, precision) candidate and the cheapest one that fits and meets `tpot_ms`."""
+    candidates: list[Candidate] = []
+    for instance_type in instance_types:
+        instance = get_instance(instance_type)
+        for precision in precisions:
+            if not _runs_natively(instance, precision):
+                candidates.append(Candidate(instance.instance_type, precision, None, None, None, f"no native {precision}"))
+                continue
+            result = plan(arch, instance, weight_precision=precision, suggest_fixes=False, **plan_options)
+            batch = cost = None
+            if result.fits and result.decode_curve:
+                within = [point.batch for point in result.decode_curve if tpot_ms is None or point.tpot_ms <= tpot_ms]
+                if within:
+                    batch = max(within)
+                    capped = plan(arch, instance, weight_precision=precision, suggest_fixes=False, **{**plan_options, "max_batch_size": batch})
+                    cost = capped.cost_per_million_output_tokens
+            candidates.append(Candidate(instance.instance_type, precision, result, batch, cost))
+    priced = [c for c in candidates if c.cost_within_target is not None]
+    cheapest = min(priced, key=lambda c: c.cost_within_target) if priced else None
+    return candidates, cheapest

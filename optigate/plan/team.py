@@ -1,0 +1,141 @@
+"""The planner applied to a team's config: what fits, what optigate derives, and what it refuses.
+
+Pure logic (no aws_cdk): `plan_serving` maps a serving block onto `plan()`, `derive_settings`
+fills `max_model_len`, `max_batch_size` and `gpu_memory_utilization` when the team left them
+unset, and `plan_problems` turns a plan's problems into config problems at the right YAML path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from optigate.config.models import ArchitectureFields, Serving, TeamConfig
+from optigate.plan.architecture import ModelArchitecture, load_architecture
+from optigate.plan.catalog import get_instance
+from optigate.plan.planner import PlanResult, plan
+
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+MIN_DERIVED_MAX_MODEL_LEN = 4096
+LENGTH_GRANULE = 1024  # derived lengths are multiples of this
+# A derived max_model_len leaves room for requests twice the team's typical prompt + output.
+HEADROOM = 2
+
+# quantization (config vocabulary) -> the planner's weight precision
+WEIGHT_PRECISION = {None: "bf16", "fp8": "fp8", "awq": "awq", "gptq": "gptq", "nvfp4": "nvfp4"}
+KV_CACHE_DTYPE = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
+
+# which serving field a planner problem points at
+PROBLEM_FIELD = {
+    "weights_do_not_fit": "instance_type",
+    "kv_cannot_hold_one_sequence": "max_model_len",
+    "batch_times_length_does_not_fit": "max_batch_size",
+}
+
+
+def architecture_for(spec: str | ArchitectureFields) -> ModelArchitecture:
+    """The planner's architecture for a config entry; a stated parameter count sizes the MLP."""
+    if isinstance(spec, str):
+        return load_architecture(spec)
+    fields: dict[str, Any] = spec.model_dump(exclude_none=True)
+    published = fields.pop("num_parameters", None)
+    if "intermediate_size" not in fields and published:
+        without_mlp = ModelArchitecture.from_config(fields, name="custom").parameter_count().total
+        fields["intermediate_size"] = max(1, round((published - without_mlp) / (3 * spec.hidden_size * spec.num_hidden_layers)))
+    return ModelArchitecture.from_config(fields, name="custom", published={"total": published} if published else None)
+
+
+@dataclass(frozen=True)
+class DerivedSettings:
+    """Values optigate chose for unset fields, and why (shown in the synth summary)."""
+
+    max_model_len: int
+    max_batch_size: int
+    gpu_memory_utilization: float
+    tensor_parallel_degree: int
+    notes: tuple[str, ...]
+    plan: PlanResult
+
+
+def plan_serving(
+    team: TeamConfig,
+    serving: Serving,
+    *,
+    max_model_len: int | None = None,
+    max_batch_size: int | None = None,
+) -> PlanResult:
+    """Plan `serving` at the tensor-parallel degree optigate deploys (all accelerators by default)."""
+    instance = get_instance(serving.instance_type)
+    benchmark = team.gate.benchmark
+    return plan(
+        architecture_for(team.model.architecture),
+        instance,
+        weight_precision=WEIGHT_PRECISION[serving.quantization],
+        kv_cache_dtype=KV_CACHE_DTYPE[serving.kv_cache_dtype],
+        tensor_parallel=serving.tensor_parallel_degree or instance.tp_units,
+        gpu_memory_utilization=serving.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
+        max_model_len=max_model_len or serving.max_model_len,
+        prompt_tokens=benchmark.prompt_tokens,
+        output_tokens=benchmark.max_new_tokens,
+        max_batch_size=max_batch_size or serving.max_batch_size,
+    )
+
+
+def _round_down(value: int, granule: int = LENGTH_GRANULE) -> int:
+    return value // granule * granule
+
+
+def derive_settings(team: TeamConfig, serving: Serving | None = None) -> DerivedSettings:
+    serving = serving or team.serving
+    instance = get_instance(serving.instance_type)
+    arch = architecture_for(team.model.architecture)
+    benchmark = team.gate.benchmark
+    typical = benchmark.prompt_tokens + benchmark.max_new_tokens
+    notes: list[str] = []
+
+    gpu_memory_utilization = serving.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
+    if serving.gpu_memory_utilization is None:
+        notes.append(f"gpu_memory_utilization={gpu_memory_utilization}: vLLM's default share, leaving room for the runtime")
+    tp = serving.tensor_parallel_degree or instance.tp_units
+    if serving.tensor_parallel_degree is None:
+        unit = "NeuronCore" if instance.is_neuron else "GPU"
+        notes.append(f"tensor_parallel_degree={tp}: every {unit} of {instance.instance_type}")
+
+    max_model_len = serving.max_model_len
+    if max_model_len is None:
+        # Probe the KV capacity at a short length, then take the longest length that the cache
+        # holds, capped by the model and by twice the team's typical request.
+        probe = plan_serving(team, serving, max_model_len=min(typical, arch.max_position_embeddings or typical), max_batch_size=1)
+        wanted = max(MIN_DERIVED_MAX_MODEL_LEN, 1 << (HEADROOM * typical - 1).bit_length())
+        ceiling = min(arch.max_position_embeddings or wanted, wanted)
+        capacity = _round_down(probe.kv_capacity_tokens)
+        max_model_len = max(min(ceiling, capacity), min(typical, capacity)) if capacity else ceiling
+        notes.append(
+            f"max_model_len={max_model_len:,}: room for {HEADROOM}x the typical {typical:,}-token request "
+            f"(model allows {arch.max_position_embeddings:,}; KV cache holds {probe.kv_capacity_tokens:,} tokens)"
+        )
+
+    result = plan_serving(team, serving, max_model_len=max_model_len)
+    max_batch_size = serving.max_batch_size
+    if max_batch_size is None:
+        fits = result.max_concurrent_sequences_at_typical_length
+        max_batch_size = max(1, min(result.max_num_seqs, fits))
+        notes.append(
+            f"max_batch_size={max_batch_size}: the KV cache holds {fits:,} sequences of {typical:,} tokens"
+            + (f" (capped at vLLM's max_num_seqs {result.max_num_seqs})" if fits > result.max_num_seqs else "")
+        )
+        result = plan_serving(team, serving, max_model_len=max_model_len, max_batch_size=max_batch_size)
+    return DerivedSettings(max_model_len, max_batch_size, gpu_memory_utilization, tp, tuple(notes), result)
+
+
+def plan_problems(team: TeamConfig, serving: Serving) -> list[tuple[str, str]]:
+    """(serving field, message) for every reason the plan says this serving block cannot work.
+
+    `max_model_len` beyond the position embeddings is checked by the config rules already.
+    """
+    derived = derive_settings(team, serving)
+    return [
+        (PROBLEM_FIELD[problem.kind], problem.message)
+        for problem in derived.plan.problems
+        if problem.kind in PROBLEM_FIELD
+    ]
