@@ -225,6 +225,36 @@ def _print_compare(candidates, cheapest, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_emulate(args: argparse.Namespace) -> int:
+    """A local SageMaker-runtime emulator on loopback (see optigate.bench.emulator)."""
+    from pathlib import Path as _Path
+
+    import yaml as _yaml
+
+    from optigate.bench.emulator import EmulatorConfig, serve
+
+    data: dict = {}
+    if args.config:
+        data = _yaml.safe_load(_Path(args.config).read_text()) or {}
+    default = data.setdefault("default", {})
+    for key in ("ttft_ms", "itl_ms", "output_tokens", "tokens_per_chunk", "payload_format", "throttle_rate", "model_error_rate", "stream_error_rate", "reset_rate", "stall_rate"):
+        value = getattr(args, key)
+        if value is not None:
+            default[key] = value
+    config = EmulatorConfig.parse(data)
+
+    def ready(port: int) -> None:
+        if args.port_file:
+            _Path(args.port_file).write_text(str(port))
+        errors.print(f"optigate emulator on http://127.0.0.1:{port} (endpoint_url for boto3)")
+
+    try:
+        serve(config, port=args.port, ready=ready)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from optigate.config.schema import stale_schemas, write_schemas
 
@@ -271,6 +301,22 @@ def build_parser() -> argparse.ArgumentParser:
     planner.add_argument("--list-models", action="store_true", help="list the built-in architectures")
     planner.add_argument("--json", action="store_true", help="print JSON instead of a table")
     planner.set_defaults(handler=cmd_plan)
+
+    emulate = commands.add_parser("emulate", help="run a local SageMaker-runtime emulator (loopback only)")
+    emulate.add_argument("--port", type=int, default=8080)
+    emulate.add_argument("--config", help="YAML/JSON: {default: {...}, endpoints: {name: {..., variants: {...}}}}")
+    emulate.add_argument("--port-file", help="write the bound port here once listening")
+    emulate.add_argument("--ttft-ms", type=float)
+    emulate.add_argument("--itl-ms", type=float)
+    emulate.add_argument("--output-tokens", type=int)
+    emulate.add_argument("--tokens-per-chunk", type=int)
+    emulate.add_argument("--payload-format", choices=["lmi", "tgi", "openai"])
+    emulate.add_argument("--throttle-rate", type=float)
+    emulate.add_argument("--model-error-rate", type=float)
+    emulate.add_argument("--stream-error-rate", type=float)
+    emulate.add_argument("--reset-rate", type=float)
+    emulate.add_argument("--stall-rate", type=float)
+    emulate.set_defaults(handler=cmd_emulate)
 
     schema = commands.add_parser("schema", help="write the JSON schema of the config files")
     schema.add_argument("--out", default="config/schema")

@@ -1,0 +1,1 @@
+"""Streaming benchmark: client, load models, metrics, emulator, report (pure logic apart from I/O)."""

@@ -1,0 +1,327 @@
+"""A local SageMaker-runtime emulator for LLM endpoints (`optigate emulate`).
+
+It serves `POST /endpoints/{name}/invocations` and `/invocations-response-stream` the way
+SageMaker does: the streaming response is `application/vnd.amazon.eventstream` with real
+framing (prelude, headers, both CRC32s) carrying LMI jsonlines (or TGI SSE, or OpenAI chunks),
+errors come back with `X-Amzn-ErrorType` as boto3 expects, and the target variant and inference
+component headers select per-variant behaviour. boto3 talks to it through `endpoint_url`.
+
+Behaviour per endpoint (and per variant / inference component) is configurable: TTFT and ITL
+distributions, output length, tokens per chunk (speculative decoding), payload format, and
+injected faults (throttling, ModelError, ModelStreamError mid-stream, connection reset, stall).
+It records when it actually sent each chunk, so a benchmark's measurement error can be computed
+against the emulator's own clock (`GET /_emulator/trace`; same host, same monotonic clock).
+
+Only ever bind it to loopback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+import time
+import uuid
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from aiohttp import web
+
+from optigate.bench.eventstream import payload_part, stream_exception
+
+LOOPBACK = "127.0.0.1"
+EMULATOR_KEY: web.AppKey["Emulator"] = web.AppKey("emulator")
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A latency in milliseconds: `mean`, with `jitter` as the standard deviation."""
+
+    mean: float
+    jitter: float = 0.0
+    kind: str = "normal"  # normal | lognormal | fixed
+
+    def sample(self, rng: random.Random) -> float:
+        if self.jitter <= 0 or self.kind == "fixed":
+            return self.mean
+        if self.kind == "lognormal":
+            import math
+
+            sigma2 = math.log(1 + (self.jitter / self.mean) ** 2)
+            return rng.lognormvariate(math.log(self.mean) - sigma2 / 2, math.sqrt(sigma2))
+        return max(0.0, rng.gauss(self.mean, self.jitter))
+
+    @classmethod
+    def parse(cls, value: Any) -> Distribution:
+        if isinstance(value, Distribution):
+            return value
+        if isinstance(value, (int, float)):
+            return cls(float(value))
+        return cls(**value)
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """How one endpoint (or variant, or inference component) responds."""
+
+    ttft_ms: Distribution = Distribution(150.0)
+    itl_ms: Distribution = Distribution(15.0)
+    output_tokens: int | None = None  # None: the request's max_new_tokens / max_tokens
+    tokens_per_chunk: tuple[int, ...] = (1,)  # cycled per chunk; (3,) emulates speculative decoding
+    payload_format: str = "lmi"  # lmi | tgi | openai
+    throttle_rate: float = 0.0
+    model_error_rate: float = 0.0
+    stream_error_rate: float = 0.0
+    reset_rate: float = 0.0
+    stall_rate: float = 0.0
+    fault_after_tokens: int = 4  # mid-stream faults strike after this many tokens
+    stall_seconds: float = 30.0
+
+    @classmethod
+    def parse(cls, data: dict[str, Any] | None, base: Behaviour | None = None) -> Behaviour:
+        data = dict(data or {})
+        allowed = {f.name for f in fields(cls)}
+        unknown = set(data) - allowed - {"variants", "inference_components"}
+        if unknown:
+            raise ValueError(f"unknown emulator setting(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        values: dict[str, Any] = {k: v for k, v in data.items() if k in allowed}
+        for key in ("ttft_ms", "itl_ms"):
+            if key in values:
+                values[key] = Distribution.parse(values[key])
+        if "tokens_per_chunk" in values:
+            chunk = values["tokens_per_chunk"]
+            values["tokens_per_chunk"] = tuple(chunk) if isinstance(chunk, (list, tuple)) else (int(chunk),)
+        return replace(base or cls(), **values)
+
+
+@dataclass
+class EndpointConfig:
+    behaviour: Behaviour
+    variants: dict[str, Behaviour] = field(default_factory=dict)
+    inference_components: dict[str, Behaviour] = field(default_factory=dict)
+
+
+@dataclass
+class EmulatorConfig:
+    """`{"endpoints": {name: {behaviour..., "variants": {v: {...}}, "inference_components": {...}}}}`.
+
+    An endpoint not listed gets `default`. `seed` makes the fault and latency draws repeatable.
+    """
+
+    endpoints: dict[str, EndpointConfig] = field(default_factory=dict)
+    default: Behaviour = Behaviour()
+    seed: int = 0
+    record_trace: bool = True
+
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> EmulatorConfig:
+        default = Behaviour.parse(data.get("default"))
+        endpoints = {}
+        for name, spec in (data.get("endpoints") or {}).items():
+            behaviour = Behaviour.parse(spec, default)
+            endpoints[name] = EndpointConfig(
+                behaviour,
+                {v: Behaviour.parse(s, behaviour) for v, s in (spec or {}).get("variants", {}).items()},
+                {c: Behaviour.parse(s, behaviour) for c, s in (spec or {}).get("inference_components", {}).items()},
+            )
+        return cls(endpoints, default, int(data.get("seed", 0)), bool(data.get("record_trace", True)))
+
+    def behaviour_for(self, endpoint: str, variant: str | None, component: str | None) -> Behaviour | None:
+        config = self.endpoints.get(endpoint)
+        if config is None:
+            return self.default if not self.endpoints else None
+        if component:
+            return config.inference_components.get(component, None if config.inference_components else config.behaviour)
+        if variant and variant != "AllTraffic":
+            return config.variants.get(variant, None if config.variants else config.behaviour)
+        return config.behaviour
+
+
+# ----------------------------------------------------------------------------- payloads
+
+WORDS = ("the", "model", "is", "fast", "and", "good", "at", "this", "task", "today")
+
+
+def _token_line(fmt: str, index: int, last: bool, total: int) -> bytes:
+    text = " " + WORDS[index % len(WORDS)]
+    if fmt == "openai":
+        chunk: dict[str, Any] = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}}]}
+        return (json.dumps(chunk) + "\n").encode()
+    token = {"id": 1000 + index % len(WORDS), "text": text, "log_prob": -0.1, "special": False}
+    line: dict[str, Any] = {"token": token}
+    if last:
+        line["generated_text"] = "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
+        line["details"] = {"finish_reason": "length", "generated_tokens": total}
+    prefix = "data: " if fmt == "tgi" else ""
+    return (prefix + json.dumps(line) + ("\n\n" if fmt == "tgi" else "\n")).encode()
+
+
+def _chunk_payload(fmt: str, start: int, count: int, total: int) -> bytes:
+    body = b"".join(_token_line(fmt, i, i == total - 1, total) for i in range(start, start + count))
+    if fmt == "openai" and start + count == total:
+        usage = {"object": "chat.completion.chunk", "choices": [], "usage": {"completion_tokens": total}}
+        body += (json.dumps(usage) + "\n").encode()
+    return body
+
+
+def _requested_tokens(body: dict[str, Any]) -> int:
+    parameters = body.get("parameters") or {}
+    return int(parameters.get("max_new_tokens") or body.get("max_tokens") or body.get("max_new_tokens") or 64)
+
+
+# ----------------------------------------------------------------------------- server
+
+
+class Emulator:
+    def __init__(self, config: EmulatorConfig) -> None:
+        self.config = config
+        self.rng = random.Random(config.seed)
+        self.trace: dict[str, dict[str, Any]] = {}
+        self.app = web.Application()
+        self.app[EMULATOR_KEY] = self
+        self.app.router.add_post("/endpoints/{name}/invocations-response-stream", self.stream)
+        self.app.router.add_post("/endpoints/{name}/invocations", self.invoke)
+        self.app.router.add_get("/_emulator/trace", self.get_trace)
+        self.app.router.add_delete("/_emulator/trace", self.clear_trace)
+        self.app.router.add_get("/ping", self.ping)
+        self._ids = itertools.count()
+
+    async def ping(self, _request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def get_trace(self, _request: web.Request) -> web.Response:
+        return web.json_response(self.trace)
+
+    async def clear_trace(self, _request: web.Request) -> web.Response:
+        self.trace.clear()
+        return web.json_response({"cleared": True})
+
+    def _error(self, status: int, error_type: str, message: str, request_id: str) -> web.Response:
+        return web.json_response(
+            {"message": message, "ErrorCode": error_type},
+            status=status,
+            headers={"X-Amzn-ErrorType": f"{error_type}:http://internal.amazon.com/coral/com.amazon.coral.service/", "x-amzn-RequestId": request_id},
+        )
+
+    def _select(self, request: web.Request) -> tuple[Behaviour | None, str]:
+        name = request.match_info["name"]
+        variant = request.headers.get("X-Amzn-SageMaker-Target-Variant")
+        component = request.headers.get("X-Amzn-SageMaker-Inference-Component")
+        return self.config.behaviour_for(name, variant, component), variant or component or "AllTraffic"
+
+    async def _prelude(self, request: web.Request) -> tuple[Behaviour | web.Response, dict[str, Any], str, str]:
+        received = time.perf_counter()
+        request_id = str(uuid.uuid4())
+        behaviour, variant = self._select(request)
+        if behaviour is None:
+            return self._error(400, "ValidationError", f"Endpoint {request.match_info['name']} (variant {variant}) not found.", request_id), {}, request_id, variant
+        try:
+            body = json.loads(await request.read() or b"{}")
+        except ValueError:
+            return self._error(400, "ValidationError", "Request body is not JSON.", request_id), {}, request_id, variant
+        if self.rng.random() < behaviour.throttle_rate:
+            return self._error(429, "ThrottlingException", "Rate exceeded", request_id), body, request_id, variant
+        if self.rng.random() < behaviour.model_error_rate:
+            return self._error(424, "ModelError", "Received server error (500) from primary with message \"CUDA out of memory\".", request_id), body, request_id, variant
+        if self.config.record_trace:
+            self.trace[request_id] = {"endpoint": request.match_info["name"], "variant": variant, "received_at": received, "sends": []}
+        return behaviour, body, request_id, variant
+
+    async def invoke(self, request: web.Request) -> web.Response:
+        behaviour, body, request_id, variant = await self._prelude(request)
+        if isinstance(behaviour, web.Response):
+            return behaviour
+        total = behaviour.output_tokens or _requested_tokens(body)
+        delay = behaviour.ttft_ms.sample(self.rng) + sum(behaviour.itl_ms.sample(self.rng) for _ in range(total - 1))
+        await asyncio.sleep(delay / 1000)
+        text = "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
+        return web.json_response({"generated_text": text}, headers={"x-amzn-RequestId": request_id, "x-Amzn-Invoked-Production-Variant": variant})
+
+    async def stream(self, request: web.Request) -> web.StreamResponse:
+        behaviour, body, request_id, variant = await self._prelude(request)
+        if isinstance(behaviour, web.Response):
+            return behaviour
+        rng = self.rng
+        total = behaviour.output_tokens or _requested_tokens(body)
+        stream_error = rng.random() < behaviour.stream_error_rate
+        reset = rng.random() < behaviour.reset_rate
+        stall = rng.random() < behaviour.stall_rate
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "application/vnd.amazon.eventstream",
+                "X-Amzn-SageMaker-Content-Type": "application/jsonlines",
+                "x-amzn-RequestId": request_id,
+                "x-Amzn-Invoked-Production-Variant": variant,
+            }
+        )
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        sends = self.trace[request_id]["sends"] if self.config.record_trace else None
+        loop = asyncio.get_running_loop()
+        due = loop.time() + behaviour.ttft_ms.sample(rng) / 1000
+        sent = 0
+        sizes = itertools.cycle(behaviour.tokens_per_chunk)
+        while sent < total:
+            count = min(next(sizes), total - sent)
+            delay = due - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if sent >= behaviour.fault_after_tokens and (stream_error or reset or stall):
+                if stream_error:
+                    await response.write(stream_exception("ModelStreamError", "Model stream error: generation failed"))
+                    break
+                if reset:
+                    assert request.transport is not None
+                    request.transport.abort()
+                    return response
+                await asyncio.sleep(behaviour.stall_seconds)  # a stall: the client must time out
+                stall = False
+            await response.write(payload_part(_chunk_payload(behaviour.payload_format, sent, count, total)))
+            if sends is not None:
+                sends.append((time.perf_counter(), count))
+            sent += count
+            # the next chunk of k tokens is due k inter-token latencies later
+            due += sum(behaviour.itl_ms.sample(rng) for _ in range(count)) / 1000
+        await response.write_eof()
+        return response
+
+
+async def start(config: EmulatorConfig, host: str = LOOPBACK, port: int = 0) -> tuple[web.AppRunner, int]:
+    """Start the emulator in the running loop; returns the runner and the bound port."""
+    emulator = Emulator(config)
+    runner = web.AppRunner(emulator.app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, backlog=2048)
+    await site.start()
+    bound = runner.addresses[0][1]
+    return runner, bound
+
+
+def emulator_of(runner: web.AppRunner) -> Emulator:
+    return runner.app[EMULATOR_KEY]
+
+
+def serve(config: EmulatorConfig, host: str = LOOPBACK, port: int = 8080, ready: Any = None) -> None:
+    """Run until interrupted (the `optigate emulate` command and the subprocess harness)."""
+    if host not in (LOOPBACK, "localhost", "::1"):
+        raise ValueError("the emulator binds to loopback only")
+    async def main() -> None:
+        runner, bound = await start(config, host, port)
+        if ready is not None:
+            ready(bound)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    run_loop(main())
+
+
+def run_loop(coroutine: Any) -> Any:
+    """uvloop when installed (a faster event loop keeps timestamps honest), else asyncio."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coroutine)
+    return uvloop.run(coroutine)

@@ -1,0 +1,228 @@
+"""Load models: a closed loop at fixed concurrency in steady state, and an open Poisson loop.
+
+Closed loop: `concurrency` workers each send their next request as soon as the previous one
+completes. Starting them all at once would make them move in lock-step waves (FMBench's
+pattern), so a probe request measures one request's duration first and the workers start
+staggered across it; the probe and each worker's first request are warm-up and excluded.
+
+Open loop: arrivals follow a Poisson process at `rate` requests/s, independent of completions
+(up to `concurrency` in flight, beyond which arrivals wait and the wait shows as queue time).
+
+Either stops after `requests` measured requests or after `duration_s` seconds of measurement.
+Stopping early (Ctrl-C, a cancelled task) keeps every request that completed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from optigate.bench.client import Connection, Exchange, StreamingClient, decode_stream, request_body
+from optigate.bench.metrics import RequestRecord
+
+PROMPT_WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "ran", "to", "see", "what", "was", "new")
+
+
+def synthetic_prompt(tokens: int, seed: int = 0) -> str:
+    """About `tokens` tokens of common words (one token each in Llama/Qwen/Mistral tokenizers)."""
+    rng = random.Random(seed)
+    return " ".join(rng.choice(PROMPT_WORDS) for _ in range(max(1, tokens)))
+
+
+def load_prompts(path: str | Path) -> list[dict]:
+    """JSONL of `{"prompt": ...}`, `{"inputs": ...}` or `{"messages": [...]}` records."""
+    prompts = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        if not any(key in record for key in ("prompt", "inputs", "messages")):
+            raise ValueError(f"{path}:{number}: a record needs prompt, inputs or messages")
+        prompts.append(record)
+    if not prompts:
+        raise ValueError(f"{path}: no prompts")
+    return prompts
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    concurrency: int
+    requests: int | None = 100
+    duration_s: float | None = None
+    max_new_tokens: int = 256
+    prompt_tokens: int = 1024
+    prompts: tuple[dict, ...] = ()
+    schema: str = "inputs"  # inputs | messages
+    mode: str = "closed"  # closed | open
+    rate: float | None = None  # open loop: requests per second
+    warmup: bool = True
+    seed: int = 0
+
+    def body(self, index: int) -> bytes:
+        if self.prompts:
+            record = self.prompts[index % len(self.prompts)]
+            if "messages" in record:
+                return request_body("", self.max_new_tokens, "messages", {"messages": record["messages"]})
+            return request_body(record.get("inputs") or record["prompt"], self.max_new_tokens, self.schema)
+        return request_body(synthetic_prompt(self.prompt_tokens, self.seed + index), self.max_new_tokens, self.schema)
+
+
+@dataclass
+class LoadResult:
+    records: list[RequestRecord]
+    interrupted: bool
+    wall_offset: float  # add to a record's perf_counter time to get epoch seconds
+
+
+class _Run:
+    def __init__(self, client: StreamingClient, spec: LoadSpec, progress: Callable[[Exchange], None] | None) -> None:
+        self.client, self.spec, self.progress = client, spec, progress
+        self.exchanges: list[tuple[float, bool, Exchange]] = []
+        self.probe_seconds: float | None = None
+        self.issued = 0
+        self.measured_issued = 0
+        self.measure_start: float | None = None
+        self.stop = asyncio.Event()
+
+    def _budget_left(self) -> bool:
+        if self.stop.is_set():
+            return False
+        if self.measure_start is not None and self.spec.duration_s is not None:
+            if time.perf_counter() - self.measure_start >= self.spec.duration_s:
+                return False
+        if self.spec.requests is not None and self.measured_issued >= self.spec.requests:
+            return False
+        return True
+
+    async def one(self, connection: Connection, scheduled_at: float, warmup: bool, counted: bool = False) -> None:
+        index = self.issued
+        self.issued += 1
+        if not warmup and not counted:
+            self.measured_issued += 1
+        body = self.spec.body(index)
+        headers = self.client.prepare(body, "application/jsonlines")
+        exchange = await self.client.invoke(connection, body, headers)
+        # Decoding waits until the level ends: doing it here would stall the loop that is
+        # timestamping every other stream's chunks.
+        self.exchanges.append((scheduled_at, warmup, exchange))
+        if self.progress is not None:
+            self.progress(exchange)
+
+    def records(self) -> list[RequestRecord]:
+        records = []
+        for scheduled_at, warmup, exchange in self.exchanges:
+            result = decode_stream(exchange)
+            records.append(
+                RequestRecord(
+                    scheduled_at=scheduled_at,
+                    sent_at=result.sent_at,
+                    first_token_at=result.chunks[0][0] if result.chunks else None,
+                    completed_at=result.completed_at if result.error is None else None,
+                    chunks=result.chunks,
+                    output_tokens=result.output_tokens,
+                    error=result.error,
+                    request_id=result.request_id,
+                    warmup=warmup,
+                )
+            )
+        return records
+
+    async def closed(self) -> None:
+        connections = [self.client.new_connection() for _ in range(self.spec.concurrency)]
+        stagger = 0.0
+        if self.spec.warmup:
+            await self.one(connections[0], time.perf_counter(), warmup=True)
+            probe = self.exchanges[-1][2]
+            if probe.error is None and probe.segments:
+                stagger = (probe.segments[-1][0] - probe.sent_at) / self.spec.concurrency
+
+        async def worker(position: int, connection: Connection) -> None:
+            if stagger:
+                await asyncio.sleep(position * stagger)
+            first = self.spec.warmup
+            while True:
+                if not first and self.measure_start is None:
+                    self.measure_start = time.perf_counter()
+                if not first and not self._budget_left():
+                    return
+                await self.one(connection, time.perf_counter(), warmup=first)
+                first = False
+
+        try:
+            await asyncio.gather(*(worker(i, c) for i, c in enumerate(connections)))
+        finally:
+            for connection in connections:
+                connection.close()
+
+    async def open(self) -> None:
+        rate = self.spec.rate
+        if not rate or rate <= 0:
+            raise ValueError("the open loop needs a positive rate (requests per second)")
+        rng = random.Random(self.spec.seed)
+        idle: list[Connection] = [self.client.new_connection() for _ in range(self.spec.concurrency)]
+        slots = asyncio.Semaphore(self.spec.concurrency)
+        tasks: set[asyncio.Task] = set()
+        self.measure_start = time.perf_counter()
+        next_arrival = self.measure_start
+
+        async def send(scheduled: float) -> None:
+            async with slots:
+                connection = idle.pop()
+                try:
+                    await self.one(connection, scheduled, warmup=False, counted=True)
+                finally:
+                    idle.append(connection)
+
+        try:
+            while self._budget_left():
+                delay = next_arrival - time.perf_counter()
+                if delay > 0:
+                    try:
+                        await asyncio.wait_for(self.stop.wait(), delay)
+                        break
+                    except asyncio.TimeoutError:
+                        pass
+                self.measured_issued += 1  # count arrivals, so the budget holds while they queue
+                task = asyncio.create_task(send(next_arrival))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+                next_arrival += rng.expovariate(rate)
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            for connection in idle:
+                connection.close()
+
+
+async def run_load(
+    client: StreamingClient,
+    spec: LoadSpec,
+    *,
+    progress: Callable[[Exchange], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> LoadResult:
+    """Run one load level; cancelling it (or setting `stop`) returns what completed so far."""
+    run = _Run(client, spec, progress)
+    if stop is not None:
+        run.stop = stop
+    interrupted = False
+    # A cyclic-GC pause stalls every stream's timestamps at once; collect between levels instead.
+    gc_was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        await (run.closed() if spec.mode == "closed" else run.open())
+    except asyncio.CancelledError:
+        interrupted = True
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    if stop is not None and stop.is_set():
+        interrupted = True
+    return LoadResult(run.records(), interrupted, time.time() - time.perf_counter())

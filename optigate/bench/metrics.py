@@ -1,0 +1,240 @@
+"""What the benchmark measures, defined next to the code that computes it (pure, stdlib only).
+
+All times come from one monotonic clock (`time.perf_counter`) on the client.
+
+- **queue time**: `sent_at - scheduled_at`. When the load model wanted a request out (a free
+  slot in the closed loop, a Poisson arrival in the open loop) until its first byte was written.
+  Reported separately and never part of TTFT, so a saturated client cannot hide in it.
+- **TTFT**: `first_token_at - sent_at`: request sent until the first chunk carrying a token
+  arrives. Role-only or empty chunks (OpenAI streams) are not tokens.
+- **ITL (per token)**: for consecutive token-carrying chunks arriving Δt apart, the later one
+  with k tokens contributes k gaps of Δt/k. Multi-token chunks (speculative decoding, batching
+  in the container) therefore do not inflate ITL. Extra tokens in the first chunk arrived with
+  the first token; they add no gap.
+- **chunk gap**: the raw Δt between consecutive token-carrying chunks, one sample per chunk.
+- **TPOT** per request: `(e2e - ttft) / (output_tokens - 1)`, for requests with ≥ 2 tokens.
+- **E2E**: `completed_at - sent_at`.
+- **output tokens**: the server-reported count (LMI `details.generated_tokens`, OpenAI
+  `usage.completion_tokens`) when present, else the number of tokens counted in the stream.
+- **tokens per chunk**: tokens each token-carrying chunk held: a client-side proxy for
+  speculative-decoding acceptance, since SageMaker exposes no acceptance metric.
+- **measurement window**: from the first to the last send of a measured request, the steady
+  state in which the load model keeps its concurrency; the drain after the last send is left
+  out (a run too short to have one falls back to the last completion).
+- **throughput**: tokens arriving inside the window (each chunk's tokens at its arrival) and
+  requests completing inside it, divided by the window.
+- **achieved concurrency**: the time measured requests spent in flight inside the window,
+  divided by the window (Little's law): compare it with the concurrency asked for.
+- **errors**: measured requests that failed, by class (HTTP error type, stream exception,
+  connection error, timeout).
+
+Warm-up requests (sent before the warm-up ended) are excluded from every figure. Percentiles
+are computed from raw samples with linear interpolation (numpy's default), so shard results
+merge exactly by concatenating samples.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+PERCENTILES = (50, 90, 95, 99)
+SAMPLE_KEYS = ("ttft_ms", "itl_ms", "chunk_gap_ms", "tpot_ms", "e2e_ms", "queue_ms", "tokens_per_chunk")
+
+
+@dataclass
+class RequestRecord:
+    """One request as the client saw it (times in seconds on the client's monotonic clock)."""
+
+    scheduled_at: float
+    sent_at: float
+    first_token_at: float | None = None
+    completed_at: float | None = None
+    chunks: list[tuple[float, int]] = field(default_factory=list)  # (arrival, tokens) of token chunks
+    output_tokens: int = 0
+    error: str | None = None
+    request_id: str | None = None
+    warmup: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.completed_at is not None
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default method)."""
+    if not sorted_values:
+        return math.nan
+    position = (len(sorted_values) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def summarize(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {**{f"p{q}": None for q in PERCENTILES}, "mean": None, "max": None}
+    ordered = sorted(values)
+    summary: dict[str, float | None] = {f"p{q}": percentile(ordered, q) for q in PERCENTILES}
+    summary["mean"] = sum(ordered) / len(ordered)
+    summary["max"] = ordered[-1]
+    return summary
+
+
+@dataclass
+class RunSamples:
+    """Raw samples of one run (or several merged shards); everything else derives from these."""
+
+    concurrency: int
+    ttft_ms: list[float] = field(default_factory=list)
+    itl_ms: list[float] = field(default_factory=list)
+    chunk_gap_ms: list[float] = field(default_factory=list)
+    tpot_ms: list[float] = field(default_factory=list)
+    e2e_ms: list[float] = field(default_factory=list)
+    queue_ms: list[float] = field(default_factory=list)
+    tokens_per_chunk: list[float] = field(default_factory=list)
+    completions: list[tuple[float, int]] = field(default_factory=list)  # (completed_at, output tokens)
+    # Every request in flight, warm-up included, for throughput and concurrency inside the window:
+    intervals: list[tuple[float, float, bool]] = field(default_factory=list)  # (sent, ended, measured)
+    token_arrivals: list[tuple[float, int]] = field(default_factory=list)  # (arrival, tokens)
+    finishes: list[float] = field(default_factory=list)  # completion times of successful requests
+    errors: dict[str, int] = field(default_factory=dict)
+    interrupted: bool = False
+
+    @classmethod
+    def from_records(cls, concurrency: int, records: list[RequestRecord]) -> RunSamples:
+        run = cls(concurrency)
+        for record in records:
+            run.add(record)
+        return run
+
+    def add(self, record: RequestRecord) -> None:
+        """A measured request adds samples; a warm-up request only its share of the load."""
+        end = record.completed_at
+        if end is None:
+            end = record.chunks[-1][0] if record.chunks else record.sent_at
+        self.intervals.append((record.sent_at, end, not record.warmup))
+        self.token_arrivals.extend(record.chunks)
+        if record.ok:
+            self.finishes.append(end)
+        if record.warmup:
+            return
+        self.queue_ms.append((record.sent_at - record.scheduled_at) * 1000)
+        if record.error is not None:
+            self.errors[record.error] = self.errors.get(record.error, 0) + 1
+            return
+        if record.first_token_at is None or record.completed_at is None:
+            self.errors["NoTokens"] = self.errors.get("NoTokens", 0) + 1
+            return
+        ttft = record.first_token_at - record.sent_at
+        e2e = record.completed_at - record.sent_at
+        self.ttft_ms.append(ttft * 1000)
+        self.e2e_ms.append(e2e * 1000)
+        previous = None
+        for arrival, tokens in record.chunks:
+            self.tokens_per_chunk.append(tokens)
+            if previous is not None:
+                gap = arrival - previous
+                self.chunk_gap_ms.append(gap * 1000)
+                self.itl_ms.extend([gap / tokens * 1000] * tokens)
+            previous = arrival
+        if record.output_tokens > 1:
+            self.tpot_ms.append((e2e - ttft) / (record.output_tokens - 1) * 1000)
+        self.completions.append((record.completed_at, record.output_tokens))
+
+    def window(self) -> tuple[float, float] | None:
+        measured = [(sent, ended) for sent, ended, is_measured in self.intervals if is_measured]
+        if not measured:
+            return None
+        start = min(sent for sent, _ in measured)
+        end = max(sent for sent, _ in measured)
+        if end - start <= 0:
+            end = max(ended for _, ended in measured)
+        return (start, end) if end > start else None
+
+    @property
+    def requests(self) -> int:
+        return len(self.queue_ms)
+
+    def to_result(self, include_samples: bool = True) -> dict[str, Any]:
+        """The JSON contract of one run (see the README); raw samples make shards mergeable."""
+        bounds = self.window()
+        window = bounds[1] - bounds[0] if bounds else 0.0
+        tokens_in_window = completed_in_window = busy = 0.0
+        if bounds:
+            start, end = bounds
+            tokens_in_window = sum(tokens for arrival, tokens in self.token_arrivals if start <= arrival <= end)
+            completed_in_window = sum(1 for done in self.finishes if start <= done <= end)
+            busy = sum(max(0.0, min(ended, end) - max(sent, start)) for sent, ended, _ in self.intervals)
+        output_tokens = sum(tokens for _, tokens in self.completions)
+        result: dict[str, Any] = {
+            "concurrency": self.concurrency,
+            "requests": self.requests,
+            "successful_requests": len(self.completions),
+            **{key: summarize(getattr(self, key)) for key in SAMPLE_KEYS},
+            "output_tokens": output_tokens,
+            "output_tokens_per_s": tokens_in_window / window if window else 0.0,
+            "requests_per_s": completed_in_window / window if window else 0.0,
+            "achieved_concurrency": busy / window if window else 0.0,
+            "window_s": window,
+            "errors": dict(sorted(self.errors.items())),
+            "interrupted": self.interrupted,
+        }
+        if include_samples:
+            result["samples"] = {key: getattr(self, key) for key in SAMPLE_KEYS}
+            result["samples"]["completions"] = self.completions
+            result["samples"]["intervals"] = self.intervals
+            result["samples"]["token_arrivals"] = self.token_arrivals
+            result["samples"]["finishes"] = self.finishes
+        return result
+
+    @classmethod
+    def from_result(cls, result: dict[str, Any]) -> RunSamples:
+        samples = result["samples"]
+        run = cls(result["concurrency"], **{key: list(samples[key]) for key in SAMPLE_KEYS})
+        run.completions = [tuple(c) for c in samples["completions"]]
+        run.intervals = [tuple(i) for i in samples["intervals"]]
+        run.token_arrivals = [tuple(t) for t in samples["token_arrivals"]]
+        run.finishes = list(samples["finishes"])
+        run.errors = dict(result["errors"])
+        run.interrupted = result.get("interrupted", False)
+        return run
+
+
+def merge(runs: list[RunSamples]) -> RunSamples:
+    """Shards of one run (same concurrency level, run side by side): exact, from raw samples."""
+    if not runs:
+        raise ValueError("nothing to merge")
+    merged = RunSamples(sum(run.concurrency for run in runs))
+    for run in runs:
+        for key in SAMPLE_KEYS:
+            getattr(merged, key).extend(getattr(run, key))
+        merged.completions.extend(run.completions)
+        merged.intervals.extend(run.intervals)
+        merged.token_arrivals.extend(run.token_arrivals)
+        merged.finishes.extend(run.finishes)
+        for name, count in run.errors.items():
+            merged.errors[name] = merged.errors.get(name, 0) + count
+        merged.interrupted |= run.interrupted
+    return merged
+
+
+def to_epoch(records: list[RequestRecord], wall_offset: float) -> list[RequestRecord]:
+    """Shift monotonic times to epoch seconds, so shards from different machines merge."""
+    shifted = []
+    for r in records:
+        shifted.append(
+            RequestRecord(
+                scheduled_at=r.scheduled_at + wall_offset,
+                sent_at=r.sent_at + wall_offset,
+                first_token_at=None if r.first_token_at is None else r.first_token_at + wall_offset,
+                completed_at=None if r.completed_at is None else r.completed_at + wall_offset,
+                chunks=[(t + wall_offset, k) for t, k in r.chunks],
+                output_tokens=r.output_tokens,
+                error=r.error,
+                request_id=r.request_id,
+                warmup=r.warmup,
+            )
+        )
+    return shifted
