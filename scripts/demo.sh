@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, offline: validate every config file, plan each team (what fits, how fast it can
 # be, what it costs), show what would be deployed, and synthesize
-# every team's stack for every environment with the CDK CLI (cdk-nag runs inside the synth).
+# every team's stack for every environment with the CDK CLI (cdk-nag runs inside the synth), then
+# benchmark an emulated baseline and candidate endpoint and write the comparison report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
@@ -15,3 +16,20 @@ optigate plan --model llama-3.1-8b --compare --max-model-len 8192 --tpot-ms 30
 optigate summary
 cdk synth --quiet --no-notices --output cdk.out
 echo "Synthesized $(ls cdk.out/*.template.json | wc -l) stacks into cdk.out/ (no AWS call, no credentials)."
+
+# Benchmark two emulated endpoints (the chat team's baseline and a faster candidate) on loopback
+# and compare them with bootstrap confidence intervals.
+out=out/bench
+rm -rf "$out" && mkdir -p "$out"
+optigate emulate --port 0 --port-file "$out/baseline.port" --config examples/emulator/baseline.yaml 2>/dev/null &
+baseline_pid=$!
+optigate emulate --port 0 --port-file "$out/candidate.port" --config examples/emulator/candidate.yaml 2>/dev/null &
+candidate_pid=$!
+trap 'kill $baseline_pid $candidate_pid 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -s "$out/baseline.port" ] && [ -s "$out/candidate.port" ] && break; sleep 0.1; done
+for name in baseline candidate; do
+  optigate bench --endpoint chat-dev --endpoint-url "http://127.0.0.1:$(cat "$out/$name.port")" \
+    --concurrency 1,8,32 --duration 8 --prompt-tokens 512 --max-new-tokens 64 --json "$out/$name.json"
+done
+optigate bench compare "$out/baseline.json" "$out/candidate.json" --report "$out/report"
+echo "Benchmark report: $out/report/index.html"

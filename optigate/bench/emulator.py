@@ -76,6 +76,9 @@ class Behaviour:
     reset_rate: float = 0.0
     stall_rate: float = 0.0
     fault_after_tokens: int = 4  # mid-stream faults strike after this many tokens
+    # Load-dependent latency, as a batching server behaves: each stream in flight adds this much.
+    ttft_ms_per_active_stream: float = 0.0
+    itl_ms_per_active_stream: float = 0.0
     stall_seconds: float = 30.0
 
     @classmethod
@@ -185,7 +188,7 @@ class Emulator:
         self.app.router.add_get("/_emulator/trace", self.get_trace)
         self.app.router.add_delete("/_emulator/trace", self.clear_trace)
         self.app.router.add_get("/ping", self.ping)
-        self._ids = itertools.count()
+        self.active_streams = 0
 
     async def ping(self, _request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -259,11 +262,22 @@ class Emulator:
         await response.prepare(request)
         sends = self.trace[request_id]["sends"] if self.config.record_trace else None
         loop = asyncio.get_running_loop()
-        due = loop.time() + behaviour.ttft_ms.sample(rng) / 1000
+        self.active_streams += 1
+        try:
+            return await self._send_tokens(request, response, behaviour, total, sends, (stream_error, reset, stall))
+        finally:
+            self.active_streams -= 1
+
+    async def _send_tokens(self, request, response, behaviour: Behaviour, total: int, sends, faults) -> web.StreamResponse:
+        stream_error, reset, stall = faults
+        rng = self.rng
+        loop = asyncio.get_running_loop()
+        load = self.active_streams - 1
+        due = loop.time() + (behaviour.ttft_ms.sample(rng) + behaviour.ttft_ms_per_active_stream * load) / 1000
         sent = 0
         sizes = itertools.cycle(behaviour.tokens_per_chunk)
+        count = min(next(sizes), total)
         while sent < total:
-            count = min(next(sizes), total - sent)
             delay = due - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -281,8 +295,10 @@ class Emulator:
             if sends is not None:
                 sends.append((time.perf_counter(), count))
             sent += count
-            # the next chunk of k tokens is due k inter-token latencies later
-            due += sum(behaviour.itl_ms.sample(rng) for _ in range(count)) / 1000
+            # A chunk of k tokens takes k decode steps: it is due k inter-token latencies later.
+            count = min(next(sizes), total - sent)
+            slowdown = behaviour.itl_ms_per_active_stream * (self.active_streams - 1)
+            due += sum(behaviour.itl_ms.sample(rng) + slowdown for _ in range(count)) / 1000
         await response.write_eof()
         return response
 

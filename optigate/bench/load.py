@@ -111,7 +111,7 @@ class _Run:
         # Decoding waits until the level ends: doing it here would stall the loop that is
         # timestamping every other stream's chunks.
         self.exchanges.append((scheduled_at, warmup, exchange))
-        if self.progress is not None:
+        if self.progress is not None and not warmup:
             self.progress(exchange)
 
     def records(self) -> list[RequestRecord]:

@@ -94,6 +94,7 @@ class RunSamples:
     e2e_ms: list[float] = field(default_factory=list)
     queue_ms: list[float] = field(default_factory=list)
     tokens_per_chunk: list[float] = field(default_factory=list)
+    itl_counts: list[int] = field(default_factory=list)  # ITL samples per request, in order (for a cluster bootstrap)
     completions: list[tuple[float, int]] = field(default_factory=list)  # (completed_at, output tokens)
     # Every request in flight, warm-up included, for throughput and concurrency inside the window:
     intervals: list[tuple[float, float, bool]] = field(default_factory=list)  # (sent, ended, measured)
@@ -132,6 +133,7 @@ class RunSamples:
         self.ttft_ms.append(ttft * 1000)
         self.e2e_ms.append(e2e * 1000)
         previous = None
+        itl_before = len(self.itl_ms)
         for arrival, tokens in record.chunks:
             self.tokens_per_chunk.append(tokens)
             if previous is not None:
@@ -139,6 +141,7 @@ class RunSamples:
                 self.chunk_gap_ms.append(gap * 1000)
                 self.itl_ms.extend([gap / tokens * 1000] * tokens)
             previous = arrival
+        self.itl_counts.append(len(self.itl_ms) - itl_before)
         if record.output_tokens > 1:
             self.tpot_ms.append((e2e - ttft) / (record.output_tokens - 1) * 1000)
         self.completions.append((record.completed_at, record.output_tokens))
@@ -187,6 +190,7 @@ class RunSamples:
             result["samples"]["intervals"] = self.intervals
             result["samples"]["token_arrivals"] = self.token_arrivals
             result["samples"]["finishes"] = self.finishes
+            result["samples"]["itl_counts"] = self.itl_counts
         return result
 
     @classmethod
@@ -197,6 +201,7 @@ class RunSamples:
         run.intervals = [tuple(i) for i in samples["intervals"]]
         run.token_arrivals = [tuple(t) for t in samples["token_arrivals"]]
         run.finishes = list(samples["finishes"])
+        run.itl_counts = list(samples["itl_counts"])
         run.errors = dict(result["errors"])
         run.interrupted = result.get("interrupted", False)
         return run
@@ -214,6 +219,7 @@ def merge(runs: list[RunSamples]) -> RunSamples:
         merged.intervals.extend(run.intervals)
         merged.token_arrivals.extend(run.token_arrivals)
         merged.finishes.extend(run.finishes)
+        merged.itl_counts.extend(run.itl_counts)
         for name, count in run.errors.items():
             merged.errors[name] = merged.errors.get(name, 0) + count
         merged.interrupted |= run.interrupted

@@ -8,6 +8,8 @@ precisely the wildcards it contains, with the reason they are needed.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
 
 from aws_cdk import Acknowledgment, Stack, Validations
@@ -36,7 +38,7 @@ def nag_text(resolved: Any) -> str:
     if isinstance(resolved, dict) and "Fn::GetAtt" in resolved:
         logical_id, attribute = resolved["Fn::GetAtt"]
         return f"<{logical_id}.{attribute}>"
-    raise ValueError(f"cannot render {resolved!r} as a cdk-nag finding")
+    return json.dumps(resolved, separators=(",", ":"))
 
 
 def wildcard_findings(scope: IConstruct, actions: list[str], resources: list[str]) -> list[str]:
@@ -64,3 +66,26 @@ def allow(
         raise ValueError(f"{role.node.path}: wildcard in {actions} on {resources} needs a reason")
     for finding in dict.fromkeys(findings):
         acknowledge(role, finding, why_wildcard or "")
+
+
+def acknowledge_generated_wildcards(scope: IConstruct, reason_for: Callable[[list[str]], str | None]) -> None:
+    """Acknowledge the wildcards of IAM policies CDK generated under `scope` (task grants, logging,
+    tracing), one finding at a time. `reason_for(actions)` gives the reason for a statement, or
+    None to leave it unacknowledged (so an unexpected wildcard still fails the synth)."""
+    stack = Stack.of(scope)
+    for child in scope.node.find_all():
+        if not isinstance(child, iam.CfnPolicy):
+            continue
+        document = stack.resolve(child.policy_document)
+        for statement in document.get("Statement", []):
+            actions = statement.get("Action", [])
+            actions = [actions] if isinstance(actions, str) else actions
+            resources = statement.get("Resource", [])
+            resources = resources if isinstance(resources, list) else [resources]
+            reason = reason_for(actions)
+            if reason is None:
+                continue
+            findings = [f"AwsSolutions-IAM5[Action::{a}]" for a in actions if "*" in a]
+            findings += [f"AwsSolutions-IAM5[Resource::{nag_text(r)}]" for r in resources if "*" in nag_text(r)]
+            for finding in dict.fromkeys(findings):
+                acknowledge(child, finding, reason)

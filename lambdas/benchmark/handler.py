@@ -1,0 +1,58 @@
+"""Benchmark worker: runs one shard (one concurrency level, c streams) against an endpoint and
+writes its raw samples to S3. The Distributed Map runs N of these side by side.
+
+Event:
+  {"endpoint_name": "...", "region": "us-east-1", "endpoint_url": null, "target_variant": null,
+   "inference_component": null, "concurrency": 16, "requests": 64 | "duration_s": 120,
+   "prompt_tokens": 1024, "max_new_tokens": 256, "timeout_s": 120,
+   "shard": 0, "run_id": "...", "bucket": "...", "prefix": "benchmarks/"}
+Returns a small summary and where the shard's samples are (Step Functions payloads are small).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import boto3
+
+from optigate.bench.client import Target
+from optigate.bench.load import LoadSpec
+from optigate.bench.runner import run_levels
+
+
+def shard_key(event: dict) -> str:
+    prefix = event.get("prefix", "benchmarks/").rstrip("/")
+    return f"{prefix}/{event['run_id']}/c{event['concurrency']}/shard-{int(event['shard']):04d}.json"
+
+
+def handler(event: dict, _context=None) -> dict:
+    target = Target(
+        endpoint_name=event["endpoint_name"],
+        region=event.get("region") or os.environ.get("AWS_REGION", "us-east-1"),
+        endpoint_url=event.get("endpoint_url"),
+        target_variant=event.get("target_variant"),
+        inference_component=event.get("inference_component"),
+    )
+    spec = LoadSpec(
+        concurrency=int(event["concurrency"]),
+        requests=event.get("requests") if not event.get("duration_s") else None,
+        duration_s=event.get("duration_s"),
+        prompt_tokens=int(event.get("prompt_tokens", 1024)),
+        max_new_tokens=int(event.get("max_new_tokens", 256)),
+        seed=int(event.get("shard", 0)) * 100_003,
+    )
+    result = asyncio.run(run_levels(target, [spec.concurrency], spec, timeout=float(event.get("timeout_s", 120))))
+    result["shard"] = int(event["shard"])
+    key = shard_key(event)
+    boto3.client("s3").put_object(Bucket=event["bucket"], Key=key, Body=json.dumps(result).encode(), ContentType="application/json")
+    run = result["runs"][0]
+    return {
+        "bucket": event["bucket"],
+        "key": key,
+        "shard": result["shard"],
+        "requests": run["requests"],
+        "errors": run["errors"],
+        "interrupted": result["interrupted"],
+    }

@@ -1,0 +1,201 @@
+"""BenchmarkFleet: N Lambda workers at c streams each, fanned out by a Distributed Map."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from optigate.constructs import nag
+from optigate.constructs.lambda_code import bench_lambda_code
+
+RESULTS_PREFIX = "benchmarks"
+
+
+@dataclass(frozen=True)
+class FleetTarget:
+    """The endpoint the fleet loads (and optionally one variant or inference component of it)."""
+
+    endpoint_name: str
+    target_variant: str | None = None
+    inference_component: str | None = None
+
+
+class BenchmarkFleet(Construct):
+    """A Standard state machine that benchmarks one endpoint from many Lambda workers at once.
+
+    Input: `{"run_id", "concurrency_per_shard", "requests_per_shard" | "duration_s", "prompt_tokens",
+    "max_new_tokens"}` (plus optional `target_variant` / `inference_component` overrides).
+    One Python Lambda process holds about 64 streams accurately; more concurrency takes more shards.
+    Each worker writes its raw samples to S3 (KMS); a merge step combines them exactly and
+    writes `benchmarks/<run_id>/result.json`; the output carries the merged summary.
+
+    :param target: the endpoint to benchmark.
+    :param shards: workers run side by side. @default 4
+    :param results_bucket: @default a new SSL-only bucket encrypted with `encryption_key`
+    :param encryption_key: @default a new key with rotation
+    :param worker_timeout: @default 15 minutes (Lambda's maximum; keep a level shorter)
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        target: FleetTarget,
+        shards: int = 4,
+        results_bucket: s3.IBucket | None = None,
+        encryption_key: kms.IKey | None = None,
+        worker_timeout: Duration = Duration.minutes(15),
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if shards < 1:
+            raise ValueError(f"{self.node.path}: shards must be at least 1")
+        stack = Stack.of(self)
+        self.key = encryption_key or kms.Key(self, "Key", enable_key_rotation=True, description="Encrypts benchmark results")
+        self.bucket = results_bucket or self._bucket()
+        self.shards = shards
+
+        self.worker = self._function("Worker", "benchmark", worker_timeout, memory_mb=2048)
+        self.merger = self._function("Merge", "benchmark_merge", Duration.minutes(5), memory_mb=1024)
+        endpoint_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{target.endpoint_name.lower()}"
+        nag.allow(self.worker.role, ["sagemaker:InvokeEndpointWithResponseStream"], [endpoint_arn])
+        if target.inference_component:
+            component_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:inference-component/{target.inference_component.lower()}"
+            nag.allow(self.worker.role, ["sagemaker:InvokeEndpointWithResponseStream"], [component_arn])
+        results = self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")
+        nag.allow(self.worker.role, ["s3:PutObject"], [results], why_wildcard="Shard results under the fleet's benchmarks/ prefix, one object per run and shard.")
+        nag.allow(self.merger.role, ["s3:GetObject", "s3:PutObject"], [results], why_wildcard="Reads the shard results and writes the merged result under benchmarks/.")
+        for role in (self.worker.role, self.merger.role):
+            nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [self.key.key_arn])
+
+        self.state_machine = self._state_machine(target)
+
+    def _bucket(self) -> s3.Bucket:
+        bucket = s3.Bucket(
+            self,
+            "Results",
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=self.key,
+            bucket_key_enabled=True,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            removal_policy=RemovalPolicy.RETAIN,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
+        )
+        nag.acknowledge(
+            bucket,
+            "AwsSolutions-S1",
+            "Only this fleet's Lambda functions write benchmark results here; reads are audited with CloudTrail "
+            "S3 data events, which platform accounts enable organisation-wide.",
+        )
+        return bucket
+
+    def _function(self, construct_id: str, handler_folder: str, timeout: Duration, memory_mb: int) -> lambda_.Function:
+        log_group = logs.LogGroup(self, f"{construct_id}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+        role = iam.Role(self, f"{construct_id}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+        # LogGroup.log_group_arn ends in ":*", which covers the group's streams.
+        nag.allow(role, ["logs:CreateLogStream", "logs:PutLogEvents"], [log_group.log_group_arn], why_wildcard="The function's own log group and its streams.")
+        function = lambda_.Function(
+            self,
+            construct_id,
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            architecture=lambda_.Architecture.ARM_64,
+            handler="handler.handler",
+            code=bench_lambda_code(handler_folder),
+            timeout=timeout,
+            memory_size=memory_mb,
+            role=role,
+            log_group=log_group,
+            description=f"optigate benchmark {handler_folder.replace('_', ' ')}",
+        )
+        return function
+
+    def _state_machine(self, target: FleetTarget) -> sfn.StateMachine:
+        shard_indexes = sfn.Pass(
+            self,
+            "ShardIndexes",
+            parameters={"shards.$": f"States.ArrayRange(0, {self.shards - 1}, 1)"} if self.shards > 1 else {"shards": [0]},
+            result_path="$.fanout",
+        )
+        worker_payload = {
+            "endpoint_name": target.endpoint_name,
+            "target_variant": target.target_variant,
+            "inference_component": target.inference_component,
+            "region": Stack.of(self).region,
+            "bucket": self.bucket.bucket_name,
+            "prefix": RESULTS_PREFIX,
+            "shard.$": "$$.Map.Item.Value",
+            "run_id.$": "$.run_id",
+            "concurrency.$": "$.concurrency_per_shard",
+            "requests.$": "$.requests_per_shard",
+            "prompt_tokens.$": "$.prompt_tokens",
+            "max_new_tokens.$": "$.max_new_tokens",
+        }
+        fan_out = sfn.DistributedMap(
+            self,
+            "Shards",
+            items_path="$.fanout.shards",
+            max_concurrency=self.shards,
+            item_selector={k: v for k, v in worker_payload.items() if v is not None},
+            result_path="$.shard_results",
+        )
+        run_shard = tasks.LambdaInvoke(
+            self,
+            "RunShard",
+            lambda_function=self.worker,
+            payload=sfn.TaskInput.from_json_path_at("$"),
+            payload_response_only=True,
+            retry_on_service_exceptions=True,
+        )
+        fan_out.item_processor(run_shard)
+        merge = tasks.LambdaInvoke(
+            self,
+            "MergeShards",
+            lambda_function=self.merger,
+            payload=sfn.TaskInput.from_object(
+                {
+                    "shards.$": "$.shard_results",
+                    "bucket": self.bucket.bucket_name,
+                    "key.$": f"States.Format('{RESULTS_PREFIX}/{{}}/result.json', $.run_id)",
+                }
+            ),
+            payload_response_only=True,
+            retry_on_service_exceptions=True,
+        )
+        log_group = logs.LogGroup(self, "StateMachineLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+        machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            definition_body=sfn.DefinitionBody.from_chainable(shard_indexes.next(fan_out).next(merge)),
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            tracing_enabled=True,
+            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+            timeout=Duration.hours(2),
+        )
+        nag.acknowledge_generated_wildcards(machine, generated_policy_reason)
+        return machine
+
+
+GENERATED_WILDCARD_REASONS = {
+    "lambda:": "invokes only this construct's functions (':*' covers their versions)",
+    "xray:": "X-Ray's trace APIs have no resource scope (tracing on, AwsSolutions-SF2)",
+    "logs:": "CloudWatch Logs' vended-log delivery APIs have no resource scope (execution logging, SF1)",
+    "states:": "the Distributed Map starts, describes and stops child executions of this state machine only",
+}
+
+
+def generated_policy_reason(actions: list[str]) -> str | None:
+    """Why the wildcards CDK puts in a state machine's policies are needed, or None if unknown."""
+    families = {prefix for action in actions for prefix in GENERATED_WILDCARD_REASONS if action.startswith(prefix)}
+    if not families or any(not action.startswith(tuple(families)) for action in actions):
+        return None
+    return "CDK-generated grant: " + "; ".join(GENERATED_WILDCARD_REASONS[f] for f in sorted(families)) + "."

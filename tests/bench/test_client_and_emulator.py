@@ -1,0 +1,225 @@
+"""The client and load models against the emulator on loopback; boto3 as an independent peer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError, EventStreamError
+
+from optigate.bench.client import StreamingClient, Target
+from optigate.bench.emulator import EmulatorConfig, emulator_of, start
+from optigate.bench.load import LoadSpec, run_load
+from optigate.bench.metrics import RunSamples
+
+FAST = {"ttft_ms": 20, "itl_ms": 2, "output_tokens": 12}
+
+
+def _run(coroutine):
+    return asyncio.run(coroutine)
+
+
+async def _with_emulator(config: dict, body):
+    runner, port = await start(EmulatorConfig.parse(config))
+    try:
+        return await body(f"http://127.0.0.1:{port}", emulator_of(runner))
+    finally:
+        await runner.cleanup()
+
+
+def _load(url, concurrency=2, requests=6, timeout=5.0, **target):
+    client = StreamingClient(Target(target.pop("endpoint", "demo"), endpoint_url=url, **target), timeout=timeout)
+    return run_load(client, LoadSpec(concurrency=concurrency, requests=requests, max_new_tokens=12, prompt_tokens=8))
+
+
+def test_closed_loop_measures_the_configured_latencies():
+    async def body(url, _):
+        return await _load(url, concurrency=3, requests=9)
+
+    result = _run(_with_emulator({"default": {"ttft_ms": 50, "itl_ms": 5, "output_tokens": 10}}, body))
+    summary = RunSamples.from_records(3, result.records).to_result()
+    assert summary["requests"] == 9 and summary["errors"] == {}
+    assert 50 <= summary["ttft_ms"]["p50"] < 70
+    assert 4 <= summary["itl_ms"]["p50"] < 8
+    assert summary["tokens_per_chunk"]["max"] == 1
+
+
+@pytest.mark.parametrize(
+    "fault, expected",
+    [
+        ({"throttle_rate": 1.0}, "ThrottlingException"),
+        ({"model_error_rate": 1.0}, "ModelError"),
+        ({"stream_error_rate": 1.0}, "ModelStreamError"),
+        ({"reset_rate": 1.0}, "ConnectionError"),
+        ({"stall_rate": 1.0, "stall_seconds": 2}, "Timeout"),
+    ],
+)
+def test_each_fault_class_is_counted_and_never_hangs(fault, expected):
+    async def body(url, _):
+        return await asyncio.wait_for(_load(url, concurrency=2, requests=4, timeout=0.5), 20)
+
+    started = time.monotonic()
+    result = _run(_with_emulator({"default": {**FAST, **fault}}, body))
+    summary = RunSamples.from_records(2, result.records).to_result()
+    assert summary["errors"] == {expected: summary["requests"]}
+    assert summary["requests"] == 4
+    assert time.monotonic() - started < 15
+
+
+def test_speculative_chunks_show_in_tokens_per_chunk_not_in_itl():
+    async def body(url, _):
+        return await _load(url, concurrency=1, requests=3)
+
+    result = _run(_with_emulator({"default": {"ttft_ms": 20, "itl_ms": 5, "output_tokens": 12, "tokens_per_chunk": 3}}, body))
+    summary = RunSamples.from_records(1, result.records).to_result()
+    assert summary["tokens_per_chunk"]["p50"] == 3
+    assert 4 <= summary["itl_ms"]["p50"] <= 7  # 15 ms per chunk of 3 tokens: 5 ms per token
+    assert 13 <= RunSamples.from_records(1, result.records).chunk_gap_ms[0] <= 20
+
+
+def test_variants_and_inference_components_are_routed():
+    config = {
+        "endpoints": {
+            "prod": {
+                **FAST,
+                "variants": {"Shadow": {"ttft_ms": 80}},
+                "inference_components": {"prod-sql": {"ttft_ms": 120}},
+            }
+        }
+    }
+
+    async def body(url, _):
+        base = await _load(url, endpoint="prod", requests=2)
+        shadow = await _load(url, endpoint="prod", requests=2, target_variant="Shadow")
+        adapter = await _load(url, endpoint="prod", requests=2, inference_component="prod-sql")
+        missing = await _load(url, endpoint="other", requests=2)
+        return base, shadow, adapter, missing
+
+    base, shadow, adapter, missing = _run(_with_emulator(config, body))
+    ttft = lambda r: RunSamples.from_records(2, r.records).to_result()["ttft_ms"]["p50"]  # noqa: E731
+    assert ttft(base) < 60 <= 80 <= ttft(shadow) < 110 <= 120 <= ttft(adapter)
+    assert RunSamples.from_records(2, missing.records).errors == {"ValidationError": 2}
+
+
+def test_interrupted_run_keeps_what_completed():
+    async def body(url, _):
+        client = StreamingClient(Target("demo", endpoint_url=url), timeout=5)
+        task = asyncio.create_task(run_load(client, LoadSpec(concurrency=2, requests=None, duration_s=60, max_new_tokens=12)))
+        await asyncio.sleep(1.0)
+        task.cancel()
+        return await task
+
+    result = _run(_with_emulator({"default": FAST}, body))
+    assert result.interrupted
+    assert len([r for r in result.records if not r.warmup]) >= 5
+
+
+def test_duration_stops_issuing_after_the_window():
+    async def body(url, _):
+        client = StreamingClient(Target("demo", endpoint_url=url), timeout=5)
+        started = time.monotonic()
+        result = await run_load(client, LoadSpec(concurrency=2, requests=None, duration_s=1.0, max_new_tokens=12))
+        return result, time.monotonic() - started
+
+    result, elapsed = _run(_with_emulator({"default": FAST}, body))
+    assert 1.0 <= elapsed < 3.0 and not result.interrupted
+
+
+def test_open_loop_arrivals_follow_the_rate():
+    async def body(url, _):
+        client = StreamingClient(Target("demo", endpoint_url=url), timeout=5)
+        return await run_load(client, LoadSpec(concurrency=16, requests=40, mode="open", rate=40.0, max_new_tokens=12, seed=3))
+
+    result = _run(_with_emulator({"default": FAST}, body))
+    records = sorted(result.records, key=lambda r: r.scheduled_at)
+    span = records[-1].scheduled_at - records[0].scheduled_at
+    assert len(records) == 40
+    assert 0.5 < span < 2.0  # 39 exponential gaps at 40/s: about a second
+    assert max(r.sent_at - r.scheduled_at for r in records) < 0.05  # no queueing below the slot limit
+
+
+def test_emulator_records_its_own_send_times_per_request():
+    async def body(url, emulator):
+        result = await _load(url, concurrency=1, requests=2)
+        return result, dict(emulator.trace)
+
+    result, trace = _run(_with_emulator({"default": FAST}, body))
+    for record in result.records:
+        sends = trace[record.request_id]["sends"]
+        assert len(sends) == 12
+        assert record.first_token_at >= sends[0][0]  # received after it was sent, same clock
+
+
+# --------------------------------------------------------------------------- boto3 as the peer
+
+
+@pytest.fixture
+def emulator_url():
+    """The emulator in a background thread, for the synchronous boto3 client."""
+    ready = threading.Event()
+    state = {}
+
+    def serve():
+        async def main():
+            runner, port = await start(EmulatorConfig.parse({
+                "endpoints": {
+                    "ok": {**FAST, "output_tokens": 5},
+                    "throttled": {**FAST, "throttle_rate": 1.0},
+                    "broken": {**FAST, "model_error_rate": 1.0},
+                    "midstream": {**FAST, "stream_error_rate": 1.0, "fault_after_tokens": 2},
+                }
+            }))
+            state["url"], state["stop"] = f"http://127.0.0.1:{port}", asyncio.Event()
+            ready.set()
+            await state["stop"].wait()
+            await runner.cleanup()
+
+        state["loop"] = asyncio.new_event_loop()
+        state["loop"].run_until_complete(main())
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    ready.wait(10)
+    yield state["url"]
+    state["loop"].call_soon_threadsafe(state["stop"].set)
+    thread.join(10)
+
+
+def _runtime(url):
+    return boto3.client(
+        "sagemaker-runtime", region_name="us-east-1", endpoint_url=url,
+        aws_access_key_id="x", aws_secret_access_key="x", config=Config(retries={"max_attempts": 0}),
+    )
+
+
+def test_boto3_reads_the_emulators_event_stream(emulator_url):
+    response = _runtime(emulator_url).invoke_endpoint_with_response_stream(
+        EndpointName="ok", Body=json.dumps({"inputs": "hi", "parameters": {"max_new_tokens": 5}}), ContentType="application/json"
+    )
+    lines = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"]).splitlines()
+    assert len(lines) == 5
+    assert json.loads(lines[-1])["details"]["generated_tokens"] == 5
+
+
+@pytest.mark.parametrize("endpoint, code", [("throttled", "ThrottlingException"), ("broken", "ModelError")])
+def test_boto3_sees_the_emulators_errors_by_type(emulator_url, endpoint, code):
+    with pytest.raises(ClientError) as caught:
+        _runtime(emulator_url).invoke_endpoint_with_response_stream(EndpointName=endpoint, Body=b"{}", ContentType="application/json")
+    assert caught.value.response["Error"]["Code"] == code
+
+
+def test_boto3_raises_the_mid_stream_model_stream_error(emulator_url):
+    response = _runtime(emulator_url).invoke_endpoint_with_response_stream(EndpointName="midstream", Body=b"{}", ContentType="application/json")
+    with pytest.raises(EventStreamError, match="ModelStreamError"):
+        for _ in response["Body"]:
+            pass
+
+
+def test_boto3_non_streaming_invocation(emulator_url):
+    response = _runtime(emulator_url).invoke_endpoint(EndpointName="ok", Body=json.dumps({"inputs": "hi"}), ContentType="application/json")
+    assert json.loads(response["Body"].read())["generated_text"].count(" ") == 5
