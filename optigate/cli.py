@@ -352,6 +352,24 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Quality evaluation with fmeval, run in the evaluation environment (see requirements/evaluate.txt)."""
+    import os
+    import subprocess
+
+    try:
+        import fmeval  # noqa: F401
+    except ImportError:
+        python = os.environ.get("OPTIGATE_EVAL_PYTHON") or str(Path(__file__).resolve().parents[1] / ".venv-eval" / "bin" / "python")
+        if not Path(python).exists():
+            errors.print("[red]✗[/red] fmeval is not installed here; `. scripts/setup.sh` creates .venv-eval with it (fmeval 1.2.3 pins sagemaker<3, so it has its own environment)")
+            return 2
+        return subprocess.call([python, "-m", "optigate.evaluate.job", *args.job_args])
+    from optigate.evaluate.job import main as job_main
+
+    return job_main(args.job_args)
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from optigate.config.schema import stale_schemas, write_schemas
 
@@ -426,6 +444,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare_parser.add_argument("--report", help="write both curves and the deltas into this folder")
     compare_parser.add_argument("--json", help="write the deltas here")
 
+    evaluate = commands.add_parser("evaluate", help="baseline vs candidate quality with fmeval (see `optigate evaluate -h`)", add_help=False)
+    evaluate.add_argument("job_args", nargs=argparse.REMAINDER)
+    evaluate.set_defaults(handler=cmd_evaluate)
+
     emulate = commands.add_parser("emulate", help="run a local SageMaker-runtime emulator (loopback only)")
     emulate.add_argument("--port", type=int, default=8080)
     emulate.add_argument("--config", help="YAML/JSON: {default: {...}, endpoints: {name: {..., variants: {...}}}}")
@@ -450,6 +472,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["evaluate"]:  # every further argument belongs to the evaluation job
+        return cmd_evaluate(argparse.Namespace(job_args=argv[1:]))
     args = build_parser().parse_args(argv)
     return args.handler(args)
 

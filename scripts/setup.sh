@@ -23,6 +23,18 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ] || [ ! -x node_module
   echo "$wanted" > "$stamp"
 fi
 
+# fmeval lives in its own environment (see requirements/evaluate.txt for why).
+eval_stamp=".venv-eval/.optigate-installed"
+eval_wanted="$(cat requirements/evaluate.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$eval_stamp" ] || [ "$(cat "$eval_stamp")" != "$eval_wanted" ]; then
+  [ -x .venv-eval/bin/python ] || "$PYTHON" -m venv .venv-eval
+  .venv-eval/bin/python -m pip install --quiet --upgrade pip
+  .venv-eval/bin/python -m pip install --quiet -r requirements/evaluate.txt
+  .venv-eval/bin/python -m pip install --quiet --no-deps -e .
+  echo "$eval_wanted" > "$eval_stamp"
+fi
+export OPTIGATE_EVAL_PYTHON="$PWD/.venv-eval/bin/python"
+
 export PATH="$PWD/node_modules/.bin:$PATH"
 # Offline and quiet: no instance-metadata probing, no notices or telemetry calls from the CDK CLI.
 export AWS_EC2_METADATA_DISABLED=true

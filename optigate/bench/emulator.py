@@ -79,6 +79,15 @@ class Behaviour:
     # Load-dependent latency, as a batching server behaves: each stream in flight adds this much.
     ttft_ms_per_active_stream: float = 0.0
     itl_ms_per_active_stream: float = 0.0
+    # Deterministic answers (quality evaluation): a JSONL table of {id, model_input, target_output,
+    # category}; a request whose prompt contains a record's model_input gets its answer, except a
+    # deterministic `wrong_fraction` / `refuse_fraction` of the records in `*_categories` (all
+    # categories when empty), which are answered wrongly or refused.
+    answers_file: str | None = None
+    wrong_fraction: float = 0.0
+    wrong_categories: tuple[str, ...] = ()
+    refuse_fraction: float = 0.0
+    refuse_categories: tuple[str, ...] = ()
     stall_seconds: float = 30.0
 
     @classmethod
@@ -92,6 +101,9 @@ class Behaviour:
         for key in ("ttft_ms", "itl_ms"):
             if key in values:
                 values[key] = Distribution.parse(values[key])
+        for key in ("wrong_categories", "refuse_categories"):
+            if key in values:
+                values[key] = tuple(values[key])
         if "tokens_per_chunk" in values:
             chunk = values["tokens_per_chunk"]
             values["tokens_per_chunk"] = tuple(chunk) if isinstance(chunk, (list, tuple)) else (int(chunk),)
@@ -146,22 +158,22 @@ class EmulatorConfig:
 WORDS = ("the", "model", "is", "fast", "and", "good", "at", "this", "task", "today")
 
 
-def _token_line(fmt: str, index: int, last: bool, total: int) -> bytes:
-    text = " " + WORDS[index % len(WORDS)]
+def _token_line(fmt: str, index: int, last: bool, total: int, words: list[str] | None = None) -> bytes:
+    text = " " + (words[index] if words else WORDS[index % len(WORDS)])
     if fmt == "openai":
         chunk: dict[str, Any] = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}}]}
         return (json.dumps(chunk) + "\n").encode()
     token = {"id": 1000 + index % len(WORDS), "text": text, "log_prob": -0.1, "special": False}
     line: dict[str, Any] = {"token": token}
     if last:
-        line["generated_text"] = "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
+        line["generated_text"] = " ".join(words) if words else "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
         line["details"] = {"finish_reason": "length", "generated_tokens": total}
     prefix = "data: " if fmt == "tgi" else ""
     return (prefix + json.dumps(line) + ("\n\n" if fmt == "tgi" else "\n")).encode()
 
 
-def _chunk_payload(fmt: str, start: int, count: int, total: int) -> bytes:
-    body = b"".join(_token_line(fmt, i, i == total - 1, total) for i in range(start, start + count))
+def _chunk_payload(fmt: str, start: int, count: int, total: int, words: list[str] | None = None) -> bytes:
+    body = b"".join(_token_line(fmt, i, i == total - 1, total, words) for i in range(start, start + count))
     if fmt == "openai" and start + count == total:
         usage = {"object": "chat.completion.chunk", "choices": [], "usage": {"completion_tokens": total}}
         body += (json.dumps(usage) + "\n").encode()
@@ -171,6 +183,57 @@ def _chunk_payload(fmt: str, start: int, count: int, total: int) -> bytes:
 def _requested_tokens(body: dict[str, Any]) -> int:
     parameters = body.get("parameters") or {}
     return int(parameters.get("max_new_tokens") or body.get("max_tokens") or body.get("max_new_tokens") or 64)
+
+
+# ----------------------------------------------------------------------------- answer mode
+
+REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
+WRONG_TEXT = "I believe the answer is something else entirely."
+
+
+class AnswerBook:
+    """Answers from a table, with a deterministic share of wrong answers and refusals."""
+
+    def __init__(self, behaviour: Behaviour) -> None:
+        import hashlib
+
+        with open(behaviour.answers_file or "", encoding="utf-8") as handle:
+            rows = [json.loads(line) for line in handle if line.strip()]
+        self.rows = sorted(rows, key=lambda r: -len(str(r.get("model_input") or r.get("prompt") or "")))
+        self.exact = {str(r.get("model_input") or r.get("prompt") or ""): r for r in rows}
+        self.outcome: dict[str, str] = {}
+
+        def stable(row: dict) -> str:
+            return hashlib.sha256(str(row.get("id")).encode()).hexdigest()
+
+        for kind, fraction, categories in (("refuse", behaviour.refuse_fraction, behaviour.refuse_categories), ("wrong", behaviour.wrong_fraction, behaviour.wrong_categories)):
+            pool = [r for r in rows if not categories or r.get("category") in categories]
+            pool = [r for r in sorted(pool, key=stable) if str(r.get("id")) not in self.outcome]
+            for row in pool[: round(fraction * len(pool))]:
+                self.outcome[str(row.get("id"))] = kind
+
+    def _row(self, prompt: str) -> dict | None:
+        row = self.exact.get(prompt)
+        if row is not None:
+            return row
+        return next((r for r in self.rows if str(r.get("model_input") or r.get("prompt") or "") in prompt), None)
+
+    def answer(self, prompt: str) -> str:
+        row = self._row(prompt)
+        if row is None:
+            return "I do not know."
+        kind = self.outcome.get(str(row.get("id")))
+        if kind == "refuse":
+            return REFUSAL_TEXT
+        if kind == "wrong":
+            return WRONG_TEXT
+        return str(row.get("target_output") or row.get("answer") or "").split("<OR>")[0]
+
+
+def _prompt_of(body: dict[str, Any]) -> str:
+    if "messages" in body:
+        return " ".join(str(m.get("content", "")) for m in body["messages"] if isinstance(m, dict))
+    return str(body.get("inputs") or body.get("prompt") or "")
 
 
 # ----------------------------------------------------------------------------- server
@@ -189,6 +252,7 @@ class Emulator:
         self.app.router.add_delete("/_emulator/trace", self.clear_trace)
         self.app.router.add_get("/ping", self.ping)
         self.active_streams = 0
+        self.books: dict[int, AnswerBook] = {}
 
     async def ping(self, _request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -235,18 +299,32 @@ class Emulator:
         behaviour, body, request_id, variant = await self._prelude(request)
         if isinstance(behaviour, web.Response):
             return behaviour
-        total = behaviour.output_tokens or _requested_tokens(body)
+        words = self._answer_words(behaviour, body)
+        total = len(words) if words else behaviour.output_tokens or _requested_tokens(body)
         delay = behaviour.ttft_ms.sample(self.rng) + sum(behaviour.itl_ms.sample(self.rng) for _ in range(total - 1))
         await asyncio.sleep(delay / 1000)
-        text = "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
-        return web.json_response({"generated_text": text}, headers={"x-amzn-RequestId": request_id, "x-Amzn-Invoked-Production-Variant": variant})
+        text = " ".join(words) if words else "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
+        if "messages" in body:
+            payload: dict[str, Any] = {"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}], "usage": {"completion_tokens": total}}
+        else:
+            payload = {"generated_text": text}
+        return web.json_response(payload, headers={"x-amzn-RequestId": request_id, "x-Amzn-Invoked-Production-Variant": variant})
+
+    def _answer_words(self, behaviour: Behaviour, body: dict[str, Any]) -> list[str] | None:
+        if not behaviour.answers_file:
+            return None
+        book = self.books.get(id(behaviour))
+        if book is None:
+            book = self.books[id(behaviour)] = AnswerBook(behaviour)
+        return book.answer(_prompt_of(body)).split() or [""]
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         behaviour, body, request_id, variant = await self._prelude(request)
         if isinstance(behaviour, web.Response):
             return behaviour
         rng = self.rng
-        total = behaviour.output_tokens or _requested_tokens(body)
+        words = self._answer_words(behaviour, body)
+        total = len(words) if words else behaviour.output_tokens or _requested_tokens(body)
         stream_error = rng.random() < behaviour.stream_error_rate
         reset = rng.random() < behaviour.reset_rate
         stall = rng.random() < behaviour.stall_rate
@@ -264,11 +342,11 @@ class Emulator:
         loop = asyncio.get_running_loop()
         self.active_streams += 1
         try:
-            return await self._send_tokens(request, response, behaviour, total, sends, (stream_error, reset, stall))
+            return await self._send_tokens(request, response, behaviour, total, sends, (stream_error, reset, stall), words)
         finally:
             self.active_streams -= 1
 
-    async def _send_tokens(self, request, response, behaviour: Behaviour, total: int, sends, faults) -> web.StreamResponse:
+    async def _send_tokens(self, request, response, behaviour: Behaviour, total: int, sends, faults, words=None) -> web.StreamResponse:
         stream_error, reset, stall = faults
         rng = self.rng
         loop = asyncio.get_running_loop()
@@ -291,7 +369,7 @@ class Emulator:
                     return response
                 await asyncio.sleep(behaviour.stall_seconds)  # a stall: the client must time out
                 stall = False
-            await response.write(payload_part(_chunk_payload(behaviour.payload_format, sent, count, total)))
+            await response.write(payload_part(_chunk_payload(behaviour.payload_format, sent, count, total, words)))
             if sends is not None:
                 sends.append((time.perf_counter(), count))
             sent += count

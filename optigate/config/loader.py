@@ -241,13 +241,19 @@ def _parse(document: YamlDocument, model: type[BaseModel]) -> BaseModel:
         raise ConfigError(issues_from_validation_error(document, error, model)) from None
 
 
-def load_team(path: str | Path) -> TeamConfig:
-    """Read, validate and rule-check one team file; raise ConfigError listing every problem."""
-    from optigate.config.rules import check_team
+def load_team(path: str | Path, *, rules: bool = True) -> TeamConfig:
+    """Read, validate and rule-check one team file; raise ConfigError listing every problem.
 
+    `rules=False` checks the schema only: for tools that read thresholds in environments
+    without the image tables or the catalog (the evaluation container).
+    """
     document = read_yaml(Path(path))
     team = _parse(document, TeamConfig)
     assert isinstance(team, TeamConfig)
+    if not rules:
+        return team
+    from optigate.config.rules import check_team
+
     problems = check_team(team)
     if problems:
         raise ConfigError(

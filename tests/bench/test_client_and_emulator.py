@@ -223,3 +223,29 @@ def test_boto3_raises_the_mid_stream_model_stream_error(emulator_url):
 def test_boto3_non_streaming_invocation(emulator_url):
     response = _runtime(emulator_url).invoke_endpoint(EndpointName="ok", Body=json.dumps({"inputs": "hi"}), ContentType="application/json")
     assert json.loads(response["Body"].read())["generated_text"].count(" ") == 5
+
+
+def test_answer_mode_is_deterministic_per_record(tmp_path):
+    table = tmp_path / "answers.jsonl"
+    rows = [{"id": f"r{i}", "category": "a" if i < 50 else "b", "model_input": f"Question number {i}?", "target_output": f"answer{i}"} for i in range(100)]
+    table.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = {"endpoints": {"x": {**FAST, "answers_file": str(table), "wrong_fraction": 0.1, "wrong_categories": ["b"], "refuse_fraction": 0.04}}}
+
+    async def body(url, _):
+        import aiohttp
+
+        answers = {}
+        async with aiohttp.ClientSession() as session:
+            for row in rows:
+                async with session.post(f"{url}/endpoints/x/invocations", json={"inputs": row["model_input"]}) as response:
+                    answers[row["id"]] = (await response.json())["generated_text"]
+        return answers
+
+    first = _run(_with_emulator(config, body))
+    second = _run(_with_emulator(config, body))
+    assert first == second
+    refused = [k for k, v in first.items() if v.startswith("I'm sorry")]
+    wrong = [k for k, v in first.items() if v.startswith("I believe")]
+    assert len(refused) == 4  # 4 % of 100
+    assert len(wrong) == 5 and all(int(k[1:]) >= 50 for k in wrong)  # 10 % of category b
+    assert sum(first[r["id"]] == r["target_output"] for r in rows) == 91

@@ -1,0 +1,167 @@
+"""Baseline vs candidate on the same records: per metric and per slice, both values, the
+delta, a paired-bootstrap 95 % interval, and a verdict that says when the data cannot tell.
+
+Rules (for a higher-is-better metric with tolerance t, e.g. 1 % absolute; refusal rate is
+lower-is-better with its own tolerance, default 0):
+
+- **fail** when the measured drop exceeds t. Damage hides in slices, so this applies to every
+  slice (categories, the long-context slice) as well as to the whole dataset.
+- **pass** when even the pessimistic end of the interval stays within t. The interval is never
+  narrower than one record's weight (1/n): with identical answers a bootstrap interval collapses
+  to zero, but n records cannot tell a change smaller than 1/n.
+- **unresolved** otherwise: the data is too small (or too noisy) to tell whether the drop is
+  within t; the verdict says so and how many records would be needed, instead of passing.
+
+The candidate passes only when no check fails and the whole-dataset checks pass; slices too
+small to resolve are listed as warnings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+ALL = "all"
+LONG_CONTEXT = "long_context"
+REPLICATES = 2000
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    max_metric_drop_abs: float = 0.01
+    max_refusal_rate_increase: float = 0.0
+    long_context_prompt_tokens: int = 4096
+
+
+@dataclass(frozen=True)
+class Check:
+    metric: str
+    slice: str
+    n: int
+    baseline: float
+    candidate: float
+    delta: float
+    low: float
+    high: float
+    tolerance: float
+    higher_is_better: bool
+    status: str  # pass | fail | unresolved
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Verdict:
+    status: str
+    checks: list[Check]
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "passed": self.passed, "reasons": self.reasons, "warnings": self.warnings, "checks": [c.to_dict() for c in self.checks]}
+
+
+def paired_interval(deltas: np.ndarray, rng: np.random.Generator, confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of the mean per-record delta, resampling records (pairs kept together)."""
+    n = len(deltas)
+    means = deltas[rng.integers(0, n, (REPLICATES, n))].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def judge(metric: str, slice_name: str, baseline: np.ndarray, candidate: np.ndarray, tolerance: float, higher_is_better: bool, rng: np.random.Generator) -> Check:
+    n = len(baseline)
+    deltas = candidate - baseline
+    mean_delta = float(deltas.mean())
+    low, high = paired_interval(deltas, rng)
+    granularity = 1.0 / n
+    # Orient so that "harm" is negative.
+    harm, worst = (mean_delta, min(low, mean_delta - granularity)) if higher_is_better else (-mean_delta, min(-high, -mean_delta - granularity))
+    if tolerance == 0:
+        # "Not increased": discrete events, judged on the counts themselves.
+        status = "fail" if harm < -1e-12 else "pass"
+        note = f"{'drops' if higher_is_better else 'rises'} by {abs(mean_delta):.1%} (no change allowed)" if status == "fail" else ""
+        return Check(metric, slice_name, n, float(baseline.mean()), float(candidate.mean()), mean_delta, low, high, tolerance, higher_is_better, status, note)
+    if harm < -tolerance - 1e-12:
+        status, note = "fail", f"{'drops' if higher_is_better else 'rises'} by {abs(mean_delta):.1%} (tolerance {tolerance:.1%})"
+    elif worst >= -tolerance - 1e-12:
+        status, note = "pass", ""
+    else:
+        needed = math.ceil(1 / tolerance) if tolerance > 0 else None
+        width = max(high - low, granularity)
+        note = f"cannot resolve {tolerance:.1%} with {n} records: interval [{low:+.1%}, {high:+.1%}], one record moves the mean by {granularity:.1%}"
+        if needed and n < needed:
+            note += f"; at least {needed} records are needed"
+        elif width > tolerance:
+            note += "; more records or less noise are needed"
+        status = "unresolved"
+    return Check(metric, slice_name, n, float(baseline.mean()), float(candidate.mean()), mean_delta, low, high, tolerance, higher_is_better, status, note)
+
+
+def slices_of(records: list[dict[str, Any]], thresholds: Thresholds) -> dict[str, list[int]]:
+    """Indexes of the records in each slice: all, each category, and the long-context slice."""
+    slices: dict[str, list[int]] = {ALL: list(range(len(records)))}
+    for index, record in enumerate(records):
+        category = record.get("category")
+        if category:
+            slices.setdefault(f"category={category}", []).append(index)
+        if record.get("prompt_tokens", 0) > thresholds.long_context_prompt_tokens:
+            slices.setdefault(LONG_CONTEXT, []).append(index)
+    return slices
+
+
+def compare(
+    records: list[dict[str, Any]],
+    baseline: list[dict[str, float]],
+    candidate: list[dict[str, float]],
+    thresholds: Thresholds = Thresholds(),
+    *,
+    lower_is_better: tuple[str, ...] = ("refusal",),
+    seed: int = 0,
+) -> Verdict:
+    """`baseline[i]` and `candidate[i]` are the scores of `records[i]` (same record, both models)."""
+    if not (len(records) == len(baseline) == len(candidate)):
+        raise ValueError("records, baseline and candidate scores must align")
+    rng = np.random.default_rng(seed)
+    metrics = sorted({m for scores in baseline for m in scores})
+    checks: list[Check] = []
+    for slice_name, indexes in slices_of(records, thresholds).items():
+        for metric in metrics:
+            rows = [i for i in indexes if metric in baseline[i] and metric in candidate[i]]
+            if not rows:
+                continue
+            base = np.array([baseline[i][metric] for i in rows], dtype=float)
+            cand = np.array([candidate[i][metric] for i in rows], dtype=float)
+            lower = metric in lower_is_better
+            tolerance = thresholds.max_refusal_rate_increase if lower else thresholds.max_metric_drop_abs
+            checks.append(judge(metric, slice_name, base, cand, tolerance, not lower, rng))
+    failures = [c for c in checks if c.status == "fail"]
+    overall_unresolved = [c for c in checks if c.slice == ALL and c.status == "unresolved"]
+    reasons = [f"{c.metric} on {c.slice}: {c.note}" for c in failures]
+    unresolved_by_slice: dict[str, list[Check]] = {}
+    for c in checks:
+        if c.status == "unresolved" and c.slice != ALL:
+            unresolved_by_slice.setdefault(c.slice, []).append(c)
+    warnings = [
+        f"{name}: {group[0].n} records cannot resolve {group[0].tolerance:.1%} ({', '.join(c.metric for c in group)}); "
+        "a drop there would have to exceed the tolerance to fail"
+        for name, group in unresolved_by_slice.items()
+    ]
+    if failures:
+        status = "fail"
+    elif overall_unresolved:
+        status = "unresolved"
+        reasons = [f"{c.metric} on the whole dataset: {c.note}" for c in overall_unresolved]
+    else:
+        status = "pass"
+    return Verdict(status, checks, reasons, warnings)

@@ -1,0 +1,42 @@
+"""Run by the evaluation environment's Python (fmeval installed): real fmeval pipelines against
+emulated endpoints, one scenario per (baseline, candidate, dataset). Prints a JSON summary.
+
+    python tests/evaluate/fmeval_scenarios.py --url http://127.0.0.1:PORT --data DIR --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from optigate.evaluate.compare import Thresholds
+from optigate.evaluate.job import evaluate, load_dataset
+from optigate.evaluate.runner import EndpointSpec, SageMakerEndpointRunner
+
+SCENARIOS = {
+    # name: (baseline endpoint, candidate endpoint, dataset file, streaming)
+    "identical": ("baseline", "same", "full.jsonl", False),
+    "worse_slice": ("baseline", "worse", "full.jsonl", False),
+    "refuses_more": ("baseline", "refuser", "full.jsonl", True),
+    "small": ("baseline", "same", "small.jsonl", False),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    summary = {}
+    for name, (baseline, candidate, dataset, stream) in SCENARIOS.items():
+        records = load_dataset(Path(args.data, dataset))
+        runners = [SageMakerEndpointRunner(EndpointSpec.parse(e), endpoint_url=args.url, stream=stream) for e in (baseline, candidate)]
+        verdict = evaluate(records, runners[0], runners[1], Thresholds(), Path(args.out, name))
+        summary[name] = {**verdict.to_dict(), "records": len(records)}
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
