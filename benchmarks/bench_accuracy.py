@@ -14,7 +14,6 @@ concurrency >= 98 %; throughput within 2 %.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
 
 from optigate.bench.client import StreamingClient, Target
@@ -100,7 +99,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--levels", default="1,32,128,256")
     parser.add_argument("--requests-per-slot", type=int, default=3, help="measured requests per concurrent slot")
-    parser.add_argument("--boto3-baseline", type=int, default=256, help="also time boto3 in a thread pool at this concurrency (0: skip)")
+    parser.add_argument("--boto3-baseline", type=int, default=0, help="also time boto3 in a thread pool at this concurrency (0: skip)")
     args = parser.parse_args()
     config = {"default": {"ttft_ms": TTFT_MS, "itl_ms": ITL_MS, "output_tokens": TOKENS}}
     header = f"{'conc':>5} {'reqs':>5} | {'TTFT p50':>9} {'truth':>7} {'p99':>8} {'truth':>7} {'err':>6} | {'ITL p50':>8} {'truth':>6} {'p99':>7} {'truth':>6} {'err':>5} | {'achieved':>8} | {'tok/s':>8} {'sent':>8} {'err%':>5} | {'CPU/tok':>8}"

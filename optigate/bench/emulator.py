@@ -339,7 +339,7 @@ class Emulator:
         response.enable_chunked_encoding()
         await response.prepare(request)
         sends = self.trace[request_id]["sends"] if self.config.record_trace else None
-        loop = asyncio.get_running_loop()
+        asyncio.get_running_loop()
         self.active_streams += 1
         try:
             return await self._send_tokens(request, response, behaviour, total, sends, (stream_error, reset, stall), words)
@@ -369,9 +369,12 @@ class Emulator:
                     return response
                 await asyncio.sleep(behaviour.stall_seconds)  # a stall: the client must time out
                 stall = False
-            await response.write(payload_part(_chunk_payload(behaviour.payload_format, sent, count, total, words)))
+            frame = payload_part(_chunk_payload(behaviour.payload_format, sent, count, total, words))
             if sends is not None:
+                # Stamped as the frame is handed to the transport: `write` may then wait for the
+                # socket to drain, and that wait is not part of when the server produced the token.
                 sends.append((time.perf_counter(), count))
+            await response.write(frame)
             sent += count
             # A chunk of k tokens takes k decode steps: it is due k inter-token latencies later.
             count = min(next(sizes), total - sent)

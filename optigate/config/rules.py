@@ -108,7 +108,7 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
         add(("quantization",), f"{quantization} is not offered by optigate's lmi-trtllm rendering; use fp8 or awq, or container family lmi")
 
     if serving.kv_cache_dtype != "auto" and instance.platform == "neuron":
-        add(("kv_cache_dtype",), f"an FP8 KV cache is not available with lmi-neuronx; use auto")
+        add(("kv_cache_dtype",), "an FP8 KV cache is not available with lmi-neuronx; use auto")
 
     speculative = serving.speculative_decoding
     if speculative is not None:

@@ -15,6 +15,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from optigate.constructs import nag
+from optigate.constructs.common import secure_bucket
 from optigate.constructs.lambda_code import bench_lambda_code
 
 RESULTS_PREFIX = "benchmarks"
@@ -61,7 +62,7 @@ class BenchmarkFleet(Construct):
             raise ValueError(f"{self.node.path}: shards must be at least 1")
         stack = Stack.of(self)
         self.key = encryption_key or kms.Key(self, "Key", enable_key_rotation=True, description="Encrypts benchmark results")
-        self.bucket = results_bucket or self._bucket()
+        self.bucket = results_bucket or secure_bucket(self, "Results", self.key, purpose="this fleet's Lambda functions", expire_days=365)
         self.shards = shards
 
         self.worker = self._function("Worker", "benchmark", worker_timeout, memory_mb=2048)
@@ -78,26 +79,6 @@ class BenchmarkFleet(Construct):
             nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [self.key.key_arn])
 
         self.state_machine = self._state_machine(target)
-
-    def _bucket(self) -> s3.Bucket:
-        bucket = s3.Bucket(
-            self,
-            "Results",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=self.key,
-            bucket_key_enabled=True,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            removal_policy=RemovalPolicy.RETAIN,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
-        )
-        nag.acknowledge(
-            bucket,
-            "AwsSolutions-S1",
-            "Only this fleet's Lambda functions write benchmark results here; reads are audited with CloudTrail "
-            "S3 data events, which platform accounts enable organisation-wide.",
-        )
-        return bucket
 
     def _function(self, construct_id: str, handler_folder: str, timeout: Duration, memory_mb: int) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{construct_id}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Aws, RemovalPolicy, Stack
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -15,6 +15,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from optigate.constructs import nag
+from optigate.constructs.common import allow_ecr_token_and_sagemaker_metrics, secure_bucket
 
 REPO = Path(__file__).resolve().parents[2]
 INPUT_DIR = "/opt/ml/processing/input/dataset"
@@ -88,20 +89,13 @@ class EvaluationJob(Construct):
         )
         if repository is not None:
             repository.grant_pull(self.role)
-        nag.allow(self.role, ["ecr:GetAuthorizationToken"], ["*"], why_wildcard="ecr:GetAuthorizationToken has no resource scope; pulls are limited to the job's repository.")
+        allow_ecr_token_and_sagemaker_metrics(self.role)
         log_group = f"arn:{Aws.PARTITION}:logs:{stack.region}:{stack.account}:log-group:/aws/sagemaker/ProcessingJobs"
         nag.allow(
             self.role,
             ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
             [log_group, f"{log_group}:*"],
             why_wildcard="Log streams of processing jobs in SageMaker's ProcessingJobs log group.",
-        )
-        nag.allow(
-            self.role,
-            ["cloudwatch:PutMetricData"],
-            ["*"],
-            conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*"]}},
-            why_wildcard="PutMetricData has no resource scope; the namespace condition limits it to SageMaker's.",
         )
 
     def request(self, job_name: str, baseline: str, candidate: str, *, endpoint_url: str | None = None) -> dict[str, Any]:
@@ -178,20 +172,4 @@ class EvaluationJob(Construct):
 
 def results_bucket(scope: Construct, construct_id: str, key: kms.IKey) -> s3.Bucket:
     """An SSL-only, KMS-encrypted bucket for evaluation and benchmark results."""
-    bucket = s3.Bucket(
-        scope,
-        construct_id,
-        encryption=s3.BucketEncryption.KMS,
-        encryption_key=key,
-        bucket_key_enabled=True,
-        enforce_ssl=True,
-        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-        removal_policy=RemovalPolicy.RETAIN,
-    )
-    nag.acknowledge(
-        bucket,
-        "AwsSolutions-S1",
-        "Only optigate's jobs write results here; reads are audited with CloudTrail S3 data events, which "
-        "platform accounts enable organisation-wide.",
-    )
-    return bucket
+    return secure_bucket(scope, construct_id, key, purpose="optigate's jobs")

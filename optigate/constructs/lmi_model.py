@@ -11,6 +11,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from optigate.constructs import nag
+from optigate.constructs.common import allow_ecr_token_and_sagemaker_metrics
 from optigate.serving.images import image_repository_arn
 
 
@@ -134,12 +135,7 @@ class LmiModel(Construct):
             ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
             [image_repository_arn(self.image_uri)],
         )
-        nag.allow(
-            self.role,
-            ["ecr:GetAuthorizationToken"],
-            ["*"],
-            why_wildcard="ecr:GetAuthorizationToken has no resource scope; image pulls are limited to one repository.",
-        )
+        allow_ecr_token_and_sagemaker_metrics(self.role)
 
     def _grant_logs(self) -> None:
         stack = Stack.of(self)
@@ -152,13 +148,6 @@ class LmiModel(Construct):
             ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
             [*groups, *(f"{group}:*" for group in groups)],
             why_wildcard="Only the log groups SageMaker creates for this endpoint's name and their streams.",
-        )
-        nag.allow(
-            self.role,
-            ["cloudwatch:PutMetricData"],
-            ["*"],
-            conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*"]}},
-            why_wildcard="PutMetricData has no resource scope; the namespace condition limits it to SageMaker's.",
         )
 
     def _grant_network(self) -> None:

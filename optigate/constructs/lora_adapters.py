@@ -12,7 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from optigate.constructs import nag
+from optigate.constructs.common import target_tracking
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.tuned_endpoint import VariantSettings, has_instance_storage
 
@@ -176,30 +176,17 @@ class LoraAdapters(Construct):
             self._autoscaling(scaling)
 
     def _autoscaling(self, scaling: ComponentScaling) -> None:
-        target = appscaling.CfnScalableTarget(
+        target = target_tracking(
             self,
-            "ScalableTarget",
-            service_namespace="sagemaker",
             resource_id=f"inference-component/{self.base_component_name}",
-            scalable_dimension="sagemaker:inference-component:DesiredCopyCount",
+            dimension="sagemaker:inference-component:DesiredCopyCount",
             min_capacity=0 if scaling.scale_to_zero else scaling.min_copies,
             max_capacity=scaling.max_copies,
-        )
-        target.node.add_dependency(self.base)
-        appscaling.CfnScalingPolicy(
-            self,
-            "ConcurrentRequestsPerCopy",
+            metric="SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution",
+            target_value=scaling.target_concurrent_requests_per_copy,
             policy_name=f"{self.base_component_name}-concurrency",
-            policy_type="TargetTrackingScaling",
-            scaling_target_id=target.ref,
-            target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                target_value=scaling.target_concurrent_requests_per_copy,
-                predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
-                    predefined_metric_type="SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
-                ),
-                scale_in_cooldown=scaling.scale_in_cooldown_seconds,
-                scale_out_cooldown=scaling.scale_out_cooldown_seconds,
-            ),
+            cooldowns=(scaling.scale_in_cooldown_seconds, scaling.scale_out_cooldown_seconds),
+            depends_on=self.base,
         )
         if not scaling.scale_to_zero:
             return

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration, RemovalPolicy
-from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -13,6 +12,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from optigate.constructs import nag
+from optigate.constructs.common import secure_bucket, target_tracking
 from optigate.constructs.lmi_model import LmiModel
 
 # Instance families with NVMe instance storage. SageMaker encrypts those volumes with a hardware
@@ -199,23 +199,7 @@ class TunedEndpoint(Construct):
     # ------------------------------------------------------------------ parts
 
     def _data_capture(self, model: LmiModel, percentage: int) -> sagemaker.CfnEndpointConfig.DataCaptureConfigProperty:
-        self.capture_bucket = s3.Bucket(
-            self,
-            "CaptureBucket",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=self.key,
-            bucket_key_enabled=True,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            removal_policy=RemovalPolicy.RETAIN,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(90))],
-        )
-        nag.acknowledge(
-            self.capture_bucket,
-            "AwsSolutions-S1",
-            "Only SageMaker writes here (through the model role); reads of captured payloads are audited with "
-            "CloudTrail S3 data events, which platform accounts enable organisation-wide.",
-        )
+        self.capture_bucket = secure_bucket(self, "CaptureBucket", self.key, purpose="SageMaker (through the model role)", expire_days=90)
         # SageMaker writes captured data with the model's execution role.
         nag.allow(
             model.role,
@@ -302,30 +286,17 @@ class TunedEndpoint(Construct):
         )
 
     def _autoscaling(self, scaling: ScalingSettings) -> None:
-        target = appscaling.CfnScalableTarget(
+        target_tracking(
             self,
-            "ScalableTarget",
-            service_namespace="sagemaker",
             resource_id=f"endpoint/{self.endpoint_name}/variant/{self.variant.variant_name}",
-            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            dimension="sagemaker:variant:DesiredInstanceCount",
             min_capacity=scaling.min_capacity,
             max_capacity=scaling.max_capacity,
-        )
-        target.node.add_dependency(self.endpoint)
-        appscaling.CfnScalingPolicy(
-            self,
-            "InvocationsPerInstance",
+            metric="SageMakerVariantInvocationsPerInstance",
+            target_value=scaling.target_invocations_per_instance,
             policy_name=f"{self.endpoint_name}-invocations",
-            policy_type="TargetTrackingScaling",
-            scaling_target_id=target.ref,
-            target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                target_value=scaling.target_invocations_per_instance,
-                predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
-                    predefined_metric_type="SageMakerVariantInvocationsPerInstance"
-                ),
-                scale_in_cooldown=scaling.scale_in_cooldown_seconds,
-                scale_out_cooldown=scaling.scale_out_cooldown_seconds,
-            ),
+            cooldowns=(scaling.scale_in_cooldown_seconds, scaling.scale_out_cooldown_seconds),
+            depends_on=self.endpoint,
         )
 
     def _dashboard(self) -> cloudwatch.Dashboard:

@@ -21,7 +21,7 @@ def scenarios(tmp_path_factory):
     if not Path(EVAL_PYTHON).exists():
         pytest.fail(f"the evaluation environment is missing ({EVAL_PYTHON}); scripts/setup.sh creates it")
     folder = tmp_path_factory.mktemp("fmeval")
-    full = write(folder / "full.jsonl", generate())
+    write(folder / "full.jsonl", generate())
     small_records = generate({"arithmetic": 5, "multi_step": 5, "lookup": 5, "long_context": 5}, seed=1)
     write(folder / "small.jsonl", small_records)
     both = write(folder / "answers.jsonl", generate() + small_records)

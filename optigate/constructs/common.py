@@ -1,0 +1,88 @@
+"""Pieces several constructs share: an SSL-only KMS bucket, target-tracking autoscaling on a
+SageMaker scalable dimension, and the grants every SageMaker job or model role needs."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from optigate.constructs import nag
+
+
+def secure_bucket(scope: Construct, construct_id: str, key: kms.IKey, *, purpose: str, expire_days: int | None = None) -> s3.Bucket:
+    """KMS-encrypted, SSL-only, no public access, retained; `purpose` says who writes to it."""
+    bucket = s3.Bucket(
+        scope,
+        construct_id,
+        encryption=s3.BucketEncryption.KMS,
+        encryption_key=key,
+        bucket_key_enabled=True,
+        enforce_ssl=True,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        removal_policy=RemovalPolicy.RETAIN,
+        lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(expire_days))] if expire_days else None,
+    )
+    nag.acknowledge(
+        bucket,
+        "AwsSolutions-S1",
+        f"Only {purpose} write here; reads are audited with CloudTrail S3 data events, which platform "
+        "accounts enable organisation-wide.",
+    )
+    return bucket
+
+
+def target_tracking(
+    scope: Construct,
+    *,
+    resource_id: str,
+    dimension: str,
+    min_capacity: int,
+    max_capacity: int,
+    metric: str,
+    target_value: float,
+    policy_name: str,
+    cooldowns: tuple[int, int],
+    depends_on: Construct,
+) -> appscaling.CfnScalableTarget:
+    """A scalable target and a target-tracking policy on a predefined SageMaker metric."""
+    target = appscaling.CfnScalableTarget(
+        scope,
+        "ScalableTarget",
+        service_namespace="sagemaker",
+        resource_id=resource_id,
+        scalable_dimension=dimension,
+        min_capacity=min_capacity,
+        max_capacity=max_capacity,
+    )
+    target.node.add_dependency(depends_on)
+    scale_in, scale_out = cooldowns
+    appscaling.CfnScalingPolicy(
+        scope,
+        "TargetTracking",
+        policy_name=policy_name,
+        policy_type="TargetTrackingScaling",
+        scaling_target_id=target.ref,
+        target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+            target_value=target_value,
+            predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(predefined_metric_type=metric),
+            scale_in_cooldown=scale_in,
+            scale_out_cooldown=scale_out,
+        ),
+    )
+    return target
+
+
+def allow_ecr_token_and_sagemaker_metrics(role: iam.IRole) -> None:
+    """ecr:GetAuthorizationToken and PutMetricData: neither has a resource scope."""
+    nag.allow(role, ["ecr:GetAuthorizationToken"], ["*"], why_wildcard="ecr:GetAuthorizationToken has no resource scope; image pulls are limited to one repository.")
+    nag.allow(
+        role,
+        ["cloudwatch:PutMetricData"],
+        ["*"],
+        conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*"]}},
+        why_wildcard="PutMetricData has no resource scope; the namespace condition limits it to SageMaker's.",
+    )
