@@ -82,8 +82,12 @@ def concrete(parameters: Any, shape: Shape | None) -> Any:
     """Replace `Key.$` entries by placeholders of the member's type; recurse through the shape."""
     if isinstance(parameters, dict) and shape is not None and shape.type_name == "structure":
         out = {}
+        by_lower = {member_name.lower(): member_name for member_name in shape.members}
         for key, value in parameters.items():
             name = key[:-2] if key.endswith(".$") else key
+            # Step Functions writes every parameter in PascalCase, also for camelCase APIs
+            # (states:startExecution's StateMachineArn is the API's stateMachineArn).
+            name = by_lower.get(name.lower(), name)
             member = shape.members.get(name)
             if key.endswith(".$"):
                 out[name] = _placeholder(member) if member is not None else value
@@ -96,6 +100,8 @@ def concrete(parameters: Any, shape: Shape | None) -> Any:
         return [concrete(item, shape.member) for item in parameters]
     if shape is not None and shape.type_name == "blob" and isinstance(parameters, (dict, list, str)):
         return json.dumps(parameters).encode()
+    if shape is not None and shape.type_name == "string" and isinstance(parameters, (dict, list)):
+        return json.dumps(parameters)  # a JSON document Step Functions serializes (startExecution's Input)
     return parameters
 
 

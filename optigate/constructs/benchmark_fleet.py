@@ -33,13 +33,13 @@ class FleetTarget:
 class BenchmarkFleet(Construct):
     """A Standard state machine that benchmarks one endpoint from many Lambda workers at once.
 
-    Input: `{"run_id", "concurrency_per_shard", "requests_per_shard" | "duration_s", "prompt_tokens",
-    "max_new_tokens"}` (plus optional `target_variant` / `inference_component` overrides).
+    Input: `{"endpoint_name", "run_id", "concurrency_per_shard", "requests_per_shard", "prompt_tokens",
+    "max_new_tokens"}`; the endpoint name must start with `target.endpoint_name` (IAM allows that prefix).
     One Python Lambda process holds about 64 streams accurately; more concurrency takes more shards.
     Each worker writes its raw samples to S3 (KMS); a merge step combines them exactly and
     writes `benchmarks/<run_id>/result.json`; the output carries the merged summary.
 
-    :param target: the endpoint to benchmark.
+    :param target: the endpoints to benchmark: `endpoint_name` is the prefix the workers may invoke.
     :param shards: workers run side by side. @default 4
     :param results_bucket: @default a new SSL-only bucket encrypted with `encryption_key`
     :param encryption_key: @default a new key with rotation
@@ -67,8 +67,10 @@ class BenchmarkFleet(Construct):
 
         self.worker = self._function("Worker", "benchmark", worker_timeout, memory_mb=2048)
         self.merger = self._function("Merge", "benchmark_merge", Duration.minutes(5), memory_mb=1024)
-        endpoint_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{target.endpoint_name.lower()}"
-        nag.allow(self.worker.role, ["sagemaker:InvokeEndpointWithResponseStream"], [endpoint_arn])
+        # The execution input names the endpoint (the gate benchmarks per-run candidates), so the
+        # worker may invoke the endpoints whose names start with the target's.
+        endpoint_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{target.endpoint_name.lower()}*"
+        nag.allow(self.worker.role, ["sagemaker:InvokeEndpointWithResponseStream"], [endpoint_arn], why_wildcard="Endpoints named after the team and environment: the live one and per-run candidates.")
         if target.inference_component:
             component_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:inference-component/{target.inference_component.lower()}"
             nag.allow(self.worker.role, ["sagemaker:InvokeEndpointWithResponseStream"], [component_arn])
@@ -108,7 +110,7 @@ class BenchmarkFleet(Construct):
             result_path="$.fanout",
         )
         worker_payload = {
-            "endpoint_name": target.endpoint_name,
+            "endpoint_name.$": "$.endpoint_name",
             "target_variant": target.target_variant,
             "inference_component": target.inference_component,
             "region": Stack.of(self).region,
@@ -132,8 +134,7 @@ class BenchmarkFleet(Construct):
         run_shard = tasks.LambdaInvoke(
             self,
             "RunShard",
-            lambda_function=self.worker,
-            payload=sfn.TaskInput.from_json_path_at("$"),
+            lambda_function=self.worker,  # the payload is the item: the whole state input
             payload_response_only=True,
             retry_on_service_exceptions=True,
         )
@@ -149,6 +150,7 @@ class BenchmarkFleet(Construct):
                     "key.$": f"States.Format('{RESULTS_PREFIX}/{{}}/result.json', $.run_id)",
                 }
             ),
+            result_selector={"bucket.$": "$.bucket", "key.$": "$.key", "summary.$": "$.summary"},
             payload_response_only=True,
             retry_on_service_exceptions=True,
         )

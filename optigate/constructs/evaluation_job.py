@@ -108,6 +108,13 @@ class EvaluationJob(Construct):
         ]
         if endpoint_url:
             arguments += ["--endpoint-url", endpoint_url]
+        app_specification: dict[str, Any] = {"ImageUri": self.image_uri}
+        if any(_is_path(a) for a in arguments):
+            # A run-time value among the arguments: build the list with States.Array.
+            rendered = ", ".join(a if _is_path(a) else "'" + a.replace("'", "\\'") + "'" for a in arguments)
+            app_specification["ContainerArguments.$"] = f"States.Array({rendered})"
+        else:
+            app_specification["ContainerArguments"] = arguments
         name_key = "ProcessingJobName.$" if job_name.startswith("$") or job_name.startswith("States.") else "ProcessingJobName"
         output_key = "S3Uri.$" if name_key.endswith(".$") else "S3Uri"
         output_uri = (
@@ -118,7 +125,7 @@ class EvaluationJob(Construct):
         return {
             name_key: job_name,
             "RoleArn": self.role.role_arn,
-            "AppSpecification": {"ImageUri": self.image_uri, "ContainerArguments": arguments},
+            "AppSpecification": app_specification,
             "ProcessingInputs": [
                 {
                     "InputName": "dataset",
@@ -152,6 +159,7 @@ class EvaluationJob(Construct):
                 "Resource": f"arn:{Aws.PARTITION}:states:::sagemaker:createProcessingJob.sync",
                 "Parameters": self.request(job_name, baseline, candidate),
                 "ResultPath": result_path,
+                "Retry": [{"ErrorEquals": ["SageMaker.ThrottlingException", "ThrottlingException"], "IntervalSeconds": 5, "MaxAttempts": 3, "BackoffRate": 1.5}],
             },
         )
 
@@ -168,6 +176,10 @@ class EvaluationJob(Construct):
         nag.allow(role, ["iam:PassRole"], [self.role.role_arn], conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})
         rule = f"arn:{Aws.PARTITION}:events:{stack.region}:{stack.account}:rule/StepFunctionsGetEventsForSageMakerProcessingJobsRule"
         nag.allow(role, ["events:PutTargets", "events:PutRule", "events:DescribeRule"], [rule])
+
+
+def _is_path(value: str) -> bool:
+    return value.startswith("$") or value.startswith("States.")
 
 
 def results_bucket(scope: Construct, construct_id: str, key: kms.IKey) -> s3.Bucket:

@@ -16,17 +16,20 @@ REPO = Path(__file__).resolve().parents[2]
 BENCH_MODULES = ("__init__.py", "client.py", "eventstream.py", "load.py", "metrics.py", "payloads.py", "runner.py")
 
 
-def _files(handler: str) -> dict[str, Path]:
+def _files(handler: str, extra_modules: tuple[str, ...] = ()) -> dict[str, Path]:
     files = {f"{path.name}": path for path in sorted((REPO / "lambdas" / handler).glob("*.py"))}
     files["optigate/__init__.py"] = REPO / "optigate" / "__init__.py"
     for module in BENCH_MODULES:
         files[f"optigate/bench/{module}"] = REPO / "optigate" / "bench" / module
+    for module in extra_modules:
+        files[f"optigate/{module}"] = REPO / "optigate" / module
     return files
 
 
-def bench_lambda_code(handler: str) -> lambda_.Code:
-    """`lambdas/<handler>/*.py` with optigate.bench, as an asset (deterministic for equal content)."""
-    files = _files(handler)
+def bench_lambda_code(handler: str, extra_modules: tuple[str, ...] = ()) -> lambda_.Code:
+    """`lambdas/<handler>/*.py` with optigate.bench (and `extra_modules`, paths under optigate/),
+    as an asset whose folder name is the hash of its content."""
+    files = _files(handler, extra_modules)
     digest = hashlib.sha256()
     for name, path in files.items():
         digest.update(name.encode() + b"\0" + path.read_bytes())

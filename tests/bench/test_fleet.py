@@ -92,7 +92,7 @@ def test_fleet_worker_may_invoke_only_its_endpoint(fleet_stack):
     statements = [s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy" for s in r["Properties"]["PolicyDocument"]["Statement"]]
     invoke = [s for s in statements if "sagemaker:InvokeEndpointWithResponseStream" in json.dumps(s["Action"])]
     assert len(invoke) == 1
-    assert "endpoint/chat-dev" in json.dumps(invoke[0]["Resource"])
+    assert "endpoint/chat-dev*" in json.dumps(invoke[0]["Resource"])
     assert not any(a in json.dumps(s["Action"]) for s in statements for a in ('"sagemaker:*"', '"s3:*"', '"*"'))
 
 

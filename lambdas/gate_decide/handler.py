@@ -1,0 +1,85 @@
+"""Gate decision: read the two benchmark results and the quality verdict from S3, decide, write the
+report next to them, publish metrics, return a small verdict (Step Functions payloads are small).
+
+Event:
+  {"team", "environment", "change": {...}, "thresholds": {gate.benchmark}, "price_per_hour_usd",
+   "instance_count", "prediction": {...} | null, "bucket", "baseline_key", "candidate_key",
+   "evaluation_key": "..." | null, "report_prefix": "gates/<run_id>", "plots": ["ttft_cdf.png", ...] (optional)}
+Returns {"approved", "reasons", "report_key", "summary"}; the full verdict is in report.json.
+CloudWatch (namespace optigate/gate, dimensions Team, Environment): Approved 0/1, and per level
+(plus Concurrency) CandidateP99TtftMs and ThroughputGainPct.
+"""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+
+from optigate.gate.decide import GateInputs, GateVerdict, decide
+from optigate.gate.report import render_html, render_json
+
+NAMESPACE = "optigate/gate"
+MAX_RETURN_BYTES = 3000  # the returned dict stays well under 4 KB
+
+
+def _read_json(s3, bucket: str, key: str) -> dict:
+    return json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+
+
+def _metrics(verdict: GateVerdict) -> list[dict]:
+    team = [{"Name": "Team", "Value": verdict.team}, {"Name": "Environment", "Value": verdict.environment}]
+    data = [{"MetricName": "Approved", "Dimensions": team, "Value": 1.0 if verdict.approved else 0.0, "Unit": "Count"}]
+    for level in verdict.levels:
+        dims = [*team, {"Name": "Concurrency", "Value": str(level["concurrency"])}]
+        p99 = level["candidate"]["p99_ttft_ms"]
+        if p99 is not None:
+            data.append({"MetricName": "CandidateP99TtftMs", "Dimensions": dims, "Value": float(p99), "Unit": "Milliseconds"})
+        gain = level["throughput_gain_pct"]
+        if gain is not None:
+            data.append({"MetricName": "ThroughputGainPct", "Dimensions": dims, "Value": float(gain), "Unit": "Percent"})
+    return data
+
+
+def _small(verdict: GateVerdict, report_key: str) -> dict:
+    """The reasons that fit the budget; the rest are counted and left to report.json."""
+    out = {"approved": verdict.approved, "reasons": [], "report_key": report_key, "summary": verdict.summary}
+    reasons = list(verdict.reasons)
+    for index, reason in enumerate(reasons):
+        text = reason if len(reason) <= 400 else reason[:397] + "..."
+        more = len(reasons) - index - 1
+        candidate = {**out, "reasons": out["reasons"] + [text]}
+        tail = {**candidate, "reasons": candidate["reasons"] + [f"... and {more} more in {report_key}"]} if more else candidate
+        if len(json.dumps(tail)) > MAX_RETURN_BYTES:
+            out["reasons"].append(f"... and {len(reasons) - index} more in {report_key}")
+            break
+        out = candidate
+    return out
+
+
+def handler(event: dict, _context=None) -> dict:
+    s3 = boto3.client("s3")
+    bucket = event["bucket"]
+    evaluation_key = event.get("evaluation_key")
+    inputs = GateInputs(
+        team=event["team"],
+        environment=event["environment"],
+        change=event.get("change") or {},
+        thresholds=event.get("thresholds") or {},
+        baseline_benchmark=_read_json(s3, bucket, event["baseline_key"]),
+        candidate_benchmark=_read_json(s3, bucket, event["candidate_key"]),
+        evaluation=_read_json(s3, bucket, evaluation_key) if evaluation_key else None,
+        price_per_hour_usd=event.get("price_per_hour_usd"),
+        instance_count=event.get("instance_count") or 1,
+        prediction=event.get("prediction"),
+    )
+    verdict = decide(inputs)
+    prefix = event["report_prefix"].strip("/")
+    report_key, html_key = f"{prefix}/report.json", f"{prefix}/report.html"
+    s3.put_object(Bucket=bucket, Key=report_key, Body=render_json(verdict).encode(), ContentType="application/json")
+    s3.put_object(Bucket=bucket, Key=html_key, Body=render_html(verdict, event.get("plots") or ()).encode(), ContentType="text/html; charset=utf-8")
+    metrics = _metrics(verdict)
+    cloudwatch = boto3.client("cloudwatch")
+    for start in range(0, len(metrics), 500):  # PutMetricData takes up to 1000 values per call
+        cloudwatch.put_metric_data(Namespace=NAMESPACE, MetricData=metrics[start : start + 500])
+    return _small(verdict, report_key)

@@ -1,0 +1,371 @@
+"""OptimizationGate: a Standard state machine that optimizes a model and proves it faster and
+equally good before anything reaches users, failing closed.
+
+optimize (when configured) → stage the candidate on a temporary endpoint → benchmark baseline and
+candidate (BenchmarkFleet) → evaluate both (EvaluationJob) → decide (Lambda over optigate.gate) →
+record the verdict as an Approved or Rejected model package → clean up → notify → Succeed or Fail.
+Every task retries throttling and catches every error into the cleanup, so no temporary endpoint,
+config or model outlives an execution, and what CloudFormation owns is never touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from optigate.constructs import nag
+from optigate.constructs.benchmark_fleet import BenchmarkFleet, generated_policy_reason
+from optigate.constructs.evaluation_job import EvaluationJob
+from optigate.constructs.lambda_code import bench_lambda_code
+
+# What the decision Lambda imports besides the benchmark modules. numpy (optigate.bench.compare)
+# must come from a layer at deploy time; see the README.
+GATE_MODULES = ("gate/__init__.py", "gate/decide.py", "gate/report.py", "bench/compare.py")
+THROTTLING = ["SageMaker.ThrottlingException", "ThrottlingException", "Lambda.TooManyRequestsException", "SNS.ThrottledException"]
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """What one team's gate proves, resolved from its config at synth time."""
+
+    team: str
+    environment: str
+    live_endpoint: str
+    model_role_arn: str
+    instance_type: str
+    baseline_model_uri: str
+    candidate_image: str
+    candidate_environment: dict[str, str]
+    change: dict[str, Any]
+    thresholds: dict[str, Any]
+    optimization_configs: list[dict[str, Any]] | None = None
+    concurrency_per_shard: int = 16
+    requests_per_shard: int = 64
+    prompt_tokens: int = 1024
+    max_new_tokens: int = 256
+    price_per_hour_usd: float | None = None
+    prediction: dict[str, Any] = field(default_factory=dict)
+    startup_timeouts: tuple[int, int] = (1200, 1200)
+    poll_seconds: int = 60
+    max_polls: int = 90
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.team}-{self.environment}"[:40]
+
+
+def _task(scope: Construct, name: str, resource: str, parameters: dict[str, Any], *, result_path: str | None = None, result_selector: dict[str, Any] | None = None) -> sfn.CustomState:
+    state: dict[str, Any] = {
+        "Type": "Task",
+        "Resource": f"arn:{Aws.PARTITION}:states:::{resource}",
+        "Parameters": parameters,
+        "ResultPath": result_path,
+        "Retry": [{"ErrorEquals": THROTTLING, "IntervalSeconds": 2, "MaxAttempts": 5, "BackoffRate": 1.5}],
+    }
+    if result_selector:
+        state["ResultSelector"] = result_selector
+    return sfn.CustomState(scope, name, state_json=state)
+
+
+class OptimizationGate(Construct):
+    """The gate of one team in one environment (see the module docstring).
+
+    :param spec: what to prove and the thresholds, from the team's config.
+    :param fleet: the BenchmarkFleet that loads baseline and candidate.
+    :param evaluation: the EvaluationJob comparing their answers.
+    :param bucket: where reports and optimized artifacts go (the fleet's and evaluation's bucket).
+    :param encryption_key: encrypts artifacts, reports and the notification topic.
+    :param model_package_group: @default a new group named after team and environment
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        spec: GateSpec,
+        fleet: BenchmarkFleet,
+        evaluation: EvaluationJob,
+        bucket: s3.IBucket,
+        encryption_key: kms.IKey,
+        model_package_group: str | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.spec = spec
+        self.bucket = bucket
+        self.key = encryption_key
+        self.group_name = model_package_group or f"optigate-{spec.prefix}"
+        self.group = sagemaker.CfnModelPackageGroup(self, "Group", model_package_group_name=self.group_name, model_package_group_description=f"optigate: proven candidates of {spec.team} in {spec.environment}")
+        self.topic = sns.Topic(self, "Notifications", master_key=encryption_key, display_name=f"optigate gate {spec.prefix}", enforce_ssl=True)
+        self.decider = self._decider()
+        self.state_machine = self._state_machine(fleet, evaluation)
+        self._grant(fleet, evaluation)
+
+    # ------------------------------------------------------------------ the decision Lambda
+
+    def _decider(self) -> lambda_.Function:
+        log_group = logs.LogGroup(self, "DecideLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+        role = iam.Role(self, "DecideRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+        nag.allow(role, ["logs:CreateLogStream", "logs:PutLogEvents"], [log_group.log_group_arn], why_wildcard="The function's own log group and its streams.")
+        nag.allow(role, ["s3:GetObject", "s3:PutObject"], [self.bucket.arn_for_objects("*")], why_wildcard="Reads benchmark and evaluation results and writes reports in the gate's own results bucket.")
+        nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [self.key.key_arn])
+        nag.allow(role, ["cloudwatch:PutMetricData"], ["*"], conditions={"StringEquals": {"cloudwatch:namespace": "optigate/gate"}}, why_wildcard="PutMetricData has no resource scope; the condition limits it to the optigate/gate namespace.")
+        return lambda_.Function(
+            self,
+            "Decide",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            architecture=lambda_.Architecture.ARM_64,
+            handler="handler.handler",
+            code=bench_lambda_code("gate_decide", extra_modules=GATE_MODULES),
+            timeout=Duration.minutes(5),
+            memory_size=1024,
+            role=role,
+            log_group=log_group,
+            description=f"optigate gate decision for {self.spec.prefix}",
+        )
+
+    # ------------------------------------------------------------------ names
+
+    def _name(self, kind: str) -> str:
+        """A per-execution resource name (SageMaker names: 63 characters at most)."""
+        return f"States.Format('{self.spec.prefix[:30]}-{kind}-{{}}', $.run.id)"
+
+    # ------------------------------------------------------------------ definition
+
+    def _state_machine(self, fleet: BenchmarkFleet, evaluation: EvaluationJob) -> sfn.StateMachine:
+        spec = self.spec
+
+        init = sfn.Pass(self, "Init", parameters={"id.$": "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), 0)"}, result_path="$.run")
+        reset_polls = sfn.Pass(self, "ResetPolls", result=sfn.Result.from_object({"count": 0}), result_path="$.polls")
+
+        # ---- cleanup (reached from every path) and the end
+        cleanup_states = []
+        for kind, action, parameter in (("endpoint", "deleteEndpoint", "EndpointName"), ("config", "deleteEndpointConfig", "EndpointConfigName"), ("model", "deleteModel", "ModelName")):
+            state = _task(self, f"Delete{kind.title()}", f"aws-sdk:sagemaker:{action}", {f"{parameter}.$": self._name("cand")}, result_path=sfn.JsonPath.DISCARD)
+            cleanup_states.append(state)
+        notify_failure = _task(
+            self, "NotifyFailure", "sns:publish",
+            {"TopicArn": self.topic.topic_arn, "Subject": f"optigate gate {spec.prefix}: FAILED", "Message.$": "States.JsonToString($.failure)"},
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        notify = _task(
+            self, "Notify", "sns:publish",
+            {"TopicArn": self.topic.topic_arn, "Subject": f"optigate gate {spec.prefix}: verdict", "Message.$": "$.decision.summary"},
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        failed = sfn.Fail(self, "GateFailed", error="GateFailed", cause_path="States.JsonToString($.failure)")
+        rejected = sfn.Fail(self, "CandidateRejected", error="CandidateRejected", cause_path="$.decision.summary")
+        approved = sfn.Succeed(self, "CandidateApproved", output_path="$.decision")
+        verdict = sfn.Choice(self, "Verdict").when(sfn.Condition.boolean_equals("$.decision.approved", True), approved).otherwise(rejected)
+        # A notification that cannot be sent must not change the outcome.
+        notify_failure.add_catch(failed, errors=["States.ALL"], result_path="$.notify_error")
+        notify.add_catch(verdict, errors=["States.ALL"], result_path="$.notify_error")
+        after_cleanup = (
+            sfn.Choice(self, "FailedBeforeVerdict?")
+            .when(sfn.Condition.is_present("$.failure"), notify_failure.next(failed))
+            .otherwise(notify.next(verdict))
+        )
+        cleanup = sfn.Chain.start(cleanup_states[0])
+        for state in cleanup_states[1:]:
+            cleanup = cleanup.next(state)
+        cleanup = cleanup.next(after_cleanup)
+        # A resource that was never created is fine to miss: each delete catches its own error.
+        for index, state in enumerate(cleanup_states):
+            following = cleanup_states[index + 1] if index + 1 < len(cleanup_states) else after_cleanup
+            state.add_catch(following, errors=["States.ALL"], result_path="$.cleanup_error")
+
+        def fail_with(name: str, error: str, cause: str) -> sfn.Pass:
+            return sfn.Pass(self, name, parameters={"Error": error, "Cause": cause}, result_path="$.failure").next(cleanup_states[0])
+
+        def guarded(state: sfn.CustomState) -> sfn.CustomState:
+            state.add_catch(cleanup_states[0], errors=["States.ALL"], result_path="$.failure")
+            return state
+
+        # ---- optimize
+        if spec.optimization_configs:
+            create_job = guarded(_task(self, "CreateOptimizationJob", "aws-sdk:sagemaker:createOptimizationJob", {
+                "OptimizationJobName.$": self._name("opt"),
+                "RoleArn": spec.model_role_arn,
+                "ModelSource": {"S3": {"S3Uri": spec.baseline_model_uri}},
+                "DeploymentInstanceType": spec.instance_type,
+                "OptimizationConfigs": spec.optimization_configs,
+                "OutputConfig": {"S3OutputLocation.$": f"States.Format('s3://{self.bucket.bucket_name}/optimized/{{}}/', $.run.id)", "KmsKeyId": self.key.key_arn},
+                "StoppingCondition": {"MaxRuntimeInSeconds": 36000},
+            }, result_path=sfn.JsonPath.DISCARD))
+            wait_job = sfn.Wait(self, "WaitForOptimization", time=sfn.WaitTime.duration(Duration.seconds(spec.poll_seconds)))
+            describe_job = guarded(_task(self, "DescribeOptimizationJob", "aws-sdk:sagemaker:describeOptimizationJob", {"OptimizationJobName.$": self._name("opt")}, result_path="$.optimization"))
+            count_job = sfn.Pass(self, "CountOptimizationPoll", parameters={"count.$": "States.MathAdd($.polls.count, 1)"}, result_path="$.polls")
+            stop_job = _task(self, "StopOptimizationJob", "aws-sdk:sagemaker:stopOptimizationJob", {"OptimizationJobName.$": self._name("opt")}, result_path=sfn.JsonPath.DISCARD)
+            stop_job.add_catch(cleanup_states[0], errors=["States.ALL"], result_path="$.stop_error")
+            timed_out = fail_with("OptimizationTimedOut", "OptimizationTimedOut", f"the optimization job did not finish within {spec.max_polls} polls of {spec.poll_seconds} s")
+            stop_job.next(timed_out)
+            from_job = sfn.Pass(self, "CandidateFromOptimization", parameters={
+                "image.$": "$.optimization.OptimizationOutput.RecommendedInferenceImage",
+                "model_uri.$": "$.optimization.OutputConfig.S3OutputLocation",
+            }, result_path="$.candidate")
+            job_done = (
+                sfn.Choice(self, "OptimizationDone?")
+                .when(sfn.Condition.string_equals("$.optimization.OptimizationJobStatus", "COMPLETED"), from_job)
+                .when(sfn.Condition.or_(sfn.Condition.string_equals("$.optimization.OptimizationJobStatus", "FAILED"), sfn.Condition.string_equals("$.optimization.OptimizationJobStatus", "STOPPED")),
+                      sfn.Pass(self, "OptimizationFailed", parameters={"Error": "OptimizationFailed", "Cause.$": "States.Format('optimization job {}: {}', $.optimization.OptimizationJobStatus, $.optimization.FailureReason)"}, result_path="$.failure").next(cleanup_states[0]))
+                .when(sfn.Condition.number_greater_than_equals("$.polls.count", spec.max_polls), stop_job)
+                .otherwise(wait_job)
+            )
+            wait_job.next(describe_job).next(count_job).next(job_done)
+            start_candidate = sfn.Chain.start(create_job).next(reset_polls).next(wait_job)
+            candidate_ready: sfn.INextable = from_job
+        else:
+            from_baseline = sfn.Pass(self, "CandidateFromBaseline", result=sfn.Result.from_object({"image": spec.candidate_image, "model_uri": spec.baseline_model_uri}), result_path="$.candidate")
+            start_candidate = sfn.Chain.start(from_baseline)
+            candidate_ready = from_baseline
+
+        # ---- stage on a temporary endpoint
+        download, startup = spec.startup_timeouts
+        create_model = guarded(_task(self, "CreateCandidateModel", "sagemaker:createModel", {
+            "ModelName.$": self._name("cand"),
+            "ExecutionRoleArn": spec.model_role_arn,
+            "EnableNetworkIsolation": True,
+            "PrimaryContainer": {
+                "Image.$": "$.candidate.image",
+                "Environment": spec.candidate_environment,
+                "ModelDataSource": {"S3DataSource": {"S3Uri.$": "$.candidate.model_uri", "S3DataType": "S3Prefix", "CompressionType": "None"}},
+            },
+        }, result_path=sfn.JsonPath.DISCARD))
+        create_config = guarded(_task(self, "CreateCandidateConfig", "sagemaker:createEndpointConfig", {
+            "EndpointConfigName.$": self._name("cand"),
+            "ProductionVariants": [{
+                "VariantName": "AllTraffic", "ModelName.$": self._name("cand"), "InstanceType": spec.instance_type, "InitialInstanceCount": 1,
+                "ModelDataDownloadTimeoutInSeconds": download, "ContainerStartupHealthCheckTimeoutInSeconds": startup,
+            }],
+        }, result_path=sfn.JsonPath.DISCARD))
+        create_endpoint = guarded(_task(self, "CreateCandidateEndpoint", "sagemaker:createEndpoint", {"EndpointName.$": self._name("cand"), "EndpointConfigName.$": self._name("cand")}, result_path=sfn.JsonPath.DISCARD))
+        reset_endpoint_polls = sfn.Pass(self, "ResetEndpointPolls", result=sfn.Result.from_object({"count": 0}), result_path="$.polls")
+        wait_endpoint = sfn.Wait(self, "WaitForEndpoint", time=sfn.WaitTime.duration(Duration.seconds(spec.poll_seconds)))
+        describe_endpoint = guarded(_task(self, "DescribeCandidateEndpoint", "aws-sdk:sagemaker:describeEndpoint", {"EndpointName.$": self._name("cand")}, result_path="$.endpoint"))
+        count_endpoint = sfn.Pass(self, "CountEndpointPoll", parameters={"count.$": "States.MathAdd($.polls.count, 1)"}, result_path="$.polls")
+
+        # ---- benchmark, evaluate, decide, record
+        def benchmark(name: str, endpoint: dict[str, str], run: str) -> sfn.CustomState:
+            return guarded(_task(self, name, "states:startExecution.sync:2", {
+                "StateMachineArn": fleet.state_machine.state_machine_arn,
+                "Input": {
+                    **endpoint,
+                    "run_id.$": f"States.Format('{{}}-{run}', $.run.id)",
+                    "concurrency_per_shard": spec.concurrency_per_shard,
+                    "requests_per_shard": spec.requests_per_shard,
+                    "prompt_tokens": spec.prompt_tokens,
+                    "max_new_tokens": spec.max_new_tokens,
+                },
+            }, result_path=f"$.benchmark.{run}", result_selector={"key.$": "$.Output.key"}))
+
+        bench_baseline = benchmark("BenchmarkBaseline", {"endpoint_name": spec.live_endpoint}, "baseline")
+        bench_candidate = benchmark("BenchmarkCandidate", {"endpoint_name.$": self._name("cand")}, "candidate")
+        evaluate = guarded(evaluation.task(self, "Evaluate", job_name=self._name("eval"), baseline=spec.live_endpoint, candidate=self._name("cand"), result_path=sfn.JsonPath.DISCARD))
+        decide = guarded(_task(self, "DecideVerdict", "lambda:invoke", {
+            "FunctionName": self.decider.function_arn,
+            "Payload": {
+                "team": spec.team, "environment": spec.environment, "change": spec.change, "thresholds": spec.thresholds,
+                "price_per_hour_usd": spec.price_per_hour_usd, "instance_count": 1, "prediction": spec.prediction,
+                "bucket": self.bucket.bucket_name,
+                "baseline_key.$": "$.benchmark.baseline.key", "candidate_key.$": "$.benchmark.candidate.key",
+                "evaluation_key.$": f"States.Format('evaluations/{{}}/verdict.json', {self._name('eval')})",
+                "report_prefix.$": "States.Format('reports/{}/', $.run.id)",
+            },
+        }, result_path="$.decision", result_selector={"approved.$": "$.Payload.approved", "summary.$": "$.Payload.summary", "report_key.$": "$.Payload.report_key"}))
+
+        def record(name: str, status: str) -> sfn.CustomState:
+            return guarded(_task(self, name, "aws-sdk:sagemaker:createModelPackage", {
+                "ModelPackageGroupName": self.group_name,
+                "ModelPackageDescription.$": "$.decision.summary",
+                "ModelApprovalStatus": status,
+                "InferenceSpecification": {
+                    "Containers": [{
+                        "Image.$": "$.candidate.image",
+                        "Environment": spec.candidate_environment,
+                        "ModelDataSource": {"S3DataSource": {"S3Uri.$": "$.candidate.model_uri", "S3DataType": "S3Prefix", "CompressionType": "None"}},
+                    }],
+                    "SupportedRealtimeInferenceInstanceTypes": [spec.instance_type],
+                    "SupportedContentTypes": ["application/json"],
+                    "SupportedResponseMIMETypes": ["application/json", "application/jsonlines"],
+                },
+                "CustomerMetadataProperties": {"report.$": "States.Format('s3://" + self.bucket.bucket_name + "/{}', $.decision.report_key)", "gate_run.$": "$.run.id"},
+            }, result_path="$.model_package", result_selector={"arn.$": "$.ModelPackageArn"}))
+
+        record_decision = (
+            sfn.Choice(self, "Approved?")
+            .when(sfn.Condition.boolean_equals("$.decision.approved", True), record("RecordApproved", "Approved").next(cleanup_states[0]))
+            .otherwise(record("RecordRejected", "Rejected").next(cleanup_states[0]))
+        )
+        endpoint_ready = (
+            sfn.Choice(self, "CandidateInService?")
+            .when(sfn.Condition.string_equals("$.endpoint.EndpointStatus", "InService"), bench_baseline)
+            .when(sfn.Condition.string_equals("$.endpoint.EndpointStatus", "Failed"),
+                  sfn.Pass(self, "CandidateEndpointFailed", parameters={"Error": "CandidateEndpointFailed", "Cause.$": "States.Format('candidate endpoint failed: {}', $.endpoint.FailureReason)"}, result_path="$.failure").next(cleanup_states[0]))
+            .when(sfn.Condition.number_greater_than_equals("$.polls.count", spec.max_polls), fail_with("CandidateEndpointTimedOut", "CandidateEndpointTimedOut", f"the candidate endpoint was not InService within {spec.max_polls} polls of {spec.poll_seconds} s"))
+            .otherwise(wait_endpoint)
+        )
+        wait_endpoint.next(describe_endpoint).next(count_endpoint).next(endpoint_ready)
+        bench_baseline.next(bench_candidate).next(evaluate).next(decide).next(record_decision)
+        candidate_ready.next(create_model).next(create_config).next(create_endpoint).next(reset_endpoint_polls).next(wait_endpoint)
+
+        definition = sfn.Chain.start(init).next(start_candidate)
+        log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS, removal_policy=RemovalPolicy.DESTROY)
+        machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            state_machine_name=f"optigate-{spec.prefix}-gate",
+            definition_body=sfn.DefinitionBody.from_chainable(definition),
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            tracing_enabled=True,
+            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+            timeout=Duration.hours(24),
+        )
+        return machine
+
+    # ------------------------------------------------------------------ permissions
+
+    def _grant(self, fleet: BenchmarkFleet, evaluation: EvaluationJob) -> None:
+        role = self.state_machine.role
+        stack = Stack.of(self)
+        arn = lambda kind: f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:{kind}/{self.spec.prefix[:30]}-*"  # noqa: E731
+        nag.allow(
+            role,
+            ["sagemaker:CreateModel", "sagemaker:DeleteModel", "sagemaker:CreateEndpointConfig", "sagemaker:DeleteEndpointConfig",
+             "sagemaker:CreateEndpoint", "sagemaker:DeleteEndpoint", "sagemaker:DescribeEndpoint", "sagemaker:AddTags"],
+            [arn("model"), arn("endpoint-config"), arn("endpoint")],
+            why_wildcard="Temporary candidate resources are named <team>-<env>-cand-<run>; the run id is known only at run time.",
+        )
+        nag.allow(
+            role,
+            ["sagemaker:CreateOptimizationJob", "sagemaker:DescribeOptimizationJob", "sagemaker:StopOptimizationJob", "sagemaker:AddTags"],
+            [arn("optimization-job")],
+            why_wildcard="Optimization jobs are named <team>-<env>-opt-<run>; the run id is known only at run time.",
+        )
+        nag.allow(role, ["sagemaker:CreateModelPackage", "sagemaker:AddTags"], [
+            f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:model-package/{self.group_name}/*",
+            f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:model-package-group/{self.group_name}",
+        ], why_wildcard="Versions of this gate's own model package group.")
+        nag.allow(role, ["iam:PassRole"], [self.spec.model_role_arn], conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})
+        self.decider.grant_invoke(role)
+        fleet.state_machine.grant_start_execution(role)
+        nag.allow(role, ["states:DescribeExecution", "states:StopExecution"], [
+            f"arn:{Aws.PARTITION}:states:{stack.region}:{stack.account}:execution:{fleet.state_machine.state_machine_name}:*"
+        ], why_wildcard="Executions of the benchmark fleet's own state machine (startExecution.sync).")
+        nag.allow(role, ["events:PutTargets", "events:PutRule", "events:DescribeRule"], [
+            f"arn:{Aws.PARTITION}:events:{stack.region}:{stack.account}:rule/StepFunctionsGetEventsForStepFunctionsExecutionRule"
+        ])
+        evaluation.grant_run(role)
+        nag.allow(role, ["sns:Publish"], [self.topic.topic_arn])
+        nag.allow(role, ["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"], [self.key.key_arn])
+        nag.acknowledge_generated_wildcards(self.state_machine, generated_policy_reason)

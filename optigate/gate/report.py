@@ -1,0 +1,135 @@
+"""The gate's report: JSON for machines, one self-contained HTML page for people (inline CSS;
+the only external references are the PNG plots placed next to the page)."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from optigate.gate.decide import GateVerdict
+
+_UNITS = {
+    "p99_ttft": "ms",
+    "p99_itl": "ms",
+    "throughput_gain": "%",
+    "tokens_per_chunk_gain": "%",
+    "error_rate": "fraction",
+}
+
+
+def render_json(verdict: GateVerdict) -> str:
+    """Stable key order, no NaN (non-finite figures are null)."""
+    return json.dumps(verdict.to_dict(), indent=2, allow_nan=False) + "\n"
+
+
+def _number(value: Any, name: str = "") -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return html.escape(value)
+    unit = _UNITS.get(name)
+    if unit == "ms":
+        return f"{value:,.1f} ms"
+    if unit == "%":
+        return f"{value:+.1f} %"
+    if unit == "fraction":
+        return f"{value:.2%}"
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 1 else f"{value:,.2f}"
+    return html.escape(str(value))
+
+
+def _interval(check: dict[str, Any]) -> str:
+    if check["ci_low"] is None or check["ci_high"] is None:
+        return "—"
+    return f"{_number(check['ci_low'], check['name'])} … {_number(check['ci_high'], check['name'])}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _usd(value: float | None) -> str:
+    return "—" if value is None else f"${value:,.3f}"
+
+
+def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
+    data = verdict.to_dict()
+    status = "approved" if data["approved"] else "rejected"
+    check_rows = [
+        [
+            html.escape(c["name"]),
+            "—" if c["concurrency"] is None else str(c["concurrency"]),
+            _number(c["measured"], c["name"]),
+            _interval(c),
+            _number(c["threshold"], c["name"]) if c["name"] != "coverage" else _number(c["threshold"]),
+            '<span class="pass">pass</span>' if c["passed"] else '<span class="fail">FAIL</span>',
+            f'<span class="detail">{html.escape(c["detail"])}</span>',
+        ]
+        for c in data["checks"]
+    ]
+    sections = [
+        (
+            "<h2>Checks</h2><p>A latency check passes only when its 95 % bootstrap interval clears the threshold "
+            "(p99 budgets: the upper end; gains: the lower end). Missing or empty evidence fails closed.</p>"
+        ),
+        _table(["check", "concurrency", "measured", "95 % CI", "threshold", "result", "detail"], check_rows),
+    ]
+    if data["reasons"]:
+        sections.append("<h2>Why it was rejected</h2><ul>" + "".join(f"<li>{html.escape(r)}</li>" for r in data["reasons"]) + "</ul>")
+    level_rows = []
+    for level in data["levels"]:
+        for label in ("baseline", "candidate"):
+            fig = level[label]
+            level_rows.append([
+                str(level["concurrency"]), label, f"{fig['successful_requests']}/{fig['requests']}",
+                _number(fig["p50_ttft_ms"], "p99_ttft"), _number(fig["p99_ttft_ms"], "p99_ttft"),
+                _number(fig["p99_itl_ms"], "p99_itl"), _number(fig["p50_tpot_ms"], "p99_ttft"),
+                _number(fig["output_tokens_per_s"]), _number(fig["mean_tokens_per_chunk"]),
+            ])
+    if level_rows:
+        sections.append("<h2>Measured</h2>" + _table(
+            ["concurrency", "run", "ok/sent", "p50 TTFT", "p99 TTFT", "p99 ITL", "p50 TPOT", "output tokens/s", "tokens/chunk"], level_rows))
+    cost_rows = [
+        [str(c["concurrency"]), _usd(c["baseline"]), _usd(c["candidate"]), _number(c["baseline_output_tokens_per_s"]), _number(c["candidate_output_tokens_per_s"])]
+        for c in data["cost_per_million_output_tokens"]
+    ]
+    if cost_rows:
+        sections.append(
+            "<h2>Cost per million output tokens</h2><p>instance price × instance count ÷ measured output tokens per second "
+            "(— when no price is known).</p>"
+            + _table(["concurrency", "baseline", "candidate", "baseline tokens/s", "candidate tokens/s"], cost_rows)
+        )
+    comparison = data["prediction_vs_measurement"]
+    if comparison:
+        rows = [
+            [html.escape(key), _number(row["predicted"]), _number(row["measured"]), html.escape(row["measured_as"]),
+             "—" if row["ratio"] is None else f"{row['ratio']:.2f}×"]
+            for key, row in comparison.items() if isinstance(row, dict)
+        ]
+        sections.append(
+            f"<h2>Planner prediction vs measurement</h2><p>{html.escape(comparison['note'])}.</p>"
+            + _table(["figure", "predicted", "measured", "measured as", "measured / predicted"], rows)
+        )
+    if data["change"]:
+        sections.append("<h2>Change</h2><pre>" + html.escape(json.dumps(data["change"], indent=2, sort_keys=True)) + "</pre>")
+    sections.append("<h2>Thresholds</h2><pre>" + html.escape(json.dumps(data["thresholds"], indent=2)) + "</pre>")
+    images = "".join(
+        f'<figure><img src="{html.escape(name, quote=True)}" alt="{html.escape(name, quote=True)}"><figcaption>{html.escape(name)}</figcaption></figure>'
+        for name in plots
+    )
+    title = f"optigate gate: {data['team']} / {data['environment']}"
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}} table{{border-collapse:collapse;margin:1em 0;font-size:13px}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top}} th{{background:#f4f4f4}} td:last-child{{text-align:left}}
+.pass{{color:#087f23;font-weight:600}} .fail{{color:#b00020;font-weight:600}} .detail{{color:#444}}
+.banner{{padding:.6em 1em;border-radius:4px;font-size:1.2em;font-weight:600}} .approved{{background:#e3f4e6;color:#087f23}}
+.rejected{{background:#fbe4e7;color:#b00020}} figure{{display:inline-block;margin:.5em}} img{{max-width:560px}} pre{{background:#f7f7f7;padding:.6em}}</style></head>
+<body><h1>{html.escape(title)}</h1>
+<p class="banner {status}">{html.escape(data['summary'])}</p>
+{''.join(sections)}{images}</body></html>
+"""

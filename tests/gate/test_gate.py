@@ -1,0 +1,310 @@
+"""The gate's synthesized definition: lint-clean, every SDK call valid for botocore, and executed
+for real through moto's Step Functions executor (tests/gate/moto_sagemaker.py) with the project's
+Lambda handlers in-process, the benchmark hitting emulator processes and S3/SNS in moto."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import boto3
+import pytest
+
+from optigate.bench.harness import emulator_process
+from tests.conftest import REPO
+from tests.gate.moto_sagemaker import GateHarness, Outcome, Scenario
+from tests.sdk_validation import sdk_calls, validate
+
+ACCOUNT, REGION = "123456789012", "us-east-1"
+BUCKET = "gate-results"
+THRESHOLDS = {"concurrency": [4], "p99_ttft_ms_budget": 400.0, "p99_itl_ms_budget": 60.0, "min_throughput_gain_pct": 10.0, "max_error_rate": 0.01}
+
+
+def _spec(optimize: bool):
+    from optigate.constructs.gate import GateSpec
+
+    return GateSpec(
+        team="chat", environment="dev", live_endpoint="chat-dev",
+        model_role_arn=f"arn:aws:iam::{ACCOUNT}:role/chat-dev-model",
+        instance_type="ml.g6.2xlarge", baseline_model_uri="s3://acme-models/llama-3.1-8b/",
+        candidate_image="763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130",
+        candidate_environment={"OPTION_QUANTIZE": "fp8", "OPTION_MAX_MODEL_LEN": "8192"},
+        change={"quantization": "fp8"}, thresholds=THRESHOLDS,
+        optimization_configs=[{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}] if optimize else None,
+        # Long enough for a throughput interval: the decision needs >= 5 one-second buckets.
+        concurrency_per_shard=2, requests_per_shard=120, prompt_tokens=16, max_new_tokens=16,
+        price_per_hour_usd=0.98, poll_seconds=0, max_polls=5,
+    )
+
+
+def _synth(optimize: bool, outdir):
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_kms as kms
+
+    from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
+    from optigate.constructs.common import secure_bucket
+    from optigate.constructs.evaluation_job import EvaluationJob
+    from optigate.constructs.gate import OptimizationGate
+    from optigate.stacks.app import FEATURE_FLAGS, enable_nag
+
+    app = App(outdir=str(outdir), context=FEATURE_FLAGS)
+    stack = Stack(app, "Gate", env={"account": ACCOUNT, "region": REGION})
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    bucket = secure_bucket(stack, "Results", key, purpose="optigate's gate")
+    fleet = BenchmarkFleet(stack, "Fleet", target=FleetTarget("chat-dev"), shards=2, results_bucket=bucket, encryption_key=key)
+    evaluation = EvaluationJob(stack, "Evaluation", endpoints=["chat-dev"], dataset_uri="s3://acme-eval/chat/", output_bucket=bucket, encryption_key=key, image_uri=f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/optigate-evaluate:1")
+    OptimizationGate(stack, "Gate", spec=_spec(optimize), fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key)
+    enable_nag(app)
+    app.synth()  # raises on any unacknowledged cdk-nag finding
+    return json.loads((outdir / "Gate.template.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory):
+    return {optimize: _synth(optimize, tmp_path_factory.mktemp(f"gate-{optimize}")) for optimize in (True, False)}
+
+
+# --------------------------------------------------------------------------- static checks
+
+
+def _machines(template):
+    return {k: r for k, r in template["Resources"].items() if r["Type"] == "AWS::StepFunctions::StateMachine"}
+
+
+def _render(template, logical_id, substitutions):
+    """The definition with CloudFormation tokens replaced by concrete values for moto."""
+    body = _machines(template)[logical_id]["Properties"]["DefinitionString"]
+    separator, parts = body["Fn::Join"]
+    rendered = []
+    for part in parts:
+        if isinstance(part, str):
+            rendered.append(part)
+        elif "Ref" in part:
+            rendered.append(substitutions.get(part["Ref"], substitutions["*"](part["Ref"], None)))
+        else:
+            logical, attribute = part["Fn::GetAtt"]
+            rendered.append(substitutions.get(f"{logical}.{attribute}", substitutions["*"](logical, attribute)))
+    return json.loads(separator.join(rendered))
+
+
+def _gate_id(template):
+    return next(k for k in _machines(template) if k.startswith("GateStateMachine"))
+
+
+def _fleet_id(template):
+    return next(k for k in _machines(template) if k.startswith("FleetStateMachine"))
+
+
+def _generic(logical, attribute):
+    return f"arn:aws:iam::{ACCOUNT}:role/{logical}" if attribute else logical
+
+
+@pytest.mark.parametrize("optimize", [True, False])
+def test_gate_passes_cfn_lint(templates, optimize):
+    from cfnlint.api import ManualArgs, lint
+
+    matches = lint(json.dumps(templates[optimize]), config=ManualArgs(regions=[REGION]))
+    assert [f"{m.rule.id} {m.message}" for m in matches if m.rule.id.startswith("E")] == []
+
+
+@pytest.mark.parametrize("optimize", [True, False])
+def test_every_sdk_call_validates_against_botocore(templates, optimize):
+    definition = _render(templates[optimize], _gate_id(templates[optimize]), {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "*": _generic})
+    calls = list(sdk_calls(definition))
+    operations = {operation for _, _, operation, _ in calls}
+    assert {"CreateModel", "CreateEndpointConfig", "CreateEndpoint", "DescribeEndpoint", "CreateProcessingJob", "CreateModelPackage", "DeleteEndpoint", "DeleteEndpointConfig", "DeleteModel", "Publish", "Invoke", "StartExecution"} <= operations
+    if optimize:
+        assert {"CreateOptimizationJob", "DescribeOptimizationJob", "StopOptimizationJob"} <= operations
+    problems = {name: validate(service, operation, parameters) for name, service, operation, parameters in calls if service != "lambda" or operation != "Invoke"}
+    assert {name: errors for name, errors in problems.items() if errors} == {}
+
+
+def test_every_task_retries_throttling_and_is_caught(templates):
+    definition = _render(templates[True], _gate_id(templates[True]), {"*": _generic})
+    for name, state in definition["States"].items():
+        if state["Type"] != "Task":
+            continue
+        assert any("ThrottlingException" in " ".join(r["ErrorEquals"]) for r in state.get("Retry", [])), name
+        assert state.get("Catch"), f"{name} has no Catch"
+
+
+def test_definition_passes_statelint(templates, tmp_path):
+    definition = _render(templates[True], _gate_id(templates[True]), {"*": _generic})
+    path = tmp_path / "gate.json"
+    path.write_text(json.dumps(definition))
+    result = subprocess.run([sys.executable, "-m", "statelint", str(path)], capture_output=True, text=True)
+    if "No module named statelint.__main__" in result.stderr:
+        result = subprocess.run([str(REPO / ".venv" / "bin" / "statelint"), str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --------------------------------------------------------------------------- executed
+
+
+def _handler(folder):
+    spec = importlib.util.spec_from_file_location(f"gate_test_{folder}", REPO / "lambdas" / folder / "handler.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.handler
+
+
+def _verdict(status: str, reasons=()):
+    return {"status": status, "passed": status == "pass", "reasons": list(reasons), "warnings": [], "checks": []}
+
+
+class GateRun:
+    def __init__(self, template, harness, baseline_url, candidate_url):
+        self.template, self.h = template, harness
+        s3 = harness.client("s3")
+        s3.create_bucket(Bucket=BUCKET)
+        self.topic = harness.client("sns").create_topic(Name="gate")["TopicArn"]
+        harness.client("sagemaker").create_model_package_group(ModelPackageGroupName="optigate-chat-dev")
+        fleet_definition = _render(template, _fleet_id(template), self._substitutions())
+        self.fleet_arn = harness.create_state_machine(fleet_definition, name="fleet")
+        gate_definition = _render(template, _gate_id(template), self._substitutions())
+        self.gate_arn = harness.create_state_machine(gate_definition, name="gate")
+
+    def _substitutions(self):
+        template = self.template
+        subs = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT}
+        for logical, resource in template["Resources"].items():
+            kind = resource["Type"]
+            if kind == "AWS::S3::Bucket":
+                subs[logical] = BUCKET
+            elif kind == "AWS::SNS::Topic":
+                subs[logical] = getattr(self, "topic", "")
+            elif kind == "AWS::Lambda::Function":
+                name = "worker" if logical.startswith("FleetWorker") else "merge" if logical.startswith("FleetMerge") else "decide"
+                subs[f"{logical}.Arn"] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+            elif kind == "AWS::StepFunctions::StateMachine" and logical.startswith("FleetStateMachine"):
+                subs[logical] = getattr(self, "fleet_arn", f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:fleet")
+        subs["*"] = _generic
+        return subs
+
+    def execute(self, timeout=90):
+        arn = self.h.start(self.gate_arn, {})
+        return arn, self.h.wait(arn, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def emulators():
+    baseline = {"default": {"ttft_ms": 60, "itl_ms": 8}}
+    candidate = {"default": {"ttft_ms": 30, "itl_ms": 5}}
+    with emulator_process(baseline) as baseline_url, emulator_process(candidate) as candidate_url:
+        yield baseline_url, candidate_url
+
+
+@pytest.fixture(scope="module")
+def slow_candidate(emulators):
+    """A candidate whose first token takes longer than the 400 ms p99 TTFT budget."""
+    with emulator_process({"default": {"ttft_ms": 450, "itl_ms": 3}}) as url:
+        yield emulators[0], url
+
+
+def _handlers(emulators, crash_decide=False):
+    baseline_url, candidate_url = emulators
+    worker, merge, decide = _handler("benchmark"), _handler("benchmark_merge"), _handler("gate_decide")
+
+    def routed_worker(event, context):
+        url = candidate_url if "-cand-" in event["endpoint_name"] else baseline_url
+        return worker({**event, "endpoint_url": url, "timeout_s": 10}, context)
+
+    def crashing(event, context):
+        raise RuntimeError("decide crashed")
+
+    return {"worker": routed_worker, "merge": merge, "decide": crashing if crash_decide else decide}
+
+
+def _evaluation_writer(status, reasons=()):
+    def hook(request):
+        output = request["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"]
+        bucket, key = output.removeprefix("s3://").split("/", 1)
+        boto3.client("s3", region_name=REGION).put_object(Bucket=bucket, Key=f"{key.rstrip('/')}/verdict.json", Body=json.dumps(_verdict(status, reasons)))
+    return hook
+
+
+def _run(templates, emulators, *, optimize=True, scenario=None, crash_decide=False):
+    with GateHarness(lambda_handlers=_handlers(emulators, crash_decide), scenario=scenario or Scenario(on_processing_job=_evaluation_writer("pass")), region=REGION) as h:
+        run = GateRun(templates[optimize], h, *emulators)
+        arn, execution = run.execute()
+        s3 = h.client("s3")
+        reports = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="reports/").get("Contents", []) if o["Key"].endswith("report.json")]
+        report = json.loads(s3.get_object(Bucket=BUCKET, Key=reports[0])["Body"].read()) if reports else None
+        return {
+            "report": report,
+            "execution": execution,
+            "states": h.states_entered(arn),
+            "left": h.live_sagemaker_resources(),
+            "packages": h.model_packages("optigate-chat-dev"),
+            "messages": h.sns_messages(run.topic),
+        }
+
+
+def _nothing_left(result):
+    left = result["left"]
+    assert not any(name for names in left.values() for name in names if "-cand-" in name), left
+
+
+def test_happy_path_approves_records_and_cleans_up(templates, emulators):
+    result = _run(templates, emulators)
+    assert result["execution"]["status"] == "SUCCEEDED", json.dumps(result["report"], indent=1, default=str)[:3000]
+    assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Approved"]
+    _nothing_left(result)
+    assert "CreateOptimizationJob" in result["states"] and "CandidateApproved" in result["states"]
+    assert result["messages"] and "APPROVED" in result["messages"][-1]["Message"]
+
+
+def test_optimization_failed_fails_closed(templates, emulators):
+    scenario = Scenario(optimization_job=Outcome("FAILED", after=1, failure_reason="quantization diverged"), on_processing_job=_evaluation_writer("pass"))
+    result = _run(templates, emulators, scenario=scenario)
+    assert result["execution"]["status"] == "FAILED"
+    assert "quantization diverged" in result["execution"].get("cause", "")
+    assert result["packages"] == []
+    _nothing_left(result)
+    assert result["messages"] and "FAILED" in result["messages"][-1]["Subject"]
+
+
+def test_optimization_that_never_finishes_times_out(templates, emulators):
+    scenario = Scenario(optimization_job=Outcome.never(), on_processing_job=_evaluation_writer("pass"))
+    result = _run(templates, emulators, scenario=scenario)
+    assert result["execution"]["status"] == "FAILED"
+    assert "OptimizationTimedOut" in result["execution"].get("cause", "") + result["execution"].get("error", "")
+    assert "StopOptimizationJob" in result["states"]
+    _nothing_left(result)
+
+
+def test_candidate_endpoint_failed_fails_and_cleans_up(templates, emulators):
+    scenario = Scenario(endpoint=Outcome("Failed", after=1, failure_reason="CUDA out of memory"), on_processing_job=_evaluation_writer("pass"))
+    result = _run(templates, emulators, optimize=False, scenario=scenario)
+    assert result["execution"]["status"] == "FAILED"
+    assert "CUDA out of memory" in result["execution"].get("cause", "")
+    _nothing_left(result)
+
+
+def test_quality_drop_rejects_the_candidate(templates, emulators):
+    scenario = Scenario(on_processing_job=_evaluation_writer("fail", ["qa_exact_match on category=multi_step: drops by 4.0%"]))
+    result = _run(templates, emulators, optimize=False, scenario=scenario)
+    assert result["execution"]["status"] == "FAILED"
+    assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
+    assert "quality" in result["execution"].get("cause", "")
+    _nothing_left(result)
+
+
+def test_a_lambda_crash_fails_closed(templates, emulators):
+    result = _run(templates, emulators, optimize=False, crash_decide=True)
+    assert result["execution"]["status"] == "FAILED"
+    assert "decide crashed" in result["execution"].get("cause", "")
+    assert result["packages"] == []
+    _nothing_left(result)
+
+
+def test_benchmark_regression_rejects_on_the_ttft_budget(templates, slow_candidate):
+    result = _run(templates, slow_candidate, optimize=False)
+    assert result["execution"]["status"] == "FAILED"
+    assert "p99_ttft" in result["execution"].get("cause", "")
+    ttft = [c for c in result["report"]["checks"] if c["name"] == "p99_ttft"]
+    assert ttft and not ttft[0]["passed"] and ttft[0]["measured"] > 400
+    assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
+    _nothing_left(result)

@@ -1,0 +1,416 @@
+"""The gate's decision on synthetic benchmark results (deterministic RNG): intervals that must
+clear their thresholds, fail-closed cases, costs by hand, readable reasons, and the reports."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from optigate.bench.metrics import RequestRecord, RunSamples
+from optigate.gate import GateInputs, Thresholds, decide, render_html, render_json
+from optigate.gate.decide import bootstrap_mean, bootstrap_percentile, cost_per_million, speculative_method
+
+TOKENS = 32
+BASE_TTFT_MS, BASE_ITL_MS = 150.0, 15.0
+
+
+def synthetic_run(
+    concurrency: int,
+    *,
+    requests: int = 120,
+    ttft_ms: float = BASE_TTFT_MS,
+    itl_ms: float = BASE_ITL_MS,
+    tokens: int = TOKENS,
+    tokens_per_chunk: tuple[int, ...] = (1,),
+    ttft_sigma: float = 0.25,
+    tail_prob: float = 0.0,
+    tail_ms: float = 0.0,
+    error_every: int = 0,
+    all_fail: bool = False,
+    seed: int = 0,
+) -> dict:
+    """A closed loop: `concurrency` workers, each a warm-up request and then requests back to back.
+    TTFT is log-normal around `ttft_ms` (plus an optional tail), each chunk of k tokens arrives
+    k × ITL later; `tokens_per_chunk` is cycled (multi-token chunks emulate speculative decoding)."""
+    rng = np.random.default_rng(seed)
+    records: list[RequestRecord] = []
+    per_worker = -(-requests // concurrency)
+    sent_count = 0
+    for worker in range(concurrency):
+        t = worker * 0.013
+        records.append(RequestRecord(t, t, t + 0.1, t + 0.2, [(t + 0.1, 1), (t + 0.2, 1)], 2, warmup=True))
+        t += 0.2
+        for _ in range(per_worker):
+            if sent_count >= requests:
+                break
+            sent_count += 1
+            sent = t
+            if all_fail or (error_every and sent_count % error_every == 0):
+                records.append(RequestRecord(sent, sent, error="ModelError"))
+                t = sent + 0.05
+                continue
+            sizes = itertools.cycle(tokens_per_chunk)
+            first_size = min(next(sizes), tokens)
+            first = sent + ttft_ms / 1000 * rng.lognormal(0, ttft_sigma) + (tail_ms / 1000 if rng.random() < tail_prob else 0.0)
+            chunks, now, got = [(first, first_size)], first, first_size
+            while got < tokens:
+                k = min(next(sizes), tokens - got)
+                now += k * itl_ms / 1000 * rng.lognormal(0, 0.15)
+                chunks.append((now, k))
+                got += k
+            records.append(RequestRecord(sent, sent, first, now, chunks, tokens))
+            t = now
+    return RunSamples.from_records(concurrency, records).to_result()
+
+
+def itl_for_gain(gain: float) -> float:
+    """The ITL that makes a request `gain` faster end to end than the baseline (closed loop)."""
+    base = BASE_TTFT_MS + (TOKENS - 1) * BASE_ITL_MS
+    return (base / (1 + gain) - BASE_TTFT_MS) / (TOKENS - 1)
+
+
+def bench(*runs: dict) -> dict:
+    return {"runs": list(runs)}
+
+
+PASS = {"status": "pass", "passed": True, "reasons": [], "warnings": [], "checks": []}
+THRESHOLDS = {"concurrency": [4], "p99_ttft_ms_budget": 600.0, "p99_itl_ms_budget": 40.0, "min_throughput_gain_pct": 10.0,
+              "max_error_rate": 0.01, "min_tokens_per_chunk_gain_pct": 20.0, "prompt_tokens": 1024, "max_new_tokens": 256}
+
+
+@pytest.fixture(scope="module")
+def baseline() -> dict:
+    return bench(synthetic_run(4, seed=1))
+
+
+@pytest.fixture(scope="module")
+def faster() -> dict:
+    return bench(synthetic_run(4, itl_ms=itl_for_gain(0.30), ttft_ms=120.0, seed=2))
+
+
+def inputs(baseline: dict, candidate: dict, **overrides) -> GateInputs:
+    values = {"team": "chat", "environment": "dev", "change": {"quantization": "fp8", "container_version": "0.36.0"},
+              "thresholds": THRESHOLDS, "baseline_benchmark": baseline, "candidate_benchmark": candidate,
+              "evaluation": PASS, "price_per_hour_usd": 1.212, "instance_count": 2}
+    values.update(overrides)
+    return GateInputs(**values)
+
+
+def check(verdict, name: str, concurrency: int | None = 4):
+    [found] = [c for c in verdict.checks if c.name == name and c.concurrency == concurrency]
+    return found
+
+
+# --------------------------------------------------------------------------- approval
+
+
+def test_a_faster_candidate_with_quality_evidence_is_approved(baseline, faster):
+    verdict = decide(inputs(baseline, faster))
+    assert verdict.approved, verdict.reasons
+    assert verdict.reasons == ()
+    assert [(c.name, c.concurrency) for c in verdict.checks] == [
+        ("p99_ttft", 4), ("p99_itl", 4), ("throughput_gain", 4), ("error_rate", 4), ("quality", None)]
+    gain = check(verdict, "throughput_gain")
+    assert 30 < gain.measured < 50 and gain.ci_low >= 10 and gain.ci_low <= gain.measured <= gain.ci_high
+    assert verdict.summary == "APPROVED chat/dev: all 5 checks pass"
+
+
+def test_budgets_unset_means_no_latency_checks(baseline, faster):
+    thresholds = {k: v for k, v in THRESHOLDS.items() if not k.endswith("budget")}
+    verdict = decide(inputs(baseline, faster, thresholds=thresholds))
+    assert {c.name for c in verdict.checks} == {"throughput_gain", "error_rate", "quality"}
+    assert verdict.approved
+
+
+# --------------------------------------------------------------------------- latency: the interval must clear the budget
+
+
+def test_p99_ttft_just_under_the_budget_with_an_interval_across_it_fails(baseline):
+    # A heavy tail on 120 requests: the p99 point estimate is very uncertain.
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.30), tail_prob=0.03, tail_ms=400, seed=3))
+    p99 = candidate["runs"][0]["ttft_ms"]["p99"]
+    budget = p99 * 1.01
+    verdict = decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "p99_ttft_ms_budget": budget}))
+    ttft = check(verdict, "p99_ttft")
+    assert ttft.measured == pytest.approx(p99) and ttft.measured < budget < ttft.ci_high
+    assert not ttft.passed and not verdict.approved
+    [reason] = verdict.reasons
+    assert reason.startswith("p99_ttft at concurrency 4 fails: candidate p99 TTFT is ")
+    assert f"{p99:,.1f} ms" in reason and f"{ttft.ci_high:,.1f} ms" in reason and f"{budget:,.1f} ms budget" in reason
+    # The same data clears a budget above the whole interval.
+    relaxed = decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "p99_ttft_ms_budget": ttft.ci_high + 1}))
+    assert check(relaxed, "p99_ttft").passed
+
+
+def test_p99_itl_uses_a_cluster_bootstrap_over_requests(baseline, faster):
+    run = faster["runs"][0]
+    itl = check(decide(inputs(baseline, faster)), "p99_itl")
+    assert itl.measured == pytest.approx(run["itl_ms"]["p99"])
+    assert itl.ci_low <= itl.measured <= itl.ci_high <= THRESHOLDS["p99_itl_ms_budget"]
+    tight = decide(inputs(baseline, faster, thresholds={**THRESHOLDS, "p99_itl_ms_budget": itl.ci_low}))
+    assert not check(tight, "p99_itl").passed
+    assert "p99_itl at concurrency 4 fails: candidate p99 ITL is" in tight.reasons[0]
+
+
+def test_cluster_bootstrap_is_wider_than_resampling_correlated_gaps_one_by_one():
+    rng = np.random.default_rng(7)
+    levels = rng.lognormal(np.log(15), 0.4, 80)  # each request has its own speed: its gaps are correlated
+    counts = np.full(80, 50)
+    values = np.repeat(levels, 50) * rng.lognormal(0, 0.05, 4000)
+    point, low, high = bootstrap_percentile(values, 99, counts=counts, seed=1)
+    naive = bootstrap_percentile(values, 99, seed=1)
+    assert point == naive[0] == pytest.approx(np.percentile(values, 99))
+    assert high - low > 2 * (naive[2] - naive[1])
+    assert bootstrap_percentile(values, 99, counts=counts, seed=1) == (point, low, high)  # fixed seed: reproducible
+
+
+def test_one_sample_bootstrap_covers_the_point_and_is_deterministic():
+    values = np.random.default_rng(0).normal(100, 10, 500)
+    point, low, high = bootstrap_percentile(values, 50)
+    assert low < point < high and (point, low, high) == bootstrap_percentile(values, 50)
+    mean, mlow, mhigh = bootstrap_mean(values)
+    assert mean == pytest.approx(values.mean()) and mlow < mean < mhigh
+    assert mhigh - mlow == pytest.approx(2 * 1.96 * values.std() / np.sqrt(500), rel=0.2)
+    with pytest.raises(ValueError):
+        bootstrap_percentile([], 99)
+
+
+# --------------------------------------------------------------------------- throughput
+
+
+@pytest.mark.parametrize("gain, approved", [(0.30, True), (0.05, False)])
+def test_throughput_gain_against_a_ten_percent_minimum(baseline, gain, approved):
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(gain), seed=4))
+    verdict = decide(inputs(baseline, candidate))
+    result = check(verdict, "throughput_gain")
+    assert result.measured == pytest.approx(100 * gain, abs=3)
+    assert result.passed is approved and verdict.approved is approved
+    base_tput = baseline["runs"][0]["output_tokens_per_s"]
+    cand_tput = candidate["runs"][0]["output_tokens_per_s"]
+    assert result.measured == pytest.approx(100 * (cand_tput / base_tput - 1))
+    if not approved:
+        [reason] = verdict.reasons
+        assert reason.startswith("throughput_gain at concurrency 4 fails: output throughput gain is +")
+        assert f"{result.measured:+.1f} %" in reason and "+10.0 % minimum" in reason and f"{result.ci_low:+.1f} %" in reason
+
+
+def test_a_gain_whose_interval_reaches_below_the_minimum_fails(baseline):
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.12), seed=5))
+    result = check(decide(inputs(baseline, candidate)), "throughput_gain")
+    assert result.measured > 10 > result.ci_low and not result.passed
+    assert "lower end of the interval" in result.detail
+
+
+def test_a_window_too_short_for_a_throughput_interval_fails_closed():
+    short_base, short_cand = bench(synthetic_run(4, requests=8, seed=1)), bench(synthetic_run(4, requests=8, itl_ms=5, seed=2))
+    verdict = decide(inputs(short_base, short_cand))
+    result = check(verdict, "throughput_gain")
+    assert result.measured is None and not result.passed
+    assert any(r.startswith("throughput_gain at concurrency 4 fails closed: measurement window too short") for r in verdict.reasons)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_errors_above_the_maximum_rate_fail(baseline):
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.30), error_every=20, seed=6))
+    verdict = decide(inputs(baseline, candidate))
+    errors = check(verdict, "error_rate")
+    assert errors.measured == pytest.approx(6 / 120) and errors.threshold == 0.01 and not errors.passed
+    assert "6 of 120 candidate requests failed" in errors.detail and "ModelError 6" in errors.detail
+    [reason] = verdict.reasons
+    assert reason == "error_rate at concurrency 4 fails: 6 of 120 candidate requests failed (ModelError 6), an error rate of 5.00%, above the 1.00% maximum."
+    assert check(decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "max_error_rate": 0.05})), "error_rate").passed
+
+
+# --------------------------------------------------------------------------- speculative decoding
+
+
+@pytest.mark.parametrize("sizes, passed", [((1,) * 9 + (2,), False), ((2,), True)])
+def test_tokens_per_chunk_gain_only_with_speculative_decoding(baseline, sizes, passed):
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.30), tokens_per_chunk=sizes, seed=7))
+    change = {"speculative_decoding": "ngram"}
+    verdict = decide(inputs(baseline, candidate, change=change))
+    result = check(verdict, "tokens_per_chunk_gain")
+    mean = np.mean(candidate["runs"][0]["samples"]["tokens_per_chunk"])
+    assert result.measured == pytest.approx(100 * (mean - 1))
+    assert result.passed is passed and verdict.approved is passed
+    assert "ngram" in result.detail
+    if not passed:
+        assert 5 < result.measured < 15
+        [reason] = verdict.reasons
+        assert reason.startswith("tokens_per_chunk_gain at concurrency 4 fails: mean tokens-per-chunk gain is +")
+        assert "+20.0 % minimum" in reason and "slows decoding" in reason
+    else:
+        assert result.measured == pytest.approx(100) and result.ci_low >= 20
+    # Without speculative decoding in the change there is no such check.
+    plain = decide(inputs(baseline, candidate, change={"quantization": "fp8"}))
+    assert all(c.name != "tokens_per_chunk_gain" for c in plain.checks)
+
+
+def test_speculative_method_reads_the_change():
+    assert speculative_method({}) is None
+    assert speculative_method({"speculative_decoding": False}) is None
+    assert speculative_method({"speculative_decoding": "none"}) is None
+    assert speculative_method({"speculative_decoding": True}) == "enabled"
+    assert speculative_method({"speculative_decoding": "eagle3"}) == "eagle3"
+    assert speculative_method({"speculative_decoding": {"method": "suffix", "num_speculative_tokens": 4}}) == "suffix"
+
+
+# --------------------------------------------------------------------------- quality
+
+
+@pytest.mark.parametrize("evaluation, expected", [
+    ({"status": "fail", "reasons": ["exact_match on category=math: drops by 6.0% (tolerance 1.0%)"]},
+     "quality fails: quality evaluation failed: exact_match on category=math: drops by 6.0% (tolerance 1.0%) (required: status pass)."),
+    ({"status": "unresolved", "reasons": ["f1 on the whole dataset: cannot resolve 1.0% with 40 records; at least 100 records are needed"]},
+     ("quality fails: quality evaluation unresolved, fails closed: f1 on the whole dataset: cannot resolve 1.0% with 40 records; "
+      "at least 100 records are needed (required: status pass).")),
+    (None, "quality fails: no quality evidence: the evaluation did not run (required: status pass)."),
+])
+def test_quality_passes_only_on_a_passing_evaluation(baseline, faster, evaluation, expected):
+    verdict = decide(inputs(baseline, faster, evaluation=evaluation))
+    quality = check(verdict, "quality", None)
+    assert not quality.passed and not verdict.approved
+    assert list(verdict.reasons) == [expected]
+    assert quality.measured == (evaluation or {}).get("status")
+
+
+# --------------------------------------------------------------------------- fail closed
+
+
+def test_zero_successful_requests_fails_every_latency_check_at_that_level(baseline):
+    candidate = bench(synthetic_run(4, all_fail=True, requests=40, seed=8))
+    verdict = decide(inputs(baseline, candidate, change={"speculative_decoding": True}))
+    for name in ("p99_ttft", "p99_itl", "throughput_gain", "tokens_per_chunk_gain"):
+        result = check(verdict, name)
+        assert result.measured is None and not result.passed
+        assert "the candidate had no successful requests (40 sent; ModelError 40)" in result.detail
+    assert check(verdict, "error_rate").measured == 1.0
+    assert "p99_ttft at concurrency 4 fails closed: the candidate had no successful requests (40 sent; ModelError 40); " \
+           "budget 600.0 ms on the upper end of the 95 % interval." in verdict.reasons
+    assert not verdict.approved
+    assert verdict.cost_per_million_output_tokens[0]["candidate"] is None
+
+
+def test_a_baseline_without_successful_requests_also_fails_closed(faster):
+    broken = bench(synthetic_run(4, all_fail=True, requests=40, seed=9))
+    verdict = decide(inputs(broken, faster))
+    assert not check(verdict, "throughput_gain").passed and check(verdict, "throughput_gain").measured is None
+    assert "the baseline had no successful requests" in check(verdict, "p99_ttft").detail
+    assert not verdict.approved
+
+
+def test_a_gate_level_neither_benchmark_measured_fails(baseline, faster):
+    verdict = decide(inputs(baseline, faster, thresholds={**THRESHOLDS, "concurrency": [4, 16]}))
+    coverage = check(verdict, "coverage", 16)
+    assert not coverage.passed
+    assert verdict.reasons == (
+        "coverage at concurrency 16 fails: concurrency 16 is in the gate's levels but the baseline and candidate benchmark did not measure it.",
+    )
+    nothing = decide(inputs(bench(), bench(), thresholds={**THRESHOLDS, "concurrency": []}))
+    assert not nothing.approved and [c.name for c in nothing.checks] == ["coverage", "quality"]
+
+
+def test_every_level_both_measured_is_judged(baseline, faster):
+    base2 = bench(baseline["runs"][0], synthetic_run(1, seed=11))
+    cand2 = bench(faster["runs"][0], synthetic_run(1, itl_ms=itl_for_gain(0.30), seed=12), synthetic_run(2, seed=13))
+    verdict = decide(inputs(base2, cand2, thresholds={**THRESHOLDS, "concurrency": [1]}))
+    assert sorted({c.concurrency for c in verdict.checks if c.concurrency}) == [1, 4]  # 2: candidate only
+    assert [lvl["concurrency"] for lvl in verdict.levels] == [1, 4]
+
+
+# --------------------------------------------------------------------------- cost and prediction
+
+
+def test_cost_per_million_output_tokens_by_hand(baseline, faster):
+    verdict = decide(inputs(baseline, faster, price_per_hour_usd=1.212, instance_count=2))
+    [cost] = verdict.cost_per_million_output_tokens
+    base_tput = baseline["runs"][0]["output_tokens_per_s"]
+    cand_tput = faster["runs"][0]["output_tokens_per_s"]
+    assert cost["baseline"] == pytest.approx(1.212 * 2 / 3600 / base_tput * 1_000_000)
+    assert cost["candidate"] == pytest.approx(1.212 * 2 / 3600 / cand_tput * 1_000_000)
+    assert cost["candidate"] < cost["baseline"]
+    assert cost_per_million(3.6, 1, 1000.0) == pytest.approx(1.0)  # $0.001/s over 1,000 tokens/s: $1 per million
+    unpriced = decide(inputs(baseline, faster, price_per_hour_usd=None))
+    assert unpriced.cost_per_million_output_tokens[0]["baseline"] is None
+    assert unpriced.cost_per_million_output_tokens[0]["candidate"] is None
+
+
+def test_prediction_vs_measurement(baseline, faster):
+    cand1 = synthetic_run(1, itl_ms=itl_for_gain(0.30), seed=14)
+    verdict = decide(inputs(bench(baseline["runs"][0], synthetic_run(1, seed=15)), bench(faster["runs"][0], cand1),
+                            prediction={"decode_tpot_ms_batch1": 6.0, "cost_per_million_output_tokens": 0.5, "prefill_ms": 40.0,
+                                        "kv_capacity_tokens": 120_000}))
+    comparison = verdict.prediction_vs_measurement
+    tpot = comparison["decode_tpot_ms_batch1"]
+    assert tpot["measured"] == pytest.approx(cand1["tpot_ms"]["p50"]) and tpot["ratio"] == pytest.approx(tpot["measured"] / 6.0)
+    assert comparison["prefill_ms"]["measured"] == pytest.approx(cand1["ttft_ms"]["p50"])
+    cost = comparison["cost_per_million_output_tokens"]
+    cheapest = min(c["candidate"] for c in verdict.cost_per_million_output_tokens)
+    assert cost["measured"] == pytest.approx(cheapest) and "concurrency 4" in cost["measured_as"]
+    assert comparison["kv_capacity_tokens"]["predicted"] == 120_000
+    assert decide(inputs(baseline, faster)).prediction_vs_measurement is None
+
+
+# --------------------------------------------------------------------------- inputs and output
+
+
+def test_thresholds_match_the_config_defaults_and_refuse_typos():
+    from optigate.config.models import BenchmarkGate
+
+    assert Thresholds.from_dict(BenchmarkGate().model_dump()) == Thresholds()
+    with pytest.raises(ValueError, match="p99_ttft_budget"):
+        Thresholds.from_dict({"p99_ttft_budget": 300})
+    with pytest.raises(ValueError, match="must be > 0"):
+        Thresholds.from_dict({"p99_ttft_ms_budget": 0})
+
+
+def test_inputs_from_dict(baseline, faster):
+    data = {"team": "chat", "environment": "dev", "change": None, "thresholds": THRESHOLDS, "baseline_benchmark": baseline,
+            "candidate_benchmark": faster, "evaluation": PASS, "price_per_hour_usd": 1.0, "instance_count": None, "prediction": None}
+    parsed = GateInputs.from_dict(data)
+    assert parsed.instance_count == 1 and parsed.change == {}
+    with pytest.raises(ValueError, match="missing candidate_benchmark"):
+        GateInputs.from_dict({**data, "candidate_benchmark": None})
+    with pytest.raises(ValueError, match="unknown key"):
+        GateInputs.from_dict({**data, "bucket": "x"})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        parsed.team = "other"
+
+
+def test_results_without_samples_or_with_unmerged_shards_are_refused(baseline, faster):
+    summary_only = bench({k: v for k, v in faster["runs"][0].items() if k != "samples"})
+    with pytest.raises(ValueError, match="no raw samples"):
+        decide(inputs(baseline, summary_only))
+    with pytest.raises(ValueError, match="merge shards"):
+        decide(inputs(baseline, bench(faster["runs"][0], faster["runs"][0])))
+
+
+def test_verdict_serialises_with_a_stable_key_order(baseline):
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.05), error_every=20, seed=16))
+    verdict = decide(inputs(baseline, candidate, evaluation=None))
+    text = render_json(verdict)
+    data = json.loads(text)
+    assert list(data) == ["team", "environment", "approved", "summary", "reasons", "checks", "cost_per_million_output_tokens",
+                          "prediction_vs_measurement", "levels", "change", "thresholds", "deltas"]
+    assert list(data["checks"][0]) == ["name", "concurrency", "passed", "measured", "threshold", "ci_low", "ci_high", "detail"]
+    assert data["approved"] is False and len(data["reasons"]) == 3
+    assert data["summary"] == "REJECTED chat/dev: 3 of 5 checks fail (throughput_gain@c4, error_rate@c4, quality)"
+    assert text == render_json(decide(inputs(baseline, candidate, evaluation=None)))  # deterministic
+
+
+def test_html_report_is_self_contained(baseline):
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.05), seed=17))
+    verdict = decide(inputs(baseline, candidate, team="chat<script>", prediction={"decode_tpot_ms_batch1": 6.0}))
+    page = render_html(verdict, ["ttft_cdf.png", "itl_cdf.png"])
+    assert page.startswith("<!doctype html>") and "<script>" not in page and "chat&lt;script&gt;" in page
+    assert '<img src="ttft_cdf.png"' in page and '<img src="itl_cdf.png"' in page
+    for text in ("throughput_gain", "p99_ttft", "FAIL", "Why it was rejected", "Cost per million output tokens",
+                 "Planner prediction vs measurement", "$"):
+        assert text in page
+    assert "http" not in page.replace("http-equiv", "")  # nothing fetched from elsewhere

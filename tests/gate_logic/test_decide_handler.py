@@ -1,0 +1,124 @@
+"""The gate_decide Lambda handler with S3 and CloudWatch in moto: inputs from S3, both reports
+written next to them, metrics published, and a return value small enough for Step Functions."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from tests.conftest import REPO
+from tests.gate_logic.test_decide import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
+
+BUCKET = "gate-results"
+
+
+def _handler():
+    spec = importlib.util.spec_from_file_location("lambda_gate_decide", REPO / "lambdas" / "gate_decide" / "handler.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.handler
+
+
+@pytest.fixture(scope="module")
+def results() -> dict:
+    return {
+        "baseline": bench(synthetic_run(1, seed=21), synthetic_run(4, seed=22)),
+        "faster": bench(synthetic_run(1, itl_ms=itl_for_gain(0.3), seed=23), synthetic_run(4, itl_ms=itl_for_gain(0.3), seed=24)),
+        "failing": bench(*(synthetic_run(c, all_fail=True, requests=20, seed=25 + c) for c in (1, 2, 3, 4, 5, 6, 7, 8))),
+    }
+
+
+def _put(s3, key: str, data: dict) -> str:
+    s3.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(data).encode())
+    return key
+
+
+def _event(**overrides) -> dict:
+    event = {"team": "chat", "environment": "dev", "change": {"quantization": "fp8"},
+             "thresholds": {**THRESHOLDS, "concurrency": [1, 4]}, "price_per_hour_usd": 1.212, "instance_count": 1,
+             "prediction": {"decode_tpot_ms_batch1": 6.0, "cost_per_million_output_tokens": 1.0, "prefill_ms": 40.0, "kv_capacity_tokens": 100_000},
+             "bucket": BUCKET, "baseline_key": "runs/r1/baseline.json", "candidate_key": "runs/r1/candidate.json",
+             "evaluation_key": "runs/r1/verdict.json", "report_prefix": "runs/r1/gate/"}
+    event.update(overrides)
+    return event
+
+
+def _metric_values(cloudwatch, name: str, dimensions: list[dict]) -> list[float]:
+    now = datetime.now(UTC)
+    response = cloudwatch.get_metric_data(
+        MetricDataQueries=[{"Id": "m", "MetricStat": {"Metric": {"Namespace": "optigate/gate", "MetricName": name, "Dimensions": dimensions},
+                                                       "Period": 60, "Stat": "Maximum"}}],
+        StartTime=now - timedelta(minutes=10), EndTime=now + timedelta(minutes=10),  # moto walks every period: keep it short
+    )
+    return response["MetricDataResults"][0]["Values"]
+
+
+@mock_aws
+def test_handler_reads_inputs_writes_reports_and_publishes_metrics(results):
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket=BUCKET)
+    _put(s3, "runs/r1/baseline.json", results["baseline"])
+    _put(s3, "runs/r1/candidate.json", results["faster"])
+    _put(s3, "runs/r1/verdict.json", PASS)
+
+    output = _handler()(_event(plots=["ttft_cdf.png"]), None)
+
+    assert output["approved"] is True and output["reasons"] == []
+    assert output["report_key"] == "runs/r1/gate/report.json"
+    assert output["summary"] == "APPROVED chat/dev: all 9 checks pass"
+    assert len(json.dumps(output)) < 4096
+    report = json.loads(s3.get_object(Bucket=BUCKET, Key="runs/r1/gate/report.json")["Body"].read())
+    assert report["approved"] is True and len(report["checks"]) == 9
+    assert report["cost_per_million_output_tokens"][0]["candidate"] is not None
+    page = s3.get_object(Bucket=BUCKET, Key="runs/r1/gate/report.html")
+    assert page["ContentType"].startswith("text/html") and b'<img src="ttft_cdf.png"' in page["Body"].read()
+
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    team = [{"Name": "Team", "Value": "chat"}, {"Name": "Environment", "Value": "dev"}]
+    names = {m["MetricName"] for m in cloudwatch.list_metrics(Namespace="optigate/gate")["Metrics"]}
+    assert names == {"Approved", "CandidateP99TtftMs", "ThroughputGainPct"}
+    assert _metric_values(cloudwatch, "Approved", team) == [1.0]
+    at_four = [*team, {"Name": "Concurrency", "Value": "4"}]
+    [gain] = _metric_values(cloudwatch, "ThroughputGainPct", at_four)
+    assert gain == pytest.approx(report["levels"][1]["throughput_gain_pct"]) and gain > 20
+    [p99] = _metric_values(cloudwatch, "CandidateP99TtftMs", at_four)
+    assert p99 == pytest.approx(results["faster"]["runs"][1]["ttft_ms"]["p99"])
+
+
+@mock_aws
+def test_handler_rejects_without_evaluation_and_keeps_its_answer_small(results):
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket=BUCKET)
+    _put(s3, "runs/r1/baseline.json", bench(*(synthetic_run(c, requests=20, seed=40 + c) for c in range(1, 9))))
+    _put(s3, "runs/r1/candidate.json", results["failing"])
+
+    output = _handler()(_event(evaluation_key=None, thresholds={**THRESHOLDS, "concurrency": list(range(1, 9))}), None)
+
+    assert output["approved"] is False
+    serialized = json.dumps(output)
+    assert len(serialized) < 4096
+    report = json.loads(s3.get_object(Bucket=BUCKET, Key="runs/r1/gate/report.json")["Body"].read())
+    assert len(report["reasons"]) > len(output["reasons"]) - 1  # the full list lives in the report
+    assert output["reasons"][-1].endswith("more in runs/r1/gate/report.json")
+    assert "quality fails: no quality evidence" in report["reasons"][-1]
+    assert output["summary"].startswith("REJECTED chat/dev: ")
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    team = [{"Name": "Team", "Value": "chat"}, {"Name": "Environment", "Value": "dev"}]
+    assert _metric_values(cloudwatch, "Approved", team) == [0.0]
+    # No successful candidate request: no p99 and no throughput gain are published for those levels.
+    names = {m["MetricName"] for m in cloudwatch.list_metrics(Namespace="optigate/gate")["Metrics"]}
+    assert names == {"Approved"}
+
+
+def test_handler_imports_only_the_pure_gate_logic():
+    source = (REPO / "lambdas" / "gate_decide" / "handler.py").read_text()
+    imports = sorted(line.split()[1] for line in source.splitlines() if line.startswith(("import ", "from ")))
+    assert imports == ["__future__", "boto3", "json", "optigate.gate.decide", "optigate.gate.report"]
+    for module in ("decide", "report", "__init__"):
+        text = (REPO / "optigate" / "gate" / f"{module}.py").read_text()
+        assert "boto3" not in text and "aws_cdk" not in text
