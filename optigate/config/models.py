@@ -257,6 +257,11 @@ class EvaluationGate(Strict):
 
 
 class Gate(Strict):
+    candidate: dict[str, object] = Field(
+        default_factory=dict,
+        description="The change the gate proves: overrides of `serving` (e.g. quantization: fp8, or a "
+        "speculative_decoding block). Empty: no gate for this team. Defaults to rollout.shadow.candidate.",
+    )
     benchmark: BenchmarkGate = BenchmarkGate()
     evaluation: EvaluationGate = EvaluationGate()
 

@@ -238,6 +238,40 @@ def _capacity_problems(team: TeamConfig, serving: Serving, path: PathT) -> list[
     return problems
 
 
+def gate_candidate(team: TeamConfig) -> dict[str, Any]:
+    """The serving overrides the gate proves: gate.candidate, else the shadow rollout's candidate."""
+    if team.gate.candidate:
+        return dict(team.gate.candidate)
+    if team.rollout.shadow is not None:
+        return dict(team.rollout.shadow.candidate)
+    return {}
+
+
+def _gate_problems(team: TeamConfig) -> list[Problem]:
+    if not team.gate.candidate:
+        return []
+    base = ("gate", "candidate")
+    problems: list[Problem] = []
+    if team.adapters:
+        problems.append(Problem(base, "the gate stages candidates on a model-backed endpoint; teams serving adapters through inference components cannot use it yet"))
+    if team.gate.evaluation.dataset_s3_uri is None:
+        problems.append(Problem(("gate", "evaluation", "dataset_s3_uri"), "a gate candidate needs an evaluation dataset: nothing is promoted without quality numbers beside the speed numbers"))
+    try:
+        candidate = _merged_candidate(team.serving, team.gate.candidate)
+    except ValidationError as error:
+        for item in error.errors(include_url=False):
+            loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and p[:1].isupper()))
+            message = item["msg"]
+            if item["type"] == "extra_forbidden":
+                message = f"unknown key '{loc[-1]}'{_did_you_mean(str(loc[-1]), list(Serving.model_fields))}"
+            problems.append(Problem((*base, *loc), message))
+        return problems
+    serving_problems = check_serving(candidate, base, has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri)
+    if not serving_problems:
+        serving_problems = [Problem((*base, *p.path[1:]), p.message) for p in _capacity_problems(team, candidate, ("serving",))]
+    return problems + serving_problems
+
+
 def check_team(team: TeamConfig) -> list[Problem]:
     problems = _source_problems(team)
     if problems:
@@ -254,6 +288,8 @@ def check_team(team: TeamConfig) -> list[Problem]:
             problems.append(Problem(("adapters", index, "name"), f"adapter name '{adapter.name}' is used twice; inference component names must be unique"))
         names.add(adapter.name)
     problems += _rollout_problems(team)
+    if not problems:  # a candidate inherits the serving block: report its own problems only
+        problems += _gate_problems(team)
     concurrency = team.gate.benchmark.concurrency
     if any(c < 1 for c in concurrency) or sorted(set(concurrency)) != concurrency:
         problems.append(Problem(("gate", "benchmark", "concurrency"), f"list distinct positive levels in increasing order, got {concurrency}"))

@@ -37,7 +37,7 @@ class EvaluationJob(Construct):
     the job synchronously (`sagemaker:createProcessingJob.sync`); `grant_run()` gives a state
     machine what that integration needs.
 
-    :param endpoints: the endpoint names the job may invoke (baseline and candidate).
+    :param endpoints: the endpoint names the job may invoke (baseline and candidate; `*` allowed).
     :param dataset_uri: S3 prefix of the evaluation JSONL (one file).
     :param output_bucket: where `evaluations/<job>/` is written.
     :param encryption_key: encrypts output and the job's volume.
@@ -86,6 +86,7 @@ class EvaluationJob(Construct):
             self.role,
             ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
             [f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{name.lower()}" for name in endpoints],
+            why_wildcard="Per-run candidate endpoints of the gate, named <endpoint>-cand-<run>." if any("*" in n for n in endpoints) else None,
         )
         if repository is not None:
             repository.grant_pull(self.role)

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 
 from aws_cdk import Stack, Tags
+from aws_cdk import aws_kms as kms
 from aws_cdk import Environment as CdkEnvironment
 from constructs import Construct
 
 from optigate.config.models import Environment, EnvironmentOverrides, Serving, TeamConfig, stack_name
+from optigate.config.rules import gate_candidate
+from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
+from optigate.constructs.common import secure_bucket
+from optigate.constructs.evaluation_job import EvaluationJob, EvaluationThresholds
+from optigate.constructs.gate import GateSpec, OptimizationGate
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, ComponentScaling, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
 from optigate.constructs.tuned_endpoint import BlueGreenSettings, ScalingSettings, TunedEndpoint, VariantSettings
+from optigate.plan import catalog
+from optigate.plan.team import derive_settings
 from optigate.serving import images
 from optigate.serving.lmi import ResolvedServing, render_environment, resolve_serving
 
@@ -30,10 +40,15 @@ class Deployment:
     endpoint_name: str
     shadow: ResolvedServing | None = None
     shadow_environment: dict[str, str] | None = None
+    candidate: ResolvedServing | None = None
+    candidate_environment: dict[str, str] | None = None
 
     @property
     def stack_name(self) -> str:
         return stack_name(self.environment.name, self.team.team)
+
+
+STREAMS_PER_WORKER = 64  # what one Lambda worker of the benchmark fleet holds accurately
 
 
 def endpoint_name_for(environment: str, team: str) -> str:
@@ -62,7 +77,16 @@ def plan_deployment(team: TeamConfig, environment: Environment) -> Deployment:
         candidate.update(team.rollout.shadow.candidate)
         shadow = resolve_serving(team, Serving.model_validate(candidate))
         shadow_environment = render_environment(shadow, model_prefix)
+    candidate = candidate_environment = None
+    change = gate_candidate(team) if team.gate.candidate else {}
+    if change:
+        merged = team.serving.model_dump(exclude_unset=True)
+        merged.update(change)
+        candidate = resolve_serving(team, Serving.model_validate(merged))
+        candidate_environment = render_environment(candidate, model_prefix)
     return Deployment(
+        candidate=candidate,
+        candidate_environment=candidate_environment,
         team=team,
         environment=environment,
         resolved=resolved,
@@ -185,10 +209,57 @@ class TeamInferenceStack(Stack):
                     sampling_percentage=rollout.shadow.sampling_percentage,
                 )
 
+        if deployment.candidate is not None:
+            self.gate = self._gate(deployment, model_prefix)
+
         Tags.of(self).add("optigate:team", team.team)
         Tags.of(self).add("optigate:environment", environment.name)
         for key, value in team.tags.items():
             Tags.of(self).add(key, value)
+
+    def _gate(self, deployment: Deployment, model_prefix: str) -> OptimizationGate:
+        """The team's gate: benchmark fleet, evaluation job and the state machine that proves the candidate."""
+        team, environment = deployment.team, deployment.environment
+        candidate = deployment.candidate
+        assert candidate is not None and team.gate.evaluation.dataset_s3_uri is not None
+        key = kms.Key(self, "GateKey", enable_key_rotation=True, description=f"optigate gate of {deployment.endpoint_name}")
+        bucket = secure_bucket(self, "GateResults", key, purpose="optigate's gate (benchmarks, evaluations, reports)")
+        benchmark = team.gate.benchmark
+        level = max(benchmark.concurrency)
+        shards = max(1, math.ceil(level / STREAMS_PER_WORKER))
+        fleet = BenchmarkFleet(self, "Benchmark", target=FleetTarget(deployment.endpoint_name), shards=shards, results_bucket=bucket, encryption_key=key)
+        evaluation = EvaluationJob(
+            self, "Evaluation", endpoints=[deployment.endpoint_name, f"{deployment.endpoint_name}-cand-*"],
+            dataset_uri=team.gate.evaluation.dataset_s3_uri.replace("{region}", environment.region),
+            output_bucket=bucket, encryption_key=key,
+            thresholds=EvaluationThresholds(team.gate.evaluation.max_metric_drop_abs, team.gate.evaluation.max_refusal_rate_increase, team.gate.evaluation.long_context_prompt_tokens),
+        )
+        change = gate_candidate(team)
+        quantize = change.get("quantization")
+        optimization = [{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": str(quantize)}}}] if quantize and quantize != team.serving.quantization else None
+        instance = catalog.get_instance(team.serving.instance_type)
+        plan = derive_settings(team, candidate.serving).plan
+        spec = GateSpec(
+            team=team.team,
+            environment=environment.name,
+            live_endpoint=deployment.endpoint_name,
+            model_role_arn=self.model.role.role_arn,
+            instance_type=candidate.serving.instance_type,
+            baseline_model_uri=model_prefix.replace("{region}", environment.region),
+            candidate_image=images.image_uri(candidate.image_family, candidate.image_version, environment.region),
+            candidate_environment=deployment.candidate_environment or {},
+            change=json.loads(json.dumps(change, default=str)),
+            thresholds={**benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens"}), "concurrency": [shards * math.ceil(level / shards)]},
+            optimization_configs=optimization,
+            concurrency_per_shard=math.ceil(level / shards),
+            requests_per_shard=max(32, 4 * math.ceil(level / shards)),
+            prompt_tokens=benchmark.prompt_tokens,
+            max_new_tokens=benchmark.max_new_tokens,
+            price_per_hour_usd=instance.price_per_hour_usd,
+            prediction={k: plan.to_dict()[k] for k in ("decode_tpot_ms_batch1", "prefill_ms", "cost_per_million_output_tokens", "kv_capacity_tokens")},
+            startup_timeouts=(candidate.model_data_download_timeout_seconds, candidate.container_startup_health_check_timeout_seconds),
+        )
+        return OptimizationGate(self, "Gate", spec=spec, fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key)
 
     @staticmethod
     def _variant(resolved: ResolvedServing, instance_count: int) -> VariantSettings:

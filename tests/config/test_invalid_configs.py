@@ -113,6 +113,11 @@ CASES = [
      "rollout.shadow.candidate.quantisation", ["unknown key 'quantisation'", "did you mean 'quantization'?"]),
     ("concurrency-not-increasing", "    concurrency: [1, 8, 32]", "    concurrency: [32, 8]",
      "gate.benchmark.concurrency", ["distinct positive levels in increasing order", "[32, 8]"]),
+    ("gate-candidate-without-evaluation-data", "gate:\n  benchmark:", "gate:\n  candidate:\n    kv_cache_dtype: auto\n  benchmark:",
+     "gate.evaluation.dataset_s3_uri", ["needs an evaluation dataset", "nothing is promoted without quality numbers"]),
+    ("gate-candidate-unknown-key", "gate:\n  benchmark:",
+     "gate:\n  candidate:\n    quantisation: fp8\n  evaluation:\n    dataset_s3_uri: s3://acme-eval/demo/\n  benchmark:",
+     "gate.candidate.quantisation", ["unknown key 'quantisation'", "did you mean 'quantization'?"]),
     ("duplicate-yaml-key", "  kv_cache_dtype: fp8", "  kv_cache_dtype: fp8\n  max_model_len: 4096",
      "serving.max_model_len", ["duplicate key"]),
 ]

@@ -167,3 +167,27 @@ def test_prod_chat_blue_green_uses_a_one_instance_canary_and_rolls_back_on_alarm
     assert policy["TrafficRoutingConfiguration"]["Type"] == "CANARY"
     assert policy["TrafficRoutingConfiguration"]["CanarySize"] == {"Type": "INSTANCE_COUNT", "Value": 1}
     assert len(endpoint["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]) == 2
+
+
+def test_teams_with_a_candidate_get_a_gate_and_the_others_do_not(example_app):
+    for stack, template in example_app.templates.items():
+        machines = [r["Properties"].get("StateMachineName", "") for r in resources_of(template, "AWS::StepFunctions::StateMachine").values()]
+        gates = [name for name in machines if name.endswith("-gate")]
+        if "-support" in stack:
+            assert gates == [], stack
+        else:
+            team, env = stack.split("-")[2], stack.split("-")[1]
+            assert gates == [f"optigate-{team}-{env}-gate"], stack
+            groups = [r["Properties"]["ModelPackageGroupName"] for r in resources_of(template, "AWS::SageMaker::ModelPackageGroup").values()]
+            assert groups == [f"optigate-{team}-{env}"]
+
+
+def test_research_gate_runs_an_fp8_optimization_job_and_chat_does_not(example_app):
+    def definition(stack):
+        (machine,) = [r for r in resources_of(example_app.templates[stack], "AWS::StepFunctions::StateMachine").values() if r["Properties"].get("StateMachineName", "").endswith("-gate")]
+        separator, parts = machine["Properties"]["DefinitionString"]["Fn::Join"]
+        return separator.join(p if isinstance(p, str) else "TOKEN" for p in parts)
+
+    research, chat = definition("optigate-prod-research"), definition("optigate-prod-chat")
+    assert "createOptimizationJob" in research and '"OPTION_QUANTIZE":"fp8"' in research
+    assert "createOptimizationJob" not in chat and "ngram" in chat
