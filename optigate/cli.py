@@ -370,6 +370,40 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return job_main(args.job_args)
 
 
+def cmd_rehearse(args: argparse.Namespace) -> int:
+    """The team's whole gate offline: emulated endpoints, moto for AWS, the real definition."""
+    try:
+        from optigate.gate import rehearse as rehearsal
+        from optigate.testing import moto_gate  # noqa: F401  (needs moto: the dev extra)
+    except ImportError as error:
+        errors.print(f"[red]✗[/red] rehearse needs the dev extra (pip install -e .[dev]): {error}")
+        return 2
+    try:
+        template, deployment = rehearsal.synthesize_team(args.team, args.env, args.config)
+    except (KeyError, ValueError, ConfigError) as error:
+        errors.print(f"[red]✗[/red] {error}")
+        return 2
+    candidates = ["faster", "slower"] if args.candidate == "both" else [args.candidate]
+    exit_code = 0
+    for candidate in candidates:
+        console.print(f"[bold]rehearsing {deployment.stack_name}: a {candidate} candidate ({json.dumps(deployment.team.gate.candidate, default=str)})[/bold]")
+        result = rehearsal.rehearse(template, deployment, candidate)
+        console.print("  path: " + " → ".join(result["states"]), highlight=False, soft_wrap=True)
+        execution = result["execution"]
+        report = result["report"] or {}
+        for check in report.get("checks", []):
+            mark = "[green]pass[/green]" if check["passed"] else "[red]FAIL[/red]"
+            console.print(f"  {mark} {check['name']}" + (f" @c{check['concurrency']}" if check.get("concurrency") else "") + f": {check.get('detail', '')}", highlight=False)
+        packages = ", ".join(p["ModelApprovalStatus"] for p in result["packages"]) or "none"
+        left = sum(len(v) for v in result["left"].values())
+        verdict = "APPROVED" if execution["status"] == "SUCCEEDED" else f"{execution.get('error', 'FAILED')}: {execution.get('cause', '')}"
+        console.print(f"  verdict: {verdict}", highlight=False, soft_wrap=True)
+        console.print(f"  model package: {packages}; SageMaker resources left: {left}; notifications: {len(result['messages'])}")
+        if (candidate == "faster") != (execution["status"] == "SUCCEEDED"):
+            exit_code = 1
+    return exit_code
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from optigate.config.schema import stale_schemas, write_schemas
 
@@ -447,6 +481,13 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("evaluate", help="baseline vs candidate quality with fmeval (see `optigate evaluate -h`)", add_help=False)
     evaluate.add_argument("job_args", nargs=argparse.REMAINDER)
     evaluate.set_defaults(handler=cmd_evaluate)
+
+    rehearse = commands.add_parser("rehearse", help="run a team's gate offline against emulated endpoints (needs the dev extra)")
+    rehearse.add_argument("--team", required=True)
+    rehearse.add_argument("--env", default=None, help="environment (default: the first)")
+    rehearse.add_argument("--config", default="config")
+    rehearse.add_argument("--candidate", choices=["faster", "slower", "both"], default="both")
+    rehearse.set_defaults(handler=cmd_rehearse)
 
     emulate = commands.add_parser("emulate", help="run a local SageMaker-runtime emulator (loopback only)")
     emulate.add_argument("--port", type=int, default=8080)

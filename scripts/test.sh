@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 . scripts/setup.sh
 set -euo pipefail
 
-python -m pytest -q "$@"
+# Two workers: the gate and benchmark tests mostly wait on emulated endpoints.
+python -m pytest -q -n 2 --dist loadfile "$@"

@@ -4,21 +4,18 @@ Lambda handlers in-process, the benchmark hitting emulator processes and S3/SNS 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 
-import boto3
 import pytest
 
 from optigate.bench.harness import emulator_process
 from tests.conftest import REPO
-from tests.gate.moto_sagemaker import GateHarness, Outcome, Scenario
+from optigate.gate.rehearse import ACCOUNT, REGION, GateRun, evaluation_writer, lambda_handlers, render, state_machines
+from optigate.testing.moto_gate import GateHarness, Outcome, Scenario
 from tests.sdk_validation import sdk_calls, validate
 
-ACCOUNT, REGION = "123456789012", "us-east-1"
-BUCKET = "gate-results"
 THRESHOLDS = {"concurrency": [4], "p99_ttft_ms_budget": 400.0, "p99_itl_ms_budget": 60.0, "min_throughput_gain_pct": 10.0, "max_error_rate": 0.01}
 
 
@@ -69,36 +66,9 @@ def templates(tmp_path_factory):
 # --------------------------------------------------------------------------- static checks
 
 
-def _machines(template):
-    return {k: r for k, r in template["Resources"].items() if r["Type"] == "AWS::StepFunctions::StateMachine"}
-
-
-def _render(template, logical_id, substitutions):
-    """The definition with CloudFormation tokens replaced by concrete values for moto."""
-    body = _machines(template)[logical_id]["Properties"]["DefinitionString"]
-    separator, parts = body["Fn::Join"]
-    rendered = []
-    for part in parts:
-        if isinstance(part, str):
-            rendered.append(part)
-        elif "Ref" in part:
-            rendered.append(substitutions.get(part["Ref"], substitutions["*"](part["Ref"], None)))
-        else:
-            logical, attribute = part["Fn::GetAtt"]
-            rendered.append(substitutions.get(f"{logical}.{attribute}", substitutions["*"](logical, attribute)))
-    return json.loads(separator.join(rendered))
-
-
-def _gate_id(template):
-    return next(k for k in _machines(template) if k.startswith("GateStateMachine"))
-
-
-def _fleet_id(template):
-    return next(k for k in _machines(template) if k.startswith("FleetStateMachine"))
-
-
-def _generic(logical, attribute):
-    return f"arn:aws:iam::{ACCOUNT}:role/{logical}" if attribute else logical
+def _definition(template):
+    gate_id = next(k for k, r in state_machines(template).items() if r["Properties"].get("StateMachineName", "").endswith("-gate"))
+    return render(template, gate_id, {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "*": lambda logical, attribute: f"arn:aws:iam::{ACCOUNT}:role/{logical}" if attribute else logical})
 
 
 @pytest.mark.parametrize("optimize", [True, False])
@@ -111,7 +81,7 @@ def test_gate_passes_cfn_lint(templates, optimize):
 
 @pytest.mark.parametrize("optimize", [True, False])
 def test_every_sdk_call_validates_against_botocore(templates, optimize):
-    definition = _render(templates[optimize], _gate_id(templates[optimize]), {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "*": _generic})
+    definition = _definition(templates[optimize])
     calls = list(sdk_calls(definition))
     operations = {operation for _, _, operation, _ in calls}
     assert {"CreateModel", "CreateEndpointConfig", "CreateEndpoint", "DescribeEndpoint", "CreateProcessingJob", "CreateModelPackage", "DeleteEndpoint", "DeleteEndpointConfig", "DeleteModel", "Publish", "Invoke", "StartExecution"} <= operations
@@ -122,7 +92,7 @@ def test_every_sdk_call_validates_against_botocore(templates, optimize):
 
 
 def test_every_task_retries_throttling_and_is_caught(templates):
-    definition = _render(templates[True], _gate_id(templates[True]), {"*": _generic})
+    definition = _definition(templates[True])
     for name, state in definition["States"].items():
         if state["Type"] != "Task":
             continue
@@ -131,7 +101,7 @@ def test_every_task_retries_throttling_and_is_caught(templates):
 
 
 def test_definition_passes_statelint(templates, tmp_path):
-    definition = _render(templates[True], _gate_id(templates[True]), {"*": _generic})
+    definition = _definition(templates[True])
     path = tmp_path / "gate.json"
     path.write_text(json.dumps(definition))
     result = subprocess.run([sys.executable, "-m", "statelint", str(path)], capture_output=True, text=True)
@@ -141,51 +111,6 @@ def test_definition_passes_statelint(templates, tmp_path):
 
 
 # --------------------------------------------------------------------------- executed
-
-
-def _handler(folder):
-    spec = importlib.util.spec_from_file_location(f"gate_test_{folder}", REPO / "lambdas" / folder / "handler.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.handler
-
-
-def _verdict(status: str, reasons=()):
-    return {"status": status, "passed": status == "pass", "reasons": list(reasons), "warnings": [], "checks": []}
-
-
-class GateRun:
-    def __init__(self, template, harness, baseline_url, candidate_url):
-        self.template, self.h = template, harness
-        s3 = harness.client("s3")
-        s3.create_bucket(Bucket=BUCKET)
-        self.topic = harness.client("sns").create_topic(Name="gate")["TopicArn"]
-        harness.client("sagemaker").create_model_package_group(ModelPackageGroupName="optigate-chat-dev")
-        fleet_definition = _render(template, _fleet_id(template), self._substitutions())
-        self.fleet_arn = harness.create_state_machine(fleet_definition, name="fleet")
-        gate_definition = _render(template, _gate_id(template), self._substitutions())
-        self.gate_arn = harness.create_state_machine(gate_definition, name="gate")
-
-    def _substitutions(self):
-        template = self.template
-        subs = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT}
-        for logical, resource in template["Resources"].items():
-            kind = resource["Type"]
-            if kind == "AWS::S3::Bucket":
-                subs[logical] = BUCKET
-            elif kind == "AWS::SNS::Topic":
-                subs[logical] = getattr(self, "topic", "")
-            elif kind == "AWS::Lambda::Function":
-                name = "worker" if logical.startswith("FleetWorker") else "merge" if logical.startswith("FleetMerge") else "decide"
-                subs[f"{logical}.Arn"] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
-            elif kind == "AWS::StepFunctions::StateMachine" and logical.startswith("FleetStateMachine"):
-                subs[logical] = getattr(self, "fleet_arn", f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:fleet")
-        subs["*"] = _generic
-        return subs
-
-    def execute(self, timeout=90):
-        arn = self.h.start(self.gate_arn, {})
-        return arn, self.h.wait(arn, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -204,42 +129,16 @@ def slow_candidate(emulators):
 
 
 def _handlers(emulators, crash_decide=False):
-    baseline_url, candidate_url = emulators
-    worker, merge, decide = _handler("benchmark"), _handler("benchmark_merge"), _handler("gate_decide")
-
-    def routed_worker(event, context):
-        url = candidate_url if "-cand-" in event["endpoint_name"] else baseline_url
-        return worker({**event, "endpoint_url": url, "timeout_s": 10}, context)
-
     def crashing(event, context):
         raise RuntimeError("decide crashed")
 
-    return {"worker": routed_worker, "merge": merge, "decide": crashing if crash_decide else decide}
-
-
-def _evaluation_writer(status, reasons=()):
-    def hook(request):
-        output = request["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"]
-        bucket, key = output.removeprefix("s3://").split("/", 1)
-        boto3.client("s3", region_name=REGION).put_object(Bucket=bucket, Key=f"{key.rstrip('/')}/verdict.json", Body=json.dumps(_verdict(status, reasons)))
-    return hook
+    return lambda_handlers(*emulators, decide=crashing if crash_decide else None)
 
 
 def _run(templates, emulators, *, optimize=True, scenario=None, crash_decide=False):
-    with GateHarness(lambda_handlers=_handlers(emulators, crash_decide), scenario=scenario or Scenario(on_processing_job=_evaluation_writer("pass")), region=REGION) as h:
-        run = GateRun(templates[optimize], h, *emulators)
-        arn, execution = run.execute()
-        s3 = h.client("s3")
-        reports = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="reports/").get("Contents", []) if o["Key"].endswith("report.json")]
-        report = json.loads(s3.get_object(Bucket=BUCKET, Key=reports[0])["Body"].read()) if reports else None
-        return {
-            "report": report,
-            "execution": execution,
-            "states": h.states_entered(arn),
-            "left": h.live_sagemaker_resources(),
-            "packages": h.model_packages("optigate-chat-dev"),
-            "messages": h.sns_messages(run.topic),
-        }
+    scenario = scenario or Scenario(on_processing_job=evaluation_writer("pass"))
+    with GateHarness(lambda_handlers=_handlers(emulators, crash_decide), scenario=scenario, region=REGION) as harness:
+        return GateRun(templates[optimize], harness).execute(timeout=120)
 
 
 def _nothing_left(result):
@@ -257,7 +156,7 @@ def test_happy_path_approves_records_and_cleans_up(templates, emulators):
 
 
 def test_optimization_failed_fails_closed(templates, emulators):
-    scenario = Scenario(optimization_job=Outcome("FAILED", after=1, failure_reason="quantization diverged"), on_processing_job=_evaluation_writer("pass"))
+    scenario = Scenario(optimization_job=Outcome("FAILED", after=1, failure_reason="quantization diverged"), on_processing_job=evaluation_writer("pass"))
     result = _run(templates, emulators, scenario=scenario)
     assert result["execution"]["status"] == "FAILED"
     assert "quantization diverged" in result["execution"].get("cause", "")
@@ -267,7 +166,7 @@ def test_optimization_failed_fails_closed(templates, emulators):
 
 
 def test_optimization_that_never_finishes_times_out(templates, emulators):
-    scenario = Scenario(optimization_job=Outcome.never(), on_processing_job=_evaluation_writer("pass"))
+    scenario = Scenario(optimization_job=Outcome.never(), on_processing_job=evaluation_writer("pass"))
     result = _run(templates, emulators, scenario=scenario)
     assert result["execution"]["status"] == "FAILED"
     assert "OptimizationTimedOut" in result["execution"].get("cause", "") + result["execution"].get("error", "")
@@ -276,7 +175,7 @@ def test_optimization_that_never_finishes_times_out(templates, emulators):
 
 
 def test_candidate_endpoint_failed_fails_and_cleans_up(templates, emulators):
-    scenario = Scenario(endpoint=Outcome("Failed", after=1, failure_reason="CUDA out of memory"), on_processing_job=_evaluation_writer("pass"))
+    scenario = Scenario(endpoint=Outcome("Failed", after=1, failure_reason="CUDA out of memory"), on_processing_job=evaluation_writer("pass"))
     result = _run(templates, emulators, optimize=False, scenario=scenario)
     assert result["execution"]["status"] == "FAILED"
     assert "CUDA out of memory" in result["execution"].get("cause", "")
@@ -284,7 +183,7 @@ def test_candidate_endpoint_failed_fails_and_cleans_up(templates, emulators):
 
 
 def test_quality_drop_rejects_the_candidate(templates, emulators):
-    scenario = Scenario(on_processing_job=_evaluation_writer("fail", ["qa_exact_match on category=multi_step: drops by 4.0%"]))
+    scenario = Scenario(on_processing_job=evaluation_writer("fail", ["qa_exact_match on category=multi_step: drops by 4.0%"]))
     result = _run(templates, emulators, optimize=False, scenario=scenario)
     assert result["execution"]["status"] == "FAILED"
     assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
