@@ -33,3 +33,6 @@ for name in baseline candidate; do
 done
 optigate bench compare "$out/baseline.json" "$out/candidate.json" --report "$out/report"
 echo "Benchmark report: $out/report/index.html"
+
+# The chat team's gate, executed offline for a passing and a failing candidate.
+optigate rehearse --team chat --candidate both

@@ -236,13 +236,15 @@ def _offline_aws() -> Iterator[None]:
 def emulators(candidate: dict[str, Any], speculative: bool) -> Iterator[tuple[str, str]]:
     from optigate.bench.harness import emulator_process
 
-    candidate = {**candidate, **({"tokens_per_chunk": [1, 2, 3, 2]} if speculative else {})}
+    if speculative and "tokens_per_chunk" not in candidate:
+        candidate = {**candidate, "tokens_per_chunk": [1, 2, 3, 2]}  # drafts accepted about half the time
     with emulator_process({"default": BASELINE}) as baseline_url, emulator_process({"default": candidate}) as candidate_url:
         yield baseline_url, candidate_url
 
 
-def rehearse(template: dict[str, Any], deployment: Any, candidate: str, *, on_state: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run the gate once with a `faster` or `slower` emulated candidate; returns what happened."""
+def rehearse(template: dict[str, Any], deployment: Any, candidate: str, *, behaviour: dict[str, Any] | None = None, on_state: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run the gate once with a `faster` or `slower` emulated candidate (or an explicit emulator
+    `behaviour`); returns what happened."""
     from optigate.testing.moto_gate import GateHarness, Scenario
 
     team = deployment.team
@@ -251,7 +253,7 @@ def rehearse(template: dict[str, Any], deployment: Any, candidate: str, *, on_st
     # Enough rounds for >= 5 one-second throughput buckets on the faster side.
     rounds = 16 if candidate == "faster" else 12
     compress_options = {"requests_per_shard": max(64, rounds * level), "max_new_tokens": 32}
-    behaviour = FASTER if candidate == "faster" else SLOWER
+    behaviour = behaviour or (FASTER if candidate == "faster" else SLOWER)
     with emulators(behaviour, speculative) as (baseline_url, candidate_url), _offline_aws():
         scenario = Scenario(on_processing_job=evaluation_writer("pass"))
         with GateHarness(lambda_handlers=lambda_handlers(baseline_url, candidate_url), scenario=scenario, region=REGION) as harness:

@@ -21,3 +21,17 @@ def test_rehearse_prints_the_path_and_the_verdict_for_both_candidates(capsys):
 def test_rehearse_refuses_a_team_without_a_candidate(capsys):
     assert main(["rehearse", "--team", "support", "--config", str(CONFIG)]) == 2
     assert "no gate.candidate" in capsys.readouterr().err
+
+
+def test_speculation_whose_drafts_are_rejected_does_not_pass():
+    from optigate.gate.rehearse import FASTER, rehearse, synthesize_team
+
+    template, deployment = synthesize_team("chat", "dev", CONFIG)
+    # Faster per token, but one token per chunk: the n-gram drafts are never accepted.
+    result = rehearse(template, deployment, "faster", behaviour={**FASTER, "tokens_per_chunk": [1]})
+    assert result["execution"]["status"] == "FAILED"
+    failed = {c["name"] for c in result["report"]["checks"] if not c["passed"]}
+    assert failed == {"tokens_per_chunk_gain"}
+    assert "tokens_per_chunk_gain" in result["execution"]["cause"]
+    assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
+    assert sum(len(v) for v in result["left"].values()) == 0 and result["messages"]
