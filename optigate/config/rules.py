@@ -203,24 +203,7 @@ def _rollout_problems(team: TeamConfig) -> list[Problem]:
     if rollout.strategy == "shadow" and team.adapters:
         problems.append(Problem(("rollout", "strategy"), "shadow variants mirror a model-backed production variant; an endpoint serving adapters through inference components cannot be shadowed, use canary"))
     if rollout.shadow is not None and rollout.shadow.candidate:
-        base = ("rollout", "shadow", "candidate")
-        try:
-            candidate = _merged_candidate(team.serving, rollout.shadow.candidate)
-        except ValidationError as error:
-            for item in error.errors(include_url=False):
-                loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and p[:1].isupper()))
-                message = item["msg"]
-                if item["type"] == "extra_forbidden":
-                    message = f"unknown key '{loc[-1]}'{_did_you_mean(str(loc[-1]), list(Serving.model_fields))}"
-                problems.append(Problem((*base, *loc), message))
-        else:
-            candidate_problems = check_serving(candidate, base, has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri)
-            if not candidate_problems:
-                candidate_problems = [
-                    Problem((*base, *p.path[1:]), p.message) if p.path[:1] == ("serving",) else p
-                    for p in _capacity_problems(team, candidate, ("serving",))
-                ]
-            problems += candidate_problems
+        problems += candidate_problems(team, rollout.shadow.candidate, ("rollout", "shadow", "candidate"))
     return problems
 
 
@@ -256,9 +239,15 @@ def _gate_problems(team: TeamConfig) -> list[Problem]:
         problems.append(Problem(base, "the gate stages candidates on a model-backed endpoint; teams serving adapters through inference components cannot use it yet"))
     if team.gate.evaluation.dataset_s3_uri is None:
         problems.append(Problem(("gate", "evaluation", "dataset_s3_uri"), "a gate candidate needs an evaluation dataset: nothing is promoted without quality numbers beside the speed numbers"))
+    return problems + candidate_problems(team, team.gate.candidate, base)
+
+
+def candidate_problems(team: TeamConfig, overrides: dict[str, Any], base: PathT) -> list[Problem]:
+    """A candidate (serving with `overrides`): its shape, hardware and capacity, reported under `base`."""
     try:
-        candidate = _merged_candidate(team.serving, team.gate.candidate)
+        candidate = _merged_candidate(team.serving, overrides)
     except ValidationError as error:
+        problems = []
         for item in error.errors(include_url=False):
             loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and p[:1].isupper()))
             message = item["msg"]
@@ -266,10 +255,10 @@ def _gate_problems(team: TeamConfig) -> list[Problem]:
                 message = f"unknown key '{loc[-1]}'{_did_you_mean(str(loc[-1]), list(Serving.model_fields))}"
             problems.append(Problem((*base, *loc), message))
         return problems
-    serving_problems = check_serving(candidate, base, has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri)
-    if not serving_problems:
-        serving_problems = [Problem((*base, *p.path[1:]), p.message) for p in _capacity_problems(team, candidate, ("serving",))]
-    return problems + serving_problems
+    problems = check_serving(candidate, base, has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri)
+    if not problems:
+        problems = [Problem((*base, *p.path[1:]), p.message) for p in _capacity_problems(team, candidate, ("serving",))]
+    return problems
 
 
 def check_team(team: TeamConfig) -> list[Problem]:
