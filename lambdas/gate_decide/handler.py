@@ -3,7 +3,8 @@ report next to them, publish metrics, return a small verdict (Step Functions pay
 
 Event:
   {"team", "environment", "change": {...}, "thresholds": {gate.benchmark}, "price_per_hour_usd",
-   "instance_count", "prediction": {...} | null, "bucket", "baseline_key", "candidate_key",
+   "instance_count", "prediction": {...} | null, "bucket", "baseline_key", "candidate_key" (or
+   "baseline_keys", "candidate_keys": one merged fleet result per concurrency level),
    "evaluation_key": "..." | null, "report_prefix": "gates/<run_id>", "plots": ["ttft_cdf.png", ...] (optional)}
 Returns {"approved", "reasons", "report_key", "summary"}; the full verdict is in report.json.
 CloudWatch (namespace optigate/gate, dimensions Team, Environment): Approved 0/1, and per level
@@ -25,6 +26,20 @@ MAX_RETURN_BYTES = 3000  # the returned dict stays well under 4 KB
 
 def _read_json(s3, bucket: str, key: str) -> dict:
     return json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+
+
+def _flatten(value) -> list[str]:
+    """Keys from a JSONPath projection (`$.benchmark[*].baseline.key`), however nested it arrives."""
+    if isinstance(value, str):
+        return [value]
+    return [key for item in value for key in _flatten(item)]
+
+
+def _benchmark(s3, bucket: str, event: dict, side: str) -> dict:
+    """One side's results: `<side>_key`, or `<side>_keys` (one merged result per concurrency level)."""
+    keys = _flatten(event.get(f"{side}_keys") or [event[f"{side}_key"]])
+    runs = [run for key in keys for run in _read_json(s3, bucket, key)["runs"]]
+    return {"runs": runs}
 
 
 def _metrics(verdict: GateVerdict) -> list[dict]:
@@ -66,8 +81,8 @@ def handler(event: dict, _context=None) -> dict:
         environment=event["environment"],
         change=event.get("change") or {},
         thresholds=event.get("thresholds") or {},
-        baseline_benchmark=_read_json(s3, bucket, event["baseline_key"]),
-        candidate_benchmark=_read_json(s3, bucket, event["candidate_key"]),
+        baseline_benchmark=_benchmark(s3, bucket, event, "baseline"),
+        candidate_benchmark=_benchmark(s3, bucket, event, "candidate"),
         evaluation=_read_json(s3, bucket, evaluation_key) if evaluation_key else None,
         price_per_hour_usd=event.get("price_per_hour_usd"),
         instance_count=event.get("instance_count") or 1,

@@ -50,8 +50,10 @@ class GateSpec:
     change: dict[str, Any]
     thresholds: dict[str, Any]
     optimization_configs: list[dict[str, Any]] | None = None
-    concurrency_per_shard: int = 16
-    requests_per_shard: int = 64
+    # Streams per fleet worker at each benchmarked level, run one level after the other; each
+    # worker sends `requests_per_slot` requests per stream (at least 32) at each level.
+    levels: tuple[int, ...] = (16,)
+    requests_per_slot: int = 4
     prompt_tokens: int = 1024
     max_new_tokens: int = 256
     price_per_hour_usd: float | None = None
@@ -256,21 +258,36 @@ class OptimizationGate(Construct):
         count_endpoint = sfn.Pass(self, "CountEndpointPoll", parameters={"count.$": "States.MathAdd($.polls.count, 1)"}, result_path="$.polls")
 
         # ---- benchmark, evaluate, decide, record
-        def benchmark(name: str, endpoint: dict[str, str], run: str) -> sfn.CustomState:
-            return guarded(_task(self, name, "states:startExecution.sync:2", {
+        def benchmark(name: str, endpoint: dict[str, str], run: str, result: str) -> sfn.CustomState:
+            return _task(self, name, "states:startExecution.sync:2", {
                 "StateMachineArn": fleet.state_machine.state_machine_arn,
                 "Input": {
                     **endpoint,
-                    "run_id.$": f"States.Format('{{}}-{run}', $.run.id)",
-                    "concurrency_per_shard": spec.concurrency_per_shard,
-                    "requests_per_shard": spec.requests_per_shard,
+                    "run_id.$": f"States.Format('{{}}-{run}-c{{}}', $.run_id, $.per_shard)",
+                    "concurrency_per_shard.$": "$.per_shard",
+                    "requests_per_shard.$": "$.requests",
                     "prompt_tokens": spec.prompt_tokens,
                     "max_new_tokens": spec.max_new_tokens,
                 },
-            }, result_path=f"$.benchmark.{run}", result_selector={"key.$": "$.Output.key"}))
+            }, result_path=result, result_selector={"key.$": "$.Output.key"})
 
-        bench_baseline = benchmark("BenchmarkBaseline", {"endpoint_name": spec.live_endpoint}, "baseline")
-        bench_candidate = benchmark("BenchmarkCandidate", {"endpoint_name.$": self._name("cand")}, "candidate")
+        # One level after the other, baseline then candidate: the two never share the machine.
+        items = [{"per_shard": c, "requests": max(32, spec.requests_per_slot * c)} for c in spec.levels]
+        levels = sfn.Pass(self, "BenchmarkLevels", result=sfn.Result.from_array(items), result_path="$.levels")
+        per_level = sfn.Map(
+            self,
+            "BenchmarkEachLevel",
+            items_path="$.levels",
+            max_concurrency=1,
+            item_selector={"per_shard.$": "$$.Map.Item.Value.per_shard", "requests.$": "$$.Map.Item.Value.requests", "run_id.$": "$.run.id", "candidate.$": self._name("cand")},
+            result_path="$.benchmark",
+        )
+        per_level.item_processor(
+            sfn.Chain.start(benchmark("BenchmarkBaseline", {"endpoint_name": spec.live_endpoint}, "baseline", "$.baseline"))
+            .next(benchmark("BenchmarkCandidate", {"endpoint_name.$": "$.candidate"}, "candidate", "$.candidate_result"))
+        )
+        per_level.add_catch(cleanup_states[0], errors=["States.ALL"], result_path="$.failure")
+        bench_baseline = levels
         evaluate = guarded(evaluation.task(self, "Evaluate", job_name=self._name("eval"), baseline=spec.live_endpoint, candidate=self._name("cand"), result_path=sfn.JsonPath.DISCARD))
         decide = guarded(_task(self, "DecideVerdict", "lambda:invoke", {
             "FunctionName": self.decider.function_arn,
@@ -278,7 +295,7 @@ class OptimizationGate(Construct):
                 "team": spec.team, "environment": spec.environment, "change": spec.change, "thresholds": spec.thresholds,
                 "price_per_hour_usd": spec.price_per_hour_usd, "instance_count": 1, "prediction": spec.prediction,
                 "bucket": self.bucket.bucket_name,
-                "baseline_key.$": "$.benchmark.baseline.key", "candidate_key.$": "$.benchmark.candidate.key",
+                "baseline_keys.$": "$.benchmark[*].baseline.key", "candidate_keys.$": "$.benchmark[*].candidate_result.key",
                 "evaluation_key.$": f"States.Format('evaluations/{{}}/verdict.json', {self._name('eval')})",
                 "report_prefix.$": "States.Format('reports/{}/', $.run.id)",
             },
@@ -316,7 +333,7 @@ class OptimizationGate(Construct):
             .otherwise(wait_endpoint)
         )
         wait_endpoint.next(describe_endpoint).next(count_endpoint).next(endpoint_ready)
-        bench_baseline.next(bench_candidate).next(evaluate).next(decide).next(record_decision)
+        levels.next(per_level).next(evaluate).next(decide).next(record_decision)
         candidate_ready.next(create_model).next(create_config).next(create_endpoint).next(reset_endpoint_polls).next(wait_endpoint)
 
         definition = sfn.Chain.start(init).next(start_candidate)

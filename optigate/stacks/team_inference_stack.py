@@ -227,6 +227,7 @@ class TeamInferenceStack(Stack):
         benchmark = team.gate.benchmark
         level = max(benchmark.concurrency)
         shards = max(1, math.ceil(level / STREAMS_PER_WORKER))
+        per_shard = tuple(sorted({max(1, math.ceil(c / shards)) for c in benchmark.concurrency}))
         fleet = BenchmarkFleet(self, "Benchmark", target=FleetTarget(deployment.endpoint_name), shards=shards, results_bucket=bucket, encryption_key=key)
         evaluation = EvaluationJob(
             self, "Evaluation", endpoints=[deployment.endpoint_name, f"{deployment.endpoint_name}-cand-*"],
@@ -249,10 +250,10 @@ class TeamInferenceStack(Stack):
             candidate_image=images.image_uri(candidate.image_family, candidate.image_version, environment.region),
             candidate_environment=deployment.candidate_environment or {},
             change=json.loads(json.dumps(change, default=str)),
-            thresholds={**benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens"}), "concurrency": [shards * math.ceil(level / shards)]},
+            # Each level runs on every worker: the measured concurrency is shards x streams per worker.
+            thresholds={**benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens"}), "concurrency": [shards * c for c in per_shard]},
             optimization_configs=optimization,
-            concurrency_per_shard=math.ceil(level / shards),
-            requests_per_shard=max(32, 4 * math.ceil(level / shards)),
+            levels=per_shard,
             prompt_tokens=benchmark.prompt_tokens,
             max_new_tokens=benchmark.max_new_tokens,
             price_per_hour_usd=instance.price_per_hour_usd,

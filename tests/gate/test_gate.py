@@ -31,7 +31,7 @@ def _spec(optimize: bool):
         change={"quantization": "fp8"}, thresholds=THRESHOLDS,
         optimization_configs=[{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}] if optimize else None,
         # Long enough for a throughput interval: the decision needs >= 5 one-second buckets.
-        concurrency_per_shard=2, requests_per_shard=120, prompt_tokens=16, max_new_tokens=16,
+        levels=(2,), requests_per_slot=60, prompt_tokens=16, max_new_tokens=16,
         price_per_hour_usd=0.98, poll_seconds=0, max_polls=5,
     )
 

@@ -191,3 +191,19 @@ def test_research_gate_runs_an_fp8_optimization_job_and_chat_does_not(example_ap
     research, chat = definition("optigate-prod-research"), definition("optigate-prod-chat")
     assert "createOptimizationJob" in research and '"OPTION_QUANTIZE":"fp8"' in research
     assert "createOptimizationJob" not in chat and "ngram" in chat
+
+
+def test_the_gate_benchmarks_every_configured_concurrency_level_in_turn(example_app):
+    from optigate.gate.rehearse import render, state_machines
+
+    template = example_app.templates["optigate-prod-chat"]
+    gate_id = next(k for k, r in state_machines(template).items() if r["Properties"].get("StateMachineName", "").endswith("-gate"))
+    definition = render(template, gate_id, {"*": lambda logical, attribute: logical})
+    levels = definition["States"]["BenchmarkLevels"]["Result"]
+    assert [level["per_shard"] for level in levels] == [1, 8, 32]  # chat's gate.benchmark.concurrency
+    each = definition["States"]["BenchmarkEachLevel"]
+    assert each["MaxConcurrency"] == 1  # one level at a time
+    assert list(each["ItemProcessor"]["States"]) == ["BenchmarkBaseline", "BenchmarkCandidate"]
+    payload = definition["States"]["DecideVerdict"]["Parameters"]["Payload"]
+    assert payload["thresholds"]["concurrency"] == [1, 8, 32]
+    assert payload["baseline_keys.$"] == "$.benchmark[*].baseline.key"
