@@ -41,11 +41,11 @@ def test_closed_loop_measures_the_configured_latencies():
     async def body(url, _):
         return await _load(url, concurrency=3, requests=9)
 
-    result = _run(_with_emulator({"default": {"ttft_ms": 50, "itl_ms": 5, "output_tokens": 10}}, body))
+    result = _run(_with_emulator({"default": {"ttft_ms": 50, "itl_ms": 10, "output_tokens": 10}}, body))
     summary = RunSamples.from_records(3, result.records).to_result()
     assert summary["requests"] == 9 and summary["errors"] == {}
-    assert 50 <= summary["ttft_ms"]["p50"] < 70
-    assert 4 <= summary["itl_ms"]["p50"] < 8
+    assert 50 <= summary["ttft_ms"]["p50"] < 75
+    assert 9 <= summary["itl_ms"]["p50"] < 16
     assert summary["tokens_per_chunk"]["max"] == 1
 
 
@@ -75,11 +75,13 @@ def test_speculative_chunks_show_in_tokens_per_chunk_not_in_itl():
     async def body(url, _):
         return await _load(url, concurrency=1, requests=3)
 
-    result = _run(_with_emulator({"default": {"ttft_ms": 20, "itl_ms": 5, "output_tokens": 12, "tokens_per_chunk": 3}}, body))
-    summary = RunSamples.from_records(1, result.records).to_result()
+    # 3 tokens per chunk, 20 ms per token: a chunk every 60 ms, 20 ms per token.
+    result = _run(_with_emulator({"default": {"ttft_ms": 20, "itl_ms": 20, "output_tokens": 12, "tokens_per_chunk": 3}}, body))
+    run = RunSamples.from_records(1, result.records)
+    summary = run.to_result()
     assert summary["tokens_per_chunk"]["p50"] == 3
-    assert 4 <= summary["itl_ms"]["p50"] <= 7  # 15 ms per chunk of 3 tokens: 5 ms per token
-    assert 13 <= RunSamples.from_records(1, result.records).chunk_gap_ms[0] <= 20
+    assert 18 <= summary["itl_ms"]["p50"] <= 28  # per token, not per chunk
+    assert 55 <= summary["chunk_gap_ms"]["p50"] <= 80
 
 
 def test_variants_and_inference_components_are_routed():
@@ -140,7 +142,7 @@ def test_open_loop_arrivals_follow_the_rate():
     span = records[-1].scheduled_at - records[0].scheduled_at
     assert len(records) == 40
     assert 0.5 < span < 2.0  # 39 exponential gaps at 40/s: about a second
-    assert max(r.sent_at - r.scheduled_at for r in records) < 0.05  # no queueing below the slot limit
+    assert max(r.sent_at - r.scheduled_at for r in records) < 0.2  # no queueing below the slot limit
 
 
 def test_emulator_records_its_own_send_times_per_request():
