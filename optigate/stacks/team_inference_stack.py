@@ -13,6 +13,7 @@ from constructs import Construct
 
 from optigate.config.models import Environment, EnvironmentOverrides, Serving, TeamConfig, stack_name
 from optigate.config.rules import gate_candidate
+from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
 from optigate.constructs.common import secure_bucket
 from optigate.constructs.evaluation_job import EvaluationJob, EvaluationThresholds
@@ -260,6 +261,13 @@ class TeamInferenceStack(Stack):
             prediction={k: plan.to_dict()[k] for k in ("decode_tpot_ms_batch1", "prefill_ms", "cost_per_million_output_tokens", "kv_capacity_tokens")},
             startup_timeouts=(candidate.model_data_download_timeout_seconds, candidate.container_startup_health_check_timeout_seconds),
         )
+        if optimization:
+            # The optimization job runs as the model role and writes the candidate's artifacts,
+            # which the candidate model (same role) then reads.
+            optimized = bucket.arn_for_objects("optimized/*")
+            nag.allow(self.model.role, ["s3:PutObject", "s3:GetObject"], [optimized], why_wildcard="Artifacts the gate's optimization jobs write under optimized/<run>/ and the candidate model reads.")
+            nag.allow(self.model.role, ["s3:ListBucket"], [bucket.bucket_arn], conditions={"StringLike": {"s3:prefix": ["optimized/*"]}})
+            nag.allow(self.model.role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [key.key_arn])
         return OptimizationGate(self, "Gate", spec=spec, fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key)
 
     @staticmethod

@@ -207,3 +207,12 @@ def test_the_gate_benchmarks_every_configured_concurrency_level_in_turn(example_
     payload = definition["States"]["DecideVerdict"]["Parameters"]["Payload"]
     assert payload["thresholds"]["concurrency"] == [1, 8, 32]
     assert payload["baseline_keys.$"] == "$.benchmark[*].baseline.key"
+
+
+def test_the_model_role_may_write_and_read_optimized_artifacts_only_where_a_job_runs(example_app):
+    def statements(stack):
+        template = example_app.templates[stack]
+        return json.dumps([s for r in resources_of(template, "AWS::IAM::Policy").values() for s in r["Properties"]["PolicyDocument"]["Statement"]])
+
+    assert "/optimized/*" in statements("optigate-prod-research")
+    assert "/optimized/*" not in statements("optigate-prod-chat")  # speculation needs no job
