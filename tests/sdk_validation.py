@@ -16,8 +16,9 @@ import botocore.session
 from botocore.model import Shape
 from botocore.validate import ParamValidator
 
+from optigate.testing import asl
+
 TOKEN = "arn:aws:iam::111111111111:role/token-placeholder"
-SERVICE_NAMES = {"sagemaker": "sagemaker", "lambda": "lambda", "s3": "s3", "sns": "sns", "cloudwatch": "cloudwatch", "states": "stepfunctions", "events": "events"}
 
 
 def definition_of(template: dict[str, Any], logical_id: str | None = None) -> dict[str, Any]:
@@ -31,30 +32,10 @@ def definition_of(template: dict[str, Any], logical_id: str | None = None) -> di
     return json.loads(body)
 
 
-def _states(definition: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for name, state in definition.get("States", {}).items():
-        yield name, state
-        for branch in state.get("Branches", []):
-            yield from _states(branch)
-        for key in ("ItemProcessor", "Iterator"):
-            if key in state:
-                yield from _states(state[key])
-
-
 def sdk_calls(definition: dict[str, Any]) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
     """(state name, service, operation, parameters) for every Task that calls an AWS API."""
-    for name, state in _states(definition):
-        resource = state.get("Resource", "")
-        if state.get("Type") != "Task" or ":states:::" not in resource:
-            continue
-        integration = resource.split(":states:::", 1)[1]
-        if integration.startswith("aws-sdk:"):
-            _, service, action = integration.split(":", 2)
-        else:
-            service, action = integration.split(":", 1)
-        action = action.split(".")[0]  # .sync / .waitForTaskToken
-        operation = action[0].upper() + action[1:]
-        yield name, SERVICE_NAMES.get(service, service), operation, state.get("Parameters", {})
+    for call in asl.sdk_calls(definition):
+        yield call.state, call.service, call.operation, call.parameters
 
 
 def _placeholder(shape: Shape) -> Any:

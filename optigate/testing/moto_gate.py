@@ -48,6 +48,8 @@ from botocore.exceptions import ClientError
 from botocore.model import ListShape, MapShape, Shape, StringShape, StructureShape
 from botocore.validate import ParamValidator
 from moto import mock_aws
+
+from optigate.testing.asl import sdk_calls
 from moto.awslambda.models import LambdaBackend
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.sagemaker import models as sm_models
@@ -233,35 +235,17 @@ def check_definition(definition: dict | str) -> list[str]:
             for i, item in enumerate(value):
                 keys(item, shape.member, f"{path}[{i}]")
 
-    def states(machine: dict) -> None:
-        for name, state in machine.get("States", {}).items():
-            for branch in state.get("Branches", []):
-                states(branch)
-            for nested in ("ItemProcessor", "Iterator"):
-                if nested in state:
-                    states(state[nested])
-            resource = state.get("Resource", "")
-            if state.get("Type") != "Task" or ":states:::" not in resource:
-                continue
-            integration = resource.split(":states:::", 1)[1]
-            if integration.startswith("aws-sdk:"):
-                _, service, action = integration.split(":", 2)
-                service = {"sfn": "stepfunctions"}.get(service, service)
-            elif integration.startswith("sagemaker:"):
-                service, action = integration.split(":", 1)
-            else:
-                continue
-            action = action.split(".")[0]
-            operation = action[0].upper() + action[1:]
-            model = service_model(service)
-            if operation not in model.operation_names:
-                problems.append(f"{name}: {service} has no operation {operation}")
-                continue
-            shape = model.operation_model(operation).input_shape
-            if shape is not None:
-                keys(state.get("Parameters", {}), shape, f"{name}.Parameters")
+    for call in sdk_calls(definition):
+        if not (call.sdk_integration or call.service == "sagemaker"):
+            continue
+        model = service_model(call.service)
+        if call.operation not in model.operation_names:
+            problems.append(f"{call.state}: {call.service} has no operation {call.operation}")
+            continue
+        shape = model.operation_model(call.operation).input_shape
+        if shape is not None:
+            keys(call.parameters, shape, f"{call.state}.Parameters")
 
-    states(definition)
     return problems
 
 
