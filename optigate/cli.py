@@ -399,6 +399,9 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         verdict = "APPROVED" if execution["status"] == "SUCCEEDED" else f"{execution.get('error', 'FAILED')}: {execution.get('cause', '')}"
         console.print(f"  verdict: {verdict}", highlight=False, soft_wrap=True)
         console.print(f"  model package: {packages}; SageMaker resources left: {left}; notifications: {len(result['messages'])}")
+        for name, live in result["live"].items():
+            where = "its original config" if live["config"] == live["original_config"] else f"{live['config']} (NOT its original {live['original_config']})"
+            console.print(f"  live endpoint {name}: {live['status']} on {where}", highlight=False)
         if (candidate == "faster") != (execution["status"] == "SUCCEEDED"):
             exit_code = 1
     return exit_code

@@ -5,7 +5,9 @@ Event:
   {"team", "environment", "change": {...}, "thresholds": {gate.benchmark}, "price_per_hour_usd",
    "instance_count", "prediction": {...} | null, "bucket", "baseline_key", "candidate_key" (or
    "baseline_keys", "candidate_keys": one merged fleet result per concurrency level),
-   "evaluation_key": "..." | null, "report_prefix": "gates/<run_id>", "plots": ["ttft_cdf.png", ...] (optional)}
+   "evaluation_key": "..." | null, "report_prefix": "gates/<run_id>",
+   "shadow": {"window_minutes", "sampling_percentage", "production_variant", "shadow_variant",
+              "ids": [...], "values": [[...], ...]} (GetMetricData of the mirror window; optional)}
 Returns {"approved", "reasons", "report_key", "summary"}; the full verdict is in report.json.
 CloudWatch (namespace optigate/gate, dimensions Team, Environment): Approved 0/1, and per level
 (plus Concurrency) CandidateP99TtftMs and ThroughputGainPct.
@@ -14,13 +16,19 @@ CloudWatch (namespace optigate/gate, dimensions Team, Environment): Approved 0/1
 from __future__ import annotations
 
 import json
+import logging
+import tempfile
+from pathlib import Path
 
 import boto3
 
 from optigate.gate.decide import GateInputs, GateVerdict, decide
 from optigate.gate.report import render_html, render_json
 
+LOG = logging.getLogger(__name__)
 NAMESPACE = "optigate/gate"
+# GetMetricData query ids: <side>_<metric> (ids must start with a lower-case letter).
+SHADOW_METRICS = {"invocations": "Invocations", "errors": "Invocation5XXErrors", "latency": "ModelLatency"}
 MAX_RETURN_BYTES = 3000  # the returned dict stays well under 4 KB
 
 
@@ -40,6 +48,47 @@ def _benchmark(s3, bucket: str, event: dict, side: str) -> dict:
     keys = _flatten(event.get(f"{side}_keys") or [event[f"{side}_key"]])
     runs = [run for key in keys for run in _read_json(s3, bucket, key)["runs"]]
     return {"runs": runs}
+
+
+def shadow_figures(shadow: dict | None) -> dict | None:
+    """The mirror window's CloudWatch figures per variant. A window may straddle two periods:
+    counts add up, the p99 takes the worse period (never averaged into something better)."""
+    if not shadow:
+        return None
+    series = dict(zip(shadow.get("ids") or [], shadow.get("values") or [], strict=True))
+
+    def side(prefix: str, variant: str) -> dict:
+        latency = series.get(f"{prefix}_latency") or []
+        return {
+            "variant": variant,
+            "invocations": sum(series.get(f"{prefix}_invocations") or []),
+            "errors_5xx": sum(series.get(f"{prefix}_errors") or []),
+            # ModelLatency is published in microseconds.
+            "p99_model_latency_ms": max(latency) / 1000 if latency else None,
+        }
+
+    return {
+        "window_minutes": shadow.get("window_minutes"),
+        "sampling_percentage": shadow.get("sampling_percentage"),
+        "production": side("production", shadow.get("production_variant")),
+        "shadow": side("shadow", shadow.get("shadow_variant")),
+    }
+
+
+def _plots(s3, bucket: str, prefix: str, baseline: dict, candidate: dict) -> list[str]:
+    """The benchmark plots next to the report. They illustrate; the numbers decide, so a plot that
+    cannot be drawn is logged, not fatal."""
+    from optigate.bench.report import write_plots
+
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            written = write_plots([("baseline", baseline), ("candidate", candidate)], Path(folder))
+            for path in written:
+                s3.put_object(Bucket=bucket, Key=f"{prefix}/{path.name}", Body=path.read_bytes(), ContentType="image/png")
+            return [path.name for path in written]
+    except Exception:  # noqa: BLE001 - see the docstring
+        LOG.exception("benchmark plots could not be drawn")
+        return []
 
 
 def _metrics(verdict: GateVerdict) -> list[dict]:
@@ -76,23 +125,25 @@ def handler(event: dict, _context=None) -> dict:
     s3 = boto3.client("s3")
     bucket = event["bucket"]
     evaluation_key = event.get("evaluation_key")
+    baseline, candidate = _benchmark(s3, bucket, event, "baseline"), _benchmark(s3, bucket, event, "candidate")
     inputs = GateInputs(
         team=event["team"],
         environment=event["environment"],
         change=event.get("change") or {},
         thresholds=event.get("thresholds") or {},
-        baseline_benchmark=_benchmark(s3, bucket, event, "baseline"),
-        candidate_benchmark=_benchmark(s3, bucket, event, "candidate"),
+        baseline_benchmark=baseline,
+        candidate_benchmark=candidate,
         evaluation=_read_json(s3, bucket, evaluation_key) if evaluation_key else None,
         price_per_hour_usd=event.get("price_per_hour_usd"),
         instance_count=event.get("instance_count") or 1,
         prediction=event.get("prediction"),
+        shadow=shadow_figures(event.get("shadow")),
     )
     verdict = decide(inputs)
     prefix = event["report_prefix"].strip("/")
     report_key, html_key = f"{prefix}/report.json", f"{prefix}/report.html"
     s3.put_object(Bucket=bucket, Key=report_key, Body=render_json(verdict).encode(), ContentType="application/json")
-    s3.put_object(Bucket=bucket, Key=html_key, Body=render_html(verdict, event.get("plots") or ()).encode(), ContentType="text/html; charset=utf-8")
+    s3.put_object(Bucket=bucket, Key=html_key, Body=render_html(verdict, _plots(s3, bucket, prefix, baseline, candidate)).encode(), ContentType="text/html; charset=utf-8")
     metrics = _metrics(verdict)
     cloudwatch = boto3.client("cloudwatch")
     for start in range(0, len(metrics), 500):  # PutMetricData takes up to 1000 values per call

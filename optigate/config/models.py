@@ -247,6 +247,9 @@ class BenchmarkGate(Strict):
     min_tokens_per_chunk_gain_pct: float = Field(
         20.0, ge=0, description="With speculative decoding: minimum gain in tokens per streamed chunk."
     )
+    min_shadow_requests: int = Field(
+        100, ge=1, description="With a shadow rollout: live requests the shadow must receive in the window to be judged."
+    )
 
 
 class EvaluationGate(Strict):

@@ -36,6 +36,31 @@ THROTTLING = ["SageMaker.ThrottlingException", "ThrottlingException", "Lambda.To
 
 
 @dataclass(frozen=True)
+class ShadowStage:
+    """Mirror live traffic to the candidate: a shadow variant on the live endpoint for a window.
+
+    The gate puts a temporary endpoint config (the live production variants, unchanged, plus the
+    candidate as shadow) on the live endpoint and afterwards returns the endpoint to the config
+    CloudFormation created, on every path. A shadow's responses are discarded and it cannot be
+    invoked directly, so the benchmark and the evaluation run on a temporary endpoint first.
+
+    :param live_config_name: the endpoint config CloudFormation created for the live endpoint.
+    :param live_config_arn: its ARN (SageMaker lower-cases names in ARNs; CloudFormation's Ref has it right).
+    :param live_config_request: that config as a CreateEndpointConfig request without name and
+        shadow (TunedEndpoint.config_request()). A shadow CloudFormation runs is replaced for the window.
+    :param sampling_percentage: share of live requests mirrored, 1-100.
+    :param window_minutes: how long traffic is mirrored before the metrics are read.
+    """
+
+    live_config_name: str
+    live_config_arn: str
+    live_config_request: dict[str, Any]
+    sampling_percentage: int
+    window_minutes: int
+    variant_name: str = "GateCandidate"
+
+
+@dataclass(frozen=True)
 class GateSpec:
     """What one team's gate proves, resolved from its config at synth time."""
 
@@ -59,6 +84,7 @@ class GateSpec:
     price_per_hour_usd: float | None = None
     prediction: dict[str, Any] = field(default_factory=dict)
     startup_timeouts: tuple[int, int] = (1200, 1200)
+    shadow: ShadowStage | None = None
     poll_seconds: int = 60
     max_polls: int = 90
 
@@ -153,8 +179,11 @@ class OptimizationGate(Construct):
 
         # ---- cleanup (reached from every path) and the end
         cleanup_states = []
-        for kind, action, parameter in (("endpoint", "deleteEndpoint", "EndpointName"), ("config", "deleteEndpointConfig", "EndpointConfigName"), ("model", "deleteModel", "ModelName")):
-            state = _task(self, f"Delete{kind.title()}", f"aws-sdk:sagemaker:{action}", {f"{parameter}.$": self._name("cand")}, result_path=sfn.JsonPath.DISCARD)
+        deletes = [("Endpoint", "deleteEndpoint", "EndpointName", "cand"), ("Config", "deleteEndpointConfig", "EndpointConfigName", "cand"), ("Model", "deleteModel", "ModelName", "cand")]
+        if spec.shadow:
+            deletes.insert(2, ("ShadowConfig", "deleteEndpointConfig", "EndpointConfigName", "shadow"))
+        for kind, action, parameter, name in deletes:
+            state = _task(self, f"Delete{kind}", f"aws-sdk:sagemaker:{action}", {f"{parameter}.$": self._name(name)}, result_path=sfn.JsonPath.DISCARD)
             cleanup_states.append(state)
         notify_failure = _task(
             self, "NotifyFailure", "sns:publish",
@@ -186,12 +215,18 @@ class OptimizationGate(Construct):
         for index, state in enumerate(cleanup_states):
             following = cleanup_states[index + 1] if index + 1 < len(cleanup_states) else after_cleanup
             state.add_catch(following, errors=["States.ALL"], result_path="$.cleanup_error")
+        # With a shadow, every path first returns the live endpoint to its CloudFormation config.
+        restore: sfn.Choice | None = None
+        cleanup_entry: sfn.IChainable = cleanup_states[0]
+        if spec.shadow:
+            restore = self._restore_live(cleanup_states[0])
+            cleanup_entry = sfn.Pass(self, "Cleanup", result=sfn.Result.from_boolean(True), result_path="$.cleaning").next(restore)
 
         def fail_with(name: str, error: str, cause: str) -> sfn.Pass:
-            return sfn.Pass(self, name, parameters={"Error": error, "Cause": cause}, result_path="$.failure").next(cleanup_states[0])
+            return sfn.Pass(self, name, parameters={"Error": error, "Cause": cause}, result_path="$.failure").next(cleanup_entry)
 
         def guarded(state: sfn.CustomState) -> sfn.CustomState:
-            state.add_catch(cleanup_states[0], errors=["States.ALL"], result_path="$.failure")
+            state.add_catch(cleanup_entry, errors=["States.ALL"], result_path="$.failure")
             return state
 
         # ---- optimize
@@ -209,7 +244,7 @@ class OptimizationGate(Construct):
             describe_job = guarded(_task(self, "DescribeOptimizationJob", "aws-sdk:sagemaker:describeOptimizationJob", {"OptimizationJobName.$": self._name("opt")}, result_path="$.optimization"))
             count_job = sfn.Pass(self, "CountOptimizationPoll", parameters={"count.$": "States.MathAdd($.polls.count, 1)"}, result_path="$.polls")
             stop_job = _task(self, "StopOptimizationJob", "aws-sdk:sagemaker:stopOptimizationJob", {"OptimizationJobName.$": self._name("opt")}, result_path=sfn.JsonPath.DISCARD)
-            stop_job.add_catch(cleanup_states[0], errors=["States.ALL"], result_path="$.stop_error")
+            stop_job.add_catch(cleanup_entry, errors=["States.ALL"], result_path="$.stop_error")
             timed_out = fail_with("OptimizationTimedOut", "OptimizationTimedOut", f"the optimization job did not finish within {spec.max_polls} polls of {spec.poll_seconds} s")
             stop_job.next(timed_out)
             from_job = sfn.Pass(self, "CandidateFromOptimization", parameters={
@@ -220,7 +255,7 @@ class OptimizationGate(Construct):
                 sfn.Choice(self, "OptimizationDone?")
                 .when(sfn.Condition.string_equals("$.optimization.OptimizationJobStatus", "COMPLETED"), from_job)
                 .when(sfn.Condition.or_(sfn.Condition.string_equals("$.optimization.OptimizationJobStatus", "FAILED"), sfn.Condition.string_equals("$.optimization.OptimizationJobStatus", "STOPPED")),
-                      sfn.Pass(self, "OptimizationFailed", parameters={"Error": "OptimizationFailed", "Cause.$": "States.Format('optimization job {}: {}', $.optimization.OptimizationJobStatus, $.optimization.FailureReason)"}, result_path="$.failure").next(cleanup_states[0]))
+                      sfn.Pass(self, "OptimizationFailed", parameters={"Error": "OptimizationFailed", "Cause.$": "States.Format('optimization job {}: {}', $.optimization.OptimizationJobStatus, $.optimization.FailureReason)"}, result_path="$.failure").next(cleanup_entry))
                 .when(sfn.Condition.number_greater_than_equals("$.polls.count", spec.max_polls), stop_job)
                 .otherwise(wait_job)
             )
@@ -286,7 +321,7 @@ class OptimizationGate(Construct):
             sfn.Chain.start(benchmark("BenchmarkBaseline", {"endpoint_name": spec.live_endpoint}, "baseline", "$.baseline"))
             .next(benchmark("BenchmarkCandidate", {"endpoint_name.$": "$.candidate"}, "candidate", "$.candidate_result"))
         )
-        per_level.add_catch(cleanup_states[0], errors=["States.ALL"], result_path="$.failure")
+        per_level.add_catch(cleanup_entry, errors=["States.ALL"], result_path="$.failure")
         bench_baseline = levels
         evaluate = guarded(evaluation.task(self, "Evaluate", job_name=self._name("eval"), baseline=spec.live_endpoint, candidate=self._name("cand"), result_path=sfn.JsonPath.DISCARD))
         decide = guarded(_task(self, "DecideVerdict", "lambda:invoke", {
@@ -298,6 +333,11 @@ class OptimizationGate(Construct):
                 "baseline_keys.$": "$.benchmark[*].baseline.key", "candidate_keys.$": "$.benchmark[*].candidate_result.key",
                 "evaluation_key.$": f"States.Format('evaluations/{{}}/verdict.json', {self._name('eval')})",
                 "report_prefix.$": "States.Format('reports/{}/', $.run.id)",
+                **({"shadow": {
+                    "window_minutes": spec.shadow.window_minutes, "sampling_percentage": spec.shadow.sampling_percentage,
+                    "production_variant": self._production_variant(), "shadow_variant": spec.shadow.variant_name,
+                    "ids.$": "$.shadow_metrics.ids", "values.$": "$.shadow_metrics.values",
+                }} if spec.shadow else {}),
             },
         }, result_path="$.decision", result_selector={"approved.$": "$.Payload.approved", "summary.$": "$.Payload.summary", "report_key.$": "$.Payload.report_key"}))
 
@@ -321,19 +361,25 @@ class OptimizationGate(Construct):
 
         record_decision = (
             sfn.Choice(self, "Approved?")
-            .when(sfn.Condition.boolean_equals("$.decision.approved", True), record("RecordApproved", "Approved").next(cleanup_states[0]))
-            .otherwise(record("RecordRejected", "Rejected").next(cleanup_states[0]))
+            .when(sfn.Condition.boolean_equals("$.decision.approved", True), record("RecordApproved", "Approved").next(cleanup_entry))
+            .otherwise(record("RecordRejected", "Rejected").next(cleanup_entry))
         )
         endpoint_ready = (
             sfn.Choice(self, "CandidateInService?")
             .when(sfn.Condition.string_equals("$.endpoint.EndpointStatus", "InService"), bench_baseline)
             .when(sfn.Condition.string_equals("$.endpoint.EndpointStatus", "Failed"),
-                  sfn.Pass(self, "CandidateEndpointFailed", parameters={"Error": "CandidateEndpointFailed", "Cause.$": "States.Format('candidate endpoint failed: {}', $.endpoint.FailureReason)"}, result_path="$.failure").next(cleanup_states[0]))
+                  sfn.Pass(self, "CandidateEndpointFailed", parameters={"Error": "CandidateEndpointFailed", "Cause.$": "States.Format('candidate endpoint failed: {}', $.endpoint.FailureReason)"}, result_path="$.failure").next(cleanup_entry))
             .when(sfn.Condition.number_greater_than_equals("$.polls.count", spec.max_polls), fail_with("CandidateEndpointTimedOut", "CandidateEndpointTimedOut", f"the candidate endpoint was not InService within {spec.max_polls} polls of {spec.poll_seconds} s"))
             .otherwise(wait_endpoint)
         )
         wait_endpoint.next(describe_endpoint).next(count_endpoint).next(endpoint_ready)
-        levels.next(per_level).next(evaluate).next(decide).next(record_decision)
+        if spec.shadow:
+            assert restore is not None
+            self._after_restore.otherwise(decide)
+            levels.next(per_level).next(evaluate).next(self._mirror_live_traffic(guarded, fail_with, restore))
+        else:
+            levels.next(per_level).next(evaluate).next(decide)
+        decide.next(record_decision)
         candidate_ready.next(create_model).next(create_config).next(create_endpoint).next(reset_endpoint_polls).next(wait_endpoint)
 
         definition = sfn.Chain.start(init).next(start_candidate)
@@ -349,6 +395,110 @@ class OptimizationGate(Construct):
             timeout=Duration.hours(24),
         )
         return machine
+
+    # ------------------------------------------------------------------ shadow on the live endpoint
+
+    def _production_variant(self) -> str:
+        assert self.spec.shadow is not None
+        return self.spec.shadow.live_config_request["ProductionVariants"][0]["VariantName"]
+
+    def _describe_live(self, name: str) -> sfn.CustomState:
+        return _task(self, name, "aws-sdk:sagemaker:describeEndpoint", {"EndpointName": self.spec.live_endpoint}, result_path="$.live")
+
+    def _mirror_live_traffic(self, guarded, fail_with, restore: sfn.IChainable) -> sfn.IChainable:
+        """Release the temporary endpoint, put the candidate as shadow on the live endpoint, mirror
+        traffic for the window, read per-variant CloudWatch metrics, then restore (→ decide)."""
+        spec, shadow = self.spec, self.spec.shadow
+        assert shadow is not None
+        download, startup = spec.startup_timeouts
+        release = guarded(_task(self, "ReleaseCandidateEndpoint", "aws-sdk:sagemaker:deleteEndpoint", {"EndpointName.$": self._name("cand")}, result_path=sfn.JsonPath.DISCARD))
+        check_live = guarded(self._describe_live("DescribeLiveEndpoint"))
+        create_config = guarded(_task(self, "CreateShadowConfig", "sagemaker:createEndpointConfig", {
+            **shadow.live_config_request,
+            "EndpointConfigName.$": self._name("shadow"),
+            "ShadowProductionVariants": [{
+                "VariantName": shadow.variant_name, "ModelName.$": self._name("cand"), "InstanceType": spec.instance_type, "InitialInstanceCount": 1,
+                # Relative to the production variant's weight of 1: the mirrored share.
+                "InitialVariantWeight": shadow.sampling_percentage / 100,
+                "ModelDataDownloadTimeoutInSeconds": download, "ContainerStartupHealthCheckTimeoutInSeconds": startup,
+            }],
+        }, result_path=sfn.JsonPath.DISCARD))
+        # Marked before the update: an update whose response is lost must still be undone.
+        mark = sfn.Pass(self, "ShadowApplied", parameters={"applied": True, "config.$": self._name("shadow")}, result_path="$.shadow")
+        apply = guarded(_task(self, "PutShadowOnLiveEndpoint", "sagemaker:updateEndpoint", {"EndpointName": spec.live_endpoint, "EndpointConfigName.$": "$.shadow.config"}, result_path=sfn.JsonPath.DISCARD))
+        reset = sfn.Pass(self, "ResetShadowPolls", result=sfn.Result.from_object({"count": 0}), result_path="$.polls")
+        wait = sfn.Wait(self, "WaitForShadow", time=sfn.WaitTime.duration(Duration.seconds(spec.poll_seconds)))
+        describe = guarded(self._describe_live("DescribeShadowedEndpoint"))
+        count = sfn.Pass(self, "CountShadowPoll", parameters={"count.$": "States.MathAdd($.polls.count, 1)"}, result_path="$.polls")
+        started = sfn.Pass(self, "MirrorWindowStarts", parameters={"at.$": "$$.State.EnteredTime"}, result_path="$.mirror")
+        window = sfn.Wait(self, "MirrorLiveTraffic", time=sfn.WaitTime.duration(Duration.minutes(shadow.window_minutes)))
+        metrics = guarded(_task(self, "ReadVariantMetrics", "aws-sdk:cloudwatch:getMetricData", {
+            "StartTime.$": "$.mirror.at",
+            "EndTime.$": "$$.State.EnteredTime",
+            "ScanBy": "TimestampAscending",
+            "MetricDataQueries": [
+                {"Id": f"{side}_{key}", "ReturnData": True, "MetricStat": {
+                    "Metric": {"Namespace": "AWS/SageMaker", "MetricName": metric,
+                               "Dimensions": [{"Name": "EndpointName", "Value": spec.live_endpoint}, {"Name": "VariantName", "Value": variant}]},
+                    "Period": shadow.window_minutes * 60, "Stat": "p99" if key == "latency" else "Sum",
+                }}
+                for side, variant in (("production", self._production_variant()), ("shadow", shadow.variant_name))
+                for key, metric in (("invocations", "Invocations"), ("errors", "Invocation5XXErrors"), ("latency", "ModelLatency"))
+            ],
+        }, result_path="$.shadow_metrics", result_selector={"ids.$": "$.MetricDataResults[*].Id", "values.$": "$.MetricDataResults[*].Values"}))
+        ready = (
+            sfn.Choice(self, "ShadowInService?")
+            .when(sfn.Condition.and_(sfn.Condition.string_equals("$.live.EndpointStatus", "InService"), sfn.Condition.string_equals_json_path("$.live.EndpointConfigName", "$.shadow.config")), started)
+            .when(sfn.Condition.string_equals("$.live.EndpointStatus", "InService"), fail_with("ShadowRolledBack", "ShadowRolledBack", "SageMaker rolled the live endpoint back from the shadow config (see the endpoint's FailureReason)"))
+            .when(sfn.Condition.string_equals("$.live.EndpointStatus", "Failed"), fail_with("ShadowFailed", "ShadowFailed", "the live endpoint failed while taking the shadow config"))
+            .when(sfn.Condition.number_greater_than_equals("$.polls.count", spec.max_polls), fail_with("ShadowTimedOut", "ShadowTimedOut", f"the shadow config was not InService within {spec.max_polls} polls of {spec.poll_seconds} s"))
+            .otherwise(wait)
+        )
+        at_rest = (
+            sfn.Choice(self, "LiveEndpointAtRest?")
+            .when(sfn.Condition.and_(sfn.Condition.string_equals("$.live.EndpointStatus", "InService"), sfn.Condition.string_equals("$.live.EndpointConfigName", shadow.live_config_name)), create_config)
+            .otherwise(fail_with("LiveEndpointBusy", "LiveEndpointBusy", "the live endpoint is not InService on the config CloudFormation created (a deployment in progress?); the gate does not touch it"))
+        )
+        wait.next(describe).next(count).next(ready)
+        started.next(window).next(metrics).next(restore)
+        create_config.next(mark).next(apply).next(reset).next(wait)
+        return sfn.Chain.start(release).next(check_live).next(at_rest)
+
+    def _restore_live(self, then: sfn.IChainable) -> sfn.Choice:
+        """Return the live endpoint to the config CloudFormation created, waiting out an update in
+        flight; bounded. Ends in AfterRestore: `then` when cleaning up or failed, else the decision."""
+        spec, shadow = self.spec, self.spec.shadow
+        assert shadow is not None
+        # The way on: the deletes when cleaning up or failed, else the decision (wired by the caller).
+        self._after_restore = sfn.Choice(self, "AfterRestore").when(sfn.Condition.or_(sfn.Condition.is_present("$.cleaning"), sfn.Condition.is_present("$.failure")), then)
+        restored = sfn.Pass(self, "LiveEndpointRestored", result=sfn.Result.from_boolean(True), result_path="$.shadow.restored").next(self._after_restore)
+        failed = sfn.Pass(self, "LiveEndpointNotRestored", parameters={
+            "Error": "LiveEndpointNotRestored",
+            "Cause": f"the live endpoint {spec.live_endpoint} could not be returned to its CloudFormation config {shadow.live_config_name}; "
+                     f"restore it: aws sagemaker update-endpoint --endpoint-name {spec.live_endpoint} --endpoint-config-name {shadow.live_config_name}",
+        }, result_path="$.failure").next(self._after_restore)
+        reset = sfn.Pass(self, "ResetRestorePolls", result=sfn.Result.from_object({"count": 0}), result_path="$.restore_polls")
+        describe = self._describe_live("DescribeLiveForRestore")
+        describe.add_catch(failed, errors=["States.ALL"], result_path="$.restore_error")
+        update = _task(self, "RestoreLiveEndpoint", "sagemaker:updateEndpoint", {"EndpointName": spec.live_endpoint, "EndpointConfigName": shadow.live_config_name}, result_path=sfn.JsonPath.DISCARD)
+        update.add_catch(failed, errors=["States.ALL"], result_path="$.restore_error")
+        wait = sfn.Wait(self, "WaitForRestore", time=sfn.WaitTime.duration(Duration.seconds(spec.poll_seconds)))
+        count = sfn.Pass(self, "CountRestorePoll", parameters={"count.$": "States.MathAdd($.restore_polls.count, 1)"}, result_path="$.restore_polls")
+        state = (
+            sfn.Choice(self, "LiveEndpointOnOriginalConfig?")
+            .when(sfn.Condition.and_(sfn.Condition.string_equals("$.live.EndpointStatus", "InService"), sfn.Condition.string_equals("$.live.EndpointConfigName", shadow.live_config_name)), restored)
+            .when(sfn.Condition.number_greater_than_equals("$.restore_polls.count", spec.max_polls), failed)
+            .when(sfn.Condition.or_(sfn.Condition.string_equals("$.live.EndpointStatus", "InService"), sfn.Condition.string_equals("$.live.EndpointStatus", "Failed")), update)
+            .otherwise(wait)
+        )
+        update.next(wait)
+        wait.next(count).next(describe)
+        describe.next(state)
+        return (
+            sfn.Choice(self, "ShadowOnLiveEndpoint?")
+            .when(sfn.Condition.and_(sfn.Condition.is_present("$.shadow.applied"), sfn.Condition.is_not_present("$.shadow.restored")), reset.next(describe))
+            .otherwise(self._after_restore)
+        )
 
     # ------------------------------------------------------------------ permissions
 
@@ -369,6 +519,11 @@ class OptimizationGate(Construct):
             [arn("optimization-job")],
             why_wildcard="Optimization jobs are named <team>-<env>-opt-<run>; the run id is known only at run time.",
         )
+        if self.spec.shadow:
+            live = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{self.spec.live_endpoint.lower()}"
+            nag.allow(role, ["sagemaker:DescribeEndpoint", "sagemaker:UpdateEndpoint"], [live, self.spec.shadow.live_config_arn, arn("endpoint-config")],
+                      why_wildcard="The live endpoint moves between its CloudFormation config and this gate's shadow configs, named <team>-<env>-shadow-<run>.")
+            nag.allow(role, ["cloudwatch:GetMetricData"], ["*"], why_wildcard="GetMetricData has no resource-level permissions; it reads the mirrored variants' SageMaker metrics.")
         nag.allow(role, ["sagemaker:CreateModelPackage", "sagemaker:AddTags"], [
             f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:model-package/{self.group_name}/*",
             f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:model-package-group/{self.group_name}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -19,6 +20,19 @@ from optigate.constructs.lmi_model import LmiModel
 # module and fails CreateEndpointConfig if KmsKeyId is set for them (and refuses VolumeSizeInGB).
 INSTANCE_STORAGE_FAMILIES = frozenset({"g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "trn1"})
 MAX_BLUE_GREEN_SECONDS = 14400  # the API maximum for MaximumExecutionTimeoutInSeconds
+
+
+def _api(value: Any) -> Any:
+    """A CloudFormation property struct as its API request form (the same PascalCase names)."""
+    if hasattr(value, "_values"):
+        return {_pascal(k): _api(v) for k, v in value._values.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_api(v) for v in value]
+    return value
+
+
+def _pascal(snake: str) -> str:
+    return "".join(part.upper() if part == "gb" else part.title() for part in snake.split("_"))
 
 
 def has_instance_storage(instance_type: str) -> bool:
@@ -139,6 +153,7 @@ class TunedEndpoint(Construct):
             data_capture = self._data_capture(model, data_capture_percentage)
 
         local_storage = has_instance_storage(variant.instance_type)
+        self._data_capture_config = data_capture
         self.config = sagemaker.CfnEndpointConfig(
             self,
             "Config",
@@ -166,6 +181,16 @@ class TunedEndpoint(Construct):
     @property
     def shadow_variant_names(self) -> list[str]:
         return [v.variant_name for v in self._shadow_variants]
+
+    def config_request(self) -> dict[str, Any]:
+        """The production side of this endpoint's config as a CreateEndpointConfig request (no name,
+        no shadow): what the gate needs to put a temporary shadow next to exactly these variants."""
+        request: dict[str, Any] = {"ProductionVariants": [_api(v) for v in self._production_variants]}
+        if self.config.kms_key_id is not None:
+            request["KmsKeyId"] = self.config.kms_key_id
+        if self._data_capture_config is not None:
+            request["DataCaptureConfig"] = _api(self._data_capture_config)
+        return request
 
     def add_production_variant(self, model: LmiModel, variant: VariantSettings, weight: float = 1.0) -> None:
         """Split live traffic by weight with another production variant (A/B across instance types)."""

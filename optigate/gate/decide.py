@@ -26,6 +26,11 @@ below:
 - ``quality`` (the evaluation's status): passes only when the quality evaluation passed; an
   ``unresolved`` evaluation fails closed with its reasons, a missing one fails ("no quality
   evidence").
+- ``shadow_traffic`` and ``shadow_error_rate`` (only when the candidate ran as a shadow variant on
+  the live endpoint): the shadow must have received at least ``min_shadow_requests`` mirrored
+  requests in the window (fewer cannot tell anything and fail closed), and its 5XX share of them
+  must stay within ``max_error_rate``. The two variants' p99 ModelLatency is reported beside them;
+  it is one figure per window without an interval, so the benchmark's intervals judge latency.
 - ``coverage``: every concurrency level of ``thresholds.concurrency`` must have been measured by
   both benchmarks; an unmeasured level is missing evidence and fails.
 
@@ -55,7 +60,7 @@ MIN_THROUGHPUT_BUCKETS = 5
 _SPECULATION_OFF = frozenset({"", "none", "off", "false", "no", "disabled"})
 #: Keys of ``gate.benchmark`` that configure the benchmark, not the decision.
 _BENCHMARK_ONLY_KEYS = frozenset({"prompt_tokens", "max_new_tokens"})
-_CHECK_ORDER = ("coverage", "p99_ttft", "p99_itl", "throughput_gain", "error_rate", "tokens_per_chunk_gain", "quality")
+_CHECK_ORDER = ("coverage", "p99_ttft", "p99_itl", "throughput_gain", "error_rate", "tokens_per_chunk_gain", "shadow_traffic", "shadow_error_rate", "quality")
 
 
 # --------------------------------------------------------------------------- inputs
@@ -71,6 +76,7 @@ class Thresholds:
     min_throughput_gain_pct: float = 10.0
     max_error_rate: float = 0.01
     min_tokens_per_chunk_gain_pct: float = 20.0
+    min_shadow_requests: float = 100
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Thresholds:
@@ -120,6 +126,10 @@ class GateInputs:
     price_per_hour_usd: float | None = None  # per instance
     instance_count: int = 1
     prediction: Mapping[str, Any] | None = None  # planner: decode_tpot_ms_batch1, cost_per_million_output_tokens, ...
+    # Mirrored live traffic, when the candidate ran as a shadow variant: {"window_minutes",
+    # "sampling_percentage", "production": {...}, "shadow": {...}}, each side {"variant",
+    # "invocations", "errors_5xx", "p99_model_latency_ms"} from CloudWatch (None when no datapoint).
+    shadow: Mapping[str, Any] | None = None
     seed: int = SEED
 
     @classmethod
@@ -186,6 +196,7 @@ class GateVerdict:
     change: dict[str, Any] = field(default_factory=dict)
     thresholds: dict[str, Any] = field(default_factory=dict)
     deltas: tuple[dict[str, Any], ...] = ()  # compare_runs deltas (bootstrap intervals), for the report
+    shadow: dict[str, Any] | None = None  # the mirrored-traffic figures, when a shadow ran
 
     @property
     def failed(self) -> tuple[Check, ...]:
@@ -213,6 +224,7 @@ class GateVerdict:
             "change": self.change,
             "thresholds": self.thresholds,
             "deltas": list(self.deltas),
+            "shadow": self.shadow,
         })
 
 
@@ -448,13 +460,31 @@ def _quality_check(evaluation: Mapping[str, Any] | None) -> Check:
     return Check(name, status, "pass", False, detail)
 
 
+def _shadow_checks(shadow: Mapping[str, Any], thresholds: Thresholds) -> list[Check]:
+    window = f"{shadow.get('window_minutes', '?')} min window"
+    side = shadow.get("shadow") or {}
+    invocations = side.get("invocations")
+    minimum = thresholds.min_shadow_requests
+    if not invocations or invocations < minimum:
+        seen = 0 if not invocations else int(invocations)
+        traffic = Check("shadow_traffic", seen, minimum, False, f"{seen} live requests mirrored to the shadow in the {window}: too few to judge it")
+        return [traffic, Check("shadow_error_rate", None, thresholds.max_error_rate, False, "no mirrored traffic to measure")]
+    traffic = Check("shadow_traffic", int(invocations), minimum, True, f"{int(invocations)} live requests mirrored to the shadow in the {window}")
+    errors = side.get("errors_5xx") or 0
+    rate = errors / invocations
+    detail = f"{int(errors)} of {int(invocations)} mirrored requests failed with 5XX"
+    return [traffic, Check("shadow_error_rate", rate, thresholds.max_error_rate, rate <= thresholds.max_error_rate, detail)]
+
+
 def _threshold_text(check: Check) -> str:
     if check.name in ("p99_ttft", "p99_itl"):
         return f"budget {_ms(check.threshold)} on the upper end of the 95 % interval"
     if check.name in ("throughput_gain", "tokens_per_chunk_gain"):
         return f"minimum {_pct(check.threshold)} on the lower end of the 95 % interval"
-    if check.name == "error_rate":
+    if check.name in ("error_rate", "shadow_error_rate"):
         return f"maximum {check.threshold:.2%}"
+    if check.name == "shadow_traffic":
+        return f"at least {check.threshold:.0f} mirrored requests"
     if check.name == "quality":
         return "status pass"
     return f"concurrency {check.threshold}" if check.threshold is not None else "a level measured by both"
@@ -482,8 +512,10 @@ def _reason(check: Check) -> str:
             f"{check.name}{where} fails: {what} is {_pct(check.measured)} with a 95 % interval down to {_pct(check.ci_low)}, "
             f"below the {_pct(check.threshold)} minimum that the whole interval must reach{tail}."
         )
-    if check.name == "error_rate":
-        return f"error_rate{where} fails: {check.detail}, an error rate of {check.measured:.2%}, above the {check.threshold:.2%} maximum."
+    if check.name in ("error_rate", "shadow_error_rate"):
+        return f"{check.name}{where} fails: {check.detail}, an error rate of {check.measured:.2%}, above the {check.threshold:.2%} maximum."
+    if check.name == "shadow_traffic":
+        return f"shadow_traffic fails closed: {check.detail}; {_threshold_text(check)}."
     return f"{check.name}{where} fails: {check.detail}."
 
 
@@ -551,6 +583,8 @@ def decide(inputs: GateInputs) -> GateVerdict:
         })
 
     checks.append(_quality_check(inputs.evaluation))
+    if inputs.shadow is not None:
+        checks += _shadow_checks(inputs.shadow, thresholds)
     checks.sort(key=lambda c: (c.concurrency is None, c.concurrency or 0, _CHECK_ORDER.index(c.name)))
     reasons = tuple(_reason(c) for c in checks if not c.passed)
     return GateVerdict(
@@ -565,6 +599,7 @@ def decide(inputs: GateInputs) -> GateVerdict:
         change=change,
         thresholds={**thresholds.to_dict(), "speculative_decoding": method},
         deltas=tuple(d.to_dict() for d in all_deltas),
+        shadow=_clean(dict(inputs.shadow)) if inputs.shadow is not None else None,
     )
 
 

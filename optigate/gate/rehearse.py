@@ -73,13 +73,17 @@ def _resolve(token: dict[str, Any], substitutions: dict[str, Any]) -> str:
     raise ValueError(f"cannot render {token!r}")
 
 
+#: The gate's wait while live traffic is mirrored to a shadow: CloudWatch windows are whole seconds.
+MIRROR_WAIT, MIRROR_SECONDS = "MirrorLiveTraffic", 2
+
+
 def compress(definition: dict[str, Any], *, rounds: int | None = None, max_new_tokens: int | None = None, top_level_only: bool = False) -> dict[str, Any]:
-    """Rehearsal time: every Wait takes zero seconds; optionally a smaller benchmark: `rounds`
-    requests per stream, shorter answers, and only the highest concurrency level."""
-    for state in definition["States"].values():
+    """Rehearsal time: every Wait takes zero seconds (the mirror window two); optionally a smaller
+    benchmark: `rounds` requests per stream, shorter answers, and only the highest concurrency level."""
+    for name, state in definition["States"].items():
         if state["Type"] == "Wait":
             state.pop("SecondsPath", None)
-            state["Seconds"] = 0
+            state["Seconds"] = MIRROR_SECONDS if name == MIRROR_WAIT else 0
         if state["Type"] == "Pass" and isinstance(state.get("Result"), list) and state["Result"] and "per_shard" in state["Result"][0]:
             items = state["Result"][-1:] if top_level_only else state["Result"]
             state["Result"] = [{**item, "requests": rounds * item["per_shard"] if rounds else item["requests"]} for item in items]
@@ -97,6 +101,17 @@ def compress(definition: dict[str, Any], *, rounds: int | None = None, max_new_t
 
 def _generic(logical: str, attribute: str | None) -> str:
     return f"arn:aws:iam::{ACCOUNT}:role/{logical}" if attribute else logical
+
+
+def _render_value(value: Any, substitutions: dict[str, Any]) -> Any:
+    """A template property with its CloudFormation tokens replaced (see `render`)."""
+    if isinstance(value, dict):
+        if len(value) == 1 and next(iter(value)) in ("Ref", "Fn::GetAtt", "Fn::Sub", "Fn::Join"):
+            return _resolve(value, substitutions)
+        return {k: _render_value(v, substitutions) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_render_value(v, substitutions) for v in value]
+    return value
 
 
 def load_handler(folder: str) -> Callable[[dict, Any], Any]:
@@ -143,6 +158,9 @@ class GateRun:
     fleet_arn: str = ""
     gate_arn: str = ""
     group: str = ""
+    live: dict[str, str] = field(default_factory=dict)
+    owned: set[str] = field(default_factory=set)  # what CloudFormation would own (created before the run)
+    live_image: str = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"
 
     def __post_init__(self) -> None:
         h = self.harness
@@ -151,10 +169,36 @@ class GateRun:
         groups = [r["Properties"]["ModelPackageGroupName"] for r in self.template["Resources"].values() if r["Type"] == "AWS::SageMaker::ModelPackageGroup"]
         self.group = groups[0]
         h.client("sagemaker").create_model_package_group(ModelPackageGroupName=self.group)
+        self.live = self._create_live_endpoints()
         fleet_id = next(k for k, r in state_machines(self.template).items() if not r["Properties"].get("StateMachineName", "").endswith("-gate"))
         gate_id = next(k for k, r in state_machines(self.template).items() if r["Properties"].get("StateMachineName", "").endswith("-gate"))
         self.fleet_arn = h.create_state_machine(compress(render(self.template, fleet_id, self.substitutions())), name="fleet")
         self.gate_arn = h.create_state_machine(compress(render(self.template, gate_id, self.substitutions()), **self.compress_options), name="gate")
+
+    def _create_live_endpoints(self) -> dict[str, str]:
+        """The endpoints the stack's CloudFormation would own, InService on their configs, as in
+        production before a gate runs: endpoint name -> its config's name."""
+        h, subs = self.harness, self.substitutions()
+        sagemaker = h.client("sagemaker")
+        live = {}
+        for resource in self.template["Resources"].values():
+            if resource["Type"] != "AWS::SageMaker::Endpoint":
+                continue
+            config_logical = resource["Properties"]["EndpointConfigName"]["Fn::GetAtt"][0]
+            props = _render_value(self.template["Resources"][config_logical]["Properties"], subs)
+            variants = props["ProductionVariants"] + props.get("ShadowProductionVariants", [])
+            if not all("ModelName" in v for v in variants):
+                continue  # inference components: no gate stages a shadow there
+            self.owned |= {config_logical, *(v["ModelName"] for v in variants)}
+            for variant in variants:
+                sagemaker.create_model(ModelName=variant["ModelName"], ExecutionRoleArn=f"arn:aws:iam::{ACCOUNT}:role/live", PrimaryContainer={"Image": self.live_image})
+            request = {k: props[k] for k in ("ProductionVariants", "ShadowProductionVariants", "KmsKeyId") if k in props}
+            sagemaker.create_endpoint_config(EndpointConfigName=config_logical, **request)
+            name = _render_value(resource["Properties"]["EndpointName"], subs)
+            h.create_live_endpoint(name, config_logical)
+            self.owned.add(name)
+            live[name] = config_logical
+        return live
 
     def substitutions(self) -> dict[str, Any]:
         subs: dict[str, Any] = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::URLSuffix": "amazonaws.com", "*": _generic}
@@ -162,6 +206,11 @@ class GateRun:
             kind = resource["Type"]
             if kind == "AWS::S3::Bucket":
                 subs[logical] = BUCKET
+            elif kind == "AWS::SageMaker::Model":
+                subs[f"{logical}.ModelName"] = logical
+            elif kind == "AWS::SageMaker::EndpointConfig":
+                subs[f"{logical}.EndpointConfigName"] = logical
+                subs[logical] = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:endpoint-config/{logical.lower()}"
             elif kind == "AWS::SNS::Topic":
                 subs[logical] = self.topic
             elif kind == "AWS::Lambda::Function":
@@ -176,14 +225,18 @@ class GateRun:
         arn = h.start(self.gate_arn, {})
         execution = h.wait(arn, timeout=timeout)
         s3 = h.client("s3")
+        endpoints = h.sagemaker_resources()["endpoints"]
         keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="reports/").get("Contents", []) if o["Key"].endswith("report.json")]
         return {
             "execution": execution,
             "states": h.states_entered(arn),
             "report": json.loads(s3.get_object(Bucket=BUCKET, Key=keys[0])["Body"].read()) if keys else None,
-            "left": h.live_sagemaker_resources(),
+            # Temporary resources the run left behind (never what CloudFormation owns).
+            "left": {kind: [n for n in names if n not in self.owned] for kind, names in h.live_sagemaker_resources().items()},
             "packages": h.model_packages(self.group),
             "messages": h.sns_messages(self.topic),
+            # Each live endpoint's status and config now, and the config it started on.
+            "live": {name: {"status": endpoints[name]["status"], "config": endpoints[name]["config"], "original_config": config} for name, config in self.live.items()},
         }
 
 
@@ -239,6 +292,26 @@ def _offline_aws() -> Iterator[None]:
                 os.environ[key] = value
 
 
+def variant_traffic(deployment: Any, candidate: dict[str, Any], live_requests: int = 2000) -> dict[str, dict[str, Any]]:
+    """CloudWatch figures of a mirror window: the live variant's requests, the sampled share of them
+    on the shadow, and ModelLatency (a whole response, microseconds) from each side's behaviour."""
+    import random
+
+    shadow = deployment.team.rollout.shadow
+    percentage = shadow.sampling_percentage if shadow else 0
+    tokens = deployment.team.gate.benchmark.max_new_tokens
+    rng = random.Random(0)
+
+    def latencies(behaviour: dict[str, Any]) -> list[float]:
+        ttft, itl = behaviour["ttft_ms"], behaviour["itl_ms"]
+        return [1000 * (rng.gauss(ttft["mean"], ttft["jitter"]) + tokens * rng.gauss(itl["mean"], itl["jitter"])) for _ in range(100)]
+
+    return {
+        "AllTraffic": {"Invocations": live_requests, "Invocation5XXErrors": 0, "ModelLatency": latencies(BASELINE)},
+        "GateCandidate": {"Invocations": live_requests * percentage // 100, "Invocation5XXErrors": 0, "ModelLatency": latencies(candidate)},
+    }
+
+
 @contextmanager
 def emulators(candidate: dict[str, Any], speculative: bool) -> Iterator[tuple[str, str]]:
     from optigate.bench.harness import emulator_process
@@ -262,7 +335,7 @@ def rehearse(template: dict[str, Any], deployment: Any, candidate: str, *, behav
     compress_options = {"rounds": rounds, "max_new_tokens": 32, "top_level_only": True}
     behaviour = behaviour or (FASTER if candidate == "faster" else SLOWER)
     with emulators(behaviour, speculative) as (baseline_url, candidate_url), _offline_aws():
-        scenario = Scenario(on_processing_job=evaluation_writer("pass"))
+        scenario = Scenario(on_processing_job=evaluation_writer("pass"), variant_traffic=variant_traffic(deployment, behaviour))
         with GateHarness(lambda_handlers=lambda_handlers(baseline_url, candidate_url), scenario=scenario, region=REGION) as harness:
             run = GateRun(template, harness, compress_options)
             result = run.execute()

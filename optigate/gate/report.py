@@ -16,6 +16,7 @@ _UNITS = {
     "throughput_gain": "%",
     "tokens_per_chunk_gain": "%",
     "error_rate": "fraction",
+    "shadow_error_rate": "fraction",
 }
 
 
@@ -103,6 +104,19 @@ def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
             "<h2>Cost per million output tokens</h2><p>instance price × instance count ÷ measured output tokens per second "
             "(— when no price is known).</p>"
             + _table(["concurrency", "baseline", "candidate", "baseline tokens/s", "candidate tokens/s"], cost_rows)
+        )
+    shadow = data.get("shadow")
+    if shadow:
+        rows = [
+            [label, html.escape(str(side.get("variant"))), _number(side.get("invocations")), _number(side.get("errors_5xx")),
+             _number(side.get("p99_model_latency_ms"), "p99_ttft")]
+            for label, side in (("production", shadow.get("production") or {}), ("shadow (candidate)", shadow.get("shadow") or {}))
+        ]
+        sections.append(
+            f"<h2>Mirrored live traffic</h2><p>{html.escape(str(shadow.get('sampling_percentage')))} % of live requests mirrored to the "
+            f"candidate for {html.escape(str(shadow.get('window_minutes')))} minutes (CloudWatch, per variant). ModelLatency covers a "
+            "whole streamed response and has no interval here; the benchmark judges latency.</p>"
+            + _table(["side", "variant", "invocations", "5XX", "p99 ModelLatency"], rows)
         )
     comparison = data["prediction_vs_measurement"]
     if comparison:

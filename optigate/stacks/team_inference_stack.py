@@ -17,7 +17,7 @@ from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
 from optigate.constructs.common import secure_bucket
 from optigate.constructs.evaluation_job import EvaluationJob, EvaluationThresholds
-from optigate.constructs.gate import GateSpec, OptimizationGate
+from optigate.constructs.gate import GateSpec, OptimizationGate, ShadowStage
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, ComponentScaling, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
@@ -260,6 +260,7 @@ class TeamInferenceStack(Stack):
             price_per_hour_usd=instance.price_per_hour_usd,
             prediction={k: plan.to_dict()[k] for k in ("decode_tpot_ms_batch1", "prefill_ms", "cost_per_million_output_tokens", "kv_capacity_tokens")},
             startup_timeouts=(candidate.model_data_download_timeout_seconds, candidate.container_startup_health_check_timeout_seconds),
+            shadow=self._shadow_stage(team),
         )
         if optimization:
             # The optimization job runs as the model role and writes the candidate's artifacts,
@@ -269,6 +270,20 @@ class TeamInferenceStack(Stack):
             nag.allow(self.model.role, ["s3:ListBucket"], [bucket.bucket_arn], conditions={"StringLike": {"s3:prefix": ["optimized/*"]}})
             nag.allow(self.model.role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [key.key_arn])
         return OptimizationGate(self, "Gate", spec=spec, fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key)
+
+    def _shadow_stage(self, team: TeamConfig) -> ShadowStage | None:
+        """With a shadow rollout the gate also mirrors live traffic to its candidate on the live endpoint."""
+        rollout = team.rollout
+        if rollout.strategy != "shadow" or rollout.shadow is None or not isinstance(self.endpoint, TunedEndpoint):
+            return None
+        config = self.endpoint.config
+        return ShadowStage(
+            live_config_name=config.attr_endpoint_config_name,
+            live_config_arn=config.ref,
+            live_config_request=self.endpoint.config_request(),
+            sampling_percentage=rollout.shadow.sampling_percentage,
+            window_minutes=rollout.shadow.window_minutes,
+        )
 
     @staticmethod
     def _variant(resolved: ResolvedServing, instance_count: int) -> VariantSettings:

@@ -52,6 +52,7 @@ from moto import mock_aws
 from optigate.testing.asl import sdk_calls
 from moto.awslambda.models import LambdaBackend
 from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.cloudwatch import models as cw_models
 from moto.sagemaker import models as sm_models
 from moto.sagemaker.responses import SageMakerResponse
 from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
@@ -165,6 +166,11 @@ class Scenario:
     on_processing_job: Callable[[dict], dict | None] | None = None
     # Same, for an optimization job reaching COMPLETED (e.g. to write artifacts under S3OutputLocation).
     on_optimization_job: Callable[[dict], dict | None] | None = None
+    # CloudWatch traffic of endpoint variants (AWS/SageMaker, dimensions EndpointName and VariantName):
+    # variant name -> {"Invocations": count, "Invocation5XXErrors": count, "ModelLatency": [microseconds, ...]}.
+    # Published for a variant that is on an InService endpoint when GetMetricData reads it, timestamped
+    # inside the requested window, as if the traffic had happened during it.
+    variant_traffic: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _resolve(spec: OutcomeSpec, request: dict) -> Outcome:
@@ -311,9 +317,55 @@ def _validating_client_for(original):
                 raise ClientError(error, model.name)
 
         client.meta.events.register_first(f"before-parameter-build.{client.meta.service_model.service_id.hyphenize()}", validate)
+        if service_name == "cloudwatch":
+            client.meta.events.register("before-parameter-build.cloudwatch.GetMetricData", _publish_variant_traffic)
         return client
 
     return boto_client_for
+
+
+def _publish_variant_traffic(params: dict, **_) -> None:
+    """Scenario.variant_traffic of the variants on InService endpoints, inside the window being read."""
+    harness = _ACTIVE
+    if harness is None or not harness.scenario.variant_traffic:
+        return
+    start, end = (_dt.datetime.fromisoformat(str(params[k]).replace("Z", "+00:00")) for k in ("StartTime", "EndTime"))
+    # Whole seconds, as CloudWatch (and moto) align the window.
+    at = start.replace(microsecond=0) + min(end - start, _dt.timedelta(seconds=1)) / 2
+    backend = harness._sm_backend()
+    data = []
+    for endpoint in backend.endpoints.values():
+        if endpoint.endpoint_status != "InService":
+            continue
+        for variant in (endpoint.production_variants or []) + (getattr(endpoint, "shadow_production_variants", None) or []):
+            traffic = harness.scenario.variant_traffic.get(variant["VariantName"])
+            key = (endpoint.endpoint_name, variant["VariantName"])
+            if not traffic or key in harness._published_traffic:
+                continue
+            harness._published_traffic.add(key)
+            dims = [{"Name": "EndpointName", "Value": endpoint.endpoint_name}, {"Name": "VariantName", "Value": variant["VariantName"]}]
+            for name, value in traffic.items():
+                values = value if isinstance(value, list) else [value]
+                data += [{"MetricName": name, "Dimensions": dims, "Timestamp": at, "Value": float(v)} for v in values]
+    cloudwatch = harness.client("cloudwatch")
+    for index in range(0, len(data), 500):
+        cloudwatch.put_metric_data(Namespace="AWS/SageMaker", MetricData=data[index : index + 500])
+
+
+def _percentile_statistics(original):
+    """moto's CloudWatch knows Sum/Average/Minimum/Maximum/SampleCount; SageMaker alarms and the gate
+    read percentiles (p99) too."""
+
+    def get_statistics_for_type(self, stat: str):
+        match = re.fullmatch(r"p(\d+(?:\.\d+)?)", stat)
+        if match is None:
+            return original(self, stat)
+        import numpy as np
+
+        values = self.metric_single_values_list
+        return float(np.percentile(values, float(match.group(1)))) if values else None
+
+    return get_statistics_for_type
 
 
 # --------------------------------------------------------------------------------- SageMaker emulation
@@ -906,6 +958,7 @@ class GateHarness:
         self.lambda_invocations: list[tuple[str, Any]] = []
         self.rejected_requests: list[tuple[str, str, str]] = []  # (service, operation, error)
         self.hook_errors: list[Exception] = []
+        self._published_traffic: set[tuple[str, str]] = set()
         self._lock = threading.RLock()
         self._stack: ExitStack | None = None
         self._state_machines: dict[str, str] = {}
@@ -931,6 +984,7 @@ class GateHarness:
             stack.enter_context(mock.patch.object(SageMakerResponse, "call_action", _sagemaker_call_action(SageMakerResponse.call_action)))
             # Instance types are checked against botocore's enum by validate_request; moto's own list is old.
             stack.enter_context(mock.patch.object(sm_models.FakeEndpointConfig, "validate_instance_type", lambda self, instance_type: None))
+            stack.enter_context(mock.patch.object(cw_models.Statistics, "get_statistics_for_type", _percentile_statistics(cw_models.Statistics.get_statistics_for_type)))
             for backend_cls in (LambdaBackend, LambdaSimpleBackend):
                 stack.enter_context(mock.patch.object(backend_cls, "invoke", _lambda_invoke(backend_cls.invoke)))
         except BaseException:
@@ -1049,6 +1103,14 @@ class GateHarness:
             "inference_components": sorted(res["inference_components"]),
             "optimization_jobs": sorted(n for n, j in res["optimization_jobs"].items() if j["status"] in ("STARTING", "INPROGRESS", "STOPPING")),
         }
+
+    def create_live_endpoint(self, name: str, config_name: str) -> None:
+        """An endpoint already InService on `config_name`, as CloudFormation leaves one (no Scenario outcome)."""
+        self.client("sagemaker").create_endpoint(EndpointName=name, EndpointConfigName=config_name)
+        backend = self._sm_backend()
+        self.sagemaker.region_state(backend).endpoints.pop(name, None)
+        endpoint = backend.endpoints[name]
+        endpoint.endpoint_status, endpoint.failure_reason = "InService", None
 
     def model_packages(self, group: str | None = None) -> list[dict]:
         """ListModelPackages summaries (ModelPackageArn, ModelApprovalStatus, ...), oldest first."""

@@ -10,7 +10,6 @@ import sys
 
 import pytest
 
-from optigate.bench.harness import emulator_process
 from tests.conftest import REPO
 from optigate.gate.rehearse import ACCOUNT, REGION, GateRun, evaluation_writer, lambda_handlers, render, state_machines
 from optigate.testing.moto_gate import GateHarness, Outcome, Scenario
@@ -19,7 +18,10 @@ from tests.sdk_validation import sdk_calls, validate
 THRESHOLDS = {"concurrency": [4], "p99_ttft_ms_budget": 400.0, "p99_itl_ms_budget": 60.0, "min_throughput_gain_pct": 10.0, "max_error_rate": 0.01}
 
 
-def _spec(optimize: bool):
+LIVE_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"
+
+
+def _spec(optimize: bool, shadow=None):
     from optigate.constructs.gate import GateSpec
 
     return GateSpec(
@@ -32,27 +34,33 @@ def _spec(optimize: bool):
         optimization_configs=[{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}] if optimize else None,
         # Long enough for a throughput interval: the decision needs >= 5 one-second buckets.
         levels=(2,), requests_per_slot=60, prompt_tokens=16, max_new_tokens=16,
-        price_per_hour_usd=0.98, poll_seconds=0, max_polls=5,
+        price_per_hour_usd=0.98, poll_seconds=0, max_polls=5, shadow=shadow,
     )
 
 
-def _synth(optimize: bool, outdir):
+def _synth(optimize: bool, outdir, shadow: bool = False):
     from aws_cdk import App, Stack
     from aws_cdk import aws_kms as kms
 
     from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
     from optigate.constructs.common import secure_bucket
     from optigate.constructs.evaluation_job import EvaluationJob
-    from optigate.constructs.gate import OptimizationGate
+    from optigate.constructs.gate import OptimizationGate, ShadowStage
+    from optigate.constructs.lmi_model import LmiModel
+    from optigate.constructs.tuned_endpoint import TunedEndpoint, VariantSettings
     from optigate.stacks.app import FEATURE_FLAGS, enable_nag
 
     app = App(outdir=str(outdir), context=FEATURE_FLAGS)
     stack = Stack(app, "Gate", env={"account": ACCOUNT, "region": REGION})
+    # The live endpoint CloudFormation owns; the gate must leave it on this config.
+    model = LmiModel(stack, "LiveModel", image_uri=LIVE_IMAGE, environment={"OPTION_MAX_MODEL_LEN": "8192"}, model_data_uri="s3://acme-models/llama-3.1-8b/", name_prefix="chat-dev")
+    live = TunedEndpoint(stack, "Live", model=model, variant=VariantSettings("ml.g6.2xlarge"), endpoint_name="chat-dev")
+    stage = ShadowStage(live.config.attr_endpoint_config_name, live.config.ref, live.config_request(), sampling_percentage=20, window_minutes=60) if shadow else None
     key = kms.Key(stack, "Key", enable_key_rotation=True)
     bucket = secure_bucket(stack, "Results", key, purpose="optigate's gate")
     fleet = BenchmarkFleet(stack, "Fleet", target=FleetTarget("chat-dev"), shards=2, results_bucket=bucket, encryption_key=key)
     evaluation = EvaluationJob(stack, "Evaluation", endpoints=["chat-dev"], dataset_uri="s3://acme-eval/chat/", output_bucket=bucket, encryption_key=key, image_uri=f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/optigate-evaluate:1")
-    OptimizationGate(stack, "Gate", spec=_spec(optimize), fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key)
+    OptimizationGate(stack, "Gate", spec=_spec(optimize, stage), fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key)
     enable_nag(app)
     app.synth()  # raises on any unacknowledged cdk-nag finding
     return json.loads((outdir / "Gate.template.json").read_text())
@@ -60,7 +68,9 @@ def _synth(optimize: bool, outdir):
 
 @pytest.fixture(scope="module")
 def templates(tmp_path_factory):
-    return {optimize: _synth(optimize, tmp_path_factory.mktemp(f"gate-{optimize}")) for optimize in (True, False)}
+    out = {optimize: _synth(optimize, tmp_path_factory.mktemp(f"gate-{optimize}")) for optimize in (True, False)}
+    out["shadow"] = _synth(False, tmp_path_factory.mktemp("gate-shadow"), shadow=True)
+    return out
 
 
 # --------------------------------------------------------------------------- static checks
@@ -71,7 +81,7 @@ def _definition(template):
     return render(template, gate_id, {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "*": lambda logical, attribute: f"arn:aws:iam::{ACCOUNT}:role/{logical}" if attribute else logical})
 
 
-@pytest.mark.parametrize("optimize", [True, False])
+@pytest.mark.parametrize("optimize", [True, False, "shadow"])
 def test_gate_passes_cfn_lint(templates, optimize):
     from cfnlint.api import ManualArgs, lint
 
@@ -79,20 +89,23 @@ def test_gate_passes_cfn_lint(templates, optimize):
     assert [f"{m.rule.id} {m.message}" for m in matches if m.rule.id.startswith("E")] == []
 
 
-@pytest.mark.parametrize("optimize", [True, False])
+@pytest.mark.parametrize("optimize", [True, False, "shadow"])
 def test_every_sdk_call_validates_against_botocore(templates, optimize):
     definition = _definition(templates[optimize])
     calls = list(sdk_calls(definition))
     operations = {operation for _, _, operation, _ in calls}
     assert {"CreateModel", "CreateEndpointConfig", "CreateEndpoint", "DescribeEndpoint", "CreateProcessingJob", "CreateModelPackage", "DeleteEndpoint", "DeleteEndpointConfig", "DeleteModel", "Publish", "Invoke", "StartExecution"} <= operations
-    if optimize:
+    if optimize is True:
         assert {"CreateOptimizationJob", "DescribeOptimizationJob", "StopOptimizationJob"} <= operations
+    if optimize == "shadow":
+        assert {"UpdateEndpoint", "GetMetricData"} <= operations
     problems = {name: validate(service, operation, parameters) for name, service, operation, parameters in calls if service != "lambda" or operation != "Invoke"}
     assert {name: errors for name, errors in problems.items() if errors} == {}
 
 
-def test_every_task_retries_throttling_and_is_caught(templates):
-    definition = _definition(templates[True])
+@pytest.mark.parametrize("variant", [True, "shadow"])
+def test_every_task_retries_throttling_and_is_caught(templates, variant):
+    definition = _definition(templates[variant])
     for name, state in definition["States"].items():
         if state["Type"] != "Task":
             continue
@@ -100,8 +113,9 @@ def test_every_task_retries_throttling_and_is_caught(templates):
         assert state.get("Catch"), f"{name} has no Catch"
 
 
-def test_definition_passes_statelint(templates, tmp_path):
-    definition = _definition(templates[True])
+@pytest.mark.parametrize("variant", [True, "shadow"])
+def test_definition_passes_statelint(templates, tmp_path, variant):
+    definition = _definition(templates[variant])
     path = tmp_path / "gate.json"
     path.write_text(json.dumps(definition))
     result = subprocess.run([sys.executable, "-m", "statelint", str(path)], capture_output=True, text=True)
@@ -113,21 +127,6 @@ def test_definition_passes_statelint(templates, tmp_path):
 # --------------------------------------------------------------------------- executed
 
 
-@pytest.fixture(scope="module")
-def emulators():
-    baseline = {"default": {"ttft_ms": 60, "itl_ms": 8}}
-    candidate = {"default": {"ttft_ms": 30, "itl_ms": 5}}
-    with emulator_process(baseline) as baseline_url, emulator_process(candidate) as candidate_url:
-        yield baseline_url, candidate_url
-
-
-@pytest.fixture(scope="module")
-def slow_candidate(emulators):
-    """A candidate whose first token takes longer than the 400 ms p99 TTFT budget."""
-    with emulator_process({"default": {"ttft_ms": 450, "itl_ms": 3}}) as url:
-        yield emulators[0], url
-
-
 def _handlers(emulators, crash_decide=False):
     def crashing(event, context):
         raise RuntimeError("decide crashed")
@@ -135,15 +134,19 @@ def _handlers(emulators, crash_decide=False):
     return lambda_handlers(*emulators, decide=crashing if crash_decide else None)
 
 
-def _run(templates, emulators, *, optimize=True, scenario=None, crash_decide=False):
+def _run(templates, emulators, *, optimize: bool | str = True, scenario=None, crash_decide=False, short=False):
+    """Execute the gate. `short`: four requests per stream, for paths whose verdict cannot be an
+    approval anyway (the throughput interval needs >= 5 one-second buckets, i.e. the full run)."""
     scenario = scenario or Scenario(on_processing_job=evaluation_writer("pass"))
     with GateHarness(lambda_handlers=_handlers(emulators, crash_decide), scenario=scenario, region=REGION) as harness:
-        return GateRun(templates[optimize], harness).execute(timeout=120)
+        return GateRun(templates[optimize], harness, {"rounds": 4} if short else {}).execute(timeout=120)
 
 
 def _nothing_left(result):
+    """No temporary resource left, and the live endpoint InService on the config CloudFormation made."""
     left = result["left"]
-    assert not any(name for names in left.values() for name in names if "-cand-" in name), left
+    assert not any(name for names in left.values() for name in names if "-cand-" in name or "-shadow-" in name), left
+    assert result["live"] == {"chat-dev": {"status": "InService", "config": result["live"]["chat-dev"]["original_config"], "original_config": result["live"]["chat-dev"]["original_config"]}}
 
 
 def test_happy_path_approves_records_and_cleans_up(templates, emulators):
@@ -184,7 +187,7 @@ def test_candidate_endpoint_failed_fails_and_cleans_up(templates, emulators):
 
 def test_quality_drop_rejects_the_candidate(templates, emulators):
     scenario = Scenario(on_processing_job=evaluation_writer("fail", ["qa_exact_match on category=multi_step: drops by 4.0%"]))
-    result = _run(templates, emulators, optimize=False, scenario=scenario)
+    result = _run(templates, emulators, optimize=False, scenario=scenario, short=True)
     assert result["execution"]["status"] == "FAILED"
     assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
     assert "quality" in result["execution"].get("cause", "")
@@ -192,7 +195,7 @@ def test_quality_drop_rejects_the_candidate(templates, emulators):
 
 
 def test_a_lambda_crash_fails_closed(templates, emulators):
-    result = _run(templates, emulators, optimize=False, crash_decide=True)
+    result = _run(templates, emulators, optimize=False, crash_decide=True, short=True)
     assert result["execution"]["status"] == "FAILED"
     assert "decide crashed" in result["execution"].get("cause", "")
     assert result["packages"] == []
@@ -200,7 +203,7 @@ def test_a_lambda_crash_fails_closed(templates, emulators):
 
 
 def test_benchmark_regression_rejects_on_the_ttft_budget(templates, slow_candidate):
-    result = _run(templates, slow_candidate, optimize=False)
+    result = _run(templates, slow_candidate, optimize=False, short=True)
     assert result["execution"]["status"] == "FAILED"
     assert "p99_ttft" in result["execution"].get("cause", "")
     ttft = [c for c in result["report"]["checks"] if c["name"] == "p99_ttft"]

@@ -1,0 +1,111 @@
+"""The gate with a shadow rollout: the candidate is benchmarked and evaluated on a temporary endpoint,
+then mirrors live traffic as a shadow variant on the live endpoint, which is returned to the config
+CloudFormation created on every path (executed in moto's Step Functions executor)."""
+
+from __future__ import annotations
+
+import pytest
+
+from optigate.gate.rehearse import REGION, GateRun, evaluation_writer
+from optigate.testing.moto_gate import GateHarness, Outcome, Scenario
+from tests.gate.test_gate import _handlers, _nothing_left, _run, _synth
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory):
+    return {"shadow": _synth(False, tmp_path_factory.mktemp("gate-shadow"), shadow=True)}
+
+
+TRAFFIC = {
+    "AllTraffic": {"Invocations": 1000, "Invocation5XXErrors": 0, "ModelLatency": [900_000 + 1000 * i for i in range(50)]},
+    "GateCandidate": {"Invocations": 200, "Invocation5XXErrors": 0, "ModelLatency": [700_000 + 1000 * i for i in range(50)]},
+}
+
+
+def _shadow_scenario(**changes):
+    changes.setdefault("on_processing_job", evaluation_writer("pass"))
+    changes.setdefault("variant_traffic", TRAFFIC)
+    return Scenario(**changes)
+
+
+def _updates(harness_result):
+    return [s for s in harness_result["states"] if s in ("PutShadowOnLiveEndpoint", "RestoreLiveEndpoint")]
+
+
+def test_shadow_mirrors_live_traffic_then_restores_the_cloudformation_config(templates, emulators):
+    result = _run(templates, emulators, optimize="shadow", scenario=_shadow_scenario())
+    assert result["execution"]["status"] == "SUCCEEDED", result["execution"].get("cause")
+    assert _updates(result) == ["PutShadowOnLiveEndpoint", "RestoreLiveEndpoint"]
+    states = result["states"]
+    # Benchmark and evaluation ran on the temporary endpoint, released before the shadow went live.
+    assert states.index("Evaluate") < states.index("ReleaseCandidateEndpoint") < states.index("PutShadowOnLiveEndpoint") < states.index("MirrorLiveTraffic") < states.index("ReadVariantMetrics") < states.index("RestoreLiveEndpoint") < states.index("DecideVerdict")
+    shadow = result["report"]["shadow"]
+    assert shadow["shadow"]["invocations"] == 200 and shadow["production"]["invocations"] == 1000
+    assert shadow["shadow"]["p99_model_latency_ms"] == pytest.approx(748.5, abs=0.6)  # p99 of 700..749 ms
+    assert {c["name"]: c["passed"] for c in result["report"]["checks"] if c["name"].startswith("shadow")} == {"shadow_traffic": True, "shadow_error_rate": True}
+    assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Approved"]
+    _nothing_left(result)
+
+
+def test_shadow_errors_reject_and_restore(templates, emulators):
+    failing = {**TRAFFIC, "GateCandidate": {"Invocations": 200, "Invocation5XXErrors": 12, "ModelLatency": [700_000]}}
+    result = _run(templates, emulators, optimize="shadow", scenario=_shadow_scenario(variant_traffic=failing), short=True)
+    assert result["execution"]["status"] == "FAILED"
+    assert "shadow_error_rate" in result["execution"]["cause"]
+    assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
+    _nothing_left(result)
+
+
+def test_no_mirrored_traffic_fails_closed(templates, emulators):
+    result = _run(templates, emulators, optimize="shadow", scenario=_shadow_scenario(variant_traffic={"AllTraffic": TRAFFIC["AllTraffic"]}), short=True)
+    assert result["execution"]["status"] == "FAILED"
+    traffic = next(c for c in result["report"]["checks"] if c["name"] == "shadow_traffic")
+    assert traffic["passed"] is False and traffic["measured"] == 0
+    _nothing_left(result)
+
+
+def test_shadow_update_rolled_back_fails_and_leaves_the_live_config(templates, emulators):
+    def update(request):
+        return Outcome("RolledBack", after=1, failure_reason="shadow variant failed health check") if "-shadow-" in request["EndpointConfigName"] else Outcome("InService", after=1)
+
+    result = _run(templates, emulators, optimize="shadow", scenario=_shadow_scenario(endpoint_update=update), short=True)
+    assert result["execution"]["status"] == "FAILED"
+    assert "ShadowRolledBack" in result["execution"]["cause"]
+    assert result["packages"] == []
+    # SageMaker rolled back on its own: nothing to restore.
+    assert _updates(result) == ["PutShadowOnLiveEndpoint"]
+    _nothing_left(result)
+
+
+def test_a_crash_while_shadowing_still_restores(templates, emulators):
+    result = _run(templates, emulators, optimize="shadow", scenario=_shadow_scenario(), crash_decide=True, short=True)
+    assert result["execution"]["status"] == "FAILED"
+    assert "decide crashed" in result["execution"]["cause"]
+    assert _updates(result) == ["PutShadowOnLiveEndpoint", "RestoreLiveEndpoint"]
+    _nothing_left(result)
+
+
+def test_the_restore_waits_out_an_update_in_flight(templates, emulators):
+    """The restore is an update like any other: it polls until the live endpoint is InService on
+    its original config, within the poll bound."""
+    slow_restore = lambda request: Outcome("InService", after=3) if "-shadow-" not in request["EndpointConfigName"] else Outcome("InService", after=1)  # noqa: E731
+    result = _run(templates, emulators, optimize="shadow", scenario=_shadow_scenario(endpoint_update=slow_restore), short=True)
+    assert "LiveEndpointNotRestored" not in result["execution"].get("cause", "")
+    assert result["states"].count("WaitForRestore") >= 3 and "LiveEndpointRestored" in result["states"]
+    _nothing_left(result)
+
+
+def test_a_busy_live_endpoint_is_not_touched(templates, emulators):
+    from optigate.testing import moto_gate
+
+    def busy(harness):
+        endpoint = harness._sm_backend().endpoints["chat-dev"]
+        endpoint.endpoint_status = "Updating"
+
+    scenario = _shadow_scenario(on_processing_job=lambda request: (evaluation_writer("pass")(request), busy(moto_gate._ACTIVE))[0])
+    with GateHarness(lambda_handlers=_handlers(emulators), scenario=scenario, region=REGION) as harness:
+        result = GateRun(templates["shadow"], harness, {"rounds": 4}).execute(timeout=120)
+    assert result["execution"]["status"] == "FAILED"
+    assert "LiveEndpointBusy" in result["execution"]["cause"]
+    assert _updates(result) == []
+    assert result["live"]["chat-dev"]["config"] == result["live"]["chat-dev"]["original_config"]
