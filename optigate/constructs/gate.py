@@ -11,9 +11,11 @@ config or model outlives an execution, and what CloudFormation owns is never tou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -27,11 +29,8 @@ from constructs import Construct
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, generated_policy_reason
 from optigate.constructs.evaluation_job import EvaluationJob
-from optigate.constructs.lambda_code import bench_lambda_code
 
-# What the decision Lambda imports besides the benchmark modules. numpy (optigate.bench.compare)
-# must come from a layer at deploy time; see the README.
-GATE_MODULES = ("gate/__init__.py", "gate/decide.py", "gate/report.py", "bench/compare.py")
+REPO = Path(__file__).resolve().parents[2]
 THROTTLING = ["SageMaker.ThrottlingException", "ThrottlingException", "Lambda.TooManyRequestsException", "SNS.ThrottledException"]
 
 
@@ -149,13 +148,13 @@ class OptimizationGate(Construct):
         nag.allow(role, ["s3:GetObject", "s3:PutObject"], [self.bucket.arn_for_objects("*")], why_wildcard="Reads benchmark and evaluation results and writes reports in the gate's own results bucket.")
         nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [self.key.key_arn])
         nag.allow(role, ["cloudwatch:PutMetricData"], ["*"], conditions={"StringEquals": {"cloudwatch:namespace": "optigate/gate"}}, why_wildcard="PutMetricData has no resource scope; the condition limits it to the optigate/gate namespace.")
-        return lambda_.Function(
+        # A container image: numpy and matplotlib (see containers/gate-decide/Dockerfile). x86_64 like
+        # the evaluation image, so a build machine without arm64 emulation can build both.
+        return lambda_.DockerImageFunction(
             self,
             "Decide",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            architecture=lambda_.Architecture.ARM_64,
-            handler="handler.handler",
-            code=bench_lambda_code("gate_decide", extra_modules=GATE_MODULES),
+            architecture=lambda_.Architecture.X86_64,
+            code=lambda_.DockerImageCode.from_image_asset(str(REPO), file="containers/gate-decide/Dockerfile", platform=ecr_assets.Platform.LINUX_AMD64),
             timeout=Duration.minutes(5),
             memory_size=1024,
             role=role,

@@ -397,7 +397,7 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
     text = render_json(verdict)
     data = json.loads(text)
     assert list(data) == ["team", "environment", "approved", "summary", "reasons", "checks", "cost_per_million_output_tokens",
-                          "prediction_vs_measurement", "levels", "change", "thresholds", "deltas"]
+                          "prediction_vs_measurement", "levels", "change", "thresholds", "deltas", "shadow"]
     assert list(data["checks"][0]) == ["name", "concurrency", "passed", "measured", "threshold", "ci_low", "ci_high", "detail"]
     assert data["approved"] is False and len(data["reasons"]) == 3
     assert data["summary"] == "REJECTED chat/dev: 3 of 5 checks fail (throughput_gain@c4, error_rate@c4, quality)"

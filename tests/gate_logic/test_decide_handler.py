@@ -118,7 +118,7 @@ def test_handler_rejects_without_evaluation_and_keeps_its_answer_small(results):
 def test_handler_imports_only_the_pure_gate_logic():
     source = (REPO / "lambdas" / "gate_decide" / "handler.py").read_text()
     imports = sorted(line.split()[1] for line in source.splitlines() if line.startswith(("import ", "from ")))
-    assert imports == ["__future__", "boto3", "json", "optigate.gate.decide", "optigate.gate.report"]
+    assert imports == ["__future__", "boto3", "json", "logging", "optigate.gate.decide", "optigate.gate.report", "pathlib", "tempfile"]
     for module in ("decide", "report", "__init__"):
         text = (REPO / "optigate" / "gate" / f"{module}.py").read_text()
         assert "boto3" not in text and "aws_cdk" not in text
