@@ -226,11 +226,13 @@ class GateRun:
         execution = h.wait(arn, timeout=timeout)
         s3 = h.client("s3")
         endpoints = h.sagemaker_resources()["endpoints"]
-        keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="reports/").get("Contents", []) if o["Key"].endswith("report.json")]
+        files = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="reports/").get("Contents", [])]
+        keys = [key for key in files if key.endswith("report.json")]
         return {
             "execution": execution,
             "states": h.states_entered(arn),
             "report": json.loads(s3.get_object(Bucket=BUCKET, Key=keys[0])["Body"].read()) if keys else None,
+            "report_files": sorted(files),
             # Temporary resources the run left behind (never what CloudFormation owns).
             "left": {kind: [n for n in names if n not in self.owned] for kind, names in h.live_sagemaker_resources().items()},
             "packages": h.model_packages(self.group),

@@ -156,6 +156,9 @@ def test_happy_path_approves_records_and_cleans_up(templates, emulators):
     _nothing_left(result)
     assert "CreateOptimizationJob" in result["states"] and "CandidateApproved" in result["states"]
     assert result["messages"] and "APPROVED" in result["messages"][-1]["Message"]
+    # The report: JSON, HTML and the benchmark plots it shows.
+    names = {key.rsplit("/", 1)[1] for key in result["report_files"]}
+    assert names == {"report.json", "report.html", "ttft_cdf.png", "itl_cdf.png", "throughput_vs_concurrency.png", "latency_vs_throughput.png"}
 
 
 def test_optimization_failed_fails_closed(templates, emulators):
