@@ -407,6 +407,35 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     return exit_code
 
 
+def cmd_resolve(args: argparse.Namespace) -> int:
+    """Write the lock of each environment: the newest Approved package of every gated team."""
+    import boto3
+
+    from optigate.promote.lock import write_lock
+    from optigate.promote.resolve import resolve
+
+    try:
+        project = load_project(args.config)
+    except ConfigError as error:
+        _print_config_error(error)
+        return 2
+    known = {environment.name: environment for environment in project.environments.environments}
+    unknown = [name for name in args.env if name not in known]
+    if unknown:
+        errors.print(f"[red]✗[/red] unknown environment(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        return 2
+    for name in args.env:
+        environment = known[name]
+        client = boto3.client("sagemaker", region_name=environment.region)
+        lock = resolve(project, environment, client, partition=args.partition)
+        path = write_lock(lock, args.out)
+        for team, package in lock.teams.items():
+            served = package.model_package_arn if package else "baseline (no Approved package)"
+            console.print(f"{name}/{team}: {served}", highlight=False)
+        console.print(f"wrote {path}")
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from optigate.config.schema import stale_schemas, write_schemas
 
@@ -507,6 +536,13 @@ def build_parser() -> argparse.ArgumentParser:
     emulate.add_argument("--reset-rate", type=float)
     emulate.add_argument("--stall-rate", type=float)
     emulate.set_defaults(handler=cmd_emulate)
+
+    resolver = commands.add_parser("resolve", help="lock what each environment serves: the newest gate-Approved model package per team (needs AWS credentials)")
+    resolver.add_argument("--env", action="append", required=True, help="environment; repeat for several")
+    resolver.add_argument("--config", default="config")
+    resolver.add_argument("--out", default="config/locks", help="where <env>.json is written; synth reads it from here")
+    resolver.add_argument("--partition", default="aws")
+    resolver.set_defaults(handler=cmd_resolve)
 
     schema = commands.add_parser("schema", help="write the JSON schema of the config files")
     schema.add_argument("--out", default="config/schema")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 S3_URI_PATTERN = r"^s3://[a-z0-9{][a-z0-9.\-{}]{1,80}[a-z0-9}](/.*)?$"
 S3Uri = Annotated[
@@ -302,10 +302,37 @@ class Environment(Strict):
     )
 
 
+class PipelineSource(Strict):
+    """Where the pipeline takes the repository from: a CodeStar (CodeConnections) connection to
+    GitHub/GitLab/Bitbucket, or a CodeCommit repository."""
+
+    connection_arn: str | None = Field(None, pattern=r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:\d{12}:connection/[\w-]+$")
+    repository: str | None = Field(None, description="owner/name with a connection; the repository name with CodeCommit.")
+    codecommit: bool = Field(False, description="true: `repository` is a CodeCommit repository in the pipeline account.")
+    branch: str = "main"
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> PipelineSource:
+        if not self.repository:
+            raise ValueError("source.repository is required")
+        if self.codecommit == (self.connection_arn is not None):
+            raise ValueError("set either connection_arn (a CodeStar connection) or codecommit: true")
+        return self
+
+
+class Pipeline(Strict):
+    """The CDK Pipelines stack that promotes through the environments in order."""
+
+    account: str = Field(pattern=r"^\d{12}$", description="The tools account that runs the pipeline.")
+    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+    source: PipelineSource
+
+
 class EnvironmentsFile(Strict):
     """`config/environments.yaml`: the environments in promotion order."""
 
     environments: list[Environment] = Field(min_length=1)
+    pipeline: Pipeline | None = Field(None, description="Optional: the promotion pipeline (optigate-pipeline stack).")
 
 
 def stack_name(environment: str, team: str) -> str:

@@ -10,6 +10,8 @@ config or model outlives an execution, and what CloudFormation owns is never tou
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,6 +92,21 @@ class GateSpec:
     @property
     def prefix(self) -> str:
         return f"{self.team}-{self.environment}"[:40]
+
+    @property
+    def fingerprint(self) -> str:
+        """What makes a proof: the candidate (its source, image, environment, optimization), where
+        and how it is measured, and the thresholds. Not what is live: once the candidate is
+        promoted the live endpoint serves it, and an unchanged candidate must pass as a no-op
+        rather than be compared with itself."""
+        proof = {
+            "team": self.team, "environment": self.environment, "instance_type": self.instance_type,
+            "source": self.baseline_model_uri, "image": self.candidate_image, "container_environment": self.candidate_environment,
+            "change": self.change, "optimization": self.optimization_configs, "thresholds": self.thresholds,
+            "benchmark": [list(self.levels), self.requests_per_slot, self.prompt_tokens, self.max_new_tokens],
+            "shadow": [self.shadow.sampling_percentage, self.shadow.window_minutes] if self.shadow else None,
+        }
+        return hashlib.sha256(json.dumps(proof, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
 def _task(scope: Construct, name: str, resource: str, parameters: dict[str, Any], *, result_path: str | None = None, result_selector: dict[str, Any] | None = None) -> sfn.CustomState:
@@ -355,7 +372,7 @@ class OptimizationGate(Construct):
                     "SupportedContentTypes": ["application/json"],
                     "SupportedResponseMIMETypes": ["application/json", "application/jsonlines"],
                 },
-                "CustomerMetadataProperties": {"report.$": "States.Format('s3://" + self.bucket.bucket_name + "/{}', $.decision.report_key)", "gate_run.$": "$.run.id"},
+                "CustomerMetadataProperties": {"report.$": "States.Format('s3://" + self.bucket.bucket_name + "/{}', $.decision.report_key)", "gate_run.$": "$.run.id", "fingerprint": spec.fingerprint},
             }, result_path="$.model_package", result_selector={"arn.$": "$.ModelPackageArn"}))
 
         record_decision = (
@@ -381,7 +398,7 @@ class OptimizationGate(Construct):
         decide.next(record_decision)
         candidate_ready.next(create_model).next(create_config).next(create_endpoint).next(reset_endpoint_polls).next(wait_endpoint)
 
-        definition = sfn.Chain.start(init).next(start_candidate)
+        definition = sfn.Chain.start(init).next(self._unless_proven(guarded, start_candidate))
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS, removal_policy=RemovalPolicy.DESTROY)
         machine = sfn.StateMachine(
             self,
@@ -394,6 +411,42 @@ class OptimizationGate(Construct):
             timeout=Duration.hours(24),
         )
         return machine
+
+    # ------------------------------------------------------------------ no-op for a proven candidate
+
+    def _unless_proven(self, guarded, start: sfn.IChainable) -> sfn.IChainable:
+        """The newest package of the group carries the fingerprint of the candidate it judged: the
+        same candidate, Approved, passes at once (a pipeline re-run costs seconds, not a benchmark);
+        Rejected, fails at once with the earlier verdict. Input {"force": true} proves it again."""
+        fingerprint = self.spec.fingerprint
+        last = guarded(_task(self, "FindLastProof", "aws-sdk:sagemaker:listModelPackages", {
+            "ModelPackageGroupName": self.group_name, "SortBy": "CreationTime", "SortOrder": "Descending", "MaxResults": 1,
+        }, result_path="$.last", result_selector={"arns.$": "$.ModelPackageSummaryList[*].ModelPackageArn"}))
+        describe = _task(self, "DescribeLastProof", "aws-sdk:sagemaker:describeModelPackage", {"ModelPackageName.$": "States.ArrayGetItem($.last.arns, 0)"}, result_path="$.last_proof", result_selector={
+            "arn.$": "$.ModelPackageArn", "status.$": "$.ModelApprovalStatus", "metadata.$": "$.CustomerMetadataProperties", "summary.$": "$.ModelPackageDescription",
+        })
+        # A package without our metadata (registered by hand) is no proof of anything: prove.
+        describe.add_catch(start, errors=["States.ALL"], result_path="$.last_error")
+        same = sfn.Condition.and_(
+            sfn.Condition.is_not_present("$.force"),
+            sfn.Condition.is_present("$.last_proof.metadata.fingerprint"),
+            sfn.Condition.string_equals("$.last_proof.metadata.fingerprint", fingerprint),
+        )
+        proven = sfn.Pass(self, "AlreadyProven", parameters={
+            "approved": True, "unchanged": True, "model_package_arn.$": "$.last_proof.arn",
+            "summary.$": f"States.Format('UNCHANGED {self.spec.prefix}: candidate {fingerprint} was approved before ({{}}); nothing to prove', $.last_proof.arn)",
+        }, result_path="$.decision").next(sfn.Succeed(self, "CandidateAlreadyProven", output_path="$.decision"))
+        rejected = sfn.Fail(self, "CandidateRejectedBefore", error="CandidateRejectedBefore", cause_path=f"States.Format('candidate {fingerprint} is unchanged since it was rejected ({{}}): {{}}. Change the candidate, or start the gate with the input force: true to prove it again', $.last_proof.arn, $.last_proof.summary)")
+        judged = (
+            sfn.Choice(self, "SameCandidateAsLastProof?")
+            .when(sfn.Condition.and_(same, sfn.Condition.string_equals("$.last_proof.status", "Approved")), proven)
+            .when(sfn.Condition.and_(same, sfn.Condition.string_equals("$.last_proof.status", "Rejected")), rejected)
+            .otherwise(start)
+        )
+        describe.next(judged)
+        return sfn.Chain.start(last).next(
+            sfn.Choice(self, "ProvenBefore?").when(sfn.Condition.is_present("$.last.arns[0]"), describe).otherwise(start)
+        )
 
     # ------------------------------------------------------------------ shadow on the live endpoint
 
@@ -523,7 +576,8 @@ class OptimizationGate(Construct):
             nag.allow(role, ["sagemaker:DescribeEndpoint", "sagemaker:UpdateEndpoint"], [live, self.spec.shadow.live_config_arn, arn("endpoint-config")],
                       why_wildcard="The live endpoint moves between its CloudFormation config and this gate's shadow configs, named <team>-<env>-shadow-<run>.")
             nag.allow(role, ["cloudwatch:GetMetricData"], ["*"], why_wildcard="GetMetricData has no resource-level permissions; it reads the mirrored variants' SageMaker metrics.")
-        nag.allow(role, ["sagemaker:CreateModelPackage", "sagemaker:AddTags"], [
+        nag.allow(role, ["sagemaker:ListModelPackages"], ["*"], why_wildcard="ListModelPackages has no resource-level permissions; the gate lists its own group to find its last proof.")
+        nag.allow(role, ["sagemaker:CreateModelPackage", "sagemaker:DescribeModelPackage", "sagemaker:AddTags"], [
             f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:model-package/{self.group_name}/*",
             f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:model-package-group/{self.group_name}",
         ], why_wildcard="Versions of this gate's own model package group.")

@@ -220,9 +220,11 @@ class GateRun:
                 subs[logical] = self.fleet_arn or f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:fleet"
         return subs
 
-    def execute(self, timeout: float = 300) -> dict[str, Any]:
+    def execute(self, timeout: float = 300, execution_input: dict[str, Any] | None = None) -> dict[str, Any]:
         h = self.harness
-        arn = h.start(self.gate_arn, {})
+        import uuid
+
+        arn = h.start(self.gate_arn, execution_input or {}, name=f"run-{uuid.uuid4().hex[:12]}")
         execution = h.wait(arn, timeout=timeout)
         s3 = h.client("s3")
         endpoints = h.sagemaker_resources()["endpoints"]

@@ -10,6 +10,7 @@ from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from optigate.config.loader import ConfigError, ConfigIssue, Project, load_project
+from optigate.promote.lock import read_lock
 from optigate.stacks.team_inference_stack import Deployment, TeamInferenceStack, plan_deployment
 
 
@@ -37,20 +38,32 @@ def select_environments(project: Project, selection: str | None) -> list:
     return [known[name] for name in wanted]
 
 
-def plan_deployments(project: Project, selection: str | None = None) -> list[Deployment]:
-    return [
-        plan_deployment(team, environment)
-        for environment in select_environments(project, selection)
-        for team in project.teams.values()
-    ]
+def plan_deployments(project: Project, selection: str | None = None, locks_dir: str | Path | None = None) -> list[Deployment]:
+    """Every (team, environment) to deploy; with `locks_dir`, each serves what its lock names."""
+    deployments = []
+    for environment in select_environments(project, selection):
+        lock = read_lock(locks_dir, environment.name)
+        for team in project.teams.values():
+            served = lock.teams.get(team.team) if lock else None
+            deployments.append(plan_deployment(team, environment, served))
+    return deployments
 
 
-def build_app(config_dir: str | Path = "config", *, environments: str | None = None, outdir: str | None = None, nag: bool = True) -> App:
-    """The whole app; raises ConfigError before creating any stack if a config file is wrong."""
+def default_locks_dir(config_dir: str | Path) -> Path:
+    return Path(config_dir, "locks")
+
+
+def build_app(config_dir: str | Path = "config", *, environments: str | None = None, outdir: str | None = None, nag: bool = True, locks_dir: str | Path | None = None) -> App:
+    """The whole app; raises ConfigError before creating any stack if a config file is wrong.
+
+    Locks (what each environment serves) are read from `locks_dir`, `-c locks=<dir>`, or
+    `<config>/locks`; an environment without a lock serves every team's baseline.
+    """
     project = load_project(config_dir)
     app = App(outdir=outdir, context=FEATURE_FLAGS) if outdir else App(context=FEATURE_FLAGS)
     selection = environments if environments is not None else app.node.try_get_context("env")
-    for deployment in plan_deployments(project, selection):
+    locks = locks_dir or app.node.try_get_context("locks") or default_locks_dir(config_dir)
+    for deployment in plan_deployments(project, selection, locks):
         TeamInferenceStack(app, deployment)
     if nag:
         enable_nag(app)

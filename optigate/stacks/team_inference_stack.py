@@ -6,7 +6,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from aws_cdk import Stack, Tags
+from aws_cdk import CfnOutput, Stack, Tags
 from aws_cdk import aws_kms as kms
 from aws_cdk import Environment as CdkEnvironment
 from constructs import Construct
@@ -23,6 +23,7 @@ from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, Com
 from optigate.constructs.shadow_variant import ShadowVariant
 from optigate.constructs.tuned_endpoint import BlueGreenSettings, ScalingSettings, TunedEndpoint, VariantSettings
 from optigate.plan import catalog
+from optigate.promote.lock import ServedPackage
 from optigate.plan.team import derive_settings
 from optigate.serving import images
 from optigate.serving.lmi import ResolvedServing, render_environment, resolve_serving
@@ -43,6 +44,8 @@ class Deployment:
     shadow_environment: dict[str, str] | None = None
     candidate: ResolvedServing | None = None
     candidate_environment: dict[str, str] | None = None
+    # The gate-approved package the lock file names for this team and environment; None: the baseline.
+    served: ServedPackage | None = None
 
     @property
     def stack_name(self) -> str:
@@ -65,8 +68,9 @@ def effective_overrides(team: TeamConfig, environment: Environment) -> Environme
     return EnvironmentOverrides(**merged)
 
 
-def plan_deployment(team: TeamConfig, environment: Environment) -> Deployment:
-    """Resolve everything a stack needs without touching CDK (the synth summary uses it too)."""
+def plan_deployment(team: TeamConfig, environment: Environment, served: ServedPackage | None = None) -> Deployment:
+    """Resolve everything a stack needs without touching CDK (the synth summary uses it too).
+    `served`: the Approved package the environment's lock names for the team (else the baseline)."""
     overrides = effective_overrides(team, environment)
     resolved = resolve_serving(team)
     # Container paths are relative to the prefix, so render from the prefix as written.
@@ -97,6 +101,7 @@ def plan_deployment(team: TeamConfig, environment: Environment) -> Deployment:
         endpoint_name=endpoint_name_for(environment.name, team.team),
         shadow=shadow,
         shadow_environment=shadow_environment,
+        served=served,
     )
 
 
@@ -120,12 +125,15 @@ class TeamInferenceStack(Stack):
         resolved = deployment.resolved
         model_prefix = team.model.source.artifact_uri.replace("{region}", environment.region)
         accept_eula = bool(team.model.source.jumpstart and team.model.source.jumpstart.accept_eula)
+        served = deployment.served
+        # What the gate approved, when the lock names it: its image, weights and environment. A new
+        # package is a new model, so the endpoint cuts over by blue/green with auto-rollback.
         self.model = LmiModel(
             self,
             "Model",
-            image_uri=deployment.image_uri,
-            environment=deployment.container_environment,
-            model_data_uri=model_prefix,
+            image_uri=served.image if served else deployment.image_uri,
+            environment=dict(served.environment) if served else deployment.container_environment,
+            model_data_uri=served.model_data_uri if served else model_prefix,
             name_prefix=deployment.endpoint_name,
             accept_eula=accept_eula,
         )
@@ -212,6 +220,9 @@ class TeamInferenceStack(Stack):
 
         if deployment.candidate is not None:
             self.gate = self._gate(deployment, model_prefix)
+        CfnOutput(self, "ServedModel", value=served.model_package_arn if served else "baseline", description="The gate-approved model package this endpoint serves, or the team file's baseline")
+        if served:
+            Tags.of(self.model).add("optigate:model-package", served.model_package_arn)
 
         Tags.of(self).add("optigate:team", team.team)
         Tags.of(self).add("optigate:environment", environment.name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -213,3 +214,39 @@ def test_benchmark_regression_rejects_on_the_ttft_budget(templates, slow_candida
     assert ttft and not ttft[0]["passed"] and ttft[0]["measured"] > 400
     assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
     _nothing_left(result)
+
+
+# --------------------------------------------------------------------------- unchanged candidates
+
+
+def test_an_unchanged_candidate_passes_as_a_no_op_and_force_proves_it_again(templates, emulators):
+    """The pipeline runs every team's gate after each deploy: a candidate proven before must not be
+    benchmarked again (once promoted, it would be compared with itself)."""
+    with GateHarness(lambda_handlers=_handlers(emulators), scenario=Scenario(on_processing_job=evaluation_writer("pass")), region=REGION) as harness:
+        run = GateRun(templates[False], harness)
+        first = run.execute(timeout=120)
+        assert first["execution"]["status"] == "SUCCEEDED"
+        second = run.execute(timeout=120)
+        assert second["execution"]["status"] == "SUCCEEDED"
+        assert second["states"] == ["Init", "FindLastProof", "ProvenBefore?", "DescribeLastProof", "SameCandidateAsLastProof?", "AlreadyProven", "CandidateAlreadyProven"]
+        assert second["execution"]["output"]["unchanged"] is True
+        assert second["execution"]["output"]["model_package_arn"] == first["packages"][0]["ModelPackageArn"]
+        assert [p["ModelApprovalStatus"] for p in second["packages"]] == ["Approved"]  # no new package
+        # Forced, it proves again: stopped once it stages a candidate (the rest is the happy path).
+        forced = harness.start(run.gate_arn, {"force": True}, name="forced")
+        deadline = time.monotonic() + 60
+        while "CreateCandidateModel" not in harness.states_entered(forced) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        harness.client("stepfunctions").stop_execution(executionArn=forced, error="Test.Stop", cause="it proves again")
+        assert "CreateCandidateModel" in harness.states_entered(forced)
+
+
+def test_an_unchanged_rejected_candidate_fails_at_once(templates, emulators):
+    scenario = Scenario(on_processing_job=evaluation_writer("fail", ["qa_exact_match drops by 4.0%"]))
+    with GateHarness(lambda_handlers=_handlers(emulators), scenario=scenario, region=REGION) as harness:
+        run = GateRun(templates[False], harness, {"rounds": 4})
+        assert run.execute(timeout=120)["execution"]["status"] == "FAILED"
+        again = run.execute(timeout=120)
+    assert again["execution"]["error"] == "CandidateRejectedBefore"
+    assert "qa_exact_match" in again["execution"]["cause"] or "REJECTED" in again["execution"]["cause"]
+    assert "CreateCandidateModel" not in again["states"] and len(again["packages"]) == 1

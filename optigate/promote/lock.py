@@ -1,0 +1,63 @@
+"""Lock files: which gate-approved model package each team serves in one environment.
+
+`optigate resolve --env E` asks the Model Registry (before synth, with credentials) and writes
+`<locks>/<E>.json`; synth only reads it, so `cdk synth` stays offline and deterministic, and the
+pipeline's cloud assembly carries exactly what it deploys. No lock, or no package for a team:
+the team serves the baseline of its team file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ServedPackage(BaseModel):
+    """An Approved model package as a team stack deploys it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model_package_arn: str
+    image: str
+    model_data_uri: str = Field(description="S3 prefix of the (optimized) weights, uncompressed.")
+    environment: dict[str, str] = Field(default_factory=dict, description="The container environment the gate proved.")
+    fingerprint: str | None = Field(None, description="The gate's fingerprint of the candidate it proved.")
+    report: str | None = None
+
+
+class Lock(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    environment: str
+    resolved_at: str
+    teams: dict[str, ServedPackage | None] = Field(default_factory=dict, description="None: no Approved package, the baseline is served.")
+
+
+def package_group(team: str, environment: str) -> str:
+    """The model package group a team's gate records into in one environment."""
+    return f"optigate-{f'{team}-{environment}'[:40]}"
+
+
+def lock_path(locks_dir: str | Path, environment: str) -> Path:
+    return Path(locks_dir, f"{environment}.json")
+
+
+def read_lock(locks_dir: str | Path | None, environment: str) -> Lock | None:
+    if locks_dir is None:
+        return None
+    path = lock_path(locks_dir, environment)
+    if not path.exists():
+        return None
+    lock = Lock.model_validate_json(path.read_text())
+    if lock.environment != environment:
+        raise ValueError(f"{path}: the lock is for environment {lock.environment!r}, not {environment!r}")
+    return lock
+
+
+def write_lock(lock: Lock, locks_dir: str | Path) -> Path:
+    path = lock_path(locks_dir, lock.environment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(lock.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+    return path
