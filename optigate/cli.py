@@ -51,10 +51,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     """What would be deployed, per environment and team, with every value optigate chose."""
-    from optigate.stacks.app import plan_deployments
+    from optigate.stacks.app import default_locks_dir, plan_deployments
 
     try:
-        deployments = plan_deployments(load_project(args.config), args.env)
+        deployments = plan_deployments(load_project(args.config), args.env, default_locks_dir(args.config))
     except ConfigError as error:
         _print_config_error(error)
         return 1
@@ -75,8 +75,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
             deployment.stack_name,
             deployment.endpoint_name,
             f"{deployment.instance_count} × {team.serving.instance_type}",
-            deployment.image_uri.split("/")[-1],
-            settings,
+            (deployment.served.image if deployment.served else deployment.image_uri).split("/")[-1]
+            + (f"\napproved package {deployment.served.model_package_arn.split('/', 1)[-1]}" if deployment.served else ""),
+            "\n".join(f"{key.removeprefix('OPTION_')}={value}" for key, value in deployment.served.environment.items()) if deployment.served else settings,
             rollout,
             "\n".join(resolved.notes) or "-",
         )

@@ -18,6 +18,8 @@ from typing import Any
 
 from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -31,9 +33,19 @@ from constructs import Construct
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, generated_policy_reason
 from optigate.constructs.evaluation_job import EvaluationJob
+from optigate.promote.lock import package_group
 
 REPO = Path(__file__).resolve().parents[2]
 THROTTLING = ["SageMaker.ThrottlingException", "ThrottlingException", "Lambda.TooManyRequestsException", "SNS.ThrottledException"]
+
+
+def gate_state_machine_name(team: str, environment: str) -> str:
+    return f"optigate-{f'{team}-{environment}'[:40]}-gate"
+
+
+def gate_invoker_role_name(team: str, environment: str) -> str:
+    """The role the promotion pipeline assumes to run this gate (a fixed name: it is in another account)."""
+    return f"optigate-{f'{team}-{environment}'[:40]}-gate-invoker"
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,9 @@ class GateSpec:
     prediction: dict[str, Any] = field(default_factory=dict)
     startup_timeouts: tuple[int, int] = (1200, 1200)
     shadow: ShadowStage | None = None
+    # The promotion pipeline's (account, region): it may run this gate, read its model packages,
+    # and hears of every approval.
+    pipeline: tuple[str, str] | None = None
     poll_seconds: int = 60
     max_polls: int = 90
 
@@ -149,12 +164,65 @@ class OptimizationGate(Construct):
         self.spec = spec
         self.bucket = bucket
         self.key = encryption_key
-        self.group_name = model_package_group or f"optigate-{spec.prefix}"
-        self.group = sagemaker.CfnModelPackageGroup(self, "Group", model_package_group_name=self.group_name, model_package_group_description=f"optigate: proven candidates of {spec.team} in {spec.environment}")
+        self.group_name = model_package_group or package_group(spec.team, spec.environment)
+        self.group = sagemaker.CfnModelPackageGroup(
+            self, "Group", model_package_group_name=self.group_name, model_package_group_description=f"optigate: proven candidates of {spec.team} in {spec.environment}",
+            model_package_group_policy=self._group_policy(),
+        )
         self.topic = sns.Topic(self, "Notifications", master_key=encryption_key, display_name=f"optigate gate {spec.prefix}", enforce_ssl=True)
         self.decider = self._decider()
         self.state_machine = self._state_machine(fleet, evaluation)
         self._grant(fleet, evaluation)
+        self.invoker = self._pipeline_access() if spec.pipeline else None
+
+    # ------------------------------------------------------------------ the promotion pipeline
+
+    def _other_pipeline_account(self) -> str | None:
+        if self.spec.pipeline is None:
+            return None
+        account = self.spec.pipeline[0]
+        return None if account == Stack.of(self).account else account
+
+    def _group_policy(self) -> dict[str, Any] | None:
+        """The pipeline's tools account resolves locks from this group (`optigate resolve`)."""
+        account = self._other_pipeline_account()
+        if account is None:
+            return None
+        stack = Stack.of(self)
+        base = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}"
+        return {
+            "Version": "2012-10-17",
+            "Statement": [{
+                "Sid": "PipelineResolvesApprovedPackages",
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:{Aws.PARTITION}:iam::{account}:root"},
+                "Action": ["sagemaker:DescribeModelPackageGroup", "sagemaker:DescribeModelPackage", "sagemaker:ListModelPackages"],
+                "Resource": [f"{base}:model-package-group/{self.group_name}", f"{base}:model-package/{self.group_name}/*"],
+            }],
+        }
+
+    def _pipeline_access(self) -> iam.Role:
+        """The invoker role the pipeline's Step Functions action assumes, and approvals forwarded to
+        the pipeline account's default event bus (which starts the pipeline)."""
+        assert self.spec.pipeline is not None
+        account, region = self.spec.pipeline
+        stack = Stack.of(self)
+        role = iam.Role(
+            self, "Invoker", role_name=gate_invoker_role_name(self.spec.team, self.spec.environment),
+            assumed_by=iam.AccountPrincipal(account), description=f"The optigate pipeline runs the gate of {self.spec.prefix}",
+        )
+        nag.allow(role, ["states:StartExecution"], [self.state_machine.state_machine_arn])
+        nag.allow(role, ["states:DescribeExecution", "states:StopExecution"], [
+            f"arn:{Aws.PARTITION}:states:{stack.region}:{stack.account}:execution:{gate_state_machine_name(self.spec.team, self.spec.environment)}:*"
+        ], why_wildcard="Executions of this gate's state machine, started by the pipeline.")
+        if self._other_pipeline_account() is not None or region != stack.region:
+            bus = events.EventBus.from_event_bus_arn(self, "PipelineBus", f"arn:{Aws.PARTITION}:events:{region}:{account}:event-bus/default")
+            rule = events.Rule(self, "ForwardApprovals", description=f"optigate: approvals of {self.group_name} start the promotion pipeline", event_pattern=events.EventPattern(
+                source=["aws.sagemaker"], detail_type=["SageMaker Model Package State Change"],
+                detail={"ModelApprovalStatus": ["Approved"], "ModelPackageGroupName": [self.group_name]},
+            ))
+            rule.add_target(targets.EventBus(bus))
+        return role
 
     # ------------------------------------------------------------------ the decision Lambda
 
@@ -403,7 +471,7 @@ class OptimizationGate(Construct):
         machine = sfn.StateMachine(
             self,
             "StateMachine",
-            state_machine_name=f"optigate-{spec.prefix}-gate",
+            state_machine_name=gate_state_machine_name(spec.team, spec.environment),
             definition_body=sfn.DefinitionBody.from_chainable(definition),
             state_machine_type=sfn.StateMachineType.STANDARD,
             tracing_enabled=True,

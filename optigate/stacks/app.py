@@ -40,12 +40,14 @@ def select_environments(project: Project, selection: str | None) -> list:
 
 def plan_deployments(project: Project, selection: str | None = None, locks_dir: str | Path | None = None) -> list[Deployment]:
     """Every (team, environment) to deploy; with `locks_dir`, each serves what its lock names."""
+    pipeline = project.environments.pipeline
+    where = (pipeline.account, pipeline.region) if pipeline else None
     deployments = []
     for environment in select_environments(project, selection):
         lock = read_lock(locks_dir, environment.name)
         for team in project.teams.values():
             served = lock.teams.get(team.team) if lock else None
-            deployments.append(plan_deployment(team, environment, served))
+            deployments.append(plan_deployment(team, environment, served, where))
     return deployments
 
 
@@ -63,11 +65,25 @@ def build_app(config_dir: str | Path = "config", *, environments: str | None = N
     app = App(outdir=outdir, context=FEATURE_FLAGS) if outdir else App(context=FEATURE_FLAGS)
     selection = environments if environments is not None else app.node.try_get_context("env")
     locks = locks_dir or app.node.try_get_context("locks") or default_locks_dir(config_dir)
-    for deployment in plan_deployments(project, selection, locks):
-        TeamInferenceStack(app, deployment)
+    if str(app.node.try_get_context("pipeline") or "").lower() in ("1", "true", "yes"):
+        build_pipeline(app, project, locks)
+    else:
+        for deployment in plan_deployments(project, selection, locks):
+            TeamInferenceStack(app, deployment)
     if nag:
         enable_nag(app)
     return app
+
+
+def build_pipeline(app: App, project: Project, locks_dir: str | Path | None) -> None:
+    """`-c pipeline=true`: only the promotion pipeline, whose stages hold every team stack."""
+    from optigate.stacks.pipeline_stack import PipelineStack
+
+    if project.environments.pipeline is None:
+        raise ConfigError([ConfigIssue("environments.yaml", None, "pipeline", "-c pipeline=true needs a `pipeline:` block (account, region, source)")])
+    deployments = plan_deployments(project, None, locks_dir)
+    stages = [(environment, [d for d in deployments if d.environment.name == environment.name]) for environment in project.environments.environments]
+    PipelineStack(app, project.environments.pipeline, stages)
 
 
 def enable_nag(app: App) -> None:

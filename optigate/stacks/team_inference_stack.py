@@ -46,6 +46,8 @@ class Deployment:
     candidate_environment: dict[str, str] | None = None
     # The gate-approved package the lock file names for this team and environment; None: the baseline.
     served: ServedPackage | None = None
+    # The promotion pipeline's (account, region), when environments.yaml configures one.
+    pipeline: tuple[str, str] | None = None
 
     @property
     def stack_name(self) -> str:
@@ -68,7 +70,7 @@ def effective_overrides(team: TeamConfig, environment: Environment) -> Environme
     return EnvironmentOverrides(**merged)
 
 
-def plan_deployment(team: TeamConfig, environment: Environment, served: ServedPackage | None = None) -> Deployment:
+def plan_deployment(team: TeamConfig, environment: Environment, served: ServedPackage | None = None, pipeline: tuple[str, str] | None = None) -> Deployment:
     """Resolve everything a stack needs without touching CDK (the synth summary uses it too).
     `served`: the Approved package the environment's lock names for the team (else the baseline)."""
     overrides = effective_overrides(team, environment)
@@ -102,6 +104,7 @@ def plan_deployment(team: TeamConfig, environment: Environment, served: ServedPa
         shadow=shadow,
         shadow_environment=shadow_environment,
         served=served,
+        pipeline=pipeline,
     )
 
 
@@ -118,6 +121,7 @@ class TeamInferenceStack(Stack):
         super().__init__(
             scope,
             deployment.stack_name,
+            stack_name=deployment.stack_name,  # the same in a pipeline stage as with `cdk deploy`
             env=CdkEnvironment(account=environment.account, region=environment.region),
             description=f"optigate: {team.team} LLM endpoint in {environment.name}",
         )
@@ -272,6 +276,7 @@ class TeamInferenceStack(Stack):
             prediction={k: plan.to_dict()[k] for k in ("decode_tpot_ms_batch1", "prefill_ms", "cost_per_million_output_tokens", "kv_capacity_tokens")},
             startup_timeouts=(candidate.model_data_download_timeout_seconds, candidate.container_startup_health_check_timeout_seconds),
             shadow=self._shadow_stage(team),
+            pipeline=deployment.pipeline,
         )
         if optimization:
             # The optimization job runs as the model role and writes the candidate's artifacts,

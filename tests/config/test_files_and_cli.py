@@ -87,3 +87,21 @@ def test_app_refuses_an_invalid_config_and_synthesizes_nothing(tmp_path):
     assert result.returncode == 1
     assert "serving.quantization: FP8 W8A8" in result.stderr
     assert not outdir.exists() or not any(outdir.glob("*.template.json"))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("    connection_arn:", "    codecommit: true\n    connection_arn:", r"pipeline\.source: .*set either connection_arn \(a CodeStar connection\) or codecommit: true"),
+        ("    repository: acme/optigate-config\n", "", r"pipeline\.source: .*source\.repository is required"),
+        ('  account: "000011112222"', '  account: "0000"', r"environments\.yaml:\d+ pipeline\.account"),
+    ],
+)
+def test_the_pipeline_block_is_validated_with_its_line(tmp_path, old, new, message):
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG, config)
+    environments = config / "environments.yaml"
+    assert old in environments.read_text()
+    environments.write_text(environments.read_text().replace(old, new))
+    with pytest.raises(ConfigError, match=message):
+        load_project(config)

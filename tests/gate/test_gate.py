@@ -157,6 +157,9 @@ def test_happy_path_approves_records_and_cleans_up(templates, emulators):
     _nothing_left(result)
     assert "CreateOptimizationJob" in result["states"] and "CandidateApproved" in result["states"]
     assert result["messages"] and "APPROVED" in result["messages"][-1]["Message"]
+    # The proof carries the candidate's fingerprint: the next run of an unchanged candidate is a no-op.
+    package = result["package_details"][0]
+    assert package["CustomerMetadataProperties"]["fingerprint"] == _fingerprint(templates[True])
     # The report: JSON, HTML and the benchmark plots it shows.
     names = {key.rsplit("/", 1)[1] for key in result["report_files"]}
     assert names == {"report.json", "report.html", "ttft_cdf.png", "itl_cdf.png", "throughput_vs_concurrency.png", "latency_vs_throughput.png"}
@@ -219,26 +222,40 @@ def test_benchmark_regression_rejects_on_the_ttft_budget(templates, slow_candida
 # --------------------------------------------------------------------------- unchanged candidates
 
 
+def _fingerprint(template) -> str:
+    definition = _definition(template)
+    return definition["States"]["RecordApproved"]["Parameters"]["CustomerMetadataProperties"]["fingerprint"]
+
+
 def test_an_unchanged_candidate_passes_as_a_no_op_and_force_proves_it_again(templates, emulators):
     """The pipeline runs every team's gate after each deploy: a candidate proven before must not be
-    benchmarked again (once promoted, it would be compared with itself)."""
+    benchmarked again (once promoted, it would be compared with itself). The happy path test shows
+    the gate records this fingerprint; here the registry holds such a proof already."""
     with GateHarness(lambda_handlers=_handlers(emulators), scenario=Scenario(on_processing_job=evaluation_writer("pass")), region=REGION) as harness:
         run = GateRun(templates[False], harness)
-        first = run.execute(timeout=120)
-        assert first["execution"]["status"] == "SUCCEEDED"
-        second = run.execute(timeout=120)
-        assert second["execution"]["status"] == "SUCCEEDED"
-        assert second["states"] == ["Init", "FindLastProof", "ProvenBefore?", "DescribeLastProof", "SameCandidateAsLastProof?", "AlreadyProven", "CandidateAlreadyProven"]
-        assert second["execution"]["output"]["unchanged"] is True
-        assert second["execution"]["output"]["model_package_arn"] == first["packages"][0]["ModelPackageArn"]
-        assert [p["ModelApprovalStatus"] for p in second["packages"]] == ["Approved"]  # no new package
-        # Forced, it proves again: stopped once it stages a candidate (the rest is the happy path).
-        forced = harness.start(run.gate_arn, {"force": True}, name="forced")
-        deadline = time.monotonic() + 60
-        while "CreateCandidateModel" not in harness.states_entered(forced) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        harness.client("stepfunctions").stop_execution(executionArn=forced, error="Test.Stop", cause="it proves again")
-        assert "CreateCandidateModel" in harness.states_entered(forced)
+        sagemaker = harness.client("sagemaker")
+        proof = sagemaker.create_model_package(
+            ModelPackageGroupName=run.group, ModelApprovalStatus="Approved", ModelPackageDescription="APPROVED chat/dev: all 6 checks pass",
+            CustomerMetadataProperties={"fingerprint": _fingerprint(templates[False])},
+            InferenceSpecification={"Containers": [{"Image": LIVE_IMAGE}], "SupportedContentTypes": ["application/json"], "SupportedResponseMIMETypes": ["application/json"]},
+        )["ModelPackageArn"]
+        again = run.execute(timeout=60)
+        assert again["execution"]["status"] == "SUCCEEDED"
+        assert again["states"] == ["Init", "FindLastProof", "ProvenBefore?", "DescribeLastProof", "SameCandidateAsLastProof?", "AlreadyProven", "CandidateAlreadyProven"]
+        assert again["execution"]["output"]["unchanged"] is True and again["execution"]["output"]["model_package_arn"] == proof
+        assert len(again["packages"]) == 1 and again["left"] == {k: [] for k in again["left"]}
+        # A different candidate (another fingerprint) is proven as usual: stopped once it stages.
+        sagemaker.update_model_package(ModelPackageArn=proof, CustomerMetadataProperties={"fingerprint": "another candidate"})
+        for name, execution_input in (("changed", {}), ("forced", None)):
+            if execution_input is None:  # the same candidate again, but forced
+                sagemaker.update_model_package(ModelPackageArn=proof, CustomerMetadataProperties={"fingerprint": _fingerprint(templates[False])})
+                execution_input = {"force": True}
+            arn = harness.start(run.gate_arn, execution_input, name=name)
+            deadline = time.monotonic() + 60
+            while "CreateCandidateModel" not in harness.states_entered(arn) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            harness.client("stepfunctions").stop_execution(executionArn=arn, error="Test.Stop", cause="it proves again")
+            assert "CreateCandidateModel" in harness.states_entered(arn), name
 
 
 def test_an_unchanged_rejected_candidate_fails_at_once(templates, emulators):

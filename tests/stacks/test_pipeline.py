@@ -1,0 +1,186 @@
+"""The promotion pipeline (`cdk synth -c pipeline=true`): stages in environments.yaml order, every
+team's gate after its environment's deploys, a manual approval only where required, explicit
+invoke roles (no cross-account support stack), the EventBridge trigger; cfn-lint and cdk-nag clean."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import CONFIG, resources_of
+
+ENVIRONMENTS = yaml.safe_load((CONFIG / "environments.yaml").read_text())
+PIPELINE_ACCOUNT = ENVIRONMENTS["pipeline"]["account"]
+
+
+def _synth(config_dir: Path, outdir: Path):
+    from aws_cdk import App
+
+    from optigate.config.loader import load_project
+    from optigate.stacks.app import FEATURE_FLAGS, build_pipeline, default_locks_dir, enable_nag
+
+    app = App(outdir=str(outdir), context=FEATURE_FLAGS)
+    build_pipeline(app, load_project(config_dir), default_locks_dir(config_dir))
+    enable_nag(app)
+    app.synth()  # raises on an unacknowledged cdk-nag finding, in the pipeline stack or any stage
+
+
+@pytest.fixture(scope="module")
+def assembly(tmp_path_factory) -> Path:
+    outdir = tmp_path_factory.mktemp("pipeline.out")
+    _synth(CONFIG, outdir)
+    return outdir
+
+
+def _template(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _pipeline(assembly: Path) -> dict:
+    template = _template(assembly / "optigate-pipeline.template.json")
+    (pipeline,) = resources_of(template, "AWS::CodePipeline::Pipeline").values()
+    return pipeline["Properties"]
+
+
+def _stage_templates(assembly: Path) -> dict[str, dict]:
+    """Stack name -> template, for every stack of every environment stage."""
+    out = {}
+    for manifest in assembly.glob("assembly-*/manifest.json"):
+        for name, artifact in json.loads(manifest.read_text())["artifacts"].items():
+            if artifact["type"] == "aws:cloudformation:stack":
+                out[artifact["properties"]["stackName"]] = _template(manifest.parent / f"{name}.template.json")
+    return out
+
+
+def _actions(stage: dict, provider: str) -> list[dict]:
+    return [a for a in stage["Actions"] if a["ActionTypeId"]["Provider"] == provider]
+
+
+def test_stages_follow_the_order_of_environments_yaml(assembly):
+    names = [stage["Name"] for stage in _pipeline(assembly)["Stages"]]
+    assert names[:2] == ["Source", "Build"]
+    environments = [e["name"] for e in ENVIRONMENTS["environments"]]
+    assert [n for n in names if n in environments] == environments == names[-len(environments):]
+
+
+def test_each_stage_deploys_every_team_in_parallel_then_runs_every_gate(assembly):
+    stages = {stage["Name"]: stage for stage in _pipeline(assembly)["Stages"]}
+    for environment in ENVIRONMENTS["environments"]:
+        stage = stages[environment["name"]]
+        deploys = [a for a in _actions(stage, "CloudFormation") if a["Name"].endswith(".Deploy")]
+        assert sorted(a["Name"] for a in deploys) == [f"optigate-{environment['name']}-{t}.Deploy" for t in ("chat", "research", "support")]
+        assert len({a["RunOrder"] for a in deploys}) == 1  # independent stacks deploy side by side
+        gates = _actions(stage, "StepFunctions")
+        assert sorted(a["Name"] for a in gates) == ["Gate-chat", "Gate-research"]  # support has no gate
+        assert min(a["RunOrder"] for a in gates) > max(a["RunOrder"] for a in deploys)
+        for gate in gates:
+            team = gate["Name"].removeprefix("Gate-")
+            arn = json.dumps(gate["Configuration"]["StateMachineArn"])
+            assert f":states:{environment['region']}:{environment['account']}:stateMachine:optigate-{team}-{environment['name']}-gate" in arn
+
+
+def test_a_manual_approval_precedes_only_the_environments_that_require_one(assembly):
+    stages = {stage["Name"]: stage for stage in _pipeline(assembly)["Stages"]}
+    for environment in ENVIRONMENTS["environments"]:
+        stage = stages[environment["name"]]
+        approvals = _actions(stage, "Manual")
+        if environment.get("requires_approval"):
+            assert len(approvals) == 1
+            assert approvals[0]["RunOrder"] < min(a["RunOrder"] for a in _actions(stage, "CloudFormation"))
+        else:
+            assert approvals == []
+    assert any(e.get("requires_approval") for e in ENVIRONMENTS["environments"])
+
+
+def test_gate_actions_assume_an_explicit_role_in_the_target_account_and_no_support_stack_is_added(assembly):
+    stacks = _stage_templates(assembly)
+    for stage in _pipeline(assembly)["Stages"]:
+        for gate in _actions(stage, "StepFunctions"):
+            env = next(e for e in ENVIRONMENTS["environments"] if e["name"] == stage["Name"])
+            team = gate["Name"].removeprefix("Gate-")
+            role_name = f"optigate-{team}-{env['name']}-gate-invoker"
+            assert f":iam::{env['account']}:role/{role_name}" in json.dumps(gate["RoleArn"])
+            # The team stack deployed just before defines that role, trusting the pipeline account only.
+            (role,) = [r for r in resources_of(stacks[f"optigate-{env['name']}-{team}"], "AWS::IAM::Role").values() if r["Properties"].get("RoleName") == role_name]
+            principals = json.dumps(role["Properties"]["AssumeRolePolicyDocument"])
+            assert f":iam::{PIPELINE_ACCOUNT}:root" in principals and "Service" not in principals
+    stack_files = [p.name for p in assembly.glob("*.template.json")]
+    assert not [name for name in stack_files if "-support-" in name], stack_files
+    # Another region needs only CodePipeline's artifact replication bucket.
+    assert sorted(stack_files) == ["cross-region-stack-000011112222_us-west-2.template.json", "optigate-pipeline.template.json"]
+
+
+def test_an_approved_model_package_anywhere_starts_the_pipeline(assembly):
+    template = _template(assembly / "optigate-pipeline.template.json")
+    (rule,) = resources_of(template, "AWS::Events::Rule").values()
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern == {"source": ["aws.sagemaker"], "detail-type": ["SageMaker Model Package State Change"],
+                       "detail": {"ModelApprovalStatus": ["Approved"], "ModelPackageGroupName": [{"prefix": "optigate-"}]}}
+    (pipeline_id,) = resources_of(template, "AWS::CodePipeline::Pipeline")
+    assert pipeline_id in json.dumps(rule["Properties"]["Targets"])
+    (policy,) = resources_of(template, "AWS::Events::EventBusPolicy").values()
+    senders = json.dumps(policy["Properties"]["Statement"]["Principal"])
+    assert all(f":iam::{e['account']}:root" in senders for e in ENVIRONMENTS["environments"])
+    # Each gated team stack forwards its group's approvals to the pipeline account's default bus.
+    for name, stack in _stage_templates(assembly).items():
+        forwards = [r for r in resources_of(stack, "AWS::Events::Rule").values() if "ModelPackageGroupName" in json.dumps(r["Properties"]["EventPattern"])]
+        if name.endswith("-support"):
+            assert forwards == []
+            continue
+        (forward,) = forwards
+        assert f":events:{ENVIRONMENTS['pipeline']['region']}:{PIPELINE_ACCOUNT}:event-bus/default" in json.dumps(forward["Properties"]["Targets"])
+
+
+def test_the_pipeline_account_may_resolve_each_gate_group(assembly):
+    for name, stack in _stage_templates(assembly).items():
+        groups = resources_of(stack, "AWS::SageMaker::ModelPackageGroup").values()
+        for group in groups:
+            policy = group["Properties"]["ModelPackageGroupPolicy"]
+            (statement,) = policy["Statement"]
+            assert statement["Principal"] == {"AWS": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::{PIPELINE_ACCOUNT}:root"]]}}
+            assert set(statement["Action"]) == {"sagemaker:DescribeModelPackageGroup", "sagemaker:DescribeModelPackage", "sagemaker:ListModelPackages"}
+
+
+def test_the_synth_step_tests_resolves_every_environment_and_synthesizes_the_pipeline(assembly):
+    template = _template(assembly / "optigate-pipeline.template.json")
+    specs = [json.loads(p["Properties"]["Source"]["BuildSpec"]) for p in resources_of(template, "AWS::CodeBuild::Project").values() if "Synth" in json.dumps(p["Properties"].get("Description", "")) or "cdk synth -c pipeline=true" in p["Properties"]["Source"].get("BuildSpec", "")]
+    (spec,) = specs
+    commands = spec["phases"]["build"]["commands"]
+    assert commands[0] == "bash scripts/test.sh"
+    assert [c for c in commands if c.startswith("optigate resolve")] == [f"optigate resolve --env {e['name']}" for e in ENVIRONMENTS["environments"]]
+    assert commands[-1] == "cdk synth -c pipeline=true"
+
+
+def test_every_template_passes_cfn_lint(assembly):
+    from cfnlint.api import ManualArgs, lint
+
+    templates = {p.name: _template(p) for p in assembly.glob("*.template.json")} | _stage_templates(assembly)
+    assert len(templates) == 2 + 3 * 3
+    regions = sorted({ENVIRONMENTS["pipeline"]["region"], *(e["region"] for e in ENVIRONMENTS["environments"])})
+    errors = {
+        name: [f"{m.rule.id} {m.message}" for m in lint(json.dumps(template), config=ManualArgs(regions=regions)) if m.rule.id.startswith("E")]
+        for name, template in templates.items()
+    }
+    assert {name: found for name, found in errors.items() if found} == {}
+
+
+def test_a_codecommit_source_and_a_single_environment(tmp_path):
+    config = tmp_path / "config"
+    (config / "teams").mkdir(parents=True)
+    shutil.copy(CONFIG / "teams" / "chat.yaml", config / "teams" / "chat.yaml")
+    environments = {
+        "environments": [ENVIRONMENTS["environments"][0]],
+        "pipeline": {"account": ENVIRONMENTS["environments"][0]["account"], "region": "us-east-1", "source": {"codecommit": True, "repository": "optigate-config"}},
+    }
+    (config / "environments.yaml").write_text(yaml.safe_dump(environments))
+    _synth(config, tmp_path / "out")
+    pipeline = _pipeline(tmp_path / "out")
+    (source,) = pipeline["Stages"][0]["Actions"]
+    assert source["ActionTypeId"]["Provider"] == "CodeCommit" and source["Configuration"]["BranchName"] == "main"
+    template = _template(tmp_path / "out" / "optigate-pipeline.template.json")
+    # Same account as the environment: nothing to accept from elsewhere.
+    assert resources_of(template, "AWS::Events::EventBusPolicy") == {}
