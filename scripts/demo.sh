@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job, offline: validate every config file, plan each team (what fits, how fast it can
 # be, what it costs), show what would be deployed, and synthesize
-# every team's stack for every environment with the CDK CLI (cdk-nag runs inside the synth), then
-# benchmark an emulated baseline and candidate endpoint and write the comparison report.
+# every team's stack for every environment with the CDK CLI (cdk-nag runs inside the synth) and the
+# promotion pipeline with its stages, then benchmark an emulated baseline and candidate endpoint,
+# write the comparison report, and rehearse the gates (chat; research with its shadow rollout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
@@ -16,6 +17,8 @@ optigate plan --model llama-3.1-8b --compare --max-model-len 8192 --tpot-ms 30
 optigate summary
 cdk synth --quiet --no-notices --output cdk.out
 echo "Synthesized $(ls cdk.out/*.template.json | wc -l) stacks into cdk.out/ (no AWS call, no credentials)."
+cdk synth --quiet --no-notices -c pipeline=true --output cdk.out.pipeline
+echo "Synthesized the promotion pipeline into cdk.out.pipeline/: $(ls -d cdk.out.pipeline/assembly-* | wc -l) environment stages."
 
 # Benchmark two emulated endpoints (the chat team's baseline and a faster candidate) on loopback
 # and compare them with bootstrap confidence intervals.
@@ -34,5 +37,7 @@ done
 optigate bench compare "$out/baseline.json" "$out/candidate.json" --report "$out/report"
 echo "Benchmark report: $out/report/index.html"
 
-# The chat team's gate, executed offline for a passing and a failing candidate.
+# The chat team's gate, executed offline for a passing and a failing candidate; then research's,
+# whose candidate mirrors live traffic as a shadow before the live endpoint is restored.
 optigate rehearse --team chat --candidate both
+optigate rehearse --team research --candidate faster
