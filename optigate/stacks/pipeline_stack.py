@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Aws, Stack, Stage
+from aws_cdk import Aws, CfnResource, Stack, Stage
 from aws_cdk import Environment as CdkEnvironment
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_codecommit as codecommit
@@ -193,15 +193,15 @@ class PipelineStack(Stack):
         rule.add_target(targets.CodePipeline(self.pipeline.pipeline))
         senders = sorted({e.account for e in environments if e.account != self.account})
         if senders:
-            events.CfnEventBusPolicy(
-                self,
-                "AcceptApprovalsFromEnvironments",
-                statement_id="optigate-environments",
-                event_bus_name="default",
-                statement={
+            # The raw resource: CfnEventBusPolicy warns about its deprecated `principal` prop even
+            # unset, and the L2 EventBusPolicy cannot render an account principal in this CDK version.
+            CfnResource(self, "AcceptApprovalsFromEnvironments", type="AWS::Events::EventBusPolicy", properties={
+                "EventBusName": "default",
+                "StatementId": "optigate-environments",
+                "Statement": {
                     "Effect": "Allow",
                     "Principal": {"AWS": [f"arn:{Aws.PARTITION}:iam::{account}:root" for account in senders]},
                     "Action": "events:PutEvents",
                     "Resource": f"arn:{Aws.PARTITION}:events:{self.region}:{self.account}:event-bus/default",
                 },
-            )
+            })

@@ -95,7 +95,7 @@ def test_every_sdk_call_validates_against_botocore(templates, optimize):
     definition = _definition(templates[optimize])
     calls = list(sdk_calls(definition))
     operations = {operation for _, _, operation, _ in calls}
-    assert {"CreateModel", "CreateEndpointConfig", "CreateEndpoint", "DescribeEndpoint", "CreateProcessingJob", "CreateModelPackage", "DeleteEndpoint", "DeleteEndpointConfig", "DeleteModel", "Publish", "Invoke", "StartExecution"} <= operations
+    assert {"ListModelPackages", "DescribeModelPackage", "CreateModel", "CreateEndpointConfig", "CreateEndpoint", "DescribeEndpoint", "CreateProcessingJob", "CreateModelPackage", "DeleteEndpoint", "DeleteEndpointConfig", "DeleteModel", "Publish", "Invoke", "StartExecution"} <= operations
     if optimize is True:
         assert {"CreateOptimizationJob", "DescribeOptimizationJob", "StopOptimizationJob"} <= operations
     if optimize == "shadow":
