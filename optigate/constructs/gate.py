@@ -33,19 +33,27 @@ from constructs import Construct
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, generated_policy_reason
 from optigate.constructs.evaluation_job import EvaluationJob
-from optigate.promote.lock import package_group
+from optigate.promote.lock import gate_prefix, package_group
 
 REPO = Path(__file__).resolve().parents[2]
 THROTTLING = ["SageMaker.ThrottlingException", "ThrottlingException", "Lambda.TooManyRequestsException", "SNS.ThrottledException"]
 
 
 def gate_state_machine_name(team: str, environment: str) -> str:
-    return f"optigate-{f'{team}-{environment}'[:40]}-gate"
+    return f"optigate-{gate_prefix(team, environment)}-gate"
 
 
 def gate_invoker_role_name(team: str, environment: str) -> str:
     """The role the promotion pipeline assumes to run this gate (a fixed name: it is in another account)."""
-    return f"optigate-{f'{team}-{environment}'[:40]}-gate-invoker"
+    return f"optigate-{gate_prefix(team, environment)}-gate-invoker"
+
+
+def approval_event_pattern(group: str | dict[str, str]) -> events.EventPattern:
+    """SageMaker's event for a package of `group` (a name, or an EventBridge matcher) turning Approved."""
+    return events.EventPattern(
+        source=["aws.sagemaker"], detail_type=["SageMaker Model Package State Change"],
+        detail={"ModelApprovalStatus": ["Approved"], "ModelPackageGroupName": [group]},
+    )
 
 
 @dataclass(frozen=True)
@@ -106,7 +114,7 @@ class GateSpec:
 
     @property
     def prefix(self) -> str:
-        return f"{self.team}-{self.environment}"[:40]
+        return gate_prefix(self.team, self.environment)
 
     @property
     def fingerprint(self) -> str:
@@ -217,10 +225,7 @@ class OptimizationGate(Construct):
         ], why_wildcard="Executions of this gate's state machine, started by the pipeline.")
         if self._other_pipeline_account() is not None or region != stack.region:
             bus = events.EventBus.from_event_bus_arn(self, "PipelineBus", f"arn:{Aws.PARTITION}:events:{region}:{account}:event-bus/default")
-            rule = events.Rule(self, "ForwardApprovals", description=f"optigate: approvals of {self.group_name} start the promotion pipeline", event_pattern=events.EventPattern(
-                source=["aws.sagemaker"], detail_type=["SageMaker Model Package State Change"],
-                detail={"ModelApprovalStatus": ["Approved"], "ModelPackageGroupName": [self.group_name]},
-            ))
+            rule = events.Rule(self, "ForwardApprovals", description=f"optigate: approvals of {self.group_name} start the promotion pipeline", event_pattern=approval_event_pattern(self.group_name))
             rule.add_target(targets.EventBus(bus))
         return role
 

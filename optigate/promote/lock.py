@@ -35,9 +35,14 @@ class Lock(BaseModel):
     teams: dict[str, ServedPackage | None] = Field(default_factory=dict, description="None: no Approved package, the baseline is served.")
 
 
+def gate_prefix(team: str, environment: str) -> str:
+    """What a team's gate names its resources after in one environment (group, state machine, roles)."""
+    return f"{team}-{environment}"[:40]
+
+
 def package_group(team: str, environment: str) -> str:
     """The model package group a team's gate records into in one environment."""
-    return f"optigate-{f'{team}-{environment}'[:40]}"
+    return f"optigate-{gate_prefix(team, environment)}"
 
 
 def lock_path(locks_dir: str | Path, environment: str) -> Path:

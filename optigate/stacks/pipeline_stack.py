@@ -29,16 +29,11 @@ from constructs import Construct
 
 from optigate.config.models import Environment, Pipeline
 from optigate.constructs import nag
-from optigate.constructs.gate import gate_invoker_role_name, gate_state_machine_name
+from optigate.constructs.gate import approval_event_pattern, gate_invoker_role_name, gate_state_machine_name
 from optigate.promote.lock import package_group
 from optigate.stacks.team_inference_stack import Deployment, TeamInferenceStack
 
 PIPELINE_STACK = "optigate-pipeline"
-MODEL_PACKAGE_APPROVED = {
-    "source": ["aws.sagemaker"],
-    "detail_type": ["SageMaker Model Package State Change"],
-    "detail": {"ModelApprovalStatus": ["Approved"], "ModelPackageGroupName": [{"prefix": "optigate-"}]},
-}
 
 
 class EnvironmentStage(Stage):
@@ -103,7 +98,7 @@ class PipelineStack(Stack):
             primary_output_directory="cdk.out",
             # As in containers/evaluate: the CPU build of torch for fmeval, not a multi-GB CUDA one.
             env={"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"},
-            role_policy_statements=self._resolve_permissions(environments, [d for _, ds in stages for d in ds]),
+            role_policy_statements=self._resolve_permissions([d for _, ds in stages for d in ds]),
         )
         self.pipeline = pipelines.CodePipeline(
             self,
@@ -135,21 +130,20 @@ class PipelineStack(Stack):
             return pipelines.CodePipelineSource.code_commit(repository, source.branch)
         return pipelines.CodePipelineSource.connection(source.repository, source.branch, connection_arn=source.connection_arn)
 
-    def _resolve_permissions(self, environments: Sequence[Environment], deployments: Sequence[Deployment]) -> list[iam.PolicyStatement]:
+    @staticmethod
+    def _resolve_permissions(deployments: Sequence[Deployment]) -> list[iam.PolicyStatement]:
         """`optigate resolve` reads each environment's gate groups (shared with this account by the
         groups' resource policies)."""
-        gated = {(d.environment.name, d.team.team) for d in deployments if d.candidate is not None}
-        packages, groups = [], []
-        for environment in environments:
-            for env_name, team in sorted(gated):
-                if env_name != environment.name:
-                    continue
-                base = f"arn:{Aws.PARTITION}:sagemaker:{environment.region}:{environment.account}"
-                groups.append(f"{base}:model-package-group/{package_group(team, env_name)}")
-                packages.append(f"{base}:model-package/{package_group(team, env_name)}/*")
+        readable = []
+        for deployment in deployments:
+            if deployment.candidate is None:
+                continue
+            environment, group = deployment.environment, package_group(deployment.team.team, deployment.environment.name)
+            base = f"arn:{Aws.PARTITION}:sagemaker:{environment.region}:{environment.account}"
+            readable += [f"{base}:model-package-group/{group}", f"{base}:model-package/{group}/*"]
         statements = [iam.PolicyStatement(actions=["sagemaker:ListModelPackages"], resources=["*"])]
-        if packages:
-            statements.append(iam.PolicyStatement(actions=["sagemaker:DescribeModelPackage", "sagemaker:DescribeModelPackageGroup"], resources=packages + groups))
+        if readable:
+            statements.append(iam.PolicyStatement(actions=["sagemaker:DescribeModelPackage", "sagemaker:DescribeModelPackageGroup"], resources=readable))
         return statements
 
     def _role_arns_as_sub(self) -> None:
@@ -157,9 +151,8 @@ class PipelineStack(Stack):
         cfn-lint (E3703) refuses; the same ARN as Fn::Sub is equivalent and lint-clean."""
         pipeline = self.pipeline.pipeline.node.default_child
         for s_index, stage in enumerate(self.resolve(pipeline.stages)):
-            for a_index, action in enumerate(stage["actions"] if "actions" in stage else stage["Actions"]):
-                configuration = action.get("configuration") or action.get("Configuration") or {}
-                arn = configuration.get("RoleArn")
+            for a_index, action in enumerate(stage["actions"]):
+                arn = action.get("configuration", {}).get("RoleArn")
                 if isinstance(arn, dict) and "Fn::Join" in arn and arn["Fn::Join"][0] == "" and all(isinstance(p, str) or set(p) == {"Ref"} for p in arn["Fn::Join"][1]):
                     text = "".join(p if isinstance(p, str) else "${" + p["Ref"] + "}" for p in arn["Fn::Join"][1])
                     pipeline.add_property_override(f"Stages.{s_index}.Actions.{a_index}.Configuration.RoleArn", {"Fn::Sub": text})
@@ -191,7 +184,7 @@ class PipelineStack(Stack):
     def _trigger_on_approval(self, environments: Sequence[Environment]) -> None:
         """A package Approved by any environment's gate starts the pipeline, which then serves it.
         Environments in other accounts forward the event here (TeamInferenceStack)."""
-        rule = events.Rule(self, "ModelPackageApproved", description="optigate: a gate approved a model package; promote it", event_pattern=events.EventPattern(**MODEL_PACKAGE_APPROVED))
+        rule = events.Rule(self, "ModelPackageApproved", description="optigate: a gate approved a model package; promote it", event_pattern=approval_event_pattern({"prefix": "optigate-"}))
         rule.add_target(targets.CodePipeline(self.pipeline.pipeline))
         senders = sorted({e.account for e in environments if e.account != self.account})
         if senders:
