@@ -14,12 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from optigate import stats
 from optigate.bench.metrics import RunSamples
 
 METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 QUANTILES = (50, 90, 99)
+#: Replicates per interval; each caller keeps its own count until the verdicts issue calibrates them.
 BOOTSTRAP_REPLICATES = 400
-CONFIDENCE = 0.95
+CONFIDENCE = stats.CONFIDENCE
 
 
 @dataclass(frozen=True)
@@ -49,36 +51,6 @@ class Delta:
         return {**asdict(self), "relative": self.relative, "verdict": self.verdict}
 
 
-def _cluster_resample(values: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Resample whole requests (their consecutive ITL samples) with replacement."""
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    chosen = rng.integers(0, len(counts), len(counts))
-    lengths = counts[chosen]
-    total = int(lengths.sum())
-    if total == 0:
-        return values[:0]
-    offsets = np.repeat(starts[chosen] - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-    return values[np.arange(total) + offsets]
-
-
-def _bootstrap_percentiles(samples: np.ndarray, counts: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
-    """(replicates, len(QUANTILES)) of percentiles of resampled data."""
-    out = np.empty((BOOTSTRAP_REPLICATES, len(QUANTILES)))
-    for i in range(BOOTSTRAP_REPLICATES):
-        if counts is not None:
-            draw = _cluster_resample(samples, counts, rng)
-        else:
-            draw = samples[rng.integers(0, len(samples), len(samples))]
-        out[i] = np.percentile(draw, QUANTILES) if len(draw) else np.nan
-    return out
-
-
-def _interval(differences: np.ndarray) -> tuple[float, float]:
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.nanpercentile(differences, [tail, 100 - tail])
-    return float(low), float(high)
-
-
 def throughput_buckets(run: RunSamples, seconds: float = 1.0) -> np.ndarray:
     """Output tokens per second in consecutive buckets of the measurement window."""
     bounds = run.window()
@@ -94,7 +66,7 @@ def throughput_buckets(run: RunSamples, seconds: float = 1.0) -> np.ndarray:
 
 
 def compare_runs(baseline: RunSamples, candidate: RunSamples, seed: int = 0) -> list[Delta]:
-    rng = np.random.default_rng(seed)
+    rng = stats.generator(seed)  # one generator for every delta of the level: reproducible as a whole
     deltas: list[Delta] = []
     for metric in METRICS:
         base = np.asarray(getattr(baseline, metric), dtype=float)
@@ -102,24 +74,30 @@ def compare_runs(baseline: RunSamples, candidate: RunSamples, seed: int = 0) -> 
         if not len(base) or not len(cand):
             continue
         clustered = metric == "itl_ms" and baseline.itl_counts and candidate.itl_counts
-        base_counts = np.asarray(baseline.itl_counts) if clustered else None
-        cand_counts = np.asarray(candidate.itl_counts) if clustered else None
-        boot_base = _bootstrap_percentiles(base, base_counts, rng)
-        boot_cand = _bootstrap_percentiles(cand, cand_counts, rng)
+        differences = stats.two_sample_difference(
+            base, cand, stats.percentiles(QUANTILES),
+            baseline_counts=baseline.itl_counts if clustered else None,
+            candidate_counts=candidate.itl_counts if clustered else None,
+            replicates=BOOTSTRAP_REPLICATES, confidence=CONFIDENCE, rng=rng,
+        )
         point_base, point_cand = np.percentile(base, QUANTILES), np.percentile(cand, QUANTILES)
-        for index, q in enumerate(QUANTILES):
-            low, high = _interval(boot_cand[:, index] - boot_base[:, index])
-            deltas.append(Delta(metric, f"p{q}", candidate.concurrency, float(point_base[index]), float(point_cand[index]), float(point_cand[index] - point_base[index]), low, high))
+        for index, (q, difference) in enumerate(zip(QUANTILES, differences, strict=True)):
+            deltas.append(Delta(
+                metric, f"p{q}", candidate.concurrency, float(point_base[index]), float(point_cand[index]),
+                float(point_cand[index] - point_base[index]), difference.low, difference.high,
+            ))
     base_rate, cand_rate = throughput_buckets(baseline), throughput_buckets(candidate)
     if len(base_rate) and len(cand_rate):
-        means = [
-            rng.choice(cand_rate, len(cand_rate)).mean() - rng.choice(base_rate, len(base_rate)).mean()
-            for _ in range(BOOTSTRAP_REPLICATES)
-        ]
-        low, high = _interval(np.asarray(means))
+        # The interval comes from the one-second buckets; the figures are the runs' own throughput.
+        [difference] = stats.two_sample_difference(
+            base_rate, cand_rate, stats.mean, replicates=BOOTSTRAP_REPLICATES, confidence=CONFIDENCE, rng=rng
+        )
         base_tput = baseline.to_result(include_samples=False)["output_tokens_per_s"]
         cand_tput = candidate.to_result(include_samples=False)["output_tokens_per_s"]
-        deltas.append(Delta("output_tokens_per_s", "mean", candidate.concurrency, base_tput, cand_tput, cand_tput - base_tput, low, high, lower_is_better=False))
+        deltas.append(Delta(
+            "output_tokens_per_s", "mean", candidate.concurrency, base_tput, cand_tput, cand_tput - base_tput,
+            difference.low, difference.high, lower_is_better=False,
+        ))
     return deltas
 
 

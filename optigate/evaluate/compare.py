@@ -24,16 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from optigate import stats
+from optigate.config.models import EvaluationGate
+
 ALL = "all"
 LONG_CONTEXT = "long_context"
+#: Replicates per interval; each caller keeps its own count until the verdicts issue calibrates them.
 REPLICATES = 2000
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    max_metric_drop_abs: float = 0.01
-    max_refusal_rate_increase: float = 0.0
-    long_context_prompt_tokens: int = 4096
 
 
 @dataclass(frozen=True)
@@ -70,20 +67,10 @@ class Verdict:
         return {"status": self.status, "passed": self.passed, "reasons": self.reasons, "warnings": self.warnings, "checks": [c.to_dict() for c in self.checks]}
 
 
-def paired_interval(deltas: np.ndarray, rng: np.random.Generator, confidence: float = 0.95) -> tuple[float, float]:
-    """Percentile interval of the mean per-record delta, resampling records (pairs kept together)."""
-    n = len(deltas)
-    means = deltas[rng.integers(0, n, (REPLICATES, n))].mean(axis=1)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
-
-
 def judge(metric: str, slice_name: str, baseline: np.ndarray, candidate: np.ndarray, tolerance: float, higher_is_better: bool, rng: np.random.Generator) -> Check:
     n = len(baseline)
-    deltas = candidate - baseline
-    mean_delta = float(deltas.mean())
-    low, high = paired_interval(deltas, rng)
+    # Records resampled with both of their scores: the interval of the mean per-record delta.
+    mean_delta, low, high = stats.paired_mean_difference(baseline, candidate, replicates=REPLICATES, rng=rng)
     granularity = 1.0 / n
     # Orient so that "harm" is negative.
     harm, worst = (mean_delta, min(low, mean_delta - granularity)) if higher_is_better else (-mean_delta, min(-high, -mean_delta - granularity))
@@ -108,7 +95,7 @@ def judge(metric: str, slice_name: str, baseline: np.ndarray, candidate: np.ndar
     return Check(metric, slice_name, n, float(baseline.mean()), float(candidate.mean()), mean_delta, low, high, tolerance, higher_is_better, status, note)
 
 
-def slices_of(records: list[dict[str, Any]], thresholds: Thresholds) -> dict[str, list[int]]:
+def slices_of(records: list[dict[str, Any]], thresholds: EvaluationGate) -> dict[str, list[int]]:
     """Indexes of the records in each slice: all, each category, and the long-context slice."""
     slices: dict[str, list[int]] = {ALL: list(range(len(records)))}
     for index, record in enumerate(records):
@@ -124,7 +111,7 @@ def compare(
     records: list[dict[str, Any]],
     baseline: list[dict[str, float]],
     candidate: list[dict[str, float]],
-    thresholds: Thresholds = Thresholds(),
+    thresholds: EvaluationGate = EvaluationGate(),
     *,
     lower_is_better: tuple[str, ...] = ("refusal",),
     seed: int = 0,
@@ -132,7 +119,7 @@ def compare(
     """`baseline[i]` and `candidate[i]` are the scores of `records[i]` (same record, both models)."""
     if not (len(records) == len(baseline) == len(candidate)):
         raise ValueError("records, baseline and candidate scores must align")
-    rng = np.random.default_rng(seed)
+    rng = stats.generator(seed)  # one generator for every check, in order: reproducible as a whole
     metrics = sorted({m for scores in baseline for m in scores})
     checks: list[Check] = []
     for slice_name, indexes in slices_of(records, thresholds).items():

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from optigate.evaluate import spotcheck
-from optigate.evaluate.compare import Thresholds, Verdict, compare
+from optigate.config.models import EvaluationGate
+from optigate.evaluate.compare import Verdict, compare
 from optigate.evaluate.scoring import estimate_tokens
 
 PROMPT_TEMPLATE = "$model_input"
@@ -99,14 +100,14 @@ def scores_of(row: dict[str, Any]) -> dict[str, float]:
     return {key: float(row[key]) for key in SCORE_KEYS if key in row and row[key] is not None}
 
 
-def evaluate(records: list[dict[str, Any]], baseline_runner: Any, candidate_runner: Any, thresholds: Thresholds, out: Path) -> Verdict:
+def evaluate(records: list[dict[str, Any]], baseline_runner: Any, candidate_runner: Any, thresholds: EvaluationGate, out: Path) -> Verdict:
     baseline_rows = score_model(baseline_runner, records)
     candidate_rows = score_model(candidate_runner, records)
     baseline = [scores_of(baseline_rows[r["id"]]) for r in records]
     candidate = [scores_of(candidate_rows[r["id"]]) for r in records]
     verdict = compare(records, baseline, candidate, thresholds)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "verdict.json").write_text(json.dumps({**verdict.to_dict(), "records": len(records), "thresholds": thresholds.__dict__}, indent=2))
+    (out / "verdict.json").write_text(json.dumps({**verdict.to_dict(), "records": len(records), "thresholds": _judged_by(thresholds)}, indent=2))
     with (out / "scores.jsonl").open("w") as handle:
         for record, base, cand in zip(records, baseline, candidate):
             handle.write(json.dumps({
@@ -124,13 +125,17 @@ def evaluate(records: list[dict[str, Any]], baseline_runner: Any, candidate_runn
     return verdict
 
 
-def thresholds_from_team(path: str | None) -> Thresholds:
+def _judged_by(thresholds: EvaluationGate) -> dict[str, Any]:
+    """The thresholds the verdict was judged by (the dataset is the job's input, not a threshold)."""
+    return thresholds.model_dump(exclude={"dataset_s3_uri"})
+
+
+def thresholds_from_team(path: str | None) -> EvaluationGate:
     if not path:
-        return Thresholds()
+        return EvaluationGate()
     from optigate.config.loader import load_team
 
-    evaluation = load_team(path, rules=False).gate.evaluation
-    return Thresholds(evaluation.max_metric_drop_abs, evaluation.max_refusal_rate_increase, evaluation.long_context_prompt_tokens)
+    return load_team(path, rules=False).gate.evaluation
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -162,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     thresholds = thresholds_from_team(args.config)
     overrides = {key: getattr(args, key) for key in ("max_metric_drop_abs", "max_refusal_rate_increase", "long_context_prompt_tokens") if getattr(args, key) is not None}
-    thresholds = Thresholds(**{**thresholds.__dict__, **overrides})
+    thresholds = EvaluationGate.model_validate({**thresholds.model_dump(), **overrides})
     verdict = evaluate(records, runners[0], runners[1], thresholds, Path(args.out))
     print(f"{verdict.status.upper()}: {len(records)} records; " + ("; ".join(verdict.reasons) or "every metric within its tolerance"))
     for warning in verdict.warnings:

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from optigate.evaluate.compare import ALL, Thresholds, slices_of
+from optigate.config.models import EvaluationGate
+from optigate.evaluate.compare import ALL, slices_of
 
 SPOT_CHECK_SIZE = 50
 QUALITY_METRICS = ("qa_f1", "classification_accuracy_score", "factual_knowledge")
@@ -18,7 +19,7 @@ def quality(scores: dict[str, float]) -> float | None:
     return next((scores[m] for m in QUALITY_METRICS if m in scores), None)
 
 
-def hardest_slices(records: list[dict[str, Any]], baseline: list[dict[str, float]], candidate: list[dict[str, float]], thresholds: Thresholds, count: int = 2) -> list[str]:
+def hardest_slices(records: list[dict[str, Any]], baseline: list[dict[str, float]], candidate: list[dict[str, float]], thresholds: EvaluationGate, count: int = 2) -> list[str]:
     """Slices where the two models score lowest on average (ties: more disagreement, then size)."""
     scored = []
     for name, indexes in slices_of(records, thresholds).items():
@@ -32,7 +33,7 @@ def hardest_slices(records: list[dict[str, Any]], baseline: list[dict[str, float
     return [entry[-1] for entry in sorted(scored)[:count]]
 
 
-def select(records, baseline, candidate, baseline_outputs, candidate_outputs, thresholds: Thresholds, size: int = SPOT_CHECK_SIZE) -> list[dict[str, Any]]:
+def select(records, baseline, candidate, baseline_outputs, candidate_outputs, thresholds: EvaluationGate, size: int = SPOT_CHECK_SIZE) -> list[dict[str, Any]]:
     slices = slices_of(records, thresholds)
     chosen_slices = hardest_slices(records, baseline, candidate, thresholds)
     pool = sorted({i for name in chosen_slices for i in slices[name]})

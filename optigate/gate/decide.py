@@ -48,10 +48,11 @@ from typing import Any
 
 import numpy as np
 
-from optigate.bench.compare import Delta, _cluster_resample, compare_runs, throughput_buckets
+from optigate import stats
+from optigate.bench.compare import Delta, compare_runs, throughput_buckets
 from optigate.bench.metrics import RunSamples
 
-CONFIDENCE = 0.95
+CONFIDENCE = stats.CONFIDENCE
 REPLICATES = 1000
 SEED = 0
 #: One-second throughput buckets each measurement window needs for a throughput interval.
@@ -247,66 +248,6 @@ def _clean(value: Any) -> Any:
     return value
 
 
-# --------------------------------------------------------------------------- bootstrap
-
-
-def _interval(replicates: np.ndarray, confidence: float) -> tuple[float, float]:
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.nanpercentile(replicates, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def bootstrap_percentile(
-    values: list[float] | np.ndarray,
-    q: float,
-    *,
-    counts: list[int] | np.ndarray | None = None,
-    replicates: int = REPLICATES,
-    confidence: float = CONFIDENCE,
-    seed: int = SEED,
-) -> tuple[float, float, float]:
-    """(point, low, high): the q-th percentile and its percentile-bootstrap interval.
-
-    Without ``counts`` the samples are resampled one by one (one sample per request, e.g. TTFT).
-    With ``counts`` (samples per request, in order, as ``RunSamples.itl_counts``) whole requests
-    are resampled: a cluster bootstrap.
-    """
-    data = np.asarray(values, dtype=float)
-    if not len(data):
-        raise ValueError("no samples")
-    point = float(np.percentile(data, q))
-    rng = np.random.default_rng(seed)
-    if counts is not None and len(counts) and int(np.sum(counts)) == len(data):
-        sizes = np.asarray(counts, dtype=int)
-        stats = np.array([np.percentile(draw, q) if len(draw) else np.nan for draw in (_cluster_resample(data, sizes, rng) for _ in range(replicates))])
-    else:
-        stats = _one_sample(data, lambda block: np.percentile(block, q, axis=1), replicates, rng)
-    low, high = _interval(stats, confidence)
-    return point, low, high
-
-
-def bootstrap_mean(
-    values: list[float] | np.ndarray, *, replicates: int = REPLICATES, confidence: float = CONFIDENCE, seed: int = SEED
-) -> tuple[float, float, float]:
-    """(mean, low, high): the mean and its percentile-bootstrap interval."""
-    data = np.asarray(values, dtype=float)
-    if not len(data):
-        raise ValueError("no samples")
-    stats = _one_sample(data, lambda block: block.mean(axis=1), replicates, np.random.default_rng(seed))
-    low, high = _interval(stats, confidence)
-    return float(data.mean()), low, high
-
-
-def _one_sample(data: np.ndarray, statistic, replicates: int, rng: np.random.Generator) -> np.ndarray:
-    """Statistic of `replicates` resamples, drawn in blocks of at most ~4M values."""
-    block = max(1, 4_000_000 // len(data))
-    out = []
-    for start in range(0, replicates, block):
-        rows = min(block, replicates - start)
-        out.append(statistic(data[rng.integers(0, len(data), (rows, len(data)))]))
-    return np.concatenate(out)
-
-
 # --------------------------------------------------------------------------- decision
 
 
@@ -387,7 +328,10 @@ def _error_text(run: RunSamples) -> str:
 def _latency_check(name: str, label: str, samples: list[float], counts: list[int] | None, budget: float, level: int, seed: int) -> Check:
     if not samples:
         return Check(name, None, budget, False, f"no {label} samples from the candidate", concurrency=level)
-    point, low, high = bootstrap_percentile(samples, 99, counts=counts, seed=_seed(seed, level, name))
+    clustered = counts is not None and len(counts) and sum(counts) == len(samples)  # else one sample per request
+    point, low, high = stats.bootstrap_percentile(
+        samples, 99, counts=counts if clustered else None, replicates=REPLICATES, confidence=CONFIDENCE, rng=_seed(seed, level, name)
+    )
     passed = high <= budget
     detail = f"candidate p99 {label} {_ms(point)} (95 % CI {_ms(low)} to {_ms(high)}, {len(samples)} samples) vs budget {_ms(budget)}"
     if not passed:
@@ -431,7 +375,7 @@ def _tokens_per_chunk_check(level: int, base: RunSamples, cand: RunSamples, mini
     base_mean = float(np.mean(base.tokens_per_chunk)) if base.tokens_per_chunk else 0.0
     if not base_mean > 0 or not cand.tokens_per_chunk:
         return Check(name, None, minimum_pct, False, "no tokens-per-chunk samples to compare", concurrency=level)
-    mean, low, high = bootstrap_mean(cand.tokens_per_chunk, seed=_seed(seed, level, name))
+    mean, low, high = stats.bootstrap_mean(cand.tokens_per_chunk, replicates=REPLICATES, confidence=CONFIDENCE, rng=_seed(seed, level, name))
     gain, gain_low, gain_high = (100 * (value / base_mean - 1) for value in (mean, low, high))
     passed = gain_low >= minimum_pct
     detail = (

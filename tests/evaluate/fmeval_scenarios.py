@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from optigate.evaluate.compare import Thresholds
+from optigate.config.models import EvaluationGate
 from optigate.evaluate.job import evaluate, load_dataset
 from optigate.evaluate.runner import EndpointSpec, SageMakerEndpointRunner
 
@@ -33,7 +33,7 @@ def main() -> None:
     for name, (baseline, candidate, dataset, stream) in SCENARIOS.items():
         records = load_dataset(Path(args.data, dataset))
         runners = [SageMakerEndpointRunner(EndpointSpec.parse(e), endpoint_url=args.url, stream=stream) for e in (baseline, candidate)]
-        verdict = evaluate(records, runners[0], runners[1], Thresholds(), Path(args.out, name))
+        verdict = evaluate(records, runners[0], runners[1], EvaluationGate(), Path(args.out, name))
         summary[name] = {**verdict.to_dict(), "records": len(records)}
     print(json.dumps(summary))
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from optigate.evaluate import scoring
-from optigate.evaluate.compare import Thresholds, compare, slices_of
+from optigate.config.models import EvaluationGate
+from optigate.evaluate.compare import compare, slices_of
 from optigate.evaluate.spotcheck import hardest_slices, select
 
 
@@ -75,7 +76,7 @@ def test_the_interval_covers_the_observed_delta():
 
 
 def test_long_context_slice_comes_from_prompt_tokens():
-    slices = slices_of(_records(10, long_every=5), Thresholds(long_context_prompt_tokens=4096))
+    slices = slices_of(_records(10, long_every=5), EvaluationGate(long_context_prompt_tokens=4096))
     assert slices["long_context"] == [0, 5]
     assert slices["category=a"] == [0, 2, 4, 6, 8]
 
@@ -114,8 +115,8 @@ def test_spot_check_reads_the_hardest_slices_where_models_disagree_most():
     for i, r in enumerate(records):
         if r["category"] == "hard" and i % 2:
             candidate[i]["qa_f1"] = 0.0
-    assert hardest_slices(records, baseline, candidate, Thresholds()) == ["category=hard", "category=mid"]
+    assert hardest_slices(records, baseline, candidate, EvaluationGate()) == ["category=hard", "category=mid"]
     outputs = [f"out{i}" for i in range(90)]
-    spot = select(records, baseline, candidate, outputs, [o if i % 2 == 0 else "changed" for i, o in enumerate(outputs)], Thresholds(), size=10)
+    spot = select(records, baseline, candidate, outputs, [o if i % 2 == 0 else "changed" for i, o in enumerate(outputs)], EvaluationGate(), size=10)
     assert len(spot) == 10
     assert all(row["slices"] == ["category=hard"] and row["candidate_scores"]["qa_f1"] == 0.0 for row in spot)

@@ -12,7 +12,8 @@ import pytest
 
 from optigate.bench.metrics import RequestRecord, RunSamples
 from optigate.gate import GateInputs, Thresholds, decide, render_html, render_json
-from optigate.gate.decide import bootstrap_mean, bootstrap_percentile, cost_per_million, speculative_method
+from optigate.gate.decide import cost_per_million, speculative_method
+from optigate.stats import bootstrap_mean, bootstrap_percentile
 
 TOKENS = 32
 BASE_TTFT_MS, BASE_ITL_MS = 150.0, 15.0
@@ -161,11 +162,11 @@ def test_cluster_bootstrap_is_wider_than_resampling_correlated_gaps_one_by_one()
     levels = rng.lognormal(np.log(15), 0.4, 80)  # each request has its own speed: its gaps are correlated
     counts = np.full(80, 50)
     values = np.repeat(levels, 50) * rng.lognormal(0, 0.05, 4000)
-    point, low, high = bootstrap_percentile(values, 99, counts=counts, seed=1)
-    naive = bootstrap_percentile(values, 99, seed=1)
+    point, low, high = bootstrap_percentile(values, 99, counts=counts, rng=1)
+    naive = bootstrap_percentile(values, 99, rng=1)
     assert point == naive[0] == pytest.approx(np.percentile(values, 99))
     assert high - low > 2 * (naive[2] - naive[1])
-    assert bootstrap_percentile(values, 99, counts=counts, seed=1) == (point, low, high)  # fixed seed: reproducible
+    assert bootstrap_percentile(values, 99, counts=counts, rng=1) == (point, low, high)  # fixed seed: reproducible
 
 
 def test_one_sample_bootstrap_covers_the_point_and_is_deterministic():
