@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +13,13 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from optigate.config.models import EvaluationGate
 from optigate.constructs import nag
 from optigate.constructs.common import allow_ecr_token_and_sagemaker_metrics, secure_bucket
 
 REPO = Path(__file__).resolve().parents[2]
 INPUT_DIR = "/opt/ml/processing/input/dataset"
 OUTPUT_DIR = "/opt/ml/processing/output"
-
-
-@dataclass(frozen=True)
-class EvaluationThresholds:
-    max_metric_drop_abs: float = 0.01
-    max_refusal_rate_increase: float = 0.0
-    long_context_prompt_tokens: int = 4096
 
 
 class EvaluationJob(Construct):
@@ -55,7 +48,7 @@ class EvaluationJob(Construct):
         dataset_uri: str,
         output_bucket: s3.IBucket,
         encryption_key: kms.IKey,
-        thresholds: EvaluationThresholds = EvaluationThresholds(),
+        thresholds: EvaluationGate = EvaluationGate(),
         image_uri: str | None = None,
         instance_type: str = "ml.m5.xlarge",
     ) -> None:

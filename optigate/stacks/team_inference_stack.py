@@ -16,7 +16,7 @@ from optigate.config.rules import gate_candidate
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
 from optigate.constructs.common import secure_bucket
-from optigate.constructs.evaluation_job import EvaluationJob, EvaluationThresholds
+from optigate.constructs.evaluation_job import EvaluationJob
 from optigate.constructs.gate import GateSpec, OptimizationGate, ShadowStage
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, ComponentScaling, LoraAdapters
@@ -249,7 +249,7 @@ class TeamInferenceStack(Stack):
             self, "Evaluation", endpoints=[deployment.endpoint_name, f"{deployment.endpoint_name}-cand-*"],
             dataset_uri=team.gate.evaluation.dataset_s3_uri.replace("{region}", environment.region),
             output_bucket=bucket, encryption_key=key,
-            thresholds=EvaluationThresholds(team.gate.evaluation.max_metric_drop_abs, team.gate.evaluation.max_refusal_rate_increase, team.gate.evaluation.long_context_prompt_tokens),
+            thresholds=team.gate.evaluation,
         )
         change = gate_candidate(team)
         quantize = change.get("quantization")

@@ -15,7 +15,8 @@ def synthesized(tmp_path_factory):
     from aws_cdk import aws_kms as kms
     from aws_cdk import aws_stepfunctions as sfn
 
-    from optigate.constructs.evaluation_job import EvaluationJob, EvaluationThresholds, results_bucket
+    from optigate.config.models import EvaluationGate
+    from optigate.constructs.evaluation_job import EvaluationJob, results_bucket
     from optigate.constructs.nag import acknowledge_generated_wildcards
     from optigate.constructs.benchmark_fleet import generated_policy_reason
     from optigate.stacks.app import FEATURE_FLAGS, enable_nag
@@ -27,7 +28,7 @@ def synthesized(tmp_path_factory):
     job = EvaluationJob(
         stack, "Job", endpoints=["chat-dev", "chat-dev-candidate"], dataset_uri="s3://acme-eval/chat/",
         output_bucket=results_bucket(stack, "Results", key), encryption_key=key,
-        thresholds=EvaluationThresholds(max_metric_drop_abs=0.02), image_uri="111111111111.dkr.ecr.us-east-1.amazonaws.com/optigate-evaluate:1",
+        thresholds=EvaluationGate(max_metric_drop_abs=0.02), image_uri="111111111111.dkr.ecr.us-east-1.amazonaws.com/optigate-evaluate:1",
     )
     task = job.task(stack, "Evaluate", job_name="States.Format('eval-{}', $$.Execution.Name)", baseline="chat-dev", candidate="chat-dev-candidate")
     machine = sfn.StateMachine(stack, "Machine", definition_body=sfn.DefinitionBody.from_chainable(task), tracing_enabled=True,
