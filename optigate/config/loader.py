@@ -1,8 +1,8 @@
 """Load and validate config files, reporting every problem of a file at once with its line.
 
 Errors read `config/teams/chat.yaml:14 serving.max_model_len: <what is wrong and what to do>`.
-Shape and type problems come from pydantic; semantic problems (hardware, cross-field) from
-`optigate.config.rules`. Both are mapped back to the YAML line through the composed node tree.
+Shape and type problems come from pydantic; cross-field problems from `optigate.config.rules`;
+a caller adds the checks that need the catalog or the plan (`team_checks`, see `optigate.deployment`). Both are mapped back to the YAML line through the composed node tree.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import difflib
 import os
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,11 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from optigate.config.models import EnvironmentsFile, TeamConfig
+from optigate.config.rules import Problem, check_environments, check_team
 
 PathT = tuple[str | int, ...]
+# Checks of a later layer on a parsed team (see load_team).
+TeamChecks = Callable[[TeamConfig], list[Problem]]
 
 
 @dataclass(frozen=True)
@@ -241,38 +245,40 @@ def _parse(document: YamlDocument, model: type[BaseModel]) -> BaseModel:
         raise ConfigError(issues_from_validation_error(document, error, model)) from None
 
 
-def load_team(path: str | Path, *, rules: bool = True) -> TeamConfig:
+def load_team(path: str | Path, *, rules: bool = True, team_checks: TeamChecks | None = None) -> TeamConfig:
     """Read, validate and rule-check one team file; raise ConfigError listing every problem.
 
-    `rules=False` checks the schema only: for tools that read thresholds in environments
-    without the image tables or the catalog (the evaluation container).
+    `team_checks` adds the checks of a later layer (the catalog, the capacity plan: see
+    `optigate.deployment`), reported at their lines with the config's own. `rules=False` checks the
+    schema only: for tools that read thresholds in environments without the image tables or the
+    catalog (the evaluation container).
     """
     document = read_yaml(Path(path))
     team = _parse(document, TeamConfig)
     assert isinstance(team, TeamConfig)
     if not rules:
         return team
-    from optigate.config.rules import check_team
-
     problems = check_team(team)
+    if team_checks is not None:
+        problems += team_checks(team)
     if problems:
-        raise ConfigError(
-            [ConfigIssue(document.file, document.line_of(p.path), format_path(p.path), p.message) for p in problems]
-        )
+        raise ConfigError(_issues(document, problems))
     return team
 
 
-def load_environments(path: str | Path) -> EnvironmentsFile:
-    from optigate.config.rules import check_environments
+def _issues(document: YamlDocument, problems: list[Problem]) -> list[ConfigIssue]:
+    """Problems as issues at their lines, in file order (a problem without a line comes first)."""
+    issues = [ConfigIssue(document.file, document.line_of(p.path), format_path(p.path), p.message) for p in problems]
+    return sorted(issues, key=lambda issue: issue.line or 0)
 
+
+def load_environments(path: str | Path) -> EnvironmentsFile:
     document = read_yaml(Path(path))
     environments = _parse(document, EnvironmentsFile)
     assert isinstance(environments, EnvironmentsFile)
     problems = check_environments(environments)
     if problems:
-        raise ConfigError(
-            [ConfigIssue(document.file, document.line_of(p.path), format_path(p.path), p.message) for p in problems]
-        )
+        raise ConfigError(_issues(document, problems))
     return environments
 
 
@@ -289,8 +295,10 @@ def team_files(config_dir: str | Path) -> list[Path]:
     return sorted(Path(config_dir, "teams").glob("*.y*ml"))
 
 
-def load_project(config_dir: str | Path = "config") -> Project:
-    """Load environments.yaml and every team file; collect the problems of all files before raising."""
+def load_project(config_dir: str | Path = "config", *, team_checks: TeamChecks | None = None) -> Project:
+    """Load environments.yaml and every team file; collect the problems of all files before raising.
+
+    `team_checks`: as for `load_team`, run on every team file."""
     issues: list[ConfigIssue] = []
     environments: EnvironmentsFile | None = None
     environments_path = Path(config_dir, "environments.yaml")
@@ -302,7 +310,7 @@ def load_project(config_dir: str | Path = "config") -> Project:
     files: dict[str, str] = {}
     for path in team_files(config_dir):
         try:
-            team = load_team(path)
+            team = load_team(path, team_checks=team_checks)
         except ConfigError as error:
             issues += error.issues
             continue

@@ -3,14 +3,15 @@
 
 The pydantic models *are* the schema: `optigate schema` writes them as JSON schema for editors.
 Field names follow the SageMaker SDK and the LMI container documentation so that users coming from
-a notebook recognise them. Shape and type checks live here; rules that need the instance catalog or
-several fields at once live in `optigate.config.rules`, so each problem can be reported at its own
-YAML path and line.
+a notebook recognise them. Shape and type checks live here; rules over several fields live in
+`optigate.config.rules`, and rules that need the instance catalog, the image tables or the capacity
+plan in `optigate.deployment.rules`, so each problem can be reported at its own YAML path and line.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -263,7 +264,7 @@ class Gate(Strict):
     candidate: dict[str, object] = Field(
         default_factory=dict,
         description="The change the gate proves: overrides of `serving` (e.g. quantization: fp8, or a "
-        "speculative_decoding block). Empty: no gate for this team. Defaults to rollout.shadow.candidate.",
+        "speculative_decoding block). Empty: no gate for this team.",
     )
     benchmark: BenchmarkGate = BenchmarkGate()
     evaluation: EvaluationGate = EvaluationGate()
@@ -283,6 +284,24 @@ class TeamConfig(Strict):
     rollout: Rollout = Rollout()
     gate: Gate = Gate()
     tags: dict[str, str] = Field(default_factory=dict)
+
+
+    def shadow_serving(self) -> Serving | None:
+        """What the shadow variant runs: `serving` with the shadow candidate's overrides, when shadowing."""
+        if self.rollout.strategy != "shadow" or self.rollout.shadow is None:
+            return None
+        return serving_with(self.serving, self.rollout.shadow.candidate)
+
+    def gate_serving(self) -> Serving | None:
+        """What the gate proves: `serving` with `gate.candidate`'s overrides; None without a gate."""
+        return serving_with(self.serving, self.gate.candidate) if self.gate.candidate else None
+
+
+def serving_with(serving: Serving, overrides: Mapping[str, object]) -> Serving:
+    """`serving` with a candidate's overrides: the one place a candidate is merged (raises ValidationError)."""
+    merged = serving.model_dump(exclude_unset=True)
+    merged.update(overrides)
+    return Serving.model_validate(merged)
 
 
 class EnvironmentOverrides(Strict):

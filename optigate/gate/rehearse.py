@@ -253,18 +253,18 @@ def synthesize_team(team_name: str, environment: str | None = None, config_dir: 
     """The team's stack template (without cdk-nag, which the tests run) and its Deployment."""
     from aws_cdk import App
 
-    from optigate.config.loader import load_project
+    from optigate.deployment import deploy, load_resolved_project
     from optigate.stacks.app import FEATURE_FLAGS
-    from optigate.stacks.team_inference_stack import TeamInferenceStack, plan_deployment
+    from optigate.stacks.team_inference_stack import TeamInferenceStack
 
-    project = load_project(config_dir)
+    project = load_resolved_project(config_dir)
     if team_name not in project.teams:
         raise KeyError(f"no team '{team_name}'; known: {', '.join(sorted(project.teams))}")
-    environments = project.environments.environments
+    environments = project.environments
     chosen = next((e for e in environments if e.name == environment), None) if environment else environments[0]
     if chosen is None:
         raise KeyError(f"no environment '{environment}'")
-    deployment = plan_deployment(project.teams[team_name], chosen)
+    deployment = deploy(project.teams[team_name], chosen)
     if deployment.candidate is None:
         raise ValueError(f"team '{team_name}' has no gate.candidate: there is nothing to prove")
     outdir = tempfile.mkdtemp(prefix="optigate-rehearsal-")

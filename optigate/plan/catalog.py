@@ -32,7 +32,15 @@ _GDDR_ACCELERATORS = frozenset({"A10G", "L4", "L40S"})
 #: Accelerators whose multi-GPU instances connect GPUs with NVLink/NVSwitch (SXM
 #: parts). g5/g6/g6e multi-GPU instances are PCIe only. Matters for the runtime
 #: reserve: vLLM's custom all-reduce allocates extra buffers only with NVLink.
+# Instance families with NVMe instance storage. SageMaker puts the model there, encrypts those volumes
+# with a hardware module and fails CreateEndpointConfig if KmsKeyId or VolumeSizeInGB is set for them.
+INSTANCE_STORAGE_FAMILIES = frozenset({"g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "trn1"})
 _NVLINK_ACCELERATORS = frozenset({"A100-40GB", "A100-80GB", "H100", "H200", "B200"})
+
+
+def has_instance_storage(instance_type: str) -> bool:
+    """Whether the instance type's family stores models on NVMe instance storage (no EBS, no KmsKeyId)."""
+    return instance_type.split(".")[1] in INSTANCE_STORAGE_FAMILIES
 
 
 def _optional_float(text: str) -> float | None:
@@ -70,6 +78,10 @@ class Instance:
     @property
     def is_neuron(self) -> bool:
         return self.platform == "neuron"
+
+    @property
+    def has_instance_storage(self) -> bool:
+        return has_instance_storage(self.instance_type)
 
     @property
     def has_nvlink(self) -> bool:

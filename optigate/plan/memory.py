@@ -70,6 +70,8 @@ CUDA_GRAPH_BYTES = int(0.75 * GIB)
 ACTIVATION_DTYPE_BYTES = 2  # activations run in bf16/fp16 even for quantized weights
 LOGITS_DTYPE_BYTES = 4  # the sampler works on fp32 logits
 DEFAULT_BLOCK_SIZE = 16
+# vLLM's default share of accelerator memory (--gpu-memory-utilization); LMI passes it through.
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Pure logic (no aws_cdk): `plan_serving` maps a serving block onto `plan()`, `derive_settings`
 fills `max_model_len`, `max_batch_size` and `gpu_memory_utilization` when the team left them
-unset, and `plan_problems` turns a plan's problems into config problems at the right YAML path.
+unset. `optigate.deployment` calls it once per variant and keeps the plan.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 from optigate.config.models import ArchitectureFields, Serving, TeamConfig
 from optigate.plan.architecture import ModelArchitecture, load_architecture
 from optigate.plan.catalog import get_instance
+from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION
 from optigate.plan.planner import PlanResult, plan
 
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 MIN_DERIVED_MAX_MODEL_LEN = 4096
 LENGTH_GRANULE = 1024  # derived lengths are multiples of this
 # A derived max_model_len leaves room for requests twice the team's typical prompt + output.
@@ -24,14 +24,6 @@ HEADROOM = 2
 # quantization (config vocabulary) -> the planner's weight precision
 WEIGHT_PRECISION = {None: "bf16", "fp8": "fp8", "awq": "awq", "gptq": "gptq", "nvfp4": "nvfp4"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
-
-# which serving field a planner problem points at
-PROBLEM_FIELD = {
-    "weights_do_not_fit": "instance_type",
-    "kv_cannot_hold_one_sequence": "max_model_len",
-    "batch_times_length_does_not_fit": "max_batch_size",
-}
-
 
 def architecture_for(spec: str | ArchitectureFields) -> ModelArchitecture:
     """The planner's architecture for a config entry; a stated parameter count sizes the MLP."""
@@ -126,16 +118,3 @@ def derive_settings(team: TeamConfig, serving: Serving | None = None) -> Derived
         )
         result = plan_serving(team, serving, max_model_len=max_model_len, max_batch_size=max_batch_size)
     return DerivedSettings(max_model_len, max_batch_size, gpu_memory_utilization, tp, tuple(notes), result)
-
-
-def plan_problems(team: TeamConfig, serving: Serving) -> list[tuple[str, str]]:
-    """(serving field, message) for every reason the plan says this serving block cannot work.
-
-    `max_model_len` beyond the position embeddings is checked by the config rules already.
-    """
-    derived = derive_settings(team, serving)
-    return [
-        (PROBLEM_FIELD[problem.kind], problem.message)
-        for problem in derived.plan.problems
-        if problem.kind in PROBLEM_FIELD
-    ]

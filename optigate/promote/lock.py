@@ -45,6 +45,11 @@ def package_group(team: str, environment: str) -> str:
     return f"optigate-{gate_prefix(team, environment)}"
 
 
+def default_locks_dir(config_dir: str | Path) -> Path:
+    """Where `optigate resolve` writes and synth reads the locks of a config folder."""
+    return Path(config_dir, "locks")
+
+
 def lock_path(locks_dir: str | Path, environment: str) -> Path:
     return Path(locks_dir, f"{environment}.json")
 

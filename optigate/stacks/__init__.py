@@ -1,3 +1,3 @@
-from optigate.stacks.team_inference_stack import Deployment, TeamInferenceStack, plan_deployment
+from optigate.stacks.team_inference_stack import TeamInferenceStack
 
-__all__ = ["Deployment", "TeamInferenceStack", "plan_deployment"]
+__all__ = ["TeamInferenceStack"]

@@ -9,9 +9,10 @@ from pathlib import Path
 from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from optigate.config.loader import ConfigError, ConfigIssue, Project, load_project
-from optigate.promote.lock import read_lock
-from optigate.stacks.team_inference_stack import Deployment, TeamInferenceStack, plan_deployment
+from optigate.config.loader import ConfigError, ConfigIssue
+from optigate.deployment import ResolvedProject, load_resolved_project
+from optigate.promote.lock import default_locks_dir
+from optigate.stacks.team_inference_stack import TeamInferenceStack
 
 
 # CDK feature flags, set here rather than in cdk.json so `cdk synth` and in-process synth (tests,
@@ -25,65 +26,36 @@ FEATURE_FLAGS = {
 }
 
 
-def select_environments(project: Project, selection: str | None) -> list:
-    """`-c env=dev` or `-c env=dev,prod`; all environments when unset."""
-    environments = project.environments.environments
-    if not selection:
-        return list(environments)
-    wanted = [name.strip() for name in selection.split(",") if name.strip()]
-    known = {environment.name: environment for environment in environments}
-    unknown = [name for name in wanted if name not in known]
-    if unknown:
-        raise ConfigError([ConfigIssue("-c env", None, "", f"unknown environment(s) {', '.join(unknown)}; known: {', '.join(known)}")])
-    return [known[name] for name in wanted]
-
-
-def plan_deployments(project: Project, selection: str | None = None, locks_dir: str | Path | None = None) -> list[Deployment]:
-    """Every (team, environment) to deploy; with `locks_dir`, each serves what its lock names."""
-    pipeline = project.environments.pipeline
-    where = (pipeline.account, pipeline.region) if pipeline else None
-    deployments = []
-    for environment in select_environments(project, selection):
-        lock = read_lock(locks_dir, environment.name)
-        for team in project.teams.values():
-            served = lock.teams.get(team.team) if lock else None
-            deployments.append(plan_deployment(team, environment, served, where))
-    return deployments
-
-
-def default_locks_dir(config_dir: str | Path) -> Path:
-    return Path(config_dir, "locks")
-
-
 def build_app(config_dir: str | Path = "config", *, environments: str | None = None, outdir: str | None = None, nag: bool = True, locks_dir: str | Path | None = None) -> App:
     """The whole app; raises ConfigError before creating any stack if a config file is wrong.
 
     Locks (what each environment serves) are read from `locks_dir`, `-c locks=<dir>`, or
     `<config>/locks`; an environment without a lock serves every team's baseline.
     """
-    project = load_project(config_dir)
+    project = load_resolved_project(config_dir)
     app = App(outdir=outdir, context=FEATURE_FLAGS) if outdir else App(context=FEATURE_FLAGS)
     selection = environments if environments is not None else app.node.try_get_context("env")
     locks = locks_dir or app.node.try_get_context("locks") or default_locks_dir(config_dir)
     if str(app.node.try_get_context("pipeline") or "").lower() in ("1", "true", "yes"):
         build_pipeline(app, project, locks)
     else:
-        for deployment in plan_deployments(project, selection, locks):
+        for deployment in project.deployments(selection, locks):
             TeamInferenceStack(app, deployment)
     if nag:
         enable_nag(app)
     return app
 
 
-def build_pipeline(app: App, project: Project, locks_dir: str | Path | None) -> None:
+def build_pipeline(app: App, project: ResolvedProject, locks_dir: str | Path | None) -> None:
     """`-c pipeline=true`: only the promotion pipeline, whose stages hold every team stack."""
     from optigate.stacks.pipeline_stack import PipelineStack
 
-    if project.environments.pipeline is None:
+    pipeline = project.project.environments.pipeline
+    if pipeline is None:
         raise ConfigError([ConfigIssue("environments.yaml", None, "pipeline", "-c pipeline=true needs a `pipeline:` block (account, region, source)")])
-    deployments = plan_deployments(project, None, locks_dir)
-    stages = [(environment, [d for d in deployments if d.environment.name == environment.name]) for environment in project.environments.environments]
-    PipelineStack(app, project.environments.pipeline, stages)
+    deployments = project.deployments(None, locks_dir)
+    stages = [(environment, [d for d in deployments if d.environment.name == environment.name]) for environment in project.environments]
+    PipelineStack(app, pipeline, stages)
 
 
 def enable_nag(app: App) -> None:

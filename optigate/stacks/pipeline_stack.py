@@ -31,7 +31,8 @@ from optigate.config.models import Environment, Pipeline
 from optigate.constructs import nag
 from optigate.constructs.gate import approval_event_pattern, gate_invoker_role_name, gate_state_machine_name
 from optigate.promote.lock import package_group
-from optigate.stacks.team_inference_stack import Deployment, TeamInferenceStack
+from optigate.deployment import Deployment
+from optigate.stacks.team_inference_stack import TeamInferenceStack
 
 PIPELINE_STACK = "optigate-pipeline"
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 
 from aws_cdk import CfnOutput, Stack, Tags
 from aws_cdk import aws_kms as kms
 from aws_cdk import Environment as CdkEnvironment
 from constructs import Construct
 
-from optigate.config.models import Environment, EnvironmentOverrides, Serving, TeamConfig, stack_name
-from optigate.config.rules import gate_candidate
+from optigate.config.models import TeamConfig
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
 from optigate.constructs.common import secure_bucket
@@ -22,90 +20,10 @@ from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, ComponentScaling, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
 from optigate.constructs.tuned_endpoint import BlueGreenSettings, ScalingSettings, TunedEndpoint, VariantSettings
-from optigate.plan import catalog
-from optigate.promote.lock import ServedPackage
-from optigate.plan.team import derive_settings
-from optigate.serving import images
-from optigate.serving.lmi import ResolvedServing, render_environment, resolve_serving
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """What one team's stack deploys in one environment: the inputs of the stack, and of the summary."""
-
-    team: TeamConfig
-    environment: Environment
-    resolved: ResolvedServing
-    image_uri: str
-    container_environment: dict[str, str]
-    instance_count: int
-    endpoint_name: str
-    shadow: ResolvedServing | None = None
-    shadow_environment: dict[str, str] | None = None
-    candidate: ResolvedServing | None = None
-    candidate_environment: dict[str, str] | None = None
-    # The gate-approved package the lock file names for this team and environment; None: the baseline.
-    served: ServedPackage | None = None
-    # The promotion pipeline's (account, region), when environments.yaml configures one.
-    pipeline: tuple[str, str] | None = None
-
-    @property
-    def stack_name(self) -> str:
-        return stack_name(self.environment.name, self.team.team)
+from optigate.deployment import Deployment, ResolvedServing
 
 
 STREAMS_PER_WORKER = 64  # what one Lambda worker of the benchmark fleet holds accurately
-
-
-def endpoint_name_for(environment: str, team: str) -> str:
-    return f"{team}-{environment}"[:63]
-
-
-def effective_overrides(team: TeamConfig, environment: Environment) -> EnvironmentOverrides:
-    """Environment-wide overrides, then the team's own overrides in that environment."""
-    merged = environment.overrides.model_dump(exclude_none=True)
-    team_overrides = environment.teams.get(team.team)
-    if team_overrides is not None:
-        merged.update(team_overrides.model_dump(exclude_none=True))
-    return EnvironmentOverrides(**merged)
-
-
-def plan_deployment(team: TeamConfig, environment: Environment, served: ServedPackage | None = None, pipeline: tuple[str, str] | None = None) -> Deployment:
-    """Resolve everything a stack needs without touching CDK (the synth summary uses it too).
-    `served`: the Approved package the environment's lock names for the team (else the baseline)."""
-    overrides = effective_overrides(team, environment)
-    resolved = resolve_serving(team)
-    # Container paths are relative to the prefix, so render from the prefix as written.
-    model_prefix = team.model.source.artifact_uri
-    family, version = resolved.image_family, resolved.image_version
-    shadow = shadow_environment = None
-    if team.rollout.strategy == "shadow" and team.rollout.shadow is not None:
-        candidate = team.serving.model_dump(exclude_unset=True)
-        candidate.update(team.rollout.shadow.candidate)
-        shadow = resolve_serving(team, Serving.model_validate(candidate))
-        shadow_environment = render_environment(shadow, model_prefix)
-    candidate = candidate_environment = None
-    change = gate_candidate(team) if team.gate.candidate else {}
-    if change:
-        merged = team.serving.model_dump(exclude_unset=True)
-        merged.update(change)
-        candidate = resolve_serving(team, Serving.model_validate(merged))
-        candidate_environment = render_environment(candidate, model_prefix)
-    return Deployment(
-        candidate=candidate,
-        candidate_environment=candidate_environment,
-        team=team,
-        environment=environment,
-        resolved=resolved,
-        image_uri=images.image_uri(family, version, environment.region),
-        container_environment=render_environment(resolved, model_prefix),
-        instance_count=overrides.instance_count or team.serving.instance_count,
-        endpoint_name=endpoint_name_for(environment.name, team.team),
-        shadow=shadow,
-        shadow_environment=shadow_environment,
-        served=served,
-        pipeline=pipeline,
-    )
 
 
 class TeamInferenceStack(Stack):
@@ -127,7 +45,7 @@ class TeamInferenceStack(Stack):
         )
         self.deployment = deployment
         resolved = deployment.resolved
-        model_prefix = team.model.source.artifact_uri.replace("{region}", environment.region)
+        model_prefix = deployment.model_prefix
         accept_eula = bool(team.model.source.jumpstart and team.model.source.jumpstart.accept_eula)
         served = deployment.served
         # What the gate approved, when the lock names it: its image, weights and environment. A new
@@ -142,7 +60,7 @@ class TeamInferenceStack(Stack):
             accept_eula=accept_eula,
         )
         variant = self._variant(resolved, deployment.instance_count)
-        overrides = effective_overrides(team, environment)
+        overrides = deployment.overrides
         scaling = team.serving.autoscaling
         max_capacity = overrides.autoscaling_max_capacity or (scaling.max_capacity if scaling else None)
 
@@ -207,8 +125,8 @@ class TeamInferenceStack(Stack):
                 shadow_model = LmiModel(
                     self,
                     "ShadowModel",
-                    image_uri=images.image_uri(deployment.shadow.image_family, deployment.shadow.image_version, environment.region),
-                    environment=deployment.shadow_environment or {},
+                    image_uri=deployment.shadow.image_uri(environment.region),
+                    environment=deployment.shadow.environment,
                     model_data_uri=model_prefix,
                     name_prefix=deployment.endpoint_name,
                     accept_eula=accept_eula,
@@ -237,7 +155,9 @@ class TeamInferenceStack(Stack):
         """The team's gate: benchmark fleet, evaluation job and the state machine that proves the candidate."""
         team, environment = deployment.team, deployment.environment
         candidate = deployment.candidate
-        assert candidate is not None and team.gate.evaluation.dataset_s3_uri is not None
+        dataset = team.gate.evaluation.dataset_s3_uri
+        if candidate is None or dataset is None:  # the config rules refuse a gate candidate without a dataset
+            raise ValueError(f"{team.team}: a gate needs a resolved candidate and an evaluation dataset")
         key = kms.Key(self, "GateKey", enable_key_rotation=True, description=f"optigate gate of {deployment.endpoint_name}")
         bucket = secure_bucket(self, "GateResults", key, purpose="optigate's gate (benchmarks, evaluations, reports)")
         benchmark = team.gate.benchmark
@@ -247,24 +167,23 @@ class TeamInferenceStack(Stack):
         fleet = BenchmarkFleet(self, "Benchmark", target=FleetTarget(deployment.endpoint_name), shards=shards, results_bucket=bucket, encryption_key=key)
         evaluation = EvaluationJob(
             self, "Evaluation", endpoints=[deployment.endpoint_name, f"{deployment.endpoint_name}-cand-*"],
-            dataset_uri=team.gate.evaluation.dataset_s3_uri.replace("{region}", environment.region),
+            dataset_uri=dataset.replace("{region}", environment.region),
             output_bucket=bucket, encryption_key=key,
             thresholds=team.gate.evaluation,
         )
-        change = gate_candidate(team)
+        change = deployment.resolved_team.change
         quantize = change.get("quantization")
         optimization = [{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": str(quantize)}}}] if quantize and quantize != team.serving.quantization else None
-        instance = catalog.get_instance(team.serving.instance_type)
-        plan = derive_settings(team, candidate.serving).plan
+        plan = candidate.plan.to_dict() if candidate.plan else {}
         spec = GateSpec(
             team=team.team,
             environment=environment.name,
             live_endpoint=deployment.endpoint_name,
             model_role_arn=self.model.role.role_arn,
             instance_type=candidate.serving.instance_type,
-            baseline_model_uri=model_prefix.replace("{region}", environment.region),
-            candidate_image=images.image_uri(candidate.image_family, candidate.image_version, environment.region),
-            candidate_environment=deployment.candidate_environment or {},
+            baseline_model_uri=model_prefix,
+            candidate_image=candidate.image_uri(environment.region),
+            candidate_environment=candidate.environment,
             change=json.loads(json.dumps(change, default=str)),
             # Each level runs on every worker: the measured concurrency is shards x streams per worker.
             thresholds={**benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens"}), "concurrency": [shards * c for c in per_shard]},
@@ -272,8 +191,8 @@ class TeamInferenceStack(Stack):
             levels=per_shard,
             prompt_tokens=benchmark.prompt_tokens,
             max_new_tokens=benchmark.max_new_tokens,
-            price_per_hour_usd=instance.price_per_hour_usd,
-            prediction={k: plan.to_dict()[k] for k in ("decode_tpot_ms_batch1", "prefill_ms", "cost_per_million_output_tokens", "kv_capacity_tokens")},
+            price_per_hour_usd=candidate.price_per_hour_usd,
+            prediction={k: plan.get(k) for k in ("decode_tpot_ms_batch1", "prefill_ms", "cost_per_million_output_tokens", "kv_capacity_tokens")},
             startup_timeouts=(candidate.model_data_download_timeout_seconds, candidate.container_startup_health_check_timeout_seconds),
             shadow=self._shadow_stage(team),
             pipeline=deployment.pipeline,

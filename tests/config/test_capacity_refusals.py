@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from optigate.config.loader import ConfigError, load_team
+from optigate.deployment import load_resolved_team
 from optigate.plan.architecture import load_architecture
 from optigate.plan.catalog import get_instance
 from optigate.plan.team import derive_settings
@@ -36,7 +37,7 @@ def _team_file(tmp_path, architecture: str, instance: str, serving_extra: str = 
 
 def _refusal(path):
     with pytest.raises(ConfigError) as caught:
-        load_team(path)
+        load_resolved_team(path)
     (issue,) = caught.value.issues
     return issue
 

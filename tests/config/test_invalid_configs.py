@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from optigate.config.loader import ConfigError, load_team
+from optigate.config.loader import ConfigError
+from optigate.deployment import load_resolved_team
 
 BASE = textwrap.dedent(
     """\
@@ -164,7 +165,7 @@ def _expected_line(text: str, yaml_path: str, case_id: str) -> int:
 def test_invalid_team_is_refused_with_file_path_and_line(tmp_path, case_id, old, new, yaml_path, fragments):
     path, text = _write_case(tmp_path, case_id, old, new)
     with pytest.raises(ConfigError) as caught:
-        load_team(path)
+        load_resolved_team(path)
     issues = caught.value.issues
     assert len(issues) == 1, f"expected one precise message, got:\n{caught.value}"
     issue = issues[0]
@@ -185,7 +186,7 @@ def test_the_cases_are_at_least_twenty_distinct_refusals():
 def test_base_team_file_is_valid(tmp_path):
     path = tmp_path / "demo.yaml"
     path.write_text(BASE)
-    team = load_team(path)
+    team = load_resolved_team(path).team
     assert team.serving.quantization == "fp8" and team.serving.instance_type == "ml.g6.2xlarge"
 
 
@@ -194,7 +195,7 @@ def test_all_problems_of_a_file_are_reported_at_once(tmp_path):
     path = tmp_path / "many.yaml"
     path.write_text(text)
     with pytest.raises(ConfigError) as caught:
-        load_team(path)
+        load_resolved_team(path)
     paths = sorted(issue.path for issue in caught.value.issues)
     assert paths == ["rollout.strategy", "serving.max_batch", "serving.max_model_len"]
 
@@ -203,13 +204,13 @@ def test_weight_only_fp8_on_a10g_is_accepted_when_asked_for(tmp_path):
     text = BASE.replace("  instance_type: ml.g6.2xlarge", "  instance_type: ml.g5.2xlarge\n  allow_weight_only_fp8: true")
     path = tmp_path / "a10g.yaml"
     path.write_text(text)
-    assert load_team(path).serving.allow_weight_only_fp8 is True
+    assert load_resolved_team(path).team.serving.allow_weight_only_fp8 is True
 
 
 def test_not_yaml_is_reported_with_its_line(tmp_path):
     path = tmp_path / "broken.yaml"
     path.write_text("team: demo\nserving: [unclosed\n")
     with pytest.raises(ConfigError) as caught:
-        load_team(path)
+        load_resolved_team(path)
     assert "not valid YAML" in str(caught.value)
     assert caught.value.issues[0].line is not None

@@ -9,7 +9,8 @@ import pytest
 
 from optigate.config.loader import load_team
 from optigate.serving import images
-from optigate.serving.lmi import render_environment, resolve_serving, sized_timeouts
+from optigate.deployment.serving import resolve_serving, sized_timeouts
+from optigate.serving.lmi import render_environment
 
 BASE = textwrap.dedent(
     """\
@@ -31,7 +32,7 @@ def _team(tmp_path, serving_extra: str = "", tail: str = ""):
 
 
 def _env(team):
-    return render_environment(resolve_serving(team), team.model.source.artifact_uri)
+    return render_environment(resolve_serving(team, team.serving), team.model.source.artifact_uri)
 
 
 def test_fp8_weights_and_kv_cache_render_as_lmi_options(tmp_path):
@@ -76,7 +77,8 @@ def test_explicit_lora_limits_win(tmp_path):
 
 
 def test_unset_values_are_filled_and_explained(tmp_path):
-    resolved = resolve_serving(_team(tmp_path))
+    team = _team(tmp_path)
+    resolved = resolve_serving(team, team.serving)
     assert resolved.tensor_parallel_degree == 1
     # The gate's default request is 1,024 + 256 tokens; twice that, to a power of two: 4,096,
     # far below the model's 131,072, which a 24 GB L4 could not batch.
@@ -96,7 +98,8 @@ def test_timeouts_grow_with_the_weights_and_stay_in_the_api_range():
 def test_70b_on_p5_gets_every_gpu_and_long_timeouts(tmp_path):
     path = tmp_path / "big.yaml"
     path.write_text(BASE.replace("llama-3.1-8b", "llama-3.3-70b").replace("ml.g6.2xlarge", "ml.p5.48xlarge"))
-    resolved = resolve_serving(load_team(path))
+    team = load_team(path)
+    resolved = resolve_serving(team, team.serving)
     assert resolved.tensor_parallel_degree == 8
     assert resolved.weights_gb == pytest.approx(141, rel=0.02)  # 70.6e9 parameters in bf16
     assert resolved.model_data_download_timeout_seconds >= 2000

@@ -86,10 +86,11 @@ def _synth_chat(tmp_path, served: ServedPackage | None) -> dict:
     from aws_cdk import App
 
     from optigate.stacks.app import FEATURE_FLAGS
-    from optigate.stacks.team_inference_stack import TeamInferenceStack, plan_deployment
+    from optigate.deployment import deploy, resolve_team
+    from optigate.stacks.team_inference_stack import TeamInferenceStack
 
     app = App(outdir=str(tmp_path), context=FEATURE_FLAGS)
-    deployment = plan_deployment(PROJECT.teams["chat"], DEV, served)
+    deployment = deploy(resolve_team(PROJECT.teams["chat"]), DEV, served)
     TeamInferenceStack(app, deployment)
     app.synth()
     return json.loads((tmp_path / f"{deployment.stack_name}.template.json").read_text())

@@ -20,11 +20,12 @@ PIPELINE_ACCOUNT = ENVIRONMENTS["pipeline"]["account"]
 def _synth(config_dir: Path, outdir: Path):
     from aws_cdk import App
 
-    from optigate.config.loader import load_project
-    from optigate.stacks.app import FEATURE_FLAGS, build_pipeline, default_locks_dir, enable_nag
+    from optigate.deployment import load_resolved_project
+    from optigate.promote.lock import default_locks_dir
+    from optigate.stacks.app import FEATURE_FLAGS, build_pipeline, enable_nag
 
     app = App(outdir=str(outdir), context=FEATURE_FLAGS)
-    build_pipeline(app, load_project(config_dir), default_locks_dir(config_dir))
+    build_pipeline(app, load_resolved_project(config_dir), default_locks_dir(config_dir))
     enable_nag(app)
     app.synth()  # raises on an unacknowledged cdk-nag finding, in the pipeline stack or any stage
 

@@ -1,0 +1,99 @@
+"""A resolved team in one environment: what its stack deploys there (no CDK here).
+
+`deploy` adds what depends on the environment (region-specific image URIs, instance count and
+overrides, names, the served package of the lock) to the team's one resolution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optigate.config.models import Environment, EnvironmentOverrides, TeamConfig, stack_name
+from optigate.deployment.serving import ResolvedServing
+from optigate.deployment.team import ResolvedTeam
+from optigate.promote.lock import ServedPackage
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What one team's stack deploys in one environment: the inputs of the stack, and of the summary."""
+
+    resolved_team: ResolvedTeam
+    environment: Environment
+    overrides: EnvironmentOverrides
+    instance_count: int
+    endpoint_name: str
+    # The gate-approved package the lock file names for this team and environment; None: the baseline.
+    served: ServedPackage | None = None
+    # The promotion pipeline's (account, region), when environments.yaml configures one.
+    pipeline: tuple[str, str] | None = None
+
+    @property
+    def team(self) -> TeamConfig:
+        return self.resolved_team.team
+
+    @property
+    def resolved(self) -> ResolvedServing:
+        baseline = self.resolved_team.baseline
+        if baseline is None:
+            raise ValueError(f"team {self.team.team} did not resolve: {self.resolved_team.problems}")
+        return baseline
+
+    @property
+    def shadow(self) -> ResolvedServing | None:
+        return self.resolved_team.shadow
+
+    @property
+    def candidate(self) -> ResolvedServing | None:
+        return self.resolved_team.candidate
+
+    @property
+    def image_uri(self) -> str:
+        return self.resolved.image_uri(self.environment.region)
+
+    @property
+    def container_environment(self) -> dict[str, str]:
+        return self.resolved.environment
+
+    @property
+    def model_prefix(self) -> str:
+        """The baseline's S3 prefix in this environment's region."""
+        return self.team.model.source.artifact_uri.replace("{region}", self.environment.region)
+
+    @property
+    def stack_name(self) -> str:
+        return stack_name(self.environment.name, self.team.team)
+
+
+def endpoint_name_for(environment: str, team: str) -> str:
+    return f"{team}-{environment}"[:63]
+
+
+def effective_overrides(team: TeamConfig, environment: Environment) -> EnvironmentOverrides:
+    """Environment-wide overrides, then the team's own overrides in that environment."""
+    merged = environment.overrides.model_dump(exclude_none=True)
+    team_overrides = environment.teams.get(team.team)
+    if team_overrides is not None:
+        merged.update(team_overrides.model_dump(exclude_none=True))
+    return EnvironmentOverrides(**merged)
+
+
+def deploy(
+    resolved_team: ResolvedTeam,
+    environment: Environment,
+    served: ServedPackage | None = None,
+    pipeline: tuple[str, str] | None = None,
+) -> Deployment:
+    """The team's resolution in `environment`; `served`: the Approved package the environment's
+    lock names for the team (else the baseline)."""
+    team = resolved_team.team
+    overrides = effective_overrides(team, environment)
+    return Deployment(
+        resolved_team=resolved_team,
+        environment=environment,
+        overrides=overrides,
+        instance_count=overrides.instance_count or team.serving.instance_count,
+        endpoint_name=endpoint_name_for(environment.name, team.team),
+        served=served,
+        pipeline=pipeline,
+    )

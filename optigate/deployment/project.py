@@ -1,0 +1,76 @@
+"""Every config file of a checkout, validated and resolved: the entry point of `optigate validate`,
+`optigate summary`, `cdk synth` and rehearsal.
+
+The config loader checks what the files say; each team is then resolved once here (catalog, image
+tables, capacity plan), and any problem is reported at its file and line with the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from optigate.config.loader import ConfigError, ConfigIssue, Project, load_project, load_team
+from optigate.config.models import Environment
+from optigate.deployment.environment import Deployment, deploy
+from optigate.deployment.team import ResolvedTeam, resolve_team
+from optigate.promote.lock import read_lock
+
+
+@dataclass(frozen=True)
+class ResolvedProject:
+    project: Project
+    teams: dict[str, ResolvedTeam]
+
+    @property
+    def environments(self) -> list[Environment]:
+        return list(self.project.environments.environments)
+
+    def select_environments(self, selection: str | None) -> list[Environment]:
+        """`-c env=dev` or `-c env=dev,prod`; all environments when unset."""
+        environments = self.environments
+        if not selection:
+            return environments
+        wanted = [name.strip() for name in selection.split(",") if name.strip()]
+        known = {environment.name: environment for environment in environments}
+        unknown = [name for name in wanted if name not in known]
+        if unknown:
+            raise ConfigError([ConfigIssue("-c env", None, "", f"unknown environment(s) {', '.join(unknown)}; known: {', '.join(known)}")])
+        return [known[name] for name in wanted]
+
+    def deployments(self, selection: str | None = None, locks_dir: str | Path | None = None) -> list[Deployment]:
+        """Every (team, environment) to deploy; with `locks_dir`, each serves what its lock names."""
+        pipeline = self.project.environments.pipeline
+        where = (pipeline.account, pipeline.region) if pipeline else None
+        result = []
+        for environment in self.select_environments(selection):
+            lock = read_lock(locks_dir, environment.name)
+            for name, resolved in self.teams.items():
+                served = lock.teams.get(name) if lock else None
+                result.append(deploy(resolved, environment, served, where))
+        return result
+
+
+def load_resolved_project(config_dir: str | Path = "config") -> ResolvedProject:
+    """Load and check every file, then resolve each team once; raise ConfigError listing every problem."""
+    resolved: dict[int, ResolvedTeam] = {}
+
+    def check(team):
+        result = resolve_team(team)
+        resolved[id(team)] = result
+        return list(result.problems)
+
+    project = load_project(config_dir, team_checks=check)
+    return ResolvedProject(project, {name: resolved[id(team)] for name, team in project.teams.items()})
+
+
+def load_resolved_team(path: str | Path) -> ResolvedTeam:
+    """One team file, checked and resolved once; raise ConfigError listing every problem."""
+    resolved: list[ResolvedTeam] = []
+
+    def check(team):
+        resolved.append(resolve_team(team))
+        return list(resolved[-1].problems)
+
+    load_team(path, team_checks=check)
+    return resolved[-1]

@@ -1,0 +1,152 @@
+"""One serving block made concrete: every value the user left unset is chosen (and why is noted),
+the capacity plan of exactly what is deployed is kept, and the container environment is rendered.
+
+`resolve_serving` is called once per variant of a team (baseline, shadow, gate candidate) by
+`optigate.deployment.team.resolve_team`; every later layer reads the result.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from optigate.config.models import TIMEOUT_MAX_SECONDS, TIMEOUT_MIN_SECONDS, LoraLimits, Serving, TeamConfig
+from optigate.plan.architecture import ModelArchitecture
+from optigate.plan.catalog import Instance, get_instance
+from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION, weight_precision
+from optigate.plan.planner import PlanResult
+from optigate.plan.team import WEIGHT_PRECISION, architecture_for, derive_settings, plan_serving
+from optigate.serving import images
+from optigate.serving.lmi import render_environment
+
+DEFAULT_MAX_BATCH_SIZE = 32
+DEFAULT_MAX_MODEL_LEN_CAP = 8192  # without a plan, never default to a 128k context nobody can batch
+
+# Timeouts sized to the weights: S3 → instance at a conservative ~100 MB/s per GB-bucket plus load,
+# compilation and CUDA-graph capture. 8B bf16 (16 GB): 760 s / 840 s; 70B bf16 (141 GB): 2010 s / 2715 s.
+DOWNLOAD_SECONDS_BASE, DOWNLOAD_SECONDS_PER_GB = 600, 10
+STARTUP_SECONDS_BASE, STARTUP_SECONDS_PER_GB = 600, 15
+
+
+@dataclass(frozen=True)
+class ResolvedServing:
+    """Every serving value concrete, the plan of what is deployed, and notes on what optigate chose."""
+
+    serving: Serving
+    instance: Instance
+    image_family: str
+    image_version: str
+    tensor_parallel_degree: int
+    max_model_len: int
+    max_batch_size: int
+    gpu_memory_utilization: float
+    lora: LoraLimits | None
+    weights_gb: float
+    model_data_download_timeout_seconds: int
+    container_startup_health_check_timeout_seconds: int
+    # The container environment (OPTION_*), rendered once; container paths are region-independent.
+    environment: dict[str, str] = field(default_factory=dict)
+    # The capacity plan at exactly these settings; None when the planner refuses the settings
+    # (the refusal is a problem of the team's resolution).
+    plan: PlanResult | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def image_uri(self, region: str) -> str:
+        return images.image_uri(self.image_family, self.image_version, region)
+
+    @property
+    def price_per_hour_usd(self) -> float | None:
+        """On-demand price of one instance of this variant (None where no public source was found)."""
+        return self.instance.price_per_hour_usd
+
+
+def _clamp_timeout(seconds: float) -> int:
+    return int(min(TIMEOUT_MAX_SECONDS, max(TIMEOUT_MIN_SECONDS, math.ceil(seconds / 10) * 10)))
+
+
+def sized_timeouts(weights_gb: float) -> tuple[int, int]:
+    """(download, startup health check) seconds for a model with this many GB of weights."""
+    download = _clamp_timeout(DOWNLOAD_SECONDS_BASE + DOWNLOAD_SECONDS_PER_GB * weights_gb)
+    startup = _clamp_timeout(STARTUP_SECONDS_BASE + STARTUP_SECONDS_PER_GB * weights_gb)
+    return download, startup
+
+
+def parameter_total(team: TeamConfig, arch: ModelArchitecture) -> int:
+    """Published count when the team states it, else computed from the architecture."""
+    spec = team.model.architecture
+    if not isinstance(spec, str) and spec.num_parameters:
+        return spec.num_parameters
+    return arch.parameter_count().total
+
+
+def weights_gb(team: TeamConfig, arch: ModelArchitecture, serving: Serving) -> float:
+    """GB of weights as the planner sizes them (bytes per parameter, scales included)."""
+    per_param = weight_precision(WEIGHT_PRECISION[serving.quantization]).bytes_per_param
+    return parameter_total(team, arch) * per_param / 1e9
+
+
+def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
+    """Concrete settings for `serving` (the team's production block, or a candidate of it)."""
+    notes: list[str] = []
+    instance = get_instance(serving.instance_type)
+    arch = architecture_for(team.model.architecture)
+    family = serving.container.family
+    version = serving.container.version or images.DEFAULT_VERSION[family]
+
+    plan: PlanResult | None
+    if instance.is_neuron:
+        # The planner's memory model is not validated on Neuron: fixed defaults, said so; the plan
+        # at those settings is kept for the summary and the gate's prediction.
+        tp = serving.tensor_parallel_degree or instance.tp_units
+        max_model_len = serving.max_model_len or min(arch.max_position_embeddings, DEFAULT_MAX_MODEL_LEN_CAP)
+        max_batch_size = serving.max_batch_size or DEFAULT_MAX_BATCH_SIZE
+        gpu_memory_utilization = serving.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
+        if serving.max_model_len is None or serving.max_batch_size is None:
+            notes.append(f"Neuron: max_model_len={max_model_len}, max_batch_size={max_batch_size} are defaults, not planned")
+        try:
+            plan = plan_serving(team, serving, max_model_len=max_model_len, max_batch_size=max_batch_size)
+        except ValueError:
+            plan = None  # an invalid tensor-parallel degree: reported by the hardware rules
+    else:
+        derived = derive_settings(team, serving)
+        tp, max_model_len = derived.tensor_parallel_degree, derived.max_model_len
+        max_batch_size, gpu_memory_utilization = derived.max_batch_size, derived.gpu_memory_utilization
+        notes += derived.notes
+        plan = derived.plan
+
+    lora = serving.lora
+    if lora is None and team.adapters:
+        count = len(team.adapters)
+        lora = LoraLimits(max_loras=min(count, 8), max_cpu_loras=max(count, min(count, 8)))
+        notes.append(f"lora: max_loras={lora.max_loras}, max_cpu_loras={lora.max_cpu_loras} for {count} adapters")
+
+    size_gb = weights_gb(team, arch, serving)
+    download, startup = sized_timeouts(size_gb)
+    if serving.model_data_download_timeout_seconds is not None:
+        download = serving.model_data_download_timeout_seconds
+    else:
+        notes.append(f"model_data_download_timeout={download}s for {size_gb:.0f} GB of weights")
+    if serving.container_startup_health_check_timeout_seconds is not None:
+        startup = serving.container_startup_health_check_timeout_seconds
+    else:
+        notes.append(f"container_startup_health_check_timeout={startup}s for {size_gb:.0f} GB of weights")
+
+    resolved = ResolvedServing(
+        serving=serving,
+        instance=instance,
+        image_family=family,
+        image_version=version,
+        tensor_parallel_degree=tp,
+        max_model_len=max_model_len,
+        max_batch_size=max_batch_size,
+        gpu_memory_utilization=gpu_memory_utilization,
+        lora=lora,
+        weights_gb=size_gb,
+        model_data_download_timeout_seconds=download,
+        container_startup_health_check_timeout_seconds=startup,
+        plan=plan,
+        notes=tuple(notes),
+    )
+    # Container paths are relative to the model prefix, so render from the prefix as written.
+    environment = render_environment(resolved, team.model.source.artifact_uri)
+    return replace(resolved, environment=environment)

@@ -1,0 +1,81 @@
+"""A team resolved once: every variant it deploys or proves, made concrete, with its plan.
+
+`resolve_team` is the one place a team's serving blocks meet the catalog, the image tables and the
+capacity planner. The config loader calls it (through `optigate.deployment.project`) to report
+problems at file lines; the summary, the stacks, the gate and rehearsal read the same result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from optigate.config.models import Serving, TeamConfig
+from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem
+from optigate.deployment import rules
+from optigate.deployment.serving import ResolvedServing, resolve_serving
+from optigate.plan.architecture import ModelArchitecture
+
+SERVING: PathT = ("serving",)
+
+
+@dataclass(frozen=True)
+class ResolvedTeam:
+    """The team's baseline, shadow and gate candidate, each concrete; `problems` if any cannot work."""
+
+    team: TeamConfig
+    baseline: ResolvedServing | None
+    shadow: ResolvedServing | None = None
+    candidate: ResolvedServing | None = None
+    problems: tuple[Problem, ...] = field(default_factory=tuple)
+
+    @property
+    def change(self) -> dict[str, Any]:
+        """The overrides the gate proves (`gate.candidate`), as written."""
+        return dict(self.team.gate.candidate)
+
+
+# How many times each team was resolved (tests assert the app resolves each team once).
+resolutions: dict[str, int] = {}
+
+
+def _variant(team: TeamConfig, arch: ModelArchitecture, serving: Serving, path: PathT) -> tuple[ResolvedServing | None, list[Problem]]:
+    problems = rules.hardware_problems(serving, path, has_adapters=bool(team.adapters))
+    if problems:
+        return None, problems
+    problems = rules.serving_architecture_problems(arch, serving, path)
+    problems += [p for p in rules.tensor_parallel_problems(arch, serving, path) if p.path not in {q.path for q in problems}]
+    if problems:
+        return None, problems
+    resolved = resolve_serving(team, serving)
+    return resolved, rules.capacity_problems(resolved.plan, serving, path)
+
+
+def _candidate(team: TeamConfig, arch: ModelArchitecture, merge, path: PathT) -> tuple[ResolvedServing | None, list[Problem]]:
+    try:
+        serving = merge()
+    except ValidationError:
+        return None, []  # the config rules report a candidate that is not a valid serving block
+    if serving is None:
+        return None, []
+    return _variant(team, arch, serving, path)
+
+
+def resolve_team(team: TeamConfig) -> ResolvedTeam:
+    """Resolve every variant of `team` once; problems are reported at the YAML path of their variant."""
+    resolutions[team.team] = resolutions.get(team.team, 0) + 1
+    source = team.model.source
+    if sum(x is not None for x in (source.s3_uri, source.jumpstart, source.hugging_face)) != 1:
+        return ResolvedTeam(team, None)  # the config rules report the source
+    arch, problems = rules.architecture_problems(team)
+    if arch is None:
+        hardware = rules.hardware_problems(team.serving, SERVING, has_adapters=bool(team.adapters))
+        return ResolvedTeam(team, None, problems=tuple(hardware + problems))
+    baseline, problems = _variant(team, arch, team.serving, SERVING)
+    if problems or baseline is None:  # a candidate inherits the serving block: report its own problems only
+        return ResolvedTeam(team, baseline, problems=tuple(problems))
+    shadow, shadow_problems = _candidate(team, arch, team.shadow_serving, SHADOW_CANDIDATE)
+    candidate, candidate_problems = _candidate(team, arch, team.gate_serving, GATE_CANDIDATE)
+    return ResolvedTeam(team, baseline, shadow, candidate, tuple(shadow_problems + candidate_problems))

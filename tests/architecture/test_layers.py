@@ -1,0 +1,154 @@
+"""The package's structure, checked: no import cycle between optigate's packages, pure layers free
+of CDK, and each team resolved once when the sample app is built."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import optigate
+
+PACKAGE = Path(optigate.__file__).resolve().parent
+CONFIG = PACKAGE.parent / "config"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every optigate module `path` imports, at any depth (function-level imports included),
+    except under `if TYPE_CHECKING:`."""
+    tree = ast.parse(path.read_text())
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(child) for stmt in node.body for child in ast.walk(stmt)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("optigate")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            if name.startswith("optigate"):
+                found.add(name)
+    return found
+
+
+def _package_of(module: str) -> str:
+    """The first-level package (`optigate.config`), or the module for top-level modules (`optigate.stats`)."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def package_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in PACKAGE.rglob("*.py"):
+        source = _package_of(_module_name(path))
+        for target in _imports(path):
+            target_package = _package_of(target)
+            if target_package != source and target_package != "optigate":
+                graph[source].add(target_package)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    cycles, state, stack = [], {}, []
+
+    def visit(node: str) -> None:
+        state[node] = "open"
+        stack.append(node)
+        for following in sorted(graph.get(node, ())):
+            if state.get(following) == "open":
+                cycles.append(stack[stack.index(following):] + [following])
+            elif following not in state:
+                visit(following)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return cycles
+
+
+def test_the_walk_sees_function_level_imports():
+    """config.rules once imported plan inside a function; the walk must see such imports."""
+    graph = package_graph()
+    assert "optigate.plan" in graph["optigate.deployment"]
+    assert "optigate.config" in graph["optigate.plan"]
+    fake = {"a": {"b"}, "b": {"c"}, "c": {"a"}}
+    assert _cycles(fake) == [["a", "b", "c", "a"]]
+
+
+def test_no_import_cycle_between_packages():
+    assert _cycles(package_graph()) == []
+
+
+def test_config_imports_no_later_layer():
+    """Data flows one way: config (what the user said) imports no other optigate package."""
+    assert package_graph().get("optigate.config", set()) == set()
+
+
+def test_pure_layers_never_import_cdk():
+    pure = ("config", "plan", "serving", "deployment", "bench", "evaluate", "gate", "promote")
+    offenders = []
+    for name in pure:
+        for path in (PACKAGE / name).rglob("*.py"):
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                if any(n.split(".")[0] in ("aws_cdk", "constructs", "cdk_nag", "moto") for n in names):
+                    offenders.append(str(path.relative_to(PACKAGE)))
+    assert offenders == []
+
+
+def test_sample_app_resolves_each_team_once(tmp_path, monkeypatch):
+    from optigate.deployment import serving, team
+    from optigate.stacks.app import build_app
+
+    derived = []
+    original = serving.derive_settings
+    monkeypatch.setattr(serving, "derive_settings", lambda t, s=None: derived.append(t.team) or original(t, s))
+    monkeypatch.setattr(team, "resolutions", {})
+    app = build_app(CONFIG, environments="", outdir=str(tmp_path), nag=False)
+
+    stacks = [child for child in app.node.children if hasattr(child, "deployment")]
+    teams = {stack.deployment.team.team: stack.deployment.resolved_team for stack in stacks}
+    assert len(stacks) == 3 * len(teams) == 9  # every team in each of the three environments
+    assert team.resolutions == {name: 1 for name in teams}
+    # Once per variant: the baseline, and the shadow and the gate candidate where a team has them.
+    variants = {name: sum(v is not None for v in (r.baseline, r.shadow, r.candidate)) for name, r in teams.items()}
+    assert sorted(derived) == sorted(name for name, count in variants.items() for _ in range(count))
+    assert sum(variants.values()) > len(teams)  # the sample has candidates, so this counts something
+    # Every environment's stack reads the same resolution of its team.
+    for stack in stacks:
+        assert stack.deployment.resolved_team is teams[stack.deployment.team.team]
+
+
+def test_summary_does_not_start_node():
+    code = (
+        "import sys\n"
+        "from optigate.cli import main\n"
+        "code = main(['summary', '--env', 'dev'])\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'jsii', 'constructs'))\n"
+        "print('LOADED', loaded)\n"
+        "sys.exit(code)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "LOADED []" in result.stdout
+    assert "optigate-dev-chat" in result.stdout
