@@ -25,19 +25,21 @@ def _print_config_error(error: ConfigError) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Check config files without synthesizing: a folder (environments + teams) or single files."""
+    from optigate.deployment import load_resolved_project, load_resolved_team
+
     failures: list[ConfigError] = []
     checked = 0
     for raw in args.paths:
         path = Path(raw)
         try:
             if path.is_dir():
-                project = load_project(path)
+                project = load_resolved_project(path)
                 checked += 1 + len(project.teams)
             elif path.name.startswith("environments."):
                 load_environments(path)
                 checked += 1
             else:
-                load_team(path)
+                load_resolved_team(path)
                 checked += 1
         except ConfigError as error:
             failures.append(error)
@@ -51,10 +53,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     """What would be deployed, per environment and team, with every value optigate chose."""
-    from optigate.stacks.app import default_locks_dir, plan_deployments
+    from optigate.deployment import load_resolved_project
+    from optigate.promote.lock import default_locks_dir
 
     try:
-        deployments = plan_deployments(load_project(args.config), args.env, default_locks_dir(args.config))
+        deployments = load_resolved_project(args.config).deployments(args.env, default_locks_dir(args.config))
     except ConfigError as error:
         _print_config_error(error)
         return 1
@@ -142,7 +145,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from optigate.plan.architecture import known_models, load_architecture
     from optigate.plan.compare import compare
     from optigate.plan.planner import plan
-    from optigate.plan.team import derive_settings
+    from optigate.deployment import load_resolved_team
 
     if args.list_models:
         for name in known_models():
@@ -150,13 +153,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return 0
     if args.team_file:
         try:
-            team = load_team(args.team_file)
+            resolved_team = load_resolved_team(args.team_file)
         except ConfigError as error:
             _print_config_error(error)
             return 1
-        derived = derive_settings(team)
-        _print_plan(derived.plan, args, f"optigate plan: {team.team}", derived.notes)
-        return 0 if derived.plan.fits else 1
+        resolved = resolved_team.baseline
+        if resolved is None or resolved.plan is None:  # refused by the rules, which raised above
+            raise RuntimeError(f"{args.team_file}: resolved without a plan")
+        _print_plan(resolved.plan, args, f"optigate plan: {resolved_team.team.team}", resolved.notes)
+        return 0 if resolved.plan.fits else 1
     if not args.model or not (args.instance or args.compare):
         errors.print("give a team file, or --model with --instance (or --compare)")
         return 2
