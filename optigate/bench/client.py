@@ -193,7 +193,8 @@ class Connection:
         protocol.exchange = exchange
         head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
         exchange.sent_at = time.perf_counter()
-        assert protocol.transport is not None
+        if protocol.transport is None:  # closed between connect and write
+            raise ConnectionError("connection closed before the request was sent")
         protocol.transport.write(head.encode("latin-1") + body)
         try:
             await asyncio.wait_for(asyncio.shield(exchange.done), timeout)

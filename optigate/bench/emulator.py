@@ -364,8 +364,8 @@ class Emulator:
                     await response.write(stream_exception("ModelStreamError", "Model stream error: generation failed"))
                     break
                 if reset:
-                    assert request.transport is not None
-                    request.transport.abort()
+                    if request.transport is not None:  # already gone: nothing to reset
+                        request.transport.abort()
                     return response
                 await asyncio.sleep(behaviour.stall_seconds)  # a stall: the client must time out
                 stall = False

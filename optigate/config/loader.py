@@ -14,7 +14,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -25,6 +25,7 @@ from optigate.config.rules import Problem, check_environments, check_team
 PathT = tuple[str | int, ...]
 # Checks of a later layer on a parsed team (see load_team).
 TeamChecks = Callable[[TeamConfig], list[Problem]]
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ def issues_from_validation_error(document: YamlDocument, error: ValidationError,
 # --------------------------------------------------------------------------- public API
 
 
-def _parse(document: YamlDocument, model: type[BaseModel]) -> BaseModel:
+def _parse(document: YamlDocument, model: type[ModelT]) -> ModelT:
     if not isinstance(document.data, dict):
         raise ConfigError([ConfigIssue(document.file, 1, "", f"expected a mapping of keys, got {type(document.data).__name__}")])
     try:
@@ -255,7 +256,6 @@ def load_team(path: str | Path, *, rules: bool = True, team_checks: TeamChecks |
     """
     document = read_yaml(Path(path))
     team = _parse(document, TeamConfig)
-    assert isinstance(team, TeamConfig)
     if not rules:
         return team
     problems = check_team(team)
@@ -275,7 +275,6 @@ def _issues(document: YamlDocument, problems: list[Problem]) -> list[ConfigIssue
 def load_environments(path: str | Path) -> EnvironmentsFile:
     document = read_yaml(Path(path))
     environments = _parse(document, EnvironmentsFile)
-    assert isinstance(environments, EnvironmentsFile)
     problems = check_environments(environments)
     if problems:
         raise ConfigError(_issues(document, problems))
@@ -328,7 +327,6 @@ def load_project(config_dir: str | Path = "config", *, team_checks: TeamChecks |
                     close = difflib.get_close_matches(name, list(teams), n=1)
                     hint = f"; did you mean '{close[0]}'?" if close else ""
                     issues.append(ConfigIssue(document.file, document.line_of(path), format_path(path), f"no team file defines team '{name}'{hint}"))
-    if issues:
+    if issues or environments is None:
         raise ConfigError(issues)
-    assert environments is not None
     return Project(environments, teams, files)

@@ -77,7 +77,8 @@ class ModelSource(Strict):
         if self.s3_uri:
             return self.s3_uri
         chosen = self.jumpstart or self.hugging_face
-        assert chosen is not None, "validated by rules: exactly one source"
+        if chosen is None:  # the config rules refuse this before anything reads the prefix
+            raise ValueError("model.source: give exactly one of s3_uri, jumpstart, hugging_face")
         return chosen.s3_uri
 
 

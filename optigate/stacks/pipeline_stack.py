@@ -125,7 +125,8 @@ class PipelineStack(Stack):
     def _source(self, pipeline: Pipeline) -> pipelines.CodePipelineSource:
         """Pushes to the branch start the pipeline (the connection's trigger, or CodeCommit's event rule)."""
         source = pipeline.source
-        assert source.repository is not None
+        if source.repository is None:  # PipelineSource's validator requires it
+            raise ValueError("pipeline.source.repository is required")
         if source.codecommit:
             repository = codecommit.Repository.from_repository_name(self, "Repository", source.repository)
             return pipelines.CodePipelineSource.code_commit(repository, source.branch)
