@@ -22,13 +22,11 @@ from pathlib import Path
 
 import boto3
 
-from optigate.gate.decide import GateInputs, GateVerdict, decide
+from optigate.gate.decision import GateInputs, GateVerdict, decide
 from optigate.gate.report import render_html, render_json
 
 LOG = logging.getLogger(__name__)
 NAMESPACE = "optigate/gate"
-# GetMetricData query ids: <side>_<metric> (ids must start with a lower-case letter).
-SHADOW_METRICS = {"invocations": "Invocations", "errors": "Invocation5XXErrors", "latency": "ModelLatency"}
 MAX_RETURN_BYTES = 3000  # the returned dict stays well under 4 KB
 
 

@@ -31,6 +31,8 @@ ALL = "all"
 LONG_CONTEXT = "long_context"
 #: Replicates per interval; each caller keeps its own count until the verdicts issue calibrates them.
 REPLICATES = 2000
+#: The config's defaults (a frozen model, so one shared instance is safe as a default).
+DEFAULT_THRESHOLDS = EvaluationGate()
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ def compare(
     records: list[dict[str, Any]],
     baseline: list[dict[str, float]],
     candidate: list[dict[str, float]],
-    thresholds: EvaluationGate = EvaluationGate(),
+    thresholds: EvaluationGate = DEFAULT_THRESHOLDS,
     *,
     lower_is_better: tuple[str, ...] = ("refusal",),
     seed: int = 0,

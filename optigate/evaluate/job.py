@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from optigate.evaluate import spotcheck
 from optigate.config.models import EvaluationGate
+from optigate.evaluate import spotcheck
 from optigate.evaluate.compare import Verdict, compare
 from optigate.evaluate.scoring import estimate_tokens
 
@@ -109,7 +109,7 @@ def evaluate(records: list[dict[str, Any]], baseline_runner: Any, candidate_runn
     out.mkdir(parents=True, exist_ok=True)
     (out / "verdict.json").write_text(json.dumps({**verdict.to_dict(), "records": len(records), "thresholds": _judged_by(thresholds)}, indent=2))
     with (out / "scores.jsonl").open("w") as handle:
-        for record, base, cand in zip(records, baseline, candidate):
+        for record, base, cand in zip(records, baseline, candidate, strict=True):
             handle.write(json.dumps({
                 "id": record["id"], "category": record["category"], "prompt_tokens": record["prompt_tokens"],
                 "baseline_output": baseline_rows[record["id"]]["model_output"], "candidate_output": candidate_rows[record["id"]]["model_output"],

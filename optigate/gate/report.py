@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from optigate.gate.decide import GateVerdict
+from optigate.gate.decision import GateVerdict
 
 _UNITS = {
     "p99_ttft": "ms",

@@ -4,83 +4,16 @@ clear their thresholds, fail-closed cases, costs by hand, readable reasons, and 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
-from optigate.bench.metrics import RequestRecord, RunSamples
-from optigate.gate import GateInputs, Thresholds, decide, render_html, render_json
-from optigate.gate.decide import cost_per_million, speculative_method
-from optigate.stats import bootstrap_mean, bootstrap_percentile
-
-TOKENS = 32
-BASE_TTFT_MS, BASE_ITL_MS = 150.0, 15.0
-
-
-def synthetic_run(
-    concurrency: int,
-    *,
-    requests: int = 120,
-    ttft_ms: float = BASE_TTFT_MS,
-    itl_ms: float = BASE_ITL_MS,
-    tokens: int = TOKENS,
-    tokens_per_chunk: tuple[int, ...] = (1,),
-    ttft_sigma: float = 0.25,
-    tail_prob: float = 0.0,
-    tail_ms: float = 0.0,
-    error_every: int = 0,
-    all_fail: bool = False,
-    seed: int = 0,
-) -> dict:
-    """A closed loop: `concurrency` workers, each a warm-up request and then requests back to back.
-    TTFT is log-normal around `ttft_ms` (plus an optional tail), each chunk of k tokens arrives
-    k × ITL later; `tokens_per_chunk` is cycled (multi-token chunks emulate speculative decoding)."""
-    rng = np.random.default_rng(seed)
-    records: list[RequestRecord] = []
-    per_worker = -(-requests // concurrency)
-    sent_count = 0
-    for worker in range(concurrency):
-        t = worker * 0.013
-        records.append(RequestRecord(t, t, t + 0.1, t + 0.2, [(t + 0.1, 1), (t + 0.2, 1)], 2, warmup=True))
-        t += 0.2
-        for _ in range(per_worker):
-            if sent_count >= requests:
-                break
-            sent_count += 1
-            sent = t
-            if all_fail or (error_every and sent_count % error_every == 0):
-                records.append(RequestRecord(sent, sent, error="ModelError"))
-                t = sent + 0.05
-                continue
-            sizes = itertools.cycle(tokens_per_chunk)
-            first_size = min(next(sizes), tokens)
-            first = sent + ttft_ms / 1000 * rng.lognormal(0, ttft_sigma) + (tail_ms / 1000 if rng.random() < tail_prob else 0.0)
-            chunks, now, got = [(first, first_size)], first, first_size
-            while got < tokens:
-                k = min(next(sizes), tokens - got)
-                now += k * itl_ms / 1000 * rng.lognormal(0, 0.15)
-                chunks.append((now, k))
-                got += k
-            records.append(RequestRecord(sent, sent, first, now, chunks, tokens))
-            t = now
-    return RunSamples.from_records(concurrency, records).to_result()
-
-
-def itl_for_gain(gain: float) -> float:
-    """The ITL that makes a request `gain` faster end to end than the baseline (closed loop)."""
-    base = BASE_TTFT_MS + (TOKENS - 1) * BASE_ITL_MS
-    return (base / (1 + gain) - BASE_TTFT_MS) / (TOKENS - 1)
-
-
-def bench(*runs: dict) -> dict:
-    return {"runs": list(runs)}
-
-
-PASS = {"status": "pass", "passed": True, "reasons": [], "warnings": [], "checks": []}
-THRESHOLDS = {"concurrency": [4], "p99_ttft_ms_budget": 600.0, "p99_itl_ms_budget": 40.0, "min_throughput_gain_pct": 10.0,
-              "max_error_rate": 0.01, "min_tokens_per_chunk_gain_pct": 20.0, "prompt_tokens": 1024, "max_new_tokens": 256}
+from optigate.config.models import BenchmarkGate
+from optigate.gate import GateInputs, decide, render_html, render_json
+from optigate.gate.decision import cost_per_million, speculative_method
+from tests.gate_logic.synthetic import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
 
 
 @pytest.fixture(scope="module")
@@ -155,29 +88,6 @@ def test_p99_itl_uses_a_cluster_bootstrap_over_requests(baseline, faster):
     tight = decide(inputs(baseline, faster, thresholds={**THRESHOLDS, "p99_itl_ms_budget": itl.ci_low}))
     assert not check(tight, "p99_itl").passed
     assert "p99_itl at concurrency 4 fails: candidate p99 ITL is" in tight.reasons[0]
-
-
-def test_cluster_bootstrap_is_wider_than_resampling_correlated_gaps_one_by_one():
-    rng = np.random.default_rng(7)
-    levels = rng.lognormal(np.log(15), 0.4, 80)  # each request has its own speed: its gaps are correlated
-    counts = np.full(80, 50)
-    values = np.repeat(levels, 50) * rng.lognormal(0, 0.05, 4000)
-    point, low, high = bootstrap_percentile(values, 99, counts=counts, rng=1)
-    naive = bootstrap_percentile(values, 99, rng=1)
-    assert point == naive[0] == pytest.approx(np.percentile(values, 99))
-    assert high - low > 2 * (naive[2] - naive[1])
-    assert bootstrap_percentile(values, 99, counts=counts, rng=1) == (point, low, high)  # fixed seed: reproducible
-
-
-def test_one_sample_bootstrap_covers_the_point_and_is_deterministic():
-    values = np.random.default_rng(0).normal(100, 10, 500)
-    point, low, high = bootstrap_percentile(values, 50)
-    assert low < point < high and (point, low, high) == bootstrap_percentile(values, 50)
-    mean, mlow, mhigh = bootstrap_mean(values)
-    assert mean == pytest.approx(values.mean()) and mlow < mean < mhigh
-    assert mhigh - mlow == pytest.approx(2 * 1.96 * values.std() / np.sqrt(500), rel=0.2)
-    with pytest.raises(ValueError):
-        bootstrap_percentile([], 99)
 
 
 # --------------------------------------------------------------------------- throughput
@@ -313,8 +223,12 @@ def test_a_gate_level_neither_benchmark_measured_fails(baseline, faster):
     assert verdict.reasons == (
         "coverage at concurrency 16 fails: concurrency 16 is in the gate's levels but the baseline and candidate benchmark did not measure it.",
     )
-    nothing = decide(inputs(bench(), bench(), thresholds={**THRESHOLDS, "concurrency": []}))
-    assert not nothing.approved and [c.name for c in nothing.checks] == ["coverage", "quality"]
+    nothing = decide(inputs(bench(), bench()))
+    assert not nothing.approved
+    assert [(c.name, c.concurrency) for c in nothing.checks] == [("coverage", 4), ("coverage", None), ("quality", None)]
+    assert "no concurrency level was measured by both benchmarks" in nothing.reasons[1]
+    with pytest.raises(ValidationError, match="concurrency"):  # no level at all: refused, as the config refuses it
+        decide(inputs(bench(), bench(), thresholds={**THRESHOLDS, "concurrency": []}))
 
 
 def test_every_level_both_measured_is_judged(baseline, faster):
@@ -361,14 +275,15 @@ def test_prediction_vs_measurement(baseline, faster):
 # --------------------------------------------------------------------------- inputs and output
 
 
-def test_thresholds_match_the_config_defaults_and_refuse_typos():
-    from optigate.config.models import BenchmarkGate
-
-    assert Thresholds.from_dict(BenchmarkGate().model_dump()) == Thresholds()
-    with pytest.raises(ValueError, match="p99_ttft_budget"):
-        Thresholds.from_dict({"p99_ttft_budget": 300})
-    with pytest.raises(ValueError, match="must be > 0"):
-        Thresholds.from_dict({"p99_ttft_ms_budget": 0})
+def test_thresholds_are_the_config_model_and_refuse_typos(baseline, faster):
+    assert inputs(baseline, faster, thresholds={}).gate_thresholds() == BenchmarkGate()
+    assert inputs(baseline, faster).gate_thresholds() == BenchmarkGate(**THRESHOLDS)
+    with pytest.raises(ValidationError, match="p99_ttft_budget"):  # a misspelt budget must not switch a check off
+        decide(inputs(baseline, faster, thresholds={"p99_ttft_budget": 300}))
+    with pytest.raises(ValidationError, match=r"p99_ttft_ms_budget\n  Input should be greater than 0"):
+        decide(inputs(baseline, faster, thresholds={"p99_ttft_ms_budget": 0}))
+    decided = decide(inputs(baseline, faster)).thresholds
+    assert decided == {**BenchmarkGate(**THRESHOLDS).model_dump(exclude={"prompt_tokens", "max_new_tokens"}), "speculative_decoding": None}
 
 
 def test_inputs_from_dict(baseline, faster):

@@ -1,0 +1,19 @@
+"""The optimization gate's decision: approve a candidate only on evidence (pure: numpy, pydantic,
+stdlib, `optigate.bench` and `optigate.stats`; no AWS).
+
+Rooms:
+
+- :mod:`.inputs`: :class:`GateInputs` (what the gate decides on, JSON-shaped) and the thresholds,
+  read as the config's ``BenchmarkGate`` (a misspelt key is refused, not ignored);
+- :mod:`.checks`: :class:`Check` and one function per check (what each check measures and when
+  it passes is documented there);
+- :mod:`.wording`: the sentences of the verdict: threshold texts and one reason per failed check;
+- :mod:`.verdict`: :class:`GateVerdict` and :func:`decide`, which runs the checks per
+  concurrency level and adds costs and the planner's prediction next to the measurement.
+"""
+
+from optigate.gate.decision.checks import Check
+from optigate.gate.decision.inputs import GateInputs, speculative_method
+from optigate.gate.decision.verdict import GateVerdict, cost_per_million, decide
+
+__all__ = ["Check", "GateInputs", "GateVerdict", "cost_per_million", "decide", "speculative_method"]

@@ -1,0 +1,308 @@
+"""The gate's checks: one function per check, each returning a :class:`Check`.
+
+Checks, evaluated at every concurrency level both benchmarks measured (``concurrency`` on the
+check), each a :class:`Check` whose ``measured``, ``threshold`` and interval are in the unit named
+below:
+
+- ``p99_ttft`` (ms, when ``p99_ttft_ms_budget`` is set): passes only when the *upper* end of a
+  95 % percentile-bootstrap interval of the candidate's p99 TTFT (requests resampled) is within
+  the budget. A latency check passes only when its confidence interval clears the threshold, so a
+  p99 just under the budget on too few or too noisy samples fails.
+- ``p99_itl`` (ms, when ``p99_itl_ms_budget`` is set): the same for per-token ITL, with a cluster
+  bootstrap over requests (a request's gaps are correlated; resampling them one by one would make
+  the interval too narrow).
+- ``throughput_gain`` (%): candidate vs baseline output tokens/s (the ``output_tokens_per_s``
+  delta of :func:`optigate.bench.compare.compare_runs`, its interval from one-second buckets);
+  passes only when the *lower* end of the relative gain's interval reaches
+  ``min_throughput_gain_pct``. Fewer than :data:`MIN_THROUGHPUT_BUCKETS` one-second buckets in
+  either measurement window give no usable interval and fail.
+- ``error_rate`` (fraction): candidate failed requests / measured requests ≤ ``max_error_rate``.
+- ``tokens_per_chunk_gain`` (%, only when the change enables speculative decoding): the gain of
+  the candidate's mean tokens per streamed chunk over the baseline's (a client-side proxy for the
+  acceptance rate); passes only when the lower end of a bootstrap interval on the candidate mean
+  reaches ``min_tokens_per_chunk_gain_pct``. Below roughly 40 % acceptance, drafting and verifying
+  costs more than it saves and speculation makes decoding slower.
+- ``quality`` (the evaluation's status): passes only when the quality evaluation passed; an
+  ``unresolved`` evaluation fails closed with its reasons, a missing one fails ("no quality
+  evidence").
+- ``shadow_traffic`` and ``shadow_error_rate`` (only when the candidate ran as a shadow variant on
+  the live endpoint): the shadow must have received at least ``min_shadow_requests`` mirrored
+  requests in the window (fewer cannot tell anything and fail closed), and its 5XX share of them
+  must stay within ``max_error_rate``. The two variants' p99 ModelLatency is reported beside them;
+  it is one figure per window without an interval, so the benchmark's intervals judge latency.
+- ``coverage``: every concurrency level of ``thresholds.concurrency`` must have been measured by
+  both benchmarks; an unmeasured level is missing evidence and fails.
+
+Fail closed: a benchmark (baseline or candidate) with zero successful requests at a level fails
+every latency check at that level (``p99_ttft``, ``p99_itl``, ``throughput_gain``,
+``tokens_per_chunk_gain``), with ``measured`` None.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from optigate import stats
+from optigate.bench.compare import Delta, throughput_buckets
+from optigate.bench.metrics import RunSamples
+from optigate.config.models import BenchmarkGate
+from optigate.gate.decision.wording import error_text, ms, pct
+
+CONFIDENCE = stats.CONFIDENCE
+#: Replicates per interval; each caller keeps its own count until the verdicts issue calibrates them.
+REPLICATES = 1000
+#: One-second throughput buckets each measurement window needs for a throughput interval.
+MIN_THROUGHPUT_BUCKETS = 5
+#: The order checks are listed in (within a concurrency level); also part of each check's seed.
+CHECK_ORDER = (
+    "coverage", "p99_ttft", "p99_itl", "throughput_gain", "error_rate", "tokens_per_chunk_gain",
+    "shadow_traffic", "shadow_error_rate", "quality",
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    measured: float | str | None
+    threshold: float | str | None
+    passed: bool
+    detail: str
+    ci_low: float | None = None
+    ci_high: float | None = None
+    concurrency: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_safe({
+            "name": self.name,
+            "concurrency": self.concurrency,
+            "passed": self.passed,
+            "measured": self.measured,
+            "threshold": self.threshold,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "detail": self.detail,
+        })
+
+
+def json_safe(value: Any) -> Any:
+    """JSON-safe: non-finite floats become None, numpy scalars plain Python, tuples lists."""
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return value
+
+
+def sort_key(check: Check) -> tuple[bool, int, int]:
+    """Per-level checks by level, then the run-wide ones; within each, in CHECK_ORDER."""
+    return (check.concurrency is None, check.concurrency or 0, CHECK_ORDER.index(check.name))
+
+
+# --------------------------------------------------------------------------- coverage
+
+
+def coverage_checks(
+    levels: list[int], base_runs: Mapping[int, RunSamples], cand_runs: Mapping[int, RunSamples]
+) -> list[Check]:
+    """A failing check per gate level that either benchmark did not measure, and one when none is common."""
+    checks = []
+    sides = (("baseline", base_runs), ("candidate", cand_runs))
+    for level in levels:
+        missing = " and ".join(label for label, runs in sides if level not in runs)
+        if missing:
+            detail = f"concurrency {level} is in the gate's levels but the {missing} benchmark did not measure it"
+            checks.append(Check("coverage", None, level, False, detail, concurrency=level))
+    if not set(base_runs) & set(cand_runs):
+        checks.append(Check("coverage", None, None, False, "no concurrency level was measured by both benchmarks"))
+    return checks
+
+
+# --------------------------------------------------------------------------- per level
+
+
+def level_checks(
+    level: int,
+    base: RunSamples,
+    cand: RunSamples,
+    deltas: list[Delta],
+    thresholds: BenchmarkGate,
+    method: str | None,
+    seed: int,
+) -> list[Check]:
+    """The checks at one level both benchmarks measured, in CHECK_ORDER.
+
+    Fail closed: when either benchmark had no successful request here, every latency check
+    fails with ``measured`` None and says which.
+    """
+    empty = no_success(base, cand)
+
+    def closed(name: str, threshold: float) -> Check:
+        return Check(name, None, threshold, False, empty or "", concurrency=level)
+
+    checks: list[Check] = []
+    ttft_budget, itl_budget = thresholds.p99_ttft_ms_budget, thresholds.p99_itl_ms_budget
+    if ttft_budget is not None:
+        ttft = "p99_ttft", "TTFT", cand.ttft_ms, None, ttft_budget, level, seed
+        checks.append(closed("p99_ttft", ttft_budget) if empty else latency_check(*ttft))
+    if itl_budget is not None:
+        itl = "p99_itl", "ITL", cand.itl_ms, cand.itl_counts, itl_budget, level, seed
+        checks.append(closed("p99_itl", itl_budget) if empty else latency_check(*itl))
+    minimum = thresholds.min_throughput_gain_pct
+    checks.append(closed("throughput_gain", minimum) if empty else throughput_check(level, base, cand, deltas, minimum))
+    checks.append(error_check(level, cand, thresholds.max_error_rate))
+    if method is not None:
+        minimum = thresholds.min_tokens_per_chunk_gain_pct
+        speculation = level, base, cand, minimum, method, seed
+        checks.append(closed("tokens_per_chunk_gain", minimum) if empty else tokens_per_chunk_check(*speculation))
+    return checks
+
+
+def no_success(base: RunSamples, cand: RunSamples) -> str | None:
+    """Which benchmark had no successful request (the fail-closed detail), or None."""
+    runs = (("the baseline", base), ("the candidate", cand))
+    empty = [
+        f"{label} had no successful requests ({run.requests} sent{error_text(run)})"
+        for label, run in runs
+        if not run.completions
+    ]
+    return " and ".join(empty) if empty else None
+
+
+def check_seed(seed: int, level: int, check: str) -> list[int]:
+    """Each check's own stream: its interval does not depend on which other checks ran."""
+    return [seed, level, CHECK_ORDER.index(check)]
+
+
+def latency_check(
+    name: str, label: str, samples: list[float], counts: list[int] | None, budget: float, level: int, seed: int
+) -> Check:
+    """p99 within the budget: the upper end of its interval must be (requests clustered when counts add up)."""
+    if not samples:
+        return Check(name, None, budget, False, f"no {label} samples from the candidate", concurrency=level)
+    clustered = counts is not None and len(counts) > 0 and sum(counts) == len(samples)  # else one sample per request
+    point, low, high = stats.bootstrap_percentile(
+        samples, 99, counts=counts if clustered else None, replicates=REPLICATES, confidence=CONFIDENCE,
+        rng=check_seed(seed, level, name),
+    )
+    passed = high <= budget
+    detail = (
+        f"candidate p99 {label} {ms(point)} (95 % CI {ms(low)} to {ms(high)}, {len(samples)} samples) "
+        f"vs budget {ms(budget)}"
+    )
+    if not passed:
+        detail += (": the upper end of the interval is over the budget" if point <= budget else ": over the budget")
+    return Check(name, point, budget, passed, detail, low, high, level)
+
+
+def throughput_check(level: int, base: RunSamples, cand: RunSamples, deltas: list[Delta], minimum_pct: float) -> Check:
+    """Relative output-throughput gain: the lower end of its interval must reach the minimum."""
+    name = "throughput_gain"
+    buckets = {label: len(throughput_buckets(run)) for label, run in (("baseline", base), ("candidate", cand))}
+    short = [f"{label} {count}" for label, count in buckets.items() if count < MIN_THROUGHPUT_BUCKETS]
+    if short:
+        detail = (
+            f"measurement window too short for a throughput interval ({', '.join(short)} one-second buckets, "
+            f"at least {MIN_THROUGHPUT_BUCKETS} needed)"
+        )
+        return Check(name, None, minimum_pct, False, detail, concurrency=level)
+    delta = next((d for d in deltas if d.metric == "output_tokens_per_s"), None)
+    if delta is None or not delta.baseline > 0:
+        return Check(name, None, minimum_pct, False, "no baseline throughput to compare with", concurrency=level)
+    gain, low, high = (100 * value / delta.baseline for value in (delta.delta, delta.low, delta.high))
+    passed = low >= minimum_pct
+    detail = (
+        f"output throughput {delta.candidate:,.1f} vs {delta.baseline:,.1f} tokens/s: gain {pct(gain)} "
+        f"(95 % CI {pct(low)} to {pct(high)}) vs minimum {pct(minimum_pct)}"
+    )
+    if not passed:
+        below = "the lower end of the interval is below the minimum" if gain >= minimum_pct else "below the minimum"
+        detail += f": {below}"
+    return Check(name, gain, minimum_pct, passed, detail, low, high, level)
+
+
+def error_check(level: int, cand: RunSamples, maximum: float) -> Check:
+    """Failed candidate requests over measured requests, at most the maximum."""
+    name = "error_rate"
+    if not cand.requests:
+        return Check(name, None, maximum, False, "no measured candidate requests", concurrency=level)
+    failed = sum(cand.errors.values())
+    rate = failed / cand.requests
+    passed = rate <= maximum
+    detail = f"{failed} of {cand.requests} candidate requests failed"
+    if cand.errors:
+        detail += f" ({error_text(cand)[2:]})"
+    return Check(name, rate, maximum, passed, detail, concurrency=level)
+
+
+def tokens_per_chunk_check(
+    level: int, base: RunSamples, cand: RunSamples, minimum_pct: float, method: str, seed: int
+) -> Check:
+    """Speculative decoding's gain in mean tokens per chunk: the lower end of its interval must reach the minimum."""
+    name = "tokens_per_chunk_gain"
+    base_mean = float(np.mean(base.tokens_per_chunk)) if base.tokens_per_chunk else 0.0
+    if not base_mean > 0 or not cand.tokens_per_chunk:
+        return Check(name, None, minimum_pct, False, "no tokens-per-chunk samples to compare", concurrency=level)
+    mean, low, high = stats.bootstrap_mean(
+        cand.tokens_per_chunk, replicates=REPLICATES, confidence=CONFIDENCE, rng=check_seed(seed, level, name)
+    )
+    gain, gain_low, gain_high = (100 * (value / base_mean - 1) for value in (mean, low, high))
+    passed = gain_low >= minimum_pct
+    detail = (
+        f"speculative decoding ({method}): mean tokens per chunk {mean:.2f} vs {base_mean:.2f} baseline, "
+        f"gain {pct(gain)} (95 % CI {pct(gain_low)} to {pct(gain_high)}) vs minimum {pct(minimum_pct)}"
+    )
+    if not passed:
+        detail += ": too few drafted tokens are accepted; below ~40 % acceptance speculation makes decoding slower"
+    return Check(name, gain, minimum_pct, passed, detail, gain_low, gain_high, level)
+
+
+# --------------------------------------------------------------------------- run-wide
+
+
+def quality_check(evaluation: Mapping[str, Any] | None) -> Check:
+    """Passes only on a passing quality evaluation; unresolved, failed or missing evidence fails."""
+    name = "quality"
+    if evaluation is None:
+        return Check(name, None, "pass", False, "no quality evidence: the evaluation did not run")
+    status = str(evaluation.get("status", "")).lower() or None
+    reasons = "; ".join(str(r) for r in evaluation.get("reasons") or [])
+    if status == "pass":
+        return Check(name, status, "pass", True, "quality evaluation passed: every metric within its tolerance")
+    if status == "unresolved":
+        because = f": {reasons}" if reasons else " (the data cannot tell)"
+        detail = f"quality evaluation unresolved, fails closed{because}"
+    elif status == "fail":
+        detail = "quality evaluation failed" + (f": {reasons}" if reasons else "")
+    else:
+        detail = f"quality evaluation has no recognised status ({evaluation.get('status')!r}): fails closed"
+    return Check(name, status, "pass", False, detail)
+
+
+def shadow_checks(shadow: Mapping[str, Any], thresholds: BenchmarkGate) -> list[Check]:
+    """Enough mirrored live requests reached the shadow, and few enough of them failed with 5XX."""
+    window = f"{shadow.get('window_minutes', '?')} min window"
+    side = shadow.get("shadow") or {}
+    invocations = side.get("invocations")
+    minimum, maximum = thresholds.min_shadow_requests, thresholds.max_error_rate
+    if not invocations or invocations < minimum:
+        seen = 0 if not invocations else int(invocations)
+        detail = f"{seen} live requests mirrored to the shadow in the {window}: too few to judge it"
+        traffic = Check("shadow_traffic", seen, minimum, False, detail)
+        return [traffic, Check("shadow_error_rate", None, maximum, False, "no mirrored traffic to measure")]
+    detail = f"{int(invocations)} live requests mirrored to the shadow in the {window}"
+    traffic = Check("shadow_traffic", int(invocations), minimum, True, detail)
+    errors = side.get("errors_5xx") or 0
+    rate = errors / invocations
+    detail = f"{int(errors)} of {int(invocations)} mirrored requests failed with 5XX"
+    return [traffic, Check("shadow_error_rate", rate, maximum, rate <= maximum, detail)]

@@ -1,0 +1,202 @@
+"""The gate's verdict: :func:`decide` runs every check at every level both benchmarks measured
+and returns a :class:`GateVerdict` with the reasons, costs and the planner's prediction beside
+what was measured."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from optigate.bench.compare import Delta, compare_runs
+from optigate.bench.metrics import RunSamples
+from optigate.gate.decision.checks import (
+    Check,
+    coverage_checks,
+    json_safe,
+    level_checks,
+    no_success,
+    quality_check,
+    shadow_checks,
+    sort_key,
+)
+from optigate.gate.decision.inputs import BENCHMARK_ONLY_KEYS, GateInputs, runs_by_level, speculative_method
+from optigate.gate.decision.wording import label, reason
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    team: str
+    environment: str
+    approved: bool
+    checks: tuple[Check, ...]
+    reasons: tuple[str, ...]
+    cost_per_million_output_tokens: tuple[dict[str, Any], ...]  # per level: baseline, candidate (USD)
+    prediction_vs_measurement: dict[str, Any] | None
+    levels: tuple[dict[str, Any], ...] = ()  # per level: baseline and candidate figures
+    change: dict[str, Any] = field(default_factory=dict)
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    deltas: tuple[dict[str, Any], ...] = ()  # compare_runs deltas (bootstrap intervals), for the report
+    shadow: dict[str, Any] | None = None  # the mirrored-traffic figures, when a shadow ran
+
+    @property
+    def failed(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if not c.passed)
+
+    @property
+    def summary(self) -> str:
+        where = f"{self.team}/{self.environment}"
+        if self.approved:
+            return f"APPROVED {where}: all {len(self.checks)} checks pass"
+        names = ", ".join(dict.fromkeys(label(c) for c in self.failed))
+        return f"REJECTED {where}: {len(self.failed)} of {len(self.checks)} checks fail ({names})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_safe({
+            "team": self.team,
+            "environment": self.environment,
+            "approved": self.approved,
+            "summary": self.summary,
+            "reasons": list(self.reasons),
+            "checks": [c.to_dict() for c in self.checks],
+            "cost_per_million_output_tokens": list(self.cost_per_million_output_tokens),
+            "prediction_vs_measurement": self.prediction_vs_measurement,
+            "levels": list(self.levels),
+            "change": self.change,
+            "thresholds": self.thresholds,
+            "deltas": list(self.deltas),
+            "shadow": self.shadow,
+        })
+
+
+def decide(inputs: GateInputs) -> GateVerdict:
+    """Approve only when every check passes; raises ValueError on invalid thresholds or benchmarks."""
+    thresholds = inputs.gate_thresholds()
+    change = dict(inputs.change or {})
+    method = speculative_method(change)
+    base_runs = runs_by_level(inputs.baseline_benchmark, "baseline")
+    cand_runs = runs_by_level(inputs.candidate_benchmark, "candidate")
+    common = sorted(set(base_runs) & set(cand_runs))
+    price = None if inputs.price_per_hour_usd is None else float(inputs.price_per_hour_usd)
+    count = int(inputs.instance_count)
+
+    checks = coverage_checks(thresholds.concurrency, base_runs, cand_runs)
+    levels: list[dict[str, Any]] = []
+    costs: list[dict[str, Any]] = []
+    all_deltas: list[Delta] = []
+    for level in common:
+        base, cand = base_runs[level], cand_runs[level]
+        empty = no_success(base, cand)
+        deltas = compare_runs(base, cand, seed=inputs.seed) if not empty else []
+        all_deltas += deltas
+        at_level = level_checks(level, base, cand, deltas, thresholds, method, inputs.seed)
+        checks += at_level
+
+        base_fig, cand_fig = _figures(base), _figures(cand)
+        gain = next((c.measured for c in at_level if c.name == "throughput_gain"), None)
+        if gain is None and not empty and base_fig["output_tokens_per_s"] > 0:
+            gain = 100 * (cand_fig["output_tokens_per_s"] / base_fig["output_tokens_per_s"] - 1)
+        levels.append({"concurrency": level, "baseline": base_fig, "candidate": cand_fig, "throughput_gain_pct": gain})
+        # No successful request, no cost: tokens of warm-up requests alone are not a service rate.
+        costs.append({
+            "concurrency": level,
+            "baseline": cost_per_million(price, count, base_fig["output_tokens_per_s"]) if base.completions else None,
+            "candidate": cost_per_million(price, count, cand_fig["output_tokens_per_s"]) if cand.completions else None,
+            "baseline_output_tokens_per_s": base_fig["output_tokens_per_s"],
+            "candidate_output_tokens_per_s": cand_fig["output_tokens_per_s"],
+        })
+
+    checks.append(quality_check(inputs.evaluation))
+    if inputs.shadow is not None:
+        checks += shadow_checks(inputs.shadow, thresholds)
+    checks.sort(key=sort_key)
+    return GateVerdict(
+        team=inputs.team,
+        environment=inputs.environment,
+        approved=bool(checks) and all(c.passed for c in checks),
+        checks=tuple(checks),
+        reasons=tuple(reason(c) for c in checks if not c.passed),
+        cost_per_million_output_tokens=tuple(costs),
+        prediction_vs_measurement=_prediction_vs_measurement(inputs.prediction, levels, costs),
+        levels=tuple(levels),
+        change=change,
+        thresholds={**thresholds.model_dump(exclude=set(BENCHMARK_ONLY_KEYS)), "speculative_decoding": method},
+        deltas=tuple(d.to_dict() for d in all_deltas),
+        shadow=json_safe(dict(inputs.shadow)) if inputs.shadow is not None else None,
+    )
+
+
+def cost_per_million(
+    price_per_hour_usd: float | None, instance_count: int, output_tokens_per_s: float | None
+) -> float | None:
+    """USD per million output tokens: endpoint price per second / endpoint output tokens per second."""
+    if price_per_hour_usd is None or not output_tokens_per_s or output_tokens_per_s <= 0:
+        return None
+    return price_per_hour_usd * instance_count / 3600.0 / output_tokens_per_s * 1e6
+
+
+def _figures(run: RunSamples) -> dict[str, Any]:
+    result = run.to_result(include_samples=False)
+    return {
+        "requests": result["requests"],
+        "successful_requests": result["successful_requests"],
+        "errors": result["errors"],
+        "p50_ttft_ms": result["ttft_ms"]["p50"],
+        "p99_ttft_ms": result["ttft_ms"]["p99"],
+        "p50_itl_ms": result["itl_ms"]["p50"],
+        "p99_itl_ms": result["itl_ms"]["p99"],
+        "p50_tpot_ms": result["tpot_ms"]["p50"],
+        "output_tokens_per_s": result["output_tokens_per_s"],
+        "mean_tokens_per_chunk": result["tokens_per_chunk"]["mean"],
+        "window_s": result["window_s"],
+    }
+
+
+def _ratio(measured: float | None, predicted: float | None) -> float | None:
+    if measured is None or predicted is None or not predicted:
+        return None
+    return measured / predicted
+
+
+def _prediction_vs_measurement(
+    prediction: Mapping[str, Any] | None, levels: list[dict[str, Any]], costs: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The planner's figures (roofline lower bounds) next to what the candidate measured."""
+    if not prediction:
+        return None
+    at_one = next((lvl["candidate"] for lvl in levels if lvl["concurrency"] == 1), None)
+    tpot = prediction.get("decode_tpot_ms_batch1")
+    prefill = prediction.get("prefill_ms")
+    cost = prediction.get("cost_per_million_output_tokens")
+    measured_costs = [c for c in costs if c["candidate"] is not None]
+    cheapest = min(measured_costs, key=lambda c: c["candidate"]) if measured_costs else None
+    measured_tpot = at_one["p50_tpot_ms"] if at_one else None
+    measured_ttft = at_one["p50_ttft_ms"] if at_one else None
+    measured_cost = cheapest["candidate"] if cheapest else None
+    cost_measured_as = (
+        f"candidate at concurrency {cheapest['concurrency']} (its cheapest level)" if cheapest
+        else "no measured cost (no price or no throughput)"
+    )
+    return {
+        "decode_tpot_ms_batch1": {
+            "predicted": tpot, "measured": measured_tpot, "measured_as": "candidate p50 TPOT at concurrency 1",
+            "ratio": _ratio(measured_tpot, tpot),
+        },
+        "prefill_ms": {
+            "predicted": prefill, "measured": measured_ttft,
+            "measured_as": "candidate p50 TTFT at concurrency 1 (includes network and queueing)",
+            "ratio": _ratio(measured_ttft, prefill),
+        },
+        "cost_per_million_output_tokens": {
+            "predicted": cost, "measured": measured_cost, "measured_as": cost_measured_as,
+            "ratio": _ratio(measured_cost, cost),
+        },
+        "kv_capacity_tokens": {
+            "predicted": prediction.get("kv_capacity_tokens"), "measured": None,
+            "measured_as": "not observable from the client", "ratio": None,
+        },
+        "note": (
+            "planner figures are roofline lower bounds: a measured/predicted ratio of 1 or more is expected; "
+            "far above 1 leaves room to optimize"
+        ),
+    }
