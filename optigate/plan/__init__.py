@@ -23,7 +23,7 @@ from .memory import (
     weight_footprint,
     weight_precision,
 )
-from .planner import PROBLEM_KINDS, PlanResult, Problem, plan
+from .planner import PROBLEM_KINDS, PlanProblem, PlanResult, Suggestion, plan
 from .roofline import DecodePoint, RankHardware, StepBound, decode_curve, decode_step_bound, prefill_bound
 
 __all__ = [
@@ -34,11 +34,12 @@ __all__ = [
     "Instance",
     "ModelArchitecture",
     "ParameterBreakdown",
+    "PlanProblem",
     "PlanResult",
-    "Problem",
     "RankHardware",
     "RuntimeReserve",
     "StepBound",
+    "Suggestion",
     "WeightFootprint",
     "WeightPrecision",
     "all_instances",

@@ -54,8 +54,20 @@ def test_full_context_on_l4_cannot_hold_one_sequence_and_suggests_fixes():
     assert problem.kind == "kv_cannot_hold_one_sequence"
     assert "FP8 KV cache holds" in problem.message
     assert f"lower max_model_len to {result.kv_capacity_tokens:,}" in problem.message
-    assert "ml." in problem.message.split("or ")[-1]
     assert problem.details["fp8_kv_capacity_tokens"] > result.kv_capacity_tokens
+    assert [s.setting for s in problem.suggestions] == ["kv_cache_dtype", "max_model_len", "instance_type"]
+    instance = problem.suggestion_for("instance_type")
+    assert instance.value.startswith("ml.") and instance.kv_capacity_tokens >= result.max_model_len
+    price, capacity = instance.price_per_hour_usd, instance.kv_capacity_tokens
+    assert problem.message.endswith(f"; or {instance.value} (${price:.2f}/h, KV holds {capacity:,} tokens).")
+
+
+def test_a_suggested_instance_holds_what_the_suggestion_says():
+    (problem,) = plan("llama-3.1-70b", "ml.g6.xlarge", max_model_len=8192).problems
+    instance = problem.suggestion_for("instance_type")
+    again = plan("llama-3.1-70b", instance.value, tensor_parallel=instance.tensor_parallel, max_model_len=8192)
+    assert again.fits and again.kv_capacity_tokens == instance.kv_capacity_tokens
+    assert again.price_per_hour_usd == instance.price_per_hour_usd
 
 
 def test_70b_on_one_l4_weights_do_not_fit_and_an_instance_is_suggested():
@@ -71,6 +83,10 @@ def test_quantized_weights_suggested_when_they_fit():
     result = plan("qwen3-32b", "ml.g6e.xlarge", max_model_len=8192)
     assert result.problems[0].kind == "weights_do_not_fit"
     assert "FP8 weights" in result.problems[0].message
+    lighter = result.problems[0].suggestion_for("weight_precision")
+    assert lighter.value == "fp8"
+    gib = lighter.weights_gib_per_accelerator
+    assert f"FP8 weights ({gib:.1f} GiB per accelerator) fit" in result.problems[0].message
 
 
 def test_max_model_len_beyond_position_embeddings():
@@ -86,6 +102,18 @@ def test_batch_times_length_problem_with_feasible_batch():
     feasible = problem.details["feasible_batch"]
     assert feasible * 2560 <= result.kv_capacity_tokens < (feasible + 1) * 2560
     assert f"lower max_batch_size to {feasible}" in problem.message
+    assert problem.suggestions[0].setting == "max_batch_size" and problem.suggestions[0].value == feasible
+
+
+def test_without_fix_search_only_the_feasible_batch_is_suggested():
+    (problem,) = plan(
+        "llama-3.1-8b", "ml.g6.xlarge", max_model_len=8192, max_batch_size=200, prompt_tokens=2048, output_tokens=512,
+        suggest_fixes=False,
+    ).problems
+    assert [s.setting for s in problem.suggestions] == ["max_batch_size"]
+    assert problem.message.endswith(f"Try: lower max_batch_size to {problem.suggestions[0].value}.")
+    (weights,) = plan("llama-3.1-70b", "ml.g6.xlarge", max_model_len=8192, suggest_fixes=False).problems
+    assert weights.suggestions == () and "Try:" not in weights.message
 
 
 def test_every_problem_kind_is_documented():
