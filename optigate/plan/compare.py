@@ -67,7 +67,8 @@ def compare(
         instance = get_instance(instance_type)
         for precision in precisions:
             if not _runs_natively(instance, precision):
-                candidates.append(Candidate(instance.instance_type, precision, None, None, None, f"no native {precision}"))
+                unfit = Candidate(instance.instance_type, precision, None, None, None, f"no native {precision}")
+                candidates.append(unfit)
                 continue
             result = plan(arch, instance, weight_precision=precision, suggest_fixes=False, **plan_options)
             batch = cost = None
@@ -75,9 +76,10 @@ def compare(
                 within = [point.batch for point in result.decode_curve if tpot_ms is None or point.tpot_ms <= tpot_ms]
                 if within:
                     batch = max(within)
-                    capped = plan(arch, instance, weight_precision=precision, suggest_fixes=False, **{**plan_options, "max_batch_size": batch})
+                    capped_options = {**plan_options, "max_batch_size": batch}
+                    capped = plan(arch, instance, weight_precision=precision, suggest_fixes=False, **capped_options)
                     cost = capped.cost_per_million_output_tokens
             candidates.append(Candidate(instance.instance_type, precision, result, batch, cost))
-    priced = [c for c in candidates if c.cost_within_target is not None]
-    cheapest = min(priced, key=lambda c: c.cost_within_target) if priced else None
+    priced = [(c.cost_within_target, c) for c in candidates if c.cost_within_target is not None]
+    cheapest = min(priced, key=lambda pair: pair[0])[1] if priced else None
     return candidates, cheapest
