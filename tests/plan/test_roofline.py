@@ -1,5 +1,7 @@
 """Roofline lower bounds, checked against hand-computed figures from the catalog."""
 
+from itertools import pairwise
+
 import pytest
 
 from optigate.plan import (
@@ -55,8 +57,8 @@ def test_aggregate_throughput_grows_with_batch_and_tpot_never_shrinks():
     result = plan("llama-3.1-8b", "ml.g6e.xlarge", max_model_len=16384)
     curve = result.decode_curve
     assert len(curve) == result.max_feasible_batch > 8
-    assert all(b.aggregate_tokens_per_s > a.aggregate_tokens_per_s for a, b in zip(curve, curve[1:]))
-    assert all(b.tpot_ms >= a.tpot_ms for a, b in zip(curve, curve[1:]))
+    assert all(b.aggregate_tokens_per_s > a.aggregate_tokens_per_s for a, b in pairwise(curve))
+    assert all(b.tpot_ms >= a.tpot_ms for a, b in pairwise(curve))
 
 
 def test_moe_reads_only_routed_experts_at_batch_one():
