@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from optigate.config.models import TIMEOUT_MAX_SECONDS, TIMEOUT_MIN_SECONDS, LoraLimits, Serving, TeamConfig
 from optigate.plan.architecture import ModelArchitecture
 from optigate.plan.catalog import Instance, get_instance
-from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION, weight_precision
+from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION, weight_footprint
 from optigate.plan.planner import PlanResult
 from optigate.plan.team import WEIGHT_PRECISION, architecture_for, derive_settings, plan_serving
 from optigate.serving import images
@@ -71,18 +71,10 @@ def sized_timeouts(weights_gb: float) -> tuple[int, int]:
     return download, startup
 
 
-def parameter_total(team: TeamConfig, arch: ModelArchitecture) -> int:
-    """Published count when the team states it, else computed from the architecture."""
-    spec = team.model.architecture
-    if not isinstance(spec, str) and spec.num_parameters:
-        return spec.num_parameters
-    return arch.parameter_count().total
-
-
-def weights_gb(team: TeamConfig, arch: ModelArchitecture, serving: Serving) -> float:
-    """GB of weights as the planner sizes them (bytes per parameter, scales included)."""
-    per_param = weight_precision(WEIGHT_PRECISION[serving.quantization]).bytes_per_param
-    return parameter_total(team, arch) * per_param / 1e9
+def weights_gb(arch: ModelArchitecture, serving: Serving) -> float:
+    """GB of weights as the planner sizes them (quantized linear layers with their scales; embeddings,
+    lm_head and norms at 16 bit)."""
+    return weight_footprint(arch, WEIGHT_PRECISION[serving.quantization]).total / 1e9
 
 
 def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
@@ -120,7 +112,7 @@ def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
         lora = LoraLimits(max_loras=min(count, 8), max_cpu_loras=max(count, min(count, 8)))
         notes.append(f"lora: max_loras={lora.max_loras}, max_cpu_loras={lora.max_cpu_loras} for {count} adapters")
 
-    size_gb = weights_gb(team, arch, serving)
+    size_gb = weights_gb(arch, serving)
     download, startup = sized_timeouts(size_gb)
     if serving.model_data_download_timeout_seconds is not None:
         download = serving.model_data_download_timeout_seconds
