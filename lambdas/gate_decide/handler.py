@@ -82,7 +82,8 @@ def _plots(s3, bucket: str, prefix: str, baseline: dict, candidate: dict) -> lis
         with tempfile.TemporaryDirectory() as folder:
             written = write_plots([("baseline", baseline), ("candidate", candidate)], Path(folder))
             for path in written:
-                s3.put_object(Bucket=bucket, Key=f"{prefix}/{path.name}", Body=path.read_bytes(), ContentType="image/png")
+                key = f"{prefix}/{path.name}"
+                s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes(), ContentType="image/png")
             return [path.name for path in written]
     except Exception:  # noqa: BLE001 - see the docstring
         LOG.exception("benchmark plots could not be drawn")
@@ -96,10 +97,14 @@ def _metrics(verdict: GateVerdict) -> list[dict]:
         dims = [*team, {"Name": "Concurrency", "Value": str(level["concurrency"])}]
         p99 = level["candidate"]["p99_ttft_ms"]
         if p99 is not None:
-            data.append({"MetricName": "CandidateP99TtftMs", "Dimensions": dims, "Value": float(p99), "Unit": "Milliseconds"})
+            data.append(
+                {"MetricName": "CandidateP99TtftMs", "Dimensions": dims, "Value": float(p99), "Unit": "Milliseconds"}
+            )
         gain = level["throughput_gain_pct"]
         if gain is not None:
-            data.append({"MetricName": "ThroughputGainPct", "Dimensions": dims, "Value": float(gain), "Unit": "Percent"})
+            data.append(
+                {"MetricName": "ThroughputGainPct", "Dimensions": dims, "Value": float(gain), "Unit": "Percent"}
+            )
     return data
 
 
@@ -111,7 +116,9 @@ def _small(verdict: GateVerdict, report_key: str) -> dict:
         text = reason if len(reason) <= 400 else reason[:397] + "..."
         more = len(reasons) - index - 1
         candidate = {**out, "reasons": out["reasons"] + [text]}
-        tail = {**candidate, "reasons": candidate["reasons"] + [f"... and {more} more in {report_key}"]} if more else candidate
+        tail = candidate
+        if more:
+            tail = {**candidate, "reasons": candidate["reasons"] + [f"... and {more} more in {report_key}"]}
         if len(json.dumps(tail)) > MAX_RETURN_BYTES:
             out["reasons"].append(f"... and {len(reasons) - index} more in {report_key}")
             break
@@ -141,7 +148,8 @@ def handler(event: dict, _context=None) -> dict:
     prefix = event["report_prefix"].strip("/")
     report_key, html_key = f"{prefix}/report.json", f"{prefix}/report.html"
     s3.put_object(Bucket=bucket, Key=report_key, Body=render_json(verdict).encode(), ContentType="application/json")
-    s3.put_object(Bucket=bucket, Key=html_key, Body=render_html(verdict, _plots(s3, bucket, prefix, baseline, candidate)).encode(), ContentType="text/html; charset=utf-8")
+    page = render_html(verdict, _plots(s3, bucket, prefix, baseline, candidate))
+    s3.put_object(Bucket=bucket, Key=html_key, Body=page.encode(), ContentType="text/html; charset=utf-8")
     metrics = _metrics(verdict)
     cloudwatch = boto3.client("cloudwatch")
     for start in range(0, len(metrics), 500):  # PutMetricData takes up to 1000 values per call

@@ -66,35 +66,57 @@ class Verdict:
         return self.status == "pass"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "passed": self.passed, "reasons": self.reasons, "warnings": self.warnings, "checks": [c.to_dict() for c in self.checks]}
+        return {
+            "status": self.status, "passed": self.passed, "reasons": self.reasons, "warnings": self.warnings,
+            "checks": [c.to_dict() for c in self.checks],
+        }
 
 
-def judge(metric: str, slice_name: str, baseline: np.ndarray, candidate: np.ndarray, tolerance: float, higher_is_better: bool, rng: np.random.Generator) -> Check:
+def judge(
+    metric: str,
+    slice_name: str,
+    baseline: np.ndarray,
+    candidate: np.ndarray,
+    tolerance: float,
+    higher_is_better: bool,
+    rng: np.random.Generator,
+) -> Check:
     n = len(baseline)
     # Records resampled with both of their scores: the interval of the mean per-record delta.
     mean_delta, low, high = stats.paired_mean_difference(baseline, candidate, replicates=REPLICATES, rng=rng)
     granularity = 1.0 / n
+    moves = "drops" if higher_is_better else "rises"
+
+    def check(status: str, note: str) -> Check:
+        means = float(baseline.mean()), float(candidate.mean())
+        return Check(metric, slice_name, n, *means, mean_delta, low, high, tolerance, higher_is_better, status, note)
+
     # Orient so that "harm" is negative.
-    harm, worst = (mean_delta, min(low, mean_delta - granularity)) if higher_is_better else (-mean_delta, min(-high, -mean_delta - granularity))
+    if higher_is_better:
+        harm, worst = mean_delta, min(low, mean_delta - granularity)
+    else:
+        harm, worst = -mean_delta, min(-high, -mean_delta - granularity)
     if tolerance == 0:
         # "Not increased": discrete events, judged on the counts themselves.
         status = "fail" if harm < -1e-12 else "pass"
-        note = f"{'drops' if higher_is_better else 'rises'} by {abs(mean_delta):.1%} (no change allowed)" if status == "fail" else ""
-        return Check(metric, slice_name, n, float(baseline.mean()), float(candidate.mean()), mean_delta, low, high, tolerance, higher_is_better, status, note)
+        return check(status, f"{moves} by {abs(mean_delta):.1%} (no change allowed)" if status == "fail" else "")
     if harm < -tolerance - 1e-12:
-        status, note = "fail", f"{'drops' if higher_is_better else 'rises'} by {abs(mean_delta):.1%} (tolerance {tolerance:.1%})"
+        status, note = "fail", f"{moves} by {abs(mean_delta):.1%} (tolerance {tolerance:.1%})"
     elif worst >= -tolerance - 1e-12:
         status, note = "pass", ""
     else:
         needed = math.ceil(1 / tolerance) if tolerance > 0 else None
         width = max(high - low, granularity)
-        note = f"cannot resolve {tolerance:.1%} with {n} records: interval [{low:+.1%}, {high:+.1%}], one record moves the mean by {granularity:.1%}"
+        note = (
+            f"cannot resolve {tolerance:.1%} with {n} records: interval [{low:+.1%}, {high:+.1%}], "
+            f"one record moves the mean by {granularity:.1%}"
+        )
         if needed and n < needed:
             note += f"; at least {needed} records are needed"
         elif width > tolerance:
             note += "; more records or less noise are needed"
         status = "unresolved"
-    return Check(metric, slice_name, n, float(baseline.mean()), float(candidate.mean()), mean_delta, low, high, tolerance, higher_is_better, status, note)
+    return check(status, note)
 
 
 def slices_of(records: list[dict[str, Any]], thresholds: EvaluationGate) -> dict[str, list[int]]:

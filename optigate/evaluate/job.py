@@ -44,7 +44,9 @@ def load_dataset(path: str | Path) -> list[dict[str, Any]]:
         model_input = raw.get("model_input") or raw.get("prompt") or raw.get("question")
         target = raw.get("target_output") or raw.get("answer")
         if model_input is None or target is None:
-            raise ValueError(f"{path}:{number}: a record needs model_input (or prompt/question) and target_output (or answer)")
+            raise ValueError(
+                f"{path}:{number}: a record needs model_input (or prompt/question) and target_output (or answer)"
+            )
         if isinstance(target, list):
             target = "<OR>".join(map(str, target))
         records.append(
@@ -63,7 +65,9 @@ def load_dataset(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def score_model(runner: Any, records: list[dict[str, Any]], valid_labels: list[str] | None = None, workers: int = 8) -> dict[str, dict[str, Any]]:
+def score_model(
+    runner: Any, records: list[dict[str, Any]], valid_labels: list[str] | None = None, workers: int = 8
+) -> dict[str, dict[str, Any]]:
     """fmeval's transform pipeline over the records: prompt, model output, then the scores.
 
     Records go through `TransformPipeline.execute_record` on a thread pool: the work is waiting
@@ -79,11 +83,16 @@ def score_model(runner: Any, records: list[dict[str, Any]], valid_labels: list[s
 
     from optigate.evaluate.transforms import QAScores, RefusalScore
 
-    common = [GeneratePrompt(["model_input"], ["prompt"], PROMPT_TEMPLATE), GetModelOutputs({"prompt": ["model_output"]}, runner)]
+    common = [
+        GeneratePrompt(["model_input"], ["prompt"], PROMPT_TEMPLATE),
+        GetModelOutputs({"prompt": ["model_output"]}, runner),
+    ]
     qa_pipeline = TransformPipeline([*common, FactualKnowledgeScores(), QAScores(), RefusalScore()])
     classification = [r for r in records if r["task"] == "classification"]
     labels = valid_labels or sorted({r["target_output"] for r in classification})
-    classification_pipeline = TransformPipeline([*common, ClassificationAccuracyScores(valid_labels=labels), RefusalScore()])
+    classification_pipeline = TransformPipeline(
+        [*common, ClassificationAccuracyScores(valid_labels=labels), RefusalScore()]
+    )
 
     def run(record: dict[str, Any]) -> dict[str, Any]:
         pipeline = classification_pipeline if record["task"] == "classification" else qa_pipeline
@@ -93,26 +102,33 @@ def score_model(runner: Any, records: list[dict[str, Any]], valid_labels: list[s
         return {row["id"]: row for row in pool.map(run, records)}
 
 
-SCORE_KEYS = ("factual_knowledge", "factual_knowledge_quasi_exact", "qa_exact_match", "qa_quasi_exact_match", "qa_f1", CLASSIFICATION_METRIC, "refusal")
+SCORE_KEYS = (
+    "factual_knowledge", "factual_knowledge_quasi_exact", "qa_exact_match", "qa_quasi_exact_match", "qa_f1",
+    CLASSIFICATION_METRIC, "refusal",
+)
 
 
 def scores_of(row: dict[str, Any]) -> dict[str, float]:
     return {key: float(row[key]) for key in SCORE_KEYS if key in row and row[key] is not None}
 
 
-def evaluate(records: list[dict[str, Any]], baseline_runner: Any, candidate_runner: Any, thresholds: EvaluationGate, out: Path) -> Verdict:
+def evaluate(
+    records: list[dict[str, Any]], baseline_runner: Any, candidate_runner: Any, thresholds: EvaluationGate, out: Path
+) -> Verdict:
     baseline_rows = score_model(baseline_runner, records)
     candidate_rows = score_model(candidate_runner, records)
     baseline = [scores_of(baseline_rows[r["id"]]) for r in records]
     candidate = [scores_of(candidate_rows[r["id"]]) for r in records]
     verdict = compare(records, baseline, candidate, thresholds)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "verdict.json").write_text(json.dumps({**verdict.to_dict(), "records": len(records), "thresholds": _judged_by(thresholds)}, indent=2))
+    written = {**verdict.to_dict(), "records": len(records), "thresholds": _judged_by(thresholds)}
+    (out / "verdict.json").write_text(json.dumps(written, indent=2))
     with (out / "scores.jsonl").open("w") as handle:
         for record, base, cand in zip(records, baseline, candidate, strict=True):
             handle.write(json.dumps({
                 "id": record["id"], "category": record["category"], "prompt_tokens": record["prompt_tokens"],
-                "baseline_output": baseline_rows[record["id"]]["model_output"], "candidate_output": candidate_rows[record["id"]]["model_output"],
+                "baseline_output": baseline_rows[record["id"]]["model_output"],
+                "candidate_output": candidate_rows[record["id"]]["model_output"],
                 "baseline": base, "candidate": cand,
             }) + "\n")
     spot = spotcheck.select(
@@ -139,7 +155,9 @@ def thresholds_from_team(path: str | None) -> EvaluationGate:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="optigate evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="optigate evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", required=True, help="JSONL records")
     parser.add_argument("--baseline", required=True, help="endpoint, endpoint@variant or endpoint#inference-component")
     parser.add_argument("--candidate", required=True, help="endpoint, endpoint@variant or endpoint#inference-component")
@@ -162,14 +180,19 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     records = load_dataset(args.dataset)
     runners = [
-        SageMakerEndpointRunner(EndpointSpec.parse(spec), region=args.region, endpoint_url=args.endpoint_url, schema=args.schema, stream=args.stream, max_new_tokens=args.max_new_tokens)
+        SageMakerEndpointRunner(
+            EndpointSpec.parse(spec), region=args.region, endpoint_url=args.endpoint_url, schema=args.schema,
+            stream=args.stream, max_new_tokens=args.max_new_tokens,
+        )
         for spec in (args.baseline, args.candidate)
     ]
     thresholds = thresholds_from_team(args.config)
-    overrides = {key: getattr(args, key) for key in ("max_metric_drop_abs", "max_refusal_rate_increase", "long_context_prompt_tokens") if getattr(args, key) is not None}
+    names = ("max_metric_drop_abs", "max_refusal_rate_increase", "long_context_prompt_tokens")
+    overrides = {key: getattr(args, key) for key in names if getattr(args, key) is not None}
     thresholds = EvaluationGate.model_validate({**thresholds.model_dump(), **overrides})
     verdict = evaluate(records, runners[0], runners[1], thresholds, Path(args.out))
-    print(f"{verdict.status.upper()}: {len(records)} records; " + ("; ".join(verdict.reasons) or "every metric within its tolerance"))
+    summary = "; ".join(verdict.reasons) or "every metric within its tolerance"
+    print(f"{verdict.status.upper()}: {len(records)} records; {summary}")
     for warning in verdict.warnings:
         print(f"  warning: {warning}")
     return EXIT_CODES[verdict.status]

@@ -20,6 +20,20 @@ _UNITS = {
 }
 
 
+# One line per rule group, as the page has always carried them.
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px} "
+    "table{border-collapse:collapse;margin:1em 0;font-size:13px}\n"
+    "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top} th{background:#f4f4f4} "
+    "td:last-child{text-align:left}\n"
+    ".pass{color:#087f23;font-weight:600} .fail{color:#b00020;font-weight:600} .detail{color:#444}\n"
+    ".banner{padding:.6em 1em;border-radius:4px;font-size:1.2em;font-weight:600} "
+    ".approved{background:#e3f4e6;color:#087f23}\n"
+    ".rejected{background:#fbe4e7;color:#b00020} figure{display:inline-block;margin:.5em} img{max-width:560px} "
+    "pre{background:#f7f7f7;padding:.6em}"
+)
+
+
 def render_json(verdict: GateVerdict) -> str:
     """Stable key order, no NaN (non-finite figures are null)."""
     return json.dumps(verdict.to_dict(), indent=2, allow_nan=False) + "\n"
@@ -81,7 +95,8 @@ def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
         _table(["check", "concurrency", "measured", "95 % CI", "threshold", "result", "detail"], check_rows),
     ]
     if data["reasons"]:
-        sections.append("<h2>Why it was rejected</h2><ul>" + "".join(f"<li>{html.escape(r)}</li>" for r in data["reasons"]) + "</ul>")
+        reasons = "".join(f"<li>{html.escape(r)}</li>" for r in data["reasons"])
+        sections.append(f"<h2>Why it was rejected</h2><ul>{reasons}</ul>")
     level_rows = []
     for level in data["levels"]:
         for label in ("baseline", "candidate"):
@@ -93,29 +108,36 @@ def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
                 _number(fig["output_tokens_per_s"]), _number(fig["mean_tokens_per_chunk"]),
             ])
     if level_rows:
-        sections.append("<h2>Measured</h2>" + _table(
-            ["concurrency", "run", "ok/sent", "p50 TTFT", "p99 TTFT", "p99 ITL", "p50 TPOT", "output tokens/s", "tokens/chunk"], level_rows))
+        header = ["concurrency", "run", "ok/sent", "p50 TTFT", "p99 TTFT", "p99 ITL", "p50 TPOT", "output tokens/s",
+                  "tokens/chunk"]
+        sections.append("<h2>Measured</h2>" + _table(header, level_rows))
     cost_rows = [
-        [str(c["concurrency"]), _usd(c["baseline"]), _usd(c["candidate"]), _number(c["baseline_output_tokens_per_s"]), _number(c["candidate_output_tokens_per_s"])]
+        [
+            str(c["concurrency"]), _usd(c["baseline"]), _usd(c["candidate"]),
+            _number(c["baseline_output_tokens_per_s"]), _number(c["candidate_output_tokens_per_s"]),
+        ]
         for c in data["cost_per_million_output_tokens"]
     ]
     if cost_rows:
         sections.append(
-            "<h2>Cost per million output tokens</h2><p>instance price × instance count ÷ measured output tokens per second "
-            "(— when no price is known).</p>"
+            "<h2>Cost per million output tokens</h2><p>instance price × instance count ÷ measured output tokens "
+            "per second (— when no price is known).</p>"
             + _table(["concurrency", "baseline", "candidate", "baseline tokens/s", "candidate tokens/s"], cost_rows)
         )
     shadow = data.get("shadow")
     if shadow:
+        sides = (("production", shadow.get("production") or {}), ("shadow (candidate)", shadow.get("shadow") or {}))
         rows = [
-            [label, html.escape(str(side.get("variant"))), _number(side.get("invocations")), _number(side.get("errors_5xx")),
-             _number(side.get("p99_model_latency_ms"), "p99_ttft")]
-            for label, side in (("production", shadow.get("production") or {}), ("shadow (candidate)", shadow.get("shadow") or {}))
+            [label, html.escape(str(side.get("variant"))), _number(side.get("invocations")),
+             _number(side.get("errors_5xx")), _number(side.get("p99_model_latency_ms"), "p99_ttft")]
+            for label, side in sides
         ]
+        share = html.escape(str(shadow.get("sampling_percentage")))
+        minutes = html.escape(str(shadow.get("window_minutes")))
         sections.append(
-            f"<h2>Mirrored live traffic</h2><p>{html.escape(str(shadow.get('sampling_percentage')))} % of live requests mirrored to the "
-            f"candidate for {html.escape(str(shadow.get('window_minutes')))} minutes (CloudWatch, per variant). ModelLatency covers a "
-            "whole streamed response and has no interval here; the benchmark judges latency.</p>"
+            f"<h2>Mirrored live traffic</h2><p>{share} % of live requests mirrored to the candidate for {minutes} "
+            "minutes (CloudWatch, per variant). ModelLatency covers a whole streamed response and has no interval "
+            "here; the benchmark judges latency.</p>"
             + _table(["side", "variant", "invocations", "5XX", "p99 ModelLatency"], rows)
         )
     comparison = data["prediction_vs_measurement"]
@@ -130,19 +152,17 @@ def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
             + _table(["figure", "predicted", "measured", "measured as", "measured / predicted"], rows)
         )
     if data["change"]:
-        sections.append("<h2>Change</h2><pre>" + html.escape(json.dumps(data["change"], indent=2, sort_keys=True)) + "</pre>")
+        change = html.escape(json.dumps(data["change"], indent=2, sort_keys=True))
+        sections.append(f"<h2>Change</h2><pre>{change}</pre>")
     sections.append("<h2>Thresholds</h2><pre>" + html.escape(json.dumps(data["thresholds"], indent=2)) + "</pre>")
     images = "".join(
-        f'<figure><img src="{html.escape(name, quote=True)}" alt="{html.escape(name, quote=True)}"><figcaption>{html.escape(name)}</figcaption></figure>'
+        f'<figure><img src="{html.escape(name, quote=True)}" alt="{html.escape(name, quote=True)}">'
+        f"<figcaption>{html.escape(name)}</figcaption></figure>"
         for name in plots
     )
     title = f"optigate gate: {data['team']} / {data['environment']}"
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}} table{{border-collapse:collapse;margin:1em 0;font-size:13px}}
-td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top}} th{{background:#f4f4f4}} td:last-child{{text-align:left}}
-.pass{{color:#087f23;font-weight:600}} .fail{{color:#b00020;font-weight:600}} .detail{{color:#444}}
-.banner{{padding:.6em 1em;border-radius:4px;font-size:1.2em;font-weight:600}} .approved{{background:#e3f4e6;color:#087f23}}
-.rejected{{background:#fbe4e7;color:#b00020}} figure{{display:inline-block;margin:.5em}} img{{max-width:560px}} pre{{background:#f7f7f7;padding:.6em}}</style></head>
+<style>{_STYLE}</style></head>
 <body><h1>{html.escape(title)}</h1>
 <p class="banner {status}">{html.escape(data['summary'])}</p>
 {''.join(sections)}{images}</body></html>
