@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aws_cdk import Aws, Duration, RemovalPolicy, Stack
@@ -34,12 +35,14 @@ class BenchmarkFleet(Construct):
     """A Standard state machine that benchmarks one endpoint from many Lambda workers at once.
 
     Input: `{"endpoint_name", "run_id", "concurrency_per_shard", "requests_per_shard", "prompt_tokens",
-    "max_new_tokens"}`; the endpoint name must start with `target.endpoint_name` (IAM allows that prefix).
+    "max_new_tokens"}`; the endpoint name must match `endpoints` (IAM allows only those).
     One Python Lambda process holds about 64 streams accurately; more concurrency takes more shards.
     Each worker writes its raw samples to S3 (KMS); a merge step combines them exactly and
     writes `benchmarks/<run_id>/result.json`; the output carries the merged summary.
 
-    :param target: the endpoints to benchmark: `endpoint_name` is the prefix the workers may invoke.
+    :param target: the endpoint to benchmark (and the variant or inference component).
+    :param endpoints: the endpoint names the workers may invoke (`*` allowed), such as
+        optigate.naming.invocable_endpoints. @default names starting with `target.endpoint_name`
     :param shards: workers run side by side. @default 4
     :param results_bucket: @default a new SSL-only bucket encrypted with `encryption_key`
     :param encryption_key: @default a new key with rotation
@@ -52,6 +55,7 @@ class BenchmarkFleet(Construct):
         construct_id: str,
         *,
         target: FleetTarget,
+        endpoints: Sequence[str] | None = None,
         shards: int = 4,
         results_bucket: s3.IBucket | None = None,
         encryption_key: kms.IKey | None = None,
@@ -68,9 +72,13 @@ class BenchmarkFleet(Construct):
         self.worker = self._function("Worker", "benchmark", worker_timeout, memory_mb=2048)
         self.merger = self._function("Merge", "benchmark_merge", Duration.minutes(5), memory_mb=1024)
         # The execution input names the endpoint (the gate benchmarks per-run candidates), so the
-        # worker may invoke the endpoints whose names start with the target's.
-        endpoint_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{target.endpoint_name.lower()}*"
-        nag.allow(self.worker.role, ["sagemaker:InvokeEndpointWithResponseStream"], [endpoint_arn], why_wildcard="Endpoints named after the team and environment: the live one and per-run candidates.")
+        # worker may invoke each of `endpoints`, by default those whose names start with the target's.
+        invocable = endpoints if endpoints is not None else [f"{target.endpoint_name}*"]
+        endpoint_arns = [f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{name.lower()}" for name in invocable]
+        nag.allow(
+            self.worker.role, ["sagemaker:InvokeEndpointWithResponseStream"], endpoint_arns,
+            why_wildcard="Endpoints named after the team and environment: the live one and per-run candidates." if any("*" in n for n in invocable) else None,
+        )
         if target.inference_component:
             component_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:inference-component/{target.inference_component.lower()}"
             nag.allow(self.worker.role, ["sagemaker:InvokeEndpointWithResponseStream"], [component_arn])

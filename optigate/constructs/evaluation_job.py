@@ -157,10 +157,11 @@ class EvaluationJob(Construct):
             },
         )
 
-    def grant_run(self, role: iam.IRole) -> None:
-        """What Step Functions' `createProcessingJob.sync` needs, scoped to optigate's jobs."""
+    def grant_run(self, role: iam.IRole, job_names: str = "*") -> None:
+        """What Step Functions' `createProcessingJob.sync` needs, for the jobs named `job_names` (an
+        IAM pattern such as optigate.naming.run_name_pattern(..., "eval")). @default any job"""
         stack = Stack.of(self)
-        jobs = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:processing-job/*"
+        jobs = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:processing-job/{job_names.lower()}"
         nag.allow(
             role,
             ["sagemaker:CreateProcessingJob", "sagemaker:DescribeProcessingJob", "sagemaker:StopProcessingJob", "sagemaker:AddTags", "sagemaker:ListTags"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aws_cdk import Aws, Stack
@@ -138,9 +139,21 @@ class LmiModel(Construct):
         allow_ecr_token_and_sagemaker_metrics(self.role)
 
     def _grant_logs(self) -> None:
+        self._write_logs_of([f"{self.name_prefix}*"])
+
+    def grant_logs(self, names: Sequence[str]) -> None:
+        """Let the role write the logs of further endpoints or inference components running this
+        model's role (`*` allowed), such as the gate's per-run candidates or adapter components.
+        Names the model's own prefix already covers add nothing."""
+        uncovered = [name for name in names if not name.split("*")[0].startswith(self.name_prefix)]
+        if uncovered:
+            self._write_logs_of(uncovered)
+
+    def _write_logs_of(self, names: Sequence[str]) -> None:
         stack = Stack.of(self)
         groups = [
-            f"arn:{Aws.PARTITION}:logs:{stack.region}:{stack.account}:log-group:/aws/sagemaker/{kind}/{self.name_prefix}*"
+            f"arn:{Aws.PARTITION}:logs:{stack.region}:{stack.account}:log-group:/aws/sagemaker/{kind}/{name}"
+            for name in names
             for kind in ("Endpoints", "InferenceComponents")
         ]
         nag.allow(

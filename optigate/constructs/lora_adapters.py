@@ -12,6 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from optigate import naming
 from optigate.constructs.common import target_tracking
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.tuned_endpoint import VariantSettings, has_instance_storage
@@ -75,7 +76,8 @@ class LoraAdapters(Construct):
 
     :param model: the base LmiModel (its role is the endpoint's execution role and may read the adapters).
     :param variant: provisioning of the endpoint's instances.
-    :param endpoint_name: the SageMaker endpoint name; components are named `<endpoint>-base`, `<endpoint>-<adapter>`.
+    :param endpoint_name: the SageMaker endpoint name; components are named `<endpoint>-base`, `<endpoint>-<adapter>`
+        (optigate.naming.inference_component_name).
     :param adapters: the LoRA adapters.
     :param compute: per-copy reservation of the base component.
     :param scaling: @default a fixed number of copies
@@ -100,11 +102,13 @@ class LoraAdapters(Construct):
         if len(set(names)) != len(names):
             raise ValueError(f"{self.node.path}: adapter names must be unique, got {names}")
         self.endpoint_name = endpoint_name
-        self.base_component_name = f"{endpoint_name}-base"
+        self.base_component_name = naming.inference_component_name(endpoint_name, "base")
+        component_names = {adapter.name: naming.inference_component_name(endpoint_name, adapter.name) for adapter in adapters}
         self.key = encryption_key or kms.Key(
             self, "Key", enable_key_rotation=True, description=f"Encrypts {endpoint_name} volumes"
         )
         model.grant_read([adapter.s3_uri for adapter in adapters])
+        model.grant_logs([self.base_component_name, *component_names.values()])
 
         managed_scaling = None
         if scaling is not None and scaling.scale_to_zero:
@@ -159,7 +163,7 @@ class LoraAdapters(Construct):
             component = sagemaker.CfnInferenceComponent(
                 self,
                 f"Adapter-{adapter.name}",
-                inference_component_name=f"{endpoint_name}-{adapter.name}",
+                inference_component_name=component_names[adapter.name],
                 endpoint_name=self.endpoint.attr_endpoint_name,
                 specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
                     base_inference_component_name=self.base_component_name,

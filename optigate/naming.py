@@ -1,0 +1,178 @@
+"""Every name optigate gives an AWS resource, and the IAM patterns that must match those names.
+
+Names are built from the team and the environment, each a config `ResourceName` (lowercase
+letters, digits and hyphens, up to 32 characters), so `<team>-<env>` is up to 65 characters. A
+name longer than its service allows is shortened to `<head>-<hash of the whole name>`: two long
+names that share their first characters stay apart, which a bare slice would merge.
+
+The gate names its temporary resources at run time, `<run prefix>-<kind>-<run id>`; the run
+prefix is computed here at synth with room for the longest kind and the run id, and the IAM
+patterns are the run prefix with a wildcard for the run id, so pattern and name cannot drift.
+
+Limits, from botocore's service models (botocore 1.44: `sagemaker`, `stepfunctions`, `iam`
+`service-2.json`) unless noted:
+
+- SageMaker EndpointName, EndpointConfigName, ModelName, OptimizationJobName (EntityName),
+  ProcessingJobName, ModelPackageGroupName (EntityName), InferenceComponentName: 63 characters,
+  `[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}` (ModelName and InferenceComponentName:
+  `[a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?`, the same set of names).
+- Step Functions state machine name: 80. IAM role name: 64, `[\\w+=,.@-]+`.
+- CloudFormation stack name: 128, `[a-zA-Z][-a-zA-Z0-9]*` (CloudFormation's documentation;
+  botocore carries no limit for StackName).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from typing import Literal
+
+SAGEMAKER_NAME_MAX = 63
+SAGEMAKER_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+STATE_MACHINE_NAME_MAX = 80
+IAM_ROLE_NAME_MAX = 64
+IAM_ROLE_NAME_PATTERN = re.compile(r"^[\w+=,.@-]+$")
+STACK_NAME_MAX = 128
+STACK_NAME_PATTERN = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]*$")
+
+HASH_LENGTH = 8
+
+# The gate's run id: the first group of a UUID, 8 hexadecimal characters.
+RUN_ID_EXPRESSION = "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), 0)"
+RUN_ID_LENGTH = 8
+
+# What the gate creates per run: candidate model, endpoint config and endpoint (`cand`), the shadow
+# endpoint config on the live endpoint (`shadow`), the optimization job (`opt`), the evaluation
+# processing job (`eval`). Rehearsal tells candidate from baseline by `-cand-`.
+RunKind = Literal["cand", "shadow", "opt", "eval"]
+RUN_KINDS: tuple[RunKind, ...] = ("cand", "shadow", "opt", "eval")
+RUN_PREFIX_MAX = SAGEMAKER_NAME_MAX - len("-") - max(map(len, RUN_KINDS)) - len("-") - RUN_ID_LENGTH
+
+STACK_PREFIX = "optigate"
+GATE_SUFFIX = "-gate"
+INVOKER_SUFFIX = "-gate-invoker"
+# The gate's state machine, invoker role and model package group share one prefix; the invoker
+# role, `optigate-<prefix>-gate-invoker` within IAM's 64, is the tightest of the three.
+GATE_PREFIX_MAX = IAM_ROLE_NAME_MAX - len(f"{STACK_PREFIX}-") - len(INVOKER_SUFFIX)
+
+
+def shorten(name: str, limit: int) -> str:
+    """`name` when it fits `limit`, else its head and a hash of the whole name (unique, not a slice)."""
+    if len(name) <= limit:
+        return name
+    if limit < HASH_LENGTH + 2:
+        raise ValueError(f"cannot shorten {name!r} to {limit} characters")
+    digest = hashlib.sha256(name.encode()).hexdigest()[:HASH_LENGTH]
+    head = name[: limit - HASH_LENGTH - 1].rstrip("-")
+    return f"{head}-{digest}"
+
+
+def _joined(team: str, environment: str) -> str:
+    return f"{team}-{environment}"
+
+
+# --------------------------------------------------------------------------- the team's stack
+
+
+def stack_name(environment: str, team: str) -> str:
+    """The team's CloudFormation stack in one environment (fits: at most 74 characters)."""
+    return f"{STACK_PREFIX}-{environment}-{team}"
+
+
+def endpoint_name(team: str, environment: str) -> str:
+    """The live endpoint: `<team>-<env>` whenever it fits SageMaker's 63 characters."""
+    return shorten(_joined(team, environment), SAGEMAKER_NAME_MAX)
+
+
+def inference_component_name(endpoint: str, component: str) -> str:
+    """An inference component on `endpoint` (LoRA: `base` and each adapter): `<endpoint>-<component>`."""
+    return shorten(f"{endpoint}-{component}", SAGEMAKER_NAME_MAX)
+
+
+# --------------------------------------------------------------------------- the gate
+
+
+def gate_prefix(team: str, environment: str) -> str:
+    """What a team's gate names its lasting resources after (package group, state machine, roles)."""
+    return shorten(_joined(team, environment), GATE_PREFIX_MAX)
+
+
+def package_group(team: str, environment: str) -> str:
+    """The model package group a team's gate records its verdicts into in one environment."""
+    return f"{STACK_PREFIX}-{gate_prefix(team, environment)}"
+
+
+def gate_state_machine_name(team: str, environment: str) -> str:
+    return f"{STACK_PREFIX}-{gate_prefix(team, environment)}{GATE_SUFFIX}"
+
+
+def gate_invoker_role_name(team: str, environment: str) -> str:
+    """The role the promotion pipeline assumes to run this gate (a fixed name: it is in another account)."""
+    return f"{STACK_PREFIX}-{gate_prefix(team, environment)}{INVOKER_SUFFIX}"
+
+
+def run_prefix(team: str, environment: str) -> str:
+    """What the gate's per-run resources are named after, with room for `-<kind>-<run id>`."""
+    return shorten(_joined(team, environment), RUN_PREFIX_MAX)
+
+
+def _checked_kind(kind: str) -> str:
+    if kind not in RUN_KINDS:
+        raise ValueError(f"unknown run resource kind {kind!r}; known: {', '.join(RUN_KINDS)}")
+    return kind
+
+
+def run_name(team: str, environment: str, kind: RunKind, run_id: str) -> str:
+    """The name a gate run gives its `kind` of resource (what `run_name_template` formats at run time)."""
+    if len(run_id) != RUN_ID_LENGTH:
+        raise ValueError(f"a run id has {RUN_ID_LENGTH} characters, not {len(run_id)} ({run_id!r})")
+    return run_name_template(team, environment, kind).format(run_id)
+
+
+def run_name_template(team: str, environment: str, kind: RunKind) -> str:
+    """`run_name` with `{}` for the run id: the format string of a Step Functions `States.Format`."""
+    return f"{run_prefix(team, environment)}-{_checked_kind(kind)}-{{}}"
+
+
+def run_name_pattern(team: str, environment: str, kind: RunKind) -> str:
+    """An IAM resource-name pattern matching every run's `kind` of resource."""
+    return run_name_template(team, environment, kind).format("*")
+
+
+def invocable_endpoints(team: str, environment: str) -> list[str]:
+    """The endpoints the gate's benchmark fleet and evaluation job invoke: the live one and each
+    run's candidate (IAM resource-name patterns)."""
+    return [endpoint_name(team, environment), run_name_pattern(team, environment, "cand")]
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def all_names(team: str, environment: str, run_id: str = "0" * RUN_ID_LENGTH) -> dict[str, str]:
+    """Every name one team gets in one environment, by what it names (a run's with `run_id`)."""
+    names = {
+        "stack": stack_name(environment, team),
+        "endpoint": endpoint_name(team, environment),
+        "package_group": package_group(team, environment),
+        "gate_state_machine": gate_state_machine_name(team, environment),
+        "gate_invoker_role": gate_invoker_role_name(team, environment),
+    }
+    names.update({f"run_{kind}": run_name(team, environment, kind, run_id) for kind in RUN_KINDS})
+    return names
+
+
+def clashes(pairs: Iterable[tuple[str, str]]) -> list[tuple[tuple[str, str], tuple[str, str], str]]:
+    """(team, environment) pairs that would share a resource name, with the kind of name.
+
+    `<team>-<env>` is ambiguous when names contain hyphens (team `a-b` in `c`, team `a` in `b-c`);
+    a config whose pairs clash would deploy two teams onto one endpoint.
+    """
+    owner: dict[tuple[str, str], tuple[str, str]] = {}
+    found = []
+    for pair in dict.fromkeys(pairs):
+        for kind, name in all_names(*pair).items():
+            other = owner.setdefault((kind, name), pair)
+            if other != pair:
+                found.append((other, pair, kind))
+    return found
