@@ -13,6 +13,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# Re-exported: the group a team's gate records into, named in optigate.naming with every other name.
+from optigate.naming import package_group  # noqa: F401
+
 
 class ServedPackage(BaseModel):
     """An Approved model package as a team stack deploys it."""
@@ -33,16 +36,6 @@ class Lock(BaseModel):
     environment: str
     resolved_at: str
     teams: dict[str, ServedPackage | None] = Field(default_factory=dict, description="None: no Approved package, the baseline is served.")
-
-
-def gate_prefix(team: str, environment: str) -> str:
-    """What a team's gate names its resources after in one environment (group, state machine, roles)."""
-    return f"{team}-{environment}"[:40]
-
-
-def package_group(team: str, environment: str) -> str:
-    """The model package group a team's gate records into in one environment."""
-    return f"optigate-{gate_prefix(team, environment)}"
 
 
 def default_locks_dir(config_dir: str | Path) -> Path:

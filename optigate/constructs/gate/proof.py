@@ -1,0 +1,138 @@
+"""The gate's proofs are model packages: each verdict is recorded in the team's group with the
+candidate's fingerprint, and a candidate proven before is not proven again."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import aws_stepfunctions as sfn
+
+from optigate.constructs.gate.tasks import CleanupPath, sdk_task
+
+if TYPE_CHECKING:
+    from optigate.constructs.gate.construct import OptimizationGate
+
+
+def record_verdict(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.Choice:
+    """The verdict as an Approved or Rejected model package carrying the fingerprint, then the cleanup."""
+    spec = gate.spec
+
+    def record(name: str, status: str) -> sfn.CustomState:
+        return cleanup.guarded(
+            sdk_task(
+                gate,
+                name,
+                "aws-sdk:sagemaker:createModelPackage",
+                {
+                    "ModelPackageGroupName": gate.group_name,
+                    "ModelPackageDescription.$": "$.decision.summary",
+                    "ModelApprovalStatus": status,
+                    "InferenceSpecification": {
+                        "Containers": [
+                            {
+                                "Image.$": "$.candidate.image",
+                                "Environment": spec.candidate_environment,
+                                "ModelDataSource": {
+                                    "S3DataSource": {
+                                        "S3Uri.$": "$.candidate.model_uri",
+                                        "S3DataType": "S3Prefix",
+                                        "CompressionType": "None",
+                                    }
+                                },
+                            }
+                        ],
+                        "SupportedRealtimeInferenceInstanceTypes": [spec.instance_type],
+                        "SupportedContentTypes": ["application/json"],
+                        "SupportedResponseMIMETypes": ["application/json", "application/jsonlines"],
+                    },
+                    "CustomerMetadataProperties": {
+                        "report.$": "States.Format('s3://" + gate.bucket.bucket_name + "/{}', $.decision.report_key)",
+                        "gate_run.$": "$.run.id",
+                        "fingerprint": spec.fingerprint,
+                    },
+                },
+                result_path="$.model_package",
+                result_selector={"arn.$": "$.ModelPackageArn"},
+            )
+        )
+
+    return (
+        sfn.Choice(gate, "Approved?")
+        .when(
+            sfn.Condition.boolean_equals("$.decision.approved", True),
+            record("RecordApproved", "Approved").next(cleanup.entry),
+        )
+        .otherwise(record("RecordRejected", "Rejected").next(cleanup.entry))
+    )
+
+
+def unless_proven(gate: OptimizationGate, cleanup: CleanupPath, start: sfn.IChainable) -> sfn.IChainable:
+    """The newest package of the group carries the fingerprint of the candidate it judged: the
+    same candidate, Approved, passes at once (a pipeline re-run costs seconds, not a benchmark);
+    Rejected, fails at once with the earlier verdict. Input {"force": true} proves it again."""
+    fingerprint = gate.spec.fingerprint
+    last = cleanup.guarded(
+        sdk_task(
+            gate,
+            "FindLastProof",
+            "aws-sdk:sagemaker:listModelPackages",
+            {
+                "ModelPackageGroupName": gate.group_name,
+                "SortBy": "CreationTime",
+                "SortOrder": "Descending",
+                "MaxResults": 1,
+            },
+            result_path="$.last",
+            result_selector={"arns.$": "$.ModelPackageSummaryList[*].ModelPackageArn"},
+        )
+    )
+    describe = sdk_task(
+        gate,
+        "DescribeLastProof",
+        "aws-sdk:sagemaker:describeModelPackage",
+        {"ModelPackageName.$": "States.ArrayGetItem($.last.arns, 0)"},
+        result_path="$.last_proof",
+        result_selector={
+            "arn.$": "$.ModelPackageArn",
+            "status.$": "$.ModelApprovalStatus",
+            "metadata.$": "$.CustomerMetadataProperties",
+            "summary.$": "$.ModelPackageDescription",
+        },
+    )
+    # A package without our metadata (registered by hand) is no proof of anything: prove.
+    describe.add_catch(start, errors=["States.ALL"], result_path="$.last_error")
+    same = sfn.Condition.and_(
+        sfn.Condition.is_not_present("$.force"),
+        sfn.Condition.is_present("$.last_proof.metadata.fingerprint"),
+        sfn.Condition.string_equals("$.last_proof.metadata.fingerprint", fingerprint),
+    )
+    proven = sfn.Pass(
+        gate,
+        "AlreadyProven",
+        parameters={
+            "approved": True,
+            "unchanged": True,
+            "model_package_arn.$": "$.last_proof.arn",
+            "summary.$": f"States.Format('UNCHANGED {gate.spec.prefix}: candidate {fingerprint} was approved before "
+            "({}); nothing to prove', $.last_proof.arn)",
+        },
+        result_path="$.decision",
+    ).next(sfn.Succeed(gate, "CandidateAlreadyProven", output_path="$.decision"))
+    rejected = sfn.Fail(
+        gate,
+        "CandidateRejectedBefore",
+        error="CandidateRejectedBefore",
+        cause_path=f"States.Format('candidate {fingerprint} is unchanged since it was rejected ({{}}): {{}}. "
+        "Change the candidate, or start the gate with the input force: true to prove it again', "
+        "$.last_proof.arn, $.last_proof.summary)",
+    )
+    judged = (
+        sfn.Choice(gate, "SameCandidateAsLastProof?")
+        .when(sfn.Condition.and_(same, sfn.Condition.string_equals("$.last_proof.status", "Approved")), proven)
+        .when(sfn.Condition.and_(same, sfn.Condition.string_equals("$.last_proof.status", "Rejected")), rejected)
+        .otherwise(start)
+    )
+    describe.next(judged)
+    return sfn.Chain.start(last).next(
+        sfn.Choice(gate, "ProvenBefore?").when(sfn.Condition.is_present("$.last.arns[0]"), describe).otherwise(start)
+    )

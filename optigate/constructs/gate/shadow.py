@@ -1,0 +1,233 @@
+"""The gate's shadow stage: mirror live traffic to the candidate on the live endpoint, read the
+per-variant metrics, and return the live endpoint to its CloudFormation config on every path."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from optigate.constructs.gate.spec import GateSpec, ShadowStage
+from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, run_name, sdk_task
+
+
+def _shadow_of(spec: GateSpec) -> ShadowStage:
+    if spec.shadow is None:
+        raise ValueError(f"the gate of {spec.prefix} has no shadow stage")
+    return spec.shadow
+
+
+def _describe_live(scope: Construct, spec: GateSpec, name: str) -> sfn.CustomState:
+    return sdk_task(
+        scope, name, "aws-sdk:sagemaker:describeEndpoint", {"EndpointName": spec.live_endpoint}, result_path="$.live"
+    )
+
+
+def _live_on(status: str, config: str | None = None, *, config_path: str | None = None) -> sfn.Condition:
+    """The live endpoint is `status`, on `config` (or the config named at `config_path`)."""
+    on_status = sfn.Condition.string_equals("$.live.EndpointStatus", status)
+    if config_path is not None:
+        return sfn.Condition.and_(
+            on_status, sfn.Condition.string_equals_json_path("$.live.EndpointConfigName", config_path)
+        )
+    if config is not None:
+        return sfn.Condition.and_(on_status, sfn.Condition.string_equals("$.live.EndpointConfigName", config))
+    return on_status
+
+
+def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, then: sfn.IChainable) -> sfn.IChainable:
+    """Release the temporary endpoint, put the candidate as shadow on the live endpoint, mirror
+    traffic for the window, read per-variant CloudWatch metrics, then `then` (the restore)."""
+    shadow = _shadow_of(spec)
+    download, startup = spec.startup_timeouts
+    candidate, shadow_config = run_name(spec, "cand"), run_name(spec, "shadow")
+    release = cleanup.guarded(
+        sdk_task(
+            scope,
+            "ReleaseCandidateEndpoint",
+            "aws-sdk:sagemaker:deleteEndpoint",
+            {"EndpointName.$": candidate},
+            result_path=sfn.JsonPath.DISCARD,
+        )
+    )
+    check_live = cleanup.guarded(_describe_live(scope, spec, "DescribeLiveEndpoint"))
+    create_config = cleanup.guarded(
+        sdk_task(
+            scope,
+            "CreateShadowConfig",
+            "sagemaker:createEndpointConfig",
+            {
+                **shadow.live_config_request,
+                "EndpointConfigName.$": shadow_config,
+                "ShadowProductionVariants": [
+                    {
+                        "VariantName": shadow.variant_name,
+                        "ModelName.$": candidate,
+                        "InstanceType": spec.instance_type,
+                        "InitialInstanceCount": 1,
+                        # Relative to the production variant's weight of 1: the mirrored share.
+                        "InitialVariantWeight": shadow.sampling_percentage / 100,
+                        "ModelDataDownloadTimeoutInSeconds": download,
+                        "ContainerStartupHealthCheckTimeoutInSeconds": startup,
+                    }
+                ],
+            },
+            result_path=sfn.JsonPath.DISCARD,
+        )
+    )
+    # Marked before the update: an update whose response is lost must still be undone.
+    mark = sfn.Pass(
+        scope, "ShadowApplied", parameters={"applied": True, "config.$": shadow_config}, result_path="$.shadow"
+    )
+    apply = cleanup.guarded(
+        sdk_task(
+            scope,
+            "PutShadowOnLiveEndpoint",
+            "sagemaker:updateEndpoint",
+            {"EndpointName": spec.live_endpoint, "EndpointConfigName.$": "$.shadow.config"},
+            result_path=sfn.JsonPath.DISCARD,
+        )
+    )
+    started = sfn.Pass(scope, "MirrorWindowStarts", parameters={"at.$": "$$.State.EnteredTime"}, result_path="$.mirror")
+    window = sfn.Wait(scope, "MirrorLiveTraffic", time=sfn.WaitTime.duration(Duration.minutes(shadow.window_minutes)))
+    metrics = cleanup.guarded(
+        sdk_task(
+            scope,
+            "ReadVariantMetrics",
+            "aws-sdk:cloudwatch:getMetricData",
+            {
+                "StartTime.$": "$.mirror.at",
+                "EndTime.$": "$$.State.EnteredTime",
+                "ScanBy": "TimestampAscending",
+                "MetricDataQueries": [
+                    {
+                        "Id": f"{side}_{key}",
+                        "ReturnData": True,
+                        "MetricStat": {
+                            "Metric": {
+                                "Namespace": "AWS/SageMaker",
+                                "MetricName": metric,
+                                "Dimensions": [
+                                    {"Name": "EndpointName", "Value": spec.live_endpoint},
+                                    {"Name": "VariantName", "Value": variant},
+                                ],
+                            },
+                            "Period": shadow.window_minutes * 60,
+                            "Stat": "p99" if key == "latency" else "Sum",
+                        },
+                    }
+                    for side, variant in (("production", shadow.production_variant), ("shadow", shadow.variant_name))
+                    for key, metric in (
+                        ("invocations", "Invocations"),
+                        ("errors", "Invocation5XXErrors"),
+                        ("latency", "ModelLatency"),
+                    )
+                ],
+            },
+            result_path="$.shadow_metrics",
+            result_selector={"ids.$": "$.MetricDataResults[*].Id", "values.$": "$.MetricDataResults[*].Values"},
+        )
+    )
+    in_service = poll_loop(
+        scope,
+        PollStates(reset="ResetShadowPolls", wait="WaitForShadow", count="CountShadowPoll", choice="ShadowInService?"),
+        describe=cleanup.guarded(_describe_live(scope, spec, "DescribeShadowedEndpoint")),
+        until=[
+            (_live_on("InService", config_path="$.shadow.config"), started),
+            (
+                _live_on("InService"),
+                cleanup.fail_with(
+                    "ShadowRolledBack",
+                    "ShadowRolledBack",
+                    "SageMaker rolled the live endpoint back from the shadow config (see the endpoint's FailureReason)",
+                ),
+            ),
+            (
+                _live_on("Failed"),
+                cleanup.fail_with(
+                    "ShadowFailed", "ShadowFailed", "the live endpoint failed while taking the shadow config"
+                ),
+            ),
+        ],
+        timed_out=cleanup.fail_with(
+            "ShadowTimedOut",
+            "ShadowTimedOut",
+            f"the shadow config was not InService within {spec.max_polls} polls of {spec.poll_seconds} s",
+        ),
+        poll_seconds=spec.poll_seconds,
+        max_polls=spec.max_polls,
+    )
+    at_rest = (
+        sfn.Choice(scope, "LiveEndpointAtRest?")
+        .when(_live_on("InService", shadow.live_config_name), create_config)
+        .otherwise(
+            cleanup.fail_with(
+                "LiveEndpointBusy",
+                "LiveEndpointBusy",
+                "the live endpoint is not InService on the config CloudFormation created (a deployment in progress?); "
+                "the gate does not touch it",
+            )
+        )
+    )
+    started.next(window).next(metrics).next(then)
+    create_config.next(mark).next(apply).next(in_service.entry)
+    return sfn.Chain.start(release).next(check_live).next(at_rest)
+
+
+def restore_live(scope: Construct, spec: GateSpec, then: sfn.IChainable) -> sfn.Choice:
+    """Return the live endpoint to the config CloudFormation created, waiting out an update in
+    flight; bounded. Restored or not (the reason in `$.failure`), the way on is `then`."""
+    shadow = _shadow_of(spec)
+    restored = sfn.Pass(
+        scope, "LiveEndpointRestored", result=sfn.Result.from_boolean(True), result_path="$.shadow.restored"
+    ).next(then)
+    failed = sfn.Pass(
+        scope,
+        "LiveEndpointNotRestored",
+        parameters={
+            "Error": "LiveEndpointNotRestored",
+            "Cause": f"the live endpoint {spec.live_endpoint} could not be returned to its CloudFormation config "
+            f"{shadow.live_config_name}; restore it: aws sagemaker update-endpoint "
+            f"--endpoint-name {spec.live_endpoint} --endpoint-config-name {shadow.live_config_name}",
+        },
+        result_path="$.failure",
+    ).next(then)
+    describe = _describe_live(scope, spec, "DescribeLiveForRestore")
+    describe.add_catch(failed, errors=["States.ALL"], result_path="$.restore_error")
+    update = sdk_task(
+        scope,
+        "RestoreLiveEndpoint",
+        "sagemaker:updateEndpoint",
+        {"EndpointName": spec.live_endpoint, "EndpointConfigName": shadow.live_config_name},
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    update.add_catch(failed, errors=["States.ALL"], result_path="$.restore_error")
+    # An update in flight is waited out; an endpoint at rest on another config is updated.
+    on_original = poll_loop(
+        scope,
+        PollStates(
+            reset="ResetRestorePolls",
+            wait="WaitForRestore",
+            count="CountRestorePoll",
+            choice="LiveEndpointOnOriginalConfig?",
+        ),
+        describe=describe,
+        until=[(_live_on("InService", shadow.live_config_name), restored)],
+        timed_out=failed,
+        then=[(sfn.Condition.or_(_live_on("InService"), _live_on("Failed")), update)],
+        poll_seconds=spec.poll_seconds,
+        max_polls=spec.max_polls,
+        counter="$.restore_polls",
+        describe_first=True,
+    )
+    update.next(on_original.wait)
+    return (
+        sfn.Choice(scope, "ShadowOnLiveEndpoint?")
+        .when(
+            sfn.Condition.and_(
+                sfn.Condition.is_present("$.shadow.applied"), sfn.Condition.is_not_present("$.shadow.restored")
+            ),
+            on_original.entry,
+        )
+        .otherwise(then)
+    )

@@ -1,0 +1,271 @@
+"""The gate's stages before and after the proof: where the candidate comes from (an optimization
+job, polled), the benchmark of each level, the decision, and the cleanup that every path ends in."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import aws_stepfunctions as sfn
+
+from optigate import naming
+from optigate.constructs.benchmark_fleet import BenchmarkFleet
+from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, run_name, sdk_task
+
+if TYPE_CHECKING:
+    from optigate.constructs.gate.construct import OptimizationGate
+
+
+def cleanup_and_end(gate: OptimizationGate) -> sfn.IChainable:
+    """Delete what the run created (each delete catches its own error: a resource never created
+    is fine to miss), then notify and end: Succeed, or Fail with the failure or the rejection."""
+    spec = gate.spec
+    deletes: list[tuple[str, str, str, naming.RunKind]] = [
+        ("Endpoint", "deleteEndpoint", "EndpointName", "cand"),
+        ("Config", "deleteEndpointConfig", "EndpointConfigName", "cand"),
+        ("Model", "deleteModel", "ModelName", "cand"),
+    ]
+    if spec.shadow:
+        deletes.insert(2, ("ShadowConfig", "deleteEndpointConfig", "EndpointConfigName", "shadow"))
+    states = [
+        sdk_task(
+            gate,
+            f"Delete{kind}",
+            f"aws-sdk:sagemaker:{action}",
+            {f"{parameter}.$": run_name(gate.spec, name)},
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        for kind, action, parameter, name in deletes
+    ]
+    notify_failure = sdk_task(
+        gate,
+        "NotifyFailure",
+        "sns:publish",
+        {
+            "TopicArn": gate.topic.topic_arn,
+            "Subject": f"optigate gate {spec.prefix}: FAILED",
+            "Message.$": "States.JsonToString($.failure)",
+        },
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    notify = sdk_task(
+        gate,
+        "Notify",
+        "sns:publish",
+        {
+            "TopicArn": gate.topic.topic_arn,
+            "Subject": f"optigate gate {spec.prefix}: verdict",
+            "Message.$": "$.decision.summary",
+        },
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    failed = sfn.Fail(gate, "GateFailed", error="GateFailed", cause_path="States.JsonToString($.failure)")
+    rejected = sfn.Fail(gate, "CandidateRejected", error="CandidateRejected", cause_path="$.decision.summary")
+    approved = sfn.Succeed(gate, "CandidateApproved", output_path="$.decision")
+    verdict = (
+        sfn.Choice(gate, "Verdict")
+        .when(sfn.Condition.boolean_equals("$.decision.approved", True), approved)
+        .otherwise(rejected)
+    )
+    # A notification that cannot be sent must not change the outcome.
+    notify_failure.add_catch(failed, errors=["States.ALL"], result_path="$.notify_error")
+    notify.add_catch(verdict, errors=["States.ALL"], result_path="$.notify_error")
+    after_cleanup = (
+        sfn.Choice(gate, "FailedBeforeVerdict?")
+        .when(sfn.Condition.is_present("$.failure"), notify_failure.next(failed))
+        .otherwise(notify.next(verdict))
+    )
+    for state, following in zip(states, [*states[1:], after_cleanup]):
+        state.next(following)
+        state.add_catch(following, errors=["States.ALL"], result_path="$.cleanup_error")
+    return states[0]
+
+
+def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.IChainable, sfn.INextable]:
+    """Where the candidate comes from: an optimization job (polled until done), or the baseline's
+    weights with the candidate image. Returns the first state and the one that has the candidate."""
+    spec = gate.spec
+    if not spec.optimization_configs:
+        from_baseline = sfn.Pass(
+            gate,
+            "CandidateFromBaseline",
+            result=sfn.Result.from_object({"image": spec.candidate_image, "model_uri": spec.baseline_model_uri}),
+            result_path="$.candidate",
+        )
+        return from_baseline, from_baseline
+    create_job = cleanup.guarded(
+        sdk_task(
+            gate,
+            "CreateOptimizationJob",
+            "aws-sdk:sagemaker:createOptimizationJob",
+            {
+                "OptimizationJobName.$": run_name(gate.spec, "opt"),
+                "RoleArn": spec.model_role_arn,
+                "ModelSource": {"S3": {"S3Uri": spec.baseline_model_uri}},
+                "DeploymentInstanceType": spec.instance_type,
+                "OptimizationConfigs": spec.optimization_configs,
+                "OutputConfig": {
+                    "S3OutputLocation.$": f"States.Format('s3://{gate.bucket.bucket_name}/optimized/{{}}/', $.run.id)",
+                    "KmsKeyId": gate.key.key_arn,
+                },
+                "StoppingCondition": {"MaxRuntimeInSeconds": 36000},
+            },
+            result_path=sfn.JsonPath.DISCARD,
+        )
+    )
+    stop_job = sdk_task(
+        gate,
+        "StopOptimizationJob",
+        "aws-sdk:sagemaker:stopOptimizationJob",
+        {"OptimizationJobName.$": run_name(gate.spec, "opt")},
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    stop_job.add_catch(cleanup.entry, errors=["States.ALL"], result_path="$.stop_error")
+    stop_job.next(
+        cleanup.fail_with(
+            "OptimizationTimedOut",
+            "OptimizationTimedOut",
+            f"the optimization job did not finish within {spec.max_polls} polls of {spec.poll_seconds} s",
+        )
+    )
+    from_job = sfn.Pass(
+        gate,
+        "CandidateFromOptimization",
+        parameters={
+            "image.$": "$.optimization.OptimizationOutput.RecommendedInferenceImage",
+            "model_uri.$": "$.optimization.OutputConfig.S3OutputLocation",
+        },
+        result_path="$.candidate",
+    )
+    status = "$.optimization.OptimizationJobStatus"
+    job_done = poll_loop(
+        gate,
+        PollStates(
+            reset="ResetPolls",
+            wait="WaitForOptimization",
+            count="CountOptimizationPoll",
+            choice="OptimizationDone?",
+        ),
+        describe=cleanup.guarded(
+            sdk_task(
+                gate,
+                "DescribeOptimizationJob",
+                "aws-sdk:sagemaker:describeOptimizationJob",
+                {"OptimizationJobName.$": run_name(gate.spec, "opt")},
+                result_path="$.optimization",
+            )
+        ),
+        until=[
+            (sfn.Condition.string_equals(status, "COMPLETED"), from_job),
+            (
+                sfn.Condition.or_(
+                    sfn.Condition.string_equals(status, "FAILED"), sfn.Condition.string_equals(status, "STOPPED")
+                ),
+                cleanup.fail_with(
+                    "OptimizationFailed",
+                    "OptimizationFailed",
+                    cause_path="States.Format('optimization job {}: {}', "
+                    "$.optimization.OptimizationJobStatus, $.optimization.FailureReason)",
+                ),
+            ),
+        ],
+        timed_out=stop_job,
+        poll_seconds=spec.poll_seconds,
+        max_polls=spec.max_polls,
+    )
+    return sfn.Chain.start(create_job).next(job_done.entry), from_job
+
+
+def benchmark_levels(gate: OptimizationGate, fleet: BenchmarkFleet, cleanup: CleanupPath) -> sfn.Chain:
+    """Each configured level in turn, baseline then candidate: the two never share the machine."""
+    spec = gate.spec
+
+    def run(name: str, endpoint: dict[str, str], run: str, result: str) -> sfn.CustomState:
+        return sdk_task(
+            gate,
+            name,
+            "states:startExecution.sync:2",
+            {
+                "StateMachineArn": fleet.state_machine.state_machine_arn,
+                "Input": {
+                    **endpoint,
+                    "run_id.$": f"States.Format('{{}}-{run}-c{{}}', $.run_id, $.per_shard)",
+                    "concurrency_per_shard.$": "$.per_shard",
+                    "requests_per_shard.$": "$.requests",
+                    "prompt_tokens": spec.prompt_tokens,
+                    "max_new_tokens": spec.max_new_tokens,
+                },
+            },
+            result_path=result,
+            result_selector={"key.$": "$.Output.key"},
+        )
+
+    items = [{"per_shard": c, "requests": max(32, spec.requests_per_slot * c)} for c in spec.levels]
+    levels = sfn.Pass(gate, "BenchmarkLevels", result=sfn.Result.from_array(items), result_path="$.levels")
+    per_level = sfn.Map(
+        gate,
+        "BenchmarkEachLevel",
+        items_path="$.levels",
+        max_concurrency=1,
+        item_selector={
+            "per_shard.$": "$$.Map.Item.Value.per_shard",
+            "requests.$": "$$.Map.Item.Value.requests",
+            "run_id.$": "$.run.id",
+            "candidate.$": run_name(gate.spec, "cand"),
+        },
+        result_path="$.benchmark",
+    )
+    per_level.item_processor(
+        sfn.Chain.start(run("BenchmarkBaseline", {"endpoint_name": spec.live_endpoint}, "baseline", "$.baseline")).next(
+            run("BenchmarkCandidate", {"endpoint_name.$": "$.candidate"}, "candidate", "$.candidate_result")
+        )
+    )
+    per_level.add_catch(cleanup.entry, errors=["States.ALL"], result_path="$.failure")
+    return sfn.Chain.start(levels).next(per_level)
+
+
+def decide(gate: OptimizationGate) -> sfn.CustomState:
+    """The decision Lambda over the benchmark and evaluation results (and the shadow's metrics)."""
+    spec = gate.spec
+    shadow_metrics = (
+        {
+            "shadow": {
+                "window_minutes": spec.shadow.window_minutes,
+                "sampling_percentage": spec.shadow.sampling_percentage,
+                "production_variant": spec.shadow.production_variant,
+                "shadow_variant": spec.shadow.variant_name,
+                "ids.$": "$.shadow_metrics.ids",
+                "values.$": "$.shadow_metrics.values",
+            }
+        }
+        if spec.shadow
+        else {}
+    )
+    return sdk_task(
+        gate,
+        "DecideVerdict",
+        "lambda:invoke",
+        {
+            "FunctionName": gate.decider.function_arn,
+            "Payload": {
+                "team": spec.team,
+                "environment": spec.environment,
+                "change": spec.change,
+                "thresholds": spec.thresholds,
+                "price_per_hour_usd": spec.price_per_hour_usd,
+                "instance_count": 1,
+                "prediction": spec.prediction,
+                "bucket": gate.bucket.bucket_name,
+                "baseline_keys.$": "$.benchmark[*].baseline.key",
+                "candidate_keys.$": "$.benchmark[*].candidate_result.key",
+                "evaluation_key.$": f"States.Format('evaluations/{{}}/verdict.json', {run_name(gate.spec, 'eval')})",
+                "report_prefix.$": "States.Format('reports/{}/', $.run.id)",
+                **shadow_metrics,
+            },
+        },
+        result_path="$.decision",
+        result_selector={
+            "approved.$": "$.Payload.approved",
+            "summary.$": "$.Payload.summary",
+            "report_key.$": "$.Payload.report_key",
+        },
+    )

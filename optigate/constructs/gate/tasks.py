@@ -1,0 +1,133 @@
+"""The gate's building blocks: an AWS SDK task that retries throttling, the way to the cleanup
+that every error and failure takes, and one bounded poll loop (wait, describe, count, decide)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from optigate import naming
+from optigate.constructs.gate.spec import GateSpec
+
+THROTTLING = [
+    "SageMaker.ThrottlingException",
+    "ThrottlingException",
+    "Lambda.TooManyRequestsException",
+    "SNS.ThrottledException",
+]
+
+
+def sdk_task(
+    scope: Construct,
+    name: str,
+    resource: str,
+    parameters: dict[str, Any],
+    *,
+    result_path: str | None = None,
+    result_selector: dict[str, Any] | None = None,
+) -> sfn.CustomState:
+    """A Task state calling `arn:<partition>:states:::<resource>`, retrying throttling."""
+    state: dict[str, Any] = {
+        "Type": "Task",
+        "Resource": f"arn:{Aws.PARTITION}:states:::{resource}",
+        "Parameters": parameters,
+        "ResultPath": result_path,
+        "Retry": [{"ErrorEquals": THROTTLING, "IntervalSeconds": 2, "MaxAttempts": 5, "BackoffRate": 1.5}],
+    }
+    if result_selector:
+        state["ResultSelector"] = result_selector
+    return sfn.CustomState(scope, name, state_json=state)
+
+
+def start_run(scope: Construct) -> sfn.Pass:
+    """The first state: a new run id at `$.run.id`, which every per-run resource name carries."""
+    return sfn.Pass(scope, "Init", parameters={"id.$": naming.RUN_ID_EXPRESSION}, result_path="$.run")
+
+
+def run_name(spec: GateSpec, kind: naming.RunKind) -> str:
+    """The name a run gives its `kind` of resource (optigate.naming), as a Step Functions expression
+    that formats the run id `$.run.id` into it."""
+    return f"States.Format('{spec.run_name_template(kind)}', $.run.id)"
+
+
+@dataclass(frozen=True)
+class CleanupPath:
+    """Where every error and failure goes: `entry`, the cleanup (through the restore of the live
+    endpoint when the gate shadows). The reason is kept in `$.failure`."""
+
+    scope: Construct
+    entry: sfn.IChainable
+
+    def guarded(self, state: sfn.CustomState) -> sfn.CustomState:
+        state.add_catch(self.entry, errors=["States.ALL"], result_path="$.failure")
+        return state
+
+    def fail_with(self, name: str, error: str, cause: str | None = None, *, cause_path: str | None = None) -> sfn.Chain:
+        """A named failure (a fixed `cause`, or one read at run time from `cause_path`), then the cleanup."""
+        reason = {"Error": error, "Cause": cause} if cause_path is None else {"Error": error, "Cause.$": cause_path}
+        return sfn.Pass(self.scope, name, parameters=reason, result_path="$.failure").next(self.entry)
+
+
+@dataclass(frozen=True)
+class PollStates:
+    """The names of one poll loop's states."""
+
+    reset: str
+    wait: str
+    count: str
+    choice: str
+
+
+@dataclass(frozen=True)
+class PollLoop:
+    """A bounded poll loop: `entry` resets the counter and starts it; `wait` waits one interval and
+    polls again (for a step that must be followed by another poll)."""
+
+    entry: sfn.Pass
+    wait: sfn.Wait
+
+
+def poll_loop(
+    scope: Construct,
+    names: PollStates,
+    *,
+    describe: sfn.CustomState,
+    until: Sequence[tuple[sfn.Condition, sfn.IChainable]],
+    timed_out: sfn.IChainable,
+    poll_seconds: int,
+    max_polls: int,
+    then: Sequence[tuple[sfn.Condition, sfn.IChainable]] = (),
+    counter: str = "$.polls",
+    describe_first: bool = False,
+) -> PollLoop:
+    """Describe until one of `until` holds (the first that holds wins), at most `max_polls` times.
+
+    After `until`, `timed_out` once the count reaches `max_polls`, then the first of `then` that
+    holds, else wait and poll again. By default the loop waits before each describe and counts it;
+    `describe_first` describes at once and counts each wait.
+    """
+    reset = sfn.Pass(scope, names.reset, result=sfn.Result.from_object({"count": 0}), result_path=counter)
+    wait = sfn.Wait(scope, names.wait, time=sfn.WaitTime.duration(Duration.seconds(poll_seconds)))
+    count = sfn.Pass(
+        scope, names.count, parameters={"count.$": f"States.MathAdd({counter}.count, 1)"}, result_path=counter
+    )
+    choice = sfn.Choice(scope, names.choice)
+    for condition, target in until:
+        choice.when(condition, target)
+    choice.when(sfn.Condition.number_greater_than_equals(f"{counter}.count", max_polls), timed_out)
+    for condition, target in then:
+        choice.when(condition, target)
+    choice.otherwise(wait)
+    if describe_first:
+        reset.next(describe)
+        wait.next(count).next(describe)
+        describe.next(choice)
+    else:
+        reset.next(wait)
+        wait.next(describe).next(count).next(choice)
+    return PollLoop(entry=reset, wait=wait)
