@@ -1,0 +1,8 @@
+"""`python -m optigate.cli` (the bench harness starts the emulator this way)."""
+
+import sys
+
+from optigate.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

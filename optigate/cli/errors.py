@@ -1,0 +1,51 @@
+"""What a command raises when it cannot go on; `optigate.cli.main` prints it and exits with its code.
+
+Commands raise these (or let `ConfigError` from the loader through) instead of printing and returning
+a code themselves, so that every failure is worded and rendered in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+if TYPE_CHECKING:  # the loader pulls in pydantic, which `optigate --help` does not need
+    from optigate.config.loader import ConfigError
+
+
+class CliError(Exception):
+    """A failure worth one message: printed after a red ✗ on stderr; the process exits with `exit_code`."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+    def print_to(self, console: Console) -> None:
+        console.print(f"[red]✗[/red] {self.message}", highlight=False, soft_wrap=True)
+
+
+class UsageError(CliError):
+    """Arguments missing or in conflict: printed as is, exit 2 like argparse's own complaints."""
+
+    def __init__(self, message: str, exit_code: int = 2):
+        super().__init__(message, exit_code)
+
+    def print_to(self, console: Console) -> None:
+        console.print(self.message, highlight=False, soft_wrap=True)
+
+
+class InvalidConfig(CliError):
+    """Config files with problems: every issue on its own line, then how many, for each failed load."""
+
+    def __init__(self, failures: Sequence[ConfigError], exit_code: int = 1):
+        super().__init__("\n".join(str(failure) for failure in failures), exit_code)
+        self.failures = list(failures)
+
+    def print_to(self, console: Console) -> None:
+        for failure in self.failures:
+            for issue in failure.issues:
+                console.print(f"[red]✗[/red] {issue}", highlight=False, soft_wrap=True)
+            console.print(f"[red]{len(failure.issues)} problem(s)[/red]")

@@ -1,0 +1,68 @@
+"""`optigate rehearse`: a team's whole gate offline, against emulated endpoints and moto."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from optigate.cli.errors import CliError
+from optigate.cli.output import console
+
+
+def cmd_rehearse(args: argparse.Namespace) -> int:
+    """The team's whole gate offline: emulated endpoints, moto for AWS, the real definition."""
+    from optigate.config.loader import ConfigError
+
+    try:
+        from optigate.gate import rehearse as rehearsal
+        from optigate.testing import moto_gate  # noqa: F401  (needs moto: the dev extra)
+    except ImportError as error:
+        raise CliError(f"rehearse needs the dev extra (pip install -e .[dev]): {error}", exit_code=2) from error
+    try:
+        template, deployment = rehearsal.synthesize_team(args.team, args.env, args.config)
+    except (KeyError, ValueError, ConfigError) as error:
+        raise CliError(str(error), exit_code=2) from error
+    candidates = ["faster", "slower"] if args.candidate == "both" else [args.candidate]
+    exit_code = 0
+    for candidate in candidates:
+        gate_candidate = json.dumps(deployment.team.gate.candidate, default=str)
+        console.print(f"[bold]rehearsing {deployment.stack_name}: a {candidate} candidate ({gate_candidate})[/bold]")
+        result = rehearsal.rehearse(template, deployment, candidate)
+        console.print("  path: " + " → ".join(result["states"]), highlight=False, soft_wrap=True)
+        execution = result["execution"]
+        report = result["report"] or {}
+        for check in report.get("checks", []):
+            mark = "[green]pass[/green]" if check["passed"] else "[red]FAIL[/red]"
+            where = f" @c{check['concurrency']}" if check.get("concurrency") else ""
+            console.print(f"  {mark} {check['name']}{where}: {check.get('detail', '')}", highlight=False)
+        packages = ", ".join(p["ModelApprovalStatus"] for p in result["packages"]) or "none"
+        left = sum(len(v) for v in result["left"].values())
+        if execution["status"] == "SUCCEEDED":
+            verdict = "APPROVED"
+        else:
+            verdict = f"{execution.get('error', 'FAILED')}: {execution.get('cause', '')}"
+        console.print(f"  verdict: {verdict}", highlight=False, soft_wrap=True)
+        console.print(
+            f"  model package: {packages}; SageMaker resources left: {left}; notifications: {len(result['messages'])}"
+        )
+        for name, live in result["live"].items():
+            if live["config"] == live["original_config"]:
+                where = "its original config"
+            else:
+                where = f"{live['config']} (NOT its original {live['original_config']})"
+            console.print(f"  live endpoint {name}: {live['status']} on {where}", highlight=False)
+        # The faster candidate must be approved and the slower one refused; anything else is a failed rehearsal.
+        if (candidate == "faster") != (execution["status"] == "SUCCEEDED"):
+            exit_code = 1
+    return exit_code
+
+
+def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
+    rehearse = commands.add_parser(
+        "rehearse", help="run a team's gate offline against emulated endpoints (needs the dev extra)"
+    )
+    rehearse.add_argument("--team", required=True)
+    rehearse.add_argument("--env", default=None, help="environment (default: the first)")
+    rehearse.add_argument("--config", default="config")
+    rehearse.add_argument("--candidate", choices=["faster", "slower", "both"], default="both")
+    rehearse.set_defaults(handler=cmd_rehearse)

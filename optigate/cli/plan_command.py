@@ -1,0 +1,173 @@
+"""`optigate plan`: capacity and roofline for a team file or ad hoc, and `plan --compare` across instances."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.table import Table
+
+from optigate.cli.errors import CliError, UsageError
+from optigate.cli.output import console, stderr
+
+PLAN_ROWS = [
+    ("weights_gib_per_accelerator", "weights per accelerator", "{:.2f} GiB"),
+    ("kv_bytes_per_token", "KV cache per token (per accelerator)", "{:,.0f} B"),
+    ("kv_budget_gib_per_accelerator", "KV cache budget per accelerator", "{:.2f} GiB"),
+    ("runtime_reserve_gib_per_accelerator", "runtime reserve per accelerator", "{:.2f} GiB"),
+    ("kv_capacity_tokens", "KV capacity", "{:,} tokens"),
+    ("max_concurrency_at_max_model_len", "concurrency at max_model_len", "{:.1f}"),
+    ("max_concurrent_sequences_at_typical_length", "sequences at the typical length", "{:,}"),
+    ("decode_tpot_ms_batch1", "decode TPOT at batch 1 (lower bound)", "{:.1f} ms"),
+    ("decode_bound", "decode bound", "{}"),
+    ("prefill_ms", "prefill of the prompt (TTFT lower bound)", "{:.1f} ms"),
+    ("prefill_bound", "prefill bound", "{}"),
+    ("best_batch", "cheapest batch", "{}"),
+    ("cost_per_million_output_tokens", "cost per million output tokens", "${:.3f}"),
+]
+
+DEFAULT_COMPARE_INSTANCES = [
+    "ml.g5.2xlarge", "ml.g5.12xlarge", "ml.g6.2xlarge", "ml.g6.12xlarge", "ml.g6e.xlarge",
+    "ml.g6e.2xlarge", "ml.g6e.12xlarge", "ml.p4d.24xlarge", "ml.p5.48xlarge",
+]
+
+
+def _plan_table(result, title: str) -> Table:
+    table = Table(title=title, show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    head = [
+        ("model", result.model),
+        ("instance", f"{result.instance_type} (TP {result.tensor_parallel} x {result.replicas} replica(s))"),
+        (
+            "precision",
+            f"weights {result.weight_precision}, KV {result.kv_cache_dtype}, compute {result.compute_precision}",
+        ),
+        ("max_model_len", f"{result.max_model_len:,}"),
+        ("typical request", f"{result.prompt_tokens:,} prompt + {result.output_tokens:,} output tokens"),
+    ]
+    for label, value in head:
+        table.add_row(label, value)
+    data = result.to_dict()
+    for key, label, fmt in PLAN_ROWS:
+        value = data.get(key)
+        table.add_row(label, "n/a" if value is None else fmt.format(value))
+    return table
+
+
+def _print_plan(result, args: argparse.Namespace, title: str, extra_notes: tuple[str, ...] = ()) -> None:
+    if args.json:
+        data = result.to_dict()
+        data["derived"] = list(extra_notes)
+        print(json.dumps(data, indent=2, default=str))
+        return
+    console.print(_plan_table(result, title))
+    for note in (*extra_notes, *result.notes):
+        console.print(f"  • {note}", highlight=False)
+    for problem in result.problems:
+        stderr.print(f"[red]✗[/red] {problem.message}", highlight=False)
+    if result.is_lower_bound:
+        console.print("  Latency and cost are roofline lower bounds: real serving is slower; use them to rank options.")
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Capacity and roofline for a team file, or ad hoc for a model on an instance."""
+    from optigate.deployment import load_resolved_team
+    from optigate.plan.architecture import known_models, load_architecture
+    from optigate.plan.compare import compare
+    from optigate.plan.planner import plan
+
+    if args.list_models:
+        for name in known_models():
+            console.print(name)
+        return 0
+    if args.team_file:
+        resolved_team = load_resolved_team(args.team_file)
+        resolved = resolved_team.baseline
+        if resolved is None or resolved.plan is None:  # refused by the rules, which raised above
+            raise RuntimeError(f"{args.team_file}: resolved without a plan")
+        _print_plan(resolved.plan, args, f"optigate plan: {resolved_team.team.team}", resolved.notes)
+        return 0 if resolved.plan.fits else 1
+    if not args.model or not (args.instance or args.compare):
+        raise UsageError("give a team file, or --model with --instance (or --compare)")
+    try:
+        arch = load_architecture(args.model)
+    except (KeyError, ValueError) as error:
+        raise CliError(str(error), exit_code=2) from error
+    options = {
+        "kv_cache_dtype": args.kv_cache_dtype,
+        "tensor_parallel": args.tensor_parallel,
+        "gpu_memory_utilization": args.gpu_memory_utilization,
+        "max_model_len": args.max_model_len,
+        "prompt_tokens": args.prompt_tokens,
+        "output_tokens": args.output_tokens,
+        "max_batch_size": args.max_batch_size,
+    }
+    if args.compare:
+        instances = args.instance.split(",") if args.instance else DEFAULT_COMPARE_INSTANCES
+        candidates, cheapest = compare(arch, instances, args.precisions.split(","), tpot_ms=args.tpot_ms, **options)
+        return _print_compare(candidates, cheapest, args)
+    precision = {"none": "bf16", None: "bf16"}.get(args.quantization, args.quantization)
+    try:
+        result = plan(arch, args.instance, weight_precision=precision, **options)
+    except (KeyError, ValueError) as error:
+        raise CliError(str(error), exit_code=2) from error
+    _print_plan(result, args, f"optigate plan: {arch.name} on {result.instance_type}")
+    return 0 if result.fits else 1
+
+
+def _print_compare(candidates, cheapest, args: argparse.Namespace) -> int:
+    if args.json:
+        data = {"candidates": [c.to_dict() for c in candidates], "cheapest": cheapest.to_dict() if cheapest else None}
+        print(json.dumps(data, indent=2))
+        return 0 if cheapest else 1
+    target = f" within TPOT {args.tpot_ms:g} ms" if args.tpot_ms else ""
+    table = Table(title=f"optigate plan --compare: cost per million output tokens{target} (roofline lower bounds)")
+    columns = ("instance", "weights", "fits", "TP", "weights/acc", "KV tokens", "TPOT b=1", "batch", "$/M tokens", "")
+    for column in columns:
+        table.add_column(column, justify="right" if column not in ("instance", "weights", "") else "left")
+    for c in candidates:
+        r = c.result
+        mark = "[green]◀ cheapest[/green]" if c is cheapest else ""
+        if r is None:
+            table.add_row(c.instance_type, c.weight_precision, f"[dim]{c.reason}[/dim]", *[""] * 6, mark)
+            continue
+        table.add_row(
+            c.instance_type,
+            c.weight_precision,
+            "yes" if r.fits else f"[red]{r.problems[0].kind.replace('_', ' ')}[/red]",
+            str(r.tensor_parallel),
+            f"{r.weights_gib_per_accelerator:.1f} GiB",
+            f"{r.kv_capacity_tokens:,}",
+            "n/a" if r.decode_tpot_ms_batch1 is None else f"{r.decode_tpot_ms_batch1:.1f} ms",
+            "-" if c.batch_within_target is None else str(c.batch_within_target),
+            "-" if c.cost_within_target is None else f"${c.cost_within_target:.3f}",
+            mark,
+        )
+    console.print(table)
+    if cheapest is None:
+        raise CliError("no candidate fits and meets the target")
+    return 0
+
+
+def add_plan_parser(commands: argparse._SubParsersAction) -> None:
+    planner = commands.add_parser("plan", help="capacity and roofline: what fits and how fast it can be")
+    planner.add_argument("team_file", nargs="?", help="a team file (config/teams/x.yaml)")
+    planner.add_argument("--model", help="ad hoc: a known model name, a Hugging Face repo id or a config.json path")
+    planner.add_argument("--instance", help="ad hoc: e.g. ml.g6.2xlarge (with --compare: a comma-separated list)")
+    planner.add_argument(
+        "--quantization", choices=["none", "fp8", "awq", "gptq", "int8", "nvfp4", "mxfp4"], default=None
+    )
+    planner.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8"])
+    planner.add_argument("--tensor-parallel", type=int, default=None)
+    planner.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    planner.add_argument("--max-model-len", type=int, default=None)
+    planner.add_argument("--max-batch-size", type=int, default=None)
+    planner.add_argument("--prompt-tokens", type=int, default=1024)
+    planner.add_argument("--output-tokens", type=int, default=256)
+    planner.add_argument("--compare", action="store_true", help="precisions x instances side by side")
+    planner.add_argument("--precisions", default="bf16,fp8,awq", help="with --compare")
+    planner.add_argument("--tpot-ms", type=float, default=None, help="with --compare: the time-per-output-token target")
+    planner.add_argument("--list-models", action="store_true", help="list the built-in architectures")
+    planner.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    planner.set_defaults(handler=cmd_plan)

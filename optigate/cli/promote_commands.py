@@ -1,0 +1,49 @@
+"""`optigate resolve`: lock what each environment serves (the newest gate-Approved package per team)."""
+
+from __future__ import annotations
+
+import argparse
+
+from optigate.cli.errors import CliError, InvalidConfig
+from optigate.cli.output import console
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    """Write the lock of each environment: the newest Approved package of every gated team."""
+    import boto3
+
+    from optigate.config.loader import ConfigError, load_project
+    from optigate.promote.lock import write_lock
+    from optigate.promote.resolve import resolve
+
+    try:
+        project = load_project(args.config)
+    except ConfigError as error:
+        raise InvalidConfig([error], exit_code=2) from error  # 2, not 1: resolve has always exited 2 here
+    known = {environment.name: environment for environment in project.environments.environments}
+    unknown = [name for name in args.env if name not in known]
+    if unknown:
+        raise CliError(f"unknown environment(s) {', '.join(unknown)}; known: {', '.join(known)}", exit_code=2)
+    for name in args.env:
+        environment = known[name]
+        client = boto3.client("sagemaker", region_name=environment.region)
+        lock = resolve(project, environment, client, partition=args.partition)
+        path = write_lock(lock, args.out)
+        for team, package in lock.teams.items():
+            served = package.model_package_arn if package else "baseline (no Approved package)"
+            console.print(f"{name}/{team}: {served}", highlight=False)
+        console.print(f"wrote {path}")
+    return 0
+
+
+def add_resolve_parser(commands: argparse._SubParsersAction) -> None:
+    resolver = commands.add_parser(
+        "resolve",
+        help="lock what each environment serves: the newest gate-Approved model package per team"
+        " (needs AWS credentials)",
+    )
+    resolver.add_argument("--env", action="append", required=True, help="environment; repeat for several")
+    resolver.add_argument("--config", default="config")
+    resolver.add_argument("--out", default="config/locks", help="where <env>.json is written; synth reads it from here")
+    resolver.add_argument("--partition", default="aws")
+    resolver.set_defaults(handler=cmd_resolve)
