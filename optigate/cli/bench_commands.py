@@ -158,18 +158,22 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     )
     bench.add_argument("--endpoint", help="the SageMaker endpoint name")
     bench.add_argument("--endpoint-url", help="e.g. http://127.0.0.1:8080 for `optigate emulate`")
-    bench.add_argument("--region", default="us-east-1")
-    bench.add_argument("--target-variant")
-    bench.add_argument("--inference-component")
-    bench.add_argument("--custom-attributes")
+    bench.add_argument("--region", default="us-east-1", help="AWS region (default: us-east-1)")
+    bench.add_argument("--target-variant", help="invoke this production variant (TargetVariant)")
+    bench.add_argument("--inference-component", help="invoke this inference component")
+    bench.add_argument("--custom-attributes", help="sent as CustomAttributes with every request")
     bench.add_argument("--concurrency", default="1,16,64", help="comma-separated levels")
     bench.add_argument("--requests", type=int, default=100, help="measured requests per level")
     bench.add_argument("--duration", type=float, help="seconds per level instead of a request count")
-    bench.add_argument("--prompt-tokens", type=int, default=1024)
-    bench.add_argument("--max-new-tokens", type=int, default=256)
+    bench.add_argument("--prompt-tokens", type=int, default=1024, help="synthetic prompt length (default: 1024)")
+    bench.add_argument("--max-new-tokens", type=int, default=256, help="output tokens per request (default: 256)")
     bench.add_argument("--prompts", help="JSONL of {prompt|inputs|messages} records instead of synthetic prompts")
-    bench.add_argument("--schema", choices=["inputs", "messages"], default="inputs")
-    bench.add_argument("--mode", choices=["closed", "open"], default="closed")
+    bench.add_argument(
+        "--schema", choices=["inputs", "messages"], default="inputs", help="request body: LMI inputs or OpenAI messages"
+    )
+    bench.add_argument(
+        "--mode", choices=["closed", "open"], default="closed", help="closed: fixed concurrency; open: at --rate"
+    )
     bench.add_argument("--rate", type=float, help="open loop: Poisson arrivals per second")
     bench.add_argument("--timeout", type=float, default=120.0, help="per request, seconds")
     bench.add_argument("--json", help="write the results (with raw samples) here")
@@ -179,15 +183,15 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     compare_parser = bench_commands.add_parser(
         "compare", help="baseline vs candidate with bootstrap confidence intervals"
     )
-    compare_parser.add_argument("baseline")
-    compare_parser.add_argument("candidate")
+    compare_parser.add_argument("baseline", help="results written by `optigate bench --json`")
+    compare_parser.add_argument("candidate", help="results written by `optigate bench --json`")
     compare_parser.add_argument("--report", help="write both curves and the deltas into this folder")
     compare_parser.add_argument("--json", help="write the deltas here")
 
 
 def add_emulate_parser(commands: argparse._SubParsersAction) -> None:
     emulate = commands.add_parser("emulate", help="run a local SageMaker-runtime emulator (loopback only)")
-    emulate.add_argument("--port", type=int, default=8080)
+    emulate.add_argument("--port", type=int, default=8080, help="0 picks a free port (default: 8080)")
     emulate.add_argument("--config", help="YAML/JSON: {default: {...}, endpoints: {name: {..., variants: {...}}}}")
     emulate.add_argument("--port-file", help="write the bound port here once listening")
     emulate.add_argument("--ttft-ms", type=float)

@@ -97,13 +97,13 @@ def add_validate_parser(commands: argparse._SubParsersAction) -> None:
 
 def add_summary_parser(commands: argparse._SubParsersAction) -> None:
     summary = commands.add_parser("summary", help="print what would be deployed per environment and team")
-    summary.add_argument("--config", default="config")
+    summary.add_argument("--config", default="config", help="config folder (default: config)")
     summary.add_argument("--env", default=None, help="environment(s), comma-separated (default: all)")
     summary.set_defaults(handler=cmd_summary)
 
 
 def add_schema_parser(commands: argparse._SubParsersAction) -> None:
     schema = commands.add_parser("schema", help="write the JSON schema of the config files")
-    schema.add_argument("--out", default="config/schema")
+    schema.add_argument("--out", default="config/schema", help="folder of the schema files (default: config/schema)")
     schema.add_argument("--check", action="store_true", help="fail if the files differ from the models")
     schema.set_defaults(handler=cmd_schema)

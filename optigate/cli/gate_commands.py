@@ -61,8 +61,13 @@ def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
     rehearse = commands.add_parser(
         "rehearse", help="run a team's gate offline against emulated endpoints (needs the dev extra)"
     )
-    rehearse.add_argument("--team", required=True)
+    rehearse.add_argument("--team", required=True, help="the team's name")
     rehearse.add_argument("--env", default=None, help="environment (default: the first)")
-    rehearse.add_argument("--config", default="config")
-    rehearse.add_argument("--candidate", choices=["faster", "slower", "both"], default="both")
+    rehearse.add_argument("--config", default="config", help="config folder (default: config)")
+    rehearse.add_argument(
+        "--candidate",
+        choices=["faster", "slower", "both"],
+        default="both",
+        help="which emulated candidate goes through the gate (default: both)",
+    )
     rehearse.set_defaults(handler=cmd_rehearse)

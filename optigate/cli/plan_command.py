@@ -156,15 +156,24 @@ def add_plan_parser(commands: argparse._SubParsersAction) -> None:
     planner.add_argument("--model", help="ad hoc: a known model name, a Hugging Face repo id or a config.json path")
     planner.add_argument("--instance", help="ad hoc: e.g. ml.g6.2xlarge (with --compare: a comma-separated list)")
     planner.add_argument(
-        "--quantization", choices=["none", "fp8", "awq", "gptq", "int8", "nvfp4", "mxfp4"], default=None
+        "--quantization",
+        choices=["none", "fp8", "awq", "gptq", "int8", "nvfp4", "mxfp4"],
+        default=None,
+        help="ad hoc: weight precision (default: none, i.e. bf16)",
     )
-    planner.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8"])
-    planner.add_argument("--tensor-parallel", type=int, default=None)
-    planner.add_argument("--gpu-memory-utilization", type=float, default=0.9)
-    planner.add_argument("--max-model-len", type=int, default=None)
-    planner.add_argument("--max-batch-size", type=int, default=None)
-    planner.add_argument("--prompt-tokens", type=int, default=1024)
-    planner.add_argument("--output-tokens", type=int, default=256)
+    planner.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8"], help="ad hoc: KV cache precision")
+    planner.add_argument(
+        "--tensor-parallel", type=int, default=None, help="ad hoc: accelerators per replica (default: fewest that fit)"
+    )
+    planner.add_argument(
+        "--gpu-memory-utilization", type=float, default=0.9, help="ad hoc: share of accelerator memory (default: 0.9)"
+    )
+    planner.add_argument(
+        "--max-model-len", type=int, default=None, help="ad hoc: longest sequence in tokens (default: the model's)"
+    )
+    planner.add_argument("--max-batch-size", type=int, default=None, help="ad hoc: cap on the decode batch")
+    planner.add_argument("--prompt-tokens", type=int, default=1024, help="ad hoc: typical prompt (default: 1024)")
+    planner.add_argument("--output-tokens", type=int, default=256, help="ad hoc: typical output (default: 256)")
     planner.add_argument("--compare", action="store_true", help="precisions x instances side by side")
     planner.add_argument("--precisions", default="bf16,fp8,awq", help="with --compare")
     planner.add_argument("--tpot-ms", type=float, default=None, help="with --compare: the time-per-output-token target")

@@ -43,7 +43,7 @@ def add_resolve_parser(commands: argparse._SubParsersAction) -> None:
         " (needs AWS credentials)",
     )
     resolver.add_argument("--env", action="append", required=True, help="environment; repeat for several")
-    resolver.add_argument("--config", default="config")
+    resolver.add_argument("--config", default="config", help="config folder (default: config)")
     resolver.add_argument("--out", default="config/locks", help="where <env>.json is written; synth reads it from here")
-    resolver.add_argument("--partition", default="aws")
+    resolver.add_argument("--partition", default="aws", help="AWS partition of the ARNs (default: aws)")
     resolver.set_defaults(handler=cmd_resolve)
