@@ -74,10 +74,13 @@ class BenchmarkFleet(Construct):
         # The execution input names the endpoint (the gate benchmarks per-run candidates), so the
         # worker may invoke each of `endpoints`, by default those whose names start with the target's.
         invocable = endpoints if endpoints is not None else [f"{target.endpoint_name}*"]
-        endpoint_arns = [f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{name.lower()}" for name in invocable]
+        sagemaker_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}"
+        wildcard = "Endpoints named after the team and environment: the live one and per-run candidates."
         nag.allow(
-            self.worker.role, ["sagemaker:InvokeEndpointWithResponseStream"], endpoint_arns,
-            why_wildcard="Endpoints named after the team and environment: the live one and per-run candidates." if any("*" in n for n in invocable) else None,
+            self.worker.role,
+            ["sagemaker:InvokeEndpointWithResponseStream"],
+            [f"{sagemaker_arn}:endpoint/{name.lower()}" for name in invocable],
+            why_wildcard=wildcard if any("*" in name for name in invocable) else None,
         )
         if target.inference_component:
             component_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:inference-component/{target.inference_component.lower()}"

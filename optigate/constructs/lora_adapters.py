@@ -103,7 +103,7 @@ class LoraAdapters(Construct):
             raise ValueError(f"{self.node.path}: adapter names must be unique, got {names}")
         self.endpoint_name = endpoint_name
         self.base_component_name = naming.inference_component_name(endpoint_name, "base")
-        component_names = {adapter.name: naming.inference_component_name(endpoint_name, adapter.name) for adapter in adapters}
+        component_names = {a.name: naming.inference_component_name(endpoint_name, a.name) for a in adapters}
         self.key = encryption_key or kms.Key(
             self, "Key", enable_key_rotation=True, description=f"Encrypts {endpoint_name} volumes"
         )
