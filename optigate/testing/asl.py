@@ -43,4 +43,5 @@ def sdk_calls(definition: dict[str, Any]) -> Iterator[SdkCall]:
         else:
             service, action = integration.split(":", 1)
         action = action.split(".")[0]  # .sync / .sync:2 / .waitForTaskToken
-        yield SdkCall(name, SERVICE_NAMES.get(service, service), action[0].upper() + action[1:], state.get("Parameters", {}), sdk)
+        operation = action[0].upper() + action[1:]
+        yield SdkCall(name, SERVICE_NAMES.get(service, service), operation, state.get("Parameters", {}), sdk)

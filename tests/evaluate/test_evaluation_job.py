@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from tests.sdk_validation import definition_of, sdk_calls, validate
+from optigate.testing.asl import sdk_calls
+from optigate.testing.template import placeholder_definition
+from optigate.testing.validation import parameter_errors as validate
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +50,10 @@ def test_evaluation_stack_passes_cfn_lint(synthesized):
 
 
 def test_processing_request_validates_against_botocore(synthesized):
-    calls = list(sdk_calls(definition_of(synthesized)))
-    assert [(service, operation) for _, service, operation, _ in calls] == [("sagemaker", "CreateProcessingJob")]
-    _, service, operation, parameters = calls[0]
-    assert validate(service, operation, parameters) == []
+    calls = list(sdk_calls(placeholder_definition(synthesized)))
+    assert [(call.service, call.operation) for call in calls] == [("sagemaker", "CreateProcessingJob")]
+    parameters = calls[0].parameters
+    assert validate("sagemaker", "CreateProcessingJob", parameters) == []
     arguments = parameters["AppSpecification"]["ContainerArguments"]
     assert arguments[arguments.index("--max-metric-drop-abs") + 1] == "0.02"
     assert parameters["ProcessingOutputConfig"]["KmsKeyId"]

@@ -1,10 +1,20 @@
-"""Emulator processes shared by the gate's executed tests (one pair per module)."""
+"""Shared by the gate's executed tests: emulator processes (one pair per module), the gate stacks
+(synthesized once per session, on first use) and running one gate in a fresh harness."""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from optigate.bench.harness import emulator_process
+
+ACCOUNT, REGION = "123456789012", "us-east-1"
+LIVE_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"
+THRESHOLDS = {"concurrency": [4], "p99_ttft_ms_budget": 400.0, "p99_itl_ms_budget": 60.0, "min_throughput_gain_pct": 10.0, "max_error_rate": 0.01}
 
 
 @pytest.fixture(scope="module")
@@ -20,3 +30,123 @@ def slow_candidate(emulators):
     """A candidate whose first token takes longer than the 400 ms p99 TTFT budget."""
     with emulator_process({"default": {"ttft_ms": 450, "itl_ms": 3}}) as url:
         yield emulators[0], url
+
+
+# --------------------------------------------------------------------------- the gate stacks
+
+
+def _spec(optimize: bool, shadow=None):
+    from optigate.constructs.gate import GateSpec
+
+    return GateSpec(
+        team="chat", environment="dev", live_endpoint="chat-dev",
+        model_role_arn=f"arn:aws:iam::{ACCOUNT}:role/chat-dev-model",
+        instance_type="ml.g6.2xlarge", baseline_model_uri="s3://acme-models/llama-3.1-8b/",
+        candidate_image=LIVE_IMAGE,
+        candidate_environment={"OPTION_QUANTIZE": "fp8", "OPTION_MAX_MODEL_LEN": "8192"},
+        change={"quantization": "fp8"}, thresholds=THRESHOLDS,
+        optimization_configs=[{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}] if optimize else None,
+        # Long enough for a throughput interval: the decision needs >= 5 one-second buckets.
+        levels=(2,), requests_per_slot=60, prompt_tokens=16, max_new_tokens=16,
+        price_per_hour_usd=0.98, poll_seconds=0, max_polls=5, shadow=shadow,
+    )
+
+
+def _synth(optimize: bool, outdir: Path, shadow: bool = False) -> dict[str, Any]:
+    """A stack with the live endpoint CloudFormation owns, a fleet, an evaluation job and the gate,
+    synthesized with cdk-nag (which raises on any unacknowledged finding)."""
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_kms as kms
+
+    from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
+    from optigate.constructs.common import secure_bucket
+    from optigate.constructs.evaluation_job import EvaluationJob
+    from optigate.constructs.gate import OptimizationGate, ShadowStage
+    from optigate.constructs.lmi_model import LmiModel
+    from optigate.constructs.tuned_endpoint import TunedEndpoint, VariantSettings
+    from optigate.stacks.app import FEATURE_FLAGS, enable_nag
+
+    app = App(outdir=str(outdir), context=FEATURE_FLAGS)
+    stack = Stack(app, "Gate", env={"account": ACCOUNT, "region": REGION})
+    # The live endpoint CloudFormation owns; the gate must leave it on this config.
+    model = LmiModel(stack, "LiveModel", image_uri=LIVE_IMAGE, environment={"OPTION_MAX_MODEL_LEN": "8192"}, model_data_uri="s3://acme-models/llama-3.1-8b/", name_prefix="chat-dev")
+    live = TunedEndpoint(stack, "Live", model=model, variant=VariantSettings("ml.g6.2xlarge"), endpoint_name="chat-dev")
+    stage = ShadowStage(live.config.attr_endpoint_config_name, live.config.ref, live.config_request(), sampling_percentage=20, window_minutes=60) if shadow else None
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    bucket = secure_bucket(stack, "Results", key, purpose="optigate's gate")
+    fleet = BenchmarkFleet(stack, "Fleet", target=FleetTarget("chat-dev"), shards=2, results_bucket=bucket, encryption_key=key)
+    evaluation = EvaluationJob(stack, "Evaluation", endpoints=["chat-dev"], dataset_uri="s3://acme-eval/chat/", output_bucket=bucket, encryption_key=key, image_uri=f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/optigate-evaluate:1")
+    OptimizationGate(stack, "Gate", spec=_spec(optimize, stage), fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key)
+    enable_nag(app)
+    app.synth()
+    return json.loads((outdir / "Gate.template.json").read_text())
+
+
+class GateTemplates:
+    """The gate stack's template by variant: True (an optimization job), False (none), "shadow" (no job,
+    a shadow rollout on the live endpoint). Each is synthesized on first use, once per session."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory):
+        self._tmp_path_factory = tmp_path_factory
+        self._templates: dict[bool | str, dict[str, Any]] = {}
+
+    def __getitem__(self, variant: bool | str) -> dict[str, Any]:
+        if variant not in self._templates:
+            outdir = self._tmp_path_factory.mktemp(f"gate-{variant}")
+            self._templates[variant] = _synth(variant is True, outdir, shadow=variant == "shadow")
+        return self._templates[variant]
+
+
+@pytest.fixture(scope="session")
+def gate_templates(tmp_path_factory) -> GateTemplates:
+    return GateTemplates(tmp_path_factory)
+
+
+# --------------------------------------------------------------------------- running a gate
+
+
+@pytest.fixture(scope="session")
+def gate_handlers() -> Callable[..., dict[str, Callable]]:
+    """`gate_handlers((baseline_url, candidate_url), crash_decide=False)`: the in-process Lambda handlers,
+    the decision crashing if asked."""
+    from optigate.testing.gate_run import lambda_handlers
+
+    def crashing(event, context):
+        raise RuntimeError("decide crashed")
+
+    def handlers(emulators: tuple[str, str], crash_decide: bool = False) -> dict[str, Callable]:
+        return lambda_handlers(*emulators, decide=crashing if crash_decide else None)
+
+    return handlers
+
+
+@pytest.fixture(scope="session")
+def run_gate(gate_templates, gate_handlers) -> Callable[..., dict[str, Any]]:
+    """`run_gate(emulators, optimize=True, scenario=None, crash_decide=False, short=False)`: execute one
+    gate variant in a fresh harness; GateRun.execute's result. `short`: four requests per stream, for
+    paths whose verdict cannot be an approval anyway (the throughput interval needs >= 5 one-second
+    buckets, i.e. the full run)."""
+    from optigate.testing.gate_run import GateRun, evaluation_writer
+    from optigate.testing.harness import GateHarness
+    from optigate.testing.scenario import Scenario
+
+    def run(emulators, *, optimize: bool | str = True, scenario=None, crash_decide=False, short=False) -> dict[str, Any]:
+        scenario = scenario or Scenario(on_processing_job=evaluation_writer("pass"))
+        with GateHarness(lambda_handlers=gate_handlers(emulators, crash_decide), scenario=scenario, region=REGION) as harness:
+            return GateRun(gate_templates[optimize], harness, {"rounds": 4} if short else {}).execute(timeout=120)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def nothing_left() -> Callable[[dict[str, Any]], None]:
+    """`nothing_left(result)` asserts no temporary resource is left, and the live endpoint is InService on
+    the config CloudFormation made."""
+
+    def check(result: dict[str, Any]) -> None:
+        left = result["left"]
+        assert not any(name for names in left.values() for name in names if "-cand-" in name or "-shadow-" in name), left
+        original = result["live"]["chat-dev"]["original_config"]
+        assert result["live"] == {"chat-dev": {"status": "InService", "config": original, "original_config": original}}
+
+    return check

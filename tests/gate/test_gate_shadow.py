@@ -6,14 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from optigate.gate.rehearse import REGION, GateRun, evaluation_writer
-from optigate.testing.moto_gate import GateHarness, Outcome, Scenario
-from tests.gate.test_gate import _handlers, _nothing_left, _run, _synth
-
-
-@pytest.fixture(scope="module")
-def templates(tmp_path_factory):
-    return {"shadow": _synth(False, tmp_path_factory.mktemp("gate-shadow"), shadow=True)}
+from optigate.testing.gate_run import GateRun, evaluation_writer
+from optigate.testing.harness import REGION, GateHarness, active_harness
+from optigate.testing.scenario import Outcome, Scenario
 
 
 TRAFFIC = {
@@ -32,8 +27,8 @@ def _updates(harness_result):
     return [s for s in harness_result["states"] if s in ("PutShadowOnLiveEndpoint", "RestoreLiveEndpoint")]
 
 
-def test_shadow_mirrors_live_traffic_then_restores_the_cloudformation_config(templates, emulators):
-    result = _run(templates, emulators, optimize="shadow", scenario=_shadow_scenario())
+def test_shadow_mirrors_live_traffic_then_restores_the_cloudformation_config(emulators, run_gate, nothing_left):
+    result = run_gate(emulators, optimize="shadow", scenario=_shadow_scenario())
     assert result["execution"]["status"] == "SUCCEEDED", result["execution"].get("cause")
     assert _updates(result) == ["PutShadowOnLiveEndpoint", "RestoreLiveEndpoint"]
     states = result["states"]
@@ -44,67 +39,65 @@ def test_shadow_mirrors_live_traffic_then_restores_the_cloudformation_config(tem
     assert shadow["shadow"]["p99_model_latency_ms"] == pytest.approx(748.5, abs=0.6)  # p99 of 700..749 ms
     assert {c["name"]: c["passed"] for c in result["report"]["checks"] if c["name"].startswith("shadow")} == {"shadow_traffic": True, "shadow_error_rate": True}
     assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Approved"]
-    _nothing_left(result)
+    nothing_left(result)
 
 
-def test_shadow_errors_reject_and_restore(templates, emulators):
+def test_shadow_errors_reject_and_restore(emulators, run_gate, nothing_left):
     failing = {**TRAFFIC, "GateCandidate": {"Invocations": 200, "Invocation5XXErrors": 12, "ModelLatency": [700_000]}}
-    result = _run(templates, emulators, optimize="shadow", scenario=_shadow_scenario(variant_traffic=failing), short=True)
+    result = run_gate(emulators, optimize="shadow", scenario=_shadow_scenario(variant_traffic=failing), short=True)
     assert result["execution"]["status"] == "FAILED"
     assert "shadow_error_rate" in result["execution"]["cause"]
     assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
-    _nothing_left(result)
+    nothing_left(result)
 
 
-def test_no_mirrored_traffic_fails_closed(templates, emulators):
-    result = _run(templates, emulators, optimize="shadow", scenario=_shadow_scenario(variant_traffic={"AllTraffic": TRAFFIC["AllTraffic"]}), short=True)
+def test_no_mirrored_traffic_fails_closed(emulators, run_gate, nothing_left):
+    result = run_gate(emulators, optimize="shadow", scenario=_shadow_scenario(variant_traffic={"AllTraffic": TRAFFIC["AllTraffic"]}), short=True)
     assert result["execution"]["status"] == "FAILED"
     traffic = next(c for c in result["report"]["checks"] if c["name"] == "shadow_traffic")
     assert traffic["passed"] is False and traffic["measured"] == 0
-    _nothing_left(result)
+    nothing_left(result)
 
 
-def test_shadow_update_rolled_back_fails_and_leaves_the_live_config(templates, emulators):
+def test_shadow_update_rolled_back_fails_and_leaves_the_live_config(emulators, run_gate, nothing_left):
     def update(request):
         return Outcome("RolledBack", after=1, failure_reason="shadow variant failed health check") if "-shadow-" in request["EndpointConfigName"] else Outcome("InService", after=1)
 
-    result = _run(templates, emulators, optimize="shadow", scenario=_shadow_scenario(endpoint_update=update), short=True)
+    result = run_gate(emulators, optimize="shadow", scenario=_shadow_scenario(endpoint_update=update), short=True)
     assert result["execution"]["status"] == "FAILED"
     assert "ShadowRolledBack" in result["execution"]["cause"]
     assert result["packages"] == []
     # SageMaker rolled back on its own: nothing to restore.
     assert _updates(result) == ["PutShadowOnLiveEndpoint"]
-    _nothing_left(result)
+    nothing_left(result)
 
 
-def test_a_crash_while_shadowing_still_restores(templates, emulators):
-    result = _run(templates, emulators, optimize="shadow", scenario=_shadow_scenario(), crash_decide=True, short=True)
+def test_a_crash_while_shadowing_still_restores(emulators, run_gate, nothing_left):
+    result = run_gate(emulators, optimize="shadow", scenario=_shadow_scenario(), crash_decide=True, short=True)
     assert result["execution"]["status"] == "FAILED"
     assert "decide crashed" in result["execution"]["cause"]
     assert _updates(result) == ["PutShadowOnLiveEndpoint", "RestoreLiveEndpoint"]
-    _nothing_left(result)
+    nothing_left(result)
 
 
-def test_the_restore_waits_out_an_update_in_flight(templates, emulators):
+def test_the_restore_waits_out_an_update_in_flight(emulators, run_gate, nothing_left):
     """The restore is an update like any other: it polls until the live endpoint is InService on
     its original config, within the poll bound."""
     slow_restore = lambda request: Outcome("InService", after=3) if "-shadow-" not in request["EndpointConfigName"] else Outcome("InService", after=1)  # noqa: E731
-    result = _run(templates, emulators, optimize="shadow", scenario=_shadow_scenario(endpoint_update=slow_restore), short=True)
+    result = run_gate(emulators, optimize="shadow", scenario=_shadow_scenario(endpoint_update=slow_restore), short=True)
     assert "LiveEndpointNotRestored" not in result["execution"].get("cause", "")
     assert result["states"].count("WaitForRestore") >= 3 and "LiveEndpointRestored" in result["states"]
-    _nothing_left(result)
+    nothing_left(result)
 
 
-def test_a_busy_live_endpoint_is_not_touched(templates, emulators):
-    from optigate.testing import moto_gate
-
+def test_a_busy_live_endpoint_is_not_touched(emulators, gate_templates, gate_handlers):
     def busy(harness):
-        endpoint = harness._sm_backend().endpoints["chat-dev"]
+        endpoint = harness.sagemaker_backend().endpoints["chat-dev"]
         endpoint.endpoint_status = "Updating"
 
-    scenario = _shadow_scenario(on_processing_job=lambda request: (evaluation_writer("pass")(request), busy(moto_gate._ACTIVE))[0])
-    with GateHarness(lambda_handlers=_handlers(emulators), scenario=scenario, region=REGION) as harness:
-        result = GateRun(templates["shadow"], harness, {"rounds": 4}).execute(timeout=120)
+    scenario = _shadow_scenario(on_processing_job=lambda request: (evaluation_writer("pass")(request), busy(active_harness()))[0])
+    with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
+        result = GateRun(gate_templates["shadow"], harness, {"rounds": 4}).execute(timeout=120)
     assert result["execution"]["status"] == "FAILED"
     assert "LiveEndpointBusy" in result["execution"]["cause"]
     assert _updates(result) == []

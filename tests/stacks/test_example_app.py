@@ -194,7 +194,7 @@ def test_research_gate_runs_an_fp8_optimization_job_and_chat_does_not(example_ap
 
 
 def test_the_gate_benchmarks_every_configured_concurrency_level_in_turn(example_app):
-    from optigate.gate.rehearse import render, state_machines
+    from optigate.testing.template import render_definition as render, state_machines
 
     template = example_app.templates["optigate-prod-chat"]
     gate_id = next(k for k, r in state_machines(template).items() if r["Properties"].get("StateMachineName", "").endswith("-gate"))

@@ -1,0 +1,158 @@
+"""`optigate rehearse`: the whole gate of one team, offline, with emulated endpoints.
+
+The team's stack is synthesized, and its gate and benchmark-fleet definitions run for real in
+moto's Step Functions executor (optigate.testing.harness, via optigate.testing.gate_run): the Lambda
+handlers in-process, the benchmark workers against two local emulator processes (the live endpoint
+and the candidate), SageMaker, S3 and SNS in moto. Waits are compressed to zero and the benchmark is
+scaled down, so a rehearsal takes seconds; everything else is the definition that `cdk deploy` would
+create.
+
+This needs the dev extra (moto): importing this module fails without it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+from optigate.testing.gate_run import GateRun, evaluation_writer, lambda_handlers
+from optigate.testing.harness import REGION, GateHarness
+from optigate.testing.scenario import Scenario
+
+# Emulated behaviour of the live endpoint and of a faster or slower candidate.
+BASELINE: Final = {"ttft_ms": {"mean": 150, "jitter": 8}, "itl_ms": {"mean": 15, "jitter": 1}}
+FASTER: Final = {"ttft_ms": {"mean": 110, "jitter": 6}, "itl_ms": {"mean": 9, "jitter": 0.8}}
+SLOWER: Final = {"ttft_ms": {"mean": 900, "jitter": 30}, "itl_ms": {"mean": 25, "jitter": 2}}
+
+
+def synthesize_team(
+    team_name: str, environment: str | None = None, config_dir: str | Path = "config"
+) -> tuple[dict[str, Any], Any]:
+    """The team's stack template (without cdk-nag, which the tests run) and its Deployment."""
+    from aws_cdk import App
+
+    from optigate.deployment import deploy, load_resolved_project
+    from optigate.stacks.app import FEATURE_FLAGS
+    from optigate.stacks.team_inference_stack import TeamInferenceStack
+
+    project = load_resolved_project(config_dir)
+    if team_name not in project.teams:
+        raise KeyError(f"no team '{team_name}'; known: {', '.join(sorted(project.teams))}")
+    environments = project.environments
+    chosen = next((e for e in environments if e.name == environment), None) if environment else environments[0]
+    if chosen is None:
+        raise KeyError(f"no environment '{environment}'")
+    deployment = deploy(project.teams[team_name], chosen)
+    if deployment.candidate is None:
+        raise ValueError(f"team '{team_name}' has no gate.candidate: there is nothing to prove")
+    outdir = tempfile.mkdtemp(prefix="optigate-rehearsal-")
+    app = App(outdir=outdir, context=FEATURE_FLAGS)
+    TeamInferenceStack(app, deployment)
+    app.synth()
+    return json.loads(Path(outdir, f"{deployment.stack_name}.template.json").read_text()), deployment
+
+
+@contextmanager
+def _offline_aws() -> Iterator[None]:
+    """Fake credentials and a region for the in-process handlers; moto answers every call.
+    moto's executor logs each failed state at ERROR: quiet it, the rehearsal prints the path."""
+    names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION")
+    saved = {k: os.environ.get(k) for k in names}
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "rehearsal",
+            "AWS_SECRET_ACCESS_KEY": "rehearsal",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+        }
+    )
+    os.environ.pop("AWS_SESSION_TOKEN", None)
+    logger = logging.getLogger("moto.stepfunctions")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def variant_traffic(deployment: Any, candidate: dict[str, Any], live_requests: int = 2000) -> dict[str, dict[str, Any]]:
+    """CloudWatch figures of a mirror window: the live variant's requests, the sampled share of them
+    on the shadow, and ModelLatency (a whole response, microseconds) from each side's behaviour."""
+    shadow = deployment.team.rollout.shadow
+    percentage = shadow.sampling_percentage if shadow else 0
+    tokens = deployment.team.gate.benchmark.max_new_tokens
+    rng = random.Random(0)
+
+    def latencies(behaviour: dict[str, Any]) -> list[float]:
+        ttft, itl = behaviour["ttft_ms"], behaviour["itl_ms"]
+        return [
+            1000 * (rng.gauss(ttft["mean"], ttft["jitter"]) + tokens * rng.gauss(itl["mean"], itl["jitter"]))
+            for _ in range(100)
+        ]
+
+    return {
+        "AllTraffic": {"Invocations": live_requests, "Invocation5XXErrors": 0, "ModelLatency": latencies(BASELINE)},
+        "GateCandidate": {
+            "Invocations": live_requests * percentage // 100,
+            "Invocation5XXErrors": 0,
+            "ModelLatency": latencies(candidate),
+        },
+    }
+
+
+@contextmanager
+def emulators(candidate: dict[str, Any], speculative: bool) -> Iterator[tuple[str, str]]:
+    """Emulator processes of the live endpoint (BASELINE) and of the candidate: their URLs."""
+    from optigate.bench.harness import emulator_process
+
+    if speculative and "tokens_per_chunk" not in candidate:
+        candidate = {**candidate, "tokens_per_chunk": [1, 2, 3, 2]}  # drafts accepted about half the time
+    with (
+        emulator_process({"default": BASELINE}) as baseline_url,
+        emulator_process({"default": candidate}) as candidate_url,
+    ):
+        yield baseline_url, candidate_url
+
+
+def rehearse(
+    template: dict[str, Any],
+    deployment: Any,
+    candidate: str,
+    *,
+    behaviour: dict[str, Any] | None = None,
+    on_state: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the gate once with a `faster` or `slower` emulated candidate (or an explicit emulator
+    `behaviour`); returns what happened (GateRun.execute's result)."""
+    team = deployment.team
+    speculative = bool(team.gate.candidate.get("speculative_decoding"))
+    # Enough rounds for >= 5 one-second throughput buckets on the faster side.
+    # The rehearsal benchmarks the highest level only (the deployed gate runs every level).
+    rounds = 16 if candidate == "faster" else 12
+    compress_options = {"rounds": rounds, "max_new_tokens": 32, "top_level_only": True}
+    behaviour = behaviour or (FASTER if candidate == "faster" else SLOWER)
+    with emulators(behaviour, speculative) as (baseline_url, candidate_url), _offline_aws():
+        scenario = Scenario(
+            on_processing_job=evaluation_writer("pass"), variant_traffic=variant_traffic(deployment, behaviour)
+        )
+        with GateHarness(
+            lambda_handlers=lambda_handlers(baseline_url, candidate_url), scenario=scenario, region=REGION
+        ) as harness:
+            result = GateRun(template, harness, compress_options).execute()
+    if on_state is not None:
+        for state in result["states"]:
+            on_state(state)
+    return result

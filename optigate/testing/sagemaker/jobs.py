@@ -1,0 +1,190 @@
+"""Jobs: processing jobs (moto has them, but Completed at once) and optimization jobs (not in moto).
+Each runs through its in-progress status as the scenario says; the scenario's hook "runs" the job."""
+
+from __future__ import annotations
+
+from optigate.testing.sagemaker.state import Operations, Progress, SageMakerError, arn_of, not_found, now, snake
+from optigate.testing.scenario import resolve_outcome
+
+_OPTIMIZATION_RUNNING = ("STARTING", "INPROGRESS", "STOPPING")
+
+
+class JobOperations(Operations):
+    """Create/Describe/StopProcessingJob; Create/Describe/Stop/Delete/ListOptimizationJobs."""
+
+    # -- processing jobs -----------------------------------------------------------------------------
+
+    def _op_create_processing_job(self, backend, state, params):
+        name = params["ProcessingJobName"]
+        if name in backend.processing_jobs:
+            raise SageMakerError(
+                "ValidationException",
+                "Job name must be unique within an AWS account and region, and a job with this name already "
+                f"exists ({backend.processing_jobs[name].arn})",
+            )
+        job = backend.create_processing_job(
+            app_specification=params["AppSpecification"],
+            experiment_config=params.get("ExperimentConfig"),
+            network_config=params.get("NetworkConfig"),
+            processing_inputs=params.get("ProcessingInputs"),
+            processing_job_name=name,
+            processing_output_config=params.get("ProcessingOutputConfig"),
+            role_arn=params["RoleArn"],
+            tags=params.get("Tags"),
+            stopping_condition=params.get("StoppingCondition"),
+        )
+        self._stash(job, params)
+        job.processing_job_status = "InProgress"
+        job.processing_end_time = None
+        job.processing_start_time = now()
+        outcome = resolve_outcome(self.scenario.processing_job, params)
+        state.processing_jobs[name] = Progress(outcome, outcome.after, "create")
+        state.processing_requests[name] = params
+        return {"ProcessingJobArn": job.arn}
+
+    def _op_describe_processing_job(self, backend, state, params):
+        name = params["ProcessingJobName"]
+        progress = state.processing_jobs.get(name)
+        if name not in backend.processing_jobs or progress is None or progress.remaining is None or not progress.tick():
+            return
+        job = backend.processing_jobs[name]
+        fields = {"ProcessingJobStatus": progress.outcome.status}
+        if progress.outcome.failure_reason:
+            fields["FailureReason"] = progress.outcome.failure_reason
+        if self.scenario.on_processing_job is not None:
+            request = state.processing_requests[name]
+            fields.update(self._run_hook(self.scenario.on_processing_job, request, "ProcessingJobStatus", "Failed"))
+        if fields["ProcessingJobStatus"] == "Failed" and "FailureReason" not in fields:
+            fields["FailureReason"] = "AlgorithmError: the processing container exited with a non-zero code"
+        for key, value in fields.items():
+            setattr(job, snake(key), value)
+        job.processing_end_time = job.last_modified_time = now()
+        progress.remaining = None
+
+    def _op_stop_processing_job(self, backend, state, params):
+        state.processing_jobs.pop(params["ProcessingJobName"], None)
+
+    # -- optimization jobs (not in moto) -------------------------------------------------------------
+
+    def _optimization_job(self, backend, state, name: str) -> dict:
+        if name not in state.optimization_jobs:
+            arn = arn_of("optimization-job", name, backend)
+            raise SageMakerError("ResourceNotFound", f'Could not find optimization job "{arn}".')
+        return state.optimization_jobs[name]
+
+    def _op_create_optimization_job(self, backend, state, params):
+        name = params["OptimizationJobName"]
+        arn = arn_of("optimization-job", name, backend)
+        if name in state.optimization_jobs:
+            raise SageMakerError("ResourceInUse", f'Optimization job "{arn}" already exists.')
+        source_model = params["ModelSource"].get("SageMakerModel", {}).get("ModelName")
+        if source_model is not None and source_model not in backend._models:
+            raise not_found("model", arn_of("model", source_model, backend))
+        if not params["ModelSource"].get("S3") and source_model is None:
+            raise SageMakerError("ValidationException", "ModelSource must specify S3 or SageMakerModel.")
+        created = now()
+        job = {k: v for k, v in params.items() if k != "Tags"}
+        job.update(
+            OptimizationJobArn=arn, OptimizationJobStatus="STARTING", CreationTime=created, LastModifiedTime=created
+        )
+        state.optimization_jobs[name] = job
+        outcome = resolve_outcome(self.scenario.optimization_job, params)
+        state.optimization_progress[name] = Progress(outcome, outcome.after, "create")
+        state.optimization_requests[name] = params
+        return {"OptimizationJobArn": arn}
+
+    def _op_describe_optimization_job(self, backend, state, params):
+        name = params["OptimizationJobName"]
+        job = self._optimization_job(backend, state, name)
+        progress = state.optimization_progress[name]
+        if progress.remaining is None:
+            if job["OptimizationJobStatus"] == "STARTING":  # never finishes: STARTING, then INPROGRESS
+                self._optimization_running(job)
+        elif progress.tick():
+            self._finish_optimization_job(backend, state, job, progress)
+        elif job["OptimizationJobStatus"] != "STOPPING":
+            # The first Describe may still see STARTING when more in-progress Describes follow.
+            first_look = job["OptimizationJobStatus"] == "STARTING" and name not in state.optimization_seen
+            if first_look and progress.remaining > 0:
+                state.optimization_seen.add(name)
+            else:
+                self._optimization_running(job)
+        return dict(job)
+
+    @staticmethod
+    def _optimization_running(job: dict) -> None:
+        job["OptimizationJobStatus"] = "INPROGRESS"
+        job.setdefault("OptimizationStartTime", now())
+
+    def _finish_optimization_job(self, backend, state, job: dict, progress: Progress) -> None:
+        outcome, finished = progress.outcome, now()
+        progress.remaining = None
+        job.setdefault("OptimizationStartTime", finished)
+        job["LastModifiedTime"] = job["OptimizationEndTime"] = finished
+        if job["OptimizationJobStatus"] == "STOPPING":
+            job["OptimizationJobStatus"] = "STOPPED"
+            return
+        fields = {"OptimizationJobStatus": outcome.status}
+        if outcome.failure_reason:
+            fields["FailureReason"] = outcome.failure_reason
+        if outcome.status == "COMPLETED" and self.scenario.on_optimization_job is not None:
+            request = state.optimization_requests[job["OptimizationJobName"]]
+            fields.update(self._run_hook(self.scenario.on_optimization_job, request, "OptimizationJobStatus", "FAILED"))
+        job.update(fields)
+        if job["OptimizationJobStatus"] == "FAILED":
+            job.setdefault("FailureReason", "ClientError: optimization failed")
+        if job["OptimizationJobStatus"] == "COMPLETED":
+            image = self.scenario.recommended_inference_image
+            job["OptimizationOutput"] = {"RecommendedInferenceImage": image}
+            output_model = job["OutputConfig"].get("SageMakerModel", {}).get("ModelName")
+            if output_model and output_model not in backend._models:
+                # The real job registers the optimized model under that name.
+                backend.create_model(
+                    model_name=output_model,
+                    execution_role_arn=job["RoleArn"],
+                    primary_container={"Image": image, "ModelDataUrl": job["OutputConfig"]["S3OutputLocation"]},
+                    vpc_config=None,
+                    containers=None,
+                    tags=None,
+                )
+
+    def _op_stop_optimization_job(self, backend, state, params):
+        job = self._optimization_job(backend, state, params["OptimizationJobName"])
+        if job["OptimizationJobStatus"] in ("COMPLETED", "FAILED", "STOPPED"):
+            raise SageMakerError("ValidationException", f"Optimization job is already {job['OptimizationJobStatus']}.")
+        job["OptimizationJobStatus"] = "STOPPING"
+        progress = state.optimization_progress[params["OptimizationJobName"]]
+        progress.remaining = 0  # STOPPED on the next Describe
+        return {}
+
+    def _op_delete_optimization_job(self, backend, state, params):
+        name = params["OptimizationJobName"]
+        job = self._optimization_job(backend, state, name)
+        if job["OptimizationJobStatus"] in _OPTIMIZATION_RUNNING:
+            raise SageMakerError(
+                "ValidationException", "Cannot delete an optimization job that is in progress; stop it first."
+            )
+        del state.optimization_jobs[name]
+        state.optimization_progress.pop(name, None)
+        return {}
+
+    def _op_list_optimization_jobs(self, backend, state, params):
+        contains = params.get("NameContains", "")
+        jobs = [j for j in state.optimization_jobs.values() if contains in j["OptimizationJobName"]]
+        if "StatusEquals" in params:
+            jobs = [j for j in jobs if j["OptimizationJobStatus"] == params["StatusEquals"]]
+        keys = (
+            "OptimizationJobName",
+            "OptimizationJobArn",
+            "CreationTime",
+            "OptimizationJobStatus",
+            "OptimizationStartTime",
+            "OptimizationEndTime",
+            "LastModifiedTime",
+            "DeploymentInstanceType",
+        )
+        summaries = [
+            {k: j[k] for k in keys if k in j} | {"OptimizationTypes": [next(iter(c)) for c in j["OptimizationConfigs"]]}
+            for j in jobs
+        ]
+        return {"OptimizationJobSummaries": summaries}
