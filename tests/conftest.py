@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+# Constants for modules that need a path at import time; tests take the fixtures below.
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config"
 
@@ -16,6 +17,18 @@ CONFIG = REPO / "config"
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository's root folder."""
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def example_config() -> Path:
+    """The example project's config folder (the one the README's commands use)."""
+    return CONFIG
 
 
 @dataclass

@@ -1,25 +1,85 @@
-"""`optigate rehearse`: the example team's real gate, offline, for a passing and a failing candidate."""
+"""`optigate rehearse`: the example team's real gate, offline, for a passing and a failing candidate.
+
+Asserted on `rehearse()`'s result; one check of the CLI's text reuses those results (no third run)."""
 
 from __future__ import annotations
 
+import pytest
+
 from optigate.cli import main
-from tests.conftest import CONFIG
 
 
-def test_rehearse_prints_the_path_and_the_verdict_for_both_candidates(capsys):
-    code = main(["rehearse", "--team", "chat", "--env", "dev", "--config", str(CONFIG), "--candidate", "both"])
+@pytest.fixture(scope="module")
+def chat(example_config):
+    from optigate.testing.rehearse import synthesize_team
+
+    return synthesize_team("chat", "dev", example_config)
+
+
+@pytest.fixture(scope="module")
+def faster(chat):
+    from optigate.testing.rehearse import rehearse
+
+    return rehearse(*chat, "faster")
+
+
+@pytest.fixture(scope="module")
+def slower(chat):
+    from optigate.testing.rehearse import rehearse
+
+    return rehearse(*chat, "slower")
+
+
+def _path(result) -> str:
+    return " → ".join(result["states"])
+
+
+def _live(result) -> dict[str, tuple[str, bool]]:
+    """Each live endpoint's status, and whether it is on its original config."""
+    return {name: (e["status"], e["config"] == e["original_config"]) for name, e in result["live"].items()}
+
+
+def _left(result) -> int:
+    return sum(len(names) for names in result["left"].values())
+
+
+def test_a_faster_candidate_is_approved_and_recorded(faster):
+    assert faster["execution"]["status"] == "SUCCEEDED", faster["report"]
+    assert "Init → FindLastProof → ProvenBefore? → CandidateFromBaseline → CreateCandidateModel" in _path(faster)
+    assert "BenchmarkBaseline → BenchmarkCandidate → Evaluate → DecideVerdict" in _path(faster)
+    assert [p["ModelApprovalStatus"] for p in faster["packages"]] == ["Approved"]
+    assert _left(faster) == 0
+    assert _live(faster) == {"chat-dev": ("InService", True)}
+
+
+def test_a_slower_candidate_is_rejected_on_its_p99_ttft(slower):
+    assert slower["execution"]["status"] == "FAILED" and slower["execution"]["error"] == "CandidateRejected"
+    failed = {(c["name"], c.get("concurrency")) for c in slower["report"]["checks"] if not c["passed"]}
+    assert ("p99_ttft", 32) in failed
+    assert [p["ModelApprovalStatus"] for p in slower["packages"]] == ["Rejected"]
+    assert _left(slower) == 0 and len(slower["messages"]) == 1
+    assert _live(slower) == {"chat-dev": ("InService", True)}
+
+
+def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(chat, faster, slower, example_config, monkeypatch, capsys):
+    from optigate.testing import rehearse as rehearsal
+
+    results = {"faster": faster, "slower": slower}
+    monkeypatch.setattr(rehearsal, "synthesize_team", lambda team, environment, config: chat)
+    monkeypatch.setattr(rehearsal, "rehearse", lambda template, deployment, candidate: results[candidate])
+    code = main(["rehearse", "--team", "chat", "--env", "dev", "--config", str(example_config), "--candidate", "both"])
     out = capsys.readouterr().out
     assert code == 0, out
-    faster, slower = out.split("rehearsing optigate-dev-chat: a slower candidate")
-    assert "path: Init → FindLastProof → ProvenBefore? → CandidateFromBaseline → CreateCandidateModel" in faster
-    assert "BenchmarkBaseline → BenchmarkCandidate → Evaluate → DecideVerdict" in faster
-    assert "verdict: APPROVED" in faster and "model package: Approved; SageMaker resources left: 0" in faster
-    assert "verdict: CandidateRejected" in slower and "FAIL p99_ttft @c32" in slower
-    assert "model package: Rejected; SageMaker resources left: 0; notifications: 1" in slower
-    assert faster.count("live endpoint chat-dev: InService on its original config") == 1
-    assert slower.count("live endpoint chat-dev: InService on its original config") == 1
+    faster_out, slower_out = out.split("rehearsing optigate-dev-chat: a slower candidate")
+    assert "path: Init → FindLastProof → ProvenBefore? → CandidateFromBaseline → CreateCandidateModel" in faster_out
+    assert "BenchmarkBaseline → BenchmarkCandidate → Evaluate → DecideVerdict" in faster_out
+    assert "verdict: APPROVED" in faster_out and "model package: Approved; SageMaker resources left: 0" in faster_out
+    assert "verdict: CandidateRejected" in slower_out and "FAIL p99_ttft @c32" in slower_out
+    assert "model package: Rejected; SageMaker resources left: 0; notifications: 1" in slower_out
+    assert faster_out.count("live endpoint chat-dev: InService on its original config") == 1
+    assert slower_out.count("live endpoint chat-dev: InService on its original config") == 1
 
 
-def test_rehearse_refuses_a_team_without_a_candidate(capsys):
-    assert main(["rehearse", "--team", "support", "--config", str(CONFIG)]) == 2
+def test_rehearse_refuses_a_team_without_a_candidate(example_config, capsys):
+    assert main(["rehearse", "--team", "support", "--config", str(example_config)]) == 2
     assert "no gate.candidate" in capsys.readouterr().err

@@ -3,14 +3,15 @@ live endpoint behind an optimization job (research)."""
 
 from __future__ import annotations
 
-from optigate.cli import main
-from tests.conftest import CONFIG
+
+def _path(result) -> str:
+    return " → ".join(result["states"])
 
 
-def test_speculation_whose_drafts_are_rejected_does_not_pass():
-    from optigate.gate.rehearse import FASTER, rehearse, synthesize_team
+def test_speculation_whose_drafts_are_rejected_does_not_pass(example_config):
+    from optigate.testing.rehearse import FASTER, rehearse, synthesize_team
 
-    template, deployment = synthesize_team("chat", "dev", CONFIG)
+    template, deployment = synthesize_team("chat", "dev", example_config)
     # Faster per token, but one token per chunk: the n-gram drafts are never accepted.
     result = rehearse(template, deployment, "faster", behaviour={**FASTER, "tokens_per_chunk": [1]})
     assert result["execution"]["status"] == "FAILED"
@@ -22,12 +23,15 @@ def test_speculation_whose_drafts_are_rejected_does_not_pass():
     assert [(e["status"], e["config"] == e["original_config"]) for e in result["live"].values()] == [("InService", True)]
 
 
-def test_rehearse_a_shadow_rollout_restores_the_live_endpoint(capsys):
+def test_rehearse_a_shadow_rollout_restores_the_live_endpoint(example_config):
     """research: the candidate goes through an optimization job, then mirrors live traffic as a shadow."""
-    code = main(["rehearse", "--team", "research", "--env", "dev", "--config", str(CONFIG), "--candidate", "faster"])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "CreateOptimizationJob" in out and "PutShadowOnLiveEndpoint → ResetShadowPolls" in out
-    assert "ReadVariantMetrics → ShadowOnLiveEndpoint? → ResetRestorePolls → DescribeLiveForRestore" in out
-    assert "pass shadow_traffic" in out and "verdict: APPROVED" in out
-    assert "live endpoint research-dev: InService on its original config" in out
+    from optigate.testing.rehearse import rehearse, synthesize_team
+
+    result = rehearse(*synthesize_team("research", "dev", example_config), "faster")
+    assert result["execution"]["status"] == "SUCCEEDED", result["report"]
+    path = _path(result)
+    assert "CreateOptimizationJob" in path and "PutShadowOnLiveEndpoint → ResetShadowPolls" in path
+    assert "ReadVariantMetrics → ShadowOnLiveEndpoint? → ResetRestorePolls → DescribeLiveForRestore" in path
+    assert {c["name"]: c["passed"] for c in result["report"]["checks"]}["shadow_traffic"] is True
+    live = result["live"]["research-dev"]
+    assert live["status"] == "InService" and live["config"] == live["original_config"]
