@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 
 import boto3
@@ -158,38 +157,6 @@ def test_emulator_records_its_own_send_times_per_request():
 
 
 # --------------------------------------------------------------------------- boto3 as the peer
-
-
-@pytest.fixture
-def emulator_url():
-    """The emulator in a background thread, for the synchronous boto3 client."""
-    ready = threading.Event()
-    state = {}
-
-    def serve():
-        async def main():
-            runner, port = await start(EmulatorConfig.parse({
-                "endpoints": {
-                    "ok": {**FAST, "output_tokens": 5},
-                    "throttled": {**FAST, "throttle_rate": 1.0},
-                    "broken": {**FAST, "model_error_rate": 1.0},
-                    "midstream": {**FAST, "stream_error_rate": 1.0, "fault_after_tokens": 2},
-                }
-            }))
-            state["url"], state["stop"] = f"http://127.0.0.1:{port}", asyncio.Event()
-            ready.set()
-            await state["stop"].wait()
-            await runner.cleanup()
-
-        state["loop"] = asyncio.new_event_loop()
-        state["loop"].run_until_complete(main())
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    ready.wait(10)
-    yield state["url"]
-    state["loop"].call_soon_threadsafe(state["stop"].set)
-    thread.join(10)
 
 
 def _runtime(url):

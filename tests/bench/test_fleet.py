@@ -10,7 +10,6 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tests.bench.test_client_and_emulator import emulator_url  # noqa: F401  (fixture)
 from tests.conftest import REPO
 
 
@@ -22,7 +21,7 @@ def _handler(folder: str):
 
 
 @mock_aws
-def test_worker_shards_run_against_the_emulator_and_merge_exactly(emulator_url):  # noqa: F811
+def test_worker_shards_run_against_the_emulator_and_merge_exactly(emulator_url):
     s3 = boto3.client("s3", region_name="us-east-1")
     s3.create_bucket(Bucket="results")
     worker, merger = _handler("benchmark"), _handler("benchmark_merge")
@@ -42,7 +41,7 @@ def test_worker_shards_run_against_the_emulator_and_merge_exactly(emulator_url):
     assert sorted(stored["runs"][0]["samples"]["ttft_ms"]) == sorted(shard_ttfts)
 
 
-def test_worker_counts_errors_without_failing(emulator_url):  # noqa: F811
+def test_worker_counts_errors_without_failing(emulator_url):
     with mock_aws():
         boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="results")
         output = _handler("benchmark")({"endpoint_name": "throttled", "endpoint_url": emulator_url, "concurrency": 1, "requests": 3,

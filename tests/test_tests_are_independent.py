@@ -1,0 +1,35 @@
+"""Test modules do not import each other: what several tests share is harness code (optigate.testing)
+or a fixture (a conftest.py). tests/conftest.py's path constants are the one exception."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+ALLOWED = {"tests.conftest"}
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module an `import x` or `from x import y` in the file names (relative imports resolved)."""
+    package = ".".join(path.relative_to(TESTS.parent).with_suffix("").parts[:-1])
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                modules.add(f"{base}.{node.module}" if node.module else base)
+            elif node.module:
+                modules.add(node.module)
+    return modules
+
+
+def test_no_test_module_imports_another():
+    offenders = {}
+    for path in sorted(TESTS.rglob("*.py")):
+        imported = sorted(m for m in _imported_modules(path) if m.split(".")[0] == "tests" and m not in ALLOWED)
+        if imported:
+            offenders[str(path.relative_to(TESTS.parent))] = imported
+    assert offenders == {}
