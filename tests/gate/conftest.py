@@ -14,7 +14,13 @@ from optigate.bench.harness import emulator_process
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
 LIVE_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"
-THRESHOLDS = {"concurrency": [4], "p99_ttft_ms_budget": 400.0, "p99_itl_ms_budget": 60.0, "min_throughput_gain_pct": 10.0, "max_error_rate": 0.01}
+THRESHOLDS = {
+    "concurrency": [4],
+    "p99_ttft_ms_budget": 400.0,
+    "p99_itl_ms_budget": 60.0,
+    "min_throughput_gain_pct": 10.0,
+    "max_error_rate": 0.01,
+}
 
 
 @pytest.fixture(scope="module")
@@ -39,16 +45,28 @@ def _spec(optimize: bool, shadow=None):
     from optigate.constructs.gate import GateSpec
 
     return GateSpec(
-        team="chat", environment="dev", live_endpoint="chat-dev",
+        team="chat",
+        environment="dev",
+        live_endpoint="chat-dev",
         model_role_arn=f"arn:aws:iam::{ACCOUNT}:role/chat-dev-model",
-        instance_type="ml.g6.2xlarge", baseline_model_uri="s3://acme-models/llama-3.1-8b/",
+        instance_type="ml.g6.2xlarge",
+        baseline_model_uri="s3://acme-models/llama-3.1-8b/",
         candidate_image=LIVE_IMAGE,
         candidate_environment={"OPTION_QUANTIZE": "fp8", "OPTION_MAX_MODEL_LEN": "8192"},
-        change={"quantization": "fp8"}, thresholds=THRESHOLDS,
-        optimization_configs=[{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}] if optimize else None,
+        change={"quantization": "fp8"},
+        thresholds=THRESHOLDS,
+        optimization_configs=[{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}]
+        if optimize
+        else None,
         # Long enough for a throughput interval: the decision needs >= 5 one-second buckets.
-        levels=(2,), requests_per_slot=60, prompt_tokens=16, max_new_tokens=16,
-        price_per_hour_usd=0.98, poll_seconds=0, max_polls=5, shadow=shadow,
+        levels=(2,),
+        requests_per_slot=60,
+        prompt_tokens=16,
+        max_new_tokens=16,
+        price_per_hour_usd=0.98,
+        poll_seconds=0,
+        max_polls=5,
+        shadow=shadow,
     )
 
 
@@ -69,14 +87,49 @@ def _synth(optimize: bool, outdir: Path, shadow: bool = False) -> dict[str, Any]
     app = App(outdir=str(outdir), context=FEATURE_FLAGS)
     stack = Stack(app, "Gate", env={"account": ACCOUNT, "region": REGION})
     # The live endpoint CloudFormation owns; the gate must leave it on this config.
-    model = LmiModel(stack, "LiveModel", image_uri=LIVE_IMAGE, environment={"OPTION_MAX_MODEL_LEN": "8192"}, model_data_uri="s3://acme-models/llama-3.1-8b/", name_prefix="chat-dev")
+    model = LmiModel(
+        stack,
+        "LiveModel",
+        image_uri=LIVE_IMAGE,
+        environment={"OPTION_MAX_MODEL_LEN": "8192"},
+        model_data_uri="s3://acme-models/llama-3.1-8b/",
+        name_prefix="chat-dev",
+    )
     live = TunedEndpoint(stack, "Live", model=model, variant=VariantSettings("ml.g6.2xlarge"), endpoint_name="chat-dev")
-    stage = ShadowStage(live.config.attr_endpoint_config_name, live.config.ref, live.config_request(), sampling_percentage=20, window_minutes=60) if shadow else None
+    stage = (
+        ShadowStage(
+            live.config.attr_endpoint_config_name,
+            live.config.ref,
+            live.config_request(),
+            sampling_percentage=20,
+            window_minutes=60,
+        )
+        if shadow
+        else None
+    )
     key = kms.Key(stack, "Key", enable_key_rotation=True)
     bucket = secure_bucket(stack, "Results", key, purpose="optigate's gate")
-    fleet = BenchmarkFleet(stack, "Fleet", target=FleetTarget("chat-dev"), shards=2, results_bucket=bucket, encryption_key=key)
-    evaluation = EvaluationJob(stack, "Evaluation", endpoints=["chat-dev"], dataset_uri="s3://acme-eval/chat/", output_bucket=bucket, encryption_key=key, image_uri=f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/optigate-evaluate:1")
-    OptimizationGate(stack, "Gate", spec=_spec(optimize, stage), fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key)
+    fleet = BenchmarkFleet(
+        stack, "Fleet", target=FleetTarget("chat-dev"), shards=2, results_bucket=bucket, encryption_key=key
+    )
+    evaluation = EvaluationJob(
+        stack,
+        "Evaluation",
+        endpoints=["chat-dev"],
+        dataset_uri="s3://acme-eval/chat/",
+        output_bucket=bucket,
+        encryption_key=key,
+        image_uri=f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/optigate-evaluate:1",
+    )
+    OptimizationGate(
+        stack,
+        "Gate",
+        spec=_spec(optimize, stage),
+        fleet=fleet,
+        evaluation=evaluation,
+        bucket=bucket,
+        encryption_key=key,
+    )
     enable_nag(app)
     app.synth()
     return json.loads((outdir / "Gate.template.json").read_text())
@@ -130,9 +183,13 @@ def run_gate(gate_templates, gate_handlers) -> Callable[..., dict[str, Any]]:
     from optigate.testing.harness import GateHarness
     from optigate.testing.scenario import Scenario
 
-    def run(emulators, *, optimize: bool | str = True, scenario=None, crash_decide=False, short=False) -> dict[str, Any]:
+    def run(
+        emulators, *, optimize: bool | str = True, scenario=None, crash_decide=False, short=False
+    ) -> dict[str, Any]:
         scenario = scenario or Scenario(on_processing_job=evaluation_writer("pass"))
-        with GateHarness(lambda_handlers=gate_handlers(emulators, crash_decide), scenario=scenario, region=REGION) as harness:
+        with GateHarness(
+            lambda_handlers=gate_handlers(emulators, crash_decide), scenario=scenario, region=REGION
+        ) as harness:
             return GateRun(gate_templates[optimize], harness, {"rounds": 4} if short else {}).execute(timeout=120)
 
     return run
@@ -145,7 +202,9 @@ def nothing_left() -> Callable[[dict[str, Any]], None]:
 
     def check(result: dict[str, Any]) -> None:
         left = result["left"]
-        assert not any(name for names in left.values() for name in names if "-cand-" in name or "-shadow-" in name), left
+        assert not any(name for names in left.values() for name in names if "-cand-" in name or "-shadow-" in name), (
+            left
+        )
         original = result["live"]["chat-dev"]["original_config"]
         assert result["live"] == {"chat-dev": {"status": "InService", "config": original, "original_config": original}}
 

@@ -61,7 +61,9 @@ def test_a_slower_candidate_is_rejected_on_its_p99_ttft(slower):
     assert _live(slower) == {"chat-dev": ("InService", True)}
 
 
-def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(chat, faster, slower, example_config, monkeypatch, capsys):
+def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
+    chat, faster, slower, example_config, monkeypatch, capsys
+):
     from optigate.testing import rehearse as rehearsal
 
     results = {"faster": faster, "slower": slower}

@@ -20,7 +20,9 @@ def test_speculation_whose_drafts_are_rejected_does_not_pass(example_config):
     assert "tokens_per_chunk_gain" in result["execution"]["cause"]
     assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
     assert sum(len(v) for v in result["left"].values()) == 0 and result["messages"]
-    assert [(e["status"], e["config"] == e["original_config"]) for e in result["live"].values()] == [("InService", True)]
+    assert [(e["status"], e["config"] == e["original_config"]) for e in result["live"].values()] == [
+        ("InService", True)
+    ]
 
 
 def test_rehearse_a_shadow_rollout_restores_the_live_endpoint(example_config):
