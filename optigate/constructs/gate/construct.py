@@ -127,12 +127,13 @@ class OptimizationGate(Construct):
     def _state_machine(self, fleet: BenchmarkFleet, evaluation: EvaluationJob) -> sfn.StateMachine:
         spec = self.spec
         deletes = stages.cleanup_and_end(self)
-        after_restore: sfn.Choice | None = None
+        restore_path: tuple[sfn.Choice, sfn.Choice] | None = None  # (the restore, where it leads on)
         if spec.shadow:
             # With a shadow, every path first returns the live endpoint to its CloudFormation
             # config; AfterRestore then leads on (wired below, once the decision exists).
             after_restore = sfn.Choice(self, "AfterRestore")
             restore = shadow.restore_live(self, spec, then=after_restore)
+            restore_path = (restore, after_restore)
             cleanup = CleanupPath(
                 self,
                 sfn.Pass(self, "Cleanup", result=sfn.Result.from_boolean(True), result_path="$.cleaning").next(restore),
@@ -249,7 +250,8 @@ class OptimizationGate(Construct):
         )
         candidate_ready.next(create_model).next(create_config).next(create_endpoint).next(endpoint_ready.entry)
         benchmark.next(evaluate)
-        if after_restore is not None:
+        if restore_path is not None:
+            restore, after_restore = restore_path
             # After the restore: the deletes when cleaning up or failed, else on to the decision.
             cleaning_or_failed = sfn.Condition.or_(
                 sfn.Condition.is_present("$.cleaning"), sfn.Condition.is_present("$.failure")
