@@ -10,7 +10,6 @@ plan in `optigate.deployment.rules`, so each problem can be reported at its own 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
@@ -353,12 +352,3 @@ class EnvironmentsFile(Strict):
 
     environments: list[Environment] = Field(min_length=1)
     pipeline: Pipeline | None = Field(None, description="Optional: the promotion pipeline (optigate-pipeline stack).")
-
-
-def stack_name(environment: str, team: str) -> str:
-    return f"optigate-{environment}-{team}"
-
-
-def resource_prefix(environment: str, team: str) -> str:
-    """A short prefix for SageMaker resource names (63 characters at most)."""
-    return re.sub(r"-+", "-", f"{team}-{environment}")[:40]

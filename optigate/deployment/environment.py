@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optigate.config.models import Environment, EnvironmentOverrides, TeamConfig, stack_name
+from optigate import naming
+from optigate.config.models import Environment, EnvironmentOverrides, TeamConfig
 from optigate.deployment.serving import ResolvedServing
 from optigate.deployment.team import ResolvedTeam
 from optigate.promote.lock import ServedPackage
@@ -62,11 +63,7 @@ class Deployment:
 
     @property
     def stack_name(self) -> str:
-        return stack_name(self.environment.name, self.team.team)
-
-
-def endpoint_name_for(environment: str, team: str) -> str:
-    return f"{team}-{environment}"[:63]
+        return naming.stack_name(self.environment.name, self.team.team)
 
 
 def effective_overrides(team: TeamConfig, environment: Environment) -> EnvironmentOverrides:
@@ -93,7 +90,7 @@ def deploy(
         environment=environment,
         overrides=overrides,
         instance_count=overrides.instance_count or team.serving.instance_count,
-        endpoint_name=endpoint_name_for(environment.name, team.team),
+        endpoint_name=naming.endpoint_name(team.team, environment.name),
         served=served,
         pipeline=pipeline,
     )

@@ -10,6 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import Environment as CdkEnvironment
 from constructs import Construct
 
+from optigate import naming
 from optigate.config.models import TeamConfig
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
@@ -164,9 +165,12 @@ class TeamInferenceStack(Stack):
         level = max(benchmark.concurrency)
         shards = max(1, math.ceil(level / STREAMS_PER_WORKER))
         per_shard = tuple(sorted({max(1, math.ceil(c / shards)) for c in benchmark.concurrency}))
-        fleet = BenchmarkFleet(self, "Benchmark", target=FleetTarget(deployment.endpoint_name), shards=shards, results_bucket=bucket, encryption_key=key)
+        # The live endpoint and each run's candidate (optigate.naming); candidates run as the model's role.
+        invocable = naming.invocable_endpoints(team.team, environment.name)
+        self.model.grant_logs(invocable)
+        fleet = BenchmarkFleet(self, "Benchmark", target=FleetTarget(deployment.endpoint_name), endpoints=invocable, shards=shards, results_bucket=bucket, encryption_key=key)
         evaluation = EvaluationJob(
-            self, "Evaluation", endpoints=[deployment.endpoint_name, f"{deployment.endpoint_name}-cand-*"],
+            self, "Evaluation", endpoints=invocable,
             dataset_uri=dataset.replace("{region}", environment.region),
             output_bucket=bucket, encryption_key=key,
             thresholds=team.gate.evaluation,
