@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 
 from tests.conftest import REPO
-from tests.gate_logic.synthetic import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
+from optigate.testing.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
 
 BUCKET = "gate-results"
 

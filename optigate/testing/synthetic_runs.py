@@ -1,5 +1,5 @@
-"""Synthetic benchmark results for the gate's decision tests (deterministic RNG): shared by the
-decision and the decision Lambda's tests."""
+"""Synthetic benchmark results from a seeded RNG (no endpoint): the gate decision's tests and its
+Lambda's tests judge these, and calibration scripts can draw A/A and A/B pairs from them."""
 
 from __future__ import annotations
 
