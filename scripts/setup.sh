@@ -23,13 +23,13 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ] || [ ! -x node_module
   echo "$wanted" > "$stamp"
 fi
 
-# fmeval lives in its own environment (see requirements/evaluate.txt for why).
+# fmeval lives in its own environment (see optigate/containers/evaluate/requirements.txt for why).
 eval_stamp=".venv-eval/.optigate-installed"
-eval_wanted="$(cat requirements/evaluate.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+eval_wanted="$(cat optigate/containers/evaluate/requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$eval_stamp" ] || [ "$(cat "$eval_stamp")" != "$eval_wanted" ]; then
   [ -x .venv-eval/bin/python ] || "$PYTHON" -m venv .venv-eval
   .venv-eval/bin/python -m pip install --quiet --upgrade pip
-  .venv-eval/bin/python -m pip install --quiet -r requirements/evaluate.txt
+  .venv-eval/bin/python -m pip install --quiet -r optigate/containers/evaluate/requirements.txt
   .venv-eval/bin/python -m pip install --quiet --no-deps -e .
   echo "$eval_wanted" > "$eval_stamp"
 fi

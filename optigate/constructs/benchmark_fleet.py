@@ -17,7 +17,7 @@ from constructs import Construct
 
 from optigate.constructs import nag
 from optigate.constructs.common import secure_bucket
-from optigate.constructs.lambda_code import bench_lambda_code
+from optigate.constructs.assets import bench_lambda_code
 
 RESULTS_PREFIX = "benchmarks"
 

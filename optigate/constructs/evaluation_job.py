@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from aws_cdk import Aws, Stack
@@ -15,9 +14,9 @@ from constructs import Construct
 
 from optigate.config.models import EvaluationGate
 from optigate.constructs import nag
+from optigate.constructs.assets import image_context
 from optigate.constructs.common import allow_ecr_token_and_sagemaker_metrics, secure_bucket
 
-REPO = Path(__file__).resolve().parents[2]
 INPUT_DIR = "/opt/ml/processing/input/dataset"
 OUTPUT_DIR = "/opt/ml/processing/output"
 
@@ -35,7 +34,7 @@ class EvaluationJob(Construct):
     :param output_bucket: where `evaluations/<job>/` is written.
     :param encryption_key: encrypts output and the job's volume.
     :param thresholds: from the team's `gate.evaluation`. @default 1 % drop, no refusal increase
-    :param image_uri: @default the image built from containers/evaluate/Dockerfile at deploy time
+    :param image_uri: @default the image built from optigate/containers/evaluate at deploy time
     :param instance_type: @default ml.m5.xlarge (the job waits on endpoints; CPU is enough)
     """
 
@@ -61,7 +60,7 @@ class EvaluationJob(Construct):
         self.instance_type = instance_type
         if image_uri is None:
             asset = ecr_assets.DockerImageAsset(
-                self, "Image", directory=str(REPO), file="containers/evaluate/Dockerfile", platform=ecr_assets.Platform.LINUX_AMD64
+                self, "Image", directory=image_context("evaluate"), file="Dockerfile", platform=ecr_assets.Platform.LINUX_AMD64
             )
             self.image_uri = asset.image_uri
             repository = asset.repository

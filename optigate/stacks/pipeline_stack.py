@@ -97,7 +97,7 @@ class PipelineStack(Stack):
             input=source,
             commands=synth_commands(environments),
             primary_output_directory="cdk.out",
-            # As in containers/evaluate: the CPU build of torch for fmeval, not a multi-GB CUDA one.
+            # As in optigate/containers/evaluate: the CPU build of torch for fmeval, not a multi-GB CUDA one.
             env={"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"},
             role_policy_statements=self._resolve_permissions([d for _, ds in stages for d in ds]),
         )

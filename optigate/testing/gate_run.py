@@ -98,7 +98,9 @@ def compress(
 
 def lambda_source(folder: str) -> Path:
     """Where the handler of a Lambda function's source folder is (the one place that knows)."""
-    return Path(__file__).resolve().parents[2] / "lambdas" / folder / "handler.py"
+    from optigate.lambdas import handler_source
+
+    return handler_source(folder)
 
 
 def load_handler(folder: str) -> Callable[[dict, Any], Any]:

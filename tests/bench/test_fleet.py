@@ -10,11 +10,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tests.conftest import REPO
+from optigate.lambdas import handler_source
 
 
 def _handler(folder: str):
-    spec = importlib.util.spec_from_file_location(f"lambda_{folder}", REPO / "lambdas" / folder / "handler.py")
+    spec = importlib.util.spec_from_file_location(f"lambda_{folder}", handler_source(folder))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.handler
@@ -97,7 +97,7 @@ def test_fleet_worker_may_invoke_only_its_endpoint(fleet_stack):
 
 def test_fleet_lambda_asset_carries_the_handler_and_the_bench_modules(fleet_stack):
     _, fleet = fleet_stack
-    from optigate.constructs.lambda_code import BENCH_MODULES, _files
+    from optigate.constructs.assets import BENCH_MODULES, _lambda_files
 
-    names = set(_files("benchmark"))
+    names = set(_lambda_files("benchmark"))
     assert "handler.py" in names and all(f"optigate/bench/{m}" in names for m in BENCH_MODULES)

@@ -86,7 +86,8 @@ def test_default_image_is_built_from_the_dockerfile_at_deploy_time(tmp_path):
     app.synth()  # no Docker needed: the context is only staged
     assets = json.loads((tmp_path / "Image.assets.json").read_text())
     (image,) = assets["dockerImages"].values()
-    assert image["source"]["dockerFile"] == "containers/evaluate/Dockerfile"
+    assert image["source"]["dockerFile"] == "Dockerfile"
     staged = tmp_path / image["source"]["directory"]
-    assert (staged / "requirements" / "evaluate.txt").exists() and (staged / "optigate" / "evaluate" / "job.py").exists()
+    assert "SageMaker Processing" in (staged / "Dockerfile").read_text()
+    assert (staged / "requirements.txt").exists() and (staged / "optigate" / "evaluate" / "job.py").exists()
     assert not (staged / ".venv").exists() and not (staged / "node_modules").exists()

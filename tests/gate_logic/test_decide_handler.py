@@ -11,6 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from optigate.lambdas import handler_source
 from tests.conftest import REPO
 from optigate.testing.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
 
@@ -18,7 +19,7 @@ BUCKET = "gate-results"
 
 
 def _handler():
-    spec = importlib.util.spec_from_file_location("lambda_gate_decide", REPO / "lambdas" / "gate_decide" / "handler.py")
+    spec = importlib.util.spec_from_file_location("lambda_gate_decide", handler_source("gate_decide"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.handler
@@ -116,7 +117,7 @@ def test_handler_rejects_without_evaluation_and_keeps_its_answer_small(results):
 
 
 def test_handler_imports_only_the_pure_gate_logic():
-    source = (REPO / "lambdas" / "gate_decide" / "handler.py").read_text()
+    source = (handler_source("gate_decide")).read_text()
     imports = sorted(line.split()[1] for line in source.splitlines() if line.startswith(("import ", "from ")))
     assert imports == ["__future__", "boto3", "json", "logging", "optigate.gate.decision", "optigate.gate.report", "pathlib", "tempfile"]
     modules = [REPO / "optigate" / "gate" / f"{name}.py" for name in ("report", "__init__")]

@@ -219,19 +219,25 @@ def test_the_model_role_may_write_and_read_optimized_artifacts_only_where_a_job_
 
 
 def test_gate_images_are_staged_with_everything_their_dockerfiles_copy(example_app):
-    """No Docker at synth: the image contexts are only staged. Each holds every COPY source of its
-    Dockerfile (so `cdk deploy` can build it) and nothing of the developer's machine."""
+    """No Docker at synth: the image contexts are only staged, from the installed package. Each holds
+    every COPY source of its Dockerfile (so `cdk deploy` can build it) and nothing of the developer's
+    machine or the test harness."""
     import re
 
     stack = "optigate-dev-chat"
     assets = json.loads((example_app.outdir / f"{stack}.assets.json").read_text())
-    images = {image["source"]["dockerFile"]: example_app.outdir / image["source"]["directory"] for image in assets["dockerImages"].values()}
-    assert set(images) == {"containers/evaluate/Dockerfile", "containers/gate-decide/Dockerfile"}
-    for dockerfile, staged in images.items():
-        sources = [line.split()[1] for line in (staged / dockerfile).read_text().splitlines() if line.startswith("COPY ")]
-        assert sources and all((staged / source).exists() for source in sources), (dockerfile, sources)
-        assert not (staged / ".venv").exists() and not (staged / "node_modules").exists() and not (staged / "tests").exists()
-    pins = (images["containers/gate-decide/Dockerfile"] / "requirements" / "gate-decide.txt").read_text().splitlines()
+    staged = [example_app.outdir / image["source"]["directory"] for image in assets["dockerImages"].values()]
+    assert {image["source"]["dockerFile"] for image in assets["dockerImages"].values()} == {"Dockerfile"}
+    images = {(folder / "Dockerfile").read_text().splitlines()[0]: folder for folder in staged}
+    assert len(images) == 2  # the evaluation container and the decision Lambda, told apart by their first line
+    for first_line, folder in images.items():
+        sources = [line.split()[1] for line in (folder / "Dockerfile").read_text().splitlines() if line.startswith("COPY ")]
+        assert sources and all((folder / source).exists() for source in sources), (first_line, sources)
+        assert (folder / "optigate" / "__init__.py").exists() and not (folder / "optigate" / "testing").exists()
+        assert not (folder / ".venv").exists() and not (folder / "node_modules").exists() and not (folder / "tests").exists()
+        assert not list(folder.rglob("__pycache__"))
+    decide_context = next(folder for line, folder in images.items() if "decision Lambda" in line)
+    pins = (decide_context / "requirements.txt").read_text().splitlines()
     assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][^\s]*", line) for line in pins if line and not line.startswith("#"))
     decide = [r for r in resources_of(example_app.templates[stack], "AWS::Lambda::Function").values() if "decision" in r["Properties"].get("Description", "")]
     assert [r["Properties"]["PackageType"] for r in decide] == ["Image"]

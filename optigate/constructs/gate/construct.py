@@ -18,18 +18,12 @@ from constructs import Construct
 
 from optigate import naming
 from optigate.constructs import nag
+from optigate.constructs.assets import image_context
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
 from optigate.constructs.evaluation_job import EvaluationJob
 from optigate.constructs.gate import access, proof, shadow, stages
 from optigate.constructs.gate.spec import GateSpec
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, run_name, sdk_task, start_run
-
-DECIDER_DOCKERFILE = "containers/gate-decide/Dockerfile"
-
-
-def _decider_build_context() -> str:
-    """The decision image builds from the repository root (it copies optigate/ and lambdas/)."""
-    return str(Path(__file__).resolve().parents[3])
 
 
 class OptimizationGate(Construct):
@@ -106,14 +100,14 @@ class OptimizationGate(Construct):
             conditions={"StringEquals": {"cloudwatch:namespace": "optigate/gate"}},
             why_wildcard="PutMetricData has no resource scope; the condition limits it to the optigate/gate namespace.",
         )
-        # A container image: numpy and matplotlib (see containers/gate-decide/Dockerfile). x86_64 like
+        # A container image: numpy and matplotlib (see optigate/containers/gate-decide/Dockerfile). x86_64 like
         # the evaluation image, so a build machine without arm64 emulation can build both.
         return lambda_.DockerImageFunction(
             self,
             "Decide",
             architecture=lambda_.Architecture.X86_64,
             code=lambda_.DockerImageCode.from_image_asset(
-                _decider_build_context(), file=DECIDER_DOCKERFILE, platform=ecr_assets.Platform.LINUX_AMD64
+                image_context("gate-decide"), file="Dockerfile", platform=ecr_assets.Platform.LINUX_AMD64
             ),
             timeout=Duration.minutes(5),
             memory_size=1024,

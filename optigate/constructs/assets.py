@@ -1,0 +1,79 @@
+"""Build inputs that ship inside the package, staged for CDK without Docker.
+
+Lambda code (a handler folder of `optigate/lambdas` plus the pure-Python modules it imports) and
+container build contexts (a Dockerfile folder of `optigate/containers` plus the optigate package)
+are copied into folders named by the hash of their content. Everything is read from the installed
+package, never from a checkout around it, so `pip install optigate` can synthesize.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+
+from aws_cdk import aws_lambda as lambda_
+
+from optigate.lambdas import handler_source
+
+PACKAGE = Path(__file__).resolve().parents[1]
+CONTAINERS = PACKAGE / "containers"
+# What the benchmark handlers import: the standard library, botocore/boto3 (in the Lambda
+# runtime) and these modules, none of which needs a compiled dependency.
+BENCH_MODULES = ("__init__.py", "client.py", "eventstream.py", "load.py", "metrics.py", "payloads.py", "runner.py")
+# Never part of an image: the offline test harness and caches.
+_NOT_SHIPPED = ("testing", "__pycache__")
+
+
+def _lambda_files(handler: str, extra_modules: tuple[str, ...] = ()) -> dict[str, Path]:
+    files = {"handler.py": handler_source(handler), "optigate/__init__.py": PACKAGE / "__init__.py"}
+    for module in BENCH_MODULES:
+        files[f"optigate/bench/{module}"] = PACKAGE / "bench" / module
+    for module in extra_modules:
+        files[f"optigate/{module}"] = PACKAGE / module
+    return files
+
+
+def _package_files() -> dict[str, Path]:
+    """The optigate package as an image copies it: sources and package data, without the test harness."""
+    files = {}
+    for path in sorted(PACKAGE.rglob("*")):
+        relative = path.relative_to(PACKAGE)
+        if path.is_file() and not any(part in _NOT_SHIPPED for part in relative.parts) and path.suffix != ".pyc":
+            files[f"optigate/{relative.as_posix()}"] = path
+    return files
+
+
+def stage(kind: str, files: dict[str, Path]) -> Path:
+    """Copy `files` (destination -> source) into a folder named by the hash of their names and content."""
+    digest = hashlib.sha256()
+    for name, path in sorted(files.items()):
+        digest.update(name.encode() + b"\0" + path.read_bytes())
+    staged = Path(tempfile.gettempdir(), "optigate-assets", f"{kind}-{digest.hexdigest()[:16]}")
+    if not staged.exists():
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=staged.parent))
+        for name, path in files.items():
+            (partial / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, partial / name)
+        try:
+            partial.rename(staged)
+        except OSError:  # another process staged the same content first
+            shutil.rmtree(partial, ignore_errors=True)
+    return staged
+
+
+def bench_lambda_code(handler: str, extra_modules: tuple[str, ...] = ()) -> lambda_.Code:
+    """`optigate/lambdas/<handler>/handler.py` at the root, with optigate.bench (and `extra_modules`,
+    paths under optigate/), as an asset whose folder name is the hash of its content."""
+    return lambda_.Code.from_asset(str(stage(handler, _lambda_files(handler, extra_modules))))
+
+
+def image_context(image: str) -> str:
+    """A Docker build context for `optigate/containers/<image>`: its Dockerfile and requirements.txt at
+    the root and the optigate package beside them (build with file="Dockerfile")."""
+    folder = CONTAINERS / image
+    files = {path.name: path for path in sorted(folder.iterdir()) if path.is_file()}
+    files.update(_package_files())
+    return str(stage(f"image-{image}", files))

@@ -1,0 +1,1 @@
+"""The gate_decide Lambda handler (staged at the root of its asset, beside optigate)."""
