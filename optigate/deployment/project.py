@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from optigate import naming
 from optigate.config.loader import ConfigError, ConfigIssue, Project, load_project, load_team
 from optigate.config.models import Environment
 from optigate.deployment.environment import Deployment, deploy
@@ -61,7 +62,29 @@ def load_resolved_project(config_dir: str | Path = "config") -> ResolvedProject:
         return list(result.problems)
 
     project = load_project(config_dir, team_checks=check)
+    clashes = _name_clashes(project)
+    if clashes:
+        raise ConfigError(clashes)
     return ResolvedProject(project, {name: resolved[id(team)] for name, team in project.teams.items()})
+
+
+def _name_clashes(project: Project) -> list[ConfigIssue]:
+    """`<team>-<env>` names are ambiguous with hyphens (team `a-b` in `c`, team `a` in `b-c`): two
+    teams would deploy onto one endpoint, so such a pair is refused."""
+    pairs = [(team, environment.name) for environment in project.environments.environments for team in project.teams]
+    shared: dict[tuple[tuple[str, str], tuple[str, str]], list[str]] = {}
+    for first, second, kind in naming.clashes(pairs):
+        shared.setdefault((first, second), []).append(kind.replace("_", " "))
+    return [
+        ConfigIssue(
+            project.team_files[second[0]],
+            1,
+            "team",
+            f"team '{first[0]}' in environment '{first[1]}' and team '{second[0]}' in environment '{second[1]}' "
+            f"would share resource names ({', '.join(kinds)}); rename one of the teams",
+        )
+        for (first, second), kinds in shared.items()
+    ]
 
 
 def load_resolved_team(path: str | Path) -> ResolvedTeam:

@@ -105,3 +105,24 @@ def test_the_pipeline_block_is_validated_with_its_line(tmp_path, old, new, messa
     environments.write_text(environments.read_text().replace(old, new))
     with pytest.raises(ConfigError, match=message):
         load_project(config)
+
+
+def test_team_and_environment_names_that_would_share_an_endpoint_are_refused(tmp_path):
+    """`chat` in `dev-prod` and `chat-dev` in `prod` both make `chat-dev-prod`: two teams on one endpoint."""
+    from optigate.deployment import load_resolved_project
+
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
+    environments = (config / "environments.yaml").read_text()
+    (config / "environments.yaml").write_text(environments.replace("name: staging", "name: dev-prod", 1))
+    chat = (config / "teams" / "chat.yaml").read_text()
+    (config / "teams" / "chat-dev.yaml").write_text(chat.replace("team: chat", "team: chat-dev", 1))
+    with pytest.raises(ConfigError) as caught:
+        load_resolved_project(config)
+    (issue,) = caught.value.issues
+    assert issue.file.endswith("chat-dev.yaml") and issue.path == "team"
+    assert issue.message.startswith("team 'chat' in environment 'dev-prod' and team 'chat-dev' in environment 'prod' would share")
+    assert "endpoint" in issue.message and issue.message.endswith("rename one of the teams")
+    # Without the ambiguous environment the same teams load.
+    (config / "environments.yaml").write_text(environments)
+    assert set(load_resolved_project(config).teams) >= {"chat", "chat-dev"}
