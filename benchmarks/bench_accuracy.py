@@ -61,14 +61,20 @@ def boto3_thread_pool(url: str, concurrency: int, requests: int):
     from botocore.config import Config
 
     runtime = boto3.client(
-        "sagemaker-runtime", region_name="us-east-1", endpoint_url=url,
-        aws_access_key_id="x", aws_secret_access_key="x", config=Config(max_pool_connections=concurrency, retries={"max_attempts": 0}),
+        "sagemaker-runtime",
+        region_name="us-east-1",
+        endpoint_url=url,
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=Config(max_pool_connections=concurrency, retries={"max_attempts": 0}),
     )
     body = _json.dumps({"inputs": "hello " * 128, "parameters": {"max_new_tokens": TOKENS}})
 
     def one(_):
         sent = time.perf_counter()
-        response = runtime.invoke_endpoint_with_response_stream(EndpointName="accuracy", Body=body, ContentType="application/json")
+        response = runtime.invoke_endpoint_with_response_stream(
+            EndpointName="accuracy", Body=body, ContentType="application/json"
+        )
         arrivals = [time.perf_counter() for event in response["Body"] if "PayloadPart" in event]
         return response["ResponseMetadata"]["RequestId"], sent, arrivals
 
@@ -99,7 +105,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--levels", default="1,32,128,256")
     parser.add_argument("--requests-per-slot", type=int, default=3, help="measured requests per concurrent slot")
-    parser.add_argument("--boto3-baseline", type=int, default=0, help="also time boto3 in a thread pool at this concurrency (0: skip)")
+    parser.add_argument(
+        "--boto3-baseline", type=int, default=0, help="also time boto3 in a thread pool at this concurrency (0: skip)"
+    )
     args = parser.parse_args()
     config = {"default": {"ttft_ms": TTFT_MS, "itl_ms": ITL_MS, "output_tokens": TOKENS}}
     header = f"{'conc':>5} {'reqs':>5} | {'TTFT p50':>9} {'truth':>7} {'p99':>8} {'truth':>7} {'err':>6} | {'ITL p50':>8} {'truth':>6} {'p99':>7} {'truth':>6} {'err':>5} | {'achieved':>8} | {'tok/s':>8} {'sent':>8} {'err%':>5} | {'CPU/tok':>8}"

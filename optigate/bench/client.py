@@ -182,7 +182,9 @@ class Connection:
     async def _connect(self) -> _Protocol:
         loop = asyncio.get_running_loop()
         context = ssl.create_default_context() if self.tls else None
-        _, protocol = await loop.create_connection(_Protocol, self.host, self.port, ssl=context, server_hostname=self.host if self.tls else None)
+        _, protocol = await loop.create_connection(
+            _Protocol, self.host, self.port, ssl=context, server_hostname=self.host if self.tls else None
+        )
         return protocol
 
     async def exchange(self, method: str, path: str, headers: dict[str, str], body: bytes, timeout: float) -> Exchange:
@@ -296,7 +298,11 @@ class StreamingClient:
 
     def prepare(self, body: bytes, accept: str = "application/jsonlines") -> dict[str, str]:
         """Signed headers for one request (signing happens before the clock starts)."""
-        headers = {"Content-Type": "application/json", "X-Amzn-SageMaker-Accept": accept, "Host": urlsplit(self._base).netloc}
+        headers = {
+            "Content-Type": "application/json",
+            "X-Amzn-SageMaker-Accept": accept,
+            "Host": urlsplit(self._base).netloc,
+        }
         if self.target.target_variant:
             headers["X-Amzn-SageMaker-Target-Variant"] = self.target.target_variant
         if self.target.inference_component:

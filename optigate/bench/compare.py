@@ -75,17 +75,29 @@ def compare_runs(baseline: RunSamples, candidate: RunSamples, seed: int = 0) -> 
             continue
         clustered = metric == "itl_ms" and baseline.itl_counts and candidate.itl_counts
         differences = stats.two_sample_difference(
-            base, cand, stats.percentiles(QUANTILES),
+            base,
+            cand,
+            stats.percentiles(QUANTILES),
             baseline_counts=baseline.itl_counts if clustered else None,
             candidate_counts=candidate.itl_counts if clustered else None,
-            replicates=BOOTSTRAP_REPLICATES, confidence=CONFIDENCE, rng=rng,
+            replicates=BOOTSTRAP_REPLICATES,
+            confidence=CONFIDENCE,
+            rng=rng,
         )
         point_base, point_cand = np.percentile(base, QUANTILES), np.percentile(cand, QUANTILES)
         for index, (q, difference) in enumerate(zip(QUANTILES, differences, strict=True)):
-            deltas.append(Delta(
-                metric, f"p{q}", candidate.concurrency, float(point_base[index]), float(point_cand[index]),
-                float(point_cand[index] - point_base[index]), difference.low, difference.high,
-            ))
+            deltas.append(
+                Delta(
+                    metric,
+                    f"p{q}",
+                    candidate.concurrency,
+                    float(point_base[index]),
+                    float(point_cand[index]),
+                    float(point_cand[index] - point_base[index]),
+                    difference.low,
+                    difference.high,
+                )
+            )
     base_rate, cand_rate = throughput_buckets(baseline), throughput_buckets(candidate)
     if len(base_rate) and len(cand_rate):
         # The interval comes from the one-second buckets; the figures are the runs' own throughput.
@@ -94,10 +106,19 @@ def compare_runs(baseline: RunSamples, candidate: RunSamples, seed: int = 0) -> 
         )
         base_tput = baseline.to_result(include_samples=False)["output_tokens_per_s"]
         cand_tput = candidate.to_result(include_samples=False)["output_tokens_per_s"]
-        deltas.append(Delta(
-            "output_tokens_per_s", "mean", candidate.concurrency, base_tput, cand_tput, cand_tput - base_tput,
-            difference.low, difference.high, lower_is_better=False,
-        ))
+        deltas.append(
+            Delta(
+                "output_tokens_per_s",
+                "mean",
+                candidate.concurrency,
+                base_tput,
+                cand_tput,
+                cand_tput - base_tput,
+                difference.low,
+                difference.high,
+                lower_is_better=False,
+            )
+        )
     return deltas
 
 

@@ -161,12 +161,17 @@ WORDS = ("the", "model", "is", "fast", "and", "good", "at", "this", "task", "tod
 def _token_line(fmt: str, index: int, last: bool, total: int, words: list[str] | None = None) -> bytes:
     text = " " + (words[index] if words else WORDS[index % len(WORDS)])
     if fmt == "openai":
-        chunk: dict[str, Any] = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}}]}
+        chunk: dict[str, Any] = {
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"content": text}}],
+        }
         return (json.dumps(chunk) + "\n").encode()
     token = {"id": 1000 + index % len(WORDS), "text": text, "log_prob": -0.1, "special": False}
     line: dict[str, Any] = {"token": token}
     if last:
-        line["generated_text"] = " ".join(words) if words else "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
+        line["generated_text"] = (
+            " ".join(words) if words else "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
+        )
         line["details"] = {"finish_reason": "length", "generated_tokens": total}
     prefix = "data: " if fmt == "tgi" else ""
     return (prefix + json.dumps(line) + ("\n\n" if fmt == "tgi" else "\n")).encode()
@@ -206,7 +211,10 @@ class AnswerBook:
         def stable(row: dict) -> str:
             return hashlib.sha256(str(row.get("id")).encode()).hexdigest()
 
-        for kind, fraction, categories in (("refuse", behaviour.refuse_fraction, behaviour.refuse_categories), ("wrong", behaviour.wrong_fraction, behaviour.wrong_categories)):
+        for kind, fraction, categories in (
+            ("refuse", behaviour.refuse_fraction, behaviour.refuse_categories),
+            ("wrong", behaviour.wrong_fraction, behaviour.wrong_categories),
+        ):
             pool = [r for r in rows if not categories or r.get("category") in categories]
             pool = [r for r in sorted(pool, key=stable) if str(r.get("id")) not in self.outcome]
             for row in pool[: round(fraction * len(pool))]:
@@ -268,7 +276,10 @@ class Emulator:
         return web.json_response(
             {"message": message, "ErrorCode": error_type},
             status=status,
-            headers={"X-Amzn-ErrorType": f"{error_type}:http://internal.amazon.com/coral/com.amazon.coral.service/", "x-amzn-RequestId": request_id},
+            headers={
+                "X-Amzn-ErrorType": f"{error_type}:http://internal.amazon.com/coral/com.amazon.coral.service/",
+                "x-amzn-RequestId": request_id,
+            },
         )
 
     def _select(self, request: web.Request) -> tuple[Behaviour | None, str]:
@@ -282,7 +293,17 @@ class Emulator:
         request_id = str(uuid.uuid4())
         behaviour, variant = self._select(request)
         if behaviour is None:
-            return self._error(400, "ValidationError", f"Endpoint {request.match_info['name']} (variant {variant}) not found.", request_id), {}, request_id, variant
+            return (
+                self._error(
+                    400,
+                    "ValidationError",
+                    f"Endpoint {request.match_info['name']} (variant {variant}) not found.",
+                    request_id,
+                ),
+                {},
+                request_id,
+                variant,
+            )
         try:
             body = json.loads(await request.read() or b"{}")
         except ValueError:
@@ -290,9 +311,24 @@ class Emulator:
         if self.rng.random() < behaviour.throttle_rate:
             return self._error(429, "ThrottlingException", "Rate exceeded", request_id), body, request_id, variant
         if self.rng.random() < behaviour.model_error_rate:
-            return self._error(424, "ModelError", "Received server error (500) from primary with message \"CUDA out of memory\".", request_id), body, request_id, variant
+            return (
+                self._error(
+                    424,
+                    "ModelError",
+                    'Received server error (500) from primary with message "CUDA out of memory".',
+                    request_id,
+                ),
+                body,
+                request_id,
+                variant,
+            )
         if self.config.record_trace:
-            self.trace[request_id] = {"endpoint": request.match_info["name"], "variant": variant, "received_at": received, "sends": []}
+            self.trace[request_id] = {
+                "endpoint": request.match_info["name"],
+                "variant": variant,
+                "received_at": received,
+                "sends": [],
+            }
         return behaviour, body, request_id, variant
 
     async def invoke(self, request: web.Request) -> web.Response:
@@ -305,10 +341,16 @@ class Emulator:
         await asyncio.sleep(delay / 1000)
         text = " ".join(words) if words else "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
         if "messages" in body:
-            payload: dict[str, Any] = {"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}], "usage": {"completion_tokens": total}}
+            payload: dict[str, Any] = {
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+                "usage": {"completion_tokens": total},
+            }
         else:
             payload = {"generated_text": text}
-        return web.json_response(payload, headers={"x-amzn-RequestId": request_id, "x-Amzn-Invoked-Production-Variant": variant})
+        return web.json_response(
+            payload, headers={"x-amzn-RequestId": request_id, "x-Amzn-Invoked-Production-Variant": variant}
+        )
 
     def _answer_words(self, behaviour: Behaviour, body: dict[str, Any]) -> list[str] | None:
         if not behaviour.answers_file:
@@ -342,11 +384,15 @@ class Emulator:
         asyncio.get_running_loop()
         self.active_streams += 1
         try:
-            return await self._send_tokens(request, response, behaviour, total, sends, (stream_error, reset, stall), words)
+            return await self._send_tokens(
+                request, response, behaviour, total, sends, (stream_error, reset, stall), words
+            )
         finally:
             self.active_streams -= 1
 
-    async def _send_tokens(self, request, response, behaviour: Behaviour, total: int, sends, faults, words=None) -> web.StreamResponse:
+    async def _send_tokens(
+        self, request, response, behaviour: Behaviour, total: int, sends, faults, words=None
+    ) -> web.StreamResponse:
         stream_error, reset, stall = faults
         rng = self.rng
         loop = asyncio.get_running_loop()
@@ -403,6 +449,7 @@ def serve(config: EmulatorConfig, host: str = LOOPBACK, port: int = 8080, ready:
     """Run until interrupted (the `optigate emulate` command and the subprocess harness)."""
     if host not in (LOOPBACK, "localhost", "::1"):
         raise ValueError("the emulator binds to loopback only")
+
     async def main() -> None:
         runner, bound = await start(config, host, port)
         if ready is not None:

@@ -42,7 +42,9 @@ def encode_message(headers: dict[str, str], payload: bytes) -> bytes:
 
 def payload_part(payload: bytes) -> bytes:
     """A `PayloadPart` event as SageMaker's InvokeEndpointWithResponseStream sends it."""
-    return encode_message({":event-type": "PayloadPart", ":content-type": "application/octet-stream", ":message-type": "event"}, payload)
+    return encode_message(
+        {":event-type": "PayloadPart", ":content-type": "application/octet-stream", ":message-type": "event"}, payload
+    )
 
 
 def stream_exception(error_type: str, message: str, error_code: str = "ModelStreamError") -> bytes:
@@ -50,7 +52,9 @@ def stream_exception(error_type: str, message: str, error_code: str = "ModelStre
     import json
 
     payload = json.dumps({"Message": message, "ErrorCode": error_code}).encode()
-    return encode_message({":exception-type": error_type, ":content-type": "application/json", ":message-type": "exception"}, payload)
+    return encode_message(
+        {":exception-type": error_type, ":content-type": "application/json", ":message-type": "exception"}, payload
+    )
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,18 @@ def emulator_process(config: dict[str, Any], *, startup_timeout: float = 30.0) -
         config_path.write_text(json.dumps(config))
         port_file = Path(folder, "port")
         process = subprocess.Popen(
-            [sys.executable, "-m", "optigate.cli", "emulate", "--port", "0", "--config", str(config_path), "--port-file", str(port_file)],
+            [
+                sys.executable,
+                "-m",
+                "optigate.cli",
+                "emulate",
+                "--port",
+                "0",
+                "--config",
+                str(config_path),
+                "--port-file",
+                str(port_file),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},

@@ -30,11 +30,19 @@ def write_plots(results: list[tuple[str, dict[str, Any]]], folder: Path) -> list
     folder.mkdir(parents=True, exist_ok=True)
     styles = ["-", "--", ":", "-."]
     written = []
-    for metric, name, title in (("ttft_ms", "ttft_cdf.png", "Time to first token"), ("itl_ms", "itl_cdf.png", "Inter-token latency (per token)")):
+    for metric, name, title in (
+        ("ttft_ms", "ttft_cdf.png", "Time to first token"),
+        ("itl_ms", "itl_cdf.png", "Inter-token latency (per token)"),
+    ):
         figure, axis = plt.subplots(figsize=(7, 4.2))
         for index, (label, data) in enumerate(results):
             for run in data["runs"]:
-                _cdf(axis, run.get("samples", {}).get(metric, []), f"{label} c={run['concurrency']}", styles[index % len(styles)])
+                _cdf(
+                    axis,
+                    run.get("samples", {}).get(metric, []),
+                    f"{label} c={run['concurrency']}",
+                    styles[index % len(styles)],
+                )
         axis.set(title=title, xlabel="ms", ylabel="fraction of samples ≤ x", ylim=(0, 1.01))
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7, ncol=2)
@@ -63,7 +71,13 @@ def write_plots(results: list[tuple[str, dict[str, Any]]], folder: Path) -> list
         for statistic, style in (("p50", "o-"), ("p99", "s--")):
             axis.plot(throughput, [r["tpot_ms"][statistic] for r in runs], style, label=f"{label} TPOT {statistic}")
         for run in runs:
-            axis.annotate(f"c={run['concurrency']}", (run["output_tokens_per_s"], run["tpot_ms"]["p50"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            axis.annotate(
+                f"c={run['concurrency']}",
+                (run["output_tokens_per_s"], run["tpot_ms"]["p50"]),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
     axis.set(title="Latency vs throughput", xlabel="output tokens/s", ylabel="time per output token (ms)")
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8)
@@ -85,18 +99,39 @@ def _fmt(value: Any, digits: int = 1) -> str:
 def summary_rows(data: dict[str, Any]) -> list[list[str]]:
     rows = []
     for run in sorted(data["runs"], key=lambda r: r["concurrency"]):
-        rows.append([
-            str(run["concurrency"]), str(run["requests"]),
-            _fmt(run["ttft_ms"]["p50"]), _fmt(run["ttft_ms"]["p99"]),
-            _fmt(run["itl_ms"]["p50"], 2), _fmt(run["itl_ms"]["p99"], 2),
-            _fmt(run["tpot_ms"]["p50"], 2), _fmt(run["output_tokens_per_s"]), _fmt(run["requests_per_s"], 2),
-            _fmt(run["achieved_concurrency"], 2), _fmt(run["tokens_per_chunk"]["mean"], 2),
-            ", ".join(f"{k}: {v}" for k, v in run["errors"].items()) or "–",
-        ])
+        rows.append(
+            [
+                str(run["concurrency"]),
+                str(run["requests"]),
+                _fmt(run["ttft_ms"]["p50"]),
+                _fmt(run["ttft_ms"]["p99"]),
+                _fmt(run["itl_ms"]["p50"], 2),
+                _fmt(run["itl_ms"]["p99"], 2),
+                _fmt(run["tpot_ms"]["p50"], 2),
+                _fmt(run["output_tokens_per_s"]),
+                _fmt(run["requests_per_s"], 2),
+                _fmt(run["achieved_concurrency"], 2),
+                _fmt(run["tokens_per_chunk"]["mean"], 2),
+                ", ".join(f"{k}: {v}" for k, v in run["errors"].items()) or "–",
+            ]
+        )
     return rows
 
 
-SUMMARY_HEADER = ["concurrency", "requests", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "TPOT p50 ms", "output tok/s", "req/s", "achieved conc.", "tokens/chunk", "errors"]
+SUMMARY_HEADER = [
+    "concurrency",
+    "requests",
+    "TTFT p50 ms",
+    "TTFT p99 ms",
+    "ITL p50 ms",
+    "ITL p99 ms",
+    "TPOT p50 ms",
+    "output tok/s",
+    "req/s",
+    "achieved conc.",
+    "tokens/chunk",
+    "errors",
+]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -109,33 +144,51 @@ def delta_rows(deltas: list[Delta]) -> list[list[str]]:
     rows = []
     for d in deltas:
         css = {"better": "better", "worse": "worse"}.get(d.verdict, "same")
-        rows.append([
-            html.escape(d.metric), d.statistic, str(d.concurrency), _fmt(d.baseline, 2), _fmt(d.candidate, 2),
-            f"{d.delta:+,.2f} ({d.relative:+.1%})", f"[{d.low:+,.2f}, {d.high:+,.2f}]", f'<span class="{css}">{d.verdict}</span>',
-        ])
+        rows.append(
+            [
+                html.escape(d.metric),
+                d.statistic,
+                str(d.concurrency),
+                _fmt(d.baseline, 2),
+                _fmt(d.candidate, 2),
+                f"{d.delta:+,.2f} ({d.relative:+.1%})",
+                f"[{d.low:+,.2f}, {d.high:+,.2f}]",
+                f'<span class="{css}">{d.verdict}</span>',
+            ]
+        )
     return rows
 
 
-def write_report(results: list[tuple[str, dict[str, Any]]], folder: str | Path, deltas: list[Delta] | None = None) -> Path:
+def write_report(
+    results: list[tuple[str, dict[str, Any]]], folder: str | Path, deltas: list[Delta] | None = None
+) -> Path:
     folder = Path(folder)
     write_plots(results, folder)
     sections = []
     for label, data in results:
         target = data.get("target", {})
-        sections.append(f"<h2>{html.escape(label)}</h2><p>{html.escape(str(target))}</p>" + _table(SUMMARY_HEADER, summary_rows(data)))
+        sections.append(
+            f"<h2>{html.escape(label)}</h2><p>{html.escape(str(target))}</p>"
+            + _table(SUMMARY_HEADER, summary_rows(data))
+        )
     if deltas:
         sections.append(
             "<h2>Candidate vs baseline</h2><p>95 % bootstrap intervals; an interval that spans zero is not distinguishable from noise.</p>"
-            + _table(["metric", "stat", "concurrency", "baseline", "candidate", "delta", "95 % CI", "verdict"], delta_rows(deltas))
+            + _table(
+                ["metric", "stat", "concurrency", "baseline", "candidate", "delta", "95 % CI", "verdict"],
+                delta_rows(deltas),
+            )
         )
-    images = "".join(f'<figure><img src="{name}" alt="{name}"><figcaption>{name}</figcaption></figure>' for name in PLOTS)
+    images = "".join(
+        f'<figure><img src="{name}" alt="{name}"><figcaption>{name}</figcaption></figure>' for name in PLOTS
+    )
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>optigate benchmark</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}} table{{border-collapse:collapse;margin:1em 0;font-size:13px}}
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}} th{{background:#f4f4f4}} .better{{color:#087f23;font-weight:600}}
 .worse{{color:#b00020;font-weight:600}} .same{{color:#666}} figure{{display:inline-block;margin:.5em}} img{{max-width:560px}}</style></head>
 <body><h1>optigate benchmark report</h1>
 <p>TTFT: request sent → first token. ITL: per token (a chunk of k tokens counts as k gaps of Δt/k). TPOT: (E2E − TTFT)/(tokens − 1). Queue time is reported apart from TTFT.</p>
-{''.join(sections)}{images}</body></html>"""
+{"".join(sections)}{images}</body></html>"""
     index = folder / "index.html"
     index.write_text(page)
     return index

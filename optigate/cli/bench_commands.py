@@ -12,8 +12,16 @@ from optigate.cli.errors import CliError, UsageError
 from optigate.cli.output import console, stderr
 
 EMULATOR_OPTIONS = (
-    "ttft_ms", "itl_ms", "output_tokens", "tokens_per_chunk", "payload_format",
-    "throttle_rate", "model_error_rate", "stream_error_rate", "reset_rate", "stall_rate",
+    "ttft_ms",
+    "itl_ms",
+    "output_tokens",
+    "tokens_per_chunk",
+    "payload_format",
+    "throttle_rate",
+    "model_error_rate",
+    "stream_error_rate",
+    "reset_rate",
+    "stall_rate",
 )
 
 
@@ -74,7 +82,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError("--endpoint is required")
     levels = [int(level) for level in args.concurrency.split(",")]
     target = Target(
-        args.endpoint, args.region, args.endpoint_url, args.target_variant, args.inference_component,
+        args.endpoint,
+        args.region,
+        args.endpoint_url,
+        args.target_variant,
+        args.inference_component,
         args.custom_attributes,
     )
     spec = LoadSpec(
@@ -89,8 +101,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         rate=args.rate,
     )
     progress = Progress(
-        TextColumn("c={task.fields[level]:>4}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("errors {task.fields[errors]}"), TimeElapsedColumn(), console=stderr, transient=False,
+        TextColumn("c={task.fields[level]:>4}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("errors {task.fields[errors]}"),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=False,
     )
 
     def on_level(level: int, level_spec: LoadSpec):
@@ -140,8 +157,13 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
     for d in deltas:
         colour = colours.get(d.verdict, "dim")
         table.add_row(
-            d.metric, d.statistic, str(d.concurrency), f"{d.baseline:,.2f}", f"{d.candidate:,.2f}",
-            f"{d.delta:+,.2f} ({d.relative:+.1%})", f"[{d.low:+,.2f}, {d.high:+,.2f}]",
+            d.metric,
+            d.statistic,
+            str(d.concurrency),
+            f"{d.baseline:,.2f}",
+            f"{d.candidate:,.2f}",
+            f"{d.delta:+,.2f} ({d.relative:+.1%})",
+            f"[{d.low:+,.2f}, {d.high:+,.2f}]",
             f"[{colour}]{d.verdict}[/{colour}]",
         )
     console.print(table)

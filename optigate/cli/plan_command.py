@@ -27,8 +27,15 @@ PLAN_ROWS = [
 ]
 
 DEFAULT_COMPARE_INSTANCES = [
-    "ml.g5.2xlarge", "ml.g5.12xlarge", "ml.g6.2xlarge", "ml.g6.12xlarge", "ml.g6e.xlarge",
-    "ml.g6e.2xlarge", "ml.g6e.12xlarge", "ml.p4d.24xlarge", "ml.p5.48xlarge",
+    "ml.g5.2xlarge",
+    "ml.g5.12xlarge",
+    "ml.g6.2xlarge",
+    "ml.g6.12xlarge",
+    "ml.g6e.xlarge",
+    "ml.g6e.2xlarge",
+    "ml.g6e.12xlarge",
+    "ml.p4d.24xlarge",
+    "ml.p5.48xlarge",
 ]
 
 

@@ -103,7 +103,12 @@ def read_yaml(path: Path) -> YamlDocument:
                 child = (*path, key)
                 if key in result:
                     duplicates.append(
-                        ConfigIssue(name, key_node.start_mark.line + 1, format_path(child), "duplicate key; YAML would silently keep the last one")
+                        ConfigIssue(
+                            name,
+                            key_node.start_mark.line + 1,
+                            format_path(child),
+                            "duplicate key; YAML would silently keep the last one",
+                        )
                     )
                 document.lines[child] = key_node.start_mark.line + 1
                 result[key] = walk(value_node, child)
@@ -213,21 +218,39 @@ def _message(error: dict[str, Any], root: type[BaseModel], data: Any) -> str:
     if kind == "union_tag_not_found":
         return "needs a 'method' key"
     text = error["msg"]
-    if kind.startswith(("string_pattern", "literal", "int_", "float_", "bool_", "greater", "less", "string_type", "model_type", "dict_type", "list_type")):
+    if kind.startswith(
+        (
+            "string_pattern",
+            "literal",
+            "int_",
+            "float_",
+            "bool_",
+            "greater",
+            "less",
+            "string_type",
+            "model_type",
+            "dict_type",
+            "list_type",
+        )
+    ):
         text += f" (got {error['input']!r})" if not isinstance(error["input"], (dict, list)) else ""
     if kind == "string_pattern_mismatch" and "s3://" in str(error.get("ctx", {}).get("pattern", "")):
         text = f"not an S3 URI (got {error['input']!r}); expected s3://bucket/key"
     return text
 
 
-def issues_from_validation_error(document: YamlDocument, error: ValidationError, root: type[BaseModel]) -> list[ConfigIssue]:
+def issues_from_validation_error(
+    document: YamlDocument, error: ValidationError, root: type[BaseModel]
+) -> list[ConfigIssue]:
     issues: list[ConfigIssue] = []
     seen: set[tuple[str, str]] = set()
     for item in error.errors(include_url=False):
         path, is_noise = _data_path(document.data, item["loc"])
         if is_noise:
             continue
-        entry = ConfigIssue(document.file, document.line_of(path), format_path(path), _message(item, root, document.data))
+        entry = ConfigIssue(
+            document.file, document.line_of(path), format_path(path), _message(item, root, document.data)
+        )
         if (entry.path, entry.message) not in seen:
             seen.add((entry.path, entry.message))
             issues.append(entry)
@@ -239,7 +262,9 @@ def issues_from_validation_error(document: YamlDocument, error: ValidationError,
 
 def _parse(document: YamlDocument, model: type[ModelT]) -> ModelT:
     if not isinstance(document.data, dict):
-        raise ConfigError([ConfigIssue(document.file, 1, "", f"expected a mapping of keys, got {type(document.data).__name__}")])
+        raise ConfigError(
+            [ConfigIssue(document.file, 1, "", f"expected a mapping of keys, got {type(document.data).__name__}")]
+        )
     try:
         return model.model_validate(document.data)
     except ValidationError as error:
@@ -314,7 +339,11 @@ def load_project(config_dir: str | Path = "config", *, team_checks: TeamChecks |
             issues += error.issues
             continue
         if team.team in teams:
-            issues.append(ConfigIssue(_display_name(path), 1, "team", f"team name '{team.team}' is also used by {files[team.team]}"))
+            issues.append(
+                ConfigIssue(
+                    _display_name(path), 1, "team", f"team name '{team.team}' is also used by {files[team.team]}"
+                )
+            )
             continue
         teams[team.team] = team
         files[team.team] = _display_name(path)
@@ -326,7 +355,14 @@ def load_project(config_dir: str | Path = "config", *, team_checks: TeamChecks |
                     path = ("environments", index, "teams", name)
                     close = difflib.get_close_matches(name, list(teams), n=1)
                     hint = f"; did you mean '{close[0]}'?" if close else ""
-                    issues.append(ConfigIssue(document.file, document.line_of(path), format_path(path), f"no team file defines team '{name}'{hint}"))
+                    issues.append(
+                        ConfigIssue(
+                            document.file,
+                            document.line_of(path),
+                            format_path(path),
+                            f"no team file defines team '{name}'{hint}",
+                        )
+                    )
     if issues or environments is None:
         raise ConfigError(issues)
     return Project(environments, teams, files)

@@ -48,8 +48,7 @@ class HuggingFaceSource(Strict):
     )
     revision: str = Field("main", description="Branch, tag or commit to copy.")
     s3_uri: S3Uri = Field(
-        description="Where the weights are copied to before deployment; endpoints read from here, "
-        "never from the hub."
+        description="Where the weights are copied to before deployment; endpoints read from here, never from the hub."
     )
 
 
@@ -66,7 +65,9 @@ class JumpStartSource(Strict):
 class ModelSource(Strict):
     """Exactly one of `s3_uri`, `jumpstart`, `hugging_face`."""
 
-    s3_uri: S3Uri | None = Field(None, description="Uncompressed model artifacts (a Hugging Face layout) under this prefix.")
+    s3_uri: S3Uri | None = Field(
+        None, description="Uncompressed model artifacts (a Hugging Face layout) under this prefix."
+    )
     jumpstart: JumpStartSource | None = None
     hugging_face: HuggingFaceSource | None = None
 
@@ -156,11 +157,15 @@ SpeculativeDecoding = Annotated[
 class LoraLimits(Strict):
     max_loras: int = Field(4, ge=1, le=64, description="Adapters resident on the GPU at once (OPTION_MAX_LORAS).")
     max_lora_rank: Literal[8, 16, 32, 64, 128, 256] = Field(16, description="OPTION_MAX_LORA_RANK.")
-    max_cpu_loras: int | None = Field(None, ge=1, le=256, description="Adapters cached in host memory (OPTION_MAX_CPU_LORAS).")
+    max_cpu_loras: int | None = Field(
+        None, ge=1, le=256, description="Adapters cached in host memory (OPTION_MAX_CPU_LORAS)."
+    )
 
 
 class Autoscaling(Strict):
-    min_capacity: int = Field(1, ge=0, description="Instances (or base-model copies with adapters); 0 needs scale_to_zero.")
+    min_capacity: int = Field(
+        1, ge=0, description="Instances (or base-model copies with adapters); 0 needs scale_to_zero."
+    )
     max_capacity: int = Field(1, ge=1)
     target_invocations_per_instance: int = Field(
         10, ge=1, description="Target of SageMakerVariantInvocationsPerInstance (or ...PerCopy for components)."
@@ -180,14 +185,18 @@ class Serving(Strict):
     container: Container = Container()
     instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="e.g. ml.g6.2xlarge")
     instance_count: int = Field(1, ge=1, le=100)
-    max_model_len: int | None = Field(None, gt=0, description="OPTION_MAX_MODEL_LEN; derived by the planner when unset.")
+    max_model_len: int | None = Field(
+        None, gt=0, description="OPTION_MAX_MODEL_LEN; derived by the planner when unset."
+    )
     max_batch_size: int | None = Field(
         None, ge=1, le=1024, description="OPTION_MAX_ROLLING_BATCH_SIZE; derived by the planner when unset."
     )
     gpu_memory_utilization: float | None = Field(
         None, gt=0.0, le=0.99, description="OPTION_GPU_MEMORY_UTILIZATION; 0.9 when unset."
     )
-    tensor_parallel_degree: int | None = Field(None, ge=1, description="Defaults to every accelerator (core) of the instance.")
+    tensor_parallel_degree: int | None = Field(
+        None, ge=1, description="Defaults to every accelerator (core) of the instance."
+    )
     kv_cache_dtype: KvCacheDtype = Field("auto", description="OPTION_KV_CACHE_DTYPE; fp8 halves the KV cache.")
     quantization: Quantization | None = Field(None, description="OPTION_QUANTIZE; none serves the checkpoint as is.")
     allow_weight_only_fp8: bool = Field(
@@ -199,8 +208,12 @@ class Serving(Strict):
     model_data_download_timeout_seconds: int | None = Field(
         None, description="Sized to the model when unset (a 70B needs far more than 600 s)."
     )
-    container_startup_health_check_timeout_seconds: int | None = Field(None, description="Sized to the model when unset.")
-    volume_size_gb: int | None = Field(None, ge=1, le=512, description="EBS volume; only for instances without NVMe instance storage.")
+    container_startup_health_check_timeout_seconds: int | None = Field(
+        None, description="Sized to the model when unset."
+    )
+    volume_size_gb: int | None = Field(
+        None, ge=1, le=512, description="EBS volume; only for instances without NVMe instance storage."
+    )
     routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] = "LEAST_OUTSTANDING_REQUESTS"
     autoscaling: Autoscaling | None = None
     environment: dict[str, str] = Field(
@@ -217,7 +230,9 @@ class Adapter(Strict):
 
 
 class ShadowRollout(Strict):
-    sampling_percentage: int = Field(ge=1, le=100, description="Share of live requests mirrored to the shadow variant (1-100).")
+    sampling_percentage: int = Field(
+        ge=1, le=100, description="Share of live requests mirrored to the shadow variant (1-100)."
+    )
     window_minutes: int = Field(60, ge=5, le=1440, description="How long the gate mirrors traffic.")
     candidate: dict[str, object] = Field(
         default_factory=dict,
@@ -249,7 +264,9 @@ class BenchmarkGate(Strict):
         20.0, ge=0, description="With speculative decoding: minimum gain in tokens per streamed chunk."
     )
     min_shadow_requests: int = Field(
-        100, ge=1, description="With a shadow rollout: live requests the shadow must receive in the window to be judged."
+        100,
+        ge=1,
+        description="With a shadow rollout: live requests the shadow must receive in the window to be judged.",
     )
 
 
@@ -284,7 +301,6 @@ class TeamConfig(Strict):
     rollout: Rollout = Rollout()
     gate: Gate = Gate()
     tags: dict[str, str] = Field(default_factory=dict)
-
 
     def shadow_serving(self) -> Serving | None:
         """What the shadow variant runs: `serving` with the shadow candidate's overrides, when shadowing."""
@@ -325,9 +341,15 @@ class PipelineSource(Strict):
     """Where the pipeline takes the repository from: a CodeStar (CodeConnections) connection to
     GitHub/GitLab/Bitbucket, or a CodeCommit repository."""
 
-    connection_arn: str | None = Field(None, pattern=r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:\d{12}:connection/[\w-]+$")
-    repository: str | None = Field(None, description="owner/name with a connection; the repository name with CodeCommit.")
-    codecommit: bool = Field(False, description="true: `repository` is a CodeCommit repository in the pipeline account.")
+    connection_arn: str | None = Field(
+        None, pattern=r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:\d{12}:connection/[\w-]+$"
+    )
+    repository: str | None = Field(
+        None, description="owner/name with a connection; the repository name with CodeCommit."
+    )
+    codecommit: bool = Field(
+        False, description="true: `repository` is a CodeCommit repository in the pipeline account."
+    )
     branch: str = "main"
 
     @model_validator(mode="after")

@@ -68,7 +68,11 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
 
     speculative = serving.speculative_decoding
     model_uri = getattr(speculative, "model_s3_uri", None)
-    if speculative is not None and model_uri is not None and not model_uri.rstrip("/").startswith(artifact_uri.rstrip("/") + "/"):
+    if (
+        speculative is not None
+        and model_uri is not None
+        and not model_uri.rstrip("/").startswith(artifact_uri.rstrip("/") + "/")
+    ):
         add(
             ("speculative_decoding", "model_s3_uri"),
             f"must lie under the model's prefix {artifact_uri} (CloudFormation cannot attach a second model data source); "
@@ -77,21 +81,35 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
 
     lora = serving.lora
     if lora is not None and lora.max_cpu_loras is not None and lora.max_cpu_loras < lora.max_loras:
-        add(("lora", "max_cpu_loras"), f"{lora.max_cpu_loras} is below max_loras ({lora.max_loras}); vLLM requires max_cpu_loras >= max_loras")
+        add(
+            ("lora", "max_cpu_loras"),
+            f"{lora.max_cpu_loras} is below max_loras ({lora.max_loras}); vLLM requires max_cpu_loras >= max_loras",
+        )
 
     for key in ("model_data_download_timeout_seconds", "container_startup_health_check_timeout_seconds"):
         value = getattr(serving, key)
         if value is not None and not TIMEOUT_MIN_SECONDS <= value <= TIMEOUT_MAX_SECONDS:
-            add((key,), f"{value} s is outside SageMaker's range {TIMEOUT_MIN_SECONDS}-{TIMEOUT_MAX_SECONDS} s; leave it unset to size it to the model")
+            add(
+                (key,),
+                f"{value} s is outside SageMaker's range {TIMEOUT_MIN_SECONDS}-{TIMEOUT_MAX_SECONDS} s; leave it unset to size it to the model",
+            )
 
     scaling = serving.autoscaling
     if scaling is not None:
         if scaling.min_capacity > scaling.max_capacity:
-            add(("autoscaling", "min_capacity"), f"{scaling.min_capacity} exceeds max_capacity ({scaling.max_capacity})")
+            add(
+                ("autoscaling", "min_capacity"), f"{scaling.min_capacity} exceeds max_capacity ({scaling.max_capacity})"
+            )
         if scaling.scale_to_zero and not has_adapters:
-            add(("autoscaling", "scale_to_zero"), "scale to zero works only for inference components; add adapters (which deploy the model as an inference component) or set min_capacity >= 1")
+            add(
+                ("autoscaling", "scale_to_zero"),
+                "scale to zero works only for inference components; add adapters (which deploy the model as an inference component) or set min_capacity >= 1",
+            )
         if scaling.min_capacity == 0 and not scaling.scale_to_zero:
-            add(("autoscaling", "min_capacity"), "0 needs scale_to_zero: true (and adapters, which deploy inference components)")
+            add(
+                ("autoscaling", "min_capacity"),
+                "0 needs scale_to_zero: true (and adapters, which deploy inference components)",
+            )
 
     for key in serving.environment:
         if key in RENDERED_OPTIONS:
@@ -108,9 +126,16 @@ def _architecture_problems(team: TeamConfig) -> list[Problem]:
         return []
     problems: list[Problem] = []
     if spec.intermediate_size is None and spec.num_parameters is None:
-        problems.append(Problem(("model", "architecture"), "give intermediate_size or num_parameters so the weights can be sized"))
+        problems.append(
+            Problem(("model", "architecture"), "give intermediate_size or num_parameters so the weights can be sized")
+        )
     if spec.num_key_value_heads and spec.num_attention_heads % spec.num_key_value_heads:
-        problems.append(Problem(("model", "architecture", "num_key_value_heads"), f"{spec.num_key_value_heads} does not divide num_attention_heads ({spec.num_attention_heads})"))
+        problems.append(
+            Problem(
+                ("model", "architecture", "num_key_value_heads"),
+                f"{spec.num_key_value_heads} does not divide num_attention_heads ({spec.num_attention_heads})",
+            )
+        )
     return problems
 
 
@@ -129,9 +154,19 @@ def _rollout_problems(team: TeamConfig) -> list[Problem]:
     if rollout.strategy == "shadow" and rollout.shadow is None:
         problems.append(Problem(("rollout", "shadow"), "strategy shadow needs a shadow block with sampling_percentage"))
     if rollout.shadow is not None and rollout.strategy != "shadow":
-        problems.append(Problem(("rollout", "shadow"), f"a shadow block is set but strategy is {rollout.strategy}; set strategy: shadow or remove the block"))
+        problems.append(
+            Problem(
+                ("rollout", "shadow"),
+                f"a shadow block is set but strategy is {rollout.strategy}; set strategy: shadow or remove the block",
+            )
+        )
     if rollout.strategy == "shadow" and team.adapters:
-        problems.append(Problem(("rollout", "strategy"), "shadow variants mirror a model-backed production variant; an endpoint serving adapters through inference components cannot be shadowed, use canary"))
+        problems.append(
+            Problem(
+                ("rollout", "strategy"),
+                "shadow variants mirror a model-backed production variant; an endpoint serving adapters through inference components cannot be shadowed, use canary",
+            )
+        )
     if rollout.shadow is not None and rollout.shadow.candidate:
         problems += candidate_problems(team, rollout.shadow.candidate, SHADOW_CANDIDATE)
     return problems
@@ -142,9 +177,19 @@ def _gate_problems(team: TeamConfig) -> list[Problem]:
         return []
     problems: list[Problem] = []
     if team.adapters:
-        problems.append(Problem(GATE_CANDIDATE, "the gate stages candidates on a model-backed endpoint; teams serving adapters through inference components cannot use it yet"))
+        problems.append(
+            Problem(
+                GATE_CANDIDATE,
+                "the gate stages candidates on a model-backed endpoint; teams serving adapters through inference components cannot use it yet",
+            )
+        )
     if team.gate.evaluation.dataset_s3_uri is None:
-        problems.append(Problem(("gate", "evaluation", "dataset_s3_uri"), "a gate candidate needs an evaluation dataset: nothing is promoted without quality numbers beside the speed numbers"))
+        problems.append(
+            Problem(
+                ("gate", "evaluation", "dataset_s3_uri"),
+                "a gate candidate needs an evaluation dataset: nothing is promoted without quality numbers beside the speed numbers",
+            )
+        )
     return problems + candidate_problems(team, team.gate.candidate, GATE_CANDIDATE)
 
 
@@ -168,21 +213,38 @@ def check_team(team: TeamConfig) -> list[Problem]:
     problems = _source_problems(team)
     if problems:
         return problems
-    problems += check_serving(team.serving, ("serving",), has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri)
+    problems += check_serving(
+        team.serving, ("serving",), has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri
+    )
     problems += _architecture_problems(team)
     names: set[str] = set()
     for index, adapter in enumerate(team.adapters):
         if not adapter.s3_uri.endswith(".tar.gz"):
-            problems.append(Problem(("adapters", index, "s3_uri"), f"an adapter is deployed from a .tar.gz archive (adapter_config.json + weights), got {adapter.s3_uri}"))
+            problems.append(
+                Problem(
+                    ("adapters", index, "s3_uri"),
+                    f"an adapter is deployed from a .tar.gz archive (adapter_config.json + weights), got {adapter.s3_uri}",
+                )
+            )
         if adapter.name in names:
-            problems.append(Problem(("adapters", index, "name"), f"adapter name '{adapter.name}' is used twice; inference component names must be unique"))
+            problems.append(
+                Problem(
+                    ("adapters", index, "name"),
+                    f"adapter name '{adapter.name}' is used twice; inference component names must be unique",
+                )
+            )
         names.add(adapter.name)
     problems += _rollout_problems(team)
     if not problems:  # a candidate inherits the serving block: report its own problems only
         problems += _gate_problems(team)
     concurrency = team.gate.benchmark.concurrency
     if any(c < 1 for c in concurrency) or sorted(set(concurrency)) != concurrency:
-        problems.append(Problem(("gate", "benchmark", "concurrency"), f"list distinct positive levels in increasing order, got {concurrency}"))
+        problems.append(
+            Problem(
+                ("gate", "benchmark", "concurrency"),
+                f"list distinct positive levels in increasing order, got {concurrency}",
+            )
+        )
     return problems
 
 
@@ -191,6 +253,8 @@ def check_environments(environments: EnvironmentsFile) -> list[Problem]:
     seen: set[str] = set()
     for index, environment in enumerate(environments.environments):
         if environment.name in seen:
-            problems.append(Problem(("environments", index, "name"), f"environment '{environment.name}' is defined twice"))
+            problems.append(
+                Problem(("environments", index, "name"), f"environment '{environment.name}' is defined twice")
+            )
         seen.add(environment.name)
     return problems

@@ -65,8 +65,12 @@ class BenchmarkFleet(Construct):
         if shards < 1:
             raise ValueError(f"{self.node.path}: shards must be at least 1")
         stack = Stack.of(self)
-        self.key = encryption_key or kms.Key(self, "Key", enable_key_rotation=True, description="Encrypts benchmark results")
-        self.bucket = results_bucket or secure_bucket(self, "Results", self.key, purpose="this fleet's Lambda functions", expire_days=365)
+        self.key = encryption_key or kms.Key(
+            self, "Key", enable_key_rotation=True, description="Encrypts benchmark results"
+        )
+        self.bucket = results_bucket or secure_bucket(
+            self, "Results", self.key, purpose="this fleet's Lambda functions", expire_days=365
+        )
         self.shards = shards
 
         self.worker = self._function("Worker", "benchmark", worker_timeout, memory_mb=2048)
@@ -86,18 +90,35 @@ class BenchmarkFleet(Construct):
             component_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:inference-component/{target.inference_component.lower()}"
             nag.allow(self.worker.role, ["sagemaker:InvokeEndpointWithResponseStream"], [component_arn])
         results = self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")
-        nag.allow(self.worker.role, ["s3:PutObject"], [results], why_wildcard="Shard results under the fleet's benchmarks/ prefix, one object per run and shard.")
-        nag.allow(self.merger.role, ["s3:GetObject", "s3:PutObject"], [results], why_wildcard="Reads the shard results and writes the merged result under benchmarks/.")
+        nag.allow(
+            self.worker.role,
+            ["s3:PutObject"],
+            [results],
+            why_wildcard="Shard results under the fleet's benchmarks/ prefix, one object per run and shard.",
+        )
+        nag.allow(
+            self.merger.role,
+            ["s3:GetObject", "s3:PutObject"],
+            [results],
+            why_wildcard="Reads the shard results and writes the merged result under benchmarks/.",
+        )
         for role in (self.worker.role, self.merger.role):
             nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [self.key.key_arn])
 
         self.state_machine = self._state_machine(target)
 
     def _function(self, construct_id: str, handler_folder: str, timeout: Duration, memory_mb: int) -> lambda_.Function:
-        log_group = logs.LogGroup(self, f"{construct_id}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+        log_group = logs.LogGroup(
+            self, f"{construct_id}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+        )
         role = iam.Role(self, f"{construct_id}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
         # LogGroup.log_group_arn ends in ":*", which covers the group's streams.
-        nag.allow(role, ["logs:CreateLogStream", "logs:PutLogEvents"], [log_group.log_group_arn], why_wildcard="The function's own log group and its streams.")
+        nag.allow(
+            role,
+            ["logs:CreateLogStream", "logs:PutLogEvents"],
+            [log_group.log_group_arn],
+            why_wildcard="The function's own log group and its streams.",
+        )
         function = lambda_.Function(
             self,
             construct_id,
@@ -117,7 +138,9 @@ class BenchmarkFleet(Construct):
         shard_indexes = sfn.Pass(
             self,
             "ShardIndexes",
-            parameters={"shards.$": f"States.ArrayRange(0, {self.shards - 1}, 1)"} if self.shards > 1 else {"shards": [0]},
+            parameters={"shards.$": f"States.ArrayRange(0, {self.shards - 1}, 1)"}
+            if self.shards > 1
+            else {"shards": [0]},
             result_path="$.fanout",
         )
         worker_payload = {
@@ -165,7 +188,9 @@ class BenchmarkFleet(Construct):
             payload_response_only=True,
             retry_on_service_exceptions=True,
         )
-        log_group = logs.LogGroup(self, "StateMachineLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+        log_group = logs.LogGroup(
+            self, "StateMachineLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+        )
         machine = sfn.StateMachine(
             self,
             "StateMachine",

@@ -13,7 +13,9 @@ from constructs import Construct
 from optigate.constructs import nag
 
 
-def secure_bucket(scope: Construct, construct_id: str, key: kms.IKey, *, purpose: str, expire_days: int | None = None) -> s3.Bucket:
+def secure_bucket(
+    scope: Construct, construct_id: str, key: kms.IKey, *, purpose: str, expire_days: int | None = None
+) -> s3.Bucket:
     """KMS-encrypted, SSL-only, no public access, retained; `purpose` says who writes to it."""
     bucket = s3.Bucket(
         scope,
@@ -68,7 +70,9 @@ def target_tracking(
         scaling_target_id=target.ref,
         target_tracking_scaling_policy_configuration=appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
             target_value=target_value,
-            predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(predefined_metric_type=metric),
+            predefined_metric_specification=appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
+                predefined_metric_type=metric
+            ),
             scale_in_cooldown=scale_in,
             scale_out_cooldown=scale_out,
         ),
@@ -78,7 +82,12 @@ def target_tracking(
 
 def allow_ecr_token_and_sagemaker_metrics(role: iam.IRole) -> None:
     """ecr:GetAuthorizationToken and PutMetricData: neither has a resource scope."""
-    nag.allow(role, ["ecr:GetAuthorizationToken"], ["*"], why_wildcard="ecr:GetAuthorizationToken has no resource scope; image pulls are limited to one repository.")
+    nag.allow(
+        role,
+        ["ecr:GetAuthorizationToken"],
+        ["*"],
+        why_wildcard="ecr:GetAuthorizationToken has no resource scope; image pulls are limited to one repository.",
+    )
     nag.allow(
         role,
         ["cloudwatch:PutMetricData"],

@@ -60,7 +60,11 @@ class EvaluationJob(Construct):
         self.instance_type = instance_type
         if image_uri is None:
             asset = ecr_assets.DockerImageAsset(
-                self, "Image", directory=image_context("evaluate"), file="Dockerfile", platform=ecr_assets.Platform.LINUX_AMD64
+                self,
+                "Image",
+                directory=image_context("evaluate"),
+                file="Dockerfile",
+                platform=ecr_assets.Platform.LINUX_AMD64,
             )
             self.image_uri = asset.image_uri
             repository = asset.repository
@@ -68,17 +72,42 @@ class EvaluationJob(Construct):
             self.image_uri = image_uri
             repository = None
 
-        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"), description="optigate evaluation job")
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="optigate evaluation job",
+        )
         bucket, key_prefix = self.dataset_uri.removeprefix("s3://").split("/", 1)
-        nag.allow(self.role, ["s3:GetObject"], [f"arn:{Aws.PARTITION}:s3:::{bucket}/{key_prefix}*"], why_wildcard="Objects under the evaluation dataset's own S3 prefix, which the job downloads.")
-        nag.allow(self.role, ["s3:ListBucket"], [f"arn:{Aws.PARTITION}:s3:::{bucket}"], conditions={"StringLike": {"s3:prefix": [f"{key_prefix}*"]}})
-        nag.allow(self.role, ["s3:PutObject"], [output_bucket.arn_for_objects("evaluations/*")], why_wildcard="Evaluation results under the evaluations/ prefix only.")
+        nag.allow(
+            self.role,
+            ["s3:GetObject"],
+            [f"arn:{Aws.PARTITION}:s3:::{bucket}/{key_prefix}*"],
+            why_wildcard="Objects under the evaluation dataset's own S3 prefix, which the job downloads.",
+        )
+        nag.allow(
+            self.role,
+            ["s3:ListBucket"],
+            [f"arn:{Aws.PARTITION}:s3:::{bucket}"],
+            conditions={"StringLike": {"s3:prefix": [f"{key_prefix}*"]}},
+        )
+        nag.allow(
+            self.role,
+            ["s3:PutObject"],
+            [output_bucket.arn_for_objects("evaluations/*")],
+            why_wildcard="Evaluation results under the evaluations/ prefix only.",
+        )
         nag.allow(self.role, ["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"], [encryption_key.key_arn])
         nag.allow(
             self.role,
             ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
-            [f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{name.lower()}" for name in endpoints],
-            why_wildcard="Per-run candidate endpoints of the gate, named <endpoint>-cand-<run>." if any("*" in n for n in endpoints) else None,
+            [
+                f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{name.lower()}"
+                for name in endpoints
+            ],
+            why_wildcard="Per-run candidate endpoints of the gate, named <endpoint>-cand-<run>."
+            if any("*" in n for n in endpoints)
+            else None,
         )
         if repository is not None:
             repository.grant_pull(self.role)
@@ -91,13 +120,25 @@ class EvaluationJob(Construct):
             why_wildcard="Log streams of processing jobs in SageMaker's ProcessingJobs log group.",
         )
 
-    def request(self, job_name: str, baseline: str, candidate: str, *, endpoint_url: str | None = None) -> dict[str, Any]:
+    def request(
+        self, job_name: str, baseline: str, candidate: str, *, endpoint_url: str | None = None
+    ) -> dict[str, Any]:
         """The CreateProcessingJob request (JSONPath values allowed, as `Key.$`)."""
         arguments = [
-            "--dataset", INPUT_DIR, "--baseline", baseline, "--candidate", candidate, "--out", OUTPUT_DIR,
-            "--max-metric-drop-abs", str(self.thresholds.max_metric_drop_abs),
-            "--max-refusal-rate-increase", str(self.thresholds.max_refusal_rate_increase),
-            "--long-context-prompt-tokens", str(self.thresholds.long_context_prompt_tokens),
+            "--dataset",
+            INPUT_DIR,
+            "--baseline",
+            baseline,
+            "--candidate",
+            candidate,
+            "--out",
+            OUTPUT_DIR,
+            "--max-metric-drop-abs",
+            str(self.thresholds.max_metric_drop_abs),
+            "--max-refusal-rate-increase",
+            str(self.thresholds.max_refusal_rate_increase),
+            "--long-context-prompt-tokens",
+            str(self.thresholds.long_context_prompt_tokens),
         ]
         if endpoint_url:
             arguments += ["--endpoint-url", endpoint_url]
@@ -108,7 +149,9 @@ class EvaluationJob(Construct):
             app_specification["ContainerArguments.$"] = f"States.Array({rendered})"
         else:
             app_specification["ContainerArguments"] = arguments
-        name_key = "ProcessingJobName.$" if job_name.startswith("$") or job_name.startswith("States.") else "ProcessingJobName"
+        name_key = (
+            "ProcessingJobName.$" if job_name.startswith("$") or job_name.startswith("States.") else "ProcessingJobName"
+        )
         output_key = "S3Uri.$" if name_key.endswith(".$") else "S3Uri"
         output_uri = (
             f"States.Format('s3://{self.output_bucket.bucket_name}/evaluations/{{}}/', {job_name})"
@@ -133,16 +176,35 @@ class EvaluationJob(Construct):
             ],
             "ProcessingOutputConfig": {
                 "KmsKeyId": self.key.key_arn,
-                "Outputs": [{"OutputName": "evaluation", "S3Output": {output_key: output_uri, "LocalPath": OUTPUT_DIR, "S3UploadMode": "EndOfJob"}}],
+                "Outputs": [
+                    {
+                        "OutputName": "evaluation",
+                        "S3Output": {output_key: output_uri, "LocalPath": OUTPUT_DIR, "S3UploadMode": "EndOfJob"},
+                    }
+                ],
             },
             "ProcessingResources": {
-                "ClusterConfig": {"InstanceCount": 1, "InstanceType": self.instance_type, "VolumeSizeInGB": 30, "VolumeKmsKeyId": self.key.key_arn}
+                "ClusterConfig": {
+                    "InstanceCount": 1,
+                    "InstanceType": self.instance_type,
+                    "VolumeSizeInGB": 30,
+                    "VolumeKmsKeyId": self.key.key_arn,
+                }
             },
             "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
             "Environment": {"PARALLELIZATION_FACTOR": "4"},
         }
 
-    def task(self, scope: Construct, construct_id: str, *, job_name: str, baseline: str, candidate: str, result_path: str = "$.evaluation") -> sfn.CustomState:
+    def task(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        job_name: str,
+        baseline: str,
+        candidate: str,
+        result_path: str = "$.evaluation",
+    ) -> sfn.CustomState:
         """A state that runs the job and waits for it (`createProcessingJob.sync`)."""
         return sfn.CustomState(
             scope,
@@ -152,7 +214,14 @@ class EvaluationJob(Construct):
                 "Resource": f"arn:{Aws.PARTITION}:states:::sagemaker:createProcessingJob.sync",
                 "Parameters": self.request(job_name, baseline, candidate),
                 "ResultPath": result_path,
-                "Retry": [{"ErrorEquals": ["SageMaker.ThrottlingException", "ThrottlingException"], "IntervalSeconds": 5, "MaxAttempts": 3, "BackoffRate": 1.5}],
+                "Retry": [
+                    {
+                        "ErrorEquals": ["SageMaker.ThrottlingException", "ThrottlingException"],
+                        "IntervalSeconds": 5,
+                        "MaxAttempts": 3,
+                        "BackoffRate": 1.5,
+                    }
+                ],
             },
         )
 
@@ -163,11 +232,22 @@ class EvaluationJob(Construct):
         jobs = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:processing-job/{job_names.lower()}"
         nag.allow(
             role,
-            ["sagemaker:CreateProcessingJob", "sagemaker:DescribeProcessingJob", "sagemaker:StopProcessingJob", "sagemaker:AddTags", "sagemaker:ListTags"],
+            [
+                "sagemaker:CreateProcessingJob",
+                "sagemaker:DescribeProcessingJob",
+                "sagemaker:StopProcessingJob",
+                "sagemaker:AddTags",
+                "sagemaker:ListTags",
+            ],
             [jobs],
             why_wildcard="Processing job names are unique per execution, so the ARN ends in a wildcard.",
         )
-        nag.allow(role, ["iam:PassRole"], [self.role.role_arn], conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})
+        nag.allow(
+            role,
+            ["iam:PassRole"],
+            [self.role.role_arn],
+            conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+        )
         rule = f"arn:{Aws.PARTITION}:events:{stack.region}:{stack.account}:rule/StepFunctionsGetEventsForSageMakerProcessingJobsRule"
         nag.allow(role, ["events:PutTargets", "events:PutRule", "events:DescribeRule"], [rule])
 

@@ -114,7 +114,9 @@ class LoraAdapters(Construct):
         if scaling is not None and scaling.scale_to_zero:
             instances_per_copy = 1  # a copy never spans instances
             managed_scaling = sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
-                status="ENABLED", min_instance_count=0, max_instance_count=max(variant.instance_count, scaling.max_copies * instances_per_copy)
+                status="ENABLED",
+                min_instance_count=0,
+                max_instance_count=max(variant.instance_count, scaling.max_copies * instances_per_copy),
             )
         production = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=variant.variant_name,
@@ -156,7 +158,9 @@ class LoraAdapters(Construct):
                     container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout_seconds,
                 ),
             ),
-            runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(copy_count=compute.copies),
+            runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
+                copy_count=compute.copies
+            ),
         )
         self.adapter_components: dict[str, sagemaker.CfnInferenceComponent] = {}
         for adapter in adapters:
@@ -207,7 +211,9 @@ class LoraAdapters(Construct):
                 metric_aggregation_type="Maximum",
                 cooldown=scaling.scale_out_cooldown_seconds,
                 step_adjustments=[
-                    appscaling.CfnScalingPolicy.StepAdjustmentProperty(metric_interval_lower_bound=0, scaling_adjustment=1)
+                    appscaling.CfnScalingPolicy.StepAdjustmentProperty(
+                        metric_interval_lower_bound=0, scaling_adjustment=1
+                    )
                 ],
             ),
         )

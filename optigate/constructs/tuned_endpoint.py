@@ -18,7 +18,9 @@ from optigate.constructs.lmi_model import LmiModel
 
 # Instance families with NVMe instance storage. SageMaker encrypts those volumes with a hardware
 # module and fails CreateEndpointConfig if KmsKeyId is set for them (and refuses VolumeSizeInGB).
-INSTANCE_STORAGE_FAMILIES = frozenset({"g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "trn1"})
+INSTANCE_STORAGE_FAMILIES = frozenset(
+    {"g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "trn1"}
+)
 MAX_BLUE_GREEN_SECONDS = 14400  # the API maximum for MaximumExecutionTimeoutInSeconds
 
 
@@ -60,7 +62,9 @@ class VariantSettings:
     routing_strategy: str = "LEAST_OUTSTANDING_REQUESTS"
     variant_name: str = "AllTraffic"
 
-    def to_property(self, model_name: str, weight: float = 1.0, **extra) -> sagemaker.CfnEndpointConfig.ProductionVariantProperty:
+    def to_property(
+        self, model_name: str, weight: float = 1.0, **extra
+    ) -> sagemaker.CfnEndpointConfig.ProductionVariantProperty:
         return sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=self.variant_name,
             model_name=model_name,
@@ -195,7 +199,9 @@ class TunedEndpoint(Construct):
     def add_production_variant(self, model: LmiModel, variant: VariantSettings, weight: float = 1.0) -> None:
         """Split live traffic by weight with another production variant (A/B across instance types)."""
         if self._shadow_variants:
-            raise ValueError(f"{self.node.path}: an endpoint with a shadow variant takes exactly one production variant")
+            raise ValueError(
+                f"{self.node.path}: an endpoint with a shadow variant takes exactly one production variant"
+            )
         if variant.variant_name in self.production_variant_names:
             raise ValueError(f"{self.node.path}: variant name {variant.variant_name!r} is already used")
         self._production_variants.append(variant.to_property(model.model_name, weight))
@@ -214,9 +220,13 @@ class TunedEndpoint(Construct):
         if not 1 <= sampling_percentage <= 100:
             raise ValueError(f"{self.node.path}: sampling_percentage must be 1-100, got {sampling_percentage}")
         if variant.variant_name in self.production_variant_names:
-            raise ValueError(f"{self.node.path}: the shadow variant needs its own name, {variant.variant_name!r} is taken")
+            raise ValueError(
+                f"{self.node.path}: the shadow variant needs its own name, {variant.variant_name!r} is taken"
+            )
         if has_instance_storage(variant.instance_type) != has_instance_storage(self.variant.instance_type):
-            raise ValueError(f"{self.node.path}: mix of NVMe and EBS instance types; one KmsKeyId setting cannot serve both")
+            raise ValueError(
+                f"{self.node.path}: mix of NVMe and EBS instance types; one KmsKeyId setting cannot serve both"
+            )
         # The shadow's weight relative to the production variant's (1.0) is the sampled share.
         self._shadow_variants.append(variant.to_property(model.model_name, sampling_percentage / 100))
         self.config.shadow_production_variants = list(self._shadow_variants)
@@ -224,7 +234,9 @@ class TunedEndpoint(Construct):
     # ------------------------------------------------------------------ parts
 
     def _data_capture(self, model: LmiModel, percentage: int) -> sagemaker.CfnEndpointConfig.DataCaptureConfigProperty:
-        self.capture_bucket = secure_bucket(self, "CaptureBucket", self.key, purpose="SageMaker (through the model role)", expire_days=90)
+        self.capture_bucket = secure_bucket(
+            self, "CaptureBucket", self.key, purpose="SageMaker (through the model role)", expire_days=90
+        )
         # SageMaker writes captured data with the model's execution role.
         nag.allow(
             model.role,
@@ -248,7 +260,10 @@ class TunedEndpoint(Construct):
         return cloudwatch.Metric(
             namespace="AWS/SageMaker",
             metric_name=name,
-            dimensions_map={"EndpointName": self.endpoint_name, "VariantName": variant_name or self.variant.variant_name},
+            dimensions_map={
+                "EndpointName": self.endpoint_name,
+                "VariantName": variant_name or self.variant.variant_name,
+            },
             statistic=statistic,
             period=Duration.minutes(1),
         )
@@ -277,7 +292,9 @@ class TunedEndpoint(Construct):
         )
         return [errors, latency]
 
-    def _deployment_config(self, blue_green: BlueGreenSettings | None) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
+    def _deployment_config(
+        self, blue_green: BlueGreenSettings | None
+    ) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
         if blue_green is None:
             return None
         wait = blue_green.wait_minutes * 60
@@ -292,8 +309,13 @@ class TunedEndpoint(Construct):
             )
         else:
             # A single instance cannot be split: shift at once, bake, and keep the old fleet until then.
-            routing = sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(type="ALL_AT_ONCE", wait_interval_in_seconds=wait)
-        startup = self.variant.model_data_download_timeout_seconds + self.variant.container_startup_health_check_timeout_seconds
+            routing = sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
+                type="ALL_AT_ONCE", wait_interval_in_seconds=wait
+            )
+        startup = (
+            self.variant.model_data_download_timeout_seconds
+            + self.variant.container_startup_health_check_timeout_seconds
+        )
         timeout = min(MAX_BLUE_GREEN_SECONDS, startup + 3 * wait + 1800)
         return sagemaker.CfnEndpoint.DeploymentConfigProperty(
             blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
@@ -341,7 +363,9 @@ class TunedEndpoint(Construct):
                 title="Model latency (µs)",
                 left=[self.metric("ModelLatency", "p50"), self.metric("ModelLatency", "p99")],
             ),
-            cloudwatch.GraphWidget(title="Errors", left=[self.metric("Invocation4XXErrors"), self.metric("Invocation5XXErrors")]),
+            cloudwatch.GraphWidget(
+                title="Errors", left=[self.metric("Invocation4XXErrors"), self.metric("Invocation5XXErrors")]
+            ),
             cloudwatch.GraphWidget(
                 title="GPU", left=[instance_metric("GPUUtilization"), instance_metric("GPUMemoryUtilization")]
             ),

@@ -36,7 +36,13 @@ class ResolvedProject:
         known = {environment.name: environment for environment in environments}
         unknown = [name for name in wanted if name not in known]
         if unknown:
-            raise ConfigError([ConfigIssue("-c env", None, "", f"unknown environment(s) {', '.join(unknown)}; known: {', '.join(known)}")])
+            raise ConfigError(
+                [
+                    ConfigIssue(
+                        "-c env", None, "", f"unknown environment(s) {', '.join(unknown)}; known: {', '.join(known)}"
+                    )
+                ]
+            )
         return [known[name] for name in wanted]
 
     def deployments(self, selection: str | None = None, locks_dir: str | Path | None = None) -> list[Deployment]:

@@ -35,53 +35,97 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
     version = serving.container.version or images.DEFAULT_VERSION[family]
     versions = images.known_versions(family)
     if version not in versions:
-        add(("container", "version"), f"{family} has no version {version} in the SageMaker SDK's image tables; known: {', '.join(versions)}")
+        add(
+            ("container", "version"),
+            f"{family} has no version {version} in the SageMaker SDK's image tables; known: {', '.join(versions)}",
+        )
 
     try:
         instance = catalog.get_instance(serving.instance_type)
     except KeyError:
         names = [i.instance_type for i in catalog.all_instances()]
-        add(("instance_type",), f"unknown or unsupported instance type '{serving.instance_type}'{did_you_mean(serving.instance_type, names)}")
+        add(
+            ("instance_type",),
+            f"unknown or unsupported instance type '{serving.instance_type}'{did_you_mean(serving.instance_type, names)}",
+        )
         return problems
 
     if family == "lmi-neuronx" and instance.platform != "neuron":
-        add(("container", "family"), f"lmi-neuronx runs only on Inferentia/Trainium (ml.inf2, ml.trn1), not on {instance.instance_type} ({instance.accelerator}); use family lmi")
+        add(
+            ("container", "family"),
+            f"lmi-neuronx runs only on Inferentia/Trainium (ml.inf2, ml.trn1), not on {instance.instance_type} ({instance.accelerator}); use family lmi",
+        )
     if instance.platform == "neuron" and family != "lmi-neuronx":
-        add(("container", "family"), f"{instance.instance_type} has {instance.accelerator} accelerators, which only the lmi-neuronx container can use; set container.family: lmi-neuronx or choose a GPU instance")
+        add(
+            ("container", "family"),
+            f"{instance.instance_type} has {instance.accelerator} accelerators, which only the lmi-neuronx container can use; set container.family: lmi-neuronx or choose a GPU instance",
+        )
 
     units = instance.tp_units
     unit_name = "NeuronCores" if instance.platform == "neuron" else "GPUs"
     tp = serving.tensor_parallel_degree
     if tp is not None and (tp > units or units % tp != 0):
         divisors = [d for d in range(1, units + 1) if units % d == 0]
-        add(("tensor_parallel_degree",), f"{tp} does not divide the {units} {unit_name} of {instance.instance_type}; use one of {divisors}")
+        add(
+            ("tensor_parallel_degree",),
+            f"{tp} does not divide the {units} {unit_name} of {instance.instance_type}; use one of {divisors}",
+        )
 
     cc = instance.compute_capability
     quantization = serving.quantization
     if quantization is not None and instance.platform == "neuron":
-        add(("quantization",), f"{quantization} is not served by lmi-neuronx on {instance.instance_type}; remove quantization or choose a GPU instance")
-    elif quantization == "fp8" and cc is not None and cc < FP8_MIN_COMPUTE_CAPABILITY and not serving.allow_weight_only_fp8:
-        add(("quantization",), f"FP8 W8A8 needs compute capability >= 8.9, and {instance.accelerator} on {instance.instance_type} has {cc}: vLLM would fall back to FP8 weight-only (less memory, no faster math); use awq/gptq, choose {FP8_INSTANCES}, or set allow_weight_only_fp8: true")
+        add(
+            ("quantization",),
+            f"{quantization} is not served by lmi-neuronx on {instance.instance_type}; remove quantization or choose a GPU instance",
+        )
+    elif (
+        quantization == "fp8"
+        and cc is not None
+        and cc < FP8_MIN_COMPUTE_CAPABILITY
+        and not serving.allow_weight_only_fp8
+    ):
+        add(
+            ("quantization",),
+            f"FP8 W8A8 needs compute capability >= 8.9, and {instance.accelerator} on {instance.instance_type} has {cc}: vLLM would fall back to FP8 weight-only (less memory, no faster math); use awq/gptq, choose {FP8_INSTANCES}, or set allow_weight_only_fp8: true",
+        )
     elif quantization == "nvfp4" and (cc is None or cc < NVFP4_MIN_COMPUTE_CAPABILITY):
-        add(("quantization",), f"NVFP4 needs Blackwell (compute capability >= 10.0), and {instance.accelerator} on {instance.instance_type} has {cc}; use fp8 on Ada/Hopper or awq/gptq, or choose ml.p6-b200.48xlarge")
+        add(
+            ("quantization",),
+            f"NVFP4 needs Blackwell (compute capability >= 10.0), and {instance.accelerator} on {instance.instance_type} has {cc}; use fp8 on Ada/Hopper or awq/gptq, or choose ml.p6-b200.48xlarge",
+        )
     if quantization is not None and family == "lmi-trtllm" and quantization in ("gptq", "nvfp4"):
-        add(("quantization",), f"{quantization} is not offered by optigate's lmi-trtllm rendering; use fp8 or awq, or container family lmi")
+        add(
+            ("quantization",),
+            f"{quantization} is not offered by optigate's lmi-trtllm rendering; use fp8 or awq, or container family lmi",
+        )
 
     if serving.kv_cache_dtype != "auto" and instance.platform == "neuron":
         add(("kv_cache_dtype",), "an FP8 KV cache is not available with lmi-neuronx; use auto")
 
     if serving.speculative_decoding is not None:
         if family != "lmi":
-            add(("speculative_decoding",), f"speculative decoding is configured through vLLM's OPTION_SPECULATIVE_CONFIG, which only container family lmi reads (not {family})")
+            add(
+                ("speculative_decoding",),
+                f"speculative decoding is configured through vLLM's OPTION_SPECULATIVE_CONFIG, which only container family lmi reads (not {family})",
+            )
         elif images.version_tuple(version) < images.FIRST_VLLM_SPECULATIVE_CONFIG_VERSION and version in versions:
-            add(("container", "version"), f"OPTION_SPECULATIVE_CONFIG needs LMI v15 (container version 0.33.0) or newer, got {version}; the older OPTION_SPECULATIVE_DRAFT_MODEL belonged to lmi-dist")
+            add(
+                ("container", "version"),
+                f"OPTION_SPECULATIVE_CONFIG needs LMI v15 (container version 0.33.0) or newer, got {version}; the older OPTION_SPECULATIVE_DRAFT_MODEL belonged to lmi-dist",
+            )
 
     lora = serving.lora
     if (lora is not None or has_adapters) and family != "lmi":
-        add(("lora",) if lora else (), f"LoRA adapters are served through vLLM's multi-LoRA support, which only container family lmi offers (not {family})")
+        add(
+            ("lora",) if lora else (),
+            f"LoRA adapters are served through vLLM's multi-LoRA support, which only container family lmi offers (not {family})",
+        )
 
     if serving.volume_size_gb is not None and instance.has_instance_storage:
-        add(("volume_size_gb",), f"{instance.instance_type} stores models on its NVMe instance storage, where SageMaker refuses VolumeSizeInGB; remove volume_size_gb")
+        add(
+            ("volume_size_gb",),
+            f"{instance.instance_type} stores models on its NVMe instance storage, where SageMaker refuses VolumeSizeInGB; remove volume_size_gb",
+        )
     return problems
 
 
@@ -106,11 +150,21 @@ def serving_architecture_problems(arch: ModelArchitecture, serving: Serving, pat
     """Settings the model itself refuses: lengths beyond its positions, a TP its heads cannot shard."""
     problems: list[Problem] = []
     if serving.max_model_len is not None and serving.max_model_len > arch.max_position_embeddings:
-        problems.append(Problem((*path, "max_model_len"), f"{serving.max_model_len} exceeds the model's max_position_embeddings ({arch.max_position_embeddings}); vLLM refuses to start; use at most {arch.max_position_embeddings}"))
+        problems.append(
+            Problem(
+                (*path, "max_model_len"),
+                f"{serving.max_model_len} exceeds the model's max_position_embeddings ({arch.max_position_embeddings}); vLLM refuses to start; use at most {arch.max_position_embeddings}",
+            )
+        )
     heads = arch.num_key_value_heads
     tp = serving.tensor_parallel_degree
     if tp and heads and tp > heads and tp % heads != 0:
-        problems.append(Problem((*path, "tensor_parallel_degree"), f"{tp} is neither a divisor nor a multiple of the model's {heads} KV heads; vLLM cannot shard attention"))
+        problems.append(
+            Problem(
+                (*path, "tensor_parallel_degree"),
+                f"{tp} is neither a divisor nor a multiple of the model's {heads} KV heads; vLLM cannot shard attention",
+            )
+        )
     return problems
 
 
@@ -125,12 +179,22 @@ def tensor_parallel_problems(arch: ModelArchitecture, serving: Serving, path: Pa
     valid = [d for d in range(1, units + 1) if units % d == 0 and arch.valid_tensor_parallel(d)]
     heads = f"{arch.num_attention_heads} attention heads / {arch.num_key_value_heads} KV heads"
     if explicit is not None:
-        return [Problem((*path, "tensor_parallel_degree"), f"{tp} cannot shard the model's {heads}; vLLM refuses to start; use one of {valid}")]
+        return [
+            Problem(
+                (*path, "tensor_parallel_degree"),
+                f"{tp} cannot shard the model's {heads}; vLLM refuses to start; use one of {valid}",
+            )
+        ]
     unit = "NeuronCore" if instance.is_neuron else "GPU"
-    return [Problem((*path, "instance_type"), (
-        f"the default tensor_parallel_degree {tp} (every {unit} of {instance.instance_type}) cannot shard the model's "
-        f"{heads}; set tensor_parallel_degree to one of {valid}"
-    ))]
+    return [
+        Problem(
+            (*path, "instance_type"),
+            (
+                f"the default tensor_parallel_degree {tp} (every {unit} of {instance.instance_type}) cannot shard the model's "
+                f"{heads}; set tensor_parallel_degree to one of {valid}"
+            ),
+        )
+    ]
 
 
 def capacity_problems(resolved_plan, serving: Serving, path: PathT) -> list[Problem]:

@@ -94,7 +94,9 @@ def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
         max_batch_size = serving.max_batch_size or DEFAULT_MAX_BATCH_SIZE
         gpu_memory_utilization = serving.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
         if serving.max_model_len is None or serving.max_batch_size is None:
-            notes.append(f"Neuron: max_model_len={max_model_len}, max_batch_size={max_batch_size} are defaults, not planned")
+            notes.append(
+                f"Neuron: max_model_len={max_model_len}, max_batch_size={max_batch_size} are defaults, not planned"
+            )
         try:
             plan = plan_serving(team, serving, max_model_len=max_model_len, max_batch_size=max_batch_size)
         except ValueError:

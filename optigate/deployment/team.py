@@ -41,19 +41,25 @@ class ResolvedTeam:
 resolutions: dict[str, int] = {}
 
 
-def _variant(team: TeamConfig, arch: ModelArchitecture, serving: Serving, path: PathT) -> tuple[ResolvedServing | None, list[Problem]]:
+def _variant(
+    team: TeamConfig, arch: ModelArchitecture, serving: Serving, path: PathT
+) -> tuple[ResolvedServing | None, list[Problem]]:
     problems = rules.hardware_problems(serving, path, has_adapters=bool(team.adapters))
     if problems:
         return None, problems
     problems = rules.serving_architecture_problems(arch, serving, path)
-    problems += [p for p in rules.tensor_parallel_problems(arch, serving, path) if p.path not in {q.path for q in problems}]
+    problems += [
+        p for p in rules.tensor_parallel_problems(arch, serving, path) if p.path not in {q.path for q in problems}
+    ]
     if problems:
         return None, problems
     resolved = resolve_serving(team, serving)
     return resolved, rules.capacity_problems(resolved.plan, serving, path)
 
 
-def _candidate(team: TeamConfig, arch: ModelArchitecture, merge, path: PathT) -> tuple[ResolvedServing | None, list[Problem]]:
+def _candidate(
+    team: TeamConfig, arch: ModelArchitecture, merge, path: PathT
+) -> tuple[ResolvedServing | None, list[Problem]]:
     try:
         serving = merge()
     except ValidationError:

@@ -67,7 +67,10 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "status": self.status, "passed": self.passed, "reasons": self.reasons, "warnings": self.warnings,
+            "status": self.status,
+            "passed": self.passed,
+            "reasons": self.reasons,
+            "warnings": self.warnings,
             "checks": [c.to_dict() for c in self.checks],
         }
 

@@ -103,8 +103,13 @@ def score_model(
 
 
 SCORE_KEYS = (
-    "factual_knowledge", "factual_knowledge_quasi_exact", "qa_exact_match", "qa_quasi_exact_match", "qa_f1",
-    CLASSIFICATION_METRIC, "refusal",
+    "factual_knowledge",
+    "factual_knowledge_quasi_exact",
+    "qa_exact_match",
+    "qa_quasi_exact_match",
+    "qa_f1",
+    CLASSIFICATION_METRIC,
+    "refusal",
 )
 
 
@@ -125,14 +130,24 @@ def evaluate(
     (out / "verdict.json").write_text(json.dumps(written, indent=2))
     with (out / "scores.jsonl").open("w") as handle:
         for record, base, cand in zip(records, baseline, candidate, strict=True):
-            handle.write(json.dumps({
-                "id": record["id"], "category": record["category"], "prompt_tokens": record["prompt_tokens"],
-                "baseline_output": baseline_rows[record["id"]]["model_output"],
-                "candidate_output": candidate_rows[record["id"]]["model_output"],
-                "baseline": base, "candidate": cand,
-            }) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "id": record["id"],
+                        "category": record["category"],
+                        "prompt_tokens": record["prompt_tokens"],
+                        "baseline_output": baseline_rows[record["id"]]["model_output"],
+                        "candidate_output": candidate_rows[record["id"]]["model_output"],
+                        "baseline": base,
+                        "candidate": cand,
+                    }
+                )
+                + "\n"
+            )
     spot = spotcheck.select(
-        records, baseline, candidate,
+        records,
+        baseline,
+        candidate,
         [baseline_rows[r["id"]]["model_output"] or "" for r in records],
         [candidate_rows[r["id"]]["model_output"] or "" for r in records],
         thresholds,
@@ -181,8 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     records = load_dataset(args.dataset)
     runners = [
         SageMakerEndpointRunner(
-            EndpointSpec.parse(spec), region=args.region, endpoint_url=args.endpoint_url, schema=args.schema,
-            stream=args.stream, max_new_tokens=args.max_new_tokens,
+            EndpointSpec.parse(spec),
+            region=args.region,
+            endpoint_url=args.endpoint_url,
+            schema=args.schema,
+            stream=args.stream,
+            max_new_tokens=args.max_new_tokens,
         )
         for spec in (args.baseline, args.candidate)
     ]

@@ -84,7 +84,11 @@ class SageMakerEndpointRunner(ModelRunner):
 
     def body(self, prompt: str) -> bytes:
         if self.schema == "messages":
-            payload: dict[str, Any] = {"messages": [{"role": "user", "content": prompt}], "max_tokens": self.max_new_tokens, "temperature": 0}
+            payload: dict[str, Any] = {
+                "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": self.max_new_tokens,
+                "temperature": 0,
+            }
         else:
             payload = {"inputs": prompt, "parameters": {"max_new_tokens": self.max_new_tokens, "do_sample": False}}
         if self.stream:
@@ -92,7 +96,11 @@ class SageMakerEndpointRunner(ModelRunner):
         return json.dumps(payload).encode()
 
     def _arguments(self, prompt: str) -> dict[str, Any]:
-        arguments: dict[str, Any] = {"EndpointName": self.endpoint.endpoint_name, "Body": self.body(prompt), "ContentType": "application/json"}
+        arguments: dict[str, Any] = {
+            "EndpointName": self.endpoint.endpoint_name,
+            "Body": self.body(prompt),
+            "ContentType": "application/json",
+        }
         if self.endpoint.target_variant:
             arguments["TargetVariant"] = self.endpoint.target_variant
         if self.endpoint.inference_component:

@@ -19,7 +19,13 @@ def quality(scores: dict[str, float]) -> float | None:
     return next((scores[m] for m in QUALITY_METRICS if m in scores), None)
 
 
-def hardest_slices(records: list[dict[str, Any]], baseline: list[dict[str, float]], candidate: list[dict[str, float]], thresholds: EvaluationGate, count: int = 2) -> list[str]:
+def hardest_slices(
+    records: list[dict[str, Any]],
+    baseline: list[dict[str, float]],
+    candidate: list[dict[str, float]],
+    thresholds: EvaluationGate,
+    count: int = 2,
+) -> list[str]:
     """Slices where the two models score lowest on average (ties: more disagreement, then size)."""
     scored = []
     for name, indexes in slices_of(records, thresholds).items():
@@ -33,7 +39,15 @@ def hardest_slices(records: list[dict[str, Any]], baseline: list[dict[str, float
     return [entry[-1] for entry in sorted(scored)[:count]]
 
 
-def select(records, baseline, candidate, baseline_outputs, candidate_outputs, thresholds: EvaluationGate, size: int = SPOT_CHECK_SIZE) -> list[dict[str, Any]]:
+def select(
+    records,
+    baseline,
+    candidate,
+    baseline_outputs,
+    candidate_outputs,
+    thresholds: EvaluationGate,
+    size: int = SPOT_CHECK_SIZE,
+) -> list[dict[str, Any]]:
     slices = slices_of(records, thresholds)
     chosen_slices = hardest_slices(records, baseline, candidate, thresholds)
     pool = sorted({i for name in chosen_slices for i in slices[name]})
@@ -64,7 +78,19 @@ def write(spot: list[dict[str, Any]], folder: Path) -> tuple[Path, Path]:
     jsonl = folder / "spotcheck.jsonl"
     jsonl.write_text("".join(json.dumps(row) + "\n" for row in spot))
     rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (row["id"], ", ".join(row["slices"]), row["prompt"][:400], row["target"], row["baseline_output"], row["candidate_output"])) + "<td><label><input type=checkbox> candidate acceptable</label></td></tr>"
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(v))}</td>"
+            for v in (
+                row["id"],
+                ", ".join(row["slices"]),
+                row["prompt"][:400],
+                row["target"],
+                row["baseline_output"],
+                row["candidate_output"],
+            )
+        )
+        + "<td><label><input type=checkbox> candidate acceptable</label></td></tr>"
         for row in spot
     )
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>optigate spot check</title>

@@ -34,7 +34,9 @@ class QAScores(Transform):
 class RefusalScore(Transform):
     """1.0 when the model output matches a refusal pattern."""
 
-    def __init__(self, model_output_key: str = "model_output", patterns: tuple[str, ...] = scoring.DEFAULT_REFUSAL_PATTERNS) -> None:
+    def __init__(
+        self, model_output_key: str = "model_output", patterns: tuple[str, ...] = scoring.DEFAULT_REFUSAL_PATTERNS
+    ) -> None:
         super().__init__(model_output_key, tuple(patterns))
         self.register_input_output_keys([model_output_key], [REFUSAL])
         self.model_output_key = model_output_key

@@ -101,20 +101,39 @@ def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
     for level in data["levels"]:
         for label in ("baseline", "candidate"):
             fig = level[label]
-            level_rows.append([
-                str(level["concurrency"]), label, f"{fig['successful_requests']}/{fig['requests']}",
-                _number(fig["p50_ttft_ms"], "p99_ttft"), _number(fig["p99_ttft_ms"], "p99_ttft"),
-                _number(fig["p99_itl_ms"], "p99_itl"), _number(fig["p50_tpot_ms"], "p99_ttft"),
-                _number(fig["output_tokens_per_s"]), _number(fig["mean_tokens_per_chunk"]),
-            ])
+            level_rows.append(
+                [
+                    str(level["concurrency"]),
+                    label,
+                    f"{fig['successful_requests']}/{fig['requests']}",
+                    _number(fig["p50_ttft_ms"], "p99_ttft"),
+                    _number(fig["p99_ttft_ms"], "p99_ttft"),
+                    _number(fig["p99_itl_ms"], "p99_itl"),
+                    _number(fig["p50_tpot_ms"], "p99_ttft"),
+                    _number(fig["output_tokens_per_s"]),
+                    _number(fig["mean_tokens_per_chunk"]),
+                ]
+            )
     if level_rows:
-        header = ["concurrency", "run", "ok/sent", "p50 TTFT", "p99 TTFT", "p99 ITL", "p50 TPOT", "output tokens/s",
-                  "tokens/chunk"]
+        header = [
+            "concurrency",
+            "run",
+            "ok/sent",
+            "p50 TTFT",
+            "p99 TTFT",
+            "p99 ITL",
+            "p50 TPOT",
+            "output tokens/s",
+            "tokens/chunk",
+        ]
         sections.append("<h2>Measured</h2>" + _table(header, level_rows))
     cost_rows = [
         [
-            str(c["concurrency"]), _usd(c["baseline"]), _usd(c["candidate"]),
-            _number(c["baseline_output_tokens_per_s"]), _number(c["candidate_output_tokens_per_s"]),
+            str(c["concurrency"]),
+            _usd(c["baseline"]),
+            _usd(c["candidate"]),
+            _number(c["baseline_output_tokens_per_s"]),
+            _number(c["candidate_output_tokens_per_s"]),
         ]
         for c in data["cost_per_million_output_tokens"]
     ]
@@ -128,8 +147,13 @@ def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
     if shadow:
         sides = (("production", shadow.get("production") or {}), ("shadow (candidate)", shadow.get("shadow") or {}))
         rows = [
-            [label, html.escape(str(side.get("variant"))), _number(side.get("invocations")),
-             _number(side.get("errors_5xx")), _number(side.get("p99_model_latency_ms"), "p99_ttft")]
+            [
+                label,
+                html.escape(str(side.get("variant"))),
+                _number(side.get("invocations")),
+                _number(side.get("errors_5xx")),
+                _number(side.get("p99_model_latency_ms"), "p99_ttft"),
+            ]
             for label, side in sides
         ]
         share = html.escape(str(shadow.get("sampling_percentage")))
@@ -143,9 +167,15 @@ def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
     comparison = data["prediction_vs_measurement"]
     if comparison:
         rows = [
-            [html.escape(key), _number(row["predicted"]), _number(row["measured"]), html.escape(row["measured_as"]),
-             "—" if row["ratio"] is None else f"{row['ratio']:.2f}×"]
-            for key, row in comparison.items() if isinstance(row, dict)
+            [
+                html.escape(key),
+                _number(row["predicted"]),
+                _number(row["measured"]),
+                html.escape(row["measured_as"]),
+                "—" if row["ratio"] is None else f"{row['ratio']:.2f}×",
+            ]
+            for key, row in comparison.items()
+            if isinstance(row, dict)
         ]
         sections.append(
             f"<h2>Planner prediction vs measurement</h2><p>{html.escape(comparison['note'])}.</p>"
@@ -164,6 +194,6 @@ def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{_STYLE}</style></head>
 <body><h1>{html.escape(title)}</h1>
-<p class="banner {status}">{html.escape(data['summary'])}</p>
-{''.join(sections)}{images}</body></html>
+<p class="banner {status}">{html.escape(data["summary"])}</p>
+{"".join(sections)}{images}</body></html>
 """

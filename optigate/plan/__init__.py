@@ -1,8 +1,8 @@
 """Pure-Python capacity and roofline planner for LLM serving on SageMaker.
 
-    >>> from optigate.plan import plan
-    >>> result = plan("llama-3.1-8b", "ml.g6.xlarge", max_model_len=8192)
-    >>> result.kv_capacity_tokens, result.decode_bound
+>>> from optigate.plan import plan
+>>> result = plan("llama-3.1-8b", "ml.g6.xlarge", max_model_len=8192)
+>>> result.kv_capacity_tokens, result.decode_bound
 """
 
 from .architecture import ModelArchitecture, ParameterBreakdown, known_models, load_architecture

@@ -34,7 +34,9 @@ _GDDR_ACCELERATORS = frozenset({"A10G", "L4", "L40S"})
 #: reserve: vLLM's custom all-reduce allocates extra buffers only with NVLink.
 # Instance families with NVMe instance storage. SageMaker puts the model there, encrypts those volumes
 # with a hardware module and fails CreateEndpointConfig if KmsKeyId or VolumeSizeInGB is set for them.
-INSTANCE_STORAGE_FAMILIES = frozenset({"g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "trn1"})
+INSTANCE_STORAGE_FAMILIES = frozenset(
+    {"g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "trn1"}
+)
 _NVLINK_ACCELERATORS = frozenset({"A100-40GB", "A100-80GB", "H100", "H200", "B200"})
 
 

@@ -176,7 +176,9 @@ class WeightFootprint:
         return self.lm_head + self.attention + self.dense_mlp + experts + self.shared_experts + self.router + self.norms
 
 
-def weight_footprint(arch: ModelArchitecture, precision: str | WeightPrecision = "bf16", tp: int = 1) -> WeightFootprint:
+def weight_footprint(
+    arch: ModelArchitecture, precision: str | WeightPrecision = "bf16", tp: int = 1
+) -> WeightFootprint:
     """Weight bytes per rank under tensor parallelism.
 
     Linear layers, experts, embedding and lm_head are split across ranks

@@ -64,8 +64,7 @@ def _weights_do_not_fit(inputs: PlanInputs, memory: MemoryPlan, suggestions: Seq
         f"{inputs.model.name} {inputs.weights.name} weights need {memory.weights.total / GIB:.1f} GiB per accelerator "
         f"at TP={memory.tp}, but {inputs.instance.instance_type} leaves {max(room, 0) / GIB:.1f} GiB "
         f"(usable {memory.usable_bytes / GIB:.1f} GiB x gpu_memory_utilization {gmu} - "
-        f"{memory.reserve.total / GIB:.1f} GiB runtime reserve)."
-        + _try("weights_do_not_fit", inputs, suggestions)
+        f"{memory.reserve.total / GIB:.1f} GiB runtime reserve)." + _try("weights_do_not_fit", inputs, suggestions)
     )
 
 
@@ -79,9 +78,7 @@ def _kv_cannot_hold_one_sequence(inputs: PlanInputs, memory: MemoryPlan, suggest
     )
 
 
-def _batch_times_length_does_not_fit(
-    inputs: PlanInputs, memory: MemoryPlan, suggestions: Sequence[Suggestion]
-) -> str:
+def _batch_times_length_does_not_fit(inputs: PlanInputs, memory: MemoryPlan, suggestions: Sequence[Suggestion]) -> str:
     batch, typical = inputs.max_batch_size, inputs.typical_length
     need = (batch or 0) * typical
     return (

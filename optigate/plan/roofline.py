@@ -38,7 +38,9 @@ class RankHardware:
     def scaled(self, achievable_fraction: float) -> RankHardware:
         if not 0 < achievable_fraction <= 1:
             raise ValueError("achievable_fraction must be in (0, 1]")
-        return RankHardware(self.memory_bandwidth_bytes_per_s * achievable_fraction, self.peak_flops * achievable_fraction)
+        return RankHardware(
+            self.memory_bandwidth_bytes_per_s * achievable_fraction, self.peak_flops * achievable_fraction
+        )
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,9 @@ def prefill_bound(
     total_tokens = prompt_tokens * num_sequences
     causal_attention = 2 * prompt_tokens**2 * arch.q_size * arch.num_hidden_layers / tp
     flops = total_tokens * linear_flops_per_token(arch, tp) + num_sequences * causal_attention
-    bytes_read = weights.read_per_step(expected_distinct_experts(arch, total_tokens)) + total_tokens * kv_bytes_per_token
+    bytes_read = (
+        weights.read_per_step(expected_distinct_experts(arch, total_tokens)) + total_tokens * kv_bytes_per_token
+    )
     return StepBound(
         bytes_read=bytes_read,
         flops=flops,
@@ -159,7 +163,13 @@ def decode_curve(
     points = []
     for b in range(1, max_batch + 1):
         step = decode_step_bound(
-            arch, weights, hardware, batch=b, context_tokens=context_tokens, kv_bytes_per_token=kv_bytes_per_token, tp=tp
+            arch,
+            weights,
+            hardware,
+            batch=b,
+            context_tokens=context_tokens,
+            kv_bytes_per_token=kv_bytes_per_token,
+            tp=tp,
         )
         points.append(
             DecodePoint(

@@ -25,6 +25,7 @@ HEADROOM = 2
 WEIGHT_PRECISION = {None: "bf16", "fp8": "fp8", "awq": "awq", "gptq": "gptq", "nvfp4": "nvfp4"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
 
+
 def architecture_for(spec: str | ArchitectureFields) -> ModelArchitecture:
     """The planner's architecture for a config entry; a stated parameter count sizes the MLP."""
     if isinstance(spec, str):
@@ -33,7 +34,9 @@ def architecture_for(spec: str | ArchitectureFields) -> ModelArchitecture:
     published = fields.pop("num_parameters", None)
     if "intermediate_size" not in fields and published:
         without_mlp = ModelArchitecture.from_config(fields, name="custom").parameter_count().total
-        fields["intermediate_size"] = max(1, round((published - without_mlp) / (3 * spec.hidden_size * spec.num_hidden_layers)))
+        fields["intermediate_size"] = max(
+            1, round((published - without_mlp) / (3 * spec.hidden_size * spec.num_hidden_layers))
+        )
     return ModelArchitecture.from_config(fields, name="custom", published={"total": published} if published else None)
 
 
@@ -87,7 +90,9 @@ def derive_settings(team: TeamConfig, serving: Serving | None = None) -> Derived
 
     gpu_memory_utilization = serving.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
     if serving.gpu_memory_utilization is None:
-        notes.append(f"gpu_memory_utilization={gpu_memory_utilization}: vLLM's default share, leaving room for the runtime")
+        notes.append(
+            f"gpu_memory_utilization={gpu_memory_utilization}: vLLM's default share, leaving room for the runtime"
+        )
     tp = serving.tensor_parallel_degree or instance.tp_units
     if serving.tensor_parallel_degree is None:
         unit = "NeuronCore" if instance.is_neuron else "GPU"
@@ -97,7 +102,9 @@ def derive_settings(team: TeamConfig, serving: Serving | None = None) -> Derived
     if max_model_len is None:
         # Probe the KV capacity at a short length, then take the longest length that the cache
         # holds, capped by the model and by twice the team's typical request.
-        probe = plan_serving(team, serving, max_model_len=min(typical, arch.max_position_embeddings or typical), max_batch_size=1)
+        probe = plan_serving(
+            team, serving, max_model_len=min(typical, arch.max_position_embeddings or typical), max_batch_size=1
+        )
         wanted = max(MIN_DERIVED_MAX_MODEL_LEN, 1 << (HEADROOM * typical - 1).bit_length())
         ceiling = min(arch.max_position_embeddings or wanted, wanted)
         capacity = _round_down(probe.kv_capacity_tokens)

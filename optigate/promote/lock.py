@@ -35,7 +35,9 @@ class Lock(BaseModel):
 
     environment: str
     resolved_at: str
-    teams: dict[str, ServedPackage | None] = Field(default_factory=dict, description="None: no Approved package, the baseline is served.")
+    teams: dict[str, ServedPackage | None] = Field(
+        default_factory=dict, description="None: no Approved package, the baseline is served."
+    )
 
 
 def default_locks_dir(config_dir: str | Path) -> Path:

@@ -22,7 +22,11 @@ def newest_approved(client: Any, group: str) -> ServedPackage | None:
     """The newest Approved package of `group` (name or ARN), or None when it has none or does not exist."""
     try:
         summaries = client.list_model_packages(
-            ModelPackageGroupName=group, ModelApprovalStatus="Approved", SortBy="CreationTime", SortOrder="Descending", MaxResults=1
+            ModelPackageGroupName=group,
+            ModelApprovalStatus="Approved",
+            SortBy="CreationTime",
+            SortOrder="Descending",
+            MaxResults=1,
         )["ModelPackageSummaryList"]
     except ClientError as error:
         if error.response["Error"]["Code"] in ("ValidationException", "ResourceNotFound", "ResourceNotFoundException"):
@@ -53,4 +57,6 @@ def resolve(project: Project, environment: Environment, client: Any, *, partitio
         if not team.gate.candidate:
             continue  # no gate, nothing is ever approved: the team file is what it serves
         teams[name] = newest_approved(client, _group_arn(environment, package_group(name, environment.name), partition))
-    return Lock(environment=environment.name, resolved_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), teams=teams)
+    return Lock(
+        environment=environment.name, resolved_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), teams=teams
+    )

@@ -26,7 +26,14 @@ FEATURE_FLAGS = {
 }
 
 
-def build_app(config_dir: str | Path = "config", *, environments: str | None = None, outdir: str | None = None, nag: bool = True, locks_dir: str | Path | None = None) -> App:
+def build_app(
+    config_dir: str | Path = "config",
+    *,
+    environments: str | None = None,
+    outdir: str | None = None,
+    nag: bool = True,
+    locks_dir: str | Path | None = None,
+) -> App:
     """The whole app; raises ConfigError before creating any stack if a config file is wrong.
 
     Locks (what each environment serves) are read from `locks_dir`, `-c locks=<dir>`, or
@@ -52,9 +59,21 @@ def build_pipeline(app: App, project: ResolvedProject, locks_dir: str | Path | N
 
     pipeline = project.project.environments.pipeline
     if pipeline is None:
-        raise ConfigError([ConfigIssue("environments.yaml", None, "pipeline", "-c pipeline=true needs a `pipeline:` block (account, region, source)")])
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    "environments.yaml",
+                    None,
+                    "pipeline",
+                    "-c pipeline=true needs a `pipeline:` block (account, region, source)",
+                )
+            ]
+        )
     deployments = project.deployments(None, locks_dir)
-    stages = [(environment, [d for d in deployments if d.environment.name == environment.name]) for environment in project.environments]
+    stages = [
+        (environment, [d for d in deployments if d.environment.name == environment.name])
+        for environment in project.environments
+    ]
     PipelineStack(app, pipeline, stages)
 
 

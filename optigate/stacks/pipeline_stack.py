@@ -41,7 +41,9 @@ class EnvironmentStage(Stage):
     """Every team's stack in one environment (one account and region)."""
 
     def __init__(self, scope: Construct, environment: Environment, deployments: Sequence[Deployment]) -> None:
-        super().__init__(scope, environment.name, env=CdkEnvironment(account=environment.account, region=environment.region))
+        super().__init__(
+            scope, environment.name, env=CdkEnvironment(account=environment.account, region=environment.region)
+        )
         self.environment = environment
         self.team_stacks = [TeamInferenceStack(self, deployment) for deployment in deployments]
 
@@ -59,19 +61,25 @@ class GateStep(pipelines.Step):
         super().__init__(f"Gate-{deployment.team.team}")
         self.deployment = deployment
 
-    def produce_action(self, stage, *, scope: Construct, action_name: str, run_order: int, **_: Any) -> pipelines.CodePipelineActionFactoryResult:
+    def produce_action(
+        self, stage, *, scope: Construct, action_name: str, run_order: int, **_: Any
+    ) -> pipelines.CodePipelineActionFactoryResult:
         environment, team = self.deployment.environment, self.deployment.team.team
         partition = Aws.PARTITION
         machine = f"arn:{partition}:states:{environment.region}:{environment.account}:stateMachine:{gate_state_machine_name(team, environment.name)}"
         role = f"arn:{partition}:iam::{environment.account}:role/{gate_invoker_role_name(team, environment.name)}"
-        stage.add_action(actions.StepFunctionInvokeAction(
-            action_name=action_name,
-            run_order=run_order,
-            state_machine=sfn.StateMachine.from_state_machine_arn(scope, f"{team}-{environment.name}-Gate", machine),
-            role=iam.Role.from_role_arn(scope, f"{team}-{environment.name}-GateInvoker", role, mutable=False),
-            state_machine_input=actions.StateMachineInput.literal({"source": "pipeline"}),
-            execution_name_prefix=f"pipeline-{team}",
-        ))
+        stage.add_action(
+            actions.StepFunctionInvokeAction(
+                action_name=action_name,
+                run_order=run_order,
+                state_machine=sfn.StateMachine.from_state_machine_arn(
+                    scope, f"{team}-{environment.name}-Gate", machine
+                ),
+                role=iam.Role.from_role_arn(scope, f"{team}-{environment.name}-GateInvoker", role, mutable=False),
+                state_machine_input=actions.StateMachineInput.literal({"source": "pipeline"}),
+                execution_name_prefix=f"pipeline-{team}",
+            )
+        )
         return pipelines.CodePipelineActionFactoryResult(run_orders_consumed=1)
 
 
@@ -88,8 +96,15 @@ def synth_commands(environments: Sequence[Environment]) -> list[str]:
 class PipelineStack(Stack):
     """The promotion pipeline in the tools account (see the module docstring)."""
 
-    def __init__(self, scope: Construct, pipeline: Pipeline, stages: Sequence[tuple[Environment, Sequence[Deployment]]]) -> None:
-        super().__init__(scope, PIPELINE_STACK, env=CdkEnvironment(account=pipeline.account, region=pipeline.region), description="optigate: promotion of gated LLM endpoints through the environments")
+    def __init__(
+        self, scope: Construct, pipeline: Pipeline, stages: Sequence[tuple[Environment, Sequence[Deployment]]]
+    ) -> None:
+        super().__init__(
+            scope,
+            PIPELINE_STACK,
+            env=CdkEnvironment(account=pipeline.account, region=pipeline.region),
+            description="optigate: promotion of gated LLM endpoints through the environments",
+        )
         environments = [environment for environment, _ in stages]
         source = self._source(pipeline)
         synth = pipelines.CodeBuildStep(
@@ -108,13 +123,23 @@ class PipelineStack(Stack):
             synth=synth,
             cross_account_keys=True,  # each environment's account decrypts the artifacts it deploys
             enable_key_rotation=True,
-            code_build_defaults=pipelines.CodeBuildOptions(build_environment=codebuild.BuildEnvironment(build_image=codebuild.LinuxBuildImage.STANDARD_7_0)),
+            code_build_defaults=pipelines.CodeBuildOptions(
+                build_environment=codebuild.BuildEnvironment(build_image=codebuild.LinuxBuildImage.STANDARD_7_0)
+            ),
         )
         self.stages: list[EnvironmentStage] = []
         for environment, deployments in stages:
             stage = EnvironmentStage(self, environment, deployments)
             self.stages.append(stage)
-            pre = [pipelines.ManualApprovalStep(f"Promote-to-{environment.name}", comment=f"Promote the proven models to {environment.name}")] if environment.requires_approval else []
+            pre = (
+                [
+                    pipelines.ManualApprovalStep(
+                        f"Promote-to-{environment.name}", comment=f"Promote the proven models to {environment.name}"
+                    )
+                ]
+                if environment.requires_approval
+                else []
+            )
             post = [GateStep(d) for d in deployments if d.candidate is not None]
             self.pipeline.add_stage(stage, pre=pre, post=post)
         self.pipeline.build_pipeline()
@@ -130,7 +155,9 @@ class PipelineStack(Stack):
         if source.codecommit:
             repository = codecommit.Repository.from_repository_name(self, "Repository", source.repository)
             return pipelines.CodePipelineSource.code_commit(repository, source.branch)
-        return pipelines.CodePipelineSource.connection(source.repository, source.branch, connection_arn=source.connection_arn)
+        return pipelines.CodePipelineSource.connection(
+            source.repository, source.branch, connection_arn=source.connection_arn
+        )
 
     @staticmethod
     def _resolve_permissions(deployments: Sequence[Deployment]) -> list[iam.PolicyStatement]:
@@ -140,12 +167,20 @@ class PipelineStack(Stack):
         for deployment in deployments:
             if deployment.candidate is None:
                 continue
-            environment, group = deployment.environment, package_group(deployment.team.team, deployment.environment.name)
+            environment, group = (
+                deployment.environment,
+                package_group(deployment.team.team, deployment.environment.name),
+            )
             base = f"arn:{Aws.PARTITION}:sagemaker:{environment.region}:{environment.account}"
             readable += [f"{base}:model-package-group/{group}", f"{base}:model-package/{group}/*"]
         statements = [iam.PolicyStatement(actions=["sagemaker:ListModelPackages"], resources=["*"])]
         if readable:
-            statements.append(iam.PolicyStatement(actions=["sagemaker:DescribeModelPackage", "sagemaker:DescribeModelPackageGroup"], resources=readable))
+            statements.append(
+                iam.PolicyStatement(
+                    actions=["sagemaker:DescribeModelPackage", "sagemaker:DescribeModelPackageGroup"],
+                    resources=readable,
+                )
+            )
         return statements
 
     def _role_arns_as_sub(self) -> None:
@@ -155,9 +190,16 @@ class PipelineStack(Stack):
         for s_index, stage in enumerate(self.resolve(pipeline.stages)):
             for a_index, action in enumerate(stage["actions"]):
                 arn = action.get("configuration", {}).get("RoleArn")
-                if isinstance(arn, dict) and "Fn::Join" in arn and arn["Fn::Join"][0] == "" and all(isinstance(p, str) or set(p) == {"Ref"} for p in arn["Fn::Join"][1]):
+                if (
+                    isinstance(arn, dict)
+                    and "Fn::Join" in arn
+                    and arn["Fn::Join"][0] == ""
+                    and all(isinstance(p, str) or set(p) == {"Ref"} for p in arn["Fn::Join"][1])
+                ):
                     text = "".join(p if isinstance(p, str) else "${" + p["Ref"] + "}" for p in arn["Fn::Join"][1])
-                    pipeline.add_property_override(f"Stages.{s_index}.Actions.{a_index}.Configuration.RoleArn", {"Fn::Sub": text})
+                    pipeline.add_property_override(
+                        f"Stages.{s_index}.Actions.{a_index}.Configuration.RoleArn", {"Fn::Sub": text}
+                    )
 
     def _acknowledge_generated(self) -> None:
         """CDK Pipelines writes its roles' policies itself; acknowledge their wildcards one finding
@@ -186,19 +228,29 @@ class PipelineStack(Stack):
     def _trigger_on_approval(self, environments: Sequence[Environment]) -> None:
         """A package Approved by any environment's gate starts the pipeline, which then serves it.
         Environments in other accounts forward the event here (TeamInferenceStack)."""
-        rule = events.Rule(self, "ModelPackageApproved", description="optigate: a gate approved a model package; promote it", event_pattern=approval_event_pattern({"prefix": "optigate-"}))
+        rule = events.Rule(
+            self,
+            "ModelPackageApproved",
+            description="optigate: a gate approved a model package; promote it",
+            event_pattern=approval_event_pattern({"prefix": "optigate-"}),
+        )
         rule.add_target(targets.CodePipeline(self.pipeline.pipeline))
         senders = sorted({e.account for e in environments if e.account != self.account})
         if senders:
             # The raw resource: CfnEventBusPolicy warns about its deprecated `principal` prop even
             # unset, and the L2 EventBusPolicy cannot render an account principal in this CDK version.
-            CfnResource(self, "AcceptApprovalsFromEnvironments", type="AWS::Events::EventBusPolicy", properties={
-                "EventBusName": "default",
-                "StatementId": "optigate-environments",
-                "Statement": {
-                    "Effect": "Allow",
-                    "Principal": {"AWS": [f"arn:{Aws.PARTITION}:iam::{account}:root" for account in senders]},
-                    "Action": "events:PutEvents",
-                    "Resource": f"arn:{Aws.PARTITION}:events:{self.region}:{self.account}:event-bus/default",
+            CfnResource(
+                self,
+                "AcceptApprovalsFromEnvironments",
+                type="AWS::Events::EventBusPolicy",
+                properties={
+                    "EventBusName": "default",
+                    "StatementId": "optigate-environments",
+                    "Statement": {
+                        "Effect": "Allow",
+                        "Principal": {"AWS": [f"arn:{Aws.PARTITION}:iam::{account}:root" for account in senders]},
+                        "Action": "events:PutEvents",
+                        "Resource": f"arn:{Aws.PARTITION}:events:{self.region}:{self.account}:event-bus/default",
+                    },
                 },
-            })
+            )

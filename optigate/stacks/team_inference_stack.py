@@ -137,13 +137,20 @@ class TeamInferenceStack(Stack):
                     "Shadow",
                     endpoint=self.endpoint,
                     model=shadow_model,
-                    variant=VariantSettings(**{**self._variant(deployment.shadow, 1).__dict__, "variant_name": "Shadow"}),
+                    variant=VariantSettings(
+                        **{**self._variant(deployment.shadow, 1).__dict__, "variant_name": "Shadow"}
+                    ),
                     sampling_percentage=rollout.shadow.sampling_percentage,
                 )
 
         if deployment.candidate is not None:
             self.gate = self._gate(deployment, model_prefix)
-        CfnOutput(self, "ServedModel", value=served.model_package_arn if served else "baseline", description="The gate-approved model package this endpoint serves, or the team file's baseline")
+        CfnOutput(
+            self,
+            "ServedModel",
+            value=served.model_package_arn if served else "baseline",
+            description="The gate-approved model package this endpoint serves, or the team file's baseline",
+        )
         if served:
             Tags.of(self.model).add("optigate:model-package", served.model_package_arn)
 
@@ -159,7 +166,9 @@ class TeamInferenceStack(Stack):
         dataset = team.gate.evaluation.dataset_s3_uri
         if candidate is None or dataset is None:  # the config rules refuse a gate candidate without a dataset
             raise ValueError(f"{team.team}: a gate needs a resolved candidate and an evaluation dataset")
-        key = kms.Key(self, "GateKey", enable_key_rotation=True, description=f"optigate gate of {deployment.endpoint_name}")
+        key = kms.Key(
+            self, "GateKey", enable_key_rotation=True, description=f"optigate gate of {deployment.endpoint_name}"
+        )
         bucket = secure_bucket(self, "GateResults", key, purpose="optigate's gate (benchmarks, evaluations, reports)")
         benchmark = team.gate.benchmark
         level = max(benchmark.concurrency)
@@ -168,16 +177,31 @@ class TeamInferenceStack(Stack):
         # The live endpoint and each run's candidate (optigate.naming); candidates run as the model's role.
         invocable = naming.invocable_endpoints(team.team, environment.name)
         self.model.grant_logs(invocable)
-        fleet = BenchmarkFleet(self, "Benchmark", target=FleetTarget(deployment.endpoint_name), endpoints=invocable, shards=shards, results_bucket=bucket, encryption_key=key)
+        fleet = BenchmarkFleet(
+            self,
+            "Benchmark",
+            target=FleetTarget(deployment.endpoint_name),
+            endpoints=invocable,
+            shards=shards,
+            results_bucket=bucket,
+            encryption_key=key,
+        )
         evaluation = EvaluationJob(
-            self, "Evaluation", endpoints=invocable,
+            self,
+            "Evaluation",
+            endpoints=invocable,
             dataset_uri=dataset.replace("{region}", environment.region),
-            output_bucket=bucket, encryption_key=key,
+            output_bucket=bucket,
+            encryption_key=key,
             thresholds=team.gate.evaluation,
         )
         change = deployment.resolved_team.change
         quantize = change.get("quantization")
-        optimization = [{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": str(quantize)}}}] if quantize and quantize != team.serving.quantization else None
+        optimization = (
+            [{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": str(quantize)}}}]
+            if quantize and quantize != team.serving.quantization
+            else None
+        )
         plan = candidate.plan.to_dict() if candidate.plan else {}
         spec = GateSpec(
             team=team.team,
@@ -190,14 +214,23 @@ class TeamInferenceStack(Stack):
             candidate_environment=candidate.environment,
             change=json.loads(json.dumps(change, default=str)),
             # Each level runs on every worker: the measured concurrency is shards x streams per worker.
-            thresholds={**benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens"}), "concurrency": [shards * c for c in per_shard]},
+            thresholds={
+                **benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens"}),
+                "concurrency": [shards * c for c in per_shard],
+            },
             optimization_configs=optimization,
             levels=per_shard,
             prompt_tokens=benchmark.prompt_tokens,
             max_new_tokens=benchmark.max_new_tokens,
             price_per_hour_usd=candidate.price_per_hour_usd,
-            prediction={k: plan.get(k) for k in ("decode_tpot_ms_batch1", "prefill_ms", "cost_per_million_output_tokens", "kv_capacity_tokens")},
-            startup_timeouts=(candidate.model_data_download_timeout_seconds, candidate.container_startup_health_check_timeout_seconds),
+            prediction={
+                k: plan.get(k)
+                for k in ("decode_tpot_ms_batch1", "prefill_ms", "cost_per_million_output_tokens", "kv_capacity_tokens")
+            },
+            startup_timeouts=(
+                candidate.model_data_download_timeout_seconds,
+                candidate.container_startup_health_check_timeout_seconds,
+            ),
             shadow=self._shadow_stage(team),
             pipeline=deployment.pipeline,
         )
@@ -205,10 +238,22 @@ class TeamInferenceStack(Stack):
             # The optimization job runs as the model role and writes the candidate's artifacts,
             # which the candidate model (same role) then reads.
             optimized = bucket.arn_for_objects("optimized/*")
-            nag.allow(self.model.role, ["s3:PutObject", "s3:GetObject"], [optimized], why_wildcard="Artifacts the gate's optimization jobs write under optimized/<run>/ and the candidate model reads.")
-            nag.allow(self.model.role, ["s3:ListBucket"], [bucket.bucket_arn], conditions={"StringLike": {"s3:prefix": ["optimized/*"]}})
+            nag.allow(
+                self.model.role,
+                ["s3:PutObject", "s3:GetObject"],
+                [optimized],
+                why_wildcard="Artifacts the gate's optimization jobs write under optimized/<run>/ and the candidate model reads.",
+            )
+            nag.allow(
+                self.model.role,
+                ["s3:ListBucket"],
+                [bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": ["optimized/*"]}},
+            )
             nag.allow(self.model.role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [key.key_arn])
-        return OptimizationGate(self, "Gate", spec=spec, fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key)
+        return OptimizationGate(
+            self, "Gate", spec=spec, fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key
+        )
 
     def _shadow_stage(self, team: TeamConfig) -> ShadowStage | None:
         """With a shadow rollout the gate also mirrors live traffic to its candidate on the live endpoint."""

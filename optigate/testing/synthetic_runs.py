@@ -74,6 +74,13 @@ def bench(*runs: dict) -> dict:
 
 
 PASS = {"status": "pass", "passed": True, "reasons": [], "warnings": [], "checks": []}
-THRESHOLDS = {"concurrency": [4], "p99_ttft_ms_budget": 600.0, "p99_itl_ms_budget": 40.0,
-              "min_throughput_gain_pct": 10.0, "max_error_rate": 0.01, "min_tokens_per_chunk_gain_pct": 20.0,
-              "prompt_tokens": 1024, "max_new_tokens": 256}
+THRESHOLDS = {
+    "concurrency": [4],
+    "p99_ttft_ms_budget": 600.0,
+    "p99_itl_ms_budget": 40.0,
+    "min_throughput_gain_pct": 10.0,
+    "max_error_rate": 0.01,
+    "min_tokens_per_chunk_gain_pct": 20.0,
+    "prompt_tokens": 1024,
+    "max_new_tokens": 256,
+}

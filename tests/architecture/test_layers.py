@@ -73,7 +73,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         stack.append(node)
         for following in sorted(graph.get(node, ())):
             if state.get(following) == "open":
-                cycles.append(stack[stack.index(following):] + [following])
+                cycles.append(stack[stack.index(following) :] + [following])
             elif following not in state:
                 visit(following)
         stack.pop()
@@ -110,7 +110,13 @@ def test_pure_layers_never_import_cdk():
         for path in (PACKAGE / name).rglob("*.py"):
             tree = ast.parse(path.read_text())
             for node in ast.walk(tree):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
                 if any(n.split(".")[0] in ("aws_cdk", "constructs", "cdk_nag", "moto") for n in names):
                     offenders.append(str(path.relative_to(PACKAGE)))
     assert offenders == []
@@ -148,7 +154,9 @@ def test_summary_does_not_start_node():
         "print('LOADED', loaded)\n"
         "sys.exit(code)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert "LOADED []" in result.stdout
     assert "optigate-dev-chat" in result.stdout

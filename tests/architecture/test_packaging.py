@@ -30,7 +30,18 @@ print(json.dumps({"package": optigate.__file__, "templates": sorted(p.name for p
 
 def test_an_installed_wheel_synthesizes_a_config_outside_the_checkout(tmp_path):
     wheels, site, work = tmp_path / "wheels", tmp_path / "site", tmp_path / "work"
-    build = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(REPO)]
+    build = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--quiet",
+        "--no-deps",
+        "--no-build-isolation",
+        "-w",
+        str(wheels),
+        str(REPO),
+    ]
     subprocess.run(build, check=True, capture_output=True, timeout=300)
     (wheel,) = wheels.glob("optigate-*.whl")
     install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)]
@@ -40,7 +51,12 @@ def test_an_installed_wheel_synthesizes_a_config_outside_the_checkout(tmp_path):
 
     work.mkdir()
     shutil.copytree(REPO / "config", work / "config", ignore=shutil.ignore_patterns("locks"))
-    environment = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(site), "AWS_EC2_METADATA_DISABLED": "true"}
+    environment = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(site),
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
     result = subprocess.run(
         [sys.executable, "-c", SYNTH], cwd=work, env=environment, capture_output=True, text=True, timeout=600
     )

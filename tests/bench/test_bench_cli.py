@@ -11,12 +11,42 @@ from optigate.cli import main
 
 BASELINE = {"default": {"ttft_ms": 60, "itl_ms": 6, "itl_ms_per_active_stream": 0.5}}
 CANDIDATE = {"default": {"ttft_ms": 40, "itl_ms": 4, "tokens_per_chunk": [1, 2]}}
-RUN_KEYS = {"concurrency", "requests", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s", "requests_per_s", "achieved_concurrency", "tokens_per_chunk", "errors"}
+RUN_KEYS = {
+    "concurrency",
+    "requests",
+    "ttft_ms",
+    "itl_ms",
+    "tpot_ms",
+    "e2e_ms",
+    "output_tokens_per_s",
+    "requests_per_s",
+    "achieved_concurrency",
+    "tokens_per_chunk",
+    "errors",
+}
 
 
 def _bench(url: str, out, *extra: str) -> dict:
-    code = main(["bench", "--endpoint", "chat-dev", "--endpoint-url", url, "--concurrency", "1,4", "--requests", "12",
-                 "--max-new-tokens", "10", "--prompt-tokens", "16", "--json", str(out), *extra])
+    code = main(
+        [
+            "bench",
+            "--endpoint",
+            "chat-dev",
+            "--endpoint-url",
+            url,
+            "--concurrency",
+            "1,4",
+            "--requests",
+            "12",
+            "--max-new-tokens",
+            "10",
+            "--prompt-tokens",
+            "16",
+            "--json",
+            str(out),
+            *extra,
+        ]
+    )
     assert code == 0
     return json.loads(out.read_text())
 
@@ -55,7 +85,21 @@ def test_bench_report_has_the_four_plots_and_a_page(results):
 
 def test_compare_finds_the_faster_candidate_with_intervals(results, capsys, tmp_path):
     folder, _, _ = results
-    assert main(["bench", "compare", str(folder / "baseline.json"), str(folder / "candidate.json"), "--json", str(tmp_path / "d.json"), "--report", str(tmp_path / "r")]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "compare",
+                str(folder / "baseline.json"),
+                str(folder / "candidate.json"),
+                "--json",
+                str(tmp_path / "d.json"),
+                "--report",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 0
+    )
     deltas = json.loads((tmp_path / "d.json").read_text())["deltas"]
     ttft_p50 = [d for d in deltas if d["metric"] == "ttft_ms" and d["statistic"] == "p50"]
     assert ttft_p50 and all(d["verdict"] == "better" and d["high"] < 0 for d in ttft_p50)
@@ -66,6 +110,15 @@ def test_compare_finds_the_faster_candidate_with_intervals(results, capsys, tmp_
 
 def test_a_run_compared_with_itself_is_not_distinguishable(results, tmp_path):
     folder, _, _ = results
-    main(["bench", "compare", str(folder / "baseline.json"), str(folder / "baseline.json"), "--json", str(tmp_path / "same.json")])
+    main(
+        [
+            "bench",
+            "compare",
+            str(folder / "baseline.json"),
+            str(folder / "baseline.json"),
+            "--json",
+            str(tmp_path / "same.json"),
+        ]
+    )
     deltas = json.loads((tmp_path / "same.json").read_text())["deltas"]
     assert deltas and all(d["verdict"] == "not distinguishable" for d in deltas)

@@ -75,7 +75,9 @@ def test_speculative_chunks_show_in_tokens_per_chunk_not_in_itl():
         return await _load(url, concurrency=1, requests=3)
 
     # 3 tokens per chunk, 20 ms per token: a chunk every 60 ms, 20 ms per token.
-    result = _run(_with_emulator({"default": {"ttft_ms": 20, "itl_ms": 20, "output_tokens": 12, "tokens_per_chunk": 3}}, body))
+    result = _run(
+        _with_emulator({"default": {"ttft_ms": 20, "itl_ms": 20, "output_tokens": 12, "tokens_per_chunk": 3}}, body)
+    )
     run = RunSamples.from_records(1, result.records)
     summary = run.to_result()
     assert summary["tokens_per_chunk"]["p50"] == 3
@@ -110,7 +112,9 @@ def test_variants_and_inference_components_are_routed():
 def test_interrupted_run_keeps_what_completed():
     async def body(url, _):
         client = StreamingClient(Target("demo", endpoint_url=url), timeout=5)
-        task = asyncio.create_task(run_load(client, LoadSpec(concurrency=2, requests=None, duration_s=60, max_new_tokens=12)))
+        task = asyncio.create_task(
+            run_load(client, LoadSpec(concurrency=2, requests=None, duration_s=60, max_new_tokens=12))
+        )
         await asyncio.sleep(1.0)
         task.cancel()
         return await task
@@ -134,7 +138,9 @@ def test_duration_stops_issuing_after_the_window():
 def test_open_loop_arrivals_follow_the_rate():
     async def body(url, _):
         client = StreamingClient(Target("demo", endpoint_url=url), timeout=5)
-        return await run_load(client, LoadSpec(concurrency=16, requests=40, mode="open", rate=40.0, max_new_tokens=12, seed=3))
+        return await run_load(
+            client, LoadSpec(concurrency=16, requests=40, mode="open", rate=40.0, max_new_tokens=12, seed=3)
+        )
 
     result = _run(_with_emulator({"default": FAST}, body))
     records = sorted(result.records, key=lambda r: r.scheduled_at)
@@ -161,14 +167,20 @@ def test_emulator_records_its_own_send_times_per_request():
 
 def _runtime(url):
     return boto3.client(
-        "sagemaker-runtime", region_name="us-east-1", endpoint_url=url,
-        aws_access_key_id="x", aws_secret_access_key="x", config=Config(retries={"max_attempts": 0}),
+        "sagemaker-runtime",
+        region_name="us-east-1",
+        endpoint_url=url,
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=Config(retries={"max_attempts": 0}),
     )
 
 
 def test_boto3_reads_the_emulators_event_stream(emulator_url):
     response = _runtime(emulator_url).invoke_endpoint_with_response_stream(
-        EndpointName="ok", Body=json.dumps({"inputs": "hi", "parameters": {"max_new_tokens": 5}}), ContentType="application/json"
+        EndpointName="ok",
+        Body=json.dumps({"inputs": "hi", "parameters": {"max_new_tokens": 5}}),
+        ContentType="application/json",
     )
     lines = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"]).splitlines()
     assert len(lines) == 5
@@ -178,27 +190,51 @@ def test_boto3_reads_the_emulators_event_stream(emulator_url):
 @pytest.mark.parametrize("endpoint, code", [("throttled", "ThrottlingException"), ("broken", "ModelError")])
 def test_boto3_sees_the_emulators_errors_by_type(emulator_url, endpoint, code):
     with pytest.raises(ClientError) as caught:
-        _runtime(emulator_url).invoke_endpoint_with_response_stream(EndpointName=endpoint, Body=b"{}", ContentType="application/json")
+        _runtime(emulator_url).invoke_endpoint_with_response_stream(
+            EndpointName=endpoint, Body=b"{}", ContentType="application/json"
+        )
     assert caught.value.response["Error"]["Code"] == code
 
 
 def test_boto3_raises_the_mid_stream_model_stream_error(emulator_url):
-    response = _runtime(emulator_url).invoke_endpoint_with_response_stream(EndpointName="midstream", Body=b"{}", ContentType="application/json")
+    response = _runtime(emulator_url).invoke_endpoint_with_response_stream(
+        EndpointName="midstream", Body=b"{}", ContentType="application/json"
+    )
     with pytest.raises(EventStreamError, match="ModelStreamError"):
         for _ in response["Body"]:
             pass
 
 
 def test_boto3_non_streaming_invocation(emulator_url):
-    response = _runtime(emulator_url).invoke_endpoint(EndpointName="ok", Body=json.dumps({"inputs": "hi"}), ContentType="application/json")
+    response = _runtime(emulator_url).invoke_endpoint(
+        EndpointName="ok", Body=json.dumps({"inputs": "hi"}), ContentType="application/json"
+    )
     assert json.loads(response["Body"].read())["generated_text"].count(" ") == 5
 
 
 def test_answer_mode_is_deterministic_per_record(tmp_path):
     table = tmp_path / "answers.jsonl"
-    rows = [{"id": f"r{i}", "category": "a" if i < 50 else "b", "model_input": f"Question number {i}?", "target_output": f"answer{i}"} for i in range(100)]
+    rows = [
+        {
+            "id": f"r{i}",
+            "category": "a" if i < 50 else "b",
+            "model_input": f"Question number {i}?",
+            "target_output": f"answer{i}",
+        }
+        for i in range(100)
+    ]
     table.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    config = {"endpoints": {"x": {**FAST, "answers_file": str(table), "wrong_fraction": 0.1, "wrong_categories": ["b"], "refuse_fraction": 0.04}}}
+    config = {
+        "endpoints": {
+            "x": {
+                **FAST,
+                "answers_file": str(table),
+                "wrong_fraction": 0.1,
+                "wrong_categories": ["b"],
+                "refuse_fraction": 0.04,
+            }
+        }
+    }
 
     async def body(url, _):
         import aiohttp
@@ -206,7 +242,9 @@ def test_answer_mode_is_deterministic_per_record(tmp_path):
         answers = {}
         async with aiohttp.ClientSession() as session:
             for row in rows:
-                async with session.post(f"{url}/endpoints/x/invocations", json={"inputs": row["model_input"]}) as response:
+                async with session.post(
+                    f"{url}/endpoints/x/invocations", json={"inputs": row["model_input"]}
+                ) as response:
                     answers[row["id"]] = (await response.json())["generated_text"]
         return answers
 

@@ -25,8 +25,18 @@ def test_worker_shards_run_against_the_emulator_and_merge_exactly(emulator_url):
     s3 = boto3.client("s3", region_name="us-east-1")
     s3.create_bucket(Bucket="results")
     worker, merger = _handler("benchmark"), _handler("benchmark_merge")
-    base = {"endpoint_name": "ok", "endpoint_url": emulator_url, "region": "us-east-1", "concurrency": 2, "requests": 4,
-            "prompt_tokens": 8, "max_new_tokens": 5, "run_id": "run-1", "bucket": "results", "prefix": "benchmarks"}
+    base = {
+        "endpoint_name": "ok",
+        "endpoint_url": emulator_url,
+        "region": "us-east-1",
+        "concurrency": 2,
+        "requests": 4,
+        "prompt_tokens": 8,
+        "max_new_tokens": 5,
+        "run_id": "run-1",
+        "bucket": "results",
+        "prefix": "benchmarks",
+    }
     outputs = [worker({**base, "shard": shard}, None) for shard in range(3)]
     assert [o["key"] for o in outputs] == [f"benchmarks/run-1/c2/shard-000{i}.json" for i in range(3)]
     assert all(o["requests"] == 4 and o["errors"] == {} for o in outputs)
@@ -44,8 +54,19 @@ def test_worker_shards_run_against_the_emulator_and_merge_exactly(emulator_url):
 def test_worker_counts_errors_without_failing(emulator_url):
     with mock_aws():
         boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="results")
-        output = _handler("benchmark")({"endpoint_name": "throttled", "endpoint_url": emulator_url, "concurrency": 1, "requests": 3,
-                                          "max_new_tokens": 4, "run_id": "r", "bucket": "results", "shard": 0, "timeout_s": 5})
+        output = _handler("benchmark")(
+            {
+                "endpoint_name": "throttled",
+                "endpoint_url": emulator_url,
+                "concurrency": 1,
+                "requests": 3,
+                "max_new_tokens": 4,
+                "run_id": "r",
+                "bucket": "results",
+                "shard": 0,
+                "timeout_s": 5,
+            }
+        )
     assert output["errors"] == {"ThrottlingException": 3}
 
 
@@ -76,7 +97,11 @@ def test_fleet_passes_cfn_lint(fleet_stack):
 def test_fleet_state_machine_fans_out_then_merges(fleet_stack):
     template, _ = fleet_stack
     (machine,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
-    definition = json.loads("".join(part if isinstance(part, str) else "X" for part in machine["Properties"]["DefinitionString"]["Fn::Join"][1]))
+    definition = json.loads(
+        "".join(
+            part if isinstance(part, str) else "X" for part in machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+        )
+    )
     assert definition["StartAt"] == "ShardIndexes"
     shards = definition["States"]["Shards"]
     assert shards["Type"] == "Map" and shards["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
@@ -88,7 +113,12 @@ def test_fleet_state_machine_fans_out_then_merges(fleet_stack):
 
 def test_fleet_worker_may_invoke_only_its_endpoint(fleet_stack):
     template, _ = fleet_stack
-    statements = [s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy" for s in r["Properties"]["PolicyDocument"]["Statement"]]
+    statements = [
+        s
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy"
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
     invoke = [s for s in statements if "sagemaker:InvokeEndpointWithResponseStream" in json.dumps(s["Action"])]
     assert len(invoke) == 1
     assert "endpoint/chat-dev*" in json.dumps(invoke[0]["Resource"])

@@ -48,7 +48,9 @@ def test_several_lines_in_one_payload_part_count_each():
 
 def test_final_lmi_details_give_the_server_reported_count():
     parser = PayloadParser()
-    parser.feed(b'{"token": {"text": "a"}}\n{"token": {"text": "b"}, "generated_text": "ab", "details": {"generated_tokens": 7}}\n')
+    parser.feed(
+        b'{"token": {"text": "a"}}\n{"token": {"text": "b"}, "generated_text": "ab", "details": {"generated_tokens": 7}}\n'
+    )
     assert parser.reported_total == 7
 
 
@@ -69,7 +71,10 @@ def test_openai_role_only_and_empty_chunks_are_not_tokens():
 
 def test_openai_continuous_usage_tells_multi_token_chunks():
     parser = PayloadParser()
-    chunk = lambda content, total: json.dumps({"choices": [{"delta": {"content": content}}], "usage": {"completion_tokens": total}}).encode() + b"\n"  # noqa: E731
+    chunk = lambda content, total: (
+        json.dumps({"choices": [{"delta": {"content": content}}], "usage": {"completion_tokens": total}}).encode()
+        + b"\n"
+    )  # noqa: E731
     assert parser.feed(chunk("a", 1)) == 1
     assert parser.feed(chunk("bcd", 4)) == 3  # three tokens accepted in one step
     assert parser.reported_total == 4
@@ -92,13 +97,17 @@ def test_decode_stream_times_each_chunk_by_the_segment_that_completed_it():
     frames = [payload_part(line(0)), payload_part(line(1) + line(2)), payload_part(line(3))]
     blob = b"".join(frames)
     cut = len(frames[0]) + 5  # the second frame straddles two segments
-    result = decode_stream(_exchange([(1.0, blob[:cut]), (1.2, blob[cut : len(frames[0]) + len(frames[1])]), (1.3, frames[2])]))
+    result = decode_stream(
+        _exchange([(1.0, blob[:cut]), (1.2, blob[cut : len(frames[0]) + len(frames[1])]), (1.3, frames[2])])
+    )
     assert result.chunks == [(1.0, 1), (1.2, 2), (1.3, 1)]
     assert result.output_tokens == 4 and result.error is None
 
 
 def test_decode_stream_reports_http_errors_by_type():
-    result = decode_stream(_exchange([(1.0, b'{"message": "Rate exceeded"}')], 429, {"x-amzn-errortype": "ThrottlingException:http://x/"}))
+    result = decode_stream(
+        _exchange([(1.0, b'{"message": "Rate exceeded"}')], 429, {"x-amzn-errortype": "ThrottlingException:http://x/"})
+    )
     assert result.error == "ThrottlingException"
 
 
@@ -162,7 +171,11 @@ def test_server_reported_count_wins_for_tpot():
 
 
 def test_warmup_requests_are_excluded_but_count_as_load():
-    records = [_record(0.0, [(0.1, 1), (0.2, 1)], warmup=True), _record(0.15, [(0.3, 1), (0.4, 1)]), _record(0.35, [(0.5, 1)])]
+    records = [
+        _record(0.0, [(0.1, 1), (0.2, 1)], warmup=True),
+        _record(0.15, [(0.3, 1), (0.4, 1)]),
+        _record(0.35, [(0.5, 1)]),
+    ]
     run = RunSamples.from_records(2, records)
     assert run.requests == 2 and len(run.ttft_ms) == 2
     result = run.to_result()
@@ -171,7 +184,12 @@ def test_warmup_requests_are_excluded_but_count_as_load():
 
 
 def test_errors_are_counted_by_class_and_never_become_latency_samples():
-    records = [_record(0.0, [(0.1, 1)]), RequestRecord(0.0, 0.0, error="ThrottlingException"), RequestRecord(0.0, 0.1, error="ThrottlingException"), RequestRecord(0.0, 0.2, error="Timeout")]
+    records = [
+        _record(0.0, [(0.1, 1)]),
+        RequestRecord(0.0, 0.0, error="ThrottlingException"),
+        RequestRecord(0.0, 0.1, error="ThrottlingException"),
+        RequestRecord(0.0, 0.2, error="Timeout"),
+    ]
     result = RunSamples.from_records(4, records).to_result()
     assert result["errors"] == {"ThrottlingException": 2, "Timeout": 1}
     assert result["requests"] == 4 and result["successful_requests"] == 1

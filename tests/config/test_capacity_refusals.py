@@ -67,7 +67,9 @@ def test_a_context_the_kv_cache_cannot_hold_once_is_refused_with_the_fp8_kv_rati
 
 
 def test_a_batch_that_cannot_fit_at_the_typical_length_is_refused_with_the_feasible_batch(tmp_path):
-    issue = _refusal(_team_file(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", "max_model_len: 8192\nmax_batch_size: 256\n"))
+    issue = _refusal(
+        _team_file(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", "max_model_len: 8192\nmax_batch_size: 256\n")
+    )
     assert issue.path == "serving.max_batch_size" and issue.line == 9
     capacity = int(re.search(r"KV cache on ml.g6.2xlarge holds ([\d,]+)", issue.message).group(1).replace(",", ""))
     # The gate's default request: 1,024 prompt + 256 output tokens.
@@ -76,7 +78,9 @@ def test_a_batch_that_cannot_fit_at_the_typical_length_is_refused_with_the_feasi
 
 
 def test_suggestions_stay_on_the_platform_and_the_precision(tmp_path):
-    issue = _refusal(_team_file(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", "max_model_len: 131072\nquantization: fp8\n"))
+    issue = _refusal(
+        _team_file(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", "max_model_len: 131072\nquantization: fp8\n")
+    )
     suggested = re.search(r"or (ml\.[\w.-]+) \(", issue.message).group(1)
     instance = get_instance(suggested)
     assert not instance.is_neuron and instance.compute_capability >= 8.9
@@ -89,7 +93,12 @@ def test_unset_settings_are_derived_so_that_the_team_can_batch(tmp_path):
     assert derived.plan.fits
     fits = derived.plan.max_concurrent_sequences_at_typical_length
     assert derived.max_batch_size == min(fits, derived.plan.max_num_seqs) and derived.max_batch_size > 1
-    assert [note.split("=")[0] for note in derived.notes] == ["gpu_memory_utilization", "tensor_parallel_degree", "max_model_len", "max_batch_size"]
+    assert [note.split("=")[0] for note in derived.notes] == [
+        "gpu_memory_utilization",
+        "tensor_parallel_degree",
+        "max_model_len",
+        "max_batch_size",
+    ]
 
 
 def test_a_derived_length_never_exceeds_what_the_cache_holds(tmp_path):

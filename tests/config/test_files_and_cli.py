@@ -69,7 +69,10 @@ def test_environment_overrides_for_an_unknown_team_are_refused(tmp_path):
     shutil.copytree(CONFIG, config)
     environments = config / "environments.yaml"
     environments.write_text(environments.read_text().replace("      chat:\n", "      chatt:\n"))
-    with pytest.raises(ConfigError, match=r"environments\.yaml:\d+ environments\[2\]\.teams\.chatt: no team file defines team 'chatt'; did you mean 'chat'\?"):
+    with pytest.raises(
+        ConfigError,
+        match=r"environments\.yaml:\d+ environments\[2\]\.teams\.chatt: no team file defines team 'chatt'; did you mean 'chat'\?",
+    ):
         load_project(config)
 
 
@@ -92,7 +95,11 @@ def test_app_refuses_an_invalid_config_and_synthesizes_nothing(tmp_path):
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ("    connection_arn:", "    codecommit: true\n    connection_arn:", r"pipeline\.source: .*set either connection_arn \(a CodeStar connection\) or codecommit: true"),
+        (
+            "    connection_arn:",
+            "    codecommit: true\n    connection_arn:",
+            r"pipeline\.source: .*set either connection_arn \(a CodeStar connection\) or codecommit: true",
+        ),
         ("    repository: acme/optigate-config\n", "", r"pipeline\.source: .*source\.repository is required"),
         ('  account: "000011112222"', '  account: "0000"', r"environments\.yaml:\d+ pipeline\.account"),
     ],
@@ -121,7 +128,9 @@ def test_team_and_environment_names_that_would_share_an_endpoint_are_refused(tmp
         load_resolved_project(config)
     (issue,) = caught.value.issues
     assert issue.file.endswith("chat-dev.yaml") and issue.path == "team"
-    assert issue.message.startswith("team 'chat' in environment 'dev-prod' and team 'chat-dev' in environment 'prod' would share")
+    assert issue.message.startswith(
+        "team 'chat' in environment 'dev-prod' and team 'chat-dev' in environment 'prod' would share"
+    )
     assert "endpoint" in issue.message and issue.message.endswith("rename one of the teams")
     # Without the ambiguous environment the same teams load.
     (config / "environments.yaml").write_text(environments)

@@ -36,7 +36,12 @@ def _env(team):
 
 
 def test_fp8_weights_and_kv_cache_render_as_lmi_options(tmp_path):
-    env = _env(_team(tmp_path, "max_model_len: 8192\nmax_batch_size: 32\ngpu_memory_utilization: 0.92\nquantization: fp8\nkv_cache_dtype: fp8\n"))
+    env = _env(
+        _team(
+            tmp_path,
+            "max_model_len: 8192\nmax_batch_size: 32\ngpu_memory_utilization: 0.92\nquantization: fp8\nkv_cache_dtype: fp8\n",
+        )
+    )
     assert env == {
         "OPTION_GPU_MEMORY_UTILIZATION": "0.92",
         "OPTION_KV_CACHE_DTYPE": "fp8",
@@ -49,7 +54,12 @@ def test_fp8_weights_and_kv_cache_render_as_lmi_options(tmp_path):
 
 
 def test_eagle3_head_under_the_model_prefix_becomes_a_container_path(tmp_path):
-    env = _env(_team(tmp_path, "speculative_decoding:\n  method: eagle3\n  model_s3_uri: s3://acme-models/llama-3.1-8b/heads/eagle3/\n  num_speculative_tokens: 5\n"))
+    env = _env(
+        _team(
+            tmp_path,
+            "speculative_decoding:\n  method: eagle3\n  model_s3_uri: s3://acme-models/llama-3.1-8b/heads/eagle3/\n  num_speculative_tokens: 5\n",
+        )
+    )
     assert json.loads(env["OPTION_SPECULATIVE_CONFIG"]) == {
         "method": "eagle3",
         "model": "/opt/ml/model/heads/eagle3",
@@ -59,16 +69,32 @@ def test_eagle3_head_under_the_model_prefix_becomes_a_container_path(tmp_path):
 
 
 def test_draft_model_and_ngram_speculation_render_vllm_methods(tmp_path):
-    draft = _env(_team(tmp_path, "speculative_decoding:\n  method: draft\n  model_s3_uri: s3://acme-models/llama-3.1-8b/draft\n"))
-    assert json.loads(draft["OPTION_SPECULATIVE_CONFIG"]) == {"method": "draft_model", "model": "/opt/ml/model/draft", "num_speculative_tokens": 4}
+    draft = _env(
+        _team(tmp_path, "speculative_decoding:\n  method: draft\n  model_s3_uri: s3://acme-models/llama-3.1-8b/draft\n")
+    )
+    assert json.loads(draft["OPTION_SPECULATIVE_CONFIG"]) == {
+        "method": "draft_model",
+        "model": "/opt/ml/model/draft",
+        "num_speculative_tokens": 4,
+    }
     ngram = _env(_team(tmp_path, "speculative_decoding:\n  method: ngram\n  prompt_lookup_max: 5\n"))
-    assert json.loads(ngram["OPTION_SPECULATIVE_CONFIG"]) == {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 5, "prompt_lookup_min": 1}
+    assert json.loads(ngram["OPTION_SPECULATIVE_CONFIG"]) == {
+        "method": "ngram",
+        "num_speculative_tokens": 4,
+        "prompt_lookup_max": 5,
+        "prompt_lookup_min": 1,
+    }
 
 
 def test_adapters_enable_lora_with_limits_derived_from_their_number(tmp_path):
     tail = "adapters:\n" + "".join(f"  - name: a{i}\n    s3_uri: s3://acme-adapters/a{i}.tar.gz\n" for i in range(3))
     env = _env(_team(tmp_path, tail=tail))
-    assert (env["OPTION_ENABLE_LORA"], env["OPTION_MAX_LORAS"], env["OPTION_MAX_CPU_LORAS"], env["OPTION_MAX_LORA_RANK"]) == ("true", "3", "3", "16")
+    assert (
+        env["OPTION_ENABLE_LORA"],
+        env["OPTION_MAX_LORAS"],
+        env["OPTION_MAX_CPU_LORAS"],
+        env["OPTION_MAX_LORA_RANK"],
+    ) == ("true", "3", "3", "16")
 
 
 def test_explicit_lora_limits_win(tmp_path):
@@ -83,7 +109,9 @@ def test_unset_values_are_filled_and_explained(tmp_path):
     # The gate's default request is 1,024 + 256 tokens; twice that, to a power of two: 4,096,
     # far below the model's 131,072, which a 24 GB L4 could not batch.
     assert resolved.max_model_len == 4096
-    assert any(note.startswith("max_model_len=4,096: room for 2x the typical 1,280-token request") for note in resolved.notes)
+    assert any(
+        note.startswith("max_model_len=4,096: room for 2x the typical 1,280-token request") for note in resolved.notes
+    )
     assert any(note.startswith("max_batch_size=") for note in resolved.notes)
     assert any("model_data_download_timeout" in note for note in resolved.notes)
 
@@ -107,9 +135,16 @@ def test_70b_on_p5_gets_every_gpu_and_long_timeouts(tmp_path):
 
 
 def test_neuron_and_trtllm_families_render_their_own_options(tmp_path):
-    neuron = _env(_team(tmp_path).model_copy(update={}).__class__.model_validate(
-        {**_team(tmp_path).model_dump(exclude_unset=True), "serving": {"instance_type": "ml.inf2.24xlarge", "container": {"family": "lmi-neuronx"}}}
-    ))
+    neuron = _env(
+        _team(tmp_path)
+        .model_copy(update={})
+        .__class__.model_validate(
+            {
+                **_team(tmp_path).model_dump(exclude_unset=True),
+                "serving": {"instance_type": "ml.inf2.24xlarge", "container": {"family": "lmi-neuronx"}},
+            }
+        )
+    )
     assert neuron["OPTION_ROLLING_BATCH"] == "auto" and neuron["OPTION_N_POSITIONS"] == "8192"
     assert neuron["OPTION_TENSOR_PARALLEL_DEGREE"] == "12"  # 6 Inferentia2 chips x 2 NeuronCores
     trt = _env(_team(tmp_path, "container:\n  family: lmi-trtllm\n"))

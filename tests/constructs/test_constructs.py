@@ -58,7 +58,11 @@ def test_lmi_model_reads_only_its_prefix_and_pulls_only_its_repository():
                 "Image": IMAGE,
                 "Environment": {"OPTION_MAX_MODEL_LEN": "8192"},
                 "ModelDataSource": {
-                    "S3DataSource": {"S3Uri": "s3://acme-models/llama/", "S3DataType": "S3Prefix", "CompressionType": "None"}
+                    "S3DataSource": {
+                        "S3Uri": "s3://acme-models/llama/",
+                        "S3DataType": "S3Prefix",
+                        "CompressionType": "None",
+                    }
                 },
             },
         },
@@ -72,11 +76,15 @@ def test_lmi_model_reads_only_its_prefix_and_pulls_only_its_repository():
     object_resources = [s["Resource"] for s in by_action["s3:GetObject"]]
     assert object_resources == [{"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::acme-models/llama/*"]]}]
     assert by_action["s3:ListBucket"][0]["Condition"] == {"StringLike": {"s3:prefix": ["llama/*"]}}
-    assert by_action["ecr:BatchGetImage"][0]["Resource"] == "arn:aws:ecr:us-east-1:763104351884:repository/djl-inference"
+    assert (
+        by_action["ecr:BatchGetImage"][0]["Resource"] == "arn:aws:ecr:us-east-1:763104351884:repository/djl-inference"
+    )
     assert "s3:PutObject" not in by_action and "s3:*" not in by_action and "sagemaker:*" not in by_action
     log_resources = str(by_action["logs:PutLogEvents"][0]["Resource"])
     assert "/aws/sagemaker/Endpoints/chat-dev*" in log_resources
-    template.resource_properties_count_is("AWS::IAM::Role", Match.object_like({"ManagedPolicyArns": Match.any_value()}), 0)
+    template.resource_properties_count_is(
+        "AWS::IAM::Role", Match.object_like({"ManagedPolicyArns": Match.any_value()}), 0
+    )
 
 
 def test_lmi_model_accepts_eula_only_when_asked():
@@ -176,20 +184,52 @@ def test_tuned_endpoint_encrypts_ebs_volumes_with_a_rotating_customer_key():
     # Captured payloads: KMS-encrypted and SSL-only.
     template.has_resource_properties(
         "AWS::S3::Bucket",
-        {"BucketEncryption": {"ServerSideEncryptionConfiguration": [Match.object_like({"ServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": Match.any_value()}})]}},
+        {
+            "BucketEncryption": {
+                "ServerSideEncryptionConfiguration": [
+                    Match.object_like(
+                        {
+                            "ServerSideEncryptionByDefault": {
+                                "SSEAlgorithm": "aws:kms",
+                                "KMSMasterKeyID": Match.any_value(),
+                            }
+                        }
+                    )
+                ]
+            }
+        },
     )
     template.has_resource_properties(
         "AWS::S3::BucketPolicy",
-        {"PolicyDocument": {"Statement": Match.array_with([Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])}},
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]
+                )
+            }
+        },
     )
 
 
 def test_single_instance_blue_green_shifts_all_at_once_and_bakes():
     stack = _stack()
-    TunedEndpoint(stack, "Endpoint", model=_model(stack), variant=VariantSettings(instance_type="ml.g6.2xlarge"), endpoint_name="e")
+    TunedEndpoint(
+        stack,
+        "Endpoint",
+        model=_model(stack),
+        variant=VariantSettings(instance_type="ml.g6.2xlarge"),
+        endpoint_name="e",
+    )
     Template.from_stack(stack).has_resource_properties(
         "AWS::SageMaker::Endpoint",
-        {"DeploymentConfig": {"BlueGreenUpdatePolicy": Match.object_like({"TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE", "WaitIntervalInSeconds": 600}}), "AutoRollbackConfiguration": Match.any_value()}},
+        {
+            "DeploymentConfig": {
+                "BlueGreenUpdatePolicy": Match.object_like(
+                    {"TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE", "WaitIntervalInSeconds": 600}}
+                ),
+                "AutoRollbackConfiguration": Match.any_value(),
+            }
+        },
     )
 
 
@@ -198,7 +238,13 @@ def test_single_instance_blue_green_shifts_all_at_once_and_bakes():
 
 def test_shadow_variant_mirrors_the_configured_share_of_traffic():
     stack = _stack()
-    endpoint = TunedEndpoint(stack, "Endpoint", model=_model(stack), variant=VariantSettings(instance_type="ml.p5.48xlarge"), endpoint_name="e")
+    endpoint = TunedEndpoint(
+        stack,
+        "Endpoint",
+        model=_model(stack),
+        variant=VariantSettings(instance_type="ml.p5.48xlarge"),
+        endpoint_name="e",
+    )
     ShadowVariant(
         stack,
         "Shadow",
@@ -213,7 +259,13 @@ def test_shadow_variant_mirrors_the_configured_share_of_traffic():
         {
             "ProductionVariants": [Match.object_like({"VariantName": "AllTraffic", "InitialVariantWeight": 1})],
             "ShadowProductionVariants": [
-                Match.object_like({"VariantName": "Shadow", "InitialVariantWeight": 0.2, "ModelName": {"Fn::GetAtt": [Match.string_like_regexp("CandidateModel"), "ModelName"]}})
+                Match.object_like(
+                    {
+                        "VariantName": "Shadow",
+                        "InitialVariantWeight": 0.2,
+                        "ModelName": {"Fn::GetAtt": [Match.string_like_regexp("CandidateModel"), "ModelName"]},
+                    }
+                )
             ],
         },
     )
@@ -221,18 +273,55 @@ def test_shadow_variant_mirrors_the_configured_share_of_traffic():
 
 def test_shadow_variant_with_two_production_variants_is_refused():
     stack = _stack()
-    endpoint = TunedEndpoint(stack, "Endpoint", model=_model(stack), variant=VariantSettings(instance_type="ml.g6.2xlarge"), endpoint_name="e")
-    endpoint.add_production_variant(_model(stack, "B"), VariantSettings(instance_type="ml.g6e.xlarge", variant_name="B"), weight=0.5)
-    with pytest.raises(ValueError, match=r"a shadow variant needs exactly one production variant, the endpoint has 2 \(AllTraffic, B\)"):
-        ShadowVariant(stack, "Shadow", endpoint=endpoint, model=_model(stack, "C"), variant=VariantSettings(instance_type="ml.g6.2xlarge"), sampling_percentage=10)
+    endpoint = TunedEndpoint(
+        stack,
+        "Endpoint",
+        model=_model(stack),
+        variant=VariantSettings(instance_type="ml.g6.2xlarge"),
+        endpoint_name="e",
+    )
+    endpoint.add_production_variant(
+        _model(stack, "B"), VariantSettings(instance_type="ml.g6e.xlarge", variant_name="B"), weight=0.5
+    )
+    with pytest.raises(
+        ValueError, match=r"a shadow variant needs exactly one production variant, the endpoint has 2 \(AllTraffic, B\)"
+    ):
+        ShadowVariant(
+            stack,
+            "Shadow",
+            endpoint=endpoint,
+            model=_model(stack, "C"),
+            variant=VariantSettings(instance_type="ml.g6.2xlarge"),
+            sampling_percentage=10,
+        )
 
 
 def test_second_shadow_variant_is_refused():
     stack = _stack()
-    endpoint = TunedEndpoint(stack, "Endpoint", model=_model(stack), variant=VariantSettings(instance_type="ml.g6.2xlarge"), endpoint_name="e")
-    ShadowVariant(stack, "S1", endpoint=endpoint, model=_model(stack, "C1"), variant=VariantSettings(instance_type="ml.g6.2xlarge"), sampling_percentage=10)
+    endpoint = TunedEndpoint(
+        stack,
+        "Endpoint",
+        model=_model(stack),
+        variant=VariantSettings(instance_type="ml.g6.2xlarge"),
+        endpoint_name="e",
+    )
+    ShadowVariant(
+        stack,
+        "S1",
+        endpoint=endpoint,
+        model=_model(stack, "C1"),
+        variant=VariantSettings(instance_type="ml.g6.2xlarge"),
+        sampling_percentage=10,
+    )
     with pytest.raises(ValueError, match="already has a shadow variant"):
-        ShadowVariant(stack, "S2", endpoint=endpoint, model=_model(stack, "C2"), variant=VariantSettings(instance_type="ml.g6.2xlarge", variant_name="S2"), sampling_percentage=10)
+        ShadowVariant(
+            stack,
+            "S2",
+            endpoint=endpoint,
+            model=_model(stack, "C2"),
+            variant=VariantSettings(instance_type="ml.g6.2xlarge", variant_name="S2"),
+            sampling_percentage=10,
+        )
 
 
 # --------------------------------------------------------------------------- LoraAdapters
@@ -246,7 +335,10 @@ def _adapters_stack(scaling: ComponentScaling | None) -> Template:
         model=_model(stack),
         variant=VariantSettings(instance_type="ml.g6e.12xlarge"),
         endpoint_name="support-dev",
-        adapters=[AdapterSpec("triage", "s3://acme-adapters/triage.tar.gz"), AdapterSpec("reply", "s3://acme-adapters/reply.tar.gz")],
+        adapters=[
+            AdapterSpec("triage", "s3://acme-adapters/triage.tar.gz"),
+            AdapterSpec("reply", "s3://acme-adapters/reply.tar.gz"),
+        ],
         compute=ComponentCompute(accelerators=1, min_memory_mb=16384),
         scaling=scaling,
     )
@@ -266,16 +358,26 @@ def test_adapter_components_reference_the_base_by_name_without_compute():
             "InferenceComponentName": "support-dev-base",
             "Specification": {
                 "ModelName": Match.any_value(),
-                "ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "NumberOfCpuCoresRequired": 2, "MinMemoryRequiredInMb": 16384},
+                "ComputeResourceRequirements": {
+                    "NumberOfAcceleratorDevicesRequired": 1,
+                    "NumberOfCpuCoresRequired": 2,
+                    "MinMemoryRequiredInMb": 16384,
+                },
                 "StartupParameters": Match.any_value(),
             },
             "RuntimeConfig": {"CopyCount": 1},
         },
     )
     components = template.find_resources("AWS::SageMaker::InferenceComponent")
-    adapters = {c["Properties"]["InferenceComponentName"]: c for c in components.values() if "BaseInferenceComponentName" in c["Properties"]["Specification"]}
+    adapters = {
+        c["Properties"]["InferenceComponentName"]: c
+        for c in components.values()
+        if "BaseInferenceComponentName" in c["Properties"]["Specification"]
+    }
     assert sorted(adapters) == ["support-dev-reply", "support-dev-triage"]
-    base_logical_id = next(k for k, c in components.items() if c["Properties"]["InferenceComponentName"] == "support-dev-base")
+    base_logical_id = next(
+        k for k, c in components.items() if c["Properties"]["InferenceComponentName"] == "support-dev-base"
+    )
     for component in adapters.values():
         specification = component["Properties"]["Specification"]
         assert specification["BaseInferenceComponentName"] == "support-dev-base"
@@ -295,16 +397,30 @@ def test_scale_to_zero_copies_instances_and_scales_back_out_on_no_capacity():
     template = _adapters_stack(ComponentScaling(min_copies=0, max_copies=4, scale_to_zero=True))
     template.has_resource_properties(
         "AWS::SageMaker::EndpointConfig",
-        {"ProductionVariants": [Match.object_like({"ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 0, "MaxInstanceCount": 4}})]},
+        {
+            "ProductionVariants": [
+                Match.object_like(
+                    {"ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 0, "MaxInstanceCount": 4}}
+                )
+            ]
+        },
     )
     template.has_resource_properties(
         "AWS::ApplicationAutoScaling::ScalableTarget",
-        {"ResourceId": "inference-component/support-dev-base", "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount", "MinCapacity": 0, "MaxCapacity": 4},
+        {
+            "ResourceId": "inference-component/support-dev-base",
+            "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount",
+            "MinCapacity": 0,
+            "MaxCapacity": 4,
+        },
     )
     template.has_resource_properties("AWS::ApplicationAutoScaling::ScalingPolicy", {"PolicyType": "StepScaling"})
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
-        {"MetricName": "NoCapacityInvocationFailures", "AlarmActions": [{"Fn::GetAtt": [Match.string_like_regexp("ScaleOutFromZero"), "Arn"]}]},
+        {
+            "MetricName": "NoCapacityInvocationFailures",
+            "AlarmActions": [{"Fn::GetAtt": [Match.string_like_regexp("ScaleOutFromZero"), "Arn"]}],
+        },
     )
 
 
@@ -312,6 +428,11 @@ def test_duplicate_adapter_names_are_refused():
     stack = _stack()
     with pytest.raises(ValueError, match="adapter names must be unique"):
         LoraAdapters(
-            stack, "A", model=_model(stack), variant=VariantSettings(instance_type="ml.g6e.12xlarge"), endpoint_name="e",
-            adapters=[AdapterSpec("x", "s3://b/x.tar.gz"), AdapterSpec("x", "s3://b/y.tar.gz")], compute=ComponentCompute(accelerators=1),
+            stack,
+            "A",
+            model=_model(stack),
+            variant=VariantSettings(instance_type="ml.g6e.12xlarge"),
+            endpoint_name="e",
+            adapters=[AdapterSpec("x", "s3://b/x.tar.gz"), AdapterSpec("x", "s3://b/y.tar.gz")],
+            compute=ComponentCompute(accelerators=1),
         )

@@ -32,7 +32,10 @@ def main() -> None:
     summary = {}
     for name, (baseline, candidate, dataset, stream) in SCENARIOS.items():
         records = load_dataset(Path(args.data, dataset))
-        runners = [SageMakerEndpointRunner(EndpointSpec.parse(e), endpoint_url=args.url, stream=stream) for e in (baseline, candidate)]
+        runners = [
+            SageMakerEndpointRunner(EndpointSpec.parse(e), endpoint_url=args.url, stream=stream)
+            for e in (baseline, candidate)
+        ]
         verdict = evaluate(records, runners[0], runners[1], EvaluationGate(), Path(args.out, name))
         summary[name] = {**verdict.to_dict(), "records": len(records)}
     print(json.dumps(summary))

@@ -11,8 +11,16 @@ from optigate.evaluate.spotcheck import hardest_slices, select
 
 
 def _records(n: int, categories=("a", "b"), long_every: int = 0):
-    return [{"id": str(i), "category": categories[i % len(categories)], "model_input": f"q{i}", "target_output": "x",
-             "prompt_tokens": 9000 if long_every and i % long_every == 0 else 100} for i in range(n)]
+    return [
+        {
+            "id": str(i),
+            "category": categories[i % len(categories)],
+            "model_input": f"q{i}",
+            "target_output": "x",
+            "prompt_tokens": 9000 if long_every and i % long_every == 0 else 100,
+        }
+        for i in range(n)
+    ]
 
 
 def _scores(values):
@@ -70,7 +78,11 @@ def test_the_interval_covers_the_observed_delta():
     records = _records(400)
     baseline = [1.0] * 400
     candidate = [0.0 if i % 10 == 0 else 1.0 for i in range(400)]
-    check = next(c for c in compare(records, _scores(baseline), _scores(candidate)).checks if c.slice == "all" and c.metric == "qa_exact_match")
+    check = next(
+        c
+        for c in compare(records, _scores(baseline), _scores(candidate)).checks
+        if c.slice == "all" and c.metric == "qa_exact_match"
+    )
     assert check.delta == pytest.approx(-0.1)
     assert check.low < -0.1 < check.high and check.status == "fail"
 
@@ -117,6 +129,14 @@ def test_spot_check_reads_the_hardest_slices_where_models_disagree_most():
             candidate[i]["qa_f1"] = 0.0
     assert hardest_slices(records, baseline, candidate, EvaluationGate()) == ["category=hard", "category=mid"]
     outputs = [f"out{i}" for i in range(90)]
-    spot = select(records, baseline, candidate, outputs, [o if i % 2 == 0 else "changed" for i, o in enumerate(outputs)], EvaluationGate(), size=10)
+    spot = select(
+        records,
+        baseline,
+        candidate,
+        outputs,
+        [o if i % 2 == 0 else "changed" for i, o in enumerate(outputs)],
+        EvaluationGate(),
+        size=10,
+    )
     assert len(spot) == 10
     assert all(row["slices"] == ["category=hard"] and row["candidate_scores"]["qa_f1"] == 0.0 for row in spot)

@@ -28,13 +28,32 @@ def synthesized(tmp_path_factory):
     stack = Stack(app, "Evaluation", env={"account": "111111111111", "region": "us-east-1"})
     key = kms.Key(stack, "Key", enable_key_rotation=True)
     job = EvaluationJob(
-        stack, "Job", endpoints=["chat-dev", "chat-dev-candidate"], dataset_uri="s3://acme-eval/chat/",
-        output_bucket=results_bucket(stack, "Results", key), encryption_key=key,
-        thresholds=EvaluationGate(max_metric_drop_abs=0.02), image_uri="111111111111.dkr.ecr.us-east-1.amazonaws.com/optigate-evaluate:1",
+        stack,
+        "Job",
+        endpoints=["chat-dev", "chat-dev-candidate"],
+        dataset_uri="s3://acme-eval/chat/",
+        output_bucket=results_bucket(stack, "Results", key),
+        encryption_key=key,
+        thresholds=EvaluationGate(max_metric_drop_abs=0.02),
+        image_uri="111111111111.dkr.ecr.us-east-1.amazonaws.com/optigate-evaluate:1",
     )
-    task = job.task(stack, "Evaluate", job_name="States.Format('eval-{}', $$.Execution.Name)", baseline="chat-dev", candidate="chat-dev-candidate")
-    machine = sfn.StateMachine(stack, "Machine", definition_body=sfn.DefinitionBody.from_chainable(task), tracing_enabled=True,
-                               logs=sfn.LogOptions(destination=__import__("aws_cdk.aws_logs", fromlist=["LogGroup"]).LogGroup(stack, "Logs"), level=sfn.LogLevel.ALL))
+    task = job.task(
+        stack,
+        "Evaluate",
+        job_name="States.Format('eval-{}', $$.Execution.Name)",
+        baseline="chat-dev",
+        candidate="chat-dev-candidate",
+    )
+    machine = sfn.StateMachine(
+        stack,
+        "Machine",
+        definition_body=sfn.DefinitionBody.from_chainable(task),
+        tracing_enabled=True,
+        logs=sfn.LogOptions(
+            destination=__import__("aws_cdk.aws_logs", fromlist=["LogGroup"]).LogGroup(stack, "Logs"),
+            level=sfn.LogLevel.ALL,
+        ),
+    )
     job.grant_run(machine.role)
     acknowledge_generated_wildcards(machine, generated_policy_reason)
     enable_nag(app)
@@ -60,13 +79,29 @@ def test_processing_request_validates_against_botocore(synthesized):
 
 
 def test_a_broken_request_is_caught_by_the_validator():
-    errors = validate("sagemaker", "CreateProcessingJob", {"ProcessingJobName.$": "$.x", "RoleArn": "arn:aws:iam::1:role/r", "AppSpecification": {"ImageUri": "i", "ContainerEntrypoint": "not-a-list"}, "ProcessingResources": {"ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge", "VolumeSizeInGB": 30}}})
+    errors = validate(
+        "sagemaker",
+        "CreateProcessingJob",
+        {
+            "ProcessingJobName.$": "$.x",
+            "RoleArn": "arn:aws:iam::1:role/r",
+            "AppSpecification": {"ImageUri": "i", "ContainerEntrypoint": "not-a-list"},
+            "ProcessingResources": {
+                "ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge", "VolumeSizeInGB": 30}
+            },
+        },
+    )
     assert any("AppSpecification.ContainerEntrypoint" in e and "valid types" in e for e in errors)
     assert validate("sagemaker", "CreateProcessingJob", {"ProcessingJobName": "x", "Typo": 1}) != []
 
 
 def test_job_role_invokes_only_the_two_endpoints(synthesized):
-    statements = [s for r in synthesized["Resources"].values() if r["Type"] == "AWS::IAM::Policy" for s in r["Properties"]["PolicyDocument"]["Statement"]]
+    statements = [
+        s
+        for r in synthesized["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy"
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
     invoke = [s for s in statements if "sagemaker:InvokeEndpoint" in json.dumps(s["Action"])]
     resources = json.dumps([s["Resource"] for s in invoke])
     assert "endpoint/chat-dev" in resources and "endpoint/chat-dev-candidate" in resources
@@ -82,7 +117,14 @@ def test_default_image_is_built_from_the_dockerfile_at_deploy_time(tmp_path):
     app = App(outdir=str(tmp_path))
     stack = Stack(app, "Image", env={"account": "111111111111", "region": "us-east-1"})
     key = kms.Key(stack, "Key", enable_key_rotation=True)
-    EvaluationJob(stack, "Job", endpoints=["e"], dataset_uri="s3://b/d/", output_bucket=results_bucket(stack, "R", key), encryption_key=key)
+    EvaluationJob(
+        stack,
+        "Job",
+        endpoints=["e"],
+        dataset_uri="s3://b/d/",
+        output_bucket=results_bucket(stack, "R", key),
+        encryption_key=key,
+    )
     app.synth()  # no Docker needed: the context is only staged
     assets = json.loads((tmp_path / "Image.assets.json").read_text())
     (image,) = assets["dockerImages"].values()

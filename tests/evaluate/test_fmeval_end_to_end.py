@@ -36,9 +36,27 @@ def scenarios(tmp_path_factory):
     }
     with emulator_process(config) as url:
         result = subprocess.run(
-            [EVAL_PYTHON, str(REPO / "tests" / "evaluate" / "fmeval_scenarios.py"), "--url", url, "--data", str(folder), "--out", str(folder / "out")],
-            capture_output=True, text=True, timeout=900, cwd=REPO,
-            env={**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "PARALLELIZATION_FACTOR": "2", "RAY_DISABLE_USAGE_STATS": "1"},
+            [
+                EVAL_PYTHON,
+                str(REPO / "tests" / "evaluate" / "fmeval_scenarios.py"),
+                "--url",
+                url,
+                "--data",
+                str(folder),
+                "--out",
+                str(folder / "out"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=REPO,
+            env={
+                **os.environ,
+                "AWS_ACCESS_KEY_ID": "x",
+                "AWS_SECRET_ACCESS_KEY": "x",
+                "PARALLELIZATION_FACTOR": "2",
+                "RAY_DISABLE_USAGE_STATS": "1",
+            },
         )
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(result.stdout.strip().splitlines()[-1]), folder / "out"
@@ -54,7 +72,15 @@ def test_identical_answers_pass_with_every_fmeval_metric(scenarios):
     assert verdict["records"] >= 50
     assert verdict["status"] == "pass", verdict["reasons"]
     metrics = {c["metric"] for c in verdict["checks"]}
-    assert {"factual_knowledge", "factual_knowledge_quasi_exact", "qa_exact_match", "qa_quasi_exact_match", "qa_f1", "classification_accuracy_score", "refusal"} <= metrics
+    assert {
+        "factual_knowledge",
+        "factual_knowledge_quasi_exact",
+        "qa_exact_match",
+        "qa_quasi_exact_match",
+        "qa_f1",
+        "classification_accuracy_score",
+        "refusal",
+    } <= metrics
     assert _check(verdict, "qa_exact_match", "all")["baseline"] == 1.0  # the emulator answers from the table
     assert _check(verdict, "classification_accuracy_score", "category=sentiment")["candidate"] == 1.0
 
@@ -86,7 +112,10 @@ def test_twenty_records_cannot_resolve_one_percent(scenarios):
     assert verdict["records"] == 20
     # Identical answers, yet no pass: one record moves the mean by 5 %.
     assert verdict["status"] == "unresolved" and not verdict["passed"]
-    assert any("cannot resolve 1.0% with 20 records" in reason and "at least 100 records are needed" in reason for reason in verdict["reasons"])
+    assert any(
+        "cannot resolve 1.0% with 20 records" in reason and "at least 100 records are needed" in reason
+        for reason in verdict["reasons"]
+    )
 
 
 def test_outputs_include_scores_and_a_50_record_spot_check(scenarios):

@@ -20,6 +20,7 @@ from optigate.testing.scenario import Outcome, Scenario
 from optigate.testing.template import render_definition
 from optigate.testing.validation import parameter_errors
 
+
 @pytest.fixture(scope="module")
 def templates(gate_templates):
     return gate_templates
@@ -49,12 +50,31 @@ def test_every_sdk_call_validates_against_botocore(templates, optimize):
     definition = _definition(templates[optimize])
     calls = list(sdk_calls(definition))
     operations = {call.operation for call in calls}
-    assert {"ListModelPackages", "DescribeModelPackage", "CreateModel", "CreateEndpointConfig", "CreateEndpoint", "DescribeEndpoint", "CreateProcessingJob", "CreateModelPackage", "DeleteEndpoint", "DeleteEndpointConfig", "DeleteModel", "Publish", "Invoke", "StartExecution"} <= operations
+    assert {
+        "ListModelPackages",
+        "DescribeModelPackage",
+        "CreateModel",
+        "CreateEndpointConfig",
+        "CreateEndpoint",
+        "DescribeEndpoint",
+        "CreateProcessingJob",
+        "CreateModelPackage",
+        "DeleteEndpoint",
+        "DeleteEndpointConfig",
+        "DeleteModel",
+        "Publish",
+        "Invoke",
+        "StartExecution",
+    } <= operations
     if optimize is True:
         assert {"CreateOptimizationJob", "DescribeOptimizationJob", "StopOptimizationJob"} <= operations
     if optimize == "shadow":
         assert {"UpdateEndpoint", "GetMetricData"} <= operations
-    problems = {call.state: parameter_errors(call.service, call.operation, call.parameters) for call in calls if (call.service, call.operation) != ("lambda", "Invoke")}
+    problems = {
+        call.state: parameter_errors(call.service, call.operation, call.parameters)
+        for call in calls
+        if (call.service, call.operation) != ("lambda", "Invoke")
+    }
     assert {name: errors for name, errors in problems.items() if errors} == {}
 
 
@@ -75,7 +95,9 @@ def test_definition_passes_statelint(templates, tmp_path, variant):
     path.write_text(json.dumps(definition))
     result = subprocess.run([sys.executable, "-m", "statelint", str(path)], capture_output=True, text=True)
     if "No module named statelint.__main__" in result.stderr:
-        result = subprocess.run([str(Path(sys.executable).with_name("statelint")), str(path)], capture_output=True, text=True)
+        result = subprocess.run(
+            [str(Path(sys.executable).with_name("statelint")), str(path)], capture_output=True, text=True
+        )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -94,11 +116,21 @@ def test_happy_path_approves_records_and_cleans_up(templates, emulators, run_gat
     assert package["CustomerMetadataProperties"]["fingerprint"] == _fingerprint(templates[True])
     # The report: JSON, HTML and the benchmark plots it shows.
     names = {key.rsplit("/", 1)[1] for key in result["report_files"]}
-    assert names == {"report.json", "report.html", "ttft_cdf.png", "itl_cdf.png", "throughput_vs_concurrency.png", "latency_vs_throughput.png"}
+    assert names == {
+        "report.json",
+        "report.html",
+        "ttft_cdf.png",
+        "itl_cdf.png",
+        "throughput_vs_concurrency.png",
+        "latency_vs_throughput.png",
+    }
 
 
 def test_optimization_failed_fails_closed(emulators, run_gate, nothing_left):
-    scenario = Scenario(optimization_job=Outcome("FAILED", after=1, failure_reason="quantization diverged"), on_processing_job=evaluation_writer("pass"))
+    scenario = Scenario(
+        optimization_job=Outcome("FAILED", after=1, failure_reason="quantization diverged"),
+        on_processing_job=evaluation_writer("pass"),
+    )
     result = run_gate(emulators, scenario=scenario)
     assert result["execution"]["status"] == "FAILED"
     assert "quantization diverged" in result["execution"].get("cause", "")
@@ -117,7 +149,10 @@ def test_optimization_that_never_finishes_times_out(emulators, run_gate, nothing
 
 
 def test_candidate_endpoint_failed_fails_and_cleans_up(emulators, run_gate, nothing_left):
-    scenario = Scenario(endpoint=Outcome("Failed", after=1, failure_reason="CUDA out of memory"), on_processing_job=evaluation_writer("pass"))
+    scenario = Scenario(
+        endpoint=Outcome("Failed", after=1, failure_reason="CUDA out of memory"),
+        on_processing_job=evaluation_writer("pass"),
+    )
     result = run_gate(emulators, optimize=False, scenario=scenario)
     assert result["execution"]["status"] == "FAILED"
     assert "CUDA out of memory" in result["execution"].get("cause", "")
@@ -125,7 +160,9 @@ def test_candidate_endpoint_failed_fails_and_cleans_up(emulators, run_gate, noth
 
 
 def test_quality_drop_rejects_the_candidate(emulators, run_gate, nothing_left):
-    scenario = Scenario(on_processing_job=evaluation_writer("fail", ["qa_exact_match on category=multi_step: drops by 4.0%"]))
+    scenario = Scenario(
+        on_processing_job=evaluation_writer("fail", ["qa_exact_match on category=multi_step: drops by 4.0%"])
+    )
     result = run_gate(emulators, optimize=False, scenario=scenario, short=True)
     assert result["execution"]["status"] == "FAILED"
     assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
@@ -163,24 +200,49 @@ def test_an_unchanged_candidate_passes_as_a_no_op_and_force_proves_it_again(temp
     """The pipeline runs every team's gate after each deploy: a candidate proven before must not be
     benchmarked again (once promoted, it would be compared with itself). The happy path test shows
     the gate records this fingerprint; here the registry holds such a proof already."""
-    with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=Scenario(on_processing_job=evaluation_writer("pass")), region=REGION) as harness:
+    with GateHarness(
+        lambda_handlers=gate_handlers(emulators),
+        scenario=Scenario(on_processing_job=evaluation_writer("pass")),
+        region=REGION,
+    ) as harness:
         run = GateRun(templates[False], harness)
         sagemaker = harness.client("sagemaker")
         proof = sagemaker.create_model_package(
-            ModelPackageGroupName=run.group, ModelApprovalStatus="Approved", ModelPackageDescription="APPROVED chat/dev: all 6 checks pass",
+            ModelPackageGroupName=run.group,
+            ModelApprovalStatus="Approved",
+            ModelPackageDescription="APPROVED chat/dev: all 6 checks pass",
             CustomerMetadataProperties={"fingerprint": _fingerprint(templates[False])},
-            InferenceSpecification={"Containers": [{"Image": LIVE_IMAGE}], "SupportedContentTypes": ["application/json"], "SupportedResponseMIMETypes": ["application/json"]},
+            InferenceSpecification={
+                "Containers": [{"Image": LIVE_IMAGE}],
+                "SupportedContentTypes": ["application/json"],
+                "SupportedResponseMIMETypes": ["application/json"],
+            },
         )["ModelPackageArn"]
         again = run.execute(timeout=60)
         assert again["execution"]["status"] == "SUCCEEDED"
-        assert again["states"] == ["Init", "FindLastProof", "ProvenBefore?", "DescribeLastProof", "SameCandidateAsLastProof?", "AlreadyProven", "CandidateAlreadyProven"]
-        assert again["execution"]["output"]["unchanged"] is True and again["execution"]["output"]["model_package_arn"] == proof
+        assert again["states"] == [
+            "Init",
+            "FindLastProof",
+            "ProvenBefore?",
+            "DescribeLastProof",
+            "SameCandidateAsLastProof?",
+            "AlreadyProven",
+            "CandidateAlreadyProven",
+        ]
+        assert (
+            again["execution"]["output"]["unchanged"] is True
+            and again["execution"]["output"]["model_package_arn"] == proof
+        )
         assert len(again["packages"]) == 1 and again["left"] == {k: [] for k in again["left"]}
         # A different candidate (another fingerprint) is proven as usual: stopped once it stages.
-        sagemaker.update_model_package(ModelPackageArn=proof, CustomerMetadataProperties={"fingerprint": "another candidate"})
+        sagemaker.update_model_package(
+            ModelPackageArn=proof, CustomerMetadataProperties={"fingerprint": "another candidate"}
+        )
         for name, execution_input in (("changed", {}), ("forced", None)):
             if execution_input is None:  # the same candidate again, but forced
-                sagemaker.update_model_package(ModelPackageArn=proof, CustomerMetadataProperties={"fingerprint": _fingerprint(templates[False])})
+                sagemaker.update_model_package(
+                    ModelPackageArn=proof, CustomerMetadataProperties={"fingerprint": _fingerprint(templates[False])}
+                )
                 execution_input = {"force": True}
             arn = harness.start(run.gate_arn, execution_input, name=name)
             deadline = time.monotonic() + 60

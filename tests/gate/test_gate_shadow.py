@@ -12,8 +12,16 @@ from optigate.testing.scenario import Outcome, Scenario
 
 
 TRAFFIC = {
-    "AllTraffic": {"Invocations": 1000, "Invocation5XXErrors": 0, "ModelLatency": [900_000 + 1000 * i for i in range(50)]},
-    "GateCandidate": {"Invocations": 200, "Invocation5XXErrors": 0, "ModelLatency": [700_000 + 1000 * i for i in range(50)]},
+    "AllTraffic": {
+        "Invocations": 1000,
+        "Invocation5XXErrors": 0,
+        "ModelLatency": [900_000 + 1000 * i for i in range(50)],
+    },
+    "GateCandidate": {
+        "Invocations": 200,
+        "Invocation5XXErrors": 0,
+        "ModelLatency": [700_000 + 1000 * i for i in range(50)],
+    },
 }
 
 
@@ -33,11 +41,22 @@ def test_shadow_mirrors_live_traffic_then_restores_the_cloudformation_config(emu
     assert _updates(result) == ["PutShadowOnLiveEndpoint", "RestoreLiveEndpoint"]
     states = result["states"]
     # Benchmark and evaluation ran on the temporary endpoint, released before the shadow went live.
-    assert states.index("Evaluate") < states.index("ReleaseCandidateEndpoint") < states.index("PutShadowOnLiveEndpoint") < states.index("MirrorLiveTraffic") < states.index("ReadVariantMetrics") < states.index("RestoreLiveEndpoint") < states.index("DecideVerdict")
+    assert (
+        states.index("Evaluate")
+        < states.index("ReleaseCandidateEndpoint")
+        < states.index("PutShadowOnLiveEndpoint")
+        < states.index("MirrorLiveTraffic")
+        < states.index("ReadVariantMetrics")
+        < states.index("RestoreLiveEndpoint")
+        < states.index("DecideVerdict")
+    )
     shadow = result["report"]["shadow"]
     assert shadow["shadow"]["invocations"] == 200 and shadow["production"]["invocations"] == 1000
     assert shadow["shadow"]["p99_model_latency_ms"] == pytest.approx(748.5, abs=0.6)  # p99 of 700..749 ms
-    assert {c["name"]: c["passed"] for c in result["report"]["checks"] if c["name"].startswith("shadow")} == {"shadow_traffic": True, "shadow_error_rate": True}
+    assert {c["name"]: c["passed"] for c in result["report"]["checks"] if c["name"].startswith("shadow")} == {
+        "shadow_traffic": True,
+        "shadow_error_rate": True,
+    }
     assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Approved"]
     nothing_left(result)
 
@@ -52,7 +71,12 @@ def test_shadow_errors_reject_and_restore(emulators, run_gate, nothing_left):
 
 
 def test_no_mirrored_traffic_fails_closed(emulators, run_gate, nothing_left):
-    result = run_gate(emulators, optimize="shadow", scenario=_shadow_scenario(variant_traffic={"AllTraffic": TRAFFIC["AllTraffic"]}), short=True)
+    result = run_gate(
+        emulators,
+        optimize="shadow",
+        scenario=_shadow_scenario(variant_traffic={"AllTraffic": TRAFFIC["AllTraffic"]}),
+        short=True,
+    )
     assert result["execution"]["status"] == "FAILED"
     traffic = next(c for c in result["report"]["checks"] if c["name"] == "shadow_traffic")
     assert traffic["passed"] is False and traffic["measured"] == 0
@@ -61,7 +85,11 @@ def test_no_mirrored_traffic_fails_closed(emulators, run_gate, nothing_left):
 
 def test_shadow_update_rolled_back_fails_and_leaves_the_live_config(emulators, run_gate, nothing_left):
     def update(request):
-        return Outcome("RolledBack", after=1, failure_reason="shadow variant failed health check") if "-shadow-" in request["EndpointConfigName"] else Outcome("InService", after=1)
+        return (
+            Outcome("RolledBack", after=1, failure_reason="shadow variant failed health check")
+            if "-shadow-" in request["EndpointConfigName"]
+            else Outcome("InService", after=1)
+        )
 
     result = run_gate(emulators, optimize="shadow", scenario=_shadow_scenario(endpoint_update=update), short=True)
     assert result["execution"]["status"] == "FAILED"
@@ -83,7 +111,11 @@ def test_a_crash_while_shadowing_still_restores(emulators, run_gate, nothing_lef
 def test_the_restore_waits_out_an_update_in_flight(emulators, run_gate, nothing_left):
     """The restore is an update like any other: it polls until the live endpoint is InService on
     its original config, within the poll bound."""
-    slow_restore = lambda request: Outcome("InService", after=3) if "-shadow-" not in request["EndpointConfigName"] else Outcome("InService", after=1)  # noqa: E731
+    slow_restore = lambda request: (
+        Outcome("InService", after=3)
+        if "-shadow-" not in request["EndpointConfigName"]
+        else Outcome("InService", after=1)
+    )  # noqa: E731
     result = run_gate(emulators, optimize="shadow", scenario=_shadow_scenario(endpoint_update=slow_restore), short=True)
     assert "LiveEndpointNotRestored" not in result["execution"].get("cause", "")
     assert result["states"].count("WaitForRestore") >= 3 and "LiveEndpointRestored" in result["states"]
@@ -95,7 +127,9 @@ def test_a_busy_live_endpoint_is_not_touched(emulators, gate_templates, gate_han
         endpoint = harness.sagemaker_backend().endpoints["chat-dev"]
         endpoint.endpoint_status = "Updating"
 
-    scenario = _shadow_scenario(on_processing_job=lambda request: (evaluation_writer("pass")(request), busy(active_harness()))[0])
+    scenario = _shadow_scenario(
+        on_processing_job=lambda request: (evaluation_writer("pass")(request), busy(active_harness()))[0]
+    )
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
         result = GateRun(gate_templates["shadow"], harness, {"rounds": 4}).execute(timeout=120)
     assert result["execution"]["status"] == "FAILED"

@@ -19,7 +19,13 @@ FN = f"arn:aws:lambda:us-east-1:{ACCOUNT_ID}:function:"
 
 def lambda_task(function: str, next_state: str | None = None, **extra) -> dict:
     """What CDK's LambdaInvoke renders (payloadResponseOnly false), retries left out."""
-    state = {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Parameters": {"FunctionName": FN + function, "Payload.$": "$"}, "ResultSelector": {"result.$": "$.Payload"}, **extra}
+    state = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke",
+        "Parameters": {"FunctionName": FN + function, "Payload.$": "$"},
+        "ResultSelector": {"result.$": "$.Payload"},
+        **extra,
+    }
     return state | ({"Next": next_state} if next_state else {"End": True})
 
 
@@ -34,19 +40,37 @@ def poll(describe: str, params: dict, status_path: str, done: dict[str, str]) ->
         f"Describe{describe}": sdk(f"describe{describe}", params, f"Check{describe}", ResultPath=f"$.{describe}"),
         f"Check{describe}": {
             "Type": "Choice",
-            "Choices": [{"Variable": f"$.{describe}.{status_path}", "StringEquals": status, "Next": target} for status, target in done.items()],
+            "Choices": [
+                {"Variable": f"$.{describe}.{status_path}", "StringEquals": status, "Next": target}
+                for status, target in done.items()
+            ],
             "Default": f"Wait{describe}",
         },
         f"Wait{describe}": {"Type": "Wait", "Seconds": 0, "Next": f"Describe{describe}"},
     }
 
 
-def create_model_and_config(h: GateHarness, model: str = "m1", config: str = "c1", shadow_model: str | None = None) -> None:
+def create_model_and_config(
+    h: GateHarness, model: str = "m1", config: str = "c1", shadow_model: str | None = None
+) -> None:
     sm = h.client("sagemaker")
     for name in filter(None, (model, shadow_model)):
-        sm.create_model(ModelName=name, ExecutionRoleArn=ROLE, PrimaryContainer={"Image": IMAGE, "ModelDataUrl": f"s3://models/{name}/"})
-    variant = {"VariantName": "AllTraffic", "ModelName": model, "InitialInstanceCount": 1, "InstanceType": "ml.g5.2xlarge"}
-    kwargs = {"ShadowProductionVariants": [{**variant, "VariantName": "Shadow", "ModelName": shadow_model}]} if shadow_model else {}
+        sm.create_model(
+            ModelName=name,
+            ExecutionRoleArn=ROLE,
+            PrimaryContainer={"Image": IMAGE, "ModelDataUrl": f"s3://models/{name}/"},
+        )
+    variant = {
+        "VariantName": "AllTraffic",
+        "ModelName": model,
+        "InitialInstanceCount": 1,
+        "InstanceType": "ml.g5.2xlarge",
+    }
+    kwargs = (
+        {"ShadowProductionVariants": [{**variant, "VariantName": "Shadow", "ModelName": shadow_model}]}
+        if shadow_model
+        else {}
+    )
     sm.create_endpoint_config(EndpointConfigName=config, ProductionVariants=[variant], **kwargs)
 
 
@@ -65,8 +89,18 @@ def test_lambda_result_flows_to_next_state_in_both_resource_forms():
         "States": {
             "Score": lambda_task("score", "Direct", ResultPath="$.scored"),
             # payloadResponseOnly: the function ARN is the Resource and the payload is the output.
-            "Direct": {"Type": "Task", "Resource": FN + "score", "Parameters": {"x.$": "$.scored.result.score"}, "ResultPath": "$.again", "Next": "Pick"},
-            "Pick": {"Type": "Choice", "Choices": [{"Variable": "$.again.score", "NumericGreaterThan": 10, "Next": "High"}], "Default": "Low"},
+            "Direct": {
+                "Type": "Task",
+                "Resource": FN + "score",
+                "Parameters": {"x.$": "$.scored.result.score"},
+                "ResultPath": "$.again",
+                "Next": "Pick",
+            },
+            "Pick": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.again.score", "NumericGreaterThan": 10, "Next": "High"}],
+                "Default": "Low",
+            },
             "High": {"Type": "Succeed"},
             "Low": {"Type": "Fail", "Error": "Low"},
         },
@@ -83,7 +117,13 @@ def test_handler_found_by_the_functions_configured_handler():
     with GateHarness(lambda_handlers={"app.handler": lambda event, context: {"seen": event}}) as h:
         iam = h.client("iam")
         role = iam.create_role(RoleName="fn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-        h.client("lambda").create_function(FunctionName="deployed-name-abc123", Runtime="python3.12", Role=role, Handler="app.handler", Code={"ZipFile": b"zip"})
+        h.client("lambda").create_function(
+            FunctionName="deployed-name-abc123",
+            Runtime="python3.12",
+            Role=role,
+            Handler="app.handler",
+            Code={"ZipFile": b"zip"},
+        )
         result = h.run({"StartAt": "T", "States": {"T": lambda_task("deployed-name-abc123")}}, {"a": 1})
         assert result["output"] == {"result": {"seen": {"a": 1}}}
 
@@ -101,7 +141,13 @@ def test_lambda_exception_is_caught_then_cleanup_then_fail_with_error_and_cause(
     definition = {
         "StartAt": "Evaluate",
         "States": {
-            "Evaluate": lambda_task("evaluate", "Unreachable", Catch=[{"ErrorEquals": ["Lambda.Unknown", "States.TaskFailed"], "ResultPath": "$.error", "Next": "Cleanup"}]),
+            "Evaluate": lambda_task(
+                "evaluate",
+                "Unreachable",
+                Catch=[
+                    {"ErrorEquals": ["Lambda.Unknown", "States.TaskFailed"], "ResultPath": "$.error", "Next": "Cleanup"}
+                ],
+            ),
             "Unreachable": {"Type": "Succeed"},
             "Cleanup": lambda_task("cleanup", "Failed", ResultPath="$.cleanup"),
             "Failed": {"Type": "Fail", "ErrorPath": "$.error.Error", "CausePath": "$.error.Cause"},
@@ -138,7 +184,9 @@ OPTIMIZATION_REQUEST = {
     "RoleArn": ROLE,
     "ModelSource": {"S3": {"S3Uri": "s3://models/llama/", "ModelAccessConfig": {"AcceptEula": True}}},
     "DeploymentInstanceType": "ml.g5.2xlarge",
-    "OptimizationConfigs": [{"ModelQuantizationConfig": {"Image": IMAGE, "OverrideEnvironment": {"OPTION_QUANTIZE": "awq"}}}],
+    "OptimizationConfigs": [
+        {"ModelQuantizationConfig": {"Image": IMAGE, "OverrideEnvironment": {"OPTION_QUANTIZE": "awq"}}}
+    ],
     "OutputConfig": {"S3OutputLocation": "s3://models/llama-awq/"},
     "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
 }
@@ -148,14 +196,28 @@ def optimization_machine() -> dict:
     return {
         "StartAt": "CreateOptimizationJob",
         "States": {
-            "CreateOptimizationJob": sdk("createOptimizationJob", OPTIMIZATION_REQUEST, "DescribeOptimizationJob", ResultPath="$.created"),
-            **poll("OptimizationJob", {"OptimizationJobName.$": "$.job"}, "OptimizationJobStatus", {"COMPLETED": "Optimized", "FAILED": "OptimizationFailed", "STOPPED": "OptimizationFailed"}),
+            "CreateOptimizationJob": sdk(
+                "createOptimizationJob", OPTIMIZATION_REQUEST, "DescribeOptimizationJob", ResultPath="$.created"
+            ),
+            **poll(
+                "OptimizationJob",
+                {"OptimizationJobName.$": "$.job"},
+                "OptimizationJobStatus",
+                {"COMPLETED": "Optimized", "FAILED": "OptimizationFailed", "STOPPED": "OptimizationFailed"},
+            ),
             "Optimized": {
                 "Type": "Pass",
-                "Parameters": {"image.$": "$.OptimizationJob.OptimizationOutput.RecommendedInferenceImage", "artifacts.$": "$.OptimizationJob.OutputConfig.S3OutputLocation"},
+                "Parameters": {
+                    "image.$": "$.OptimizationJob.OptimizationOutput.RecommendedInferenceImage",
+                    "artifacts.$": "$.OptimizationJob.OutputConfig.S3OutputLocation",
+                },
                 "End": True,
             },
-            "OptimizationFailed": {"Type": "Fail", "Error": "OptimizationFailed", "CausePath": "$.OptimizationJob.FailureReason"},
+            "OptimizationFailed": {
+                "Type": "Fail",
+                "Error": "OptimizationFailed",
+                "CausePath": "$.OptimizationJob.FailureReason",
+            },
         },
     }
 
@@ -165,20 +227,30 @@ def test_optimization_job_polled_until_completed():
         result = h.run(optimization_machine(), {"job": "opt-1"})
         assert result["status"] == "SUCCEEDED", result
         assert result["output"] == {"image": DEFAULT_IMAGE, "artifacts": "s3://models/llama-awq/"}
-        statuses = [h.client("sagemaker").describe_optimization_job(OptimizationJobName="opt-1")["OptimizationJobStatus"]]
+        statuses = [
+            h.client("sagemaker").describe_optimization_job(OptimizationJobName="opt-1")["OptimizationJobStatus"]
+        ]
         assert statuses == ["COMPLETED"]
         describes = [a for a, _ in h.sagemaker.calls if a == "DescribeOptimizationJob"]
         assert len(describes) == 5  # 4 from the machine (3 in progress + 1 terminal), 1 from this test
 
 
 def test_optimization_job_failure_and_status_sequence():
-    with GateHarness(scenario=Scenario(optimization_job=Outcome("FAILED", after=2, failure_reason="ClientError: AWQ needs a GPU"))) as h:
+    with GateHarness(
+        scenario=Scenario(optimization_job=Outcome("FAILED", after=2, failure_reason="ClientError: AWQ needs a GPU"))
+    ) as h:
         sm = h.client("sagemaker")
-        sm.create_optimization_job(**{k.removesuffix(".$"): ("direct" if k.endswith(".$") else v) for k, v in OPTIMIZATION_REQUEST.items()})
+        sm.create_optimization_job(
+            **{k.removesuffix(".$"): ("direct" if k.endswith(".$") else v) for k, v in OPTIMIZATION_REQUEST.items()}
+        )
         seen = [sm.describe_optimization_job(OptimizationJobName="direct")["OptimizationJobStatus"] for _ in range(4)]
         assert seen == ["STARTING", "INPROGRESS", "FAILED", "FAILED"]
         result = h.run(optimization_machine(), {"job": "opt-2"})
-        assert (result["status"], result["error"], result["cause"]) == ("FAILED", "OptimizationFailed", "ClientError: AWQ needs a GPU")
+        assert (result["status"], result["error"], result["cause"]) == (
+            "FAILED",
+            "OptimizationFailed",
+            "ClientError: AWQ needs a GPU",
+        )
 
 
 def test_optimization_job_that_never_finishes_times_out_and_can_be_stopped():
@@ -189,7 +261,9 @@ def test_optimization_job_that_never_finishes_times_out_and_can_be_stopped():
         assert sm.describe_optimization_job(OptimizationJobName="opt-3")["OptimizationJobStatus"] == "INPROGRESS"
         assert h.live_sagemaker_resources()["optimization_jobs"] == ["opt-3"]
         sm.stop_optimization_job(OptimizationJobName="opt-3")
-        assert [sm.describe_optimization_job(OptimizationJobName="opt-3")["OptimizationJobStatus"] for _ in range(2)] == ["STOPPED", "STOPPED"]
+        assert [
+            sm.describe_optimization_job(OptimizationJobName="opt-3")["OptimizationJobStatus"] for _ in range(2)
+        ] == ["STOPPED", "STOPPED"]
         sm.delete_optimization_job(OptimizationJobName="opt-3")
         with pytest.raises(ClientError) as missing:
             sm.describe_optimization_job(OptimizationJobName="opt-3")
@@ -203,10 +277,36 @@ def processing_machine() -> dict:
     request = {
         "ProcessingJobName.$": "$.job",
         "RoleArn": ROLE,
-        "AppSpecification": {"ImageUri": IMAGE, "ContainerEntrypoint": ["python3", "/opt/ml/processing/code/evaluate.py"]},
-        "ProcessingInputs": [{"InputName": "code", "S3Input": {"S3Uri": "s3://results/code/", "LocalPath": "/opt/ml/processing/code", "S3DataType": "S3Prefix", "S3InputMode": "File"}}],
-        "ProcessingOutputConfig": {"Outputs": [{"OutputName": "evaluation", "S3Output": {"S3Uri.$": "$.output", "LocalPath": "/opt/ml/processing/output", "S3UploadMode": "EndOfJob"}}]},
-        "ProcessingResources": {"ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge", "VolumeSizeInGB": 30}},
+        "AppSpecification": {
+            "ImageUri": IMAGE,
+            "ContainerEntrypoint": ["python3", "/opt/ml/processing/code/evaluate.py"],
+        },
+        "ProcessingInputs": [
+            {
+                "InputName": "code",
+                "S3Input": {
+                    "S3Uri": "s3://results/code/",
+                    "LocalPath": "/opt/ml/processing/code",
+                    "S3DataType": "S3Prefix",
+                    "S3InputMode": "File",
+                },
+            }
+        ],
+        "ProcessingOutputConfig": {
+            "Outputs": [
+                {
+                    "OutputName": "evaluation",
+                    "S3Output": {
+                        "S3Uri.$": "$.output",
+                        "LocalPath": "/opt/ml/processing/output",
+                        "S3UploadMode": "EndOfJob",
+                    },
+                }
+            ]
+        },
+        "ProcessingResources": {
+            "ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge", "VolumeSizeInGB": 30}
+        },
         "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
         "Environment": {"PARALLELIZATION_FACTOR": "4"},
     }
@@ -230,7 +330,9 @@ def processing_machine() -> dict:
 
 def test_processing_job_sync_completes_and_the_hook_writes_the_verdict():
     def run_job(request):
-        bucket, key = request["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"].removeprefix("s3://").split("/", 1)
+        bucket, key = (
+            request["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"].removeprefix("s3://").split("/", 1)
+        )
         h.client("s3").put_object(Bucket=bucket, Key=f"{key}/verdict.json", Body=json.dumps({"pass": True}))
 
     def read_verdict(event, context):
@@ -244,18 +346,26 @@ def test_processing_job_sync_completes_and_the_hook_writes_the_verdict():
         assert result["status"] == "SUCCEEDED", result
         evaluation = result["output"]["evaluation"]
         assert evaluation["ProcessingJobStatus"] == "Completed"
-        assert evaluation["ProcessingResources"]["ClusterConfig"]["InstanceType"] == "ml.m5.xlarge"  # moto drops it; the harness keeps it
+        assert (
+            evaluation["ProcessingResources"]["ClusterConfig"]["InstanceType"] == "ml.m5.xlarge"
+        )  # moto drops it; the harness keeps it
         assert evaluation["Environment"] == {"PARALLELIZATION_FACTOR": "4"}
         assert result["output"]["verdict"] == {"result": {"pass": True}}
         assert list(h.s3_objects("results")) == ["eval-1/verdict.json"]
 
 
 def test_processing_job_sync_failure_is_states_task_failed_with_the_describe_as_cause():
-    with GateHarness(scenario=Scenario(processing_job=Outcome("Failed", after=1, failure_reason="AlgorithmError: OOM"))) as h:
+    with GateHarness(
+        scenario=Scenario(processing_job=Outcome("Failed", after=1, failure_reason="AlgorithmError: OOM"))
+    ) as h:
         result = h.run(processing_machine(), {"job": "eval-2", "output": "s3://results/eval-2"})
         assert (result["status"], result["error"]) == ("FAILED", "EvaluationFailed")
-        failed = [e["taskFailedEventDetails"] for e in h.history(result["executionArn"]) if "taskFailedEventDetails" in e]
-        assert [(f["error"], f["resourceType"], f["resource"]) for f in failed] == [("States.TaskFailed", "sagemaker", "createProcessingJob.sync")]
+        failed = [
+            e["taskFailedEventDetails"] for e in h.history(result["executionArn"]) if "taskFailedEventDetails" in e
+        ]
+        assert [(f["error"], f["resourceType"], f["resource"]) for f in failed] == [
+            ("States.TaskFailed", "sagemaker", "createProcessingJob.sync")
+        ]
         cause = json.loads(result["cause"])
         assert (cause["ProcessingJobStatus"], cause["FailureReason"]) == ("Failed", "AlgorithmError: OOM")
 
@@ -278,9 +388,24 @@ def endpoint_machine() -> dict:
     return {
         "StartAt": "CreateEndpoint",
         "States": {
-            "CreateEndpoint": {"Type": "Task", "Resource": "arn:aws:states:::sagemaker:createEndpoint", "Parameters": {"EndpointName.$": "$.endpoint", "EndpointConfigName.$": "$.config"}, "ResultPath": "$.created", "Next": "DescribeEndpoint"},
-            **poll("Endpoint", {"EndpointName.$": "$.endpoint"}, "EndpointStatus", {"InService": "Ready", "Failed": "EndpointFailed"}),
-            "Ready": {"Type": "Pass", "Parameters": {"status.$": "$.Endpoint.EndpointStatus", "config.$": "$.Endpoint.EndpointConfigName"}, "End": True},
+            "CreateEndpoint": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::sagemaker:createEndpoint",
+                "Parameters": {"EndpointName.$": "$.endpoint", "EndpointConfigName.$": "$.config"},
+                "ResultPath": "$.created",
+                "Next": "DescribeEndpoint",
+            },
+            **poll(
+                "Endpoint",
+                {"EndpointName.$": "$.endpoint"},
+                "EndpointStatus",
+                {"InService": "Ready", "Failed": "EndpointFailed"},
+            ),
+            "Ready": {
+                "Type": "Pass",
+                "Parameters": {"status.$": "$.Endpoint.EndpointStatus", "config.$": "$.Endpoint.EndpointConfigName"},
+                "End": True,
+            },
             "EndpointFailed": {"Type": "Fail", "Error": "EndpointFailed", "CausePath": "$.Endpoint.FailureReason"},
         },
     }
@@ -293,62 +418,123 @@ def test_create_endpoint_polls_to_in_service():
         assert result["status"] == "SUCCEEDED", result
         assert result["output"] == {"status": "InService", "config": "c1"}
         assert result["output"] and h.states_entered(result["executionArn"]).count("WaitEndpoint") == 2
-        assert h.sagemaker_resources()["endpoints"]["e1"] == {"status": "InService", "config": "c1", "failure_reason": None}
+        assert h.sagemaker_resources()["endpoints"]["e1"] == {
+            "status": "InService",
+            "config": "c1",
+            "failure_reason": None,
+        }
 
 
 def test_create_endpoint_polls_to_failed_and_the_endpoint_remains():
-    scenario = Scenario(endpoint=lambda request: Outcome("Failed", after=1, failure_reason=f"{request['EndpointName']}: health check failed"))
+    scenario = Scenario(
+        endpoint=lambda request: Outcome(
+            "Failed", after=1, failure_reason=f"{request['EndpointName']}: health check failed"
+        )
+    )
     with GateHarness(scenario=scenario) as h:
         create_model_and_config(h)
         result = h.run(endpoint_machine(), {"endpoint": "e2", "config": "c1"})
-        assert (result["status"], result["error"], result["cause"]) == ("FAILED", "EndpointFailed", "e2: health check failed")
+        assert (result["status"], result["error"], result["cause"]) == (
+            "FAILED",
+            "EndpointFailed",
+            "e2: health check failed",
+        )
         assert h.live_sagemaker_resources()["endpoints"] == ["e2"]  # a Failed endpoint must still be deleted
 
 
 def test_update_endpoint_switches_config_and_shadow_variants_are_kept():
-    with GateHarness(scenario=Scenario(endpoint=Outcome("InService", after=0), endpoint_update=Outcome("InService", after=2))) as h:
+    with GateHarness(
+        scenario=Scenario(endpoint=Outcome("InService", after=0), endpoint_update=Outcome("InService", after=2))
+    ) as h:
         create_model_and_config(h)
         create_model_and_config(h, model="candidate", config="c2", shadow_model="shadow")
         sm = h.client("sagemaker")
-        assert [v["ModelName"] for v in sm.describe_endpoint_config(EndpointConfigName="c2")["ShadowProductionVariants"]] == ["shadow"]
+        assert [
+            v["ModelName"] for v in sm.describe_endpoint_config(EndpointConfigName="c2")["ShadowProductionVariants"]
+        ] == ["shadow"]
         sm.create_endpoint(EndpointName="e3", EndpointConfigName="c1")
         definition = {
             "StartAt": "UpdateEndpoint",
             "States": {
-                "UpdateEndpoint": {"Type": "Task", "Resource": "arn:aws:states:::sagemaker:updateEndpoint", "Parameters": {"EndpointName": "e3", "EndpointConfigName": "c2"}, "ResultPath": "$.updated", "Next": "DescribeEndpoint"},
+                "UpdateEndpoint": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::sagemaker:updateEndpoint",
+                    "Parameters": {"EndpointName": "e3", "EndpointConfigName": "c2"},
+                    "ResultPath": "$.updated",
+                    "Next": "DescribeEndpoint",
+                },
                 **poll("Endpoint", {"EndpointName": "e3"}, "EndpointStatus", {"InService": "Ready"}),
-                "Ready": {"Type": "Pass", "Parameters": {"config.$": "$.Endpoint.EndpointConfigName", "shadow.$": "$.Endpoint.ShadowProductionVariants"}, "End": True},
+                "Ready": {
+                    "Type": "Pass",
+                    "Parameters": {
+                        "config.$": "$.Endpoint.EndpointConfigName",
+                        "shadow.$": "$.Endpoint.ShadowProductionVariants",
+                    },
+                    "End": True,
+                },
             },
         }
         result = h.run(definition)
         assert result["status"] == "SUCCEEDED", result
-        assert result["output"] == {"config": "c2", "shadow": [{"VariantName": "Shadow", "CurrentInstanceCount": 1, "DesiredInstanceCount": 1}]}
+        assert result["output"] == {
+            "config": "c2",
+            "shadow": [{"VariantName": "Shadow", "CurrentInstanceCount": 1, "DesiredInstanceCount": 1}],
+        }
         assert h.sagemaker_resources()["endpoints"]["e3"]["config"] == "c2"
         # An endpoint that is not InService cannot be updated.
         h.scenario.endpoint_update = Outcome("InService", after=None)
         sm.update_endpoint(EndpointName="e3", EndpointConfigName="c1")
         described = sm.describe_endpoint(EndpointName="e3")
-        assert (described["EndpointStatus"], described["EndpointConfigName"], described["PendingDeploymentSummary"]["EndpointConfigName"]) == ("Updating", "c2", "c1")
+        assert (
+            described["EndpointStatus"],
+            described["EndpointConfigName"],
+            described["PendingDeploymentSummary"]["EndpointConfigName"],
+        ) == ("Updating", "c2", "c1")
         with pytest.raises(ClientError, match="Cannot update in-progress endpoint"):
             sm.update_endpoint(EndpointName="e3", EndpointConfigName="c1")
 
 
 def test_inference_components_via_sdk():
-    with GateHarness(scenario=Scenario(endpoint=Outcome("InService", after=0), inference_component=Outcome("InService", after=1))) as h:
+    with GateHarness(
+        scenario=Scenario(endpoint=Outcome("InService", after=0), inference_component=Outcome("InService", after=1))
+    ) as h:
         sm = h.client("sagemaker")
         sm.create_model(ModelName="m1", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": IMAGE})
-        sm.create_endpoint_config(EndpointConfigName="ic", ExecutionRoleArn=ROLE, ProductionVariants=[{"VariantName": "AllTraffic", "InstanceType": "ml.g5.12xlarge", "InitialInstanceCount": 1}])
+        sm.create_endpoint_config(
+            EndpointConfigName="ic",
+            ExecutionRoleArn=ROLE,
+            ProductionVariants=[
+                {"VariantName": "AllTraffic", "InstanceType": "ml.g5.12xlarge", "InitialInstanceCount": 1}
+            ],
+        )
         sm.create_endpoint(EndpointName="e4", EndpointConfigName="ic")
         definition = {
             "StartAt": "CreateInferenceComponent",
             "States": {
                 "CreateInferenceComponent": sdk(
                     "createInferenceComponent",
-                    {"InferenceComponentName": "ic1", "EndpointName": "e4", "VariantName": "AllTraffic", "Specification": {"ModelName": "m1", "ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024}}, "RuntimeConfig": {"CopyCount": 1}},
+                    {
+                        "InferenceComponentName": "ic1",
+                        "EndpointName": "e4",
+                        "VariantName": "AllTraffic",
+                        "Specification": {
+                            "ModelName": "m1",
+                            "ComputeResourceRequirements": {
+                                "NumberOfAcceleratorDevicesRequired": 1,
+                                "MinMemoryRequiredInMb": 1024,
+                            },
+                        },
+                        "RuntimeConfig": {"CopyCount": 1},
+                    },
                     "DescribeInferenceComponent",
                     ResultPath="$.created",
                 ),
-                **poll("InferenceComponent", {"InferenceComponentName": "ic1"}, "InferenceComponentStatus", {"InService": "Delete"}),
+                **poll(
+                    "InferenceComponent",
+                    {"InferenceComponentName": "ic1"},
+                    "InferenceComponentStatus",
+                    {"InService": "Delete"},
+                ),
                 "Delete": sdk("deleteInferenceComponent", {"InferenceComponentName": "ic1"}),
             },
         }
@@ -370,7 +556,11 @@ def test_create_model_package_with_approval_status():
                     "ModelPackageGroupName": "llama-gate",
                     "ModelPackageDescription": "awq candidate",
                     "ModelApprovalStatus.$": "$.approval",
-                    "InferenceSpecification": {"Containers": [{"Image": IMAGE, "ModelDataUrl": "s3://models/llama-awq/"}], "SupportedContentTypes": ["application/json"], "SupportedResponseMIMETypes": ["application/json"]},
+                    "InferenceSpecification": {
+                        "Containers": [{"Image": IMAGE, "ModelDataUrl": "s3://models/llama-awq/"}],
+                        "SupportedContentTypes": ["application/json"],
+                        "SupportedResponseMIMETypes": ["application/json"],
+                    },
                 },
                 ResultSelector={"arn.$": "$.ModelPackageArn"},
             ),
@@ -382,7 +572,10 @@ def test_create_model_package_with_approval_status():
         rejected = h.run(definition, {"approval": "Rejected"})
         assert approved["status"] == rejected["status"] == "SUCCEEDED"
         packages = h.model_packages("llama-gate")
-        assert [(p["ModelPackageArn"], p["ModelApprovalStatus"]) for p in packages] == [(approved["output"]["arn"], "Approved"), (rejected["output"]["arn"], "Rejected")]
+        assert [(p["ModelPackageArn"], p["ModelApprovalStatus"]) for p in packages] == [
+            (approved["output"]["arn"], "Approved"),
+            (rejected["output"]["arn"], "Rejected"),
+        ]
         bad = h.run(definition, {"approval": "Maybe"})  # not in the ModelApprovalStatus enum
         assert (bad["status"], bad["error"]) == ("FAILED", "SageMaker.SageMakerException")
         assert "Maybe" in bad["cause"] and h.rejected_requests[-1][1] == "CreateModelPackage"
@@ -391,18 +584,38 @@ def test_create_model_package_with_approval_status():
 def test_sns_publish_is_recorded():
     with GateHarness() as h:
         topic = h.client("sns").create_topic(Name="gate-verdicts")["TopicArn"]
-        definition = {"StartAt": "Notify", "States": {"Notify": {"Type": "Task", "Resource": "arn:aws:states:::sns:publish", "Parameters": {"TopicArn": topic, "Subject": "gate", "Message.$": "$"}, "End": True}}}
+        definition = {
+            "StartAt": "Notify",
+            "States": {
+                "Notify": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::sns:publish",
+                    "Parameters": {"TopicArn": topic, "Subject": "gate", "Message.$": "$"},
+                    "End": True,
+                }
+            },
+        }
         result = h.run(definition, {"verdict": "promote"})
         assert result["status"] == "SUCCEEDED", result
-        assert [(m["Subject"], json.loads(m["Message"])) for m in h.sns_messages(topic)] == [("gate", {"verdict": "promote"})]
+        assert [(m["Subject"], json.loads(m["Message"])) for m in h.sns_messages(topic)] == [
+            ("gate", {"verdict": "promote"})
+        ]
 
 
 def cleanup_machine(delete_endpoint_resource: str) -> dict:
     return {
         "StartAt": "DeleteEndpoint",
         "States": {
-            "DeleteEndpoint": {"Type": "Task", "Resource": delete_endpoint_resource, "Parameters": {"EndpointName.$": "$.endpoint"}, "ResultPath": None, "Next": "DeleteEndpointConfig"},
-            "DeleteEndpointConfig": sdk("deleteEndpointConfig", {"EndpointConfigName.$": "$.config"}, "DeleteModel", ResultPath=None),
+            "DeleteEndpoint": {
+                "Type": "Task",
+                "Resource": delete_endpoint_resource,
+                "Parameters": {"EndpointName.$": "$.endpoint"},
+                "ResultPath": None,
+                "Next": "DeleteEndpointConfig",
+            },
+            "DeleteEndpointConfig": sdk(
+                "deleteEndpointConfig", {"EndpointConfigName.$": "$.config"}, "DeleteModel", ResultPath=None
+            ),
             "DeleteModel": sdk("deleteModel", {"ModelName.$": "$.model"}, None, ResultPath=None),
         },
     }
@@ -415,7 +628,13 @@ def test_delete_cleanup_leaves_nothing_behind():
         assert h.live_sagemaker_resources()["endpoints"] == ["e5"]
         result = h.run(cleanup_machine(SDK + "deleteEndpoint"), {"endpoint": "e5", "config": "c1", "model": "m1"})
         assert result["status"] == "SUCCEEDED", result
-        assert h.live_sagemaker_resources() == {"endpoints": [], "endpoint_configs": [], "models": [], "inference_components": [], "optimization_jobs": []}
+        assert h.live_sagemaker_resources() == {
+            "endpoints": [],
+            "endpoint_configs": [],
+            "models": [],
+            "inference_components": [],
+            "optimization_jobs": [],
+        }
         # Deleting again: the SDK integration's error names match Step Functions'.
         again = h.run(cleanup_machine(SDK + "deleteEndpoint"), {"endpoint": "e5", "config": "c1", "model": "m1"})
         assert again["error"] == "SageMaker.SageMakerException" and "Could not find endpoint" in again["cause"]
@@ -427,7 +646,19 @@ def test_non_optimized_sagemaker_resource_is_refused_unless_lenient():
         with pytest.raises(ClientError, match="aws-sdk:sagemaker:deleteEndpoint"):
             h.create_state_machine(definition)
         with pytest.raises(ClientError, match="waitForTaskToken"):
-            h.create_state_machine({"StartAt": "T", "States": {"T": {"Type": "Task", "Resource": "arn:aws:states:::sagemaker:createEndpoint.waitForTaskToken", "Parameters": {}, "End": True}}})
+            h.create_state_machine(
+                {
+                    "StartAt": "T",
+                    "States": {
+                        "T": {
+                            "Type": "Task",
+                            "Resource": "arn:aws:states:::sagemaker:createEndpoint.waitForTaskToken",
+                            "Parameters": {},
+                            "End": True,
+                        }
+                    },
+                }
+            )
     with GateHarness(strict_integrations=False) as h:
         create_model_and_config(h)
         h.client("sagemaker").create_endpoint(EndpointName="e6", EndpointConfigName="c1")
@@ -437,10 +668,22 @@ def test_non_optimized_sagemaker_resource_is_refused_unless_lenient():
 
 
 def test_malformed_requests_fail_loudly():
-    variant = {"VariantName": "AllTraffic", "ModelName": "m1", "InitialInstanceCount": "1", "InstanceType": "ml.g5.2xlarg"}
+    variant = {
+        "VariantName": "AllTraffic",
+        "ModelName": "m1",
+        "InitialInstanceCount": "1",
+        "InstanceType": "ml.g5.2xlarg",
+    }
     definition = {
         "StartAt": "CreateEndpointConfig",
-        "States": {"CreateEndpointConfig": {"Type": "Task", "Resource": "arn:aws:states:::sagemaker:createEndpointConfig", "Parameters": {"EndpointConfigName": "c9", "ProductionVariants.$": "$.variants"}, "End": True}},
+        "States": {
+            "CreateEndpointConfig": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::sagemaker:createEndpointConfig",
+                "Parameters": {"EndpointConfigName": "c9", "ProductionVariants.$": "$.variants"},
+                "End": True,
+            }
+        },
     }
     with GateHarness() as h:
         # Values only known at run time: the request is validated when it is made.
@@ -449,7 +692,10 @@ def test_malformed_requests_fail_loudly():
         assert "ValidationException" in result["cause"]
         problem = h.rejected_requests[-1][2]
         assert "InitialInstanceCount" in problem and "ml.g5.2xlarg" in problem
-        result = h.run(definition, {"variants": [{**variant, "InitialInstanceCount": 1, "InstanceType": "ml.g5.2xlarge", "Weight": 1}]})
+        result = h.run(
+            definition,
+            {"variants": [{**variant, "InitialInstanceCount": 1, "InstanceType": "ml.g5.2xlarge", "Weight": 1}]},
+        )
         assert result["status"] == "FAILED" and "Weight" in result["cause"]
         # Literal keys are checked when the state machine is created, as Step Functions does.
         definition["States"]["CreateEndpointConfig"]["Parameters"]["Tagz"] = []

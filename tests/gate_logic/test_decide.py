@@ -27,9 +27,17 @@ def faster() -> dict:
 
 
 def inputs(baseline: dict, candidate: dict, **overrides) -> GateInputs:
-    values = {"team": "chat", "environment": "dev", "change": {"quantization": "fp8", "container_version": "0.36.0"},
-              "thresholds": THRESHOLDS, "baseline_benchmark": baseline, "candidate_benchmark": candidate,
-              "evaluation": PASS, "price_per_hour_usd": 1.212, "instance_count": 2}
+    values = {
+        "team": "chat",
+        "environment": "dev",
+        "change": {"quantization": "fp8", "container_version": "0.36.0"},
+        "thresholds": THRESHOLDS,
+        "baseline_benchmark": baseline,
+        "candidate_benchmark": candidate,
+        "evaluation": PASS,
+        "price_per_hour_usd": 1.212,
+        "instance_count": 2,
+    }
     values.update(overrides)
     return GateInputs(**values)
 
@@ -47,7 +55,12 @@ def test_a_faster_candidate_with_quality_evidence_is_approved(baseline, faster):
     assert verdict.approved, verdict.reasons
     assert verdict.reasons == ()
     assert [(c.name, c.concurrency) for c in verdict.checks] == [
-        ("p99_ttft", 4), ("p99_itl", 4), ("throughput_gain", 4), ("error_rate", 4), ("quality", None)]
+        ("p99_ttft", 4),
+        ("p99_itl", 4),
+        ("throughput_gain", 4),
+        ("error_rate", 4),
+        ("quality", None),
+    ]
     gain = check(verdict, "throughput_gain")
     assert 30 < gain.measured < 50 and gain.ci_low >= 10 and gain.ci_low <= gain.measured <= gain.ci_high
     assert verdict.summary == "APPROVED chat/dev: all 5 checks pass"
@@ -106,7 +119,11 @@ def test_throughput_gain_against_a_ten_percent_minimum(baseline, gain, approved)
     if not approved:
         [reason] = verdict.reasons
         assert reason.startswith("throughput_gain at concurrency 4 fails: output throughput gain is +")
-        assert f"{result.measured:+.1f} %" in reason and "+10.0 % minimum" in reason and f"{result.ci_low:+.1f} %" in reason
+        assert (
+            f"{result.measured:+.1f} %" in reason
+            and "+10.0 % minimum" in reason
+            and f"{result.ci_low:+.1f} %" in reason
+        )
 
 
 def test_a_gain_whose_interval_reaches_below_the_minimum_fails(baseline):
@@ -117,11 +134,17 @@ def test_a_gain_whose_interval_reaches_below_the_minimum_fails(baseline):
 
 
 def test_a_window_too_short_for_a_throughput_interval_fails_closed():
-    short_base, short_cand = bench(synthetic_run(4, requests=8, seed=1)), bench(synthetic_run(4, requests=8, itl_ms=5, seed=2))
+    short_base, short_cand = (
+        bench(synthetic_run(4, requests=8, seed=1)),
+        bench(synthetic_run(4, requests=8, itl_ms=5, seed=2)),
+    )
     verdict = decide(inputs(short_base, short_cand))
     result = check(verdict, "throughput_gain")
     assert result.measured is None and not result.passed
-    assert any(r.startswith("throughput_gain at concurrency 4 fails closed: measurement window too short") for r in verdict.reasons)
+    assert any(
+        r.startswith("throughput_gain at concurrency 4 fails closed: measurement window too short")
+        for r in verdict.reasons
+    )
 
 
 # --------------------------------------------------------------------------- errors
@@ -134,8 +157,13 @@ def test_errors_above_the_maximum_rate_fail(baseline):
     assert errors.measured == pytest.approx(6 / 120) and errors.threshold == 0.01 and not errors.passed
     assert "6 of 120 candidate requests failed" in errors.detail and "ModelError 6" in errors.detail
     [reason] = verdict.reasons
-    assert reason == "error_rate at concurrency 4 fails: 6 of 120 candidate requests failed (ModelError 6), an error rate of 5.00%, above the 1.00% maximum."
-    assert check(decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "max_error_rate": 0.05})), "error_rate").passed
+    assert (
+        reason
+        == "error_rate at concurrency 4 fails: 6 of 120 candidate requests failed (ModelError 6), an error rate of 5.00%, above the 1.00% maximum."
+    )
+    assert check(
+        decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "max_error_rate": 0.05})), "error_rate"
+    ).passed
 
 
 # --------------------------------------------------------------------------- speculative decoding
@@ -175,14 +203,28 @@ def test_speculative_method_reads_the_change():
 # --------------------------------------------------------------------------- quality
 
 
-@pytest.mark.parametrize("evaluation, expected", [
-    ({"status": "fail", "reasons": ["exact_match on category=math: drops by 6.0% (tolerance 1.0%)"]},
-     "quality fails: quality evaluation failed: exact_match on category=math: drops by 6.0% (tolerance 1.0%) (required: status pass)."),
-    ({"status": "unresolved", "reasons": ["f1 on the whole dataset: cannot resolve 1.0% with 40 records; at least 100 records are needed"]},
-     ("quality fails: quality evaluation unresolved, fails closed: f1 on the whole dataset: cannot resolve 1.0% with 40 records; "
-      "at least 100 records are needed (required: status pass).")),
-    (None, "quality fails: no quality evidence: the evaluation did not run (required: status pass)."),
-])
+@pytest.mark.parametrize(
+    "evaluation, expected",
+    [
+        (
+            {"status": "fail", "reasons": ["exact_match on category=math: drops by 6.0% (tolerance 1.0%)"]},
+            "quality fails: quality evaluation failed: exact_match on category=math: drops by 6.0% (tolerance 1.0%) (required: status pass).",
+        ),
+        (
+            {
+                "status": "unresolved",
+                "reasons": [
+                    "f1 on the whole dataset: cannot resolve 1.0% with 40 records; at least 100 records are needed"
+                ],
+            },
+            (
+                "quality fails: quality evaluation unresolved, fails closed: f1 on the whole dataset: cannot resolve 1.0% with 40 records; "
+                "at least 100 records are needed (required: status pass)."
+            ),
+        ),
+        (None, "quality fails: no quality evidence: the evaluation did not run (required: status pass)."),
+    ],
+)
 def test_quality_passes_only_on_a_passing_evaluation(baseline, faster, evaluation, expected):
     verdict = decide(inputs(baseline, faster, evaluation=evaluation))
     quality = check(verdict, "quality", None)
@@ -202,8 +244,10 @@ def test_zero_successful_requests_fails_every_latency_check_at_that_level(baseli
         assert result.measured is None and not result.passed
         assert "the candidate had no successful requests (40 sent; ModelError 40)" in result.detail
     assert check(verdict, "error_rate").measured == 1.0
-    assert "p99_ttft at concurrency 4 fails closed: the candidate had no successful requests (40 sent; ModelError 40); " \
-           "budget 600.0 ms on the upper end of the 95 % interval." in verdict.reasons
+    assert (
+        "p99_ttft at concurrency 4 fails closed: the candidate had no successful requests (40 sent; ModelError 40); "
+        "budget 600.0 ms on the upper end of the 95 % interval." in verdict.reasons
+    )
     assert not verdict.approved
     assert verdict.cost_per_million_output_tokens[0]["candidate"] is None
 
@@ -258,12 +302,23 @@ def test_cost_per_million_output_tokens_by_hand(baseline, faster):
 
 def test_prediction_vs_measurement(baseline, faster):
     cand1 = synthetic_run(1, itl_ms=itl_for_gain(0.30), seed=14)
-    verdict = decide(inputs(bench(baseline["runs"][0], synthetic_run(1, seed=15)), bench(faster["runs"][0], cand1),
-                            prediction={"decode_tpot_ms_batch1": 6.0, "cost_per_million_output_tokens": 0.5, "prefill_ms": 40.0,
-                                        "kv_capacity_tokens": 120_000}))
+    verdict = decide(
+        inputs(
+            bench(baseline["runs"][0], synthetic_run(1, seed=15)),
+            bench(faster["runs"][0], cand1),
+            prediction={
+                "decode_tpot_ms_batch1": 6.0,
+                "cost_per_million_output_tokens": 0.5,
+                "prefill_ms": 40.0,
+                "kv_capacity_tokens": 120_000,
+            },
+        )
+    )
     comparison = verdict.prediction_vs_measurement
     tpot = comparison["decode_tpot_ms_batch1"]
-    assert tpot["measured"] == pytest.approx(cand1["tpot_ms"]["p50"]) and tpot["ratio"] == pytest.approx(tpot["measured"] / 6.0)
+    assert tpot["measured"] == pytest.approx(cand1["tpot_ms"]["p50"]) and tpot["ratio"] == pytest.approx(
+        tpot["measured"] / 6.0
+    )
     assert comparison["prefill_ms"]["measured"] == pytest.approx(cand1["ttft_ms"]["p50"])
     cost = comparison["cost_per_million_output_tokens"]
     cheapest = min(c["candidate"] for c in verdict.cost_per_million_output_tokens)
@@ -283,12 +338,25 @@ def test_thresholds_are_the_config_model_and_refuse_typos(baseline, faster):
     with pytest.raises(ValidationError, match=r"p99_ttft_ms_budget\n  Input should be greater than 0"):
         decide(inputs(baseline, faster, thresholds={"p99_ttft_ms_budget": 0}))
     decided = decide(inputs(baseline, faster)).thresholds
-    assert decided == {**BenchmarkGate(**THRESHOLDS).model_dump(exclude={"prompt_tokens", "max_new_tokens"}), "speculative_decoding": None}
+    assert decided == {
+        **BenchmarkGate(**THRESHOLDS).model_dump(exclude={"prompt_tokens", "max_new_tokens"}),
+        "speculative_decoding": None,
+    }
 
 
 def test_inputs_from_dict(baseline, faster):
-    data = {"team": "chat", "environment": "dev", "change": None, "thresholds": THRESHOLDS, "baseline_benchmark": baseline,
-            "candidate_benchmark": faster, "evaluation": PASS, "price_per_hour_usd": 1.0, "instance_count": None, "prediction": None}
+    data = {
+        "team": "chat",
+        "environment": "dev",
+        "change": None,
+        "thresholds": THRESHOLDS,
+        "baseline_benchmark": baseline,
+        "candidate_benchmark": faster,
+        "evaluation": PASS,
+        "price_per_hour_usd": 1.0,
+        "instance_count": None,
+        "prediction": None,
+    }
     parsed = GateInputs.from_dict(data)
     assert parsed.instance_count == 1 and parsed.change == {}
     with pytest.raises(ValueError, match="missing candidate_benchmark"):
@@ -312,9 +380,31 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
     verdict = decide(inputs(baseline, candidate, evaluation=None))
     text = render_json(verdict)
     data = json.loads(text)
-    assert list(data) == ["team", "environment", "approved", "summary", "reasons", "checks", "cost_per_million_output_tokens",
-                          "prediction_vs_measurement", "levels", "change", "thresholds", "deltas", "shadow"]
-    assert list(data["checks"][0]) == ["name", "concurrency", "passed", "measured", "threshold", "ci_low", "ci_high", "detail"]
+    assert list(data) == [
+        "team",
+        "environment",
+        "approved",
+        "summary",
+        "reasons",
+        "checks",
+        "cost_per_million_output_tokens",
+        "prediction_vs_measurement",
+        "levels",
+        "change",
+        "thresholds",
+        "deltas",
+        "shadow",
+    ]
+    assert list(data["checks"][0]) == [
+        "name",
+        "concurrency",
+        "passed",
+        "measured",
+        "threshold",
+        "ci_low",
+        "ci_high",
+        "detail",
+    ]
     assert data["approved"] is False and len(data["reasons"]) == 3
     assert data["summary"] == "REJECTED chat/dev: 3 of 5 checks fail (throughput_gain@c4, error_rate@c4, quality)"
     assert text == render_json(decide(inputs(baseline, candidate, evaluation=None)))  # deterministic
@@ -326,7 +416,14 @@ def test_html_report_is_self_contained(baseline):
     page = render_html(verdict, ["ttft_cdf.png", "itl_cdf.png"])
     assert page.startswith("<!doctype html>") and "<script>" not in page and "chat&lt;script&gt;" in page
     assert '<img src="ttft_cdf.png"' in page and '<img src="itl_cdf.png"' in page
-    for text in ("throughput_gain", "p99_ttft", "FAIL", "Why it was rejected", "Cost per million output tokens",
-                 "Planner prediction vs measurement", "$"):
+    for text in (
+        "throughput_gain",
+        "p99_ttft",
+        "FAIL",
+        "Why it was rejected",
+        "Cost per million output tokens",
+        "Planner prediction vs measurement",
+        "$",
+    ):
         assert text in page
     assert "http" not in page.replace("http-equiv", "")  # nothing fetched from elsewhere

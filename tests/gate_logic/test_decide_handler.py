@@ -29,8 +29,12 @@ def _handler():
 def results() -> dict:
     return {
         "baseline": bench(synthetic_run(1, seed=21), synthetic_run(4, seed=22)),
-        "faster": bench(synthetic_run(1, itl_ms=itl_for_gain(0.3), seed=23), synthetic_run(4, itl_ms=itl_for_gain(0.3), seed=24)),
-        "failing": bench(*(synthetic_run(c, all_fail=True, requests=20, seed=25 + c) for c in (1, 2, 3, 4, 5, 6, 7, 8))),
+        "faster": bench(
+            synthetic_run(1, itl_ms=itl_for_gain(0.3), seed=23), synthetic_run(4, itl_ms=itl_for_gain(0.3), seed=24)
+        ),
+        "failing": bench(
+            *(synthetic_run(c, all_fail=True, requests=20, seed=25 + c) for c in (1, 2, 3, 4, 5, 6, 7, 8))
+        ),
     }
 
 
@@ -40,11 +44,25 @@ def _put(s3, key: str, data: dict) -> str:
 
 
 def _event(**overrides) -> dict:
-    event = {"team": "chat", "environment": "dev", "change": {"quantization": "fp8"},
-             "thresholds": {**THRESHOLDS, "concurrency": [1, 4]}, "price_per_hour_usd": 1.212, "instance_count": 1,
-             "prediction": {"decode_tpot_ms_batch1": 6.0, "cost_per_million_output_tokens": 1.0, "prefill_ms": 40.0, "kv_capacity_tokens": 100_000},
-             "bucket": BUCKET, "baseline_key": "runs/r1/baseline.json", "candidate_key": "runs/r1/candidate.json",
-             "evaluation_key": "runs/r1/verdict.json", "report_prefix": "runs/r1/gate/"}
+    event = {
+        "team": "chat",
+        "environment": "dev",
+        "change": {"quantization": "fp8"},
+        "thresholds": {**THRESHOLDS, "concurrency": [1, 4]},
+        "price_per_hour_usd": 1.212,
+        "instance_count": 1,
+        "prediction": {
+            "decode_tpot_ms_batch1": 6.0,
+            "cost_per_million_output_tokens": 1.0,
+            "prefill_ms": 40.0,
+            "kv_capacity_tokens": 100_000,
+        },
+        "bucket": BUCKET,
+        "baseline_key": "runs/r1/baseline.json",
+        "candidate_key": "runs/r1/candidate.json",
+        "evaluation_key": "runs/r1/verdict.json",
+        "report_prefix": "runs/r1/gate/",
+    }
     event.update(overrides)
     return event
 
@@ -52,9 +70,18 @@ def _event(**overrides) -> dict:
 def _metric_values(cloudwatch, name: str, dimensions: list[dict]) -> list[float]:
     now = datetime.now(UTC)
     response = cloudwatch.get_metric_data(
-        MetricDataQueries=[{"Id": "m", "MetricStat": {"Metric": {"Namespace": "optigate/gate", "MetricName": name, "Dimensions": dimensions},
-                                                       "Period": 60, "Stat": "Maximum"}}],
-        StartTime=now - timedelta(minutes=10), EndTime=now + timedelta(minutes=10),  # moto walks every period: keep it short
+        MetricDataQueries=[
+            {
+                "Id": "m",
+                "MetricStat": {
+                    "Metric": {"Namespace": "optigate/gate", "MetricName": name, "Dimensions": dimensions},
+                    "Period": 60,
+                    "Stat": "Maximum",
+                },
+            }
+        ],
+        StartTime=now - timedelta(minutes=10),
+        EndTime=now + timedelta(minutes=10),  # moto walks every period: keep it short
     )
     return response["MetricDataResults"][0]["Values"]
 
@@ -119,7 +146,16 @@ def test_handler_rejects_without_evaluation_and_keeps_its_answer_small(results):
 def test_handler_imports_only_the_pure_gate_logic():
     source = (handler_source("gate_decide")).read_text()
     imports = sorted(line.split()[1] for line in source.splitlines() if line.startswith(("import ", "from ")))
-    assert imports == ["__future__", "boto3", "json", "logging", "optigate.gate.decision", "optigate.gate.report", "pathlib", "tempfile"]
+    assert imports == [
+        "__future__",
+        "boto3",
+        "json",
+        "logging",
+        "optigate.gate.decision",
+        "optigate.gate.report",
+        "pathlib",
+        "tempfile",
+    ]
     modules = [REPO / "optigate" / "gate" / f"{name}.py" for name in ("report", "__init__")]
     modules += sorted((REPO / "optigate" / "gate" / "decision").glob("*.py"))
     assert {path.stem for path in modules} >= {"inputs", "checks", "wording", "verdict"}

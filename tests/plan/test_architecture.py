@@ -6,8 +6,18 @@ import pytest
 
 from optigate.plan import ModelArchitecture, known_models, load_architecture
 
-REQUIRED = {"llama-3.1-8b", "llama-3.1-70b", "mistral-7b-v0.3", "mixtral-8x7b", "qwen2.5-7b", "qwen2.5-72b",
-            "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "llama-3.2-1b"}
+REQUIRED = {
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "mistral-7b-v0.3",
+    "mixtral-8x7b",
+    "qwen2.5-7b",
+    "qwen2.5-72b",
+    "qwen3-8b",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
+    "llama-3.2-1b",
+}
 
 
 def test_required_models_are_built_in():
@@ -74,9 +84,16 @@ def test_qwen2_has_qkv_bias_and_qwen3_has_qk_norm():
 
 
 def test_load_from_dict_path_and_repo_id(tmp_path):
-    config = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
-              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
-              "max_position_embeddings": 512}
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 100,
+        "max_position_embeddings": 512,
+    }
     from_dict = load_architecture(config)
     assert from_dict.head_dim == 16
     (tmp_path / "config.json").write_text(json.dumps(config))
@@ -91,5 +108,6 @@ def test_unknown_model_suggests_close_names():
 
 def test_mla_configs_are_refused():
     with pytest.raises(NotImplementedError):
-        ModelArchitecture.from_config({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-                                       "vocab_size": 10, "kv_lora_rank": 512})
+        ModelArchitecture.from_config(
+            {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10, "kv_lora_rank": 512}
+        )

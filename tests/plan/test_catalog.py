@@ -41,8 +41,14 @@ def test_required_families_are_present():
     names = {i.instance_type for i in all_instances()}
     for family in ("ml.g5.", "ml.g6.", "ml.g6e.", "ml.inf2.", "ml.trn1."):
         assert any(n.startswith(family) for n in names), family
-    for name in ("ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.p5e.48xlarge",
-                 "ml.p5en.48xlarge", "ml.p6-b200.48xlarge"):
+    for name in (
+        "ml.p4d.24xlarge",
+        "ml.p4de.24xlarge",
+        "ml.p5.48xlarge",
+        "ml.p5e.48xlarge",
+        "ml.p5en.48xlarge",
+        "ml.p6-b200.48xlarge",
+    ):
         assert name in names
 
 

@@ -42,8 +42,16 @@ def test_fp8_keeps_embeddings_and_lm_head_in_bf16():
 
 @pytest.mark.parametrize(
     ("name", "bytes_per_param"),
-    [("bf16", 2), ("fp16", 2), ("fp8", 1), ("int8", 1), ("awq", 0.53125), ("gptq", 0.53125),
-     ("nvfp4", 0.5625), ("mxfp4", 0.53125)],
+    [
+        ("bf16", 2),
+        ("fp16", 2),
+        ("fp8", 1),
+        ("int8", 1),
+        ("awq", 0.53125),
+        ("gptq", 0.53125),
+        ("nvfp4", 0.5625),
+        ("mxfp4", 0.53125),
+    ],
 )
 def test_bytes_per_parameter_of_each_format(name, bytes_per_param):
     assert WEIGHT_PRECISIONS[name].bytes_per_param == bytes_per_param
@@ -64,8 +72,12 @@ def test_kv_dtype_bytes():
 
 def test_activation_peak_matches_vllm_profiling_log():
     # vLLM issue #10517 logged peak_torch_memory - weights = 17.06 - 14.99 = 2.07 GiB at 20 000 tokens.
-    reserve = estimate_runtime_reserve(load_architecture("llama-3.1-8b"), max_num_batched_tokens=20000,
-                                       max_num_seqs=256, engine_subtracts_cuda_graphs=False)
+    reserve = estimate_runtime_reserve(
+        load_architecture("llama-3.1-8b"),
+        max_num_batched_tokens=20000,
+        max_num_seqs=256,
+        engine_subtracts_cuda_graphs=False,
+    )
     assert reserve.activation_bytes / GIB == pytest.approx(2.07, rel=0.02)
     assert reserve.activation_bytes == 20000 * 2 * (3 * 4096 + 3 * 14336)
     assert reserve.cuda_graph_bytes == 0

@@ -48,7 +48,20 @@ def test_ad_hoc_plan_json_has_the_documented_keys_and_hand_checked_kv(capsys):
 
 
 def test_ad_hoc_fp8_kv_and_tensor_parallel_divide_the_per_accelerator_kv(capsys):
-    main(["plan", "--model", "llama-3.1-70b", "--instance", "ml.p5.48xlarge", "--tensor-parallel", "8", "--kv-cache-dtype", "fp8", "--json"])
+    main(
+        [
+            "plan",
+            "--model",
+            "llama-3.1-70b",
+            "--instance",
+            "ml.p5.48xlarge",
+            "--tensor-parallel",
+            "8",
+            "--kv-cache-dtype",
+            "fp8",
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["kv_bytes_per_token"] == 2 * 80 * 8 * 128 * 1 / 8
 
@@ -60,21 +73,47 @@ def test_ad_hoc_plan_that_does_not_fit_exits_non_zero_and_says_why(capsys):
 
 def test_ad_hoc_plan_reads_a_config_json(tmp_path, capsys):
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({
-        "model_type": "llama", "num_hidden_layers": 16, "hidden_size": 2048, "intermediate_size": 8192,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256,
-        "max_position_embeddings": 131072, "tie_word_embeddings": True,
-    }))
-    assert main(["plan", "--model", str(config), "--instance", "ml.g6.xlarge", "--max-model-len", "8192", "--json"]) == 0
+    config.write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "num_hidden_layers": 16,
+                "hidden_size": 2048,
+                "intermediate_size": 8192,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "head_dim": 64,
+                "vocab_size": 128256,
+                "max_position_embeddings": 131072,
+                "tie_word_embeddings": True,
+            }
+        )
+    )
+    assert (
+        main(["plan", "--model", str(config), "--instance", "ml.g6.xlarge", "--max-model-len", "8192", "--json"]) == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["kv_bytes_per_token"] == 2 * 16 * 8 * 64 * 2
 
 
 def test_compare_marks_the_cheapest_candidate_that_meets_the_tpot(capsys):
-    code = main([
-        "plan", "--model", "llama-3.1-8b", "--compare", "--instance", "ml.g5.2xlarge,ml.g6e.xlarge,ml.p5.48xlarge",
-        "--precisions", "bf16,fp8", "--max-model-len", "8192", "--tpot-ms", "20", "--json",
-    ])
+    code = main(
+        [
+            "plan",
+            "--model",
+            "llama-3.1-8b",
+            "--compare",
+            "--instance",
+            "ml.g5.2xlarge,ml.g6e.xlarge,ml.p5.48xlarge",
+            "--precisions",
+            "bf16,fp8",
+            "--max-model-len",
+            "8192",
+            "--tpot-ms",
+            "20",
+            "--json",
+        ]
+    )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     candidates = data["candidates"]

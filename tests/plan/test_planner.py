@@ -95,8 +95,9 @@ def test_max_model_len_beyond_position_embeddings():
 
 
 def test_batch_times_length_problem_with_feasible_batch():
-    result = plan("llama-3.1-8b", "ml.g6.xlarge", max_model_len=8192, max_batch_size=200,
-                  prompt_tokens=2048, output_tokens=512)
+    result = plan(
+        "llama-3.1-8b", "ml.g6.xlarge", max_model_len=8192, max_batch_size=200, prompt_tokens=2048, output_tokens=512
+    )
     (problem,) = result.problems
     assert problem.kind == "batch_times_length_does_not_fit"
     feasible = problem.details["feasible_batch"]
@@ -107,7 +108,12 @@ def test_batch_times_length_problem_with_feasible_batch():
 
 def test_without_fix_search_only_the_feasible_batch_is_suggested():
     (problem,) = plan(
-        "llama-3.1-8b", "ml.g6.xlarge", max_model_len=8192, max_batch_size=200, prompt_tokens=2048, output_tokens=512,
+        "llama-3.1-8b",
+        "ml.g6.xlarge",
+        max_model_len=8192,
+        max_batch_size=200,
+        prompt_tokens=2048,
+        output_tokens=512,
         suggest_fixes=False,
     ).problems
     assert [s.setting for s in problem.suggestions] == ["max_batch_size"]

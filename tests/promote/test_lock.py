@@ -25,13 +25,20 @@ def _package(client, group: str, status: str, uri: str, fingerprint: str = "f1")
         ModelPackageGroupName=group,
         ModelPackageDescription=f"{status} by the gate",
         ModelApprovalStatus=status,
-        CustomerMetadataProperties={"fingerprint": fingerprint, "report": f"s3://gate/reports/{fingerprint}/report.json"},
+        CustomerMetadataProperties={
+            "fingerprint": fingerprint,
+            "report": f"s3://gate/reports/{fingerprint}/report.json",
+        },
         InferenceSpecification={
-            "Containers": [{
-                "Image": OPTIMIZED,
-                "Environment": {"OPTION_QUANTIZE": "fp8", "OPTION_MAX_MODEL_LEN": "8192"},
-                "ModelDataSource": {"S3DataSource": {"S3Uri": uri, "S3DataType": "S3Prefix", "CompressionType": "None"}},
-            }],
+            "Containers": [
+                {
+                    "Image": OPTIMIZED,
+                    "Environment": {"OPTION_QUANTIZE": "fp8", "OPTION_MAX_MODEL_LEN": "8192"},
+                    "ModelDataSource": {
+                        "S3DataSource": {"S3Uri": uri, "S3DataType": "S3Prefix", "CompressionType": "None"}
+                    },
+                }
+            ],
             "SupportedContentTypes": ["application/json"],
             "SupportedResponseMIMETypes": ["application/json"],
         },
@@ -58,7 +65,11 @@ def test_resolve_takes_the_newest_approved_package_and_none_where_nothing_was_ap
     assert set(lock.teams) == {"chat", "research"} and lock.teams["chat"] is None
     served = lock.teams["research"]
     assert served is not None and served.model_package_arn == newest
-    assert (served.model_data_uri, served.fingerprint, served.environment["OPTION_QUANTIZE"]) == ("s3://gate/optimized/run-2/", "new", "fp8")
+    assert (served.model_data_uri, served.fingerprint, served.environment["OPTION_QUANTIZE"]) == (
+        "s3://gate/optimized/run-2/",
+        "new",
+        "fp8",
+    )
 
 
 def test_resolve_command_writes_the_lock_that_synth_reads(registry, tmp_path, monkeypatch, capsys):
@@ -109,10 +120,18 @@ def served_and_baseline(tmp_path_factory):
         model_package_arn="arn:aws:sagemaker:us-east-1:111111111111:model-package/optigate-chat-dev/7",
         image=OPTIMIZED,
         model_data_uri="s3://optigate-gate-results-dev/optimized/4f1c/",
-        environment={"OPTION_QUANTIZE": "fp8", "OPTION_MAX_MODEL_LEN": "8192", "OPTION_SPECULATIVE_CONFIG": '{"method": "ngram"}'},
+        environment={
+            "OPTION_QUANTIZE": "fp8",
+            "OPTION_MAX_MODEL_LEN": "8192",
+            "OPTION_SPECULATIVE_CONFIG": '{"method": "ngram"}',
+        },
         fingerprint="abc",
     )
-    return package, _synth_chat(tmp_path_factory.mktemp("served"), package), _synth_chat(tmp_path_factory.mktemp("baseline"), None)
+    return (
+        package,
+        _synth_chat(tmp_path_factory.mktemp("served"), package),
+        _synth_chat(tmp_path_factory.mktemp("baseline"), None),
+    )
 
 
 def test_a_lock_naming_an_approved_package_deploys_that_package(served_and_baseline):
@@ -133,7 +152,9 @@ def test_without_a_lock_the_baseline_of_the_team_file_is_deployed(served_and_bas
     model, _ = _model_and_endpoint(baseline)
     container = model["PrimaryContainer"]
     assert container["Image"] != package.image or container["Environment"] != package.environment
-    assert container["ModelDataSource"]["S3DataSource"]["S3Uri"] == "s3://acme-ml-models-us-east-1/llama-3.1-8b-instruct/"
+    assert (
+        container["ModelDataSource"]["S3DataSource"]["S3Uri"] == "s3://acme-ml-models-us-east-1/llama-3.1-8b-instruct/"
+    )
     assert baseline["Outputs"]["ServedModel"]["Value"] == "baseline"
 
 
@@ -145,7 +166,10 @@ def test_the_cut_over_is_blue_green_with_automatic_rollback(served_and_baseline)
         assert config["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]["Type"] in ("CANARY", "ALL_AT_ONCE")
         assert config["BlueGreenUpdatePolicy"]["MaximumExecutionTimeoutInSeconds"] > 0
         # Both rollback alarms exist in the stack and watch the endpoint's errors and latency.
-        watched = {template["Resources"][a["AlarmName"]["Ref"]]["Properties"]["MetricName"] for a in config["AutoRollbackConfiguration"]["Alarms"]}
+        watched = {
+            template["Resources"][a["AlarmName"]["Ref"]]["Properties"]["MetricName"]
+            for a in config["AutoRollbackConfiguration"]["Alarms"]
+        }
         assert watched == {"Invocation5XXErrors", "ModelLatency"}
     # A new package is a new model: CloudFormation replaces the model and updates the endpoint (blue/green).
     assert _model_and_endpoint(served)[0] != _model_and_endpoint(baseline)[0]

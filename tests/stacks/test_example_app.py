@@ -8,7 +8,9 @@ import pytest
 
 from tests.conftest import resources_of
 
-EXPECTED_STACKS = {f"optigate-{env}-{team}" for env in ("dev", "staging", "prod") for team in ("chat", "research", "support")}
+EXPECTED_STACKS = {
+    f"optigate-{env}-{team}" for env in ("dev", "staging", "prod") for team in ("chat", "research", "support")
+}
 
 
 def test_one_stack_per_team_and_environment(example_app):
@@ -88,8 +90,6 @@ def test_no_role_anywhere_has_a_managed_full_access_policy(example_app):
             assert not role["Properties"].get("ManagedPolicyArns"), f"{stack}: managed policies on a role"
 
 
-
-
 def _only(template: dict, resource_type: str) -> dict:
     (resource,) = resources_of(template, resource_type).values()
     return resource["Properties"]
@@ -102,7 +102,12 @@ def test_chat_serves_fp8_weights_and_kv_on_l4_with_sized_timeouts(example_app):
     assert environment["OPTION_MAX_MODEL_LEN"] == "8192"
     (variant,) = _only(template, "AWS::SageMaker::EndpointConfig")["ProductionVariants"]
     assert variant["InstanceType"] == "ml.g6.2xlarge"
-    assert 600 < variant["ModelDataDownloadTimeoutInSeconds"] < variant["ContainerStartupHealthCheckTimeoutInSeconds"] <= 3600
+    assert (
+        600
+        < variant["ModelDataDownloadTimeoutInSeconds"]
+        < variant["ContainerStartupHealthCheckTimeoutInSeconds"]
+        <= 3600
+    )
 
 
 def test_the_70b_gets_far_more_than_600_seconds_and_eagle3(example_app):
@@ -125,7 +130,10 @@ def test_research_shadows_20_percent_of_traffic_to_its_fp8_candidate(example_app
     shadow_model_id = shadow["ModelName"]["Fn::GetAtt"][0]
     assert models[shadow_model_id]["Properties"]["PrimaryContainer"]["Environment"]["OPTION_QUANTIZE"] == "fp8"
     (production,) = config["ProductionVariants"]
-    assert "OPTION_QUANTIZE" not in models[production["ModelName"]["Fn::GetAtt"][0]]["Properties"]["PrimaryContainer"]["Environment"]
+    assert (
+        "OPTION_QUANTIZE"
+        not in models[production["ModelName"]["Fn::GetAtt"][0]]["Properties"]["PrimaryContainer"]["Environment"]
+    )
 
 
 def test_support_serves_three_adapters_on_a_base_component_that_scales_to_zero(example_app):
@@ -134,7 +142,11 @@ def test_support_serves_three_adapters_on_a_base_component_that_scales_to_zero(e
     base = [c for c in components if "ModelName" in c["Specification"]]
     adapters = [c for c in components if "BaseInferenceComponentName" in c["Specification"]]
     assert [b["InferenceComponentName"] for b in base] == ["support-staging-base"]
-    assert sorted(a["InferenceComponentName"] for a in adapters) == ["support-staging-reply", "support-staging-summarise", "support-staging-triage"]
+    assert sorted(a["InferenceComponentName"] for a in adapters) == [
+        "support-staging-reply",
+        "support-staging-summarise",
+        "support-staging-triage",
+    ]
     assert {a["Specification"]["BaseInferenceComponentName"] for a in adapters} == {"support-staging-base"}
     assert all("ComputeResourceRequirements" not in a["Specification"] for a in adapters)
     assert base[0]["Specification"]["ComputeResourceRequirements"]["NumberOfAcceleratorDevicesRequired"] == 1
@@ -171,20 +183,30 @@ def test_prod_chat_blue_green_uses_a_one_instance_canary_and_rolls_back_on_alarm
 
 def test_teams_with_a_candidate_get_a_gate_and_the_others_do_not(example_app):
     for stack, template in example_app.templates.items():
-        machines = [r["Properties"].get("StateMachineName", "") for r in resources_of(template, "AWS::StepFunctions::StateMachine").values()]
+        machines = [
+            r["Properties"].get("StateMachineName", "")
+            for r in resources_of(template, "AWS::StepFunctions::StateMachine").values()
+        ]
         gates = [name for name in machines if name.endswith("-gate")]
         if "-support" in stack:
             assert gates == [], stack
         else:
             team, env = stack.split("-")[2], stack.split("-")[1]
             assert gates == [f"optigate-{team}-{env}-gate"], stack
-            groups = [r["Properties"]["ModelPackageGroupName"] for r in resources_of(template, "AWS::SageMaker::ModelPackageGroup").values()]
+            groups = [
+                r["Properties"]["ModelPackageGroupName"]
+                for r in resources_of(template, "AWS::SageMaker::ModelPackageGroup").values()
+            ]
             assert groups == [f"optigate-{team}-{env}"]
 
 
 def test_research_gate_runs_an_fp8_optimization_job_and_chat_does_not(example_app):
     def definition(stack):
-        (machine,) = [r for r in resources_of(example_app.templates[stack], "AWS::StepFunctions::StateMachine").values() if r["Properties"].get("StateMachineName", "").endswith("-gate")]
+        (machine,) = [
+            r
+            for r in resources_of(example_app.templates[stack], "AWS::StepFunctions::StateMachine").values()
+            if r["Properties"].get("StateMachineName", "").endswith("-gate")
+        ]
         separator, parts = machine["Properties"]["DefinitionString"]["Fn::Join"]
         return separator.join(p if isinstance(p, str) else "TOKEN" for p in parts)
 
@@ -197,7 +219,9 @@ def test_the_gate_benchmarks_every_configured_concurrency_level_in_turn(example_
     from optigate.testing.template import render_definition as render, state_machines
 
     template = example_app.templates["optigate-prod-chat"]
-    gate_id = next(k for k, r in state_machines(template).items() if r["Properties"].get("StateMachineName", "").endswith("-gate"))
+    gate_id = next(
+        k for k, r in state_machines(template).items() if r["Properties"].get("StateMachineName", "").endswith("-gate")
+    )
     definition = render(template, gate_id, {"*": lambda logical, attribute: logical})
     levels = definition["States"]["BenchmarkLevels"]["Result"]
     assert [level["per_shard"] for level in levels] == [1, 8, 32]  # chat's gate.benchmark.concurrency
@@ -212,7 +236,13 @@ def test_the_gate_benchmarks_every_configured_concurrency_level_in_turn(example_
 def test_the_model_role_may_write_and_read_optimized_artifacts_only_where_a_job_runs(example_app):
     def statements(stack):
         template = example_app.templates[stack]
-        return json.dumps([s for r in resources_of(template, "AWS::IAM::Policy").values() for s in r["Properties"]["PolicyDocument"]["Statement"]])
+        return json.dumps(
+            [
+                s
+                for r in resources_of(template, "AWS::IAM::Policy").values()
+                for s in r["Properties"]["PolicyDocument"]["Statement"]
+            ]
+        )
 
     assert "/optimized/*" in statements("optigate-prod-research")
     assert "/optimized/*" not in statements("optigate-prod-chat")  # speculation needs no job
@@ -231,13 +261,25 @@ def test_gate_images_are_staged_with_everything_their_dockerfiles_copy(example_a
     images = {(folder / "Dockerfile").read_text().splitlines()[0]: folder for folder in staged}
     assert len(images) == 2  # the evaluation container and the decision Lambda, told apart by their first line
     for first_line, folder in images.items():
-        sources = [line.split()[1] for line in (folder / "Dockerfile").read_text().splitlines() if line.startswith("COPY ")]
+        sources = [
+            line.split()[1] for line in (folder / "Dockerfile").read_text().splitlines() if line.startswith("COPY ")
+        ]
         assert sources and all((folder / source).exists() for source in sources), (first_line, sources)
         assert (folder / "optigate" / "__init__.py").exists() and not (folder / "optigate" / "testing").exists()
-        assert not (folder / ".venv").exists() and not (folder / "node_modules").exists() and not (folder / "tests").exists()
+        assert (
+            not (folder / ".venv").exists()
+            and not (folder / "node_modules").exists()
+            and not (folder / "tests").exists()
+        )
         assert not list(folder.rglob("__pycache__"))
     decide_context = next(folder for line, folder in images.items() if "decision Lambda" in line)
     pins = (decide_context / "requirements.txt").read_text().splitlines()
-    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][^\s]*", line) for line in pins if line and not line.startswith("#"))
-    decide = [r for r in resources_of(example_app.templates[stack], "AWS::Lambda::Function").values() if "decision" in r["Properties"].get("Description", "")]
+    assert all(
+        re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][^\s]*", line) for line in pins if line and not line.startswith("#")
+    )
+    decide = [
+        r
+        for r in resources_of(example_app.templates[stack], "AWS::Lambda::Function").values()
+        if "decision" in r["Properties"].get("Description", "")
+    ]
     assert [r["Properties"]["PackageType"] for r in decide] == ["Image"]

@@ -65,7 +65,7 @@ def test_stages_follow_the_order_of_environments_yaml(assembly):
     names = [stage["Name"] for stage in _pipeline(assembly)["Stages"]]
     assert names[:2] == ["Source", "Build"]
     environments = [e["name"] for e in ENVIRONMENTS["environments"]]
-    assert [n for n in names if n in environments] == environments == names[-len(environments):]
+    assert [n for n in names if n in environments] == environments == names[-len(environments) :]
 
 
 def test_each_stage_deploys_every_team_in_parallel_then_runs_every_gate(assembly):
@@ -73,7 +73,9 @@ def test_each_stage_deploys_every_team_in_parallel_then_runs_every_gate(assembly
     for environment in ENVIRONMENTS["environments"]:
         stage = stages[environment["name"]]
         deploys = [a for a in _actions(stage, "CloudFormation") if a["Name"].endswith(".Deploy")]
-        assert sorted(a["Name"] for a in deploys) == [f"optigate-{environment['name']}-{t}.Deploy" for t in ("chat", "research", "support")]
+        assert sorted(a["Name"] for a in deploys) == [
+            f"optigate-{environment['name']}-{t}.Deploy" for t in ("chat", "research", "support")
+        ]
         assert len({a["RunOrder"] for a in deploys}) == 1  # independent stacks deploy side by side
         gates = _actions(stage, "StepFunctions")
         assert sorted(a["Name"] for a in gates) == ["Gate-chat", "Gate-research"]  # support has no gate
@@ -81,7 +83,10 @@ def test_each_stage_deploys_every_team_in_parallel_then_runs_every_gate(assembly
         for gate in gates:
             team = gate["Name"].removeprefix("Gate-")
             arn = json.dumps(gate["Configuration"]["StateMachineArn"])
-            assert f":states:{environment['region']}:{environment['account']}:stateMachine:optigate-{team}-{environment['name']}-gate" in arn
+            assert (
+                f":states:{environment['region']}:{environment['account']}:stateMachine:optigate-{team}-{environment['name']}-gate"
+                in arn
+            )
 
 
 def test_a_manual_approval_precedes_only_the_environments_that_require_one(assembly):
@@ -106,21 +111,31 @@ def test_gate_actions_assume_an_explicit_role_in_the_target_account_and_no_suppo
             role_name = f"optigate-{team}-{env['name']}-gate-invoker"
             assert f":iam::{env['account']}:role/{role_name}" in json.dumps(gate["RoleArn"])
             # The team stack deployed just before defines that role, trusting the pipeline account only.
-            (role,) = [r for r in resources_of(stacks[f"optigate-{env['name']}-{team}"], "AWS::IAM::Role").values() if r["Properties"].get("RoleName") == role_name]
+            (role,) = [
+                r
+                for r in resources_of(stacks[f"optigate-{env['name']}-{team}"], "AWS::IAM::Role").values()
+                if r["Properties"].get("RoleName") == role_name
+            ]
             principals = json.dumps(role["Properties"]["AssumeRolePolicyDocument"])
             assert f":iam::{PIPELINE_ACCOUNT}:root" in principals and "Service" not in principals
     stack_files = [p.name for p in assembly.glob("*.template.json")]
     assert not [name for name in stack_files if "-support-" in name], stack_files
     # Another region needs only CodePipeline's artifact replication bucket.
-    assert sorted(stack_files) == ["cross-region-stack-000011112222_us-west-2.template.json", "optigate-pipeline.template.json"]
+    assert sorted(stack_files) == [
+        "cross-region-stack-000011112222_us-west-2.template.json",
+        "optigate-pipeline.template.json",
+    ]
 
 
 def test_an_approved_model_package_anywhere_starts_the_pipeline(assembly):
     template = _template(assembly / "optigate-pipeline.template.json")
     (rule,) = resources_of(template, "AWS::Events::Rule").values()
     pattern = rule["Properties"]["EventPattern"]
-    assert pattern == {"source": ["aws.sagemaker"], "detail-type": ["SageMaker Model Package State Change"],
-                       "detail": {"ModelApprovalStatus": ["Approved"], "ModelPackageGroupName": [{"prefix": "optigate-"}]}}
+    assert pattern == {
+        "source": ["aws.sagemaker"],
+        "detail-type": ["SageMaker Model Package State Change"],
+        "detail": {"ModelApprovalStatus": ["Approved"], "ModelPackageGroupName": [{"prefix": "optigate-"}]},
+    }
     (pipeline_id,) = resources_of(template, "AWS::CodePipeline::Pipeline")
     assert pipeline_id in json.dumps(rule["Properties"]["Targets"])
     (policy,) = resources_of(template, "AWS::Events::EventBusPolicy").values()
@@ -128,12 +143,18 @@ def test_an_approved_model_package_anywhere_starts_the_pipeline(assembly):
     assert all(f":iam::{e['account']}:root" in senders for e in ENVIRONMENTS["environments"])
     # Each gated team stack forwards its group's approvals to the pipeline account's default bus.
     for name, stack in _stage_templates(assembly).items():
-        forwards = [r for r in resources_of(stack, "AWS::Events::Rule").values() if "ModelPackageGroupName" in json.dumps(r["Properties"]["EventPattern"])]
+        forwards = [
+            r
+            for r in resources_of(stack, "AWS::Events::Rule").values()
+            if "ModelPackageGroupName" in json.dumps(r["Properties"]["EventPattern"])
+        ]
         if name.endswith("-support"):
             assert forwards == []
             continue
         (forward,) = forwards
-        assert f":events:{ENVIRONMENTS['pipeline']['region']}:{PIPELINE_ACCOUNT}:event-bus/default" in json.dumps(forward["Properties"]["Targets"])
+        assert f":events:{ENVIRONMENTS['pipeline']['region']}:{PIPELINE_ACCOUNT}:event-bus/default" in json.dumps(
+            forward["Properties"]["Targets"]
+        )
 
 
 def test_the_pipeline_account_may_resolve_each_gate_group(assembly):
@@ -142,17 +163,28 @@ def test_the_pipeline_account_may_resolve_each_gate_group(assembly):
         for group in groups:
             policy = group["Properties"]["ModelPackageGroupPolicy"]
             (statement,) = policy["Statement"]
-            assert statement["Principal"] == {"AWS": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::{PIPELINE_ACCOUNT}:root"]]}}
-            assert set(statement["Action"]) == {"sagemaker:DescribeModelPackageGroup", "sagemaker:DescribeModelPackage", "sagemaker:ListModelPackages"}
+            assert statement["Principal"] == {
+                "AWS": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::{PIPELINE_ACCOUNT}:root"]]}
+            }
+            assert set(statement["Action"]) == {
+                "sagemaker:DescribeModelPackageGroup",
+                "sagemaker:DescribeModelPackage",
+                "sagemaker:ListModelPackages",
+            }
 
 
 def test_the_synth_step_tests_resolves_every_environment_and_synthesizes_the_pipeline(assembly):
     template = _template(assembly / "optigate-pipeline.template.json")
-    buildspecs = [p["Properties"]["Source"].get("BuildSpec", "") for p in resources_of(template, "AWS::CodeBuild::Project").values()]
+    buildspecs = [
+        p["Properties"]["Source"].get("BuildSpec", "")
+        for p in resources_of(template, "AWS::CodeBuild::Project").values()
+    ]
     (spec,) = [json.loads(b) for b in buildspecs if "cdk synth -c pipeline=true" in b]
     commands = spec["phases"]["build"]["commands"]
     assert commands[0] == "bash scripts/test.sh"
-    assert [c for c in commands if c.startswith("optigate resolve")] == [f"optigate resolve --env {e['name']}" for e in ENVIRONMENTS["environments"]]
+    assert [c for c in commands if c.startswith("optigate resolve")] == [
+        f"optigate resolve --env {e['name']}" for e in ENVIRONMENTS["environments"]
+    ]
     assert commands[-1] == "cdk synth -c pipeline=true"
 
 
@@ -163,7 +195,11 @@ def test_every_template_passes_cfn_lint(assembly):
     assert len(templates) == 2 + 3 * 3
     regions = sorted({ENVIRONMENTS["pipeline"]["region"], *(e["region"] for e in ENVIRONMENTS["environments"])})
     errors = {
-        name: [f"{m.rule.id} {m.message}" for m in lint(json.dumps(template), config=ManualArgs(regions=regions)) if m.rule.id.startswith("E")]
+        name: [
+            f"{m.rule.id} {m.message}"
+            for m in lint(json.dumps(template), config=ManualArgs(regions=regions))
+            if m.rule.id.startswith("E")
+        ]
         for name, template in templates.items()
     }
     assert {name: found for name, found in errors.items() if found} == {}
@@ -175,7 +211,11 @@ def test_a_codecommit_source_and_a_single_environment(tmp_path):
     shutil.copy(CONFIG / "teams" / "chat.yaml", config / "teams" / "chat.yaml")
     environments = {
         "environments": [ENVIRONMENTS["environments"][0]],
-        "pipeline": {"account": ENVIRONMENTS["environments"][0]["account"], "region": "us-east-1", "source": {"codecommit": True, "repository": "optigate-config"}},
+        "pipeline": {
+            "account": ENVIRONMENTS["environments"][0]["account"],
+            "region": "us-east-1",
+            "source": {"codecommit": True, "repository": "optigate-config"},
+        },
     }
     (config / "environments.yaml").write_text(yaml.safe_dump(environments))
     _synth(config, tmp_path / "out")

@@ -35,8 +35,11 @@ def _offences(path: Path) -> list[str]:
     for node in ast.walk(tree):
         where = f"{path.relative_to(PACKAGE.parent)}:{getattr(node, 'lineno', '?')}"
         if (
-            isinstance(node, ast.Attribute) and node.attr == "random" and id(node) not in annotations
-            and isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy")
+            isinstance(node, ast.Attribute)
+            and node.attr == "random"
+            and id(node) not in annotations
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("np", "numpy")
         ):
             found.append(f"{where}: numpy.random")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("numpy.random"):

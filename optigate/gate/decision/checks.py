@@ -60,8 +60,15 @@ REPLICATES = 1000
 MIN_THROUGHPUT_BUCKETS = 5
 #: The order checks are listed in (within a concurrency level); also part of each check's seed.
 CHECK_ORDER = (
-    "coverage", "p99_ttft", "p99_itl", "throughput_gain", "error_rate", "tokens_per_chunk_gain",
-    "shadow_traffic", "shadow_error_rate", "quality",
+    "coverage",
+    "p99_ttft",
+    "p99_itl",
+    "throughput_gain",
+    "error_rate",
+    "tokens_per_chunk_gain",
+    "shadow_traffic",
+    "shadow_error_rate",
+    "quality",
 )
 
 
@@ -77,16 +84,18 @@ class Check:
     concurrency: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe({
-            "name": self.name,
-            "concurrency": self.concurrency,
-            "passed": self.passed,
-            "measured": self.measured,
-            "threshold": self.threshold,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "detail": self.detail,
-        })
+        return json_safe(
+            {
+                "name": self.name,
+                "concurrency": self.concurrency,
+                "passed": self.passed,
+                "measured": self.measured,
+                "threshold": self.threshold,
+                "ci_low": self.ci_low,
+                "ci_high": self.ci_high,
+                "detail": self.detail,
+            }
+        )
 
 
 def json_safe(value: Any) -> Any:
@@ -192,7 +201,11 @@ def latency_check(
         return Check(name, None, budget, False, f"no {label} samples from the candidate", concurrency=level)
     clustered = counts is not None and len(counts) > 0 and sum(counts) == len(samples)  # else one sample per request
     point, low, high = stats.bootstrap_percentile(
-        samples, 99, counts=counts if clustered else None, replicates=REPLICATES, confidence=CONFIDENCE,
+        samples,
+        99,
+        counts=counts if clustered else None,
+        replicates=REPLICATES,
+        confidence=CONFIDENCE,
         rng=check_seed(seed, level, name),
     )
     passed = high <= budget
@@ -201,7 +214,7 @@ def latency_check(
         f"vs budget {ms(budget)}"
     )
     if not passed:
-        detail += (": the upper end of the interval is over the budget" if point <= budget else ": over the budget")
+        detail += ": the upper end of the interval is over the budget" if point <= budget else ": over the budget"
     return Check(name, point, budget, passed, detail, low, high, level)
 
 

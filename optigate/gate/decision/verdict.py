@@ -52,21 +52,23 @@ class GateVerdict:
         return f"REJECTED {where}: {len(self.failed)} of {len(self.checks)} checks fail ({names})"
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe({
-            "team": self.team,
-            "environment": self.environment,
-            "approved": self.approved,
-            "summary": self.summary,
-            "reasons": list(self.reasons),
-            "checks": [c.to_dict() for c in self.checks],
-            "cost_per_million_output_tokens": list(self.cost_per_million_output_tokens),
-            "prediction_vs_measurement": self.prediction_vs_measurement,
-            "levels": list(self.levels),
-            "change": self.change,
-            "thresholds": self.thresholds,
-            "deltas": list(self.deltas),
-            "shadow": self.shadow,
-        })
+        return json_safe(
+            {
+                "team": self.team,
+                "environment": self.environment,
+                "approved": self.approved,
+                "summary": self.summary,
+                "reasons": list(self.reasons),
+                "checks": [c.to_dict() for c in self.checks],
+                "cost_per_million_output_tokens": list(self.cost_per_million_output_tokens),
+                "prediction_vs_measurement": self.prediction_vs_measurement,
+                "levels": list(self.levels),
+                "change": self.change,
+                "thresholds": self.thresholds,
+                "deltas": list(self.deltas),
+                "shadow": self.shadow,
+            }
+        )
 
 
 def decide(inputs: GateInputs) -> GateVerdict:
@@ -98,13 +100,19 @@ def decide(inputs: GateInputs) -> GateVerdict:
             gain = 100 * (cand_fig["output_tokens_per_s"] / base_fig["output_tokens_per_s"] - 1)
         levels.append({"concurrency": level, "baseline": base_fig, "candidate": cand_fig, "throughput_gain_pct": gain})
         # No successful request, no cost: tokens of warm-up requests alone are not a service rate.
-        costs.append({
-            "concurrency": level,
-            "baseline": cost_per_million(price, count, base_fig["output_tokens_per_s"]) if base.completions else None,
-            "candidate": cost_per_million(price, count, cand_fig["output_tokens_per_s"]) if cand.completions else None,
-            "baseline_output_tokens_per_s": base_fig["output_tokens_per_s"],
-            "candidate_output_tokens_per_s": cand_fig["output_tokens_per_s"],
-        })
+        costs.append(
+            {
+                "concurrency": level,
+                "baseline": cost_per_million(price, count, base_fig["output_tokens_per_s"])
+                if base.completions
+                else None,
+                "candidate": cost_per_million(price, count, cand_fig["output_tokens_per_s"])
+                if cand.completions
+                else None,
+                "baseline_output_tokens_per_s": base_fig["output_tokens_per_s"],
+                "candidate_output_tokens_per_s": cand_fig["output_tokens_per_s"],
+            }
+        )
 
     checks.append(quality_check(inputs.evaluation))
     if inputs.shadow is not None:
@@ -174,26 +182,34 @@ def _prediction_vs_measurement(
     measured_ttft = at_one["p50_ttft_ms"] if at_one else None
     measured_cost = cheapest["candidate"] if cheapest else None
     cost_measured_as = (
-        f"candidate at concurrency {cheapest['concurrency']} (its cheapest level)" if cheapest
+        f"candidate at concurrency {cheapest['concurrency']} (its cheapest level)"
+        if cheapest
         else "no measured cost (no price or no throughput)"
     )
     return {
         "decode_tpot_ms_batch1": {
-            "predicted": tpot, "measured": measured_tpot, "measured_as": "candidate p50 TPOT at concurrency 1",
+            "predicted": tpot,
+            "measured": measured_tpot,
+            "measured_as": "candidate p50 TPOT at concurrency 1",
             "ratio": _ratio(measured_tpot, tpot),
         },
         "prefill_ms": {
-            "predicted": prefill, "measured": measured_ttft,
+            "predicted": prefill,
+            "measured": measured_ttft,
             "measured_as": "candidate p50 TTFT at concurrency 1 (includes network and queueing)",
             "ratio": _ratio(measured_ttft, prefill),
         },
         "cost_per_million_output_tokens": {
-            "predicted": cost, "measured": measured_cost, "measured_as": cost_measured_as,
+            "predicted": cost,
+            "measured": measured_cost,
+            "measured_as": cost_measured_as,
             "ratio": _ratio(measured_cost, cost),
         },
         "kv_capacity_tokens": {
-            "predicted": prediction.get("kv_capacity_tokens"), "measured": None,
-            "measured_as": "not observable from the client", "ratio": None,
+            "predicted": prediction.get("kv_capacity_tokens"),
+            "measured": None,
+            "measured_as": "not observable from the client",
+            "ratio": None,
         },
         "note": (
             "planner figures are roofline lower bounds: a measured/predicted ratio of 1 or more is expected; "

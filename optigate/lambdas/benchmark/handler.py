@@ -46,7 +46,9 @@ def handler(event: dict, _context=None) -> dict:
     result = asyncio.run(run_levels(target, [spec.concurrency], spec, timeout=float(event.get("timeout_s", 120))))
     result["shard"] = int(event["shard"])
     key = shard_key(event)
-    boto3.client("s3").put_object(Bucket=event["bucket"], Key=key, Body=json.dumps(result).encode(), ContentType="application/json")
+    boto3.client("s3").put_object(
+        Bucket=event["bucket"], Key=key, Body=json.dumps(result).encode(), ContentType="application/json"
+    )
     run = result["runs"][0]
     return {
         "bucket": event["bucket"],

@@ -23,6 +23,8 @@ def handler(event: dict, _context=None) -> dict:
         shards += [RunSamples.from_result(run) for run in data["runs"]]
     merged = merge(shards).to_result()
     result = {"target": target, "shards": len(event["shards"]), "runs": [merged]}
-    s3.put_object(Bucket=event["bucket"], Key=event["key"], Body=json.dumps(result).encode(), ContentType="application/json")
+    s3.put_object(
+        Bucket=event["bucket"], Key=event["key"], Body=json.dumps(result).encode(), ContentType="application/json"
+    )
     summary = {k: v for k, v in merged.items() if k != "samples"}
     return {"bucket": event["bucket"], "key": event["key"], "summary": summary}
