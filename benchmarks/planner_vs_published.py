@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from optigate.plan import Instance, get_instance, plan  # noqa: E402
+from optigate.plan import Instance, get_instance, plan
 
 DATA = Path(__file__).resolve().parent / "data" / "published_vllm_kv.csv"
 

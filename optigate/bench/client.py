@@ -200,7 +200,7 @@ class Connection:
         protocol.transport.write(head.encode("latin-1") + body)
         try:
             await asyncio.wait_for(asyncio.shield(exchange.done), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             exchange.finish("Timeout")
             self.close()
         if exchange.error or not exchange.keep_alive:

@@ -31,7 +31,7 @@ from aiohttp import web
 from optigate.bench.eventstream import payload_part, stream_exception
 
 LOOPBACK = "127.0.0.1"
-EMULATOR_KEY: web.AppKey["Emulator"] = web.AppKey("emulator")
+EMULATOR_KEY: web.AppKey[Emulator] = web.AppKey("emulator")
 
 
 @dataclass(frozen=True)

@@ -186,7 +186,7 @@ class _Run:
                     try:
                         await asyncio.wait_for(self.stop.wait(), delay)
                         break
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         pass
                 self.measured_issued += 1  # count arrivals, so the budget holds while they queue
                 task = asyncio.create_task(send(next_arrival))

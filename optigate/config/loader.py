@@ -181,10 +181,9 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[PathT, bool]:
     path: list[str | int] = []
     node = data
     for index, part in enumerate(loc):
-        if isinstance(node, dict) and part in node:
-            path.append(part)
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+        if (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and part < len(node)
+        ):
             path.append(part)
             node = node[part]
         elif isinstance(node, dict) and node.get("method") == part:

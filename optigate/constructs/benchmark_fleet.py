@@ -16,8 +16,8 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from optigate.constructs import nag
-from optigate.constructs.common import secure_bucket
 from optigate.constructs.assets import bench_lambda_code
+from optigate.constructs.common import secure_bucket
 
 RESULTS_PREFIX = "benchmarks"
 

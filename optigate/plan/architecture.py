@@ -17,11 +17,12 @@ from __future__ import annotations
 import difflib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -254,7 +255,7 @@ def _builtin_table() -> dict[str, dict[str, Any]]:
     return yaml.safe_load(text)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _builtin(name: str) -> ModelArchitecture:
     entry = _builtin_table()[name]
     return ModelArchitecture.from_config(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 # optigate container family -> the SDK's framework name
@@ -25,7 +25,7 @@ def version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _table(family: str) -> dict:
     spec = importlib.util.find_spec("sagemaker.core")
     if spec is None or not spec.submodule_search_locations:

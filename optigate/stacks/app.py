@@ -14,7 +14,6 @@ from optigate.deployment import ResolvedProject, load_resolved_project
 from optigate.promote.lock import default_locks_dir
 from optigate.stacks.team_inference_stack import TeamInferenceStack
 
-
 # CDK feature flags, set here rather than in cdk.json so `cdk synth` and in-process synth (tests,
 # `optigate`) produce identical templates.
 FEATURE_FLAGS = {

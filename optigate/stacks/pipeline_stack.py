@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Aws, CfnResource, Stack, Stage
+from aws_cdk import Aws, CfnResource, Stack, Stage, pipelines
 from aws_cdk import Environment as CdkEnvironment
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_codecommit as codecommit
@@ -24,14 +24,13 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import pipelines
 from constructs import Construct
 
 from optigate.config.models import Environment, Pipeline
 from optigate.constructs import nag
 from optigate.constructs.gate import approval_event_pattern, gate_invoker_role_name, gate_state_machine_name
-from optigate.promote.lock import package_group
 from optigate.deployment import Deployment
+from optigate.promote.lock import package_group
 from optigate.stacks.team_inference_stack import TeamInferenceStack
 
 PIPELINE_STACK = "optigate-pipeline"

@@ -6,8 +6,8 @@ import json
 import math
 
 from aws_cdk import CfnOutput, Stack, Tags
-from aws_cdk import aws_kms as kms
 from aws_cdk import Environment as CdkEnvironment
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from optigate import naming
@@ -22,7 +22,6 @@ from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, Com
 from optigate.constructs.shadow_variant import ShadowVariant
 from optigate.constructs.tuned_endpoint import BlueGreenSettings, ScalingSettings, TunedEndpoint, VariantSettings
 from optigate.deployment import Deployment, ResolvedServing
-
 
 STREAMS_PER_WORKER = 64  # what one Lambda worker of the benchmark fleet holds accurately
 

@@ -45,7 +45,7 @@ class InProcessLambdas:
             return name, self.handlers[name]
         try:
             fn = backend.get_function(name_or_arn)
-        except Exception:  # noqa: BLE001 - unknown to moto too
+        except Exception:  # unknown to moto too
             return name, None
         return name, self.handlers.get(fn.handler)
 
@@ -70,7 +70,7 @@ class InProcessLambdas:
         )
         try:
             payload = json.dumps(handler(event, context))
-        except Exception as exc:  # noqa: BLE001 - becomes the function error, as in Lambda's Python runtime
+        except Exception as exc:  # any exception becomes the function error, as in Lambda's Python runtime
             is_marshal = isinstance(exc, TypeError) and "JSON serializable" in str(exc)
             response_headers["x-amz-function-error"] = "Unhandled"
             error = {

@@ -71,10 +71,13 @@ def test_openai_role_only_and_empty_chunks_are_not_tokens():
 
 def test_openai_continuous_usage_tells_multi_token_chunks():
     parser = PayloadParser()
-    chunk = lambda content, total: (
-        json.dumps({"choices": [{"delta": {"content": content}}], "usage": {"completion_tokens": total}}).encode()
-        + b"\n"
-    )  # noqa: E731
+
+    def chunk(content, total):
+        return (
+            json.dumps({"choices": [{"delta": {"content": content}}], "usage": {"completion_tokens": total}}).encode()
+            + b"\n"
+        )
+
     assert parser.feed(chunk("a", 1)) == 1
     assert parser.feed(chunk("bcd", 4)) == 3  # three tokens accepted in one step
     assert parser.reported_total == 4

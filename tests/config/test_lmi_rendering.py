@@ -8,8 +8,8 @@ import textwrap
 import pytest
 
 from optigate.config.loader import load_team
-from optigate.serving import images
 from optigate.deployment.serving import resolve_serving, sized_timeouts
+from optigate.serving import images
 from optigate.serving.lmi import render_environment
 
 BASE = textwrap.dedent(

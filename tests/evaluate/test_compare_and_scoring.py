@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from optigate.evaluate import scoring
 from optigate.config.models import EvaluationGate
+from optigate.evaluate import scoring
 from optigate.evaluate.compare import compare, slices_of
 from optigate.evaluate.spotcheck import hardest_slices, select
 

@@ -18,9 +18,9 @@ def synthesized(tmp_path_factory):
     from aws_cdk import aws_stepfunctions as sfn
 
     from optigate.config.models import EvaluationGate
+    from optigate.constructs.benchmark_fleet import generated_policy_reason
     from optigate.constructs.evaluation_job import EvaluationJob, results_bucket
     from optigate.constructs.nag import acknowledge_generated_wildcards
-    from optigate.constructs.benchmark_fleet import generated_policy_reason
     from optigate.stacks.app import FEATURE_FLAGS, enable_nag
 
     outdir = tmp_path_factory.mktemp("evaluation")

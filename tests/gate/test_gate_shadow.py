@@ -10,7 +10,6 @@ from optigate.testing.gate_run import GateRun, evaluation_writer
 from optigate.testing.harness import REGION, GateHarness, active_harness
 from optigate.testing.scenario import Outcome, Scenario
 
-
 TRAFFIC = {
     "AllTraffic": {
         "Invocations": 1000,
@@ -111,11 +110,14 @@ def test_a_crash_while_shadowing_still_restores(emulators, run_gate, nothing_lef
 def test_the_restore_waits_out_an_update_in_flight(emulators, run_gate, nothing_left):
     """The restore is an update like any other: it polls until the live endpoint is InService on
     its original config, within the poll bound."""
-    slow_restore = lambda request: (
-        Outcome("InService", after=3)
-        if "-shadow-" not in request["EndpointConfigName"]
-        else Outcome("InService", after=1)
-    )  # noqa: E731
+
+    def slow_restore(request):
+        return (
+            Outcome("InService", after=3)
+            if "-shadow-" not in request["EndpointConfigName"]
+            else Outcome("InService", after=1)
+        )
+
     result = run_gate(emulators, optimize="shadow", scenario=_shadow_scenario(endpoint_update=slow_restore), short=True)
     assert "LiveEndpointNotRestored" not in result["execution"].get("cause", "")
     assert result["states"].count("WaitForRestore") >= 3 and "LiveEndpointRestored" in result["states"]

@@ -96,8 +96,8 @@ def test_a_lock_for_another_environment_is_refused(tmp_path):
 def _synth_chat(tmp_path, served: ServedPackage | None) -> dict:
     from aws_cdk import App
 
-    from optigate.stacks.app import FEATURE_FLAGS
     from optigate.deployment import deploy, resolve_team
+    from optigate.stacks.app import FEATURE_FLAGS
     from optigate.stacks.team_inference_stack import TeamInferenceStack
 
     app = App(outdir=str(tmp_path), context=FEATURE_FLAGS)

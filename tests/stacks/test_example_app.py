@@ -216,7 +216,8 @@ def test_research_gate_runs_an_fp8_optimization_job_and_chat_does_not(example_ap
 
 
 def test_the_gate_benchmarks_every_configured_concurrency_level_in_turn(example_app):
-    from optigate.testing.template import render_definition as render, state_machines
+    from optigate.testing.template import render_definition as render
+    from optigate.testing.template import state_machines
 
     template = example_app.templates["optigate-prod-chat"]
     gate_id = next(

@@ -107,7 +107,7 @@ class Operations:
         # Describe call; boto3 calls to moto from the hook are fine. An exception fails the job.
         try:
             return hook(json.loads(json.dumps(request, default=str))) or {}
-        except Exception as exc:  # noqa: BLE001 - a failing hook is a failing job
+        except Exception as exc:  # any exception: a failing hook is a failing job
             self.harness.hook_errors.append(exc)
             return {status_field: failed, "FailureReason": f"AlgorithmError: {type(exc).__name__}: {exc}"}
 
