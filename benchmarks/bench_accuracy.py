@@ -14,6 +14,7 @@ concurrency >= 98 %; throughput within 2 %.
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 
 from optigate.bench.client import StreamingClient, Target
@@ -33,7 +34,7 @@ def truth_samples(records, trace):
             continue
         sends = trace[record.request_id]["sends"]
         ttft.append((sends[0][0] - record.sent_at) * 1000)
-        for (previous, _), (current, tokens) in zip(sends, sends[1:]):
+        for (previous, _), (current, tokens) in itertools.pairwise(sends):
             itl.extend([(current - previous) / tokens * 1000] * tokens)
         starts_ends.append(sends)
     return ttft, itl
@@ -91,8 +92,8 @@ def report_boto3(url: str, concurrency: int, requests: int) -> None:
         sends = [t for t, _ in trace[request_id]["sends"]]
         measured_ttft.append((arrivals[0] - sent) * 1000)
         true_ttft.append((sends[0] - sent) * 1000)
-        measured_itl += [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
-        true_itl += [(b - a) * 1000 for a, b in zip(sends, sends[1:])]
+        measured_itl += [(b - a) * 1000 for a, b in itertools.pairwise(arrivals)]
+        true_itl += [(b - a) * 1000 for a, b in itertools.pairwise(sends)]
     p99 = lambda values: percentile(sorted(values), 99)  # noqa: E731
     print(
         f"boto3 + ThreadPoolExecutor({concurrency}), {len(results) - concurrency} requests: "

@@ -93,12 +93,13 @@ class _Run:
     def _budget_left(self) -> bool:
         if self.stop.is_set():
             return False
-        if self.measure_start is not None and self.spec.duration_s is not None:
-            if time.perf_counter() - self.measure_start >= self.spec.duration_s:
-                return False
-        if self.spec.requests is not None and self.measured_issued >= self.spec.requests:
+        if (
+            self.measure_start is not None
+            and self.spec.duration_s is not None
+            and time.perf_counter() - self.measure_start >= self.spec.duration_s
+        ):
             return False
-        return True
+        return self.spec.requests is None or self.measured_issued < self.spec.requests
 
     async def one(self, connection: Connection, scheduled_at: float, warmup: bool, counted: bool = False) -> None:
         index = self.issued

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
 
@@ -46,10 +47,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
             Path(args.port_file).write_text(str(port))
         stderr.print(f"optigate emulator on http://127.0.0.1:{port} (endpoint_url for boto3)")
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         serve(config, port=args.port, ready=ready)
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

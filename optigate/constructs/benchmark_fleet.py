@@ -20,6 +20,7 @@ from optigate.constructs.assets import bench_lambda_code
 from optigate.constructs.common import secure_bucket
 
 RESULTS_PREFIX = "benchmarks"
+WORKER_TIMEOUT = Duration.minutes(15)  # Lambda's maximum
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class BenchmarkFleet(Construct):
         shards: int = 4,
         results_bucket: s3.IBucket | None = None,
         encryption_key: kms.IKey | None = None,
-        worker_timeout: Duration = Duration.minutes(15),
+        worker_timeout: Duration = WORKER_TIMEOUT,
     ) -> None:
         super().__init__(scope, construct_id)
         if shards < 1:

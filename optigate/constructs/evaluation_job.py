@@ -19,6 +19,7 @@ from optigate.constructs.common import allow_ecr_token_and_sagemaker_metrics, se
 
 INPUT_DIR = "/opt/ml/processing/input/dataset"
 OUTPUT_DIR = "/opt/ml/processing/output"
+DEFAULT_THRESHOLDS = EvaluationGate()  # the config's defaults
 
 
 class EvaluationJob(Construct):
@@ -47,7 +48,7 @@ class EvaluationJob(Construct):
         dataset_uri: str,
         output_bucket: s3.IBucket,
         encryption_key: kms.IKey,
-        thresholds: EvaluationGate = EvaluationGate(),
+        thresholds: EvaluationGate = DEFAULT_THRESHOLDS,
         image_uri: str | None = None,
         instance_type: str = "ml.m5.xlarge",
     ) -> None:

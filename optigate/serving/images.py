@@ -30,7 +30,7 @@ def _table(family: str) -> dict:
     spec = importlib.util.find_spec("sagemaker.core")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("the sagemaker SDK (sagemaker.core) is not installed; it ships the image URI tables")
-    folder = Path(list(spec.submodule_search_locations)[0], "image_uri_config")
+    folder = Path(next(iter(spec.submodule_search_locations)), "image_uri_config")
     return json.loads((folder / f"{SDK_FRAMEWORK[family]}.json").read_text())
 
 

@@ -31,7 +31,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from typing import Any, Final, Self
 
 import boto3
@@ -119,12 +119,10 @@ class GateHarness:
         sfn = self.client("stepfunctions")
         for arn in self._state_machines.values():
             for execution in sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING").get("executions", []):
-                try:
+                with suppress(ClientError):  # finished meanwhile
                     sfn.stop_execution(
                         executionArn=execution["executionArn"], error="Harness.Exit", cause="GateHarness exited"
                     )
-                except ClientError:
-                    pass
         # Give executor threads a moment to notice, so none calls into un-patched moto afterwards.
         time.sleep(0.05)
 

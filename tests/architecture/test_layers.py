@@ -73,7 +73,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         stack.append(node)
         for following in sorted(graph.get(node, ())):
             if state.get(following) == "open":
-                cycles.append(stack[stack.index(following) :] + [following])
+                cycles.append([*stack[stack.index(following) :], following])
             elif following not in state:
                 visit(following)
         stack.pop()

@@ -126,7 +126,6 @@ def test_fleet_worker_may_invoke_only_its_endpoint(fleet_stack):
 
 
 def test_fleet_lambda_asset_carries_the_handler_and_the_bench_modules(fleet_stack):
-    _, fleet = fleet_stack
     from optigate.constructs.assets import BENCH_MODULES, _lambda_files
 
     names = set(_lambda_files("benchmark"))

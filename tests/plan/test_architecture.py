@@ -102,7 +102,7 @@ def test_load_from_dict_path_and_repo_id(tmp_path):
 
 
 def test_unknown_model_suggests_close_names():
-    with pytest.raises(KeyError, match="llama-3.1-8b"):
+    with pytest.raises(KeyError, match=r"llama-3\.1-8b"):
         load_architecture("llama-3.1-8")
 
 

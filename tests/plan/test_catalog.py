@@ -75,7 +75,7 @@ def test_dense_is_half_of_datasheet_sparse_for_h100_and_l4():
 
 def test_lookup_accepts_short_names_and_suggests_on_typo():
     assert get_instance("g6.xlarge").instance_type == "ml.g6.xlarge"
-    with pytest.raises(KeyError, match="ml.g6.xlarge"):
+    with pytest.raises(KeyError, match=r"ml\.g6\.xlarge"):
         get_instance("ml.g6.xlarg")
 
 

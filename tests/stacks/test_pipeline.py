@@ -158,7 +158,7 @@ def test_an_approved_model_package_anywhere_starts_the_pipeline(assembly):
 
 
 def test_the_pipeline_account_may_resolve_each_gate_group(assembly):
-    for name, stack in _stage_templates(assembly).items():
+    for stack in _stage_templates(assembly).values():
         groups = resources_of(stack, "AWS::SageMaker::ModelPackageGroup").values()
         for group in groups:
             policy = group["Properties"]["ModelPackageGroupPolicy"]

@@ -52,9 +52,10 @@ def _offences(path: Path) -> list[str]:
             owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
             if name in RESAMPLING_CALLS and owner != "stats":
                 found.append(f"{where}: calls {name}()")
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any(word in node.name.lower() for word in RESAMPLING_WORDS):
-                found.append(f"{where}: defines {node.name}()")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            word in node.name.lower() for word in RESAMPLING_WORDS
+        ):
+            found.append(f"{where}: defines {node.name}()")
     return found
 
 

@@ -74,7 +74,7 @@ def cleanup_and_end(gate: OptimizationGate) -> sfn.IChainable:
         .when(sfn.Condition.is_present("$.failure"), notify_failure.next(failed))
         .otherwise(notify.next(verdict))
     )
-    for state, following in zip(states, [*states[1:], after_cleanup]):
+    for state, following in zip(states, [*states[1:], after_cleanup], strict=True):
         state.next(following)
         state.add_catch(following, errors=["States.ALL"], result_path="$.cleanup_error")
     return states[0]
