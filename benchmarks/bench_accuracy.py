@@ -97,7 +97,8 @@ def report_boto3(url: str, concurrency: int, requests: int) -> None:
     p99 = lambda values: percentile(sorted(values), 99)  # noqa: E731
     print(
         f"boto3 + ThreadPoolExecutor({concurrency}), {len(results) - concurrency} requests: "
-        f"p99 TTFT {p99(measured_ttft):.1f} ms vs truth {p99(true_ttft):.1f} ms ({p99(measured_ttft) - p99(true_ttft):+.1f}); "
+        f"p99 TTFT {p99(measured_ttft):.1f} ms vs truth {p99(true_ttft):.1f} "
+        f"ms ({p99(measured_ttft) - p99(true_ttft):+.1f}); "
         f"p99 ITL {p99(measured_itl):.2f} ms vs truth {p99(true_itl):.2f} ms ({p99(measured_itl) - p99(true_itl):+.2f})"
     )
 
@@ -111,7 +112,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     config = {"default": {"ttft_ms": TTFT_MS, "itl_ms": ITL_MS, "output_tokens": TOKENS}}
-    header = f"{'conc':>5} {'reqs':>5} | {'TTFT p50':>9} {'truth':>7} {'p99':>8} {'truth':>7} {'err':>6} | {'ITL p50':>8} {'truth':>6} {'p99':>7} {'truth':>6} {'err':>5} | {'achieved':>8} | {'tok/s':>8} {'sent':>8} {'err%':>5} | {'CPU/tok':>8}"
+    header = (
+        f"{'conc':>5} {'reqs':>5} | "
+        f"{'TTFT p50':>9} {'truth':>7} {'p99':>8} {'truth':>7} {'err':>6} | "
+        f"{'ITL p50':>8} {'truth':>6} {'p99':>7} {'truth':>6} {'err':>5} | "
+        f"{'achieved':>8} | {'tok/s':>8} {'sent':>8} {'err%':>5} | {'CPU/tok':>8}"
+    )
     print(header)
     print("-" * len(header))
     with emulator_process(config) as url:
@@ -132,9 +138,12 @@ def main() -> None:
             itl_err = m_itl["p99"] - percentile(t_itl, 99)
             tput_err = (summary["output_tokens_per_s"] - sent_rate) / sent_rate * 100
             print(
-                f"{level:>5} {summary['requests']:>5} | {m_ttft['p50']:>9.1f} {percentile(t_ttft, 50):>7.1f} {m_ttft['p99']:>8.1f} {percentile(t_ttft, 99):>7.1f} {ttft_err:>+6.1f} | "
-                f"{m_itl['p50']:>8.2f} {percentile(t_itl, 50):>6.2f} {m_itl['p99']:>7.2f} {percentile(t_itl, 99):>6.2f} {itl_err:>+5.2f} | "
-                f"{summary['achieved_concurrency'] / level * 100:>7.1f}% | {summary['output_tokens_per_s']:>8.0f} {sent_rate:>8.0f} {tput_err:>+5.1f} | "
+                f"{level:>5} {summary['requests']:>5} | {m_ttft['p50']:>9.1f} {percentile(t_ttft, 50):>7.1f} "
+                f"{m_ttft['p99']:>8.1f} {percentile(t_ttft, 99):>7.1f} {ttft_err:>+6.1f} | "
+                f"{m_itl['p50']:>8.2f} {percentile(t_itl, 50):>6.2f} "
+                f"{m_itl['p99']:>7.2f} {percentile(t_itl, 99):>6.2f} {itl_err:>+5.2f} | "
+                f"{summary['achieved_concurrency'] / level * 100:>7.1f}% | "
+                f"{summary['output_tokens_per_s']:>8.0f} {sent_rate:>8.0f} {tput_err:>+5.1f} | "
                 f"{cpu / max(tokens, 1) * 1e6:>6.1f}µs",
                 flush=True,
             )

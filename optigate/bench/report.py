@@ -173,7 +173,8 @@ def write_report(
         )
     if deltas:
         sections.append(
-            "<h2>Candidate vs baseline</h2><p>95 % bootstrap intervals; an interval that spans zero is not distinguishable from noise.</p>"
+            "<h2>Candidate vs baseline</h2><p>95 % bootstrap intervals; "
+            "an interval that spans zero is not distinguishable from noise.</p>"
             + _table(
                 ["metric", "stat", "concurrency", "baseline", "candidate", "delta", "95 % CI", "verdict"],
                 delta_rows(deltas),
@@ -183,11 +184,15 @@ def write_report(
         f'<figure><img src="{name}" alt="{name}"><figcaption>{name}</figcaption></figure>' for name in PLOTS
     )
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>optigate benchmark</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}} table{{border-collapse:collapse;margin:1em 0;font-size:13px}}
-td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}} th{{background:#f4f4f4}} .better{{color:#087f23;font-weight:600}}
-.worse{{color:#b00020;font-weight:600}} .same{{color:#666}} figure{{display:inline-block;margin:.5em}} img{{max-width:560px}}</style></head>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}} \
+table{{border-collapse:collapse;margin:1em 0;font-size:13px}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}} th{{background:#f4f4f4}} \
+.better{{color:#087f23;font-weight:600}}
+.worse{{color:#b00020;font-weight:600}} \
+.same{{color:#666}} figure{{display:inline-block;margin:.5em}} img{{max-width:560px}}</style></head>
 <body><h1>optigate benchmark report</h1>
-<p>TTFT: request sent → first token. ITL: per token (a chunk of k tokens counts as k gaps of Δt/k). TPOT: (E2E − TTFT)/(tokens − 1). Queue time is reported apart from TTFT.</p>
+<p>TTFT: request sent → first token. ITL: per token (a chunk of k tokens counts as k gaps of Δt/k). \
+TPOT: (E2E − TTFT)/(tokens − 1). Queue time is reported apart from TTFT.</p>
 {"".join(sections)}{images}</body></html>"""
     index = folder / "index.html"
     index.write_text(page)

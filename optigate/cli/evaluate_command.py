@@ -24,7 +24,8 @@ def fmeval_python() -> Path:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    """Quality evaluation with fmeval, run in the evaluation environment (see optigate/containers/evaluate/requirements.txt)."""
+    """Quality evaluation with fmeval, run in the evaluation environment
+    (see optigate/containers/evaluate/requirements.txt)."""
     import subprocess
 
     try:

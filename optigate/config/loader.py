@@ -2,7 +2,8 @@
 
 Errors read `config/teams/chat.yaml:14 serving.max_model_len: <what is wrong and what to do>`.
 Shape and type problems come from pydantic; cross-field problems from `optigate.config.rules`;
-a caller adds the checks that need the catalog or the plan (`team_checks`, see `optigate.deployment`). Both are mapped back to the YAML line through the composed node tree.
+a caller adds the checks that need the catalog or the plan (`team_checks`, see `optigate.deployment`).
+Both are mapped back to the YAML line through the composed node tree.
 """
 
 from __future__ import annotations

@@ -75,7 +75,8 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
     ):
         add(
             ("speculative_decoding", "model_s3_uri"),
-            f"must lie under the model's prefix {artifact_uri} (CloudFormation cannot attach a second model data source); "
+            f"must lie under the model's prefix {artifact_uri} "
+            "(CloudFormation cannot attach a second model data source); "
             f"copy the {speculative.method} weights to e.g. {artifact_uri.rstrip('/')}/{speculative.method}/",
         )
 
@@ -91,7 +92,8 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
         if value is not None and not TIMEOUT_MIN_SECONDS <= value <= TIMEOUT_MAX_SECONDS:
             add(
                 (key,),
-                f"{value} s is outside SageMaker's range {TIMEOUT_MIN_SECONDS}-{TIMEOUT_MAX_SECONDS} s; leave it unset to size it to the model",
+                f"{value} s is outside SageMaker's range {TIMEOUT_MIN_SECONDS}-{TIMEOUT_MAX_SECONDS} s; "
+                "leave it unset to size it to the model",
             )
 
     scaling = serving.autoscaling
@@ -103,7 +105,8 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
         if scaling.scale_to_zero and not has_adapters:
             add(
                 ("autoscaling", "scale_to_zero"),
-                "scale to zero works only for inference components; add adapters (which deploy the model as an inference component) or set min_capacity >= 1",
+                "scale to zero works only for inference components; add adapters (which "
+                "deploy the model as an inference component) or set min_capacity >= 1",
             )
         if scaling.min_capacity == 0 and not scaling.scale_to_zero:
             add(
@@ -164,7 +167,8 @@ def _rollout_problems(team: TeamConfig) -> list[Problem]:
         problems.append(
             Problem(
                 ("rollout", "strategy"),
-                "shadow variants mirror a model-backed production variant; an endpoint serving adapters through inference components cannot be shadowed, use canary",
+                "shadow variants mirror a model-backed production variant; "
+                "an endpoint serving adapters through inference components cannot be shadowed, use canary",
             )
         )
     if rollout.shadow is not None and rollout.shadow.candidate:
@@ -180,14 +184,16 @@ def _gate_problems(team: TeamConfig) -> list[Problem]:
         problems.append(
             Problem(
                 GATE_CANDIDATE,
-                "the gate stages candidates on a model-backed endpoint; teams serving adapters through inference components cannot use it yet",
+                "the gate stages candidates on a model-backed endpoint; "
+                "teams serving adapters through inference components cannot use it yet",
             )
         )
     if team.gate.evaluation.dataset_s3_uri is None:
         problems.append(
             Problem(
                 ("gate", "evaluation", "dataset_s3_uri"),
-                "a gate candidate needs an evaluation dataset: nothing is promoted without quality numbers beside the speed numbers",
+                "a gate candidate needs an evaluation dataset: "
+                "nothing is promoted without quality numbers beside the speed numbers",
             )
         )
     return problems + candidate_problems(team, team.gate.candidate, GATE_CANDIDATE)
@@ -223,7 +229,8 @@ def check_team(team: TeamConfig) -> list[Problem]:
             problems.append(
                 Problem(
                     ("adapters", index, "s3_uri"),
-                    f"an adapter is deployed from a .tar.gz archive (adapter_config.json + weights), got {adapter.s3_uri}",
+                    "an adapter is deployed from a .tar.gz archive "
+                    f"(adapter_config.json + weights), got {adapter.s3_uri}",
                 )
             )
         if adapter.name in names:

@@ -88,7 +88,10 @@ class BenchmarkFleet(Construct):
             why_wildcard=wildcard if any("*" in name for name in invocable) else None,
         )
         if target.inference_component:
-            component_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:inference-component/{target.inference_component.lower()}"
+            component_arn = (
+                f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}"
+                f":inference-component/{target.inference_component.lower()}"
+            )
             nag.allow(self.worker.role, ["sagemaker:InvokeEndpointWithResponseStream"], [component_arn])
         results = self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")
         nag.allow(

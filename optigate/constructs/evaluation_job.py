@@ -249,7 +249,10 @@ class EvaluationJob(Construct):
             [self.role.role_arn],
             conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
         )
-        rule = f"arn:{Aws.PARTITION}:events:{stack.region}:{stack.account}:rule/StepFunctionsGetEventsForSageMakerProcessingJobsRule"
+        rule = (
+            f"arn:{Aws.PARTITION}:events:{stack.region}:{stack.account}"
+            ":rule/StepFunctionsGetEventsForSageMakerProcessingJobsRule"
+        )
         nag.allow(role, ["events:PutTargets", "events:PutRule", "events:DescribeRule"], [rule])
 
 

@@ -178,7 +178,9 @@ class LmiModel(Construct):
                 "ec2:DescribeSecurityGroups",
             ],
             ["*"],
-            why_wildcard="SageMaker creates the model's network interfaces in the VPC; the ENI ids are unknown in advance.",
+            why_wildcard=(
+                "SageMaker creates the model's network interfaces in the VPC; the ENI ids are unknown in advance."
+            ),
         )
 
 

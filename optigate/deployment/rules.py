@@ -46,19 +46,22 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
         names = [i.instance_type for i in catalog.all_instances()]
         add(
             ("instance_type",),
-            f"unknown or unsupported instance type '{serving.instance_type}'{did_you_mean(serving.instance_type, names)}",
+            "unknown or unsupported instance type "
+            f"'{serving.instance_type}'{did_you_mean(serving.instance_type, names)}",
         )
         return problems
 
     if family == "lmi-neuronx" and instance.platform != "neuron":
         add(
             ("container", "family"),
-            f"lmi-neuronx runs only on Inferentia/Trainium (ml.inf2, ml.trn1), not on {instance.instance_type} ({instance.accelerator}); use family lmi",
+            "lmi-neuronx runs only on Inferentia/Trainium (ml.inf2, ml.trn1), "
+            f"not on {instance.instance_type} ({instance.accelerator}); use family lmi",
         )
     if instance.platform == "neuron" and family != "lmi-neuronx":
         add(
             ("container", "family"),
-            f"{instance.instance_type} has {instance.accelerator} accelerators, which only the lmi-neuronx container can use; set container.family: lmi-neuronx or choose a GPU instance",
+            f"{instance.instance_type} has {instance.accelerator} accelerators, which only the "
+            "lmi-neuronx container can use; set container.family: lmi-neuronx or choose a GPU instance",
         )
 
     units = instance.tp_units
@@ -76,7 +79,8 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
     if quantization is not None and instance.platform == "neuron":
         add(
             ("quantization",),
-            f"{quantization} is not served by lmi-neuronx on {instance.instance_type}; remove quantization or choose a GPU instance",
+            f"{quantization} is not served by lmi-neuronx on {instance.instance_type}; "
+            "remove quantization or choose a GPU instance",
         )
     elif (
         quantization == "fp8"
@@ -86,17 +90,21 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
     ):
         add(
             ("quantization",),
-            f"FP8 W8A8 needs compute capability >= 8.9, and {instance.accelerator} on {instance.instance_type} has {cc}: vLLM would fall back to FP8 weight-only (less memory, no faster math); use awq/gptq, choose {FP8_INSTANCES}, or set allow_weight_only_fp8: true",
+            f"FP8 W8A8 needs compute capability >= 8.9, and {instance.accelerator} on "
+            f"{instance.instance_type} has {cc}: vLLM would fall back to FP8 weight-only (less memory, "
+            f"no faster math); use awq/gptq, choose {FP8_INSTANCES}, or set allow_weight_only_fp8: true",
         )
     elif quantization == "nvfp4" and (cc is None or cc < NVFP4_MIN_COMPUTE_CAPABILITY):
         add(
             ("quantization",),
-            f"NVFP4 needs Blackwell (compute capability >= 10.0), and {instance.accelerator} on {instance.instance_type} has {cc}; use fp8 on Ada/Hopper or awq/gptq, or choose ml.p6-b200.48xlarge",
+            f"NVFP4 needs Blackwell (compute capability >= 10.0), and {instance.accelerator} on "
+            f"{instance.instance_type} has {cc}; use fp8 on Ada/Hopper or awq/gptq, or choose ml.p6-b200.48xlarge",
         )
     if quantization is not None and family == "lmi-trtllm" and quantization in ("gptq", "nvfp4"):
         add(
             ("quantization",),
-            f"{quantization} is not offered by optigate's lmi-trtllm rendering; use fp8 or awq, or container family lmi",
+            f"{quantization} is not offered by optigate's lmi-trtllm rendering; "
+            "use fp8 or awq, or container family lmi",
         )
 
     if serving.kv_cache_dtype != "auto" and instance.platform == "neuron":
@@ -106,25 +114,29 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
         if family != "lmi":
             add(
                 ("speculative_decoding",),
-                f"speculative decoding is configured through vLLM's OPTION_SPECULATIVE_CONFIG, which only container family lmi reads (not {family})",
+                "speculative decoding is configured through vLLM's OPTION_SPECULATIVE_CONFIG, "
+                f"which only container family lmi reads (not {family})",
             )
         elif images.version_tuple(version) < images.FIRST_VLLM_SPECULATIVE_CONFIG_VERSION and version in versions:
             add(
                 ("container", "version"),
-                f"OPTION_SPECULATIVE_CONFIG needs LMI v15 (container version 0.33.0) or newer, got {version}; the older OPTION_SPECULATIVE_DRAFT_MODEL belonged to lmi-dist",
+                "OPTION_SPECULATIVE_CONFIG needs LMI v15 (container version 0.33.0) or newer, "
+                f"got {version}; the older OPTION_SPECULATIVE_DRAFT_MODEL belonged to lmi-dist",
             )
 
     lora = serving.lora
     if (lora is not None or has_adapters) and family != "lmi":
         add(
             ("lora",) if lora else (),
-            f"LoRA adapters are served through vLLM's multi-LoRA support, which only container family lmi offers (not {family})",
+            "LoRA adapters are served through vLLM's multi-LoRA support, "
+            f"which only container family lmi offers (not {family})",
         )
 
     if serving.volume_size_gb is not None and instance.has_instance_storage:
         add(
             ("volume_size_gb",),
-            f"{instance.instance_type} stores models on its NVMe instance storage, where SageMaker refuses VolumeSizeInGB; remove volume_size_gb",
+            f"{instance.instance_type} stores models on its NVMe instance storage, "
+            "where SageMaker refuses VolumeSizeInGB; remove volume_size_gb",
         )
     return problems
 
@@ -135,7 +147,10 @@ def architecture_problems(team: TeamConfig) -> tuple[ModelArchitecture | None, l
     if isinstance(spec, str):
         names = sorted(architecture.known_models())
         if spec not in names:
-            message = f"unknown architecture '{spec}'; give a known name or the fields of the model's config.json{did_you_mean(spec, names)}"
+            message = (
+                f"unknown architecture '{spec}'; give a known name or the fields of the model's config.json"
+                f"{did_you_mean(spec, names)}"
+            )
             return None, [Problem(("model", "architecture"), message)]
     elif (spec.intermediate_size is None and spec.num_parameters is None) or (
         spec.num_key_value_heads and spec.num_attention_heads % spec.num_key_value_heads
@@ -153,7 +168,8 @@ def serving_architecture_problems(arch: ModelArchitecture, serving: Serving, pat
         problems.append(
             Problem(
                 (*path, "max_model_len"),
-                f"{serving.max_model_len} exceeds the model's max_position_embeddings ({arch.max_position_embeddings}); vLLM refuses to start; use at most {arch.max_position_embeddings}",
+                f"{serving.max_model_len} exceeds the model's max_position_embeddings "
+                f"({arch.max_position_embeddings}); vLLM refuses to start; use at most {arch.max_position_embeddings}",
             )
         )
     heads = arch.num_key_value_heads
@@ -162,7 +178,8 @@ def serving_architecture_problems(arch: ModelArchitecture, serving: Serving, pat
         problems.append(
             Problem(
                 (*path, "tensor_parallel_degree"),
-                f"{tp} is neither a divisor nor a multiple of the model's {heads} KV heads; vLLM cannot shard attention",
+                f"{tp} is neither a divisor nor a multiple of the "
+                f"model's {heads} KV heads; vLLM cannot shard attention",
             )
         )
     return problems
@@ -190,7 +207,8 @@ def tensor_parallel_problems(arch: ModelArchitecture, serving: Serving, path: Pa
         Problem(
             (*path, "instance_type"),
             (
-                f"the default tensor_parallel_degree {tp} (every {unit} of {instance.instance_type}) cannot shard the model's "
+                f"the default tensor_parallel_degree {tp} (every {unit} "
+                f"of {instance.instance_type}) cannot shard the model's "
                 f"{heads}; set tensor_parallel_degree to one of {valid}"
             ),
         )

@@ -41,7 +41,8 @@ def generate(counts: dict[str, int] | None = None, seed: int = 0) -> list[dict]:
         name, start, sold, bought = rng.choice(NAMES), rng.randint(20, 90), rng.randint(1, 19), rng.randint(5, 40)
         add(
             "multi_step",
-            f"{name} has {start} apples, sells {sold}, then buys {bought} more and gives away half of the rest rounded down. How many apples does {name} keep? Answer with the number only.",
+            f"{name} has {start} apples, sells {sold}, then buys {bought} more and gives away half "
+            f"of the rest rounded down. How many apples does {name} keep? Answer with the number only.",
             str((start - sold + bought) - (start - sold + bought) // 2),
         )
     for _ in range(counts.get("lookup", 0)):
@@ -54,7 +55,8 @@ def generate(counts: dict[str, int] | None = None, seed: int = 0) -> list[dict]:
         before, after = FILLER * rng.randint(60, 80), FILLER * rng.randint(60, 80)
         add(
             "long_context",
-            f"{before}The access code for {vault} is {code}. {after}What is the access code for {vault}? Answer with the number only.",
+            f"{before}The access code for {vault} is {code}. {after}What "
+            f"is the access code for {vault}? Answer with the number only.",
             str(code),
         )
     for _ in range(counts.get("sentiment", 0)):

@@ -94,9 +94,12 @@ def write(spot: list[dict[str, Any]], folder: Path) -> tuple[Path, Path]:
         for row in spot
     )
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>optigate spot check</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2em}} td,th{{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:13px}} table{{border-collapse:collapse}}</style></head>
+<style>body{{font-family:system-ui,sans-serif;margin:2em}} \
+td,th{{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:13px}} \
+table{{border-collapse:collapse}}</style></head>
 <body><h1>Spot check: {len(spot)} records where baseline and candidate disagree most</h1>
-<p>From the two hardest slices. Read each pair; a quantized model's damage shows in long-context and multi-step prompts first.</p>
+<p>From the two hardest slices. Read each pair; \
+a quantized model's damage shows in long-context and multi-step prompts first.</p>
 <table><tr><th>id</th><th>slices</th><th>prompt</th><th>target</th><th>baseline</th><th>candidate</th><th>review</th></tr>{rows}</table></body></html>"""
     page_path = folder / "spotcheck.html"
     page_path.write_text(page)

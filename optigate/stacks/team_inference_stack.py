@@ -241,7 +241,9 @@ class TeamInferenceStack(Stack):
                 self.model.role,
                 ["s3:PutObject", "s3:GetObject"],
                 [optimized],
-                why_wildcard="Artifacts the gate's optimization jobs write under optimized/<run>/ and the candidate model reads.",
+                why_wildcard=(
+                    "Artifacts the gate's optimization jobs write under optimized/<run>/ and the candidate model reads."
+                ),
             )
             nag.allow(
                 self.model.role,

@@ -24,7 +24,8 @@ from optigate.stacks.app import build_app
 
 app = build_app("config", outdir="cdk.out")
 app.synth()
-print(json.dumps({"package": optigate.__file__, "templates": sorted(p.name for p in Path("cdk.out").glob("*.template.json"))}))
+templates = sorted(p.name for p in Path("cdk.out").glob("*.template.json"))
+print(json.dumps({"package": optigate.__file__, "templates": templates}))
 """
 
 

@@ -49,7 +49,8 @@ def test_several_lines_in_one_payload_part_count_each():
 def test_final_lmi_details_give_the_server_reported_count():
     parser = PayloadParser()
     parser.feed(
-        b'{"token": {"text": "a"}}\n{"token": {"text": "b"}, "generated_text": "ab", "details": {"generated_tokens": 7}}\n'
+        b'{"token": {"text": "a"}}\n{"token": {"text": '
+        b'"b"}, "generated_text": "ab", "details": {"generated_tokens": 7}}\n'
     )
     assert parser.reported_total == 7
 

@@ -71,7 +71,10 @@ def test_environment_overrides_for_an_unknown_team_are_refused(tmp_path):
     environments.write_text(environments.read_text().replace("      chat:\n", "      chatt:\n"))
     with pytest.raises(
         ConfigError,
-        match=r"environments\.yaml:\d+ environments\[2\]\.teams\.chatt: no team file defines team 'chatt'; did you mean 'chat'\?",
+        match=(
+            r"environments\.yaml:\d+ environments\[2\]\.teams\.chatt: "
+            r"no team file defines team 'chatt'; did you mean 'chat'\?"
+        ),
     ):
         load_project(config)
 

@@ -147,7 +147,8 @@ CASES = [
     (
         "two-model-sources",
         "    s3_uri: s3://acme-models/llama-3.1-8b/",
-        "    s3_uri: s3://acme-models/llama-3.1-8b/\n    hugging_face:\n      model_id: meta-llama/Llama-3.1-8B\n      s3_uri: s3://acme-models/copy/",
+        "    s3_uri: s3://acme-models/llama-3.1-8b/\n    hugging_face:\n"
+        "      model_id: meta-llama/Llama-3.1-8B\n      s3_uri: s3://acme-models/copy/",
         "model.source",
         ["exactly one of s3_uri, jumpstart, hugging_face", "s3_uri and hugging_face"],
     ),
@@ -217,7 +218,8 @@ CASES = [
     (
         "speculation-on-trtllm",
         "  instance_type: ml.g6.2xlarge\n  max_model_len: 8192\n  quantization: fp8\n  kv_cache_dtype: fp8",
-        "  container:\n    family: lmi-trtllm\n  instance_type: ml.g6.2xlarge\n  speculative_decoding:\n    method: ngram",
+        "  container:\n    family: lmi-trtllm\n  instance_type: ml.g6.2xlarge\n"
+        "  speculative_decoding:\n    method: ngram",
         "serving.speculative_decoding",
         ["only container family lmi reads (not lmi-trtllm)"],
     ),
@@ -245,7 +247,8 @@ CASES = [
     (
         "shadow-with-adapters",
         "rollout:\n  strategy: canary",
-        "adapters:\n  - name: sql\n    s3_uri: s3://acme-adapters/sql.tar.gz\nrollout:\n  strategy: shadow\n  shadow:\n    sampling_percentage: 10",
+        "adapters:\n  - name: sql\n    s3_uri: s3://acme-adapters/sql.tar.gz\n"
+        "rollout:\n  strategy: shadow\n  shadow:\n    sampling_percentage: 10",
         "rollout.strategy",
         ["cannot be shadowed, use canary"],
     ),
@@ -294,7 +297,8 @@ CASES = [
     (
         "gate-candidate-unknown-key",
         "gate:\n  benchmark:",
-        "gate:\n  candidate:\n    quantisation: fp8\n  evaluation:\n    dataset_s3_uri: s3://acme-eval/demo/\n  benchmark:",
+        "gate:\n  candidate:\n    quantisation: fp8\n"
+        "  evaluation:\n    dataset_s3_uri: s3://acme-eval/demo/\n  benchmark:",
         "gate.candidate.quantisation",
         ["unknown key 'quantisation'", "did you mean 'quantization'?"],
     ),

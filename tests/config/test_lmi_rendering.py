@@ -39,7 +39,8 @@ def test_fp8_weights_and_kv_cache_render_as_lmi_options(tmp_path):
     env = _env(
         _team(
             tmp_path,
-            "max_model_len: 8192\nmax_batch_size: 32\ngpu_memory_utilization: 0.92\nquantization: fp8\nkv_cache_dtype: fp8\n",
+            "max_model_len: 8192\nmax_batch_size: 32\ngpu_memory_utilization: 0.92\n"
+            "quantization: fp8\nkv_cache_dtype: fp8\n",
         )
     )
     assert env == {
@@ -57,7 +58,8 @@ def test_eagle3_head_under_the_model_prefix_becomes_a_container_path(tmp_path):
     env = _env(
         _team(
             tmp_path,
-            "speculative_decoding:\n  method: eagle3\n  model_s3_uri: s3://acme-models/llama-3.1-8b/heads/eagle3/\n  num_speculative_tokens: 5\n",
+            "speculative_decoding:\n  method: eagle3\n"
+            "  model_s3_uri: s3://acme-models/llama-3.1-8b/heads/eagle3/\n  num_speculative_tokens: 5\n",
         )
     )
     assert json.loads(env["OPTION_SPECULATIVE_CONFIG"]) == {

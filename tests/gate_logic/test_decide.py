@@ -73,7 +73,7 @@ def test_budgets_unset_means_no_latency_checks(baseline, faster):
     assert verdict.approved
 
 
-# --------------------------------------------------------------------------- latency: the interval must clear the budget
+# -------------------------------------------------------------------------- latency: the interval must clear the budget
 
 
 def test_p99_ttft_just_under_the_budget_with_an_interval_across_it_fails(baseline):
@@ -158,8 +158,8 @@ def test_errors_above_the_maximum_rate_fail(baseline):
     assert "6 of 120 candidate requests failed" in errors.detail and "ModelError 6" in errors.detail
     [reason] = verdict.reasons
     assert (
-        reason
-        == "error_rate at concurrency 4 fails: 6 of 120 candidate requests failed (ModelError 6), an error rate of 5.00%, above the 1.00% maximum."
+        reason == "error_rate at concurrency 4 fails: 6 of 120 candidate requests failed (ModelError 6), "
+        "an error rate of 5.00%, above the 1.00% maximum."
     )
     assert check(
         decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "max_error_rate": 0.05})), "error_rate"
@@ -208,7 +208,8 @@ def test_speculative_method_reads_the_change():
     [
         (
             {"status": "fail", "reasons": ["exact_match on category=math: drops by 6.0% (tolerance 1.0%)"]},
-            "quality fails: quality evaluation failed: exact_match on category=math: drops by 6.0% (tolerance 1.0%) (required: status pass).",
+            "quality fails: quality evaluation failed: exact_match on category=math: "
+            "drops by 6.0% (tolerance 1.0%) (required: status pass).",
         ),
         (
             {
@@ -218,7 +219,8 @@ def test_speculative_method_reads_the_change():
                 ],
             },
             (
-                "quality fails: quality evaluation unresolved, fails closed: f1 on the whole dataset: cannot resolve 1.0% with 40 records; "
+                "quality fails: quality evaluation unresolved, fails closed: "
+                "f1 on the whole dataset: cannot resolve 1.0% with 40 records; "
                 "at least 100 records are needed (required: status pass)."
             ),
         ),
@@ -265,7 +267,8 @@ def test_a_gate_level_neither_benchmark_measured_fails(baseline, faster):
     coverage = check(verdict, "coverage", 16)
     assert not coverage.passed
     assert verdict.reasons == (
-        "coverage at concurrency 16 fails: concurrency 16 is in the gate's levels but the baseline and candidate benchmark did not measure it.",
+        "coverage at concurrency 16 fails: concurrency 16 is in the gate's "
+        "levels but the baseline and candidate benchmark did not measure it.",
     )
     nothing = decide(inputs(bench(), bench()))
     assert not nothing.approved
