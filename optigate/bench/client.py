@@ -72,7 +72,7 @@ class Exchange:
     # incremental HTTP framing state
     _head: bytes = b""
     _chunked: bool = False
-    _remaining: int | None = None  # content-length left, or bytes left in the current chunk
+    _remaining: int = 0  # content-length left, or bytes left in the current chunk
     _buffer: bytes = b""
     _trailer: bool = False
 
@@ -191,7 +191,8 @@ class Connection:
         if self._protocol is None or not self._protocol.open:
             self._protocol = await self._connect()
         protocol = self._protocol
-        exchange = Exchange(done=asyncio.get_running_loop().create_future())
+        done = asyncio.get_running_loop().create_future()
+        exchange = Exchange(done=done)
         protocol.exchange = exchange
         head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
         exchange.sent_at = time.perf_counter()
@@ -199,7 +200,7 @@ class Connection:
             raise ConnectionError("connection closed before the request was sent")
         protocol.transport.write(head.encode("latin-1") + body)
         try:
-            await asyncio.wait_for(asyncio.shield(exchange.done), timeout)
+            await asyncio.wait_for(asyncio.shield(done), timeout)
         except TimeoutError:
             exchange.finish("Timeout")
             self.close()

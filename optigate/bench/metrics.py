@@ -196,7 +196,8 @@ class RunSamples:
     @classmethod
     def from_result(cls, result: dict[str, Any]) -> RunSamples:
         samples = result["samples"]
-        run = cls(result["concurrency"], **{key: list(samples[key]) for key in SAMPLE_KEYS})
+        lists: dict[str, Any] = {key: list(samples[key]) for key in SAMPLE_KEYS}
+        run = cls(result["concurrency"], **lists)
         run.completions = [tuple(c) for c in samples["completions"]]
         run.intervals = [tuple(i) for i in samples["intervals"]]
         run.token_arrivals = [tuple(t) for t in samples["token_arrivals"]]

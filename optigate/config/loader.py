@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from optigate.config.models import EnvironmentsFile, TeamConfig
 from optigate.config.rules import Problem, check_environments, check_team
@@ -201,7 +202,7 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[PathT, bool]:
     return tuple(path), False
 
 
-def _message(error: dict[str, Any], root: type[BaseModel], data: Any) -> str:
+def _message(error: ErrorDetails, root: type[BaseModel], data: Any) -> str:
     kind = error["type"]
     loc = error["loc"]
     if kind == "extra_forbidden":
@@ -352,14 +353,14 @@ def load_project(config_dir: str | Path = "config", *, team_checks: TeamChecks |
         for index, environment in enumerate(environments.environments):
             for name in environment.teams:
                 if name not in teams:
-                    path = ("environments", index, "teams", name)
+                    where = ("environments", index, "teams", name)
                     close = difflib.get_close_matches(name, list(teams), n=1)
                     hint = f"; did you mean '{close[0]}'?" if close else ""
                     issues.append(
                         ConfigIssue(
                             document.file,
-                            document.line_of(path),
-                            format_path(path),
+                            document.line_of(where),
+                            format_path(where),
                             f"no team file defines team '{name}'{hint}",
                         )
                     )

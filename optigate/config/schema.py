@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from optigate.config.models import EnvironmentsFile, TeamConfig
 
-SCHEMAS = {"team.schema.json": TeamConfig, "environments.schema.json": EnvironmentsFile}
+SCHEMAS: dict[str, type[BaseModel]] = {"team.schema.json": TeamConfig, "environments.schema.json": EnvironmentsFile}
 
 
 def render_schemas() -> dict[str, str]:

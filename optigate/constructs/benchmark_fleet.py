@@ -74,15 +74,15 @@ class BenchmarkFleet(Construct):
         )
         self.shards = shards
 
-        self.worker = self._function("Worker", "benchmark", worker_timeout, memory_mb=2048)
-        self.merger = self._function("Merge", "benchmark_merge", Duration.minutes(5), memory_mb=1024)
+        self.worker, worker_role = self._function("Worker", "benchmark", worker_timeout, memory_mb=2048)
+        self.merger, merger_role = self._function("Merge", "benchmark_merge", Duration.minutes(5), memory_mb=1024)
         # The execution input names the endpoint (the gate benchmarks per-run candidates), so the
         # worker may invoke each of `endpoints`, by default those whose names start with the target's.
         invocable = endpoints if endpoints is not None else [f"{target.endpoint_name}*"]
         sagemaker_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}"
         wildcard = "Endpoints named after the team and environment: the live one and per-run candidates."
         nag.allow(
-            self.worker.role,
+            worker_role,
             ["sagemaker:InvokeEndpointWithResponseStream"],
             [f"{sagemaker_arn}:endpoint/{name.lower()}" for name in invocable],
             why_wildcard=wildcard if any("*" in name for name in invocable) else None,
@@ -92,26 +92,29 @@ class BenchmarkFleet(Construct):
                 f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}"
                 f":inference-component/{target.inference_component.lower()}"
             )
-            nag.allow(self.worker.role, ["sagemaker:InvokeEndpointWithResponseStream"], [component_arn])
+            nag.allow(worker_role, ["sagemaker:InvokeEndpointWithResponseStream"], [component_arn])
         results = self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")
         nag.allow(
-            self.worker.role,
+            worker_role,
             ["s3:PutObject"],
             [results],
             why_wildcard="Shard results under the fleet's benchmarks/ prefix, one object per run and shard.",
         )
         nag.allow(
-            self.merger.role,
+            merger_role,
             ["s3:GetObject", "s3:PutObject"],
             [results],
             why_wildcard="Reads the shard results and writes the merged result under benchmarks/.",
         )
-        for role in (self.worker.role, self.merger.role):
+        for role in (worker_role, merger_role):
             nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [self.key.key_arn])
 
         self.state_machine = self._state_machine(target)
 
-    def _function(self, construct_id: str, handler_folder: str, timeout: Duration, memory_mb: int) -> lambda_.Function:
+    def _function(
+        self, construct_id: str, handler_folder: str, timeout: Duration, memory_mb: int
+    ) -> tuple[lambda_.Function, iam.Role]:
+        """The function and its role (Function.role is optional in CDK's types)."""
         log_group = logs.LogGroup(
             self, f"{construct_id}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
         )
@@ -136,7 +139,7 @@ class BenchmarkFleet(Construct):
             log_group=log_group,
             description=f"optigate benchmark {handler_folder.replace('_', ' ')}",
         )
-        return function
+        return function, role
 
     def _state_machine(self, target: FleetTarget) -> sfn.StateMachine:
         shard_indexes = sfn.Pass(

@@ -29,8 +29,8 @@ def hardest_slices(
     """Slices where the two models score lowest on average (ties: more disagreement, then size)."""
     scored = []
     for name, indexes in slices_of(records, thresholds).items():
-        pairs = [(quality(baseline[i]), quality(candidate[i])) for i in indexes]
-        pairs = [(b, c) for b, c in pairs if b is not None and c is not None]
+        scores = [(quality(baseline[i]), quality(candidate[i])) for i in indexes]
+        pairs = [(b, c) for b, c in scores if b is not None and c is not None]
         if name == ALL or not pairs:
             continue
         mean = sum(b + c for b, c in pairs) / (2 * len(pairs))

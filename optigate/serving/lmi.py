@@ -25,15 +25,23 @@ ROLLING_BATCH = {"lmi": "vllm", "lmi-trtllm": "trtllm", "lmi-neuronx": "auto"}
 
 
 class LmiSettings(Protocol):
-    """What rendering reads: a serving block with every value made concrete (ResolvedServing)."""
+    """What rendering reads: a serving block with every value made concrete (ResolvedServing).
+    Read-only properties, so a frozen dataclass satisfies it."""
 
-    serving: Serving
-    image_family: str
-    tensor_parallel_degree: int
-    max_model_len: int
-    max_batch_size: int
-    gpu_memory_utilization: float
-    lora: LoraLimits | None
+    @property
+    def serving(self) -> Serving: ...
+    @property
+    def image_family(self) -> str: ...
+    @property
+    def tensor_parallel_degree(self) -> int: ...
+    @property
+    def max_model_len(self) -> int: ...
+    @property
+    def max_batch_size(self) -> int: ...
+    @property
+    def gpu_memory_utilization(self) -> float: ...
+    @property
+    def lora(self) -> LoraLimits | None: ...
 
 
 def container_path(model_prefix: str, uri: str) -> str:

@@ -12,13 +12,14 @@ pipeline again (EventBridge), which then serves it there.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import jsii
 from aws_cdk import Aws, CfnResource, Stack, Stage, pipelines
 from aws_cdk import Environment as CdkEnvironment
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_codecommit as codecommit
+from aws_cdk import aws_codepipeline as codepipeline
 from aws_cdk import aws_codepipeline_actions as actions
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -157,6 +158,8 @@ class PipelineStack(Stack):
         if source.codecommit:
             repository = codecommit.Repository.from_repository_name(self, "Repository", source.repository)
             return pipelines.CodePipelineSource.code_commit(repository, source.branch)
+        if source.connection_arn is None:  # PipelineSource's validator requires one of the two
+            raise ValueError("pipeline.source.connection_arn is required without codecommit")
         return pipelines.CodePipelineSource.connection(
             source.repository, source.branch, connection_arn=source.connection_arn
         )
@@ -188,7 +191,7 @@ class PipelineStack(Stack):
     def _role_arns_as_sub(self) -> None:
         """CDK Pipelines writes the deploy actions' RoleArn as Fn::Join with an empty delimiter, which
         cfn-lint (E3703) refuses; the same ARN as Fn::Sub is equivalent and lint-clean."""
-        pipeline = self.pipeline.pipeline.node.default_child
+        pipeline = cast(codepipeline.CfnPipeline, self.pipeline.pipeline.node.default_child)
         for s_index, stage in enumerate(self.resolve(pipeline.stages)):
             for a_index, action in enumerate(stage["actions"]):
                 arn = action.get("configuration", {}).get("RoleArn")

@@ -64,6 +64,7 @@ class TeamInferenceStack(Stack):
         scaling = team.serving.autoscaling
         max_capacity = overrides.autoscaling_max_capacity or (scaling.max_capacity if scaling else None)
 
+        self.endpoint: LoraAdapters | TunedEndpoint
         if team.adapters:
             self.endpoint = LoraAdapters(
                 self,
@@ -101,7 +102,7 @@ class TeamInferenceStack(Stack):
                 auto_rollback=rollout.auto_rollback,
                 p99_model_latency_ms=_latency_alarm_ms(team),
             )
-            self.endpoint = TunedEndpoint(
+            endpoint = TunedEndpoint(
                 self,
                 "Endpoint",
                 model=self.model,
@@ -121,6 +122,7 @@ class TeamInferenceStack(Stack):
                     else None
                 ),
             )
+            self.endpoint = endpoint
             if deployment.shadow is not None and rollout.shadow is not None:
                 shadow_model = LmiModel(
                     self,
@@ -134,7 +136,7 @@ class TeamInferenceStack(Stack):
                 ShadowVariant(
                     self,
                     "Shadow",
-                    endpoint=self.endpoint,
+                    endpoint=endpoint,
                     model=shadow_model,
                     variant=VariantSettings(
                         **{**self._variant(deployment.shadow, 1).__dict__, "variant_name": "Shadow"}

@@ -151,7 +151,10 @@ class StateTaskServiceSageMaker(StateTaskServiceCallback):
     def _build_sync_resolver(self, env, resource_runtime_part, normalised_parameters, state_credentials):
         env.stack.pop()  # the Create response; `.sync` outputs the final Describe instead
         name_key, status_key, succeeded, failed = _SYNC_JOBS[self.resource.api_action]
-        describe = snake(OPTIMIZED_SAGEMAKER_ACTIONS[self.resource.api_action])
+        describe_operation = OPTIMIZED_SAGEMAKER_ACTIONS[self.resource.api_action]
+        if describe_operation is None:  # unreachable: every _SYNC_JOBS action has a Describe
+            raise ValueError(f"{self.resource.api_action} has no .sync integration")
+        describe = snake(describe_operation)
         client = self._client(resource_runtime_part, state_credentials)
         name = normalised_parameters[name_key]
 
@@ -173,7 +176,8 @@ class StateTaskServiceSageMaker(StateTaskServiceCallback):
                         env=env,
                         error_name=StatesErrorName(typ=StatesErrorNameType.StatesTaskFailed),
                         event_type=HistoryEventType.TaskFailed,
-                        event_details=EventDetails(taskFailedEventDetails=details),
+                        # moto's EventDetails TypedDict is total; an event carries one of its keys
+                        event_details=EventDetails(taskFailedEventDetails=details),  # type: ignore[typeddict-item]
                     )
                 )
             return None

@@ -55,7 +55,7 @@ def shadow_figures(shadow: dict | None) -> dict | None:
         return None
     series = dict(zip(shadow.get("ids") or [], shadow.get("values") or [], strict=True))
 
-    def side(prefix: str, variant: str) -> dict:
+    def side(prefix: str, variant: str | None) -> dict:
         latency = series.get(f"{prefix}_latency") or []
         return {
             "variant": variant,
@@ -110,7 +110,7 @@ def _metrics(verdict: GateVerdict) -> list[dict]:
 
 def _small(verdict: GateVerdict, report_key: str) -> dict:
     """The reasons that fit the budget; the rest are counted and left to report.json."""
-    out = {"approved": verdict.approved, "reasons": [], "report_key": report_key, "summary": verdict.summary}
+    out: dict = {"approved": verdict.approved, "reasons": [], "report_key": report_key, "summary": verdict.summary}
     reasons = list(verdict.reasons)
     for index, reason in enumerate(reasons):
         text = reason if len(reason) <= 400 else reason[:397] + "..."

@@ -44,7 +44,8 @@ class EndpointOperations(Operations):
                     "ExecutionRoleArn is required for an endpoint configuration with inference components "
                     "(no ModelName).",
                 )
-        config = sm_models.FakeEndpointConfig(
+        # moto declares `is_created` abstract (CloudFormationModel) yet instantiates these itself
+        config = sm_models.FakeEndpointConfig(  # type: ignore[abstract]
             account_id=backend.account_id,
             region_name=backend.region_name,
             endpoint_config_name=name,
@@ -87,7 +88,7 @@ class EndpointOperations(Operations):
             arn = sm_models.FakeEndpointConfig.arn_formatter(config_name, backend.account_id, backend.region_name)
             raise not_found("endpoint configuration", arn)
         config = backend.endpoint_configs[config_name]
-        endpoint = sm_models.FakeEndpoint(
+        endpoint = sm_models.FakeEndpoint(  # type: ignore[abstract]  # as FakeEndpointConfig above
             account_id=backend.account_id,
             region_name=backend.region_name,
             endpoint_name=name,
@@ -96,8 +97,9 @@ class EndpointOperations(Operations):
             data_capture_config=config.data_capture_config,
             tags=params.get("Tags"),
         )
-        endpoint.production_variants, endpoint.shadow_production_variants = self._variants_of(config)
-        endpoint.pending_deployment_summary = None
+        # Attributes moto's FakeEndpoint lacks and DescribeEndpoint returns (see _op_describe_endpoint).
+        endpoint.production_variants, endpoint.shadow_production_variants = self._variants_of(config)  # type: ignore[attr-defined]
+        endpoint.pending_deployment_summary = None  # type: ignore[attr-defined]
         backend.endpoints[name] = endpoint
         outcome = resolve_outcome(self.scenario.endpoint, params)
         progress = Progress(outcome, outcome.after, "create")
