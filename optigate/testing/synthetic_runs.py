@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
-
+from optigate import stats
 from optigate.bench.metrics import RequestRecord, RunSamples
 
 TOKENS = 32
@@ -31,7 +30,7 @@ def synthetic_run(
     """A closed loop: `concurrency` workers, each a warm-up request and then requests back to back.
     TTFT is log-normal around `ttft_ms` (plus an optional tail), each chunk of k tokens arrives
     k × ITL later; `tokens_per_chunk` is cycled (multi-token chunks emulate speculative decoding)."""
-    rng = np.random.default_rng(seed)
+    rng = stats.generator(seed)  # numpy's default_rng, drawn from one place
     records: list[RequestRecord] = []
     per_worker = -(-requests // concurrency)
     sent_count = 0
