@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Set up from scratch if needed and run the whole test suite.
+# Set up from scratch if needed, lint and type-check, then run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
 set -euo pipefail
+
+# Lint and types first: seconds, and a failure names the line.
+ruff check optigate tests benchmarks app.py
+ruff format --check --quiet optigate tests benchmarks app.py
+mypy
 
 # Two workers: the gate and benchmark tests mostly wait on emulated endpoints.
 python -m pytest -q -n 2 --dist loadfile "$@"
