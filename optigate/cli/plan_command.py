@@ -82,6 +82,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from optigate.deployment import load_resolved_team
     from optigate.plan.architecture import known_models, load_architecture
     from optigate.plan.compare import compare
+    from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION
     from optigate.plan.planner import plan
 
     if args.list_models:
@@ -104,7 +105,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     options = {
         "kv_cache_dtype": args.kv_cache_dtype,
         "tensor_parallel": args.tensor_parallel,
-        "gpu_memory_utilization": args.gpu_memory_utilization,
+        "gpu_memory_utilization": args.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
         "max_model_len": args.max_model_len,
         "prompt_tokens": args.prompt_tokens,
         "output_tokens": args.output_tokens,
@@ -173,7 +174,7 @@ def add_plan_parser(commands: argparse._SubParsersAction) -> None:
         "--tensor-parallel", type=int, default=None, help="ad hoc: accelerators per replica (default: fewest that fit)"
     )
     planner.add_argument(
-        "--gpu-memory-utilization", type=float, default=0.9, help="ad hoc: share of accelerator memory (default: 0.9)"
+        "--gpu-memory-utilization", type=float, default=None, help="ad hoc: share of accelerator memory (default: 0.9)"
     )
     planner.add_argument(
         "--max-model-len", type=int, default=None, help="ad hoc: longest sequence in tokens (default: the model's)"

@@ -21,6 +21,14 @@ S3Uri = Annotated[
     StringConstraints(pattern=S3_URI_PATTERN),
     Field(description="An S3 URI, s3://bucket/key. `{region}` is replaced by the environment's region."),
 ]
+
+
+def split_s3_uri(uri: str) -> tuple[str, str]:
+    """(bucket, key) of `s3://bucket/key`; the key is "" for a bare bucket."""
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
 ResourceName = Annotated[
     str,
     StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$"),

@@ -12,7 +12,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from optigate.config.models import EvaluationGate
+from optigate.config.models import EvaluationGate, split_s3_uri
 from optigate.constructs import nag
 from optigate.constructs.assets import image_context
 from optigate.constructs.common import allow_ecr_token_and_sagemaker_metrics, secure_bucket
@@ -79,7 +79,7 @@ class EvaluationJob(Construct):
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description="optigate evaluation job",
         )
-        bucket, key_prefix = self.dataset_uri.removeprefix("s3://").split("/", 1)
+        bucket, key_prefix = split_s3_uri(self.dataset_uri)
         nag.allow(
             self.role,
             ["s3:GetObject"],

@@ -11,14 +11,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from optigate.config.models import split_s3_uri
 from optigate.constructs import nag
 from optigate.constructs.common import allow_ecr_token_and_sagemaker_metrics
 from optigate.serving.images import image_repository_arn
-
-
-def s3_bucket_and_key(uri: str) -> tuple[str, str]:
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    return bucket, key
 
 
 @dataclass(frozen=True)
@@ -114,7 +110,7 @@ class LmiModel(Construct):
     def grant_read(self, uris: list[str]) -> None:
         """Let the execution role read these S3 objects or prefixes (and list only those prefixes)."""
         for uri in uris:
-            bucket, key = s3_bucket_and_key(uri)
+            bucket, key = split_s3_uri(uri)
             is_prefix = uri.endswith("/") or not key
             nag.allow(
                 self.role,

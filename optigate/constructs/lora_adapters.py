@@ -15,7 +15,8 @@ from constructs import Construct
 from optigate import naming
 from optigate.constructs.common import target_tracking
 from optigate.constructs.lmi_model import LmiModel
-from optigate.constructs.tuned_endpoint import VariantSettings, has_instance_storage
+from optigate.constructs.tuned_endpoint import VariantSettings
+from optigate.plan.catalog import has_instance_storage
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,8 @@ from constructs import Construct
 from optigate.constructs import nag
 from optigate.constructs.common import secure_bucket, target_tracking
 from optigate.constructs.lmi_model import LmiModel
+from optigate.plan.catalog import has_instance_storage
 
-# Instance families with NVMe instance storage. SageMaker encrypts those volumes with a hardware
-# module and fails CreateEndpointConfig if KmsKeyId is set for them (and refuses VolumeSizeInGB).
-INSTANCE_STORAGE_FAMILIES = frozenset(
-    {"g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "trn1"}
-)
 MAX_BLUE_GREEN_SECONDS = 14400  # the API maximum for MaximumExecutionTimeoutInSeconds
 
 
@@ -35,10 +31,6 @@ def _api(value: Any) -> Any:
 
 def _pascal(snake: str) -> str:
     return "".join(part.upper() if part == "gb" else part.title() for part in snake.split("_"))
-
-
-def has_instance_storage(instance_type: str) -> bool:
-    return instance_type.split(".")[1] in INSTANCE_STORAGE_FAMILIES
 
 
 @dataclass(frozen=True)

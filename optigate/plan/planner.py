@@ -13,7 +13,7 @@ from typing import Any
 
 from .architecture import ModelArchitecture, load_architecture
 from .catalog import GIB, Instance
-from .memory import kv_dtype_bytes, max_concurrency, max_concurrent_sequences
+from .memory import DEFAULT_GPU_MEMORY_UTILIZATION, kv_dtype_bytes, max_concurrency, max_concurrent_sequences
 from .memory import weight_precision as lookup_weight_precision
 from .problems import PROBLEM_KINDS, PlanProblem, Suggestion, find_problems
 from .roofline import DecodePoint, RankHardware, decode_curve, prefill_bound
@@ -91,7 +91,7 @@ def plan(
     weight_precision: str = "bf16",
     kv_cache_dtype: str = "auto",
     tensor_parallel: int | None = None,
-    gpu_memory_utilization: float = 0.9,
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     max_model_len: int | None = None,
     prompt_tokens: int = 1024,
     output_tokens: int = 256,

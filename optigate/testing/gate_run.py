@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import boto3
 
+from optigate.config.models import split_s3_uri
 from optigate.testing.asl import iter_states, sdk_calls
 from optigate.testing.gate_layout import DECIDE, MERGE, WORKER, GateLayout, gate_layout
 from optigate.testing.harness import ACCOUNT_ID, REGION, GateHarness, active_harness
@@ -131,7 +132,7 @@ def evaluation_writer(status: str, reasons: list[str] | tuple[str, ...] = ()) ->
 
     def hook(request: dict) -> None:
         output = request["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"]
-        bucket, key = output.removeprefix("s3://").split("/", 1)
+        bucket, key = split_s3_uri(output)
         verdict = {"status": status, "passed": status == "pass", "reasons": list(reasons), "warnings": [], "checks": []}
         s3 = boto3.client("s3", region_name=REGION)
         s3.put_object(Bucket=bucket, Key=f"{key.rstrip('/')}/verdict.json", Body=json.dumps(verdict))
