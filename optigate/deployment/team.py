@@ -7,6 +7,7 @@ problems at file lines; the summary, the stacks, the gate and rehearsal read the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,10 +38,6 @@ class ResolvedTeam:
         return dict(self.team.gate.candidate)
 
 
-# How many times each team was resolved (tests assert the app resolves each team once).
-resolutions: dict[str, int] = {}
-
-
 def _variant(
     team: TeamConfig, arch: ModelArchitecture, serving: Serving, path: PathT
 ) -> tuple[ResolvedServing | None, list[Problem]]:
@@ -58,7 +55,7 @@ def _variant(
 
 
 def _candidate(
-    team: TeamConfig, arch: ModelArchitecture, merge, path: PathT
+    team: TeamConfig, arch: ModelArchitecture, merge: Callable[[], Serving | None], path: PathT
 ) -> tuple[ResolvedServing | None, list[Problem]]:
     try:
         serving = merge()
@@ -71,7 +68,6 @@ def _candidate(
 
 def resolve_team(team: TeamConfig) -> ResolvedTeam:
     """Resolve every variant of `team` once; problems are reported at the YAML path of their variant."""
-    resolutions[team.team] = resolutions.get(team.team, 0) + 1
     source = team.model.source
     if sum(x is not None for x in (source.s3_uri, source.jumpstart, source.hugging_face)) != 1:
         return ResolvedTeam(team, None)  # the config rules report the source

@@ -123,19 +123,19 @@ def test_pure_layers_never_import_cdk():
 
 
 def test_sample_app_resolves_each_team_once(tmp_path, monkeypatch):
-    from optigate.deployment import serving, team
+    from optigate.deployment import project, serving
     from optigate.stacks.app import build_app
 
-    derived = []
-    original = serving.derive_settings
-    monkeypatch.setattr(serving, "derive_settings", lambda t, s=None: derived.append(t.team) or original(t, s))
-    monkeypatch.setattr(team, "resolutions", {})
+    resolved, derived = [], []
+    resolve, derive = project.resolve_team, serving.derive_settings
+    monkeypatch.setattr(project, "resolve_team", lambda t: resolved.append(t.team) or resolve(t))
+    monkeypatch.setattr(serving, "derive_settings", lambda t, s=None: derived.append(t.team) or derive(t, s))
     app = build_app(CONFIG, environments="", outdir=str(tmp_path), nag=False)
 
     stacks = [child for child in app.node.children if hasattr(child, "deployment")]
     teams = {stack.deployment.team.team: stack.deployment.resolved_team for stack in stacks}
     assert len(stacks) == 3 * len(teams) == 9  # every team in each of the three environments
-    assert team.resolutions == {name: 1 for name in teams}
+    assert sorted(resolved) == sorted(teams)  # each team once, whatever the number of environments
     # Once per variant: the baseline, and the shadow and the gate candidate where a team has them.
     variants = {name: sum(v is not None for v in (r.baseline, r.shadow, r.candidate)) for name, r in teams.items()}
     assert sorted(derived) == sorted(name for name, count in variants.items() for _ in range(count))
