@@ -43,7 +43,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def add_evaluate_parser(commands: argparse._SubParsersAction) -> None:
     # Listed for `optigate --help`; `main` hands every argument after `evaluate` to the job (it has its own -h).
     evaluate = commands.add_parser(
-        "evaluate", help="baseline vs candidate quality with fmeval (see `optigate evaluate -h`)", add_help=False
+        "evaluate",
+        help="baseline vs candidate quality with fmeval; exit 0 pass, 1 fail, 2 input error, 3 cannot resolve"
+        " (see `optigate evaluate -h`)",
+        add_help=False,
     )
     evaluate.add_argument("job_args", nargs=argparse.REMAINDER)
     evaluate.set_defaults(handler=cmd_evaluate)

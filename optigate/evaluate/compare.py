@@ -13,7 +13,7 @@ lower-is-better with its own tolerance, default 0):
   within t; the verdict says so and how many records would be needed, instead of passing.
 
 The candidate passes only when no check fails and the whole-dataset checks pass; slices too
-small to resolve are listed as warnings.
+small to resolve are listed as warnings. No records (or no scores) is **unresolved**, never a pass.
 """
 
 from __future__ import annotations
@@ -159,6 +159,15 @@ def compare(
             lower = metric in lower_is_better
             tolerance = thresholds.max_refusal_rate_increase if lower else thresholds.max_metric_drop_abs
             checks.append(judge(metric, slice_name, base, cand, tolerance, not lower, rng))
+    if not any(c.slice == ALL for c in checks):
+        # Zero records, or records without a score both models got: nothing was measured, so nothing passes.
+        what = f"no scored records ({len(records)} in the dataset)" if records else "no records"
+        needed = math.ceil(1 / thresholds.max_metric_drop_abs) if thresholds.max_metric_drop_abs > 0 else 1
+        return Verdict(
+            "unresolved",
+            checks,
+            [f"{what}: cannot resolve {thresholds.max_metric_drop_abs:.1%}; at least {needed} records are needed"],
+        )
     failures = [c for c in checks if c.status == "fail"]
     overall_unresolved = [c for c in checks if c.slice == ALL and c.status == "unresolved"]
     reasons = [f"{c.metric} on {c.slice}: {c.note}" for c in failures]

@@ -3,11 +3,13 @@ compare them, and write the verdict, per-record scores and the spot check.
 
 Runs locally (`optigate evaluate ...`) and as the SageMaker Processing job of `EvaluationJob`
 (`python -m optigate.evaluate.job`, inputs under /opt/ml/processing/input, output under
-/opt/ml/processing/output). Exit code: 0 pass, 1 fail, 3 cannot resolve.
+/opt/ml/processing/output). Exit code: 0 pass, 1 fail, 2 usage or input error (the dataset's
+file:line, or the endpoint, in one line), 3 cannot resolve (too few records, including none).
 
-Dataset: JSONL with `model_input` (or `prompt` / `question`), `target_output` (or `answer`;
-alternatives joined by `<OR>`), optional `id`, `category`, `task` (`qa` or `classification`)
-and `prompt_tokens` (estimated from the text when absent).
+Dataset: JSONL with `model_input` (or `prompt` / `question`), `target_output` (or `answer`; a
+string, a number or a list of acceptable answers; `0` and `""` are valid), optional `id`,
+`category`, `task` (`qa` or `classification`) and `prompt_tokens` (estimated from the text when
+absent).
 """
 
 from __future__ import annotations
@@ -16,53 +18,23 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from optigate.config.models import EvaluationGate
 from optigate.evaluate import spotcheck
 from optigate.evaluate.compare import Verdict, compare
-from optigate.evaluate.scoring import estimate_tokens
+from optigate.evaluate.dataset import load_dataset
+from optigate.evaluate.errors import INPUT_ERROR_EXIT, InputError, endpoint_problem
+
+__all__ = ["EXIT_CODES", "evaluate", "load_dataset", "main"]
 
 PROMPT_TEMPLATE = "$model_input"
 CLASSIFICATION_METRIC = "classification_accuracy_score"
 EXIT_CODES = {"pass": 0, "fail": 1, "unresolved": 3}
-
-
-def load_dataset(path: str | Path) -> list[dict[str, Any]]:
-    path = Path(path)
-    if path.is_dir():  # a Processing input channel: the one JSONL file in it
-        files = sorted(path.glob("*.jsonl"))
-        if len(files) != 1:
-            raise ValueError(f"{path}: expected exactly one .jsonl file, found {len(files)}")
-        path = files[0]
-    records = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        raw = json.loads(line)
-        model_input = raw.get("model_input") or raw.get("prompt") or raw.get("question")
-        target = raw.get("target_output") or raw.get("answer")
-        if model_input is None or target is None:
-            raise ValueError(
-                f"{path}:{number}: a record needs model_input (or prompt/question) and target_output (or answer)"
-            )
-        if isinstance(target, list):
-            target = "<OR>".join(map(str, target))
-        records.append(
-            {
-                "id": str(raw.get("id", number)),
-                "model_input": str(model_input),
-                "target_output": str(target),
-                "category": str(raw.get("category", "")),
-                "task": raw.get("task", "qa"),
-                "prompt_tokens": int(raw.get("prompt_tokens") or estimate_tokens(str(model_input))),
-            }
-        )
-    ids = [r["id"] for r in records]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"{path}: record ids must be unique")
-    return records
+#: score_model's signature: a runner and the records, to fmeval's output rows keyed by record id.
+Scorer = Callable[[Any, list[dict[str, Any]]], dict[str, dict[str, Any]]]
 
 
 def score_model(
@@ -98,8 +70,16 @@ def score_model(
         pipeline = classification_pipeline if record["task"] == "classification" else qa_pipeline
         return pipeline.execute_record(dict(record))
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return {row["id"]: row for row in pool.map(run, records)}
+    if not records:
+        return {}
+    # The first record alone: an endpoint that does not answer fails once, not once per record.
+    rows = [run(records[0])]
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        rows += pool.map(run, records[1:])
+    finally:
+        pool.shutdown(cancel_futures=True)
+    return {row["id"]: row for row in rows}
 
 
 SCORE_KEYS = (
@@ -117,41 +97,66 @@ def scores_of(row: dict[str, Any]) -> dict[str, float]:
     return {key: float(row[key]) for key in SCORE_KEYS if key in row and row[key] is not None}
 
 
+def _endpoint_name(runner: Any) -> str:
+    spec = getattr(runner, "endpoint", None)
+    if spec is None:
+        return str(runner)
+    suffix = f"@{spec.target_variant}" if spec.target_variant else ""
+    suffix += f"#{spec.inference_component}" if spec.inference_component else ""
+    return f"{spec.endpoint_name}{suffix}"
+
+
+def _scored(side: str, runner: Any, records: list[dict[str, Any]], score: Scorer) -> dict[str, dict[str, Any]]:
+    """`score(runner, records)`, with a failed endpoint call said in one line (an `InputError`)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return score(runner, records)
+    except (BotoCoreError, ClientError) as error:
+        raise endpoint_problem(error, side, _endpoint_name(runner), getattr(runner, "endpoint_url", None)) from error
+
+
 def evaluate(
-    records: list[dict[str, Any]], baseline_runner: Any, candidate_runner: Any, thresholds: EvaluationGate, out: Path
+    records: list[dict[str, Any]],
+    baseline_runner: Any,
+    candidate_runner: Any,
+    thresholds: EvaluationGate,
+    out: Path,
+    *,
+    score: Scorer | None = None,
 ) -> Verdict:
-    baseline_rows = score_model(baseline_runner, records)
-    candidate_rows = score_model(candidate_runner, records)
+    """Score both sides, judge them and write verdict.json, scores.jsonl and the spot check to `out`.
+
+    No records: nothing is sent to the endpoints and the verdict is unresolved (never a pass).
+    `score` defaults to fmeval's pipeline (`score_model`); a failed endpoint call raises `InputError`.
+    """
+    scorer: Scorer = score or score_model
+    baseline_rows = _scored("baseline", baseline_runner, records, scorer) if records else {}
+    candidate_rows = _scored("candidate", candidate_runner, records, scorer) if records else {}
     baseline = [scores_of(baseline_rows[r["id"]]) for r in records]
     candidate = [scores_of(candidate_rows[r["id"]]) for r in records]
+    baseline_outputs = [baseline_rows[r["id"]].get("model_output") or "" for r in records]
+    candidate_outputs = [candidate_rows[r["id"]].get("model_output") or "" for r in records]
     verdict = compare(records, baseline, candidate, thresholds)
     out.mkdir(parents=True, exist_ok=True)
     written = {**verdict.to_dict(), "records": len(records), "thresholds": _judged_by(thresholds)}
     (out / "verdict.json").write_text(json.dumps(written, indent=2))
     with (out / "scores.jsonl").open("w") as handle:
-        for record, base, cand in zip(records, baseline, candidate, strict=True):
-            handle.write(
-                json.dumps(
-                    {
-                        "id": record["id"],
-                        "category": record["category"],
-                        "prompt_tokens": record["prompt_tokens"],
-                        "baseline_output": baseline_rows[record["id"]]["model_output"],
-                        "candidate_output": candidate_rows[record["id"]]["model_output"],
-                        "baseline": base,
-                        "candidate": cand,
-                    }
-                )
-                + "\n"
-            )
-    spot = spotcheck.select(
-        records,
-        baseline,
-        candidate,
-        [baseline_rows[r["id"]]["model_output"] or "" for r in records],
-        [candidate_rows[r["id"]]["model_output"] or "" for r in records],
-        thresholds,
-    )
+        for record, base, cand, base_out, cand_out in zip(
+            records, baseline, candidate, baseline_outputs, candidate_outputs, strict=True
+        ):
+            row = {
+                "id": record["id"],
+                "line": record.get("line"),
+                "category": record["category"],
+                "prompt_tokens": record["prompt_tokens"],
+                "baseline_output": base_out,
+                "candidate_output": cand_out,
+                "baseline": base,
+                "candidate": cand,
+            }
+            handle.write(json.dumps(row) + "\n")
+    spot = spotcheck.select(records, baseline, candidate, baseline_outputs, candidate_outputs, thresholds, verdict)
     spotcheck.write(spot, out)
     return verdict
 
@@ -164,9 +169,12 @@ def _judged_by(thresholds: EvaluationGate) -> dict[str, Any]:
 def thresholds_from_team(path: str | None) -> EvaluationGate:
     if not path:
         return EvaluationGate()
-    from optigate.config.loader import load_team
+    from optigate.config.loader import ConfigError, load_team
 
-    return load_team(path, rules=False).gate.evaluation
+    try:
+        return load_team(path, rules=False).gate.evaluation
+    except ConfigError as error:
+        raise InputError(str(error)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -186,35 +194,63 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-metric-drop-abs", type=float, help="overrides the team file")
     parser.add_argument("--max-refusal-rate-increase", type=float, help="overrides the team file")
     parser.add_argument("--long-context-prompt-tokens", type=int, help="overrides the team file")
+    parser.add_argument(
+        "--exit-zero-on-verdict",
+        action="store_true",
+        help="exit 0 whenever verdict.json was written (pass, fail or unresolved) and leave the verdict to whoever "
+        "reads its status, e.g. a Processing job, which a non-zero exit fails; input errors still exit 2",
+    )
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from optigate.evaluate.runner import EndpointSpec, SageMakerEndpointRunner
+def thresholds_of(args: argparse.Namespace) -> EvaluationGate:
+    """The team file's `gate.evaluation`, with the command line's overrides."""
+    from pydantic import ValidationError
 
-    args = build_parser().parse_args(argv)
-    records = load_dataset(args.dataset)
-    runners = [
-        SageMakerEndpointRunner(
-            EndpointSpec.parse(spec),
-            region=args.region,
-            endpoint_url=args.endpoint_url,
-            schema=args.schema,
-            stream=args.stream,
-            max_new_tokens=args.max_new_tokens,
-        )
-        for spec in (args.baseline, args.candidate)
-    ]
     thresholds = thresholds_from_team(args.config)
     names = ("max_metric_drop_abs", "max_refusal_rate_increase", "long_context_prompt_tokens")
     overrides = {key: getattr(args, key) for key in names if getattr(args, key) is not None}
-    thresholds = EvaluationGate.model_validate({**thresholds.model_dump(), **overrides})
+    try:
+        return EvaluationGate.model_validate({**thresholds.model_dump(), **overrides})
+    except ValidationError as error:
+        problems = "; ".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in error.errors())
+        raise InputError(problems) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    records = load_dataset(args.dataset)  # before fmeval is imported: a bad line is said at once
+    thresholds = thresholds_of(args)
+    runners: list[Any] = [None, None]
+    if records:  # no records: no endpoint is called, the verdict is unresolved
+        from optigate.evaluate.runner import EndpointSpec, SageMakerEndpointRunner
+
+        runners = [
+            SageMakerEndpointRunner(
+                EndpointSpec.parse(spec),
+                region=args.region,
+                endpoint_url=args.endpoint_url,
+                schema=args.schema,
+                stream=args.stream,
+                max_new_tokens=args.max_new_tokens,
+            )
+            for spec in (args.baseline, args.candidate)
+        ]
     verdict = evaluate(records, runners[0], runners[1], thresholds, Path(args.out))
     summary = "; ".join(verdict.reasons) or "every metric within its tolerance"
     print(f"{verdict.status.upper()}: {len(records)} records; {summary}")
     for warning in verdict.warnings:
         print(f"  warning: {warning}")
-    return EXIT_CODES[verdict.status]
+    return 0 if args.exit_zero_on_verdict else EXIT_CODES[verdict.status]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Exit code: 0 pass, 1 fail, 2 usage or input error (one line on stderr), 3 cannot resolve."""
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return INPUT_ERROR_EXIT
 
 
 if __name__ == "__main__":

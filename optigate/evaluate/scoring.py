@@ -27,24 +27,28 @@ def normalize(text: str) -> str:
     return " ".join(ARTICLES.sub(" ", text.lower().translate(PUNCTUATION)).split())
 
 
-def _targets(target_output: str, delimiter: str = "<OR>") -> list[str]:
-    return [t for t in (part.strip() for part in target_output.split(delimiter)) if t]
+def targets(target_output: str, delimiter: str = "<OR>") -> list[str]:
+    """The acceptable answers; an empty reference is one acceptable answer, the empty one."""
+    return [t for t in (part.strip() for part in target_output.split(delimiter)) if t] or [""]
 
 
 def exact_match(model_output: str, target_output: str) -> float:
-    return float(any(model_output.strip() == target for target in _targets(target_output)))
+    return float(any(model_output.strip() == target for target in targets(target_output)))
 
 
 def quasi_exact_match(model_output: str, target_output: str) -> float:
-    return float(any(normalize(model_output) == normalize(target) for target in _targets(target_output)))
+    return float(any(normalize(model_output) == normalize(target) for target in targets(target_output)))
 
 
 def f1(model_output: str, target_output: str) -> float:
     """Best token-overlap F1 against any acceptable answer."""
     predicted = normalize(model_output).split()
     best = 0.0
-    for target in _targets(target_output):
+    for target in targets(target_output):
         expected = normalize(target).split()
+        if not expected or not predicted:  # SQuAD's rule: 1 when both are empty, else 0
+            best = max(best, float(expected == predicted))
+            continue
         common = sum((Counter(predicted) & Counter(expected)).values())
         if common == 0:
             continue

@@ -1,17 +1,31 @@
-"""The records a human should read: in the two hardest slices, where the models disagree most."""
+"""The records a human should read: from the slices that regressed most, where the candidate lost most.
+
+A slice's regression is its largest harm over the metrics both models were scored on: the drop of
+the candidate's mean below the baseline's (for refusal, lower is better: its rise). The spot check
+takes the records of the (up to) two slices with the largest positive regression, ranks them by how
+much the candidate lost on each, then by any disagreement, and puts the verdict and every slice's
+scores first, so the reader knows what to look for before reading rows. When no slice regressed,
+the records come from the whole dataset, ranked the same way.
+"""
 
 from __future__ import annotations
 
 import html
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from optigate.config.models import EvaluationGate
-from optigate.evaluate.compare import ALL, slices_of
+from optigate.evaluate.compare import ALL, Check, Verdict, slices_of
+from optigate.evaluate.scoring import targets
 
 SPOT_CHECK_SIZE = 50
+SLICES_READ = 2
 QUALITY_METRICS = ("qa_f1", "classification_accuracy_score", "factual_knowledge")
+LOWER_IS_BETTER = ("refusal",)
+STATUS_ORDER = {"fail": 0, "unresolved": 1, "pass": 2}
 
 
 def quality(scores: dict[str, float]) -> float | None:
@@ -19,51 +33,128 @@ def quality(scores: dict[str, float]) -> float | None:
     return next((scores[m] for m in QUALITY_METRICS if m in scores), None)
 
 
-def hardest_slices(
+def harm(baseline: dict[str, float], candidate: dict[str, float], metric: str) -> float:
+    """How much worse the candidate is on `metric` (negative when it is better)."""
+    delta = candidate[metric] - baseline[metric]
+    return delta if metric in LOWER_IS_BETTER else -delta
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+@dataclass(frozen=True)
+class SliceScores:
+    """One slice at a glance: its size, its primary metric on both sides, its worst status and why."""
+
+    slice: str
+    n: int
+    regression: float  # the largest mean harm over the metrics (positive: the candidate is worse)
+    worst_metric: str
+    metric: str | None
+    baseline: float | None
+    candidate: float | None
+    status: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in self.__dataclass_fields__}
+
+
+def slice_scores(
     records: list[dict[str, Any]],
     baseline: list[dict[str, float]],
     candidate: list[dict[str, float]],
     thresholds: EvaluationGate,
-    count: int = 2,
-) -> list[str]:
-    """Slices where the two models score lowest on average (ties: more disagreement, then size)."""
-    scored = []
+    checks: Sequence[Check] = (),
+) -> list[SliceScores]:
+    """Every slice (the whole dataset first, then by regression, largest first)."""
+    rows: list[SliceScores] = []
     for name, indexes in slices_of(records, thresholds).items():
-        scores = [(quality(baseline[i]), quality(candidate[i])) for i in indexes]
-        pairs = [(b, c) for b, c in scores if b is not None and c is not None]
-        if name == ALL or not pairs:
+        metrics = sorted({m for i in indexes for m in baseline[i] if m in candidate[i]})
+        if not metrics:
             continue
-        mean = sum(b + c for b, c in pairs) / (2 * len(pairs))
-        disagreement = sum(abs(b - c) for b, c in pairs) / len(pairs)
-        scored.append((mean, -disagreement, -len(pairs), name))
-    return [entry[-1] for entry in sorted(scored)[:count]]
+        both = {m: [i for i in indexes if m in baseline[i] and m in candidate[i]] for m in metrics}
+        harms = {m: _mean([harm(baseline[i], candidate[i], m) for i in both[m]]) for m in metrics}
+        worst_metric = max(harms, key=lambda m: (harms[m], m))
+        primary = next((m for m in QUALITY_METRICS if m in harms), worst_metric)
+        scored = both[primary]
+        mine = [c for c in checks if c.slice == name]
+        status = min((c.status for c in mine), key=lambda s: STATUS_ORDER.get(s, 0), default="unresolved")
+        rows.append(
+            SliceScores(
+                slice=name,
+                n=len(indexes),
+                regression=harms[worst_metric],
+                worst_metric=worst_metric,
+                metric=primary,
+                baseline=_mean([baseline[i][primary] for i in scored]),
+                candidate=_mean([candidate[i][primary] for i in scored]),
+                status=status,
+                notes=[f"{c.metric}: {c.note}" for c in mine if c.status != "pass" and c.note],
+            )
+        )
+    return sorted(rows, key=lambda s: (s.slice != ALL, -s.regression, s.slice))
+
+
+def regressed_slices(scores: list[SliceScores], count: int = SLICES_READ) -> list[str]:
+    """The slices (not the whole dataset) where the candidate lost most, largest regression first."""
+    regressed = [s for s in scores if s.slice != ALL and s.regression > 1e-12]
+    return [s.slice for s in sorted(regressed, key=lambda s: (-s.regression, s.slice))[:count]]
+
+
+@dataclass
+class SpotCheck:
+    status: str
+    reasons: list[str]
+    warnings: list[str]
+    slices: list[SliceScores]
+    read_from: list[str]  # the slices the rows come from ("all" when none regressed)
+    rows: list[dict[str, Any]]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "kind": "summary",
+            "status": self.status,
+            "reasons": self.reasons,
+            "warnings": self.warnings,
+            "read_from": self.read_from,
+            "records": len(self.rows),
+            "slices": [s.to_dict() for s in self.slices],
+        }
 
 
 def select(
-    records,
-    baseline,
-    candidate,
-    baseline_outputs,
-    candidate_outputs,
+    records: list[dict[str, Any]],
+    baseline: list[dict[str, float]],
+    candidate: list[dict[str, float]],
+    baseline_outputs: list[str],
+    candidate_outputs: list[str],
     thresholds: EvaluationGate,
+    verdict: Verdict,
     size: int = SPOT_CHECK_SIZE,
-) -> list[dict[str, Any]]:
+) -> SpotCheck:
     slices = slices_of(records, thresholds)
-    chosen_slices = hardest_slices(records, baseline, candidate, thresholds)
-    pool = sorted({i for name in chosen_slices for i in slices[name]})
+    scores = slice_scores(records, baseline, candidate, thresholds, verdict.checks)
+    chosen = regressed_slices(scores) or [ALL]
+    pool = sorted({i for name in chosen for i in slices.get(name, [])})
 
-    def disagreement(i: int) -> tuple[float, float]:
-        score_gap = sum(abs(candidate[i].get(m, 0.0) - baseline[i].get(m, 0.0)) for m in baseline[i])
+    def loss(i: int) -> tuple[float, float, float]:
+        shared = [m for m in baseline[i] if m in candidate[i]]
+        lost = max((harm(baseline[i], candidate[i], m) for m in shared), default=0.0)
+        gap = sum(abs(candidate[i][m] - baseline[i][m]) for m in shared)
         text_gap = 0.0 if baseline_outputs[i].strip() == candidate_outputs[i].strip() else 1.0
-        return (score_gap, text_gap)
+        return (lost, gap, text_gap)
 
-    ranked = sorted(pool, key=disagreement, reverse=True)[:size]
-    return [
+    ranked = sorted(pool, key=lambda i: (tuple(-x for x in loss(i)), i))[:size]
+    rows = [
         {
+            "kind": "record",
             "id": records[i].get("id", i),
-            "slices": [name for name in chosen_slices if i in slices[name]],
+            "line": records[i].get("line"),
+            "slices": [name for name in chosen if i in slices.get(name, [])],
             "prompt": records[i]["model_input"],
-            "target": records[i].get("target_output", ""),
+            "answers": targets(records[i].get("target_output", "")),
             "baseline_output": baseline_outputs[i],
             "candidate_output": candidate_outputs[i],
             "baseline_scores": baseline[i],
@@ -71,36 +162,85 @@ def select(
         }
         for i in ranked
     ]
+    return SpotCheck(verdict.status, verdict.reasons, verdict.warnings, scores, chosen, rows)
 
 
-def write(spot: list[dict[str, Any]], folder: Path) -> tuple[Path, Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    jsonl = folder / "spotcheck.jsonl"
-    jsonl.write_text("".join(json.dumps(row) + "\n" for row in spot))
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _text(value: str, limit: int | None = None) -> str:
+    if value == "":
+        return "<em>(empty)</em>"
+    shown = value if limit is None or len(value) <= limit else value[:limit] + " …"
+    return html.escape(shown)
+
+
+def _answers(answers: list[str]) -> str:
+    if len(answers) == 1:
+        return _text(answers[0])
+    return "<ul>" + "".join(f"<li>{_text(a)}</li>" for a in answers) + "</ul>"
+
+
+def _record_scores(row: dict[str, Any]) -> str:
+    base, cand = row["baseline_scores"], row["candidate_scores"]
+    return "<br>".join(f"{html.escape(m)} {_score(base[m])} → {_score(cand[m])}" for m in sorted(base) if m in cand)
+
+
+def _drop(scores: SliceScores) -> str:
+    if scores.regression <= 1e-12:
+        return "none"
+    return f"{scores.regression:.3f} ({html.escape(scores.worst_metric)})"
+
+
+def render(spot: SpotCheck) -> str:
+    reasons = (
+        "".join(f"<li>{html.escape(r)}</li>" for r in spot.reasons) or "<li>every metric within its tolerance</li>"
+    )
+    warnings = "".join(f"<li>{html.escape(w)}</li>" for w in spot.warnings)
+    slice_rows = "".join(
+        f"<tr class={s.status}><td>{html.escape(s.slice)}</td><td>{s.n}</td><td>{html.escape(s.status)}</td>"
+        f"<td>{html.escape(s.metric or '')}</td><td>{_score(s.baseline)}</td><td>{_score(s.candidate)}</td>"
+        f"<td>{_drop(s)}</td>"
+        f"<td>{'<br>'.join(html.escape(n) for n in s.notes)}</td></tr>"
+        for s in spot.slices
+    )
     rows = "".join(
         "<tr>"
-        + "".join(
-            f"<td>{html.escape(str(v))}</td>"
-            for v in (
-                row["id"],
-                ", ".join(row["slices"]),
-                row["prompt"][:400],
-                row["target"],
-                row["baseline_output"],
-                row["candidate_output"],
-            )
-        )
+        + f"<td>{html.escape(str(row['id']))}</td><td>{html.escape(', '.join(row['slices']))}</td>"
+        + f"<td>{_text(row['prompt'], 400)}</td><td>{_answers(row['answers'])}</td>"
+        + f"<td>{_text(row['baseline_output'])}</td><td>{_text(row['candidate_output'])}</td>"
+        + f"<td>{_record_scores(row)}</td>"
         + "<td><label><input type=checkbox> candidate acceptable</label></td></tr>"
-        for row in spot
+        for row in spot.rows
     )
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>optigate spot check</title>
+    read_from = ", ".join(spot.read_from)
+    origin = (
+        f"From the slices that regressed most: {html.escape(read_from)}."
+        if spot.read_from != [ALL]
+        else "No slice regressed: from the whole dataset."
+    )
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>optigate spot check</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em}} \
 td,th{{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:13px}} \
-table{{border-collapse:collapse}}</style></head>
-<body><h1>Spot check: {len(spot)} records where baseline and candidate disagree most</h1>
-<p>From the two hardest slices. Read each pair; \
-a quantized model's damage shows in long-context and multi-step prompts first.</p>
-<table><tr><th>id</th><th>slices</th><th>prompt</th><th>target</th><th>baseline</th><th>candidate</th><th>review</th></tr>{rows}</table></body></html>"""
+table{{border-collapse:collapse;margin-bottom:1.5em}} ul{{margin:0;padding-left:1.2em}} \
+tr.fail td{{background:#fde8e8}} tr.unresolved td{{background:#fff6dd}}</style></head>
+<body><h1>Verdict: {html.escape(spot.status.upper())}</h1>
+<ul>{reasons}</ul>{f"<p>Warnings:</p><ul>{warnings}</ul>" if warnings else ""}
+<h2>Scores per slice</h2>
+<table><tr><th>slice</th><th>records</th><th>status</th><th>metric</th><th>baseline</th><th>candidate</th>\
+<th>largest drop (metric)</th><th>notes</th></tr>{slice_rows}</table>
+<h2>Spot check: {len(spot.rows)} records where the candidate lost most</h2>
+<p>{origin} Read each pair; a quantized model's damage shows in long-context and multi-step prompts first.</p>
+<table><tr><th>id</th><th>slices</th><th>prompt</th><th>acceptable answers</th><th>baseline</th><th>candidate</th>\
+<th>scores (baseline → candidate)</th><th>review</th></tr>{rows}</table></body></html>"""
+
+
+def write(spot: SpotCheck, folder: Path) -> tuple[Path, Path]:
+    """`spotcheck.jsonl` (the summary line first, then the records) and `spotcheck.html`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    jsonl = folder / "spotcheck.jsonl"
+    jsonl.write_text("".join(json.dumps(row) + "\n" for row in [spot.summary(), *spot.rows]))
     page_path = folder / "spotcheck.html"
-    page_path.write_text(page)
+    page_path.write_text(render(spot))
     return jsonl, page_path

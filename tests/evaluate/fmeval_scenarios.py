@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from optigate.config.models import EvaluationGate
+from optigate.evaluate.errors import InputError
 from optigate.evaluate.job import evaluate, load_dataset
 from optigate.evaluate.runner import EndpointSpec, SageMakerEndpointRunner
 
@@ -20,6 +21,11 @@ SCENARIOS = {
     "worse_slice": ("baseline", "worse", "full.jsonl", False),
     "refuses_more": ("baseline", "refuser", "full.jsonl", True),
     "small": ("baseline", "same", "small.jsonl", False),
+}
+#: Endpoints that cannot answer: (baseline, candidate, endpoint URL or None for the emulator's).
+BROKEN = {
+    "unknown_endpoint": ("baseline", "nope", None),
+    "connection_refused": ("baseline", "same", "http://127.0.0.1:9"),
 }
 
 
@@ -38,6 +44,16 @@ def main() -> None:
         ]
         verdict = evaluate(records, runners[0], runners[1], EvaluationGate(), Path(args.out, name))
         summary[name] = {**verdict.to_dict(), "records": len(records)}
+    records = load_dataset(Path(args.data, "small.jsonl"))
+    for name, (baseline, candidate, url) in BROKEN.items():
+        runners = [
+            SageMakerEndpointRunner(EndpointSpec.parse(e), endpoint_url=url or args.url) for e in (baseline, candidate)
+        ]
+        try:
+            evaluate(records, runners[0], runners[1], EvaluationGate(), Path(args.out, name))
+            summary[name] = {"error": None}
+        except InputError as error:
+            summary[name] = {"error": str(error)}
     print(json.dumps(summary))
 
 

@@ -7,7 +7,7 @@ import pytest
 from optigate.config.models import EvaluationGate
 from optigate.evaluate import scoring
 from optigate.evaluate.compare import compare, slices_of
-from optigate.evaluate.spotcheck import hardest_slices, select
+from optigate.evaluate.spotcheck import select
 
 
 def _records(n: int, categories=("a", "b"), long_every: int = 0):
@@ -120,14 +120,14 @@ def test_refusal_patterns():
     assert scoring.is_refusal("Nope.", (r"^nope",))
 
 
-def test_spot_check_reads_the_hardest_slices_where_models_disagree_most():
+def test_spot_check_reads_the_slices_where_the_candidate_lost_most():
     records = _records(90, categories=("easy", "hard", "mid"))
     baseline = [{"qa_f1": 1.0 if r["category"] == "easy" else 0.5 if r["category"] == "hard" else 0.8} for r in records]
     candidate = [dict(s) for s in baseline]
     for i, r in enumerate(records):
         if r["category"] == "hard" and i % 2:
             candidate[i]["qa_f1"] = 0.0
-    assert hardest_slices(records, baseline, candidate, EvaluationGate()) == ["category=hard", "category=mid"]
+    verdict = compare(records, baseline, candidate)
     outputs = [f"out{i}" for i in range(90)]
     spot = select(
         records,
@@ -136,7 +136,9 @@ def test_spot_check_reads_the_hardest_slices_where_models_disagree_most():
         outputs,
         [o if i % 2 == 0 else "changed" for i, o in enumerate(outputs)],
         EvaluationGate(),
+        verdict,
         size=10,
     )
-    assert len(spot) == 10
-    assert all(row["slices"] == ["category=hard"] and row["candidate_scores"]["qa_f1"] == 0.0 for row in spot)
+    assert spot.read_from == ["category=hard"]  # the only slice that regressed
+    assert len(spot.rows) == 10
+    assert all(row["slices"] == ["category=hard"] and row["candidate_scores"]["qa_f1"] == 0.0 for row in spot.rows)

@@ -123,7 +123,27 @@ def test_outputs_include_scores_and_a_50_record_spot_check(scenarios):
     folder = out / "worse_slice"
     assert json.loads((folder / "verdict.json").read_text())["status"] == "fail"
     assert len((folder / "scores.jsonl").read_text().splitlines()) == 320
-    spot = [json.loads(line) for line in (folder / "spotcheck.jsonl").read_text().splitlines()]
+    summary, *spot = [json.loads(line) for line in (folder / "spotcheck.jsonl").read_text().splitlines()]
+    assert summary["kind"] == "summary" and summary["status"] == "fail"
+    assert summary["read_from"][0] == "category=multi_step"  # the slice that regressed, not the hardest one
     assert len(spot) == 50
-    assert spot[0]["baseline_output"] != spot[0]["candidate_output"]  # the disagreements come first
-    assert "<table>" in (folder / "spotcheck.html").read_text()
+    assert spot[0]["baseline_output"] != spot[0]["candidate_output"]  # the losses come first
+    assert spot[0]["slices"][0] == "category=multi_step"
+    assert spot[0]["baseline_scores"]["qa_exact_match"] > spot[0]["candidate_scores"]["qa_exact_match"]
+    assert "Verdict: FAIL" in (folder / "spotcheck.html").read_text()
+
+
+def test_an_unknown_endpoint_is_one_line_naming_it(scenarios):
+    summary, out = scenarios
+    assert summary["unknown_endpoint"]["error"] == (
+        "candidate endpoint 'nope': ValidationError: Endpoint nope (variant AllTraffic) not found.; check the name "
+        "(endpoint, endpoint@variant or endpoint#inference-component) with `aws sagemaker describe-endpoint`"
+    )
+    assert not (out / "unknown_endpoint" / "verdict.json").exists()
+
+
+def test_a_refused_connection_is_one_line_saying_what_to_do(scenarios):
+    summary, _ = scenarios
+    error = summary["connection_refused"]["error"]
+    assert error.startswith("baseline endpoint 'baseline': cannot connect to http://127.0.0.1:9")
+    assert "start the endpoint (or `optigate emulate`) or fix --endpoint-url" in error
