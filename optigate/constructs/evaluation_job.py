@@ -140,6 +140,9 @@ class EvaluationJob(Construct):
             str(self.thresholds.max_refusal_rate_increase),
             "--long-context-prompt-tokens",
             str(self.thresholds.long_context_prompt_tokens),
+            # A written verdict (pass, fail or cannot resolve) is a result for the gate to read, not a
+            # failed job: the job fails only when it could not judge (input or endpoint errors).
+            "--exit-zero-on-verdict",
         ]
         if endpoint_url:
             arguments += ["--endpoint-url", endpoint_url]

@@ -75,6 +75,8 @@ def test_processing_request_validates_against_botocore(synthesized):
     assert validate("sagemaker", "CreateProcessingJob", parameters) == []
     arguments = parameters["AppSpecification"]["ContainerArguments"]
     assert arguments[arguments.index("--max-metric-drop-abs") + 1] == "0.02"
+    # A fail or cannot-resolve verdict is read by the gate's decision, so it must not fail the job.
+    assert "--exit-zero-on-verdict" in arguments
     assert parameters["ProcessingOutputConfig"]["KmsKeyId"]
 
 
