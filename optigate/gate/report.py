@@ -29,7 +29,8 @@ _STYLE = (
     ".pass{color:#087f23;font-weight:600} .fail{color:#b00020;font-weight:600} .detail{color:#444}\n"
     ".banner{padding:.6em 1em;border-radius:4px;font-size:1.2em;font-weight:600} "
     ".approved{background:#e3f4e6;color:#087f23}\n"
-    ".rejected{background:#fbe4e7;color:#b00020} figure{display:inline-block;margin:.5em} img{max-width:560px} "
+    ".rejected{background:#fbe4e7;color:#b00020} .inconclusive{background:#fff4d6;color:#8a5a00} "
+    ".unsure{color:#8a5a00;font-weight:600} figure{display:inline-block;margin:.5em} img{max-width:560px} "
     "pre{background:#f7f7f7;padding:.6em}"
 )
 
@@ -74,7 +75,12 @@ def _usd(value: float | None) -> str:
 
 def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
     data = verdict.to_dict()
-    status = "approved" if data["approved"] else "rejected"
+    status = str(data["outcome"]).lower()
+    results = {
+        "pass": '<span class="pass">pass</span>',
+        "fail": '<span class="fail">FAIL</span>',
+        "inconclusive": '<span class="unsure">INCONCLUSIVE</span>',
+    }
     check_rows = [
         [
             html.escape(c["name"]),
@@ -82,21 +88,25 @@ def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
             _number(c["measured"], c["name"]),
             _interval(c),
             _number(c["threshold"], c["name"]) if c["name"] != "coverage" else _number(c["threshold"]),
-            '<span class="pass">pass</span>' if c["passed"] else '<span class="fail">FAIL</span>',
+            results[c["outcome"]],
             f'<span class="detail">{html.escape(c["detail"])}</span>',
         ]
         for c in data["checks"]
     ]
     sections = [
         (
-            "<h2>Checks</h2><p>A latency check passes only when its 95 % bootstrap interval clears the threshold "
-            "(p99 budgets: the upper end; gains: the lower end). Missing or empty evidence fails closed.</p>"
+            "<h2>Checks</h2><p>A check with an interval passes only when its 95 % bootstrap interval clears the "
+            "threshold (p99 budgets: the upper end; gains: the lower end), fails when the whole interval is on the "
+            "wrong side, and is inconclusive when it straddles the threshold. Missing or empty evidence fails "
+            "closed. Any failed check rejects; otherwise any inconclusive check leaves the decision to a person "
+            "(the model package waits in PendingManualApproval).</p>"
         ),
         _table(["check", "concurrency", "measured", "95 % CI", "threshold", "result", "detail"], check_rows),
     ]
     if data["reasons"]:
         reasons = "".join(f"<li>{html.escape(r)}</li>" for r in data["reasons"])
-        sections.append(f"<h2>Why it was rejected</h2><ul>{reasons}</ul>")
+        why = "Why it was rejected" if data["outcome"] == "REJECTED" else "What it could not tell"
+        sections.append(f"<h2>{why}</h2><ul>{reasons}</ul>")
     level_rows = []
     for level in data["levels"]:
         for label in ("baseline", "candidate"):

@@ -6,7 +6,8 @@ moto's files), and the one harness they serve.
 - Every SDK request a state machine makes is validated against botocore first (a bad one is a
   ValidationException, as the service would answer, not a serializer crash).
 - SageMaker: moto's request handler validates each request, then asks the emulator
-  (optigate.testing.sagemaker); instance types are left to botocore's enum (moto's list is old).
+  (optigate.testing.sagemaker); instance types are left to botocore's enum (moto's list is old);
+  UpdateModelPackage keeps the metadata a request does not name (moto drops it; AWS adds and removes).
 - CloudWatch: percentile statistics, and the scenario's variant traffic published before a read.
 - Lambda: invocations run in-process (optigate.testing.lambda_runtime).
 """
@@ -100,6 +101,13 @@ def apply_patches(stack: ExitStack, harness: GateHarness) -> None:
     stack.enter_context(patch(sm_models.FakeEndpointConfig, "validate_instance_type", lambda self, instance_type: None))
     stack.enter_context(
         patch(
+            sm_models.SageMakerModelBackend,
+            "update_model_package",
+            _keep_package_metadata(sm_models.SageMakerModelBackend.update_model_package),
+        )
+    )
+    stack.enter_context(
+        patch(
             cw_models.Statistics,
             "get_statistics_for_type",
             percentile_statistics(cw_models.Statistics.get_statistics_for_type),
@@ -107,6 +115,21 @@ def apply_patches(stack: ExitStack, harness: GateHarness) -> None:
     )
     for backend_cls in (LambdaBackend, LambdaSimpleBackend):
         stack.enter_context(patch(backend_cls, "invoke", _lambda_invoke(backend_cls.invoke)))
+
+
+def _keep_package_metadata(original):
+    """UpdateModelPackage as AWS does it: CustomerMetadataProperties adds or replaces the keys it names,
+    CustomerMetadataPropertiesToRemove removes keys; moto replaces the whole map (None when not named),
+    so approving a package in the registry would lose its report and fingerprint."""
+
+    def update_model_package(self, model_package_arn: str, **kwargs: Any) -> str:
+        name = self.model_package_name_mapping.get(model_package_arn, model_package_arn)
+        package = self.model_packages.get(name)
+        kept = dict(getattr(package, "customer_metadata_properties", None) or {}) if package else {}
+        merged = {**kept, **(kwargs.get("customer_metadata_properties") or {})}
+        return original(self, model_package_arn, **{**kwargs, "customer_metadata_properties": merged or None})
+
+    return update_model_package
 
 
 # --------------------------------------------------------------------------- Step Functions

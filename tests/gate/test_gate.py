@@ -178,6 +178,49 @@ def test_a_lambda_crash_fails_closed(emulators, run_gate, nothing_left):
     nothing_left(result)
 
 
+def test_an_inconclusive_verdict_waits_for_a_person_and_promotes_nothing(
+    templates, emulators, gate_handlers, nothing_left
+):
+    """Quality that cannot be resolved: the verdict is INCONCLUSIVE, recorded as a PendingManualApproval
+    package with the report, the execution fails with `Inconclusive`, nothing is approved. Re-run unchanged,
+    the gate fails at once; once a person approves the package in the registry, it passes as proven."""
+    unresolved = ["f1 on the whole dataset: cannot resolve 1.0% with 40 records; at least 100 records are needed"]
+    scenario = Scenario(on_processing_job=evaluation_writer("unresolved", unresolved))
+    with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
+        run = GateRun(templates[False], harness)
+        result = run.execute(timeout=120)
+        execution = result["execution"]
+        assert execution["status"] == "FAILED" and execution["error"] == "Inconclusive", execution
+        assert execution["cause"].startswith("INCONCLUSIVE chat/dev: 1 of ")
+        assert "RecordInconclusive" in result["states"] and "VerdictInconclusive" in result["states"]
+        assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["PendingManualApproval"]
+        [package] = result["package_details"]
+        assert package["CustomerMetadataProperties"]["report"].endswith("/report.json")
+        assert package["ModelPackageDescription"] == execution["cause"]
+        report = result["report"]
+        assert report["outcome"] == "INCONCLUSIVE" and {c["name"]: c["outcome"] for c in report["checks"]} == {
+            "p99_ttft": "pass",
+            "p99_itl": "pass",
+            "throughput_gain": "pass",
+            "error_rate": "pass",
+            "quality": "inconclusive",
+        }
+        nothing_left(result)
+        assert "INCONCLUSIVE" in result["messages"][-1]["Message"]
+
+        undecided = run.execute(timeout=60)
+        assert undecided["execution"]["error"] == "Inconclusive" and "CreateCandidateModel" not in undecided["states"]
+        assert "Approve or reject that model package" in undecided["execution"]["cause"]
+
+        harness.client("sagemaker").update_model_package(
+            ModelPackageArn=package["ModelPackageArn"], ModelApprovalStatus="Approved"
+        )
+        approved = run.execute(timeout=60)
+        assert approved["execution"]["status"] == "SUCCEEDED", (approved["states"], approved["execution"])
+        assert "AlreadyProven" in approved["states"]
+        assert approved["execution"]["output"]["model_package_arn"] == package["ModelPackageArn"]
+
+
 def test_benchmark_regression_rejects_on_the_ttft_budget(slow_candidate, run_gate, nothing_left):
     result = run_gate(slow_candidate, optimize=False, short=True)
     assert result["execution"]["status"] == "FAILED"

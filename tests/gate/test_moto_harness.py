@@ -581,6 +581,36 @@ def test_create_model_package_with_approval_status():
         assert "Maybe" in bad["cause"] and h.rejected_requests[-1][1] == "CreateModelPackage"
 
 
+def test_approving_a_pending_package_keeps_its_metadata():
+    """A person approves an inconclusive verdict's package in the registry: its report and fingerprint
+    stay (AWS adds and removes named keys; moto alone would drop the whole map)."""
+    with GateHarness() as h:
+        sagemaker = h.client("sagemaker")
+        sagemaker.create_model_package_group(ModelPackageGroupName="llama-gate")
+        arn = sagemaker.create_model_package(
+            ModelPackageGroupName="llama-gate",
+            ModelApprovalStatus="PendingManualApproval",
+            CustomerMetadataProperties={"fingerprint": "f1", "report": "s3://r/report.json"},
+            InferenceSpecification={
+                "Containers": [{"Image": IMAGE}],
+                "SupportedContentTypes": ["application/json"],
+                "SupportedResponseMIMETypes": ["application/json"],
+            },
+        )["ModelPackageArn"]
+        sagemaker.update_model_package(ModelPackageArn=arn, ModelApprovalStatus="Approved")
+        described = sagemaker.describe_model_package(ModelPackageName=arn)
+        assert described["ModelApprovalStatus"] == "Approved"
+        assert described["CustomerMetadataProperties"] == {"fingerprint": "f1", "report": "s3://r/report.json"}
+        sagemaker.update_model_package(
+            ModelPackageArn=arn,
+            CustomerMetadataProperties={"fingerprint": "f2"},
+            CustomerMetadataPropertiesToRemove=["report"],
+        )
+        assert sagemaker.describe_model_package(ModelPackageName=arn)["CustomerMetadataProperties"] == {
+            "fingerprint": "f2"
+        }
+
+
 def test_sns_publish_is_recorded():
     with GateHarness() as h:
         topic = h.client("sns").create_topic(Name="gate-verdicts")["TopicArn"]

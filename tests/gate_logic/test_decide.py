@@ -76,21 +76,26 @@ def test_budgets_unset_means_no_latency_checks(baseline, faster):
 # -------------------------------------------------------------------------- latency: the interval must clear the budget
 
 
-def test_p99_ttft_just_under_the_budget_with_an_interval_across_it_fails(baseline):
+def test_p99_ttft_just_under_the_budget_with_an_interval_across_it_is_inconclusive(baseline):
     # A heavy tail on 120 requests: the p99 point estimate is very uncertain.
     candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.30), tail_prob=0.03, tail_ms=400, seed=3))
     p99 = candidate["runs"][0]["ttft_ms"]["p99"]
     budget = p99 * 1.01
     verdict = decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "p99_ttft_ms_budget": budget}))
     ttft = check(verdict, "p99_ttft")
-    assert ttft.measured == pytest.approx(p99) and ttft.measured < budget < ttft.ci_high
-    assert not ttft.passed and not verdict.approved
+    assert ttft.measured == pytest.approx(p99) and ttft.ci_low < ttft.measured < budget < ttft.ci_high
+    assert ttft.outcome == "inconclusive" and not ttft.passed
+    assert verdict.outcome == "INCONCLUSIVE" and not verdict.approved and verdict.failed == ()
     [reason] = verdict.reasons
-    assert reason.startswith("p99_ttft at concurrency 4 fails: candidate p99 TTFT is ")
-    assert f"{p99:,.1f} ms" in reason and f"{ttft.ci_high:,.1f} ms" in reason and f"{budget:,.1f} ms budget" in reason
-    # The same data clears a budget above the whole interval.
+    assert reason.startswith("p99_ttft at concurrency 4 is inconclusive: candidate p99 TTFT ")
+    assert f"{p99:,.1f} ms" in reason and f"{ttft.ci_high:,.1f} ms" in reason and f"budget {budget:,.1f} ms" in reason
+    assert verdict.summary.startswith("INCONCLUSIVE chat/dev: 1 of 5 checks cannot tell (p99_ttft@c4); none fails.")
+    # The same data clears a budget above the whole interval, and fails one below it.
     relaxed = decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "p99_ttft_ms_budget": ttft.ci_high + 1}))
-    assert check(relaxed, "p99_ttft").passed
+    assert check(relaxed, "p99_ttft").outcome == "pass" and relaxed.outcome == "APPROVED"
+    strict = decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "p99_ttft_ms_budget": ttft.ci_low - 1}))
+    assert check(strict, "p99_ttft").outcome == "fail" and strict.outcome == "REJECTED"
+    assert strict.reasons[0].startswith("p99_ttft at concurrency 4 fails: candidate p99 TTFT is ")
 
 
 def test_p99_itl_uses_a_cluster_bootstrap_over_requests(baseline, faster):
@@ -98,21 +103,25 @@ def test_p99_itl_uses_a_cluster_bootstrap_over_requests(baseline, faster):
     itl = check(decide(inputs(baseline, faster)), "p99_itl")
     assert itl.measured == pytest.approx(run["itl_ms"]["p99"])
     assert itl.ci_low <= itl.measured <= itl.ci_high <= THRESHOLDS["p99_itl_ms_budget"]
-    tight = decide(inputs(baseline, faster, thresholds={**THRESHOLDS, "p99_itl_ms_budget": itl.ci_low}))
-    assert not check(tight, "p99_itl").passed
+    straddled = decide(inputs(baseline, faster, thresholds={**THRESHOLDS, "p99_itl_ms_budget": itl.ci_low}))
+    assert check(straddled, "p99_itl").outcome == "inconclusive"
+    tight = decide(inputs(baseline, faster, thresholds={**THRESHOLDS, "p99_itl_ms_budget": itl.ci_low * 0.99}))
+    assert check(tight, "p99_itl").outcome == "fail"
     assert "p99_itl at concurrency 4 fails: candidate p99 ITL is" in tight.reasons[0]
 
 
 # --------------------------------------------------------------------------- throughput
 
 
-@pytest.mark.parametrize("gain, approved", [(0.30, True), (0.05, False)])
+@pytest.mark.parametrize("gain, approved", [(0.30, True), (0.0, False)])
 def test_throughput_gain_against_a_ten_percent_minimum(baseline, gain, approved):
     candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(gain), seed=4))
     verdict = decide(inputs(baseline, candidate))
     result = check(verdict, "throughput_gain")
     assert result.measured == pytest.approx(100 * gain, abs=3)
     assert result.passed is approved and verdict.approved is approved
+    assert result.outcome == ("pass" if approved else "fail")  # no gain: the whole interval is under +10 %
+    assert verdict.outcome == ("APPROVED" if approved else "REJECTED")
     base_tput = baseline["runs"][0]["output_tokens_per_s"]
     cand_tput = candidate["runs"][0]["output_tokens_per_s"]
     assert result.measured == pytest.approx(100 * (cand_tput / base_tput - 1))
@@ -126,11 +135,13 @@ def test_throughput_gain_against_a_ten_percent_minimum(baseline, gain, approved)
         )
 
 
-def test_a_gain_whose_interval_reaches_below_the_minimum_fails(baseline):
+def test_a_gain_whose_interval_straddles_the_minimum_is_inconclusive(baseline):
     candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.12), seed=5))
-    result = check(decide(inputs(baseline, candidate)), "throughput_gain")
-    assert result.measured > 10 > result.ci_low and not result.passed
-    assert "lower end of the interval" in result.detail
+    verdict = decide(inputs(baseline, candidate))
+    result = check(verdict, "throughput_gain")
+    assert result.ci_high > result.measured > 10 > result.ci_low and not result.passed
+    assert result.outcome == "inconclusive" and "straddles the minimum" in result.detail
+    assert verdict.outcome == "INCONCLUSIVE" and not verdict.approved
 
 
 def test_a_window_too_short_for_a_throughput_interval_fails_closed():
@@ -219,9 +230,9 @@ def test_speculative_method_reads_the_change():
                 ],
             },
             (
-                "quality fails: quality evaluation unresolved, fails closed: "
+                "quality is inconclusive: quality evaluation unresolved: "
                 "f1 on the whole dataset: cannot resolve 1.0% with 40 records; "
-                "at least 100 records are needed (required: status pass)."
+                "at least 100 records are needed; status pass."
             ),
         ),
         (None, "quality fails: no quality evidence: the evaluation did not run (required: status pass)."),
@@ -233,6 +244,9 @@ def test_quality_passes_only_on_a_passing_evaluation(baseline, faster, evaluatio
     assert not quality.passed and not verdict.approved
     assert list(verdict.reasons) == [expected]
     assert quality.measured == (evaluation or {}).get("status")
+    # Unresolved cannot tell: never a pass, never promoted by itself; a failed or missing evaluation rejects.
+    unresolved = evaluation is not None and evaluation["status"] == "unresolved"
+    assert verdict.outcome == ("INCONCLUSIVE" if unresolved else "REJECTED")
 
 
 # --------------------------------------------------------------------------- fail closed
@@ -379,7 +393,7 @@ def test_results_without_samples_or_with_unmerged_shards_are_refused(baseline, f
 
 
 def test_verdict_serialises_with_a_stable_key_order(baseline):
-    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.05), error_every=20, seed=16))
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.0), error_every=20, seed=16))
     verdict = decide(inputs(baseline, candidate, evaluation=None))
     text = render_json(verdict)
     data = json.loads(text)
@@ -387,6 +401,7 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
         "team",
         "environment",
         "approved",
+        "outcome",
         "summary",
         "reasons",
         "checks",
@@ -402,6 +417,7 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
         "name",
         "concurrency",
         "passed",
+        "outcome",
         "measured",
         "threshold",
         "ci_low",
@@ -414,7 +430,7 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
 
 
 def test_html_report_is_self_contained(baseline):
-    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.05), seed=17))
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.0), seed=17))
     verdict = decide(inputs(baseline, candidate, team="chat<script>", prediction={"decode_tpot_ms_batch1": 6.0}))
     page = render_html(verdict, ["ttft_cdf.png", "itl_cdf.png"])
     assert page.startswith("<!doctype html>") and "<script>" not in page and "chat&lt;script&gt;" in page
@@ -430,3 +446,26 @@ def test_html_report_is_self_contained(baseline):
     ):
         assert text in page
     assert "http" not in page.replace("http-equiv", "")  # nothing fetched from elsewhere
+
+
+def test_any_failed_check_rejects_even_beside_an_inconclusive_one(baseline):
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.12), error_every=20, seed=5))
+    verdict = decide(inputs(baseline, candidate))
+    outcomes = {c.name: c.outcome for c in verdict.checks}
+    assert outcomes["throughput_gain"] == "inconclusive" and outcomes["error_rate"] == "fail"
+    assert verdict.outcome == "REJECTED" and not verdict.approved
+    assert verdict.summary.startswith("REJECTED chat/dev: 1 of 5 checks fail (error_rate@c4)")
+    # Both are reasons: what failed and what could not tell.
+    assert len(verdict.reasons) == 2 and any("is inconclusive" in r for r in verdict.reasons)
+
+
+def test_an_inconclusive_report_says_so(baseline):
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.12), seed=5))
+    verdict = decide(inputs(baseline, candidate))
+    data = json.loads(render_json(verdict))
+    assert data["outcome"] == "INCONCLUSIVE" and data["approved"] is False
+    assert [c["outcome"] for c in data["checks"] if c["name"] == "throughput_gain"] == ["inconclusive"]
+    page = render_html(verdict)
+    assert '<p class="banner inconclusive">INCONCLUSIVE chat/dev' in page
+    assert "What it could not tell" in page and '<span class="unsure">INCONCLUSIVE</span>' in page
+    assert "FAIL</span>" not in page

@@ -96,7 +96,7 @@ def test_handler_reads_inputs_writes_reports_and_publishes_metrics(results):
 
     output = _handler()(_event(plots=["ttft_cdf.png"]), None)
 
-    assert output["approved"] is True and output["reasons"] == []
+    assert output["approved"] is True and output["outcome"] == "APPROVED" and output["reasons"] == []
     assert output["report_key"] == "runs/r1/gate/report.json"
     assert output["summary"] == "APPROVED chat/dev: all 9 checks pass"
     assert len(json.dumps(output)) < 4096
@@ -109,8 +109,9 @@ def test_handler_reads_inputs_writes_reports_and_publishes_metrics(results):
     cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
     team = [{"Name": "Team", "Value": "chat"}, {"Name": "Environment", "Value": "dev"}]
     names = {m["MetricName"] for m in cloudwatch.list_metrics(Namespace="optigate/gate")["Metrics"]}
-    assert names == {"Approved", "CandidateP99TtftMs", "ThroughputGainPct"}
+    assert names == {"Approved", "Inconclusive", "CandidateP99TtftMs", "ThroughputGainPct"}
     assert _metric_values(cloudwatch, "Approved", team) == [1.0]
+    assert _metric_values(cloudwatch, "Inconclusive", team) == [0.0]
     at_four = [*team, {"Name": "Concurrency", "Value": "4"}]
     [gain] = _metric_values(cloudwatch, "ThroughputGainPct", at_four)
     assert gain == pytest.approx(report["levels"][1]["throughput_gain_pct"]) and gain > 20
@@ -127,7 +128,7 @@ def test_handler_rejects_without_evaluation_and_keeps_its_answer_small(results):
 
     output = _handler()(_event(evaluation_key=None, thresholds={**THRESHOLDS, "concurrency": list(range(1, 9))}), None)
 
-    assert output["approved"] is False
+    assert output["approved"] is False and output["outcome"] == "REJECTED"
     serialized = json.dumps(output)
     assert len(serialized) < 4096
     report = json.loads(s3.get_object(Bucket=BUCKET, Key="runs/r1/gate/report.json")["Body"].read())
@@ -140,7 +141,7 @@ def test_handler_rejects_without_evaluation_and_keeps_its_answer_small(results):
     assert _metric_values(cloudwatch, "Approved", team) == [0.0]
     # No successful candidate request: no p99 and no throughput gain are published for those levels.
     names = {m["MetricName"] for m in cloudwatch.list_metrics(Namespace="optigate/gate")["Metrics"]}
-    assert names == {"Approved"}
+    assert names == {"Approved", "Inconclusive"}
 
 
 def test_handler_imports_only_the_pure_gate_logic():

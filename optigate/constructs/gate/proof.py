@@ -1,5 +1,7 @@
 """The gate's proofs are model packages: each verdict is recorded in the team's group with the
-candidate's fingerprint, and a candidate proven before is not proven again."""
+candidate's fingerprint (Approved, Rejected, or PendingManualApproval when the verdict is
+inconclusive: a person approves or rejects it in the registry), and a candidate judged before is
+not judged again."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ if TYPE_CHECKING:
 
 
 def record_verdict(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.Choice:
-    """The verdict as an Approved or Rejected model package carrying the fingerprint, then the cleanup."""
+    """The verdict as a model package carrying the fingerprint and the report, then the cleanup:
+    APPROVED Approved, INCONCLUSIVE PendingManualApproval (never promoted by itself; a person's
+    approval in the registry starts the pipeline as any approval does), anything else Rejected."""
     spec = gate.spec
 
     def record(name: str, status: str) -> sfn.CustomState:
@@ -62,6 +66,10 @@ def record_verdict(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.Choice:
             sfn.Condition.boolean_equals("$.decision.approved", True),
             record("RecordApproved", "Approved").next(cleanup.entry),
         )
+        .when(
+            sfn.Condition.string_equals("$.decision.outcome", "INCONCLUSIVE"),
+            record("RecordInconclusive", "PendingManualApproval").next(cleanup.entry),
+        )
         .otherwise(record("RecordRejected", "Rejected").next(cleanup.entry))
     )
 
@@ -69,7 +77,8 @@ def record_verdict(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.Choice:
 def unless_proven(gate: OptimizationGate, cleanup: CleanupPath, start: sfn.IChainable) -> sfn.IChainable:
     """The newest package of the group carries the fingerprint of the candidate it judged: the
     same candidate, Approved, passes at once (a pipeline re-run costs seconds, not a benchmark);
-    Rejected, fails at once with the earlier verdict. Input {"force": true} proves it again."""
+    Rejected, fails at once with the earlier verdict; still PendingManualApproval (inconclusive,
+    nobody has decided yet), fails at once with `Inconclusive`. Input {"force": true} proves it again."""
     fingerprint = gate.spec.fingerprint
     last = cleanup.guarded(
         sdk_task(
@@ -126,10 +135,22 @@ def unless_proven(gate: OptimizationGate, cleanup: CleanupPath, start: sfn.IChai
         "Change the candidate, or start the gate with the input force: true to prove it again', "
         "$.last_proof.arn, $.last_proof.summary)",
     )
+    undecided = sfn.Fail(
+        gate,
+        "CandidateUndecidedBefore",
+        error="Inconclusive",
+        cause_path=f"States.Format('candidate {fingerprint} is unchanged since its verdict was inconclusive ({{}}): "
+        "{}. Approve or reject that model package in the registry, or start the gate with the input force: true "
+        "to prove it again', $.last_proof.arn, $.last_proof.summary)",
+    )
     judged = (
         sfn.Choice(gate, "SameCandidateAsLastProof?")
         .when(sfn.Condition.and_(same, sfn.Condition.string_equals("$.last_proof.status", "Approved")), proven)
         .when(sfn.Condition.and_(same, sfn.Condition.string_equals("$.last_proof.status", "Rejected")), rejected)
+        .when(
+            sfn.Condition.and_(same, sfn.Condition.string_equals("$.last_proof.status", "PendingManualApproval")),
+            undecided,
+        )
         .otherwise(start)
     )
     describe.next(judged)

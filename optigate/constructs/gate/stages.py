@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
 def cleanup_and_end(gate: OptimizationGate) -> sfn.IChainable:
     """Delete what the run created (each delete catches its own error: a resource never created
-    is fine to miss), then notify and end: Succeed, or Fail with the failure or the rejection."""
+    is fine to miss), then notify and end: Succeed (APPROVED), or Fail with the failure, the
+    rejection (CandidateRejected) or an inconclusive verdict (`Inconclusive`: the model package waits
+    in PendingManualApproval, so the pipeline's action fails and a person decides)."""
     spec = gate.spec
     deletes: list[tuple[str, str, str, naming.RunKind]] = [
         ("Endpoint", "deleteEndpoint", "EndpointName", "cand"),
@@ -60,10 +62,12 @@ def cleanup_and_end(gate: OptimizationGate) -> sfn.IChainable:
     )
     failed = sfn.Fail(gate, "GateFailed", error="GateFailed", cause_path="States.JsonToString($.failure)")
     rejected = sfn.Fail(gate, "CandidateRejected", error="CandidateRejected", cause_path="$.decision.summary")
+    inconclusive = sfn.Fail(gate, "VerdictInconclusive", error="Inconclusive", cause_path="$.decision.summary")
     approved = sfn.Succeed(gate, "CandidateApproved", output_path="$.decision")
     verdict = (
         sfn.Choice(gate, "Verdict")
         .when(sfn.Condition.boolean_equals("$.decision.approved", True), approved)
+        .when(sfn.Condition.string_equals("$.decision.outcome", "INCONCLUSIVE"), inconclusive)
         .otherwise(rejected)
     )
     # A notification that cannot be sent must not change the outcome.
@@ -265,6 +269,7 @@ def decide(gate: OptimizationGate) -> sfn.CustomState:
         result_path="$.decision",
         result_selector={
             "approved.$": "$.Payload.approved",
+            "outcome.$": "$.Payload.outcome",
             "summary.$": "$.Payload.summary",
             "report_key.$": "$.Payload.report_key",
         },

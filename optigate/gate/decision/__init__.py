@@ -9,11 +9,31 @@ Rooms:
   it passes is documented there);
 - :mod:`.wording`: the sentences of the verdict: threshold texts and one reason per failed check;
 - :mod:`.verdict`: :class:`GateVerdict` and :func:`decide`, which runs the checks per
-  concurrency level and adds costs and the planner's prediction next to the measurement.
+  concurrency level and adds costs and the planner's prediction next to the measurement; the
+  outcome is APPROVED, REJECTED or INCONCLUSIVE (a person decides).
 """
 
 from optigate.gate.decision.checks import Check
 from optigate.gate.decision.inputs import GateInputs, speculative_method
-from optigate.gate.decision.verdict import GateVerdict, cost_per_million, decide
+from optigate.gate.decision.verdict import (
+    APPROVED,
+    OUTCOMES,
+    REJECTED,
+    UNDECIDED,
+    GateVerdict,
+    cost_per_million,
+    decide,
+)
 
-__all__ = ["Check", "GateInputs", "GateVerdict", "cost_per_million", "decide", "speculative_method"]
+__all__ = [
+    "APPROVED",
+    "OUTCOMES",
+    "REJECTED",
+    "UNDECIDED",
+    "Check",
+    "GateInputs",
+    "GateVerdict",
+    "cost_per_million",
+    "decide",
+    "speculative_method",
+]

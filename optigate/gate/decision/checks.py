@@ -2,29 +2,34 @@
 
 Checks, evaluated at every concurrency level both benchmarks measured (``concurrency`` on the
 check), each a :class:`Check` whose ``measured``, ``threshold`` and interval are in the unit named
-below:
+below. A check has one of three outcomes, as a canary judge's: ``pass``, ``fail`` or
+``inconclusive``. A check with an interval passes when the interval lies wholly on the right side
+of its threshold, fails when it lies wholly on the wrong side, and is inconclusive when it straddles
+the threshold (the data cannot tell). Missing evidence still fails closed.
 
 - ``p99_ttft`` (ms, when ``p99_ttft_ms_budget`` is set): passes only when the *upper* end of a
   95 % percentile-bootstrap interval of the candidate's p99 TTFT (requests resampled) is within
-  the budget. A latency check passes only when its confidence interval clears the threshold, so a
-  p99 just under the budget on too few or too noisy samples fails.
+  the budget, fails when the *lower* end is over it, and is inconclusive in between: a p99 just
+  under the budget on too few or too noisy samples never passes.
 - ``p99_itl`` (ms, when ``p99_itl_ms_budget`` is set): the same for per-token ITL, with a cluster
   bootstrap over requests (a request's gaps are correlated; resampling them one by one would make
   the interval too narrow).
 - ``throughput_gain`` (%): candidate vs baseline output tokens/s (the ``output_tokens_per_s``
   delta of :func:`optigate.bench.compare.compare_runs`, its interval from one-second buckets);
-  passes only when the *lower* end of the relative gain's interval reaches
-  ``min_throughput_gain_pct``. Fewer than :data:`MIN_THROUGHPUT_BUCKETS` one-second buckets in
-  either measurement window give no usable interval and fail.
+  passes when the *lower* end of the relative gain's interval reaches ``min_throughput_gain_pct``,
+  fails when the *upper* end is below it, and is inconclusive in between. Fewer than
+  :data:`MIN_THROUGHPUT_BUCKETS` one-second buckets in either measurement window give no usable
+  interval and fail.
 - ``error_rate`` (fraction): candidate failed requests / measured requests ≤ ``max_error_rate``.
 - ``tokens_per_chunk_gain`` (%, only when the change enables speculative decoding): the gain of
   the candidate's mean tokens per streamed chunk over the baseline's (a client-side proxy for the
-  acceptance rate); passes only when the lower end of a bootstrap interval on the candidate mean
-  reaches ``min_tokens_per_chunk_gain_pct``. Below roughly 40 % acceptance, drafting and verifying
-  costs more than it saves and speculation makes decoding slower.
+  acceptance rate); passes when the lower end of a bootstrap interval on the candidate mean
+  reaches ``min_tokens_per_chunk_gain_pct``, fails when the upper end is below it, else
+  inconclusive. Below roughly 40 % acceptance, drafting and verifying costs more than it saves and
+  speculation makes decoding slower.
 - ``quality`` (the evaluation's status): passes only when the quality evaluation passed; an
-  ``unresolved`` evaluation fails closed with its reasons, a missing one fails ("no quality
-  evidence").
+  ``unresolved`` evaluation (the data cannot resolve the tolerance) is inconclusive with its
+  reasons; a failed, unrecognised or missing one fails ("no quality evidence").
 - ``shadow_traffic`` and ``shadow_error_rate`` (only when the candidate ran as a shadow variant on
   the live endpoint): the shadow must have received at least ``min_shadow_requests`` mirrored
   requests in the window (fewer cannot tell anything and fail closed), and its 5XX share of them
@@ -72,8 +77,14 @@ CHECK_ORDER = (
 )
 
 
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+
+
 @dataclass(frozen=True)
 class Check:
+    """One check's result: ``passed``, or not (``inconclusive`` when the evidence straddles the
+    threshold rather than contradicting it; see :attr:`outcome`)."""
+
     name: str
     measured: float | str | None
     threshold: float | str | None
@@ -82,6 +93,16 @@ class Check:
     ci_low: float | None = None
     ci_high: float | None = None
     concurrency: int | None = None
+    inconclusive: bool = False
+
+    def __post_init__(self) -> None:
+        if self.passed and self.inconclusive:
+            raise ValueError(f"check {self.name}: passed and inconclusive at once")
+
+    @property
+    def outcome(self) -> str:
+        """``pass``, ``fail`` or ``inconclusive``."""
+        return PASS if self.passed else INCONCLUSIVE if self.inconclusive else FAIL
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe(
@@ -89,6 +110,7 @@ class Check:
                 "name": self.name,
                 "concurrency": self.concurrency,
                 "passed": self.passed,
+                "outcome": self.outcome,
                 "measured": self.measured,
                 "threshold": self.threshold,
                 "ci_low": self.ci_low,
@@ -196,7 +218,8 @@ def check_seed(seed: int, level: int, check: str) -> list[int]:
 def latency_check(
     name: str, label: str, samples: list[float], counts: list[int] | None, budget: float, level: int, seed: int
 ) -> Check:
-    """p99 within the budget: the upper end of its interval must be (requests clustered when counts add up)."""
+    """p99 within the budget: passes when the upper end of its interval is, fails when the lower end is
+    over it, else inconclusive (requests clustered when counts add up)."""
     if not samples:
         return Check(name, None, budget, False, f"no {label} samples from the candidate", concurrency=level)
     clustered = counts is not None and len(counts) > 0 and sum(counts) == len(samples)  # else one sample per request
@@ -208,14 +231,16 @@ def latency_check(
         confidence=CONFIDENCE,
         rng=check_seed(seed, level, name),
     )
-    passed = high <= budget
+    passed, failed = high <= budget, low > budget
     detail = (
         f"candidate p99 {label} {ms(point)} (95 % CI {ms(low)} to {ms(high)}, {len(samples)} samples) "
         f"vs budget {ms(budget)}"
     )
-    if not passed:
-        detail += ": the upper end of the interval is over the budget" if point <= budget else ": over the budget"
-    return Check(name, point, budget, passed, detail, low, high, level)
+    if failed:
+        detail += ": over the budget, the whole interval"
+    elif not passed:
+        detail += ": the interval straddles the budget (cannot tell)"
+    return Check(name, point, budget, passed, detail, low, high, level, inconclusive=not passed and not failed)
 
 
 def throughput_check(level: int, base: RunSamples, cand: RunSamples, deltas: list[Delta], minimum_pct: float) -> Check:
@@ -233,15 +258,24 @@ def throughput_check(level: int, base: RunSamples, cand: RunSamples, deltas: lis
     if delta is None or not delta.baseline > 0:
         return Check(name, None, minimum_pct, False, "no baseline throughput to compare with", concurrency=level)
     gain, low, high = (100 * value / delta.baseline for value in (delta.delta, delta.low, delta.high))
-    passed = low >= minimum_pct
     detail = (
         f"output throughput {delta.candidate:,.1f} vs {delta.baseline:,.1f} tokens/s: gain {pct(gain)} "
         f"(95 % CI {pct(low)} to {pct(high)}) vs minimum {pct(minimum_pct)}"
     )
-    if not passed:
-        below = "the lower end of the interval is below the minimum" if gain >= minimum_pct else "below the minimum"
-        detail += f": {below}"
-    return Check(name, gain, minimum_pct, passed, detail, low, high, level)
+    return _gain_check(name, gain, low, high, minimum_pct, detail, level)
+
+
+def _gain_check(
+    name: str, gain: float, low: float, high: float, minimum_pct: float, detail: str, level: int, why: str = ""
+) -> Check:
+    """A gain whose interval must reach the minimum: wholly at or above passes, wholly below fails,
+    straddling it is inconclusive."""
+    passed, failed = low >= minimum_pct, high < minimum_pct
+    if failed:
+        detail += f": below the minimum, the whole interval{why}"
+    elif not passed:
+        detail += ": the interval straddles the minimum (cannot tell)"
+    return Check(name, gain, minimum_pct, passed, detail, low, high, level, inconclusive=not passed and not failed)
 
 
 def error_check(level: int, cand: RunSamples, maximum: float) -> Check:
@@ -270,21 +304,19 @@ def tokens_per_chunk_check(
         cand.tokens_per_chunk, replicates=REPLICATES, confidence=CONFIDENCE, rng=check_seed(seed, level, name)
     )
     gain, gain_low, gain_high = (100 * (value / base_mean - 1) for value in (mean, low, high))
-    passed = gain_low >= minimum_pct
     detail = (
         f"speculative decoding ({method}): mean tokens per chunk {mean:.2f} vs {base_mean:.2f} baseline, "
         f"gain {pct(gain)} (95 % CI {pct(gain_low)} to {pct(gain_high)}) vs minimum {pct(minimum_pct)}"
     )
-    if not passed:
-        detail += ": too few drafted tokens are accepted; below ~40 % acceptance speculation makes decoding slower"
-    return Check(name, gain, minimum_pct, passed, detail, gain_low, gain_high, level)
+    why = "; too few drafted tokens are accepted: below ~40 % acceptance speculation makes decoding slower"
+    return _gain_check(name, gain, gain_low, gain_high, minimum_pct, detail, level, why)
 
 
 # --------------------------------------------------------------------------- run-wide
 
 
 def quality_check(evaluation: Mapping[str, Any] | None) -> Check:
-    """Passes only on a passing quality evaluation; unresolved, failed or missing evidence fails."""
+    """Passes only on a passing quality evaluation; unresolved is inconclusive; failed or missing evidence fails."""
     name = "quality"
     if evaluation is None:
         return Check(name, None, "pass", False, "no quality evidence: the evaluation did not run")
@@ -294,8 +326,8 @@ def quality_check(evaluation: Mapping[str, Any] | None) -> Check:
         return Check(name, status, "pass", True, "quality evaluation passed: every metric within its tolerance")
     if status == "unresolved":
         because = f": {reasons}" if reasons else " (the data cannot tell)"
-        detail = f"quality evaluation unresolved, fails closed{because}"
-    elif status == "fail":
+        return Check(name, status, "pass", False, f"quality evaluation unresolved{because}", inconclusive=True)
+    if status == "fail":
         detail = "quality evaluation failed" + (f": {reasons}" if reasons else "")
     else:
         detail = f"quality evaluation has no recognised status ({evaluation.get('status')!r}): fails closed"

@@ -1,16 +1,22 @@
 """The gate's verdict: :func:`decide` runs every check at every level both benchmarks measured
 and returns a :class:`GateVerdict` with the reasons, costs and the planner's prediction beside
-what was measured."""
+what was measured.
+
+Three outcomes, as a canary judge's: any failed check REJECTED; else any inconclusive check
+INCONCLUSIVE (the data cannot tell: a person decides, nothing is promoted by itself); else
+APPROVED. No checks at all is REJECTED."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from optigate.bench.compare import Delta, compare_runs
 from optigate.bench.metrics import RunSamples
 from optigate.gate.decision.checks import (
+    FAIL,
+    INCONCLUSIVE,
     Check,
     coverage_checks,
     json_safe,
@@ -22,6 +28,9 @@ from optigate.gate.decision.checks import (
 )
 from optigate.gate.decision.inputs import BENCHMARK_ONLY_KEYS, GateInputs, runs_by_level, speculative_method
 from optigate.gate.decision.wording import label, reason
+
+APPROVED, REJECTED, UNDECIDED = "APPROVED", "REJECTED", "INCONCLUSIVE"
+OUTCOMES = (APPROVED, REJECTED, UNDECIDED)
 
 
 @dataclass(frozen=True)
@@ -41,13 +50,29 @@ class GateVerdict:
 
     @property
     def failed(self) -> tuple[Check, ...]:
-        return tuple(c for c in self.checks if not c.passed)
+        return tuple(c for c in self.checks if c.outcome == FAIL)
+
+    @property
+    def inconclusive(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if c.outcome == INCONCLUSIVE)
+
+    @property
+    def outcome(self) -> str:
+        """APPROVED, REJECTED or INCONCLUSIVE (see the module docstring)."""
+        return outcome_of(self.checks)
 
     @property
     def summary(self) -> str:
         where = f"{self.team}/{self.environment}"
-        if self.approved:
+        outcome = self.outcome
+        if outcome == APPROVED:
             return f"APPROVED {where}: all {len(self.checks)} checks pass"
+        if outcome == UNDECIDED:
+            names = ", ".join(dict.fromkeys(label(c) for c in self.inconclusive))
+            return (
+                f"INCONCLUSIVE {where}: {len(self.inconclusive)} of {len(self.checks)} checks cannot tell ({names}); "
+                "none fails. A person decides: approve or reject the model package"
+            )
         names = ", ".join(dict.fromkeys(label(c) for c in self.failed))
         return f"REJECTED {where}: {len(self.failed)} of {len(self.checks)} checks fail ({names})"
 
@@ -57,6 +82,7 @@ class GateVerdict:
                 "team": self.team,
                 "environment": self.environment,
                 "approved": self.approved,
+                "outcome": self.outcome,
                 "summary": self.summary,
                 "reasons": list(self.reasons),
                 "checks": [c.to_dict() for c in self.checks],
@@ -72,7 +98,8 @@ class GateVerdict:
 
 
 def decide(inputs: GateInputs) -> GateVerdict:
-    """Approve only when every check passes; raises ValueError on invalid thresholds or benchmarks."""
+    """APPROVED only when every check passes, REJECTED when any fails, else INCONCLUSIVE; raises
+    ValueError on invalid thresholds or benchmarks."""
     thresholds = inputs.gate_thresholds()
     change = dict(inputs.change or {})
     method = speculative_method(change)
@@ -121,7 +148,7 @@ def decide(inputs: GateInputs) -> GateVerdict:
     return GateVerdict(
         team=inputs.team,
         environment=inputs.environment,
-        approved=bool(checks) and all(c.passed for c in checks),
+        approved=outcome_of(checks) == APPROVED,
         checks=tuple(checks),
         reasons=tuple(reason(c) for c in checks if not c.passed),
         cost_per_million_output_tokens=tuple(costs),
@@ -132,6 +159,14 @@ def decide(inputs: GateInputs) -> GateVerdict:
         deltas=tuple(d.to_dict() for d in all_deltas),
         shadow=json_safe(dict(inputs.shadow)) if inputs.shadow is not None else None,
     )
+
+
+def outcome_of(checks: Sequence[Check]) -> str:
+    """Any fail REJECTED; else any inconclusive INCONCLUSIVE; else APPROVED (no checks: REJECTED)."""
+    outcomes = {c.outcome for c in checks}
+    if not checks or FAIL in outcomes:
+        return REJECTED
+    return UNDECIDED if INCONCLUSIVE in outcomes else APPROVED
 
 
 def cost_per_million(

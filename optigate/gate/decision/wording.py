@@ -45,8 +45,10 @@ def threshold_text(check: Check) -> str:
 
 
 def reason(check: Check) -> str:
-    """One sentence per failed check: the check, where, the measured value and the threshold."""
+    """One sentence per failed or inconclusive check: the check, where, the measured value and the threshold."""
     where = f" at concurrency {check.concurrency}" if check.concurrency is not None else ""
+    if check.inconclusive:
+        return f"{check.name}{where} is inconclusive: {check.detail}; {threshold_text(check)}."
     if check.name == "quality":
         return f"quality fails: {check.detail} (required: {threshold_text(check)})."
     if check.name == "coverage":

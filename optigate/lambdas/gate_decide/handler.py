@@ -8,9 +8,9 @@ Event:
    "evaluation_key": "..." | null, "report_prefix": "gates/<run_id>",
    "shadow": {"window_minutes", "sampling_percentage", "production_variant", "shadow_variant",
               "ids": [...], "values": [[...], ...]} (GetMetricData of the mirror window; optional)}
-Returns {"approved", "reasons", "report_key", "summary"}; the full verdict is in report.json.
-CloudWatch (namespace optigate/gate, dimensions Team, Environment): Approved 0/1, and per level
-(plus Concurrency) CandidateP99TtftMs and ThroughputGainPct.
+Returns {"approved", "outcome" (APPROVED | REJECTED | INCONCLUSIVE), "reasons", "report_key", "summary"};
+the full verdict is in report.json. CloudWatch (namespace optigate/gate, dimensions Team, Environment):
+Approved 0/1, Inconclusive 0/1, and per level (plus Concurrency) CandidateP99TtftMs and ThroughputGainPct.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import boto3
 
-from optigate.gate.decision import GateInputs, GateVerdict, decide
+from optigate.gate.decision import UNDECIDED, GateInputs, GateVerdict, decide
 from optigate.gate.report import render_html, render_json
 
 LOG = logging.getLogger(__name__)
@@ -92,7 +92,15 @@ def _plots(s3, bucket: str, prefix: str, baseline: dict, candidate: dict) -> lis
 
 def _metrics(verdict: GateVerdict) -> list[dict]:
     team = [{"Name": "Team", "Value": verdict.team}, {"Name": "Environment", "Value": verdict.environment}]
-    data = [{"MetricName": "Approved", "Dimensions": team, "Value": 1.0 if verdict.approved else 0.0, "Unit": "Count"}]
+    data = [
+        {"MetricName": "Approved", "Dimensions": team, "Value": 1.0 if verdict.approved else 0.0, "Unit": "Count"},
+        {
+            "MetricName": "Inconclusive",
+            "Dimensions": team,
+            "Value": 1.0 if verdict.outcome == UNDECIDED else 0.0,
+            "Unit": "Count",
+        },
+    ]
     for level in verdict.levels:
         dims = [*team, {"Name": "Concurrency", "Value": str(level["concurrency"])}]
         p99 = level["candidate"]["p99_ttft_ms"]
@@ -110,7 +118,13 @@ def _metrics(verdict: GateVerdict) -> list[dict]:
 
 def _small(verdict: GateVerdict, report_key: str) -> dict:
     """The reasons that fit the budget; the rest are counted and left to report.json."""
-    out: dict = {"approved": verdict.approved, "reasons": [], "report_key": report_key, "summary": verdict.summary}
+    out: dict = {
+        "approved": verdict.approved,
+        "outcome": verdict.outcome,
+        "reasons": [],
+        "report_key": report_key,
+        "summary": verdict.summary,
+    }
     reasons = list(verdict.reasons)
     for index, reason in enumerate(reasons):
         text = reason if len(reason) <= 400 else reason[:397] + "..."
