@@ -20,7 +20,13 @@ Resampling schemes:
 - paired (:func:`paired_mean_difference`): records resampled with both of their scores, so the
   interval is of the mean per-record difference and the pairing is never broken;
 - two samples (:func:`two_sample_difference`): each sample resampled on its own, the interval of
-  the difference of a statistic between them.
+  the difference of a statistic between them;
+- two levels (:func:`two_level_percentile_replicates`, :func:`two_level_mean_replicates`): a side
+  measured in several blocks (runs, e.g. interleaved A B A B) is resampled by drawing blocks with
+  replacement, then units (requests, or one-second buckets) inside each drawn block. Drift from
+  block to block then shows in the replicates instead of passing for a difference between sides.
+  With few blocks the scheme counts within-block noise about twice (it is in the spread of the
+  block statistics too), so it errs wide: on the side of "cannot tell".
 """
 
 from __future__ import annotations
@@ -218,6 +224,150 @@ def two_sample_difference(
         Interval(float(cand_point[i] - base_point[i]), *percentile_interval(differences[:, i], confidence))
         for i in range(differences.shape[1])
     ]
+
+
+def two_level_weights(
+    sizes: Sequence[int] | np.ndarray, *, replicates: int = REPLICATES, rng: SeedLike = SEED
+) -> np.ndarray:
+    """Multiplicities of a two-level resample: shape ``(replicates, sum(sizes))``, int32.
+
+    Block b holds ``sizes[b]`` units (consecutive columns). Each replicate draws as many blocks as
+    there are, with replacement; a block drawn k times brings k independent resamples of its
+    units, i.e. ``k * sizes[b]`` units drawn uniformly from it. Every block must hold a unit.
+    """
+    counts = np.asarray(sizes, dtype=int)
+    if not len(counts) or (counts < 1).any():
+        raise ValueError(f"every block needs at least one unit, got sizes {counts.tolist()}")
+    draw = generator(rng)
+    picks = draw.multinomial(len(counts), np.full(len(counts), 1 / len(counts)), size=replicates)
+    out = np.empty((replicates, int(counts.sum())), dtype=np.int32)
+    start = 0
+    for block, size in enumerate(counts):
+        out[:, start : start + size] = draw.multinomial(picks[:, block] * size, np.full(size, 1 / size))
+        start += size
+    return out
+
+
+def unit_weighted_percentiles(
+    sorted_values: np.ndarray, sorted_units: np.ndarray, unit_weights: np.ndarray, q: Sequence[float]
+) -> np.ndarray:
+    """Percentiles (numpy's linear interpolation) of resamples given as multiplicities of units.
+
+    ``sorted_values`` ascending, ``sorted_units[i]`` the unit value i belongs to, ``unit_weights``
+    one row per resample and one integer column per unit: row r stands for the sample in which
+    every value of unit u occurs ``unit_weights[r, u]`` times. Returns shape ``(rows, len(q))``;
+    a row of zero total weight gives NaN.
+
+    Exact, without expanding each row to one weight per value: the values are cut into bins of
+    equal count, a matrix product gives each row's weight per bin, and only the bin holding a
+    wanted rank is opened value by value.
+    """
+    values = np.asarray(sorted_values, dtype=float)
+    units = np.asarray(sorted_units, dtype=int)
+    weights = np.asarray(unit_weights)
+    n, rows = len(values), len(weights)
+    bins = max(1, min(n, int(np.sqrt(n) * 2)))
+    edges = np.linspace(0, n, bins + 1).astype(int)
+    bin_of_value = np.repeat(np.arange(bins), np.diff(edges))
+    per_bin = np.zeros((weights.shape[1], bins))
+    np.add.at(per_bin, (units, bin_of_value), 1.0)
+    cumulative_bins = np.cumsum(weights.astype(float) @ per_bin, axis=1)  # exact: integer sums far below 2**53
+    total = cumulative_bins[:, -1]
+    width = int(np.diff(edges).max())
+    offsets = np.arange(width)
+    row_index = np.arange(rows)
+
+    def at_rank(rank: np.ndarray) -> np.ndarray:
+        """The value at 0-based ``rank`` of each row's expanded sample."""
+        chosen = np.minimum((cumulative_bins <= rank[:, None]).sum(axis=1), bins - 1)
+        before = np.where(chosen > 0, cumulative_bins[row_index, chosen - 1], 0.0)
+        positions = edges[chosen][:, None] + offsets[None, :]
+        inside = positions < edges[chosen + 1][:, None]
+        positions = np.minimum(positions, n - 1)
+        inner = np.cumsum(np.where(inside, weights[row_index[:, None], units[positions]], 0), axis=1)
+        step = np.minimum((inner <= (rank - before)[:, None]).sum(axis=1), width - 1)
+        return values[np.minimum(edges[chosen] + step, n - 1)]
+
+    out = np.full((rows, len(q)), np.nan)
+    valid = total > 0
+    for column, quantile in enumerate(q):
+        position = np.maximum(total - 1, 0) * quantile / 100
+        low = np.floor(position)
+        value_low, value_high = at_rank(low), at_rank(np.minimum(low + 1, np.maximum(total - 1, 0)))
+        out[:, column] = np.where(valid, value_low + (value_high - value_low) * (position - low), np.nan)
+    return out
+
+
+def two_level_percentile_replicates(
+    blocks: Sequence[ArrayLike],
+    q: Sequence[float],
+    *,
+    counts: Sequence[Sequence[int]] | None = None,
+    replicates: int = REPLICATES,
+    rng: SeedLike = SEED,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The q-th percentiles of the pooled blocks, and their two-level replicates.
+
+    Returns ``(point, replicates)``: ``point`` of shape ``(len(q),)`` is numpy's percentile of every
+    block's values together; ``replicates`` of shape ``(replicates, len(q))`` resample blocks, then
+    units inside them (:func:`two_level_weights`). Without ``counts`` a unit is one value; with
+    ``counts`` (values per request, in order, for each block, e.g. ITL gaps) a unit is a request
+    and brings all of its values. Empty blocks are left out; no values at all raises ValueError.
+    """
+    datas = [np.asarray(block, dtype=float) for block in blocks]
+    if counts is None:
+        units = [np.ones(len(data), dtype=int) for data in datas]
+    else:
+        units = [np.asarray(c, dtype=int) for c in counts]
+    kept = [(data, unit) for data, unit in zip(datas, units, strict=True) if len(data)]
+    if not kept:
+        raise ValueError("no samples")
+    for data, unit in kept:
+        if int(unit.sum()) != len(data) or (unit < 0).any():
+            raise ValueError(f"unit sizes add up to {int(unit.sum())}, not to the {len(data)} values of a block")
+    values = np.concatenate([data for data, _ in kept])
+    point = np.percentile(values, list(q))
+    # Requests with no value (one token, no gap) carry no weight but keep their place among the units.
+    unit_of_value = np.repeat(np.arange(sum(len(u) for _, u in kept)), np.concatenate([u for _, u in kept]))
+    order = np.argsort(values, kind="stable")
+    weights = two_level_weights([len(u) for _, u in kept], replicates=replicates, rng=rng)
+    rows = max(1, _BLOCK_VALUES // (8 * int(np.sqrt(len(values)) + weights.shape[1])))
+    out = [
+        unit_weighted_percentiles(values[order], unit_of_value[order], weights[start : start + rows], q)
+        for start in range(0, replicates, rows)
+    ]
+    return point, np.concatenate(out)
+
+
+def two_level_mean_replicates(
+    block_points: Sequence[float],
+    block_units: Sequence[ArrayLike],
+    *,
+    replicates: int = REPLICATES,
+    rng: SeedLike = SEED,
+) -> tuple[float, np.ndarray]:
+    """The mean of per-block figures and its two-level replicates.
+
+    Block b's figure is ``block_points[b]`` (e.g. tokens in the window / the window); its units
+    (e.g. tokens in each one-second bucket) scale it: a resample of the units moves the figure by
+    the ratio of their resampled mean to their mean. Blocks are drawn with replacement, each draw
+    with its own resample of units. Returns ``(mean of block_points, replicates)``.
+    """
+    points = np.asarray(block_points, dtype=float)
+    if not len(points) or len(points) != len(block_units):
+        raise ValueError("one figure and one series of units per block, at least one block")
+    draw = generator(rng)
+    nblocks = len(points)
+    picks = draw.integers(0, nblocks, (replicates, nblocks))
+    scaled = np.empty((nblocks, replicates, nblocks))
+    for block, units in enumerate(block_units):
+        data = _samples(units)
+        centre = data.mean()
+        means = data[draw.integers(0, len(data), (replicates * nblocks, len(data)))].mean(axis=1)
+        ratio = means / centre if centre else np.ones_like(means)
+        scaled[block] = points[block] * ratio.reshape(replicates, nblocks)
+    chosen = scaled[picks, np.arange(replicates)[:, None], np.arange(nblocks)[None, :]]
+    return float(points.mean()), chosen.mean(axis=1)
 
 
 def _samples(values: ArrayLike) -> np.ndarray:

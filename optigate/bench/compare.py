@@ -1,15 +1,53 @@
-"""Baseline vs candidate: percentile deltas with bootstrap confidence intervals.
+"""Baseline vs candidate: one verdict per metric that knows its noise (used by `bench compare`, the
+gate's decision and the reports).
 
-Noise must never read as a speed-up, so every delta carries a 95 % interval and a delta whose
-interval spans zero is "not distinguishable". Per-request metrics (TTFT, TPOT, E2E) resample
-requests; ITL resamples *requests* too (a cluster bootstrap), because the gaps of one request
-are correlated and resampling them one by one would make the interval too narrow. Throughput
-resamples one-second buckets of the measurement window.
+**Blocks.** Each side may be measured in several runs ("blocks", e.g. interleaved A B A B A B).
+A side's figure is its pooled percentile (latency) or the mean of its blocks' throughput. Its
+noise comes from a two-level bootstrap (:func:`optigate.stats.two_level_percentile_replicates`):
+blocks are drawn with replacement, then requests inside each drawn block, so drift from run to run
+widens the interval instead of deciding. ITL resamples whole requests (a request's gaps are
+correlated). Throughput resamples blocks, then one-second buckets inside them; a block with fewer
+than :data:`MIN_THROUGHPUT_BUCKETS` buckets gives no throughput interval (never a ``[x, x]``).
+
+**Intervals.** ``delta ± z · SE``, with SE the standard deviation of the bootstrap replicates of
+``candidate − baseline``. The multiplicity control below asks for confidence levels up to
+1 − 0.05 / 39 (two-sided): a percentile interval that far out needs tens of thousands of
+replicates and still wobbles; a normal interval on the bootstrap SE needs a few hundred, and it
+always contains its estimate by construction.
+
+**Four words.** Each metric has a practical margin (default ±3 % of the baseline, per metric via a
+mapping, ``gate.benchmark.equivalence_margin_pct`` in the gate):
+
+- ``better`` / ``worse``: the whole interval lies beyond the margin, on the improving / regressing
+  side. A change whose estimate is inside the margin is therefore never better or worse.
+- ``equivalent``: the whole interval lies inside the margin.
+- ``inconclusive``: anything else, including too few samples (fewer than :data:`MIN_REQUESTS`
+  successful requests on a side) and a baseline with no successful request. A candidate with no
+  successful request where the baseline had some is ``worse`` (fail closed); its figure is
+  ``failed``, not a number.
+
+**Multiplicity: Holm over every delta compared** (all metrics × statistics × levels of one
+:func:`compare_levels` call; of one level for :func:`compare_blocks`). Each delta tests "the true
+change is inside the margin" with a two-sided p-value from its z-distance beyond the margin. We
+chose Holm over a declared primary set because `bench compare` has no natural primary metric (a
+quantization change is about throughput, a speculative-decoding change about ITL), and because in
+an A/B most deltas of the changed metric are true changes, which Holm's step-down rewards; with all
+nulls true it is as strict as Bonferroni and keeps the chance of *any* false better/worse at 5 %.
+The interval each delta shows is at the confidence Holm tested it at (deltas after the step where
+Holm stopped show the level of that step), so the verdict can always be read off the interval.
+Equivalence needs no correction (calling noise "equivalent" is not the error the gate guards
+against), but it is read off the same interval, which only makes it more cautious.
+
+Calibration (``benchmarks/verdict_calibration.py``) measures the A/A false-alarm rate and the
+power on a true 10 % change at the gate's default sample sizes.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -19,9 +57,22 @@ from optigate.bench.metrics import RunSamples
 
 METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 QUANTILES = (50, 90, 99)
-#: Replicates per interval; each caller keeps its own count until the verdicts issue calibrates them.
+THROUGHPUT = "output_tokens_per_s"
+#: Replicates per interval (the SE of a normal interval: a few hundred are plenty).
 BOOTSTRAP_REPLICATES = 400
+#: Family-wise error rate of better/worse claims across everything one call compares.
+FAMILY_ALPHA = 0.05
+#: Confidence of an interval when nothing else is compared (one delta).
 CONFIDENCE = stats.CONFIDENCE
+#: Default practical margin, percent of the baseline.
+DEFAULT_MARGIN_PCT = 3.0
+#: Successful requests a side needs before a latency metric is judged at all.
+MIN_REQUESTS = 10
+#: One-second buckets every block needs for a throughput interval.
+MIN_THROUGHPUT_BUCKETS = 5
+VERDICTS = ("better", "worse", "equivalent", "inconclusive")
+
+MarginLike = float | Mapping[str, float]
 
 
 @dataclass(frozen=True)
@@ -29,35 +80,79 @@ class Delta:
     metric: str
     statistic: str  # p50 | p90 | p99 | mean
     concurrency: int
-    baseline: float
+    baseline: float  # NaN when the side failed or has no figure ("failed" in the table, null in JSON)
     candidate: float
     delta: float
     low: float
     high: float
     lower_is_better: bool = True
+    verdict: str = "inconclusive"  # better | worse | equivalent | inconclusive
+    margin_pct: float = DEFAULT_MARGIN_PCT
+    confidence: float = CONFIDENCE  # of the interval shown (Holm's level for this delta)
+    p_value: float = math.nan  # two-sided, that the change lies inside the margin (before Holm)
+    note: str = ""  # why a delta is inconclusive without an interval, or which side failed
 
     @property
     def relative(self) -> float:
-        return self.delta / self.baseline if self.baseline else float("nan")
-
-    @property
-    def verdict(self) -> str:
-        if self.low <= 0 <= self.high:
-            return "not distinguishable"
-        improved = (self.delta < 0) == self.lower_is_better
-        return "better" if improved else "worse"
+        return self.delta / self.baseline if self.baseline and math.isfinite(self.baseline) else math.nan
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "relative": self.relative, "verdict": self.verdict}
+        return {key: _finite(value) for key, value in {**asdict(self), "relative": self.relative}.items()}
+
+
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+@dataclass
+class _Raw:
+    """One delta before the multiplicity control: estimate, bootstrap SE and margin."""
+
+    metric: str
+    statistic: str
+    concurrency: int
+    baseline: float
+    candidate: float
+    se: float  # NaN: not judged (see note)
+    lower_is_better: bool
+    margin_pct: float
+    note: str = ""
+    forced: str | None = None  # a verdict without statistics (a failed side)
+
+    @property
+    def delta(self) -> float:
+        return self.candidate - self.baseline
+
+    @property
+    def distance(self) -> float:
+        """How many SEs the estimate lies beyond the margin (negative: inside it)."""
+        margin = abs(self.baseline) * self.margin_pct / 100
+        beyond = abs(self.delta) - margin
+        if self.se > 0:
+            return beyond / self.se
+        return math.inf if beyond > 0 else -math.inf
+
+    @property
+    def judged(self) -> bool:
+        return self.forced is None and math.isfinite(self.se) and self.baseline != 0
+
+
+def margin_for(margin_pct: MarginLike, metric: str) -> float:
+    """The margin of one metric: a number for all, or a mapping by metric name (``default`` key or 3 %)."""
+    if isinstance(margin_pct, Mapping):
+        return float(margin_pct.get(metric, margin_pct.get("default", DEFAULT_MARGIN_PCT)))
+    return float(margin_pct)
 
 
 def throughput_buckets(run: RunSamples, seconds: float = 1.0) -> np.ndarray:
-    """Output tokens per second in consecutive buckets of the measurement window."""
+    """Output tokens per second in the whole one-second buckets of the measurement window."""
     bounds = run.window()
     if bounds is None:
         return np.array([])
     start, end = bounds
-    count = max(1, int((end - start) // seconds))
+    count = int((end - start) // seconds)
+    if count < 1:
+        return np.array([])
     edges = start + np.arange(count + 1) * seconds
     times = np.array([t for t, _ in run.token_arrivals])
     tokens = np.array([k for _, k in run.token_arrivals], dtype=float)
@@ -65,69 +160,266 @@ def throughput_buckets(run: RunSamples, seconds: float = 1.0) -> np.ndarray:
     return histogram / seconds
 
 
-def compare_runs(baseline: RunSamples, candidate: RunSamples, seed: int = 0) -> list[Delta]:
-    rng = stats.generator(seed)  # one generator for every delta of the level: reproducible as a whole
-    deltas: list[Delta] = []
-    for metric in METRICS:
-        base = np.asarray(getattr(baseline, metric), dtype=float)
-        cand = np.asarray(getattr(candidate, metric), dtype=float)
-        if not len(base) or not len(cand):
-            continue
-        clustered = metric == "itl_ms" and baseline.itl_counts and candidate.itl_counts
-        differences = stats.two_sample_difference(
-            base,
-            cand,
-            stats.percentiles(QUANTILES),
-            baseline_counts=baseline.itl_counts if clustered else None,
-            candidate_counts=candidate.itl_counts if clustered else None,
-            replicates=BOOTSTRAP_REPLICATES,
-            confidence=CONFIDENCE,
-            rng=rng,
+def _successes(blocks: Sequence[RunSamples]) -> int:
+    return sum(len(block.ttft_ms) for block in blocks)
+
+
+def _side_failed(blocks: Sequence[RunSamples]) -> bool:
+    return sum(block.requests for block in blocks) > 0 and _successes(blocks) == 0
+
+
+def error_rate(blocks: Sequence[RunSamples]) -> float | None:
+    """Failed over measured requests across a side's blocks (None when nothing was measured)."""
+    sent = sum(block.requests for block in blocks)
+    return sum(sum(block.errors.values()) for block in blocks) / sent if sent else None
+
+
+def _latency(
+    metric: str, base: Sequence[RunSamples], cand: Sequence[RunSamples], level: int, margin: float, rng: Any
+) -> list[_Raw]:
+    def raw(statistic: str, b: float, c: float, se: float, note: str = "", forced: str | None = None) -> _Raw:
+        return _Raw(metric, statistic, level, b, c, se, True, margin, note, forced)
+
+    labels = [f"p{q}" for q in QUANTILES]
+    base_failed, cand_failed = _side_failed(base), _side_failed(cand)
+    if base_failed or cand_failed:
+        note = {(True, True): "both sides failed", (True, False): "baseline failed"}.get(
+            (base_failed, cand_failed), "candidate failed"
         )
-        point_base, point_cand = np.percentile(base, QUANTILES), np.percentile(cand, QUANTILES)
-        for index, (q, difference) in enumerate(zip(QUANTILES, differences, strict=True)):
+        forced = "worse" if cand_failed and not base_failed else "inconclusive"
+        return [raw(s, math.nan, math.nan, math.nan, note, forced) for s in labels]
+    points: list[np.ndarray] = []
+    replicates: list[np.ndarray | None] = []
+    for blocks in (base, cand):
+        values = [np.asarray(getattr(block, metric), dtype=float) for block in blocks]
+        pooled = np.concatenate(values)
+        if not len(pooled) or _successes(blocks) < MIN_REQUESTS:
+            points.append(np.percentile(pooled, QUANTILES) if len(pooled) else np.full(len(QUANTILES), math.nan))
+            replicates.append(None)
+            continue
+        counts = None
+        if metric == "itl_ms":
+            counts = [block.itl_counts for block in blocks]
+            if any(sum(c) != len(v) for c, v in zip(counts, values, strict=True)):
+                counts = None  # no request structure recorded: one value per unit
+        point, reps = stats.two_level_percentile_replicates(
+            values, QUANTILES, counts=counts, replicates=BOOTSTRAP_REPLICATES, rng=rng
+        )
+        points.append(point)
+        replicates.append(reps)
+    base_point, cand_point = points
+    base_reps, cand_reps = replicates
+    if base_reps is None or cand_reps is None:
+        note = f"fewer than {MIN_REQUESTS} successful requests or no {metric} samples on a side"
+        return [
+            raw(label, float(base_point[i]), float(cand_point[i]), math.nan, note) for i, label in enumerate(labels)
+        ]
+    spread = np.nanstd(cand_reps - base_reps, axis=0, ddof=1)
+    return [raw(label, float(base_point[i]), float(cand_point[i]), float(spread[i])) for i, label in enumerate(labels)]
+
+
+def _throughput(base: Sequence[RunSamples], cand: Sequence[RunSamples], level: int, margin: float, rng: Any) -> _Raw:
+    def raw(b: float, c: float, se: float, note: str = "", forced: str | None = None) -> _Raw:
+        return _Raw(THROUGHPUT, "mean", level, b, c, se, False, margin, note, forced)
+
+    base_failed, cand_failed = _side_failed(base), _side_failed(cand)
+    if cand_failed and not base_failed:
+        return raw(math.nan, math.nan, math.nan, "candidate failed", "worse")
+    if base_failed:
+        return raw(math.nan, math.nan, math.nan, "baseline failed" + (" (both)" if cand_failed else ""), "inconclusive")
+    sides: list[tuple[float, np.ndarray | None]] = []
+    short = []
+    for name, blocks in (("baseline", base), ("candidate", cand)):
+        points = [float(block.to_result(include_samples=False)[THROUGHPUT]) for block in blocks]
+        buckets = [throughput_buckets(block) for block in blocks]
+        fewest = min(len(b) for b in buckets)
+        if fewest < MIN_THROUGHPUT_BUCKETS:
+            short.append(f"{name} {fewest}")
+            sides.append((float(np.mean(points)), None))
+            continue
+        sides.append(stats.two_level_mean_replicates(points, buckets, replicates=BOOTSTRAP_REPLICATES, rng=rng))
+    (base_point, base_reps), (cand_point, cand_reps) = sides
+    if base_reps is None or cand_reps is None:
+        needed = f"{MIN_THROUGHPUT_BUCKETS} needed"
+        note = f"too few one-second buckets per block for an interval ({', '.join(short)}; {needed})"
+        return raw(base_point, cand_point, math.nan, note)
+    return raw(base_point, cand_point, float(np.std(cand_reps - base_reps, ddof=1)))
+
+
+def _raw_level(
+    baseline: Sequence[RunSamples], candidate: Sequence[RunSamples], margin_pct: MarginLike, rng: Any
+) -> list[_Raw]:
+    if not baseline or not candidate:
+        raise ValueError("each side needs at least one block (run)")
+    levels = {block.concurrency for block in [*baseline, *candidate]}
+    if len(levels) != 1:
+        raise ValueError(f"blocks of one level must share a concurrency, got {sorted(levels)}")
+    [level] = levels
+    raws: list[_Raw] = []
+    for metric in METRICS:
+        raws += _latency(metric, baseline, candidate, level, margin_for(margin_pct, metric), rng)
+    raws.append(_throughput(baseline, candidate, level, margin_for(margin_pct, THROUGHPUT), rng))
+    return raws
+
+
+def judge(raws: Sequence[_Raw], alpha: float = FAMILY_ALPHA) -> list[Delta]:
+    """Holm's step-down over the judged deltas, then each verdict read off its interval."""
+    judged = sorted((i for i, r in enumerate(raws) if r.judged), key=lambda i: -raws[i].distance)
+    m = len(judged)
+    level: dict[int, float] = {}
+    stopped: float | None = None
+    for step, index in enumerate(judged):
+        tail = alpha / (m - step)  # two-sided alpha of this Holm step
+        z = NormalDist().inv_cdf(1 - tail / 2) if stopped is None else stopped
+        if stopped is None and not raws[index].distance > z:
+            stopped = z
+        level[index] = z
+    deltas = []
+    for index, raw in enumerate(raws):
+        if index in level:
+            deltas.append(_delta(raw, level[index]))
+        else:
+            verdict = raw.forced or "inconclusive"
             deltas.append(
                 Delta(
-                    metric,
-                    f"p{q}",
-                    candidate.concurrency,
-                    float(point_base[index]),
-                    float(point_cand[index]),
-                    float(point_cand[index] - point_base[index]),
-                    difference.low,
-                    difference.high,
+                    raw.metric,
+                    raw.statistic,
+                    raw.concurrency,
+                    raw.baseline,
+                    raw.candidate,
+                    raw.delta,
+                    math.nan,
+                    math.nan,
+                    raw.lower_is_better,
+                    verdict,
+                    raw.margin_pct,
+                    math.nan,
+                    math.nan,
+                    raw.note or ("baseline is zero: no relative margin" if raw.baseline == 0 else ""),
                 )
             )
-    base_rate, cand_rate = throughput_buckets(baseline), throughput_buckets(candidate)
-    if len(base_rate) and len(cand_rate):
-        # The interval comes from the one-second buckets; the figures are the runs' own throughput.
-        [difference] = stats.two_sample_difference(
-            base_rate, cand_rate, stats.mean, replicates=BOOTSTRAP_REPLICATES, confidence=CONFIDENCE, rng=rng
-        )
-        base_tput = baseline.to_result(include_samples=False)["output_tokens_per_s"]
-        cand_tput = candidate.to_result(include_samples=False)["output_tokens_per_s"]
-        deltas.append(
-            Delta(
-                "output_tokens_per_s",
-                "mean",
-                candidate.concurrency,
-                base_tput,
-                cand_tput,
-                cand_tput - base_tput,
-                difference.low,
-                difference.high,
-                lower_is_better=False,
-            )
-        )
     return deltas
 
 
-def compare_results(baseline: dict[str, Any], candidate: dict[str, Any]) -> list[Delta]:
-    """Every concurrency level both result files measured."""
-    base_runs = {run["concurrency"]: run for run in baseline["runs"]}
-    deltas: list[Delta] = []
-    for run in candidate["runs"]:
-        other = base_runs.get(run["concurrency"])
-        if other is not None:
-            deltas += compare_runs(RunSamples.from_result(other), RunSamples.from_result(run))
-    return deltas
+def _delta(raw: _Raw, z: float) -> Delta:
+    half = z * raw.se
+    low, high = raw.delta - half, raw.delta + half
+    margin = abs(raw.baseline) * raw.margin_pct / 100
+    if low > margin or high < -margin:
+        improved = (raw.delta < 0) == raw.lower_is_better
+        verdict = "better" if improved else "worse"
+    elif -margin <= low and high <= margin:
+        verdict = "equivalent"
+    else:
+        verdict = "inconclusive"
+    distance = raw.distance
+    p_value = 2 * (1 - NormalDist().cdf(distance)) if math.isfinite(distance) else float(distance < 0) * 2
+    return Delta(
+        raw.metric,
+        raw.statistic,
+        raw.concurrency,
+        raw.baseline,
+        raw.candidate,
+        raw.delta,
+        low,
+        high,
+        raw.lower_is_better,
+        verdict,
+        raw.margin_pct,
+        1 - 2 * (1 - NormalDist().cdf(z)),
+        min(1.0, p_value),
+        raw.note,
+    )
+
+
+def compare_blocks(
+    baseline: Sequence[RunSamples],
+    candidate: Sequence[RunSamples],
+    *,
+    margin_pct: MarginLike = DEFAULT_MARGIN_PCT,
+    seed: int = 0,
+) -> list[Delta]:
+    """Every metric at one concurrency level, each side measured in one or more blocks (runs).
+
+    Holm's control covers the deltas of this level only; use :func:`compare_levels` to compare
+    several levels as one family. Raises ValueError when a side has no block or the blocks'
+    concurrency differs.
+    """
+    rng = stats.generator(seed)
+    return judge(_raw_level(baseline, candidate, margin_pct, rng))
+
+
+def compare_levels(
+    baseline: Mapping[int, Sequence[RunSamples]],
+    candidate: Mapping[int, Sequence[RunSamples]],
+    *,
+    margin_pct: MarginLike = DEFAULT_MARGIN_PCT,
+    seed: int = 0,
+) -> list[Delta]:
+    """Every level both sides measured, as one family: the multiplicity control spans them all.
+
+    A level only one side measured is left out (the gate's coverage check reports it).
+    """
+    rng = stats.generator(seed)
+    raws: list[_Raw] = []
+    for level in sorted(set(baseline) & set(candidate)):
+        raws += _raw_level(baseline[level], candidate[level], margin_pct, rng)
+    return judge(raws)
+
+
+def compare_runs(baseline: RunSamples, candidate: RunSamples, seed: int = 0) -> list[Delta]:
+    """One run per side at one level (one block each)."""
+    return compare_blocks([baseline], [candidate], seed=seed)
+
+
+def levels_of(results: Sequence[dict[str, Any]]) -> dict[int, list[RunSamples]]:
+    """Blocks by concurrency level from result files (one block per file and level)."""
+    levels: dict[int, list[RunSamples]] = {}
+    for result in results:
+        for run in result["runs"]:
+            levels.setdefault(int(run["concurrency"]), []).append(RunSamples.from_result(run))
+    return levels
+
+
+def compare_results(
+    baseline: dict[str, Any] | Sequence[dict[str, Any]],
+    candidate: dict[str, Any] | Sequence[dict[str, Any]],
+    *,
+    margin_pct: MarginLike = DEFAULT_MARGIN_PCT,
+    seed: int = 0,
+) -> list[Delta]:
+    """Every concurrency level the result files of both sides measured (each file is one block)."""
+    base = [baseline] if isinstance(baseline, dict) else list(baseline)
+    cand = [candidate] if isinstance(candidate, dict) else list(candidate)
+    return compare_levels(levels_of(base), levels_of(cand), margin_pct=margin_pct, seed=seed)
+
+
+#: What a workload is, as `optigate bench --json` records it under "load".
+WORKLOAD_KEYS = ("prompt_tokens", "max_new_tokens", "schema", "mode", "rate")
+
+
+def workload(result: dict[str, Any]) -> dict[str, Any]:
+    """The workload of a result file: its load keys and levels (a key it does not record is None)."""
+    load = result.get("load") or {}
+    return {
+        **{key: load.get(key) for key in WORKLOAD_KEYS},
+        "levels": sorted(int(run["concurrency"]) for run in result.get("runs", [])),
+    }
+
+
+def workload_difference(results: Sequence[tuple[str, dict[str, Any]]]) -> str | None:
+    """What differs between the workloads of labelled result files, or None when they agree."""
+    if not results:
+        return None
+    (first_label, first), *rest = results
+    reference = workload(first)
+    if not first.get("load"):
+        return f"{first_label} records no workload"
+    for label, result in rest:
+        if not result.get("load"):
+            return f"{label} records no workload"
+        other = workload(result)
+        differs = [f"{key} {reference[key]} vs {other[key]}" for key in reference if reference[key] != other[key]]
+        if differs:
+            return f"{label} differs from {first_label}: " + ", ".join(differs)
+    return None

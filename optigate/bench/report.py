@@ -4,6 +4,7 @@ throughput) and an HTML page with the numbers, for one result file or a comparis
 from __future__ import annotations
 
 import html
+import math
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,7 @@ def summary_rows(data: dict[str, Any]) -> list[list[str]]:
                 _fmt(run["requests_per_s"], 2),
                 _fmt(run["achieved_concurrency"], 2),
                 _fmt(run["tokens_per_chunk"]["mean"], 2),
+                _fmt(None if run.get("coalesced_frame_share") is None else run["coalesced_frame_share"] * 100),
                 ", ".join(f"{k}: {v}" for k, v in run["errors"].items()) or "–",
             ]
         )
@@ -129,7 +131,8 @@ SUMMARY_HEADER = [
     "output tok/s",
     "req/s",
     "achieved conc.",
-    "tokens/chunk",
+    "tokens/frame",
+    "coalesced %",
     "errors",
 ]
 
@@ -143,20 +146,30 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def delta_rows(deltas: list[Delta]) -> list[list[str]]:
     rows = []
     for d in deltas:
-        css = {"better": "better", "worse": "worse"}.get(d.verdict, "same")
+        css = {"better": "better", "worse": "worse", "equivalent": "equivalent"}.get(d.verdict, "same")
+        finite = math.isfinite(d.low) and math.isfinite(d.high)
+        relative = f" ({d.relative:+.1%})" if math.isfinite(d.relative) else ""
         rows.append(
             [
                 html.escape(d.metric),
                 d.statistic,
                 str(d.concurrency),
-                _fmt(d.baseline, 2),
-                _fmt(d.candidate, 2),
-                f"{d.delta:+,.2f} ({d.relative:+.1%})",
-                f"[{d.low:+,.2f}, {d.high:+,.2f}]",
+                _figure(d.baseline, d.note, "baseline"),
+                _figure(d.candidate, d.note, "candidate"),
+                f"{d.delta:+,.2f}{relative}" if math.isfinite(d.delta) else "–",
+                f"[{d.low:+,.2f}, {d.high:+,.2f}] at {d.confidence:.2%}" if finite else html.escape(d.note or "–"),
+                f"±{d.margin_pct:g} %",
                 f'<span class="{css}">{d.verdict}</span>',
             ]
         )
     return rows
+
+
+def _figure(value: float, note: str, side: str) -> str:
+    """A side's figure; "failed" when every request of that side failed (never a number then)."""
+    if math.isfinite(value):
+        return _fmt(value, 2)
+    return "failed" if f"{side} failed" in note or "both" in note else "–"
 
 
 def write_report(
@@ -173,10 +186,12 @@ def write_report(
         )
     if deltas:
         sections.append(
-            "<h2>Candidate vs baseline</h2><p>95 % bootstrap intervals; "
-            "an interval that spans zero is not distinguishable from noise.</p>"
+            "<h2>Candidate vs baseline</h2><p>Intervals resample runs, then requests inside them; each is "
+            "shown at the confidence Holm's method tested it at (any false better/worse across the table: "
+            "5 %). <b>better</b>/<b>worse</b>: the interval lies beyond the margin; <b>equivalent</b>: inside "
+            "it; <b>inconclusive</b>: the data cannot tell.</p>"
             + _table(
-                ["metric", "stat", "concurrency", "baseline", "candidate", "delta", "95 % CI", "verdict"],
+                ["metric", "stat", "concurrency", "baseline", "candidate", "delta", "interval", "margin", "verdict"],
                 delta_rows(deltas),
             )
         )
@@ -189,7 +204,8 @@ table{{border-collapse:collapse;margin:1em 0;font-size:13px}}
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}} th{{background:#f4f4f4}} \
 .better{{color:#087f23;font-weight:600}}
 .worse{{color:#b00020;font-weight:600}} \
-.same{{color:#666}} figure{{display:inline-block;margin:.5em}} img{{max-width:560px}}</style></head>
+.same{{color:#666}} .equivalent{{color:#0b6e99}} \
+figure{{display:inline-block;margin:.5em}} img{{max-width:560px}}</style></head>
 <body><h1>optigate benchmark report</h1>
 <p>TTFT: request sent → first token. ITL: per token (a chunk of k tokens counts as k gaps of Δt/k). \
 TPOT: (E2E − TTFT)/(tokens − 1). Queue time is reported apart from TTFT.</p>

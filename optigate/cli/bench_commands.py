@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from optigate.cli.errors import CliError, UsageError
+from optigate.cli.errors import UsageError
 from optigate.cli.output import console, stderr
 
 EMULATOR_OPTIONS = (
@@ -130,6 +130,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         data = run_loop(main())
     title = f"optigate bench: {args.endpoint}" + (" (interrupted: partial results)" if data["interrupted"] else "")
     console.print(_bench_table(data, title))
+    for warning in (w for run in data["runs"] for w in run.get("warnings", [])):
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     if args.json:
         Path(args.json).write_text(json.dumps(data))
         console.print(f"wrote {args.json}")
@@ -140,37 +142,137 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 130 if data["interrupted"] else 0
 
 
+COMPARE_EXIT_CODES = """exit codes:
+  0  no metric is worse (and, with --decide, every decided metric is better or equivalent)
+  1  a metric is worse: its whole interval lies beyond the margin on the regressing side,
+     or the candidate failed every request at a level where the baseline did not
+  2  usage or input error: unreadable files, or workloads that differ (see --allow-different-workloads)
+  3  with --decide: no metric is worse, but a decided metric is inconclusive (the data cannot tell)
+
+Verdicts: better / worse (the interval clears the margin), equivalent (the interval lies inside it),
+inconclusive (anything else). Intervals resample runs (blocks), then requests inside them; Holm's
+method keeps the chance of any false better/worse across everything compared at 5 %."""
+
+
+def _read_results(paths: str, side: str) -> list[tuple[str, dict]]:
+    out = []
+    for path in (p for p in paths.split(",") if p):
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as error:
+            raise UsageError(f"{side} {path}: cannot read a result file ({error})") from error
+        if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+            raise UsageError(f"{side} {path}: not written by `optigate bench --json` (no runs)")
+        out.append((path, data))
+    if not out:
+        raise UsageError(f"no {side} result file given")
+    return out
+
+
+def _margins(args: argparse.Namespace) -> float | dict[str, float]:
+    if not args.margin:
+        return float(args.margin_pct)
+    margins: dict[str, float] = {"default": float(args.margin_pct)}
+    for item in args.margin:
+        metric, _, value = item.partition("=")
+        try:
+            margins[metric.strip()] = float(value)
+        except ValueError as error:
+            raise UsageError(f"--margin {item!r}: expected METRIC=PERCENT, e.g. itl_ms=5") from error
+    return margins
+
+
+def _decided(deltas: list, spec: str | None) -> list:
+    """The deltas --decide names: all, or METRIC / METRIC:STAT entries separated by commas."""
+    if spec is None:
+        return []
+    if spec == "all":
+        return list(deltas)
+    wanted = [item.strip() for item in spec.split(",") if item.strip()]
+    chosen = [d for d in deltas if d.metric in wanted or f"{d.metric}:{d.statistic}" in wanted]
+    if not chosen:
+        raise UsageError(f"--decide {spec!r} names no compared metric (e.g. itl_ms, ttft_ms:p99, output_tokens_per_s)")
+    return chosen
+
+
+def _figure(value: float, failed: bool) -> str:
+    import math
+
+    if failed:
+        return "failed"
+    return f"{value:,.2f}" if math.isfinite(value) else "–"
+
+
 def cmd_bench_compare(args: argparse.Namespace) -> int:
-    """Baseline vs candidate per metric and concurrency level, with bootstrap confidence intervals."""
-    from optigate.bench.compare import compare_results
+    """Baseline vs candidate per metric and concurrency level: better, worse, equivalent or inconclusive."""
+    import math
+
+    from optigate.bench.compare import compare_levels, error_rate, levels_of, workload_difference
     from optigate.bench.report import write_report
 
-    baseline, candidate = (json.loads(Path(path).read_text()) for path in (args.baseline, args.candidate))
-    deltas = compare_results(baseline, candidate)
+    baselines = _read_results(args.baseline, "baseline")
+    candidates = _read_results(args.candidate, "candidate")
+    labelled = [(f"baseline {path}", data) for path, data in baselines] + [
+        (f"candidate {path}", data) for path, data in candidates
+    ]
+    difference = workload_difference(labelled)
+    if difference and not args.allow_different_workloads:
+        raise UsageError(
+            f"refusing to compare different workloads: {difference} (--allow-different-workloads to compare anyway)"
+        )
+    base_levels = levels_of([data for _, data in baselines])
+    cand_levels = levels_of([data for _, data in candidates])
+    deltas = compare_levels(base_levels, cand_levels, margin_pct=_margins(args))
     if not deltas:
-        raise CliError("the two files share no concurrency level")
-    table = Table(title=f"candidate {args.candidate} vs baseline {args.baseline} (95 % bootstrap CI)")
-    for column in ("metric", "stat", "conc.", "baseline", "candidate", "delta", "95 % CI", "verdict"):
+        raise UsageError("the two sides share no concurrency level")
+    blocks = f"{len(baselines)} vs {len(candidates)} run(s) per side"
+    table = Table(title=f"candidate vs baseline ({blocks}; margin ±{args.margin_pct:g} %, Holm over all deltas)")
+    for column in ("metric", "stat", "conc.", "baseline", "candidate", "delta", "interval", "verdict"):
         table.add_column(column, justify="right")
-    colours = {"better": "green", "worse": "red"}
+    colours = {"better": "green", "worse": "red", "equivalent": "cyan"}
     for d in deltas:
         colour = colours.get(d.verdict, "dim")
+        relative = f" ({d.relative:+.1%})" if math.isfinite(d.relative) else ""
+        interval = f"[{d.low:+,.2f}, {d.high:+,.2f}] {d.confidence:.2%}" if math.isfinite(d.low) else (d.note or "–")
         table.add_row(
             d.metric,
             d.statistic,
             str(d.concurrency),
-            f"{d.baseline:,.2f}",
-            f"{d.candidate:,.2f}",
-            f"{d.delta:+,.2f} ({d.relative:+.1%})",
-            f"[{d.low:+,.2f}, {d.high:+,.2f}]",
+            _figure(d.baseline, "baseline failed" in d.note or "both" in d.note),
+            _figure(d.candidate, "candidate failed" in d.note or "both" in d.note),
+            f"{d.delta:+,.2f}{relative}" if math.isfinite(d.delta) else "–",
+            interval,
             f"[{colour}]{d.verdict}[/{colour}]",
         )
     console.print(table)
+    rates = {}
+    for level in sorted(set(base_levels) & set(cand_levels)):
+        rate = {"baseline": error_rate(base_levels[level]), "candidate": error_rate(cand_levels[level])}
+        rates[level] = rate
+        shown = ", ".join(f"{side} {'–' if r is None else f'{r:.1%}'}" for side, r in rate.items())
+        console.print(f"c={level}: error rate {shown}")
+    worse = [d for d in deltas if d.verdict == "worse"]
+    decided = _decided(deltas, args.decide)
+    undecided = [d for d in decided if d.verdict == "inconclusive"]
+    code = 1 if worse else 3 if undecided else 0
+    if worse:
+        console.print(f"[red]worse[/red]: {len(worse)} metric(s) regressed beyond the margin (exit 1)")
+    elif undecided:
+        console.print(f"[yellow]inconclusive[/yellow]: {len(undecided)} decided metric(s) cannot be told (exit 3)")
     if args.json:
-        Path(args.json).write_text(json.dumps({"deltas": [d.to_dict() for d in deltas]}, indent=2))
+        payload = {
+            "deltas": [d.to_dict() for d in deltas],
+            "error_rates": {str(level): rate for level, rate in rates.items()},
+            "baseline_runs": [path for path, _ in baselines],
+            "candidate_runs": [path for path, _ in candidates],
+            "workload_difference": difference,
+            "exit_code": code,
+        }
+        Path(args.json).write_text(json.dumps(payload, indent=2, allow_nan=False))
     if args.report:
-        console.print(f"wrote {write_report([('baseline', baseline), ('candidate', candidate)], args.report, deltas)}")
-    return 0
+        results = [(label, data) for label, data in labelled]
+        console.print(f"wrote {write_report(results, args.report, deltas)}")
+    return code
 
 
 def add_bench_parser(commands: argparse._SubParsersAction) -> None:
@@ -202,10 +304,34 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench.set_defaults(handler=cmd_bench, bench_command=None)
     bench_commands = bench.add_subparsers(dest="bench_command")
     compare_parser = bench_commands.add_parser(
-        "compare", help="baseline vs candidate with bootstrap confidence intervals"
+        "compare",
+        help="baseline vs candidate: better, worse, equivalent or inconclusive per metric",
+        description="Compare benchmark results. Each side is one result file of `optigate bench --json`, "
+        "or several separated by commas (runs of the same workload, ideally interleaved A B A B A B: "
+        "each run is a block, and run-to-run drift widens the intervals instead of deciding).",
+        epilog=COMPARE_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    compare_parser.add_argument("baseline", help="results written by `optigate bench --json`")
-    compare_parser.add_argument("candidate", help="results written by `optigate bench --json`")
+    compare_parser.add_argument("baseline", help="baseline result file(s), comma-separated")
+    compare_parser.add_argument("candidate", help="candidate result file(s), comma-separated")
+    compare_parser.add_argument(
+        "--margin-pct", type=float, default=3.0, help="practical margin, percent of the baseline (default: 3)"
+    )
+    compare_parser.add_argument(
+        "--margin", action="append", metavar="METRIC=PCT", help="a metric's own margin, e.g. itl_ms=5 (repeatable)"
+    )
+    compare_parser.add_argument(
+        "--decide",
+        nargs="?",
+        const="all",
+        metavar="METRICS",
+        help="ask for a decision on these metrics (all, or e.g. itl_ms,ttft_ms:p99): exit 3 when one is inconclusive",
+    )
+    compare_parser.add_argument(
+        "--allow-different-workloads",
+        action="store_true",
+        help="compare even when prompt tokens, output tokens, levels, payload schema or mode differ",
+    )
     compare_parser.add_argument("--report", help="write both curves and the deltas into this folder")
     compare_parser.add_argument("--json", help="write the deltas here")
 

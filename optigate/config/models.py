@@ -276,6 +276,17 @@ class BenchmarkGate(Strict):
         ge=1,
         description="With a shadow rollout: live requests the shadow must receive in the window to be judged.",
     )
+    equivalence_margin_pct: float = Field(
+        3.0,
+        gt=0,
+        le=50,
+        description="Practical margin (percent of the baseline): a change inside it is never better or worse.",
+    )
+    metric_margins_pct: dict[
+        Literal["ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s"], Annotated[float, Field(gt=0, le=50)]
+    ] = Field(
+        default_factory=dict, description="A metric's own margin, overriding equivalence_margin_pct (e.g. itl_ms: 5)."
+    )
 
 
 class EvaluationGate(Strict):

@@ -108,9 +108,9 @@ def test_compare_finds_the_faster_candidate_with_intervals(results, capsys, tmp_
     assert (tmp_path / "r" / "index.html").read_text().count("better") > 3
 
 
-def test_a_run_compared_with_itself_is_not_distinguishable(results, tmp_path):
+def test_a_run_compared_with_itself_is_never_better_or_worse(results, tmp_path):
     folder, _, _ = results
-    main(
+    code = main(
         [
             "bench",
             "compare",
@@ -121,4 +121,63 @@ def test_a_run_compared_with_itself_is_not_distinguishable(results, tmp_path):
         ]
     )
     deltas = json.loads((tmp_path / "same.json").read_text())["deltas"]
-    assert deltas and all(d["verdict"] == "not distinguishable" for d in deltas)
+    assert code == 0 and deltas
+    assert {d["verdict"] for d in deltas} <= {"equivalent", "inconclusive"}
+    assert all(d["delta"] == 0 for d in deltas)
+
+
+def test_several_runs_per_side_and_a_decision(results, tmp_path, capsys):
+    folder, _, _ = results
+    base, cand = folder / "baseline.json", folder / "candidate.json"
+    out = tmp_path / "blocks.json"
+    # Two runs a side; a decision on TTFT, which the candidate improves by a third: decided, exit 0.
+    code = main(["bench", "compare", f"{base},{base}", f"{cand},{cand}", "--json", str(out), "--decide", "ttft_ms:p50"])
+    payload = json.loads(out.read_text())
+    assert payload["baseline_runs"] == [str(base)] * 2 and payload["error_rates"]["1"] == {
+        "baseline": 0.0,
+        "candidate": 0.0,
+    }
+    decided = [d for d in payload["deltas"] if d["metric"] == "ttft_ms" and d["statistic"] == "p50"]
+    assert all(d["verdict"] == "better" for d in decided) and code == 0 == payload["exit_code"]
+    # A decision on every metric: some p99 with a dozen requests cannot be told, and nothing is worse: 3.
+    assert main(["bench", "compare", str(base), str(cand), "--decide"]) == 3
+    # The other way round the candidate is slower: exit 1.
+    assert main(["bench", "compare", str(cand), str(base)]) == 1
+    assert "error rate baseline 0.0%, candidate 0.0%" in capsys.readouterr().out
+
+
+def test_different_workloads_are_refused_unless_allowed(results, tmp_path, capsys):
+    folder, baseline, candidate = results
+    longer = dict(candidate, load={**candidate["load"], "max_new_tokens": 20})
+    (tmp_path / "longer.json").write_text(json.dumps(longer))
+    args = ["bench", "compare", str(folder / "baseline.json"), str(tmp_path / "longer.json")]
+    assert main(args) == 2
+    message = capsys.readouterr()
+    line = (message.err + message.out).strip()
+    assert "max_new_tokens 10 vs 20" in line and "--allow-different-workloads" in line and "\n" not in line
+    assert main([*args, "--allow-different-workloads"]) in (0, 1, 3)
+    fewer = dict(baseline, runs=baseline["runs"][:1])
+    (tmp_path / "fewer.json").write_text(json.dumps(fewer))
+    assert main(["bench", "compare", str(tmp_path / "fewer.json"), str(folder / "baseline.json")]) == 2
+    message = capsys.readouterr()
+    assert "levels [1] vs [1, 4]" in message.err + message.out
+
+
+def test_a_side_that_failed_every_request_is_failed_not_a_number(results, tmp_path, capsys):
+    folder, baseline, _ = results
+    failed = json.loads(json.dumps(baseline))
+    for run in failed["runs"]:
+        run["errors"] = {"ModelError": run["requests"]}
+        run["successful_requests"] = 0
+        for key in ("ttft_ms", "itl_ms", "chunk_gap_ms", "tpot_ms", "e2e_ms", "tokens_per_chunk", "completions"):
+            run["samples"][key] = []
+        run["samples"]["itl_counts"], run["samples"]["finishes"], run["samples"]["token_arrivals"] = [], [], []
+    (tmp_path / "failed.json").write_text(json.dumps(failed))
+    out = tmp_path / "d.json"
+    code = main(["bench", "compare", str(folder / "baseline.json"), str(tmp_path / "failed.json"), "--json", str(out)])
+    text = out.read_text()
+    assert code == 1 and "NaN" not in text
+    deltas = json.loads(text)["deltas"]
+    assert all(d["verdict"] == "worse" and d["candidate"] is None for d in deltas)
+    shown = capsys.readouterr().out
+    assert "failed" in shown and "candidate 100.0%" in shown

@@ -1,0 +1,176 @@
+"""Are `bench compare`'s and the gate's verdicts calibrated? A/A false alarms and A/B power.
+
+At the gate's default sample sizes (levels 1/16/64, max(32, 4 x concurrency) requests of 256
+tokens per block, 3 blocks per side, everything compared as one family by
+`optigate.bench.compare.compare_levels`), this script prints:
+
+(a) the share of simulated A/A pairs (both sides drawn from one emulator-shaped server, each block
+    with its own drift) with any `better` or `worse` verdict: target <= 5 %;
+(b) the same share over real A/A pairs: two identical `optigate emulate` processes on 127.0.0.1,
+    benchmarked in interleaved blocks with small request counts (a few minutes);
+(c) the share of simulated A/B pairs where a true 10 % ITL (or TTFT) improvement is labelled
+    correctly: some delta of the changed metric `better` and no delta anywhere `worse`: target
+    >= 95 %. Also printed: the changed metric's p50 `better` at every level, and wrong-direction
+    labels.
+
+    python benchmarks/verdict_calibration.py [--pairs 200] [--ab-pairs 100] [--real-pairs 10]
+        [--drift 0.02] [--blocks 3] [--per-slot 4] [--skip-real]
+
+Binomial uncertainty: with 200 pairs an observed 5 % has a 95 % interval of about 2.4-9 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from optigate.bench.compare import Delta, compare_levels
+from optigate.bench.metrics import RunSamples
+from optigate.testing.simulated_blocks import GATE_BLOCKS, GATE_LEVELS, Shape, simulated_side
+
+Side = Mapping[int, Sequence[RunSamples]]
+
+
+def wilson(successes: int, total: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a binomial share."""
+    if not total:
+        return (math.nan, math.nan)
+    share = successes / total
+    centre = (share + z * z / (2 * total)) / (1 + z * z / total)
+    half = z * math.sqrt(share * (1 - share) / total + z * z / (4 * total * total)) / (1 + z * z / total)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def share_line(label: str, hits: int, total: int, target: str) -> str:
+    low, high = wilson(hits, total)
+    return f"{label}: {hits}/{total} = {hits / total:.1%} (95 % CI {low:.1%}-{high:.1%}; target {target})"
+
+
+def labelled(deltas: Sequence[Delta]) -> list[Delta]:
+    return [d for d in deltas if d.verdict in ("better", "worse")]
+
+
+def simulate(pairs: int, baseline: Shape, candidate: Shape, args: argparse.Namespace, seed: int) -> list[list[Delta]]:
+    out = []
+    for pair in range(pairs):
+        side = {"blocks": args.blocks, "per_slot": args.per_slot, "levels": GATE_LEVELS}
+        base = simulated_side(baseline, seed=seed + 2 * pair, **side)
+        cand = simulated_side(candidate, seed=seed + 2 * pair + 1, **side)
+        out.append(compare_levels(base, cand, seed=pair))
+    return out
+
+
+def report_aa(name: str, results: list[list[Delta]]) -> None:
+    flagged = [deltas for deltas in results if labelled(deltas)]
+    print(share_line(f"{name}: A/A pairs with any better/worse", len(flagged), len(results), "<= 5 %"))
+    total = sum(len(deltas) for deltas in results)
+    words: dict[str, int] = {}
+    for deltas in results:
+        for d in deltas:
+            words[d.verdict] = words.get(d.verdict, 0) + 1
+    print(f"  deltas: {total} ({', '.join(f'{w} {n}' for w, n in sorted(words.items()))})")
+    for deltas in flagged[:5]:
+        print(
+            "  e.g. " + "; ".join(f"c={d.concurrency} {d.metric} {d.statistic} {d.verdict}" for d in labelled(deltas))
+        )
+
+
+def report_ab(name: str, metric: str, results: list[list[Delta]]) -> bool:
+    def correct(deltas: list[Delta]) -> bool:
+        changed = [d for d in deltas if d.metric == metric]
+        return any(d.verdict == "better" for d in changed) and not any(d.verdict == "worse" for d in deltas)
+
+    def strict(deltas: list[Delta]) -> bool:
+        p50 = [d for d in deltas if d.metric == metric and d.statistic == "p50"]
+        return bool(p50) and all(d.verdict == "better" for d in p50)
+
+    hits = sum(correct(d) for d in results)
+    print(share_line(f"{name}: labelled correctly", hits, len(results), ">= 95 %"))
+    print(
+        f"  {metric} p50 better at every level: {sum(strict(d) for d in results)}/{len(results)}; "
+        f"pairs with any worse: {sum(any(x.verdict == 'worse' for x in d) for d in results)}/{len(results)}"
+    )
+    for level in GATE_LEVELS:
+        better = sum(
+            any(x.verdict == "better" and x.metric == metric and x.concurrency == level for x in d) for d in results
+        )
+        print(f"  c={level}: {metric} better in {better}/{len(results)} pairs")
+    return hits / len(results) >= 0.95
+
+
+def real_pairs(pairs: int) -> list[list[Delta]]:
+    """A/A on two identical emulator processes, blocks interleaved A B A B A B."""
+    from optigate.bench.client import Target
+    from optigate.bench.emulator import run_loop
+    from optigate.bench.harness import emulator_process
+    from optigate.bench.load import LoadSpec
+    from optigate.bench.runner import run_levels
+
+    config = {
+        "default": {
+            "ttft_ms": {"mean": 150, "jitter": 30, "kind": "lognormal"},
+            "itl_ms": {"mean": 15, "jitter": 2, "kind": "lognormal"},
+        }
+    }
+    requests = {1: 10, 16: 32, 64: 64}
+    spec = LoadSpec(concurrency=1, requests=10, max_new_tokens=12, prompt_tokens=16)
+
+    async def one_block(url: str) -> dict[int, RunSamples]:
+        out = {}
+        for level, count in requests.items():
+            data = await run_levels(Target("aa", endpoint_url=url), [level], replace(spec, requests=count), timeout=60)
+            out[level] = RunSamples.from_result(data["runs"][0])
+        return out
+
+    results = []
+    with emulator_process(config) as first, emulator_process(config) as second:
+        for pair in range(pairs):
+            sides: tuple[dict[int, list[RunSamples]], dict[int, list[RunSamples]]] = ({}, {})
+            for _ in range(GATE_BLOCKS):
+                for side, url in zip(sides, (first, second), strict=True):
+                    for level, run in run_loop(one_block(url)).items():
+                        side.setdefault(level, []).append(run)
+            results.append(compare_levels(sides[0], sides[1], seed=pair))
+            print(f"  real pair {pair + 1}/{pairs}: {len(labelled(results[-1]))} better/worse", flush=True)
+    return results
+
+
+def timed(label: str, work: Callable[[], list[list[Delta]]]) -> list[list[Delta]]:
+    started = time.perf_counter()
+    out = work()
+    print(f"[{label}: {time.perf_counter() - started:.0f} s]")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=200, help="simulated A/A pairs")
+    parser.add_argument("--ab-pairs", type=int, default=100, help="simulated A/B pairs per change")
+    parser.add_argument("--real-pairs", type=int, default=10, help="A/A pairs on real emulator processes")
+    parser.add_argument("--drift", type=float, default=0.02, help="sigma of a block's log drift factor")
+    parser.add_argument("--blocks", type=int, default=GATE_BLOCKS, help="blocks per side")
+    parser.add_argument("--per-slot", type=int, default=4, help="requests per stream per block (at least 32)")
+    parser.add_argument("--skip-real", action="store_true", help="skip (b)")
+    args = parser.parse_args()
+    shape = Shape(drift=args.drift)
+    print(
+        f"levels {list(GATE_LEVELS)}, {args.blocks} blocks per side, max(32, {args.per_slot} x c) requests "
+        f"of 256 tokens per block; TTFT ~150 ms (log sigma {shape.ttft_sigma}), ITL ~15 ms, block drift "
+        f"sigma {args.drift:.0%}; margin ±3 %, Holm over every delta of a pair"
+    )
+    aa = timed("simulated A/A", lambda: simulate(args.pairs, shape, shape, args, seed=1_000))
+    report_aa("(a) simulated", aa)
+    if not args.skip_real:
+        real = timed("real emulator A/A", lambda: real_pairs(args.real_pairs))
+        report_aa("(b) real emulator", real)
+    itl = timed("A/B ITL", lambda: simulate(args.ab_pairs, shape, replace(shape, itl_ms=13.5), args, seed=50_000))
+    report_ab("(c) A/B ITL 15 -> 13.5 ms", "itl_ms", itl)
+    ttft = timed("A/B TTFT", lambda: simulate(args.ab_pairs, shape, replace(shape, ttft_ms=135.0), args, seed=90_000))
+    report_ab("(c) A/B TTFT 150 -> 135 ms", "ttft_ms", ttft)
+
+
+if __name__ == "__main__":
+    main()
