@@ -3,7 +3,9 @@
 The emulator (its own process, 150 ms TTFT, 15 ms ITL, 64 tokens) records when it really sent
 every chunk on the same monotonic clock the client uses. For each concurrency level this script
 prints the client's measured p50/p99 TTFT and ITL beside the emulator's truth for the same
-requests, the achieved concurrency, throughput measured vs sent, and client CPU per token.
+requests, the achieved concurrency, throughput measured vs sent, tokens per frame (the emulator
+sends one token per frame: anything but 1.00 is a counting error), the share of frames that
+arrived coalesced (several completed by one socket read), and client CPU per token.
 
     python benchmarks/bench_accuracy.py [--levels 1,32,128,256] [--requests-per-slot 3]
 
@@ -116,7 +118,7 @@ def main() -> None:
         f"{'conc':>5} {'reqs':>5} | "
         f"{'TTFT p50':>9} {'truth':>7} {'p99':>8} {'truth':>7} {'err':>6} | "
         f"{'ITL p50':>8} {'truth':>6} {'p99':>7} {'truth':>6} {'err':>5} | "
-        f"{'achieved':>8} | {'tok/s':>8} {'sent':>8} {'err%':>5} | {'CPU/tok':>8}"
+        f"{'achieved':>8} | {'tok/s':>8} {'sent':>8} {'err%':>5} | {'tok/fr':>6} {'coal%':>5} | {'CPU/tok':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -137,6 +139,7 @@ def main() -> None:
             ttft_err = m_ttft["p99"] - percentile(t_ttft, 99)
             itl_err = m_itl["p99"] - percentile(t_itl, 99)
             tput_err = (summary["output_tokens_per_s"] - sent_rate) / sent_rate * 100
+            coalesced = summary["coalesced_frame_share"]
             print(
                 f"{level:>5} {summary['requests']:>5} | {m_ttft['p50']:>9.1f} {percentile(t_ttft, 50):>7.1f} "
                 f"{m_ttft['p99']:>8.1f} {percentile(t_ttft, 99):>7.1f} {ttft_err:>+6.1f} | "
@@ -144,12 +147,15 @@ def main() -> None:
                 f"{m_itl['p99']:>7.2f} {percentile(t_itl, 99):>6.2f} {itl_err:>+5.2f} | "
                 f"{summary['achieved_concurrency'] / level * 100:>7.1f}% | "
                 f"{summary['output_tokens_per_s']:>8.0f} {sent_rate:>8.0f} {tput_err:>+5.1f} | "
+                f"{summary['tokens_per_chunk']['mean']:>6.2f} {(coalesced or 0) * 100:>5.1f} | "
                 f"{cpu / max(tokens, 1) * 1e6:>6.1f}µs",
                 flush=True,
             )
             errors = summary["errors"]
             if errors:
                 print(f"      errors: {errors}")
+            for warning in summary["warnings"]:
+                print(f"      warning: {warning}")
         if args.boto3_baseline:
             print()
             report_boto3(url, args.boto3_baseline, args.boto3_baseline * (args.requests_per_slot + 1))

@@ -14,6 +14,7 @@ import asyncio
 import json
 import ssl
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
@@ -233,7 +234,12 @@ class Signer:
 
 @dataclass
 class StreamResult:
-    """A finished streaming request, decoded: what `metrics.RequestRecord` is built from."""
+    """A finished streaming request, decoded: what `metrics.RequestRecord` is built from.
+
+    `chunks` holds one `(arrival, tokens)` per token-carrying event-stream frame (`PayloadPart`),
+    stamped with the arrival of the socket read that completed the frame. `coalesced_frames`
+    counts the token-carrying frames that a read completed together with another one.
+    """
 
     sent_at: float
     completed_at: float | None
@@ -241,10 +247,17 @@ class StreamResult:
     output_tokens: int
     error: str | None
     request_id: str | None
+    coalesced_frames: int = 0
 
 
 def decode_stream(exchange: Exchange) -> StreamResult:
-    """Turn raw segments into token-carrying chunks with the arrival time of their last byte."""
+    """Turn raw segments into token-carrying frames, each stamped when the read that completed it arrived.
+
+    A segment is what one socket read delivered. The frame is the unit, not the read: two frames
+    completed by one read are two entries with the same stamp (the second one's gap is ~0, it does
+    not take a share of the first one's), and a frame split across reads is stamped at the read
+    that completed it. Tokens are attributed to the frame that completed their line.
+    """
     request_id = exchange.headers.get("x-amzn-requestid")
     completed = exchange.segments[-1][0] if exchange.segments else None
     if exchange.status is not None and exchange.status >= 300:
@@ -258,29 +271,42 @@ def decode_stream(exchange: Exchange) -> StreamResult:
         return StreamResult(exchange.sent_at, completed, [], 0, error_type or f"HTTP{exchange.status}", request_id)
     decoder, parser = IncrementalDecoder(), PayloadParser()
     chunks: list[tuple[float, int]] = []
+    reads: list[int] = []  # which read completed each entry of `chunks`
     error = exchange.error
-    for arrival, segment in exchange.segments:
+    last_has_entry = False  # whether the last PayloadPart is the last entry of `chunks`
+    last_frame: tuple[float, int] | None = None  # (arrival, read) of the last PayloadPart
+    for read, (arrival, segment) in enumerate(exchange.segments):
         try:
             events = decoder.feed(segment)
         except Exception:  # a broken frame: CRC or length mismatch
             error = error or "EventStreamDecodeError"
             break
-        tokens = 0
         for event in events:
             if event.kind.startswith("exception:"):
                 error = error or event.kind.split(":", 1)[1]
             elif event.kind == "PayloadPart":
-                tokens += parser.feed(event.payload)
-        if tokens:
-            chunks.append((arrival, tokens))
+                last_frame = (arrival, read)
+                tokens = parser.feed(event.payload)
+                last_has_entry = tokens > 0
+                if tokens:
+                    chunks.append((arrival, tokens))
+                    reads.append(read)
     last = parser.finish()
-    if last and exchange.segments:
-        chunks.append((exchange.segments[-1][0], last))
+    if last and last_frame is not None:
+        # A last line without a newline came in the last frame: it adds to that frame's entry,
+        # or makes one if the frame carried no other token.
+        if last_has_entry:
+            chunks[-1] = (chunks[-1][0], chunks[-1][1] + last)
+        else:
+            chunks.append((last_frame[0], last))
+            reads.append(last_frame[1])
+    per_read = Counter(reads)
+    coalesced = sum(1 for read in reads if per_read[read] > 1)
     counted = sum(tokens for _, tokens in chunks)
     if error is None and parser.errors:
         error = parser.errors[0]
     output_tokens = parser.reported_total if parser.reported_total is not None else counted
-    return StreamResult(exchange.sent_at, completed, chunks, output_tokens, error, request_id)
+    return StreamResult(exchange.sent_at, completed, chunks, output_tokens, error, request_id, coalesced)
 
 
 class StreamingClient:

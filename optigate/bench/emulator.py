@@ -7,8 +7,9 @@ errors come back with `X-Amzn-ErrorType` as boto3 expects, and the target varian
 component headers select per-variant behaviour. boto3 talks to it through `endpoint_url`.
 
 Behaviour per endpoint (and per variant / inference component) is configurable: TTFT and ITL
-distributions, output length, tokens per chunk (speculative decoding), payload format, and
-injected faults (throttling, ModelError, ModelStreamError mid-stream, connection reset, stall).
+distributions, output length, tokens per chunk (speculative decoding), frames per socket write
+(a server that flushes in bursts), payload format, and injected faults (throttling, ModelError,
+ModelStreamError mid-stream, connection reset, stall).
 It records when it actually sent each chunk, so a benchmark's measurement error can be computed
 against the emulator's own clock (`GET /_emulator/trace`; same host, same monotonic clock).
 
@@ -282,11 +283,26 @@ class Emulator:
         sent = 0
         sizes = itertools.cycle(behaviour.tokens_per_chunk)
         count = min(next(sizes), total)
+        burst: list[tuple[bytes, int]] = []  # frames due but not written yet (frames_per_write > 1)
+
+        async def flush() -> None:
+            if not burst:
+                return
+            if sends is not None:
+                # Stamped as the frames are handed to the transport: `write` may then wait for the
+                # socket to drain, and that wait is not part of when the server produced the token.
+                now = time.perf_counter()
+                sends.extend((now, tokens) for _, tokens in burst)
+            data = b"".join(frame for frame, _ in burst)
+            burst.clear()
+            await response.write(data)
+
         while sent < total:
             delay = due - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
             if sent >= behaviour.fault_after_tokens and (stream_error or reset or stall):
+                await flush()
                 if stream_error:
                     await response.write(stream_exception("ModelStreamError", "Model stream error: generation failed"))
                     break
@@ -296,17 +312,15 @@ class Emulator:
                     return response
                 await asyncio.sleep(behaviour.stall_seconds)  # a stall: the client must time out
                 stall = False
-            frame = payload_part(_chunk_payload(behaviour.payload_format, sent, count, total, words))
-            if sends is not None:
-                # Stamped as the frame is handed to the transport: `write` may then wait for the
-                # socket to drain, and that wait is not part of when the server produced the token.
-                sends.append((time.perf_counter(), count))
-            await response.write(frame)
+            burst.append((payload_part(_chunk_payload(behaviour.payload_format, sent, count, total, words)), count))
+            if len(burst) >= behaviour.frames_per_write:
+                await flush()
             sent += count
             # A chunk of k tokens takes k decode steps: it is due k inter-token latencies later.
             count = min(next(sizes), total - sent)
             slowdown = behaviour.itl_ms_per_active_stream * (self.active_streams - 1)
             due += sum(behaviour.itl_ms.sample(rng) + slowdown for _ in range(count)) / 1000
+        await flush()
         await response.write_eof()
         return response
 

@@ -44,6 +44,9 @@ class Behaviour:
     itl_ms: Distribution = Distribution(15.0)
     output_tokens: int | None = None  # None: the request's max_new_tokens / max_tokens
     tokens_per_chunk: tuple[int, ...] = (1,)  # cycled per chunk; (3,) emulates speculative decoding
+    # Frames handed to the socket in one write: n > 1 sends n frames (each still its own chunk of
+    # tokens) back to back, as a server that flushes in bursts, so the client's reads coalesce them.
+    frames_per_write: int = 1
     payload_format: str = "lmi"  # lmi | tgi | openai
     throttle_rate: float = 0.0
     model_error_rate: float = 0.0

@@ -130,6 +130,7 @@ class _Run:
                     error=result.error,
                     request_id=result.request_id,
                     warmup=warmup,
+                    coalesced_frames=result.coalesced_frames,
                 )
             )
         return records

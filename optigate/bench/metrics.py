@@ -5,19 +5,28 @@ All times come from one monotonic clock (`time.perf_counter`) on the client.
 - **queue time**: `sent_at - scheduled_at`. When the load model wanted a request out (a free
   slot in the closed loop, a Poisson arrival in the open loop) until its first byte was written.
   Reported separately and never part of TTFT, so a saturated client cannot hide in it.
+- **chunk**: one event-stream frame (`PayloadPart`) that carried tokens, stamped with the arrival
+  of the socket read that completed it (`client.decode_stream`). The frame is the unit, not the
+  read: frames that one read completed together are separate chunks with the same stamp.
 - **TTFT**: `first_token_at - sent_at`: request sent until the first chunk carrying a token
   arrives. Role-only or empty chunks (OpenAI streams) are not tokens.
 - **ITL (per token)**: for consecutive token-carrying chunks arriving Δt apart, the later one
   with k tokens contributes k gaps of Δt/k. Multi-token chunks (speculative decoding, batching
   in the container) therefore do not inflate ITL. Extra tokens in the first chunk arrived with
-  the first token; they add no gap.
+  the first token; they add no gap. A chunk completed by the same read as the one before it
+  has Δt = 0: its gaps are 0, and the wait before the read stays whole on the earlier chunk.
 - **chunk gap**: the raw Δt between consecutive token-carrying chunks, one sample per chunk.
 - **TPOT** per request: `(e2e - ttft) / (output_tokens - 1)`, for requests with ≥ 2 tokens.
 - **E2E**: `completed_at - sent_at`.
 - **output tokens**: the server-reported count (LMI `details.generated_tokens`, OpenAI
   `usage.completion_tokens`) when present, else the number of tokens counted in the stream.
-- **tokens per chunk**: tokens each token-carrying chunk held: a client-side proxy for
-  speculative-decoding acceptance, since SageMaker exposes no acceptance metric.
+- **tokens per chunk** (= tokens per frame): tokens each token-carrying frame held: a client-side
+  proxy for speculative-decoding acceptance, since SageMaker exposes no acceptance metric.
+  Counted per frame, so reads that coalesce frames do not inflate it.
+- **coalesced frame share**: the share of token-carrying frames that a read completed together
+  with another one. The server writes frames one decode step apart; when several land in one
+  read, the client (or the network) was behind, and their arrival times say less about when
+  they were sent. Above `COALESCED_WARN_SHARE` the run carries a warning.
 - **measurement window**: from the first to the last send of a measured request, the steady
   state in which the load model keeps its concurrency; the drain after the last send is left
   out (a run too short to have one falls back to the last completion).
@@ -40,6 +49,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PERCENTILES = (50, 90, 95, 99)
+# Warn when more than this share of token frames arrived coalesced. A client that keeps up with
+# the stream on loopback sees almost none (benchmarks/bench_accuracy.py prints the share per
+# level); at 10 % one frame in ten, and the decode step before it, has no timing of its own:
+# its gap reads 0 and the wait lands whole on the gap before it, which moves ITL p90 and p99.
+COALESCED_WARN_SHARE = 0.10
 SAMPLE_KEYS = ("ttft_ms", "itl_ms", "chunk_gap_ms", "tpot_ms", "e2e_ms", "queue_ms", "tokens_per_chunk")
 
 
@@ -56,6 +70,7 @@ class RequestRecord:
     error: str | None = None
     request_id: str | None = None
     warmup: bool = False
+    coalesced_frames: int = 0  # chunks that a read completed together with another chunk
 
     @property
     def ok(self) -> bool:
@@ -95,6 +110,7 @@ class RunSamples:
     queue_ms: list[float] = field(default_factory=list)
     tokens_per_chunk: list[float] = field(default_factory=list)
     itl_counts: list[int] = field(default_factory=list)  # ITL samples per request, in order (for a cluster bootstrap)
+    coalesced_counts: list[int] = field(default_factory=list)  # coalesced chunks per request, same order
     completions: list[tuple[float, int]] = field(default_factory=list)  # (completed_at, output tokens)
     # Every request in flight, warm-up included, for throughput and concurrency inside the window:
     intervals: list[tuple[float, float, bool]] = field(default_factory=list)  # (sent, ended, measured)
@@ -142,6 +158,7 @@ class RunSamples:
                 self.itl_ms.extend([gap / tokens * 1000] * tokens)
             previous = arrival
         self.itl_counts.append(len(self.itl_ms) - itl_before)
+        self.coalesced_counts.append(record.coalesced_frames)
         if record.output_tokens > 1:
             self.tpot_ms.append((e2e - ttft) / (record.output_tokens - 1) * 1000)
         self.completions.append((record.completed_at, record.output_tokens))
@@ -159,6 +176,24 @@ class RunSamples:
     @property
     def requests(self) -> int:
         return len(self.queue_ms)
+
+    def coalesced_share(self) -> float | None:
+        """Share of token frames that arrived coalesced; None when unknown (no frames, or shards
+        written before the count existed)."""
+        if not self.tokens_per_chunk or len(self.coalesced_counts) != len(self.itl_counts):
+            return None
+        return sum(self.coalesced_counts) / len(self.tokens_per_chunk)
+
+    def warnings(self) -> list[str]:
+        share = self.coalesced_share()
+        if share is not None and share > COALESCED_WARN_SHARE:
+            return [
+                f"c={self.concurrency}: {share:.0%} of token frames arrived coalesced (several in one socket read; "
+                f"warning above {COALESCED_WARN_SHARE:.0%}): the client or the network fell behind the stream (or the "
+                "server writes frames in bursts), so gaps inside a read are 0 ms and ITL tails are blurred; "
+                "use fewer streams per client (more shards) or a less loaded machine"
+            ]
+        return []
 
     def to_result(self, include_samples: bool = True) -> dict[str, Any]:
         """The JSON contract of one run (see the README); raw samples make shards mergeable."""
@@ -181,8 +216,12 @@ class RunSamples:
             "requests_per_s": completed_in_window / window if window else 0.0,
             "achieved_concurrency": busy / window if window else 0.0,
             "window_s": window,
+            "token_frames": len(self.tokens_per_chunk),
+            "coalesced_frames": sum(self.coalesced_counts),
+            "coalesced_frame_share": self.coalesced_share(),
             "errors": dict(sorted(self.errors.items())),
             "interrupted": self.interrupted,
+            "warnings": self.warnings(),
         }
         if include_samples:
             result["samples"] = {key: getattr(self, key) for key in SAMPLE_KEYS}
@@ -191,6 +230,7 @@ class RunSamples:
             result["samples"]["token_arrivals"] = self.token_arrivals
             result["samples"]["finishes"] = self.finishes
             result["samples"]["itl_counts"] = self.itl_counts
+            result["samples"]["coalesced_counts"] = self.coalesced_counts
         return result
 
     @classmethod
@@ -203,6 +243,7 @@ class RunSamples:
         run.token_arrivals = [tuple(t) for t in samples["token_arrivals"]]
         run.finishes = list(samples["finishes"])
         run.itl_counts = list(samples["itl_counts"])
+        run.coalesced_counts = list(samples.get("coalesced_counts", []))  # absent in older results: share unknown
         run.errors = dict(result["errors"])
         run.interrupted = result.get("interrupted", False)
         return run
@@ -221,6 +262,7 @@ def merge(runs: list[RunSamples]) -> RunSamples:
         merged.token_arrivals.extend(run.token_arrivals)
         merged.finishes.extend(run.finishes)
         merged.itl_counts.extend(run.itl_counts)
+        merged.coalesced_counts.extend(run.coalesced_counts)
         for name, count in run.errors.items():
             merged.errors[name] = merged.errors.get(name, 0) + count
         merged.interrupted |= run.interrupted
@@ -242,6 +284,7 @@ def to_epoch(records: list[RequestRecord], wall_offset: float) -> list[RequestRe
                 error=r.error,
                 request_id=r.request_id,
                 warmup=r.warmup,
+                coalesced_frames=r.coalesced_frames,
             )
         )
     return shifted

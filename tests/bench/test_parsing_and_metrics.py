@@ -108,6 +108,82 @@ def test_decode_stream_times_each_chunk_by_the_segment_that_completed_it():
     assert result.output_tokens == 4 and result.error is None
 
 
+def _token_frame(*indices: int) -> bytes:
+    return payload_part(b"".join(b'{"token": {"text": "t%d"}}\n' % i for i in indices))
+
+
+def _frames_of(segments):
+    result = decode_stream(_exchange(segments))
+    assert result.error is None
+    return result, RunSamples.from_records(1, [_record(0.0, result.chunks, coalesced_frames=result.coalesced_frames)])
+
+
+def test_two_frames_completed_by_one_read_are_two_frames_the_second_with_a_zero_gap():
+    result, run = _frames_of([(1.0, _token_frame(0)), (1.2, _token_frame(1) + _token_frame(2))])
+    assert result.chunks == [(1.0, 1), (1.2, 1), (1.2, 1)]
+    assert run.tokens_per_chunk == [1, 1, 1]  # not one chunk of 2 tokens
+    assert run.itl_ms == pytest.approx([200.0, 0.0])  # the wait stays whole on the first frame of the read
+    assert result.coalesced_frames == 2
+    assert run.to_result()["coalesced_frame_share"] == pytest.approx(2 / 3)
+
+
+def test_one_frame_with_k_tokens_gives_k_gaps_of_dt_over_k():
+    result, run = _frames_of([(1.0, _token_frame(0)), (1.3, _token_frame(1, 2, 3))])
+    assert result.chunks == [(1.0, 1), (1.3, 3)]
+    assert run.itl_ms == pytest.approx([100.0, 100.0, 100.0])
+    assert run.tokens_per_chunk == [1, 3]
+    assert result.coalesced_frames == 0
+
+
+def test_a_frame_split_across_reads_is_stamped_at_the_read_that_completed_it():
+    second = _token_frame(1)
+    result, run = _frames_of([(1.0, _token_frame(0)), (1.1, second[:7]), (1.25, second[7:])])
+    assert result.chunks == [(1.0, 1), (1.25, 1)]
+    assert run.itl_ms == pytest.approx([250.0])
+    assert result.coalesced_frames == 0
+
+
+def test_the_frame_that_completes_a_split_frame_in_the_same_read_is_coalesced_with_it():
+    second = _token_frame(1)
+    result, _ = _frames_of([(1.0, _token_frame(0) + second[:7]), (1.25, second[7:] + _token_frame(2))])
+    assert result.chunks == [(1.0, 1), (1.25, 1), (1.25, 1)]
+    assert result.coalesced_frames == 2
+
+
+def test_frames_without_tokens_are_not_chunks_and_do_not_make_a_read_coalesced():
+    role = payload_part(b'{"object": "chat.completion.chunk", "choices": [{"delta": {"role": "assistant"}}]}\n')
+    content = b'{"object": "chat.completion.chunk", "choices": [{"delta": {"content": "Hi"}}]}\n'
+    result, run = _frames_of([(1.0, role + payload_part(content)), (1.1, payload_part(content))])
+    assert result.chunks == [(1.0, 1), (1.1, 1)]
+    assert result.coalesced_frames == 0
+    assert run.to_result()["warnings"] == []
+
+
+def test_a_last_line_without_newline_belongs_to_its_frame_not_a_new_zero_gap():
+    last = payload_part(b'{"token": {"text": "a"}}\n{"token": {"text": "b"}}')
+    result, run = _frames_of([(1.0, _token_frame(0)), (1.2, last)])
+    assert result.chunks == [(1.0, 1), (1.2, 2)]
+    assert run.itl_ms == pytest.approx([100.0, 100.0])
+
+
+def test_a_high_coalesced_share_is_a_warning_in_the_result():
+    chunks = [(0.1, 1), (0.2, 1), (0.2, 1), (0.3, 1), (0.4, 1), (0.5, 1), (0.6, 1), (0.7, 1), (0.8, 1), (0.9, 1)]
+    calm = RunSamples.from_records(3, [_record(0.0, chunks, coalesced_frames=1)]).to_result()  # exactly 10 %
+    behind = RunSamples.from_records(3, [_record(0.0, chunks, coalesced_frames=2)]).to_result()
+    assert calm["coalesced_frame_share"] == pytest.approx(0.1) and calm["warnings"] == []
+    assert behind["coalesced_frame_share"] == pytest.approx(0.2)
+    (warning,) = behind["warnings"]
+    assert warning.startswith("c=3: 20% of token frames arrived coalesced")
+
+
+def test_the_coalesced_share_is_unknown_not_zero_for_results_without_the_count():
+    result = RunSamples.from_records(1, [_record(0.0, [(0.1, 1), (0.2, 1)], coalesced_frames=2)]).to_result()
+    del result["samples"]["coalesced_counts"]  # a shard written before the count existed
+    reread = RunSamples.from_result(result).to_result()
+    assert reread["coalesced_frame_share"] is None and reread["warnings"] == []
+    assert RunSamples(1).to_result()["coalesced_frame_share"] is None  # no frames at all
+
+
 def test_decode_stream_reports_http_errors_by_type():
     result = decode_stream(
         _exchange([(1.0, b'{"message": "Rate exceeded"}')], 429, {"x-amzn-errortype": "ThrottlingException:http://x/"})
@@ -214,12 +290,14 @@ def test_shard_merge_equals_a_single_runs_percentiles():
         ttft = rng.uniform(0.1, 0.3)
         chunks = [(sent + ttft + j * rng.uniform(0.01, 0.02), rng.choice([1, 1, 2])) for j in range(20)]
         chunks.sort()
-        records.append(_record(sent, chunks, scheduled=sent - rng.uniform(0, 0.01)))
+        records.append(
+            _record(sent, chunks, scheduled=sent - rng.uniform(0, 0.01), coalesced_frames=rng.choice([0, 2]))
+        )
     single = RunSamples.from_records(8, records).to_result()
     shards = [RunSamples.from_records(4, records[0::2]), RunSamples.from_records(4, records[1::2])]
     via_json = [RunSamples.from_result(json.loads(json.dumps(shard.to_result()))) for shard in shards]
     merged = merge(via_json).to_result()
     for key in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "queue_ms", "tokens_per_chunk"):
         assert merged[key] == pytest.approx(single[key]), key
-    for key in ("output_tokens_per_s", "requests_per_s", "achieved_concurrency", "requests"):
+    for key in ("output_tokens_per_s", "requests_per_s", "achieved_concurrency", "requests", "coalesced_frame_share"):
         assert merged[key] == pytest.approx(single[key]), key
