@@ -49,11 +49,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PERCENTILES = (50, 90, 95, 99)
-# Warn when more than this share of token frames arrived coalesced. A client that keeps up with
-# the stream on loopback sees almost none (benchmarks/bench_accuracy.py prints the share per
-# level); at 10 % one frame in ten, and the decode step before it, has no timing of its own:
-# its gap reads 0 and the wait lands whole on the gap before it, which moves ITL p90 and p99.
-COALESCED_WARN_SHARE = 0.10
+# Warn when more than this share of token frames arrived coalesced. A bunch of b frames in one
+# read puts one stretched gap (the wait for the whole bunch) and b - 1 zeros into the ITL samples,
+# so at 5 % coalesced (bunches of two) 2.5 % of the gaps are stretched: more than the 1 % above
+# p99, so p99 ITL, the gate's figure, measures the bunching rather than the server. A client that
+# keeps up on a quiet loopback sees 0-1.5 % (benchmarks/bench_accuracy.py prints it per level).
+COALESCED_WARN_SHARE = 0.05
 SAMPLE_KEYS = ("ttft_ms", "itl_ms", "chunk_gap_ms", "tpot_ms", "e2e_ms", "queue_ms", "tokens_per_chunk")
 
 

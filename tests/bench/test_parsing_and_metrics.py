@@ -10,7 +10,7 @@ from botocore.eventstream import ChecksumMismatch
 
 from optigate.bench.client import Exchange, decode_stream
 from optigate.bench.eventstream import decode_events, payload_part, stream_exception
-from optigate.bench.metrics import RequestRecord, RunSamples, merge, percentile
+from optigate.bench.metrics import COALESCED_WARN_SHARE, RequestRecord, RunSamples, merge, percentile
 from optigate.bench.payloads import PayloadParser
 
 
@@ -167,10 +167,10 @@ def test_a_last_line_without_newline_belongs_to_its_frame_not_a_new_zero_gap():
 
 
 def test_a_high_coalesced_share_is_a_warning_in_the_result():
-    chunks = [(0.1, 1), (0.2, 1), (0.2, 1), (0.3, 1), (0.4, 1), (0.5, 1), (0.6, 1), (0.7, 1), (0.8, 1), (0.9, 1)]
-    calm = RunSamples.from_records(3, [_record(0.0, chunks, coalesced_frames=1)]).to_result()  # exactly 10 %
-    behind = RunSamples.from_records(3, [_record(0.0, chunks, coalesced_frames=2)]).to_result()
-    assert calm["coalesced_frame_share"] == pytest.approx(0.1) and calm["warnings"] == []
+    chunks = [(0.1 * i, 1) for i in range(1, 21)]  # 20 frames
+    calm = RunSamples.from_records(3, [_record(0.0, chunks, coalesced_frames=1)]).to_result()  # 5 %: the limit
+    behind = RunSamples.from_records(3, [_record(0.0, chunks, coalesced_frames=4)]).to_result()
+    assert calm["coalesced_frame_share"] == pytest.approx(COALESCED_WARN_SHARE) and calm["warnings"] == []
     assert behind["coalesced_frame_share"] == pytest.approx(0.2)
     (warning,) = behind["warnings"]
     assert warning.startswith("c=3: 20% of token frames arrived coalesced")
