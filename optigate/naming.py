@@ -42,11 +42,13 @@ HASH_LENGTH = 8
 RUN_ID_EXPRESSION = "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), 0)"
 RUN_ID_LENGTH = 8
 
-# What the gate creates per run: candidate model, endpoint config and endpoint (`cand`), the shadow
-# endpoint config on the live endpoint (`shadow`), the optimization job (`opt`), the evaluation
-# processing job (`eval`). Rehearsal tells candidate from baseline by `-cand-`.
-RunKind = Literal["cand", "shadow", "opt", "eval"]
-RUN_KINDS: tuple[RunKind, ...] = ("cand", "shadow", "opt", "eval")
+# What the gate creates per run: candidate model, endpoint config and endpoint (`cand`), the baseline's
+# twin endpoint config and endpoint (`twin`: the live model on the candidate's instance type and count,
+# without production traffic, which the benchmark and the evaluation load instead of the live
+# endpoint), the shadow endpoint config on the live endpoint (`shadow`), the optimization job (`opt`),
+# the evaluation processing job (`eval`).
+RunKind = Literal["cand", "twin", "shadow", "opt", "eval"]
+RUN_KINDS: tuple[RunKind, ...] = ("cand", "twin", "shadow", "opt", "eval")
 RUN_PREFIX_MAX = SAGEMAKER_NAME_MAX - len("-") - max(map(len, RUN_KINDS)) - len("-") - RUN_ID_LENGTH
 
 STACK_PREFIX = "optigate"
@@ -141,9 +143,10 @@ def run_name_pattern(team: str, environment: str, kind: RunKind) -> str:
 
 
 def invocable_endpoints(team: str, environment: str) -> list[str]:
-    """The endpoints the gate's benchmark fleet and evaluation job invoke: the live one and each
-    run's candidate (IAM resource-name patterns)."""
-    return [endpoint_name(team, environment), run_name_pattern(team, environment, "cand")]
+    """The endpoints the gate's benchmark fleet and evaluation job invoke: each run's baseline twin
+    and candidate (IAM resource-name patterns). Never the live endpoint: production users must not
+    receive the gate's load."""
+    return [run_name_pattern(team, environment, "twin"), run_name_pattern(team, environment, "cand")]
 
 
 # --------------------------------------------------------------------------- checks

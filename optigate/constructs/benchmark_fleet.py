@@ -80,7 +80,7 @@ class BenchmarkFleet(Construct):
         # worker may invoke each of `endpoints`, by default those whose names start with the target's.
         invocable = endpoints if endpoints is not None else [f"{target.endpoint_name}*"]
         sagemaker_arn = f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}"
-        wildcard = "Endpoints named after the team and environment: the live one and per-run candidates."
+        wildcard = "Endpoints named after the team and environment: the gate's per-run baseline twins and candidates."
         nag.allow(
             worker_role,
             ["sagemaker:InvokeEndpointWithResponseStream"],

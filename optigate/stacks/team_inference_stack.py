@@ -175,7 +175,8 @@ class TeamInferenceStack(Stack):
         level = max(benchmark.concurrency)
         shards = max(1, math.ceil(level / STREAMS_PER_WORKER))
         per_shard = tuple(sorted({max(1, math.ceil(c / shards)) for c in benchmark.concurrency}))
-        # The live endpoint and each run's candidate (optigate.naming); candidates run as the model's role.
+        # Each run's baseline twin and candidate (optigate.naming), never the live endpoint; both run as
+        # the model's role.
         invocable = naming.invocable_endpoints(team.team, environment.name)
         self.model.grant_logs(invocable)
         fleet = BenchmarkFleet(
@@ -214,6 +215,7 @@ class TeamInferenceStack(Stack):
             candidate_image=candidate.image_uri(environment.region),
             candidate_environment=candidate.environment,
             change=json.loads(json.dumps(change, default=str)),
+            baseline_model_name=self.model.model_name,
             # Each level runs on every worker: the measured concurrency is shards x streams per worker.
             thresholds={
                 **benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens"}),

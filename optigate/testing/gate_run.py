@@ -115,13 +115,23 @@ def load_handler(folder: str) -> Callable[[dict, Any], Any]:
 
 def lambda_handlers(baseline_url: str, candidate_url: str, *, decide: Callable | None = None) -> dict[str, Callable]:
     """In-process handlers by function role. The benchmark worker loads the emulator of its endpoint: an
-    endpoint CloudFormation owns (the harness's live endpoints) is the baseline, any other the candidate."""
+    endpoint that serves only models CloudFormation owns (the live endpoint, or the gate's baseline twin
+    of it) is the baseline, any other the candidate. Each invocation is recorded in the harness
+    (``benchmarked``): the endpoint, its status and the models it served at that moment."""
     worker, merge = load_handler(HANDLER_FOLDERS[WORKER]), load_handler(HANDLER_FOLDERS[MERGE])
 
     def routed_worker(event: dict, context: Any) -> Any:
+        name = event["endpoint_name"]
+        baseline = False
         harness = active_harness()
-        live = harness.live_endpoints if harness is not None else set()
-        url = baseline_url if event["endpoint_name"] in live else candidate_url
+        if harness is not None:
+            serving = harness.endpoint_serving(name)
+            models = set(serving["models"]) if serving else set()
+            baseline = name in harness.live_endpoints or (bool(models) and models <= harness.baseline_models)
+            harness.benchmarked.append(
+                {"endpoint": name, "run_id": event.get("run_id"), "baseline": baseline, **(serving or {})}
+            )
+        url = baseline_url if baseline else candidate_url
         return worker({**event, "endpoint_url": url, "timeout_s": 30}, context)
 
     return {WORKER: routed_worker, MERGE: merge, DECIDE: decide or load_handler(HANDLER_FOLDERS[DECIDE])}
@@ -181,18 +191,22 @@ class GateRun:
         h, subs = self.harness, self.substitutions()
         sagemaker = h.client("sagemaker")
         live = {}
+        # Every model of the stack (the gate's baseline twin runs the live one): named by its logical id,
+        # as the substitutions render `<logical>.ModelName`.
+        for logical in resources_of_type(self.template, "AWS::SageMaker::Model"):
+            role = f"arn:aws:iam::{ACCOUNT_ID}:role/live"
+            sagemaker.create_model(
+                ModelName=logical, ExecutionRoleArn=role, PrimaryContainer={"Image": self.live_image}
+            )
+            self.owned.add(logical)
         for resource in resources_of_type(self.template, "AWS::SageMaker::Endpoint").values():
             config_logical = resource["Properties"]["EndpointConfigName"]["Fn::GetAtt"][0]
             props = render_value(self.template["Resources"][config_logical]["Properties"], subs)
             variants = props["ProductionVariants"] + props.get("ShadowProductionVariants", [])
             if not all("ModelName" in v for v in variants):
                 continue  # inference components: no gate stages a shadow there
-            self.owned |= {config_logical, *(v["ModelName"] for v in variants)}
-            for variant in variants:
-                role = f"arn:aws:iam::{ACCOUNT_ID}:role/live"
-                sagemaker.create_model(
-                    ModelName=variant["ModelName"], ExecutionRoleArn=role, PrimaryContainer={"Image": self.live_image}
-                )
+            self.owned.add(config_logical)
+            h.baseline_models |= {v["ModelName"] for v in props["ProductionVariants"]}
             request = {
                 k: props[k] for k in ("ProductionVariants", "ShadowProductionVariants", "KmsKeyId") if k in props
             }
@@ -250,6 +264,7 @@ class GateRun:
         s3 = h.client("s3")
         endpoints = h.sagemaker_resources()["endpoints"]
         packages = h.model_packages(self.group)
+        existing = {name for names in h.live_sagemaker_resources().values() for name in names}
         files = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="reports/").get("Contents", [])]
         keys = [key for key in files if key.endswith("report.json")]
         return {
@@ -261,6 +276,12 @@ class GateRun:
             "left": {
                 kind: [n for n in names if n not in self.owned] for kind, names in h.live_sagemaker_resources().items()
             },
+            # What CloudFormation owns that the run removed (the live endpoint, its config, the models).
+            "owned_missing": sorted(self.owned - existing),
+            # The models each live endpoint serves (CloudFormation's).
+            "live_models": {name: (h.endpoint_serving(name) or {}).get("models", []) for name in self.live},
+            # Each benchmark worker's endpoint, as the worker was invoked (see lambda_handlers).
+            "benchmarked": list(h.benchmarked),
             "packages": packages,
             "package_details": [
                 h.client("sagemaker").describe_model_package(ModelPackageName=p["ModelPackageArn"]) for p in packages

@@ -86,6 +86,8 @@ class GateHarness:
         self.hook_errors: list[Exception] = []
         self.published_traffic: set[tuple[str, str]] = set()  # (endpoint, variant) whose metrics are out
         self.live_endpoints: set[str] = set()  # created by create_live_endpoint, as CloudFormation would
+        self.baseline_models: set[str] = set()  # what the live endpoints serve (CloudFormation's models)
+        self.benchmarked: list[dict[str, Any]] = []  # each benchmark worker's endpoint (optigate.testing.gate_run)
         self.lock = threading.RLock()  # one SageMaker request at a time
         self._stack: ExitStack | None = None
         self._state_machines: dict[str, str] = {}
@@ -243,6 +245,21 @@ class GateHarness:
             "inference_components": sorted(res["inference_components"]),
             "optimization_jobs": sorted(n for n, j in res["optimization_jobs"].items() if j["status"] in running),
         }
+
+    def endpoint_serving(self, name: str) -> dict[str, Any] | None:
+        """An endpoint's status, config and the models of its production variants now; None if there is none."""
+        backend = self.sagemaker_backend()
+        with self.lock:
+            endpoint = backend.endpoints.get(name)
+            if endpoint is None:
+                return None
+            config = backend.endpoint_configs.get(endpoint.endpoint_config_name)
+            variants = config.production_variants if config is not None else []
+            return {
+                "status": endpoint.endpoint_status,
+                "config": endpoint.endpoint_config_name,
+                "models": [v.get("ModelName") for v in variants if v.get("ModelName")],
+            }
 
     def create_live_endpoint(self, name: str, config_name: str) -> None:
         """An endpoint already InService on `config_name`, as CloudFormation leaves one (no Scenario outcome)."""

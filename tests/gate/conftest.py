@@ -41,7 +41,7 @@ def slow_candidate(emulators):
 # --------------------------------------------------------------------------- the gate stacks
 
 
-def _spec(optimize: bool, shadow=None):
+def _spec(optimize: bool, shadow=None, baseline_model: str = "chat-dev-model"):
     from optigate.constructs.gate import GateSpec
 
     return GateSpec(
@@ -55,6 +55,7 @@ def _spec(optimize: bool, shadow=None):
         candidate_environment={"OPTION_QUANTIZE": "fp8", "OPTION_MAX_MODEL_LEN": "8192"},
         change={"quantization": "fp8"},
         thresholds=THRESHOLDS,
+        baseline_model_name=baseline_model,
         optimization_configs=[{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}]
         if optimize
         else None,
@@ -76,6 +77,7 @@ def _synth(optimize: bool, outdir: Path, shadow: bool = False) -> dict[str, Any]
     from aws_cdk import App, Stack
     from aws_cdk import aws_kms as kms
 
+    from optigate import naming
     from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
     from optigate.constructs.common import secure_bucket
     from optigate.constructs.evaluation_job import EvaluationJob
@@ -109,13 +111,21 @@ def _synth(optimize: bool, outdir: Path, shadow: bool = False) -> dict[str, Any]
     )
     key = kms.Key(stack, "Key", enable_key_rotation=True)
     bucket = secure_bucket(stack, "Results", key, purpose="optigate's gate")
+    # The gate's own endpoints only: the live one is never load-tested (naming.invocable_endpoints).
+    invocable = naming.invocable_endpoints("chat", "dev")
     fleet = BenchmarkFleet(
-        stack, "Fleet", target=FleetTarget("chat-dev"), shards=2, results_bucket=bucket, encryption_key=key
+        stack,
+        "Fleet",
+        target=FleetTarget("chat-dev"),
+        endpoints=invocable,
+        shards=2,
+        results_bucket=bucket,
+        encryption_key=key,
     )
     evaluation = EvaluationJob(
         stack,
         "Evaluation",
-        endpoints=["chat-dev"],
+        endpoints=invocable,
         dataset_uri="s3://acme-eval/chat/",
         output_bucket=bucket,
         encryption_key=key,
@@ -124,7 +134,7 @@ def _synth(optimize: bool, outdir: Path, shadow: bool = False) -> dict[str, Any]
     OptimizationGate(
         stack,
         "Gate",
-        spec=_spec(optimize, stage),
+        spec=_spec(optimize, stage, model.model_name),
         fleet=fleet,
         evaluation=evaluation,
         bucket=bucket,
@@ -197,14 +207,16 @@ def run_gate(gate_templates, gate_handlers) -> Callable[..., dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def nothing_left() -> Callable[[dict[str, Any]], None]:
-    """`nothing_left(result)` asserts no temporary resource is left, and the live endpoint is InService on
-    the config CloudFormation made."""
+    """`nothing_left(result)` asserts no temporary resource is left (candidate, baseline twin, shadow config),
+    nothing CloudFormation owns was removed (the live endpoint, its config, the model the twin ran), the live
+    endpoint received no benchmark load, and it is InService on the config CloudFormation made."""
 
     def check(result: dict[str, Any]) -> None:
         left = result["left"]
-        assert not any(name for names in left.values() for name in names if "-cand-" in name or "-shadow-" in name), (
-            left
-        )
+        temporary = ("-cand-", "-twin-", "-shadow-")
+        assert not any(name for names in left.values() for name in names if any(t in name for t in temporary)), left
+        assert result["owned_missing"] == []
+        assert [b for b in result["benchmarked"] if b["endpoint"] in result["live"]] == []
         original = result["live"]["chat-dev"]["original_config"]
         assert result["live"] == {"chat-dev": {"status": "InService", "config": original, "original_config": original}}
 

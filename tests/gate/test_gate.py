@@ -109,6 +109,12 @@ def test_happy_path_approves_records_and_cleans_up(templates, emulators, run_gat
     assert result["execution"]["status"] == "SUCCEEDED", json.dumps(result["report"], indent=1, default=str)[:3000]
     assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Approved"]
     nothing_left(result)
+    # Baseline and candidate were each benchmarked on the run's own endpoint, InService at the time: the
+    # baseline on its twin, which runs the live endpoint's model (CloudFormation's, still there).
+    sides = {(b["baseline"], b["endpoint"].split("-")[2], b["status"]) for b in result["benchmarked"]}
+    assert sides == {(True, "twin", "InService"), (False, "cand", "InService")}
+    live_models = result["live_models"]["chat-dev"]
+    assert live_models and all(b["models"] == live_models for b in result["benchmarked"] if b["baseline"])
     assert "CreateOptimizationJob" in result["states"] and "CandidateApproved" in result["states"]
     assert result["messages"] and "APPROVED" in result["messages"][-1]["Message"]
     # The proof carries the candidate's fingerprint: the next run of an unchanged candidate is a no-op.

@@ -116,9 +116,12 @@ def test_run_patterns_match_their_kind_only(team, environment, run_id):
                 name,
                 other,
             )
-    live, candidates = naming.invocable_endpoints(team, environment)
-    assert live == naming.endpoint_name(team, environment)
+    twins, candidates = naming.invocable_endpoints(team, environment)
+    assert fnmatchcase(naming.run_name(team, environment, "twin", run_id), twins)
     assert fnmatchcase(naming.run_name(team, environment, "cand", run_id), candidates)
+    # The live endpoint is never among what the gate's fleet and evaluation may invoke.
+    live = naming.endpoint_name(team, environment)
+    assert not any(fnmatchcase(live, pattern) for pattern in naming.invocable_endpoints(team, environment))
 
 
 @given(team=names, environment=names, components=st.lists(names, min_size=1, max_size=4, unique=True))
@@ -348,7 +351,7 @@ def test_the_gate_uses_the_names_naming_gives(long_app):
             for m in re.findall(r"States\.Format\('([^']*)', \$\.run\.id\)", s)
             if "/" not in m
         }
-        kinds = {"cand", "eval"} | ({"opt"} if "CreateOptimizationJob" in definition["States"] else set())
+        kinds = {"cand", "twin", "eval"} | ({"opt"} if "CreateOptimizationJob" in definition["States"] else set())
         kinds |= {"shadow"} if "CreateShadowConfig" in definition["States"] else set()
         assert used == {naming.run_name_template(team, environment, kind) for kind in kinds}, (team, environment)
         (endpoint,) = resources_of(template, "AWS::SageMaker::Endpoint").values()
@@ -372,6 +375,8 @@ def _needed(team: str, environment: str, region: str, account: str, *, shadow: b
         *each(("CreateModel", "DeleteModel"), "model", run["cand"]),
         *each(("CreateEndpointConfig", "DeleteEndpointConfig"), "endpoint-config", run["cand"]),
         *each(("CreateEndpoint", "DeleteEndpoint", "DescribeEndpoint"), "endpoint", run["cand"]),
+        *each(("CreateEndpointConfig", "DeleteEndpointConfig"), "endpoint-config", run["twin"]),
+        *each(("CreateEndpoint", "DeleteEndpoint", "DescribeEndpoint"), "endpoint", run["twin"]),
         *each(("CreateProcessingJob", "DescribeProcessingJob", "StopProcessingJob"), "processing-job", run["eval"]),
         *each(("CreateModelPackage",), "model-package-group", group),
         *each(("DescribeModelPackage",), "model-package", f"{group}/1"),
@@ -389,13 +394,15 @@ def _needed(team: str, environment: str, region: str, account: str, *, shadow: b
         "gate": gate,
         "fleet": [
             pair
-            for name in (live, run["cand"])
+            for name in (run["twin"], run["cand"])
             for pair in each(("InvokeEndpointWithResponseStream",), "endpoint", name)
         ],
-        "evaluation": [pair for name in (live, run["cand"]) for pair in each(("InvokeEndpoint",), "endpoint", name)],
+        "evaluation": [
+            pair for name in (run["twin"], run["cand"]) for pair in each(("InvokeEndpoint",), "endpoint", name)
+        ],
         "model": [
             (action, f"{logs}/{name}:log-stream:x")
-            for name in (live, run["cand"])
+            for name in (live, run["cand"], run["twin"])
             for action in ("logs:CreateLogStream", "logs:PutLogEvents")
         ],
     }
@@ -428,6 +435,17 @@ def test_every_iam_pattern_matches_every_name_used_at_run_time(long_app):
             if not _allowed(_statements(template, roles[who], region, account), action, target)
         ]
         assert missing == [], f"{team} in {environment}: {missing}"
+
+
+def test_the_live_endpoint_is_never_load_tested(long_app):
+    """Neither the fleet's workers nor the evaluation job may invoke the live endpoint: the gate loads
+    its own baseline twin, so production users never receive its load."""
+    for team, environment, account, region, template in _gated_stacks(long_app):
+        roles = _roles(template, team, environment)
+        live = f"arn:aws:sagemaker:{region}:{account}:endpoint/{naming.endpoint_name(team, environment).lower()}"
+        for who, action in (("fleet", "InvokeEndpointWithResponseStream"), ("evaluation", "InvokeEndpoint")):
+            statements = _statements(template, roles[who], region, account)
+            assert not _allowed(statements, f"sagemaker:{action}", live), (team, environment, who)
 
 
 def test_no_gate_pattern_outlives_the_names(long_app):

@@ -130,11 +130,11 @@ def grant_gate(gate: OptimizationGate, fleet: BenchmarkFleet, evaluation: Evalua
         ],
         [
             *arns("model", "cand"),
-            *arns("endpoint-config", "cand", *(("shadow",) if spec.shadow else ())),
-            *arns("endpoint", "cand"),
+            *arns("endpoint-config", "cand", "twin", *(("shadow",) if spec.shadow else ())),
+            *arns("endpoint", "cand", "twin"),
         ],
-        why_wildcard="Temporary candidate resources are named <team>-<env>-cand-<run>; "
-        "the run id is known only at run time.",
+        why_wildcard="Temporary candidate and baseline-twin resources are named <team>-<env>-cand-<run> and "
+        "<team>-<env>-twin-<run>; the run id is known only at run time.",
     )
     if spec.optimization_configs:
         nag.allow(

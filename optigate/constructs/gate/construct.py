@@ -172,7 +172,7 @@ class OptimizationGate(Construct):
                             "VariantName": "AllTraffic",
                             "ModelName.$": run_name(spec, "cand"),
                             "InstanceType": spec.instance_type,
-                            "InitialInstanceCount": 1,
+                            "InitialInstanceCount": spec.instance_count,
                             "ModelDataDownloadTimeoutInSeconds": download,
                             "ContainerStartupHealthCheckTimeoutInSeconds": startup,
                         }
@@ -191,6 +191,9 @@ class OptimizationGate(Construct):
             )
         )
 
+        # ---- the baseline's twin: the live model, the candidate's instance type and count, no users
+        create_twin_config, create_twin = stages.baseline_twin(self, cleanup)
+
         # ---- benchmark, evaluate, (mirror live traffic,) decide, record
         benchmark = stages.benchmark_levels(self, fleet, cleanup)
         evaluate = cleanup.guarded(
@@ -198,12 +201,13 @@ class OptimizationGate(Construct):
                 self,
                 "Evaluate",
                 job_name=run_name(spec, "eval"),
-                baseline=spec.live_endpoint,
+                baseline=run_name(spec, "twin"),
                 candidate=run_name(spec, "cand"),
                 result_path=sfn.JsonPath.DISCARD,
             )
         )
         decide = cleanup.guarded(stages.decide(self))
+        twin_ready = stages.endpoint_ready(self, cleanup, "twin", then=benchmark)
         endpoint_ready = poll_loop(
             self,
             PollStates(
@@ -222,7 +226,7 @@ class OptimizationGate(Construct):
                 )
             ),
             until=[
-                (sfn.Condition.string_equals("$.endpoint.EndpointStatus", "InService"), benchmark),
+                (sfn.Condition.string_equals("$.endpoint.EndpointStatus", "InService"), twin_ready),
                 (
                     sfn.Condition.string_equals("$.endpoint.EndpointStatus", "Failed"),
                     cleanup.fail_with(
@@ -240,7 +244,9 @@ class OptimizationGate(Construct):
             poll_seconds=spec.poll_seconds,
             max_polls=spec.max_polls,
         )
-        candidate_ready.next(create_model).next(create_config).next(create_endpoint).next(endpoint_ready.entry)
+        candidate_ready.next(create_model).next(create_config).next(create_endpoint).next(create_twin_config).next(
+            create_twin
+        ).next(endpoint_ready.entry)
         benchmark.next(evaluate)
         if restore_path is not None:
             restore, after_restore = restore_path

@@ -36,8 +36,8 @@ def _live_on(status: str, config: str | None = None, *, config_path: str | None 
 
 
 def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, then: sfn.IChainable) -> sfn.IChainable:
-    """Release the temporary endpoint, put the candidate as shadow on the live endpoint, mirror
-    traffic for the window, read per-variant CloudWatch metrics, then `then` (the restore)."""
+    """Release the temporary endpoints (candidate and baseline twin), put the candidate as shadow on the
+    live endpoint, mirror traffic for the window, read per-variant CloudWatch metrics, then `then` (the restore)."""
     shadow = _shadow_of(spec)
     download, startup = spec.startup_timeouts
     candidate, shadow_config = run_name(spec, "cand"), run_name(spec, "shadow")
@@ -47,6 +47,15 @@ def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, 
             "ReleaseCandidateEndpoint",
             "aws-sdk:sagemaker:deleteEndpoint",
             {"EndpointName.$": candidate},
+            result_path=sfn.JsonPath.DISCARD,
+        )
+    )
+    release_twin = cleanup.guarded(
+        sdk_task(
+            scope,
+            "ReleaseTwinEndpoint",
+            "aws-sdk:sagemaker:deleteEndpoint",
+            {"EndpointName.$": run_name(spec, "twin")},
             result_path=sfn.JsonPath.DISCARD,
         )
     )
@@ -171,7 +180,7 @@ def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, 
     )
     started.next(window).next(metrics).next(then)
     create_config.next(mark).next(apply).next(in_service.entry)
-    return sfn.Chain.start(release).next(check_live).next(at_rest)
+    return sfn.Chain.start(release).next(release_twin).next(check_live).next(at_rest)
 
 
 def restore_live(scope: Construct, spec: GateSpec, then: sfn.IChainable) -> sfn.Choice:

@@ -54,6 +54,8 @@ class GateSpec:
     candidate_environment: dict[str, str]
     change: dict[str, Any]
     thresholds: dict[str, Any]
+    # The live endpoint's model (CloudFormation's; the gate never deletes it): the baseline twin runs it.
+    baseline_model_name: str
     optimization_configs: list[dict[str, Any]] | None = None
     # Streams per fleet worker at each benchmarked level, run one level after the other; each
     # worker sends `requests_per_slot` requests per stream (at least 32) at each level.
@@ -61,6 +63,9 @@ class GateSpec:
     requests_per_slot: int = 4
     prompt_tokens: int = 1024
     max_new_tokens: int = 256
+    # Instances of the candidate's and the baseline twin's endpoints (the same type and count on both
+    # sides); the decision's costs use it.
+    instance_count: int = 1
     price_per_hour_usd: float | None = None
     prediction: dict[str, Any] = field(default_factory=dict)
     startup_timeouts: tuple[int, int] = (1200, 1200)
@@ -99,7 +104,8 @@ class GateSpec:
             "change": self.change,
             "optimization": self.optimization_configs,
             "thresholds": self.thresholds,
-            "benchmark": [list(self.levels), self.requests_per_slot, self.prompt_tokens, self.max_new_tokens],
+            "benchmark": [list(self.levels), self.requests_per_slot, self.prompt_tokens, self.max_new_tokens]
+            + ([self.instance_count] if self.instance_count != 1 else []),
             "shadow": [self.shadow.sampling_percentage, self.shadow.window_minutes] if self.shadow else None,
         }
         return hashlib.sha256(json.dumps(proof, sort_keys=True, default=str).encode()).hexdigest()[:32]

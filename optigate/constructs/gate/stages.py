@@ -1,5 +1,6 @@
 """The gate's stages before and after the proof: where the candidate comes from (an optimization
-job, polled), the benchmark of each level, the decision, and the cleanup that every path ends in."""
+job, polled), the baseline's twin endpoint, the benchmark of each level, the decision, and the
+cleanup that every path ends in."""
 
 from __future__ import annotations
 
@@ -21,13 +22,16 @@ def cleanup_and_end(gate: OptimizationGate) -> sfn.IChainable:
     rejection (CandidateRejected) or an inconclusive verdict (`Inconclusive`: the model package waits
     in PendingManualApproval, so the pipeline's action fails and a person decides)."""
     spec = gate.spec
+    # The twin runs CloudFormation's model: its endpoint and config go, the model stays.
     deletes: list[tuple[str, str, str, naming.RunKind]] = [
         ("Endpoint", "deleteEndpoint", "EndpointName", "cand"),
+        ("TwinEndpoint", "deleteEndpoint", "EndpointName", "twin"),
         ("Config", "deleteEndpointConfig", "EndpointConfigName", "cand"),
+        ("TwinConfig", "deleteEndpointConfig", "EndpointConfigName", "twin"),
         ("Model", "deleteModel", "ModelName", "cand"),
     ]
     if spec.shadow:
-        deletes.insert(2, ("ShadowConfig", "deleteEndpointConfig", "EndpointConfigName", "shadow"))
+        deletes.insert(4, ("ShadowConfig", "deleteEndpointConfig", "EndpointConfigName", "shadow"))
     states = [
         sdk_task(
             gate,
@@ -179,8 +183,90 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
     return sfn.Chain.start(create_job).next(job_done.entry), from_job
 
 
+def baseline_twin(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.CustomState, sfn.CustomState]:
+    """The baseline's twin: an endpoint config and endpoint running the live endpoint's model
+    (CloudFormation's) on the candidate's instance type and count, which no production traffic
+    reaches. The benchmark and the evaluation load it instead of the live endpoint."""
+    spec = gate.spec
+    download, startup = spec.startup_timeouts
+    config = cleanup.guarded(
+        sdk_task(
+            gate,
+            "CreateTwinConfig",
+            "sagemaker:createEndpointConfig",
+            {
+                "EndpointConfigName.$": run_name(spec, "twin"),
+                "ProductionVariants": [
+                    {
+                        "VariantName": "AllTraffic",
+                        "ModelName": spec.baseline_model_name,
+                        "InstanceType": spec.instance_type,
+                        "InitialInstanceCount": spec.instance_count,
+                        "ModelDataDownloadTimeoutInSeconds": download,
+                        "ContainerStartupHealthCheckTimeoutInSeconds": startup,
+                    }
+                ],
+            },
+            result_path=sfn.JsonPath.DISCARD,
+        )
+    )
+    endpoint = cleanup.guarded(
+        sdk_task(
+            gate,
+            "CreateTwinEndpoint",
+            "sagemaker:createEndpoint",
+            {"EndpointName.$": run_name(spec, "twin"), "EndpointConfigName.$": run_name(spec, "twin")},
+            result_path=sfn.JsonPath.DISCARD,
+        )
+    )
+    return config, endpoint
+
+
+def endpoint_ready(
+    gate: OptimizationGate, cleanup: CleanupPath, kind: naming.RunKind, then: sfn.IChainable
+) -> sfn.Pass:
+    """Poll the run's `kind` endpoint until InService (then `then`); Failed or timed out fails the run."""
+    spec = gate.spec
+    name = {"twin": "Twin", "cand": "Candidate"}[kind]
+    loop = poll_loop(
+        gate,
+        PollStates(
+            reset=f"Reset{name}Polls", wait=f"WaitFor{name}", count=f"Count{name}Poll", choice=f"{name}InService?"
+        ),
+        describe=cleanup.guarded(
+            sdk_task(
+                gate,
+                f"Describe{name}Endpoint",
+                "aws-sdk:sagemaker:describeEndpoint",
+                {"EndpointName.$": run_name(spec, kind)},
+                result_path="$.endpoint",
+            )
+        ),
+        until=[
+            (sfn.Condition.string_equals("$.endpoint.EndpointStatus", "InService"), then),
+            (
+                sfn.Condition.string_equals("$.endpoint.EndpointStatus", "Failed"),
+                cleanup.fail_with(
+                    f"{name}EndpointFailed",
+                    f"{name}EndpointFailed",
+                    cause_path=f"States.Format('{name.lower()} endpoint failed: {{}}', $.endpoint.FailureReason)",
+                ),
+            ),
+        ],
+        timed_out=cleanup.fail_with(
+            f"{name}EndpointTimedOut",
+            f"{name}EndpointTimedOut",
+            f"the {name.lower()} endpoint was not InService within {spec.max_polls} polls of {spec.poll_seconds} s",
+        ),
+        poll_seconds=spec.poll_seconds,
+        max_polls=spec.max_polls,
+    )
+    return loop.entry
+
+
 def benchmark_levels(gate: OptimizationGate, fleet: BenchmarkFleet, cleanup: CleanupPath) -> sfn.Chain:
-    """Each configured level in turn, baseline then candidate: the two never share the machine."""
+    """Each configured level in turn, the baseline's twin then the candidate: the two never share the
+    machine, and the live endpoint receives no benchmark load."""
     spec = gate.spec
 
     def run(name: str, endpoint: dict[str, str], run: str, result: str) -> sfn.CustomState:
@@ -214,12 +300,13 @@ def benchmark_levels(gate: OptimizationGate, fleet: BenchmarkFleet, cleanup: Cle
             "per_shard.$": "$$.Map.Item.Value.per_shard",
             "requests.$": "$$.Map.Item.Value.requests",
             "run_id.$": "$.run.id",
+            "twin.$": run_name(gate.spec, "twin"),
             "candidate.$": run_name(gate.spec, "cand"),
         },
         result_path="$.benchmark",
     )
     per_level.item_processor(
-        sfn.Chain.start(run("BenchmarkBaseline", {"endpoint_name": spec.live_endpoint}, "baseline", "$.baseline")).next(
+        sfn.Chain.start(run("BenchmarkBaseline", {"endpoint_name.$": "$.twin"}, "baseline", "$.baseline")).next(
             run("BenchmarkCandidate", {"endpoint_name.$": "$.candidate"}, "candidate", "$.candidate_result")
         )
     )
@@ -256,7 +343,7 @@ def decide(gate: OptimizationGate) -> sfn.CustomState:
                 "change": spec.change,
                 "thresholds": spec.thresholds,
                 "price_per_hour_usd": spec.price_per_hour_usd,
-                "instance_count": 1,
+                "instance_count": spec.instance_count,
                 "prediction": spec.prediction,
                 "bucket": gate.bucket.bucket_name,
                 "baseline_keys.$": "$.benchmark[*].baseline.key",
