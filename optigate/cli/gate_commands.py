@@ -31,7 +31,10 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         execution = result["execution"]
         report = result["report"] or {}
         for check in report.get("checks", []):
-            mark = "[green]pass[/green]" if check["passed"] else "[red]FAIL[/red]"
+            outcome = check.get("outcome") or ("pass" if check["passed"] else "fail")
+            mark = {"pass": "[green]pass[/green]", "inconclusive": "[yellow]inconclusive[/yellow]"}.get(
+                outcome, "[red]FAIL[/red]"
+            )
             where = f" @c{check['concurrency']}" if check.get("concurrency") else ""
             console.print(f"  {mark} {check['name']}{where}: {check.get('detail', '')}", highlight=False)
         packages = ", ".join(p["ModelApprovalStatus"] for p in result["packages"]) or "none"
@@ -50,10 +53,21 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
             else:
                 where = f"{live['config']} (NOT its original {live['original_config']})"
             console.print(f"  live endpoint {name}: {live['status']} on {where}", highlight=False)
-        # The faster candidate must be approved and the slower one refused; anything else is a failed rehearsal.
-        if (candidate == "faster") != (execution["status"] == "SUCCEEDED"):
-            exit_code = 1
+        # The faster candidate must be approved and the slower one rejected: anything else is a failed
+        # rehearsal (exit 1), or an inconclusive one (exit 3) when the gate could not tell.
+        expected = "APPROVED" if candidate == "faster" else "REJECTED"
+        outcome = _outcome(execution)
+        if outcome != expected:
+            console.print(f"  rehearsal of the {candidate} candidate: {outcome}, expected {expected}", highlight=False)
+            exit_code = 1 if outcome != "INCONCLUSIVE" or exit_code == 1 else 3
     return exit_code
+
+
+def _outcome(execution: dict) -> str:
+    """APPROVED (the execution succeeded), INCONCLUSIVE (it failed with `Inconclusive`), else REJECTED."""
+    if execution["status"] == "SUCCEEDED":
+        return "APPROVED"
+    return "INCONCLUSIVE" if execution.get("error") == "Inconclusive" else "REJECTED"
 
 
 def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:

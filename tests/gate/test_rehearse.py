@@ -82,6 +82,26 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
     assert slower_out.count("live endpoint chat-dev: InService on its original config") == 1
 
 
+def test_the_cli_exits_1_for_a_wrong_verdict_and_3_for_an_inconclusive_one(
+    chat, faster, slower, example_config, monkeypatch, capsys
+):
+    """The exit code says whether the rehearsal showed the gate working: 0 as expected, 1 a verdict the
+    wrong way round, 3 the gate could not tell (an inconclusive verdict is never a pass)."""
+    from optigate.testing import rehearse as rehearsal
+
+    inconclusive = {**faster, "execution": {**faster["execution"], "status": "FAILED", "error": "Inconclusive"}}
+    monkeypatch.setattr(rehearsal, "synthesize_team", lambda team, environment, config: chat)
+    argv = ["rehearse", "--team", "chat", "--env", "dev", "--config", str(example_config), "--candidate"]
+    cases = [({"faster": inconclusive, "slower": slower}, 3), ({"faster": slower, "slower": slower}, 1)]
+    cases.append(({"faster": slower, "slower": inconclusive}, 1))  # a wrong verdict outweighs an inconclusive one
+    for results, expected in cases:
+        monkeypatch.setattr(rehearsal, "rehearse", lambda template, deployment, candidate, r=results: r[candidate])
+        assert main([*argv, "both"]) == expected
+    out = capsys.readouterr().out
+    assert "rehearsal of the faster candidate: INCONCLUSIVE, expected APPROVED" in out
+    assert "rehearsal of the faster candidate: REJECTED, expected APPROVED" in out
+
+
 def test_rehearse_refuses_a_team_without_a_candidate(example_config, capsys):
     assert main(["rehearse", "--team", "support", "--config", str(example_config)]) == 2
     assert "no gate.candidate" in capsys.readouterr().err
