@@ -22,7 +22,9 @@ mapping, ``gate.benchmark.equivalence_margin_pct`` in the gate):
   side. A change whose estimate is inside the margin is therefore never better or worse.
 - ``equivalent``: the whole interval lies inside the margin.
 - ``inconclusive``: anything else, including too few samples (fewer than :data:`MIN_REQUESTS`
-  successful requests on a side) and a baseline with no successful request. A candidate with no
+  successful requests on a side, or fewer than :data:`MIN_TAIL_UNITS` requests beyond a
+  percentile: p99 is judged from 500 requests a side, since the bootstrap of an extreme order
+  statistic understates its spread) and a baseline with no successful request. A candidate with no
   successful request where the baseline had some is ``worse`` (fail closed); its figure is
   ``failed``, not a number.
 
@@ -68,6 +70,10 @@ CONFIDENCE = stats.CONFIDENCE
 DEFAULT_MARGIN_PCT = 3.0
 #: Successful requests a side needs before a latency metric is judged at all.
 MIN_REQUESTS = 10
+#: Units (requests) a side needs beyond a percentile before it is judged: p99 needs 500 requests,
+#: p90 50. The bootstrap of an extreme order statistic keeps redrawing the same few top values and
+#: understates its spread; real A/A runs on a busy host labelled p99 better/worse below this.
+MIN_TAIL_UNITS = 5
 #: One-second buckets every block needs for a throughput interval.
 MIN_THROUGHPUT_BUCKETS = 5
 VERDICTS = ("better", "worse", "equivalent", "inconclusive")
@@ -190,6 +196,7 @@ def _latency(
         return [raw(s, math.nan, math.nan, math.nan, note, forced) for s in labels]
     points: list[np.ndarray] = []
     replicates: list[np.ndarray | None] = []
+    units: list[int] = []
     for blocks in (base, cand):
         values = [np.asarray(getattr(block, metric), dtype=float) for block in blocks]
         pooled = np.concatenate(values)
@@ -202,6 +209,7 @@ def _latency(
             counts = [block.itl_counts for block in blocks]
             if any(sum(c) != len(v) for c, v in zip(counts, values, strict=True)):
                 counts = None  # no request structure recorded: one value per unit
+        units.append(len(pooled) if counts is None else sum(1 for c in counts for n in c if n > 0))
         point, reps = stats.two_level_percentile_replicates(
             values, QUANTILES, counts=counts, replicates=BOOTSTRAP_REPLICATES, rng=rng
         )
@@ -215,7 +223,15 @@ def _latency(
             raw(label, float(base_point[i]), float(cand_point[i]), math.nan, note) for i, label in enumerate(labels)
         ]
     spread = np.nanstd(cand_reps - base_reps, axis=0, ddof=1)
-    return [raw(label, float(base_point[i]), float(cand_point[i]), float(spread[i])) for i, label in enumerate(labels)]
+    out = []
+    for i, (q, label) in enumerate(zip(QUANTILES, labels, strict=True)):
+        needed = math.ceil(MIN_TAIL_UNITS / (min(q, 100 - q) / 100))
+        if min(units) < needed:
+            note = f"{label} needs {needed} requests a side ({MIN_TAIL_UNITS} beyond it), {min(units)} measured"
+            out.append(raw(label, float(base_point[i]), float(cand_point[i]), math.nan, note))
+        else:
+            out.append(raw(label, float(base_point[i]), float(cand_point[i]), float(spread[i])))
+    return out
 
 
 def _throughput(base: Sequence[RunSamples], cand: Sequence[RunSamples], level: int, margin: float, rng: Any) -> _Raw:

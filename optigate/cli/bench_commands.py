@@ -306,9 +306,9 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     compare_parser = bench_commands.add_parser(
         "compare",
         help="baseline vs candidate: better, worse, equivalent or inconclusive per metric",
-        description="Compare benchmark results. Each side is one result file of `optigate bench --json`, "
-        "or several separated by commas (runs of the same workload, ideally interleaved A B A B A B: "
-        "each run is a block, and run-to-run drift widens the intervals instead of deciding).",
+        description="Compare benchmark results. Each side is one result file of `optigate bench --json`,\n"
+        "or several separated by commas: runs of the same workload, ideally interleaved A B A B A B.\n"
+        "Each run is a block, and run-to-run drift widens the intervals instead of deciding.",
         epilog=COMPARE_EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -252,3 +252,15 @@ def test_two_level_replicates_see_drift_between_blocks():
     assert wide.std() > 5 * calm.std()
     mean, replicates = stats.two_level_mean_replicates([10.0, 12.0], [rng.normal(10, 1, 20), rng.normal(12, 1, 20)])
     assert mean == 11.0 and 10 < replicates.mean() < 12 and replicates.std() > 0
+
+
+def test_a_tail_percentile_needs_requests_beyond_it():
+    """p99 of 100 requests is about their maximum: its bootstrap redraws the same top values and
+    understates the spread, so it is not judged; with 600 requests (6 beyond p99) it is."""
+    rng = stats.generator(11)
+    few = compare_runs(block(1, list(rng.lognormal(5, 0.1, 100))), block(1, list(rng.lognormal(5.5, 0.1, 100))))
+    p99 = next(d for d in few if d.metric == "ttft_ms" and d.statistic == "p99")
+    p50 = next(d for d in few if d.metric == "ttft_ms" and d.statistic == "p50")
+    assert p99.verdict == "inconclusive" and "p99 needs 500 requests a side" in p99.note and p50.verdict == "worse"
+    many = compare_runs(block(1, list(rng.lognormal(5, 0.1, 600))), block(1, list(rng.lognormal(5.5, 0.1, 600))))
+    assert next(d for d in many if d.metric == "ttft_ms" and d.statistic == "p99").verdict == "worse"
