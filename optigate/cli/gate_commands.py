@@ -37,6 +37,17 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
             )
             where = f" @c{check['concurrency']}" if check.get("concurrency") else ""
             console.print(f"  {mark} {check['name']}{where}: {check.get('detail', '')}", highlight=False)
+        allowance = result.get("host_allowance_ms") or {}
+        if any(value > 0 for value in allowance.values()):
+            added = ", ".join(
+                f"{metric.removesuffix('_ms').upper()} +{value:.1f} ms" for metric, value in allowance.items()
+            )
+            console.print(
+                f"  host allowance: the twin measured above its emulated p99 ({added}); added to the budgets "
+                "for this rehearsal only (the host runs client, emulators and moto)",
+                highlight=False,
+                soft_wrap=True,
+            )
         packages = ", ".join(p["ModelApprovalStatus"] for p in result["packages"]) or "none"
         left = sum(len(v) for v in result["left"].values())
         if execution["status"] == "SUCCEEDED":

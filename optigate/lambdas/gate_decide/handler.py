@@ -41,7 +41,7 @@ def _flatten(value) -> list[str]:
     return [key for item in value for key in _flatten(item)]
 
 
-def _benchmark(s3, bucket: str, event: dict, side: str) -> dict:
+def read_benchmark(s3, bucket: str, event: dict, side: str) -> dict:
     """One side's results: `<side>_key`, or `<side>_keys` (one merged result per concurrency level)."""
     keys = _flatten(event.get(f"{side}_keys") or [event[f"{side}_key"]])
     runs = [run for key in keys for run in _read_json(s3, bucket, key)["runs"]]
@@ -144,7 +144,7 @@ def handler(event: dict, _context=None) -> dict:
     s3 = boto3.client("s3")
     bucket = event["bucket"]
     evaluation_key = event.get("evaluation_key")
-    baseline, candidate = _benchmark(s3, bucket, event, "baseline"), _benchmark(s3, bucket, event, "candidate")
+    baseline, candidate = read_benchmark(s3, bucket, event, "baseline"), read_benchmark(s3, bucket, event, "candidate")
     inputs = GateInputs(
         team=event["team"],
         environment=event["environment"],
