@@ -268,6 +268,13 @@ class BenchmarkGate(Strict):
     p99_itl_ms_budget: float | None = Field(None, gt=0)
     min_throughput_gain_pct: float = Field(10.0, ge=0)
     max_error_rate: float = Field(0.01, ge=0, le=1)
+    blocks: int = Field(
+        3,
+        ge=1,
+        le=10,
+        description="Interleaved blocks per level: the baseline twin then the candidate, this many times "
+        "(A B A B ...); the intervals resample blocks, so drift between runs widens them instead of deciding.",
+    )
     min_tokens_per_chunk_gain_pct: float = Field(
         20.0, ge=0, description="With speculative decoding: minimum gain in tokens per streamed chunk."
     )

@@ -218,11 +218,12 @@ class TeamInferenceStack(Stack):
             baseline_model_name=self.model.model_name,
             # Each level runs on every worker: the measured concurrency is shards x streams per worker.
             thresholds={
-                **benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens"}),
+                **benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens", "blocks"}),
                 "concurrency": [shards * c for c in per_shard],
             },
             optimization_configs=optimization,
             levels=per_shard,
+            blocks=benchmark.blocks,
             prompt_tokens=benchmark.prompt_tokens,
             max_new_tokens=benchmark.max_new_tokens,
             price_per_hour_usd=candidate.price_per_hour_usd,

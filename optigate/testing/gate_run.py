@@ -60,8 +60,9 @@ def compress(
 ) -> dict[str, Any]:
     """Rehearsal time, in place: every Wait takes zero seconds, except the one before CloudWatch metrics are
     read (the mirror window), which takes MIRROR_SECONDS. Optionally a smaller benchmark: `rounds` requests
-    per stream and `max_new_tokens` per answer in the fleet executions the gate starts, and with
-    `top_level_only` only the highest concurrency level (benchmarked and decided on)."""
+    per stream in each block and `max_new_tokens` per answer in the fleet executions the gate starts, and
+    with `top_level_only` only the highest concurrency level (every block of it, benchmarked and decided
+    on)."""
     metric_reads = {call.state for call in sdk_calls(definition) if call.operation == "GetMetricData"}
     for _, state in iter_states(definition):
         if state["Type"] == "Wait":
@@ -86,7 +87,10 @@ def compress(
                     and levels.get("ResultPath") == state.get("ItemsPath")
                     and isinstance(levels.get("Result"), list)
                 ):
-                    items = levels["Result"][-1:] if top_level_only else levels["Result"]
+                    # One item per (level, block), levels ascending: the top level's are the last ones.
+                    items = levels["Result"]
+                    if top_level_only and items:
+                        items = [item for item in items if item["per_shard"] == items[-1]["per_shard"]]
                     levels["Result"] = [
                         {**item, "requests": rounds * item["per_shard"] if rounds else item["requests"]}
                         for item in items

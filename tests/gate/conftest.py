@@ -59,9 +59,11 @@ def _spec(optimize: bool, shadow=None, baseline_model: str = "chat-dev-model"):
         optimization_configs=[{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}]
         if optimize
         else None,
-        # Long enough for a throughput interval: the decision needs >= 5 one-second buckets.
+        # Three interleaved blocks (A B A B A B), together long enough for a throughput interval: the
+        # decision needs >= 5 one-second buckets a side, its blocks pooled.
         levels=(2,),
-        requests_per_slot=60,
+        blocks=3,
+        requests_per_slot=28,
         prompt_tokens=16,
         max_new_tokens=16,
         price_per_hour_usd=0.98,

@@ -115,6 +115,16 @@ def test_happy_path_approves_records_and_cleans_up(templates, emulators, run_gat
     assert sides == {(True, "twin", "InService"), (False, "cand", "InService")}
     live_models = result["live_models"]["chat-dev"]
     assert live_models and all(b["models"] == live_models for b in result["benchmarked"] if b["baseline"])
+    # Interleaved blocks: each block runs the twin, then the candidate (A B A B A B); each run is one
+    # fleet execution whose shards invoke the worker one after the other run.
+    runs = list(dict.fromkeys((b["run_id"], b["baseline"]) for b in result["benchmarked"]))
+    assert [baseline for _, baseline in runs] == [True, False] * 3
+    assert [run_id.rsplit("-", 3)[1:] for run_id, _ in runs] == [
+        [side, "c2", f"b{block}"] for block in range(3) for side in ("baseline", "candidate")
+    ]
+    # The decision judged three blocks a side (the handler tagged each run with its block).
+    throughput = next(c for c in result["report"]["checks"] if c["name"] == "throughput_gain")
+    assert throughput["outcome"] == "pass" and "3 and 3 blocks" in throughput["detail"], throughput
     assert "CreateOptimizationJob" in result["states"] and "CandidateApproved" in result["states"]
     assert result["messages"] and "APPROVED" in result["messages"][-1]["Message"]
     # The proof carries the candidate's fingerprint: the next run of an unchanged candidate is a no-op.

@@ -225,7 +225,8 @@ def test_the_gate_benchmarks_every_configured_concurrency_level_in_turn(example_
     )
     definition = render(template, gate_id, {"*": lambda logical, attribute: logical})
     levels = definition["States"]["BenchmarkLevels"]["Result"]
-    assert [level["per_shard"] for level in levels] == [1, 8, 32]  # chat's gate.benchmark.concurrency
+    # chat's gate.benchmark.concurrency, each level in 3 interleaved blocks (gate.benchmark.blocks' default)
+    assert [(item["per_shard"], item["block"]) for item in levels] == [(c, b) for c in (1, 8, 32) for b in range(3)]
     each = definition["States"]["BenchmarkEachLevel"]
     assert each["MaxConcurrency"] == 1  # one level at a time
     assert list(each["ItemProcessor"]["States"]) == ["BenchmarkBaseline", "BenchmarkCandidate"]

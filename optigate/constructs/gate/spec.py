@@ -61,6 +61,9 @@ class GateSpec:
     # worker sends `requests_per_slot` requests per stream (at least 32) at each level.
     levels: tuple[int, ...] = (16,)
     requests_per_slot: int = 4
+    # Interleaved blocks per level: the twin then the candidate, `blocks` times (A B A B ...), each
+    # block sending the level's requests.
+    blocks: int = 1
     prompt_tokens: int = 1024
     max_new_tokens: int = 256
     # Instances of the candidate's and the baseline twin's endpoints (the same type and count on both
@@ -105,7 +108,8 @@ class GateSpec:
             "optimization": self.optimization_configs,
             "thresholds": self.thresholds,
             "benchmark": [list(self.levels), self.requests_per_slot, self.prompt_tokens, self.max_new_tokens]
-            + ([self.instance_count] if self.instance_count != 1 else []),
+            + ([self.instance_count] if self.instance_count != 1 else [])
+            + ([{"blocks": self.blocks}] if self.blocks != 1 else []),
             "shadow": [self.shadow.sampling_percentage, self.shadow.window_minutes] if self.shadow else None,
         }
         return hashlib.sha256(json.dumps(proof, sort_keys=True, default=str).encode()).hexdigest()[:32]

@@ -265,8 +265,11 @@ def endpoint_ready(
 
 
 def benchmark_levels(gate: OptimizationGate, fleet: BenchmarkFleet, cleanup: CleanupPath) -> sfn.Chain:
-    """Each configured level in turn, the baseline's twin then the candidate: the two never share the
-    machine, and the live endpoint receives no benchmark load."""
+    """Each configured level in turn, in interleaved blocks: the baseline's twin then the candidate,
+    `spec.blocks` times (A B A B ...), so drift over the benchmark reaches both sides alike. The two
+    never share the machine, and the live endpoint receives no benchmark load. Each (level, block)
+    is one Map item, in order; its runs are `<run>-baseline-c<level>-b<block>` and
+    `<run>-candidate-c<level>-b<block>`."""
     spec = gate.spec
 
     def run(name: str, endpoint: dict[str, str], run: str, result: str) -> sfn.CustomState:
@@ -278,7 +281,7 @@ def benchmark_levels(gate: OptimizationGate, fleet: BenchmarkFleet, cleanup: Cle
                 "StateMachineArn": fleet.state_machine.state_machine_arn,
                 "Input": {
                     **endpoint,
-                    "run_id.$": f"States.Format('{{}}-{run}-c{{}}', $.run_id, $.per_shard)",
+                    "run_id.$": f"States.Format('{{}}-{run}-c{{}}-b{{}}', $.run_id, $.per_shard, $.block)",
                     "concurrency_per_shard.$": "$.per_shard",
                     "requests_per_shard.$": "$.requests",
                     "prompt_tokens": spec.prompt_tokens,
@@ -289,7 +292,11 @@ def benchmark_levels(gate: OptimizationGate, fleet: BenchmarkFleet, cleanup: Cle
             result_selector={"key.$": "$.Output.key"},
         )
 
-    items = [{"per_shard": c, "requests": max(32, spec.requests_per_slot * c)} for c in spec.levels]
+    items = [
+        {"per_shard": c, "block": block, "requests": max(32, spec.requests_per_slot * c)}
+        for c in spec.levels
+        for block in range(spec.blocks)
+    ]
     levels = sfn.Pass(gate, "BenchmarkLevels", result=sfn.Result.from_array(items), result_path="$.levels")
     per_level = sfn.Map(
         gate,
@@ -299,6 +306,7 @@ def benchmark_levels(gate: OptimizationGate, fleet: BenchmarkFleet, cleanup: Cle
         item_selector={
             "per_shard.$": "$$.Map.Item.Value.per_shard",
             "requests.$": "$$.Map.Item.Value.requests",
+            "block.$": "$$.Map.Item.Value.block",
             "run_id.$": "$.run.id",
             "twin.$": run_name(gate.spec, "twin"),
             "candidate.$": run_name(gate.spec, "cand"),

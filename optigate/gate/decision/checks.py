@@ -7,19 +7,24 @@ below. A check has one of three outcomes, as a canary judge's: ``pass``, ``fail`
 of its threshold, fails when it lies wholly on the wrong side, and is inconclusive when it straddles
 the threshold (the data cannot tell). Missing evidence still fails closed.
 
+Each side is measured in one or more interleaved **blocks** per level (the baseline twin, then the
+candidate, A B A B ...). Intervals resample blocks, then requests (or one-second buckets) inside
+them (:func:`optigate.stats.two_level_percentile_replicates`, ``two_level_mean_replicates``), so
+drift from run to run widens an interval instead of deciding; every interval contains its estimate.
+
 - ``p99_ttft`` (ms, when ``p99_ttft_ms_budget`` is set): passes only when the *upper* end of a
-  95 % percentile-bootstrap interval of the candidate's p99 TTFT (requests resampled) is within
-  the budget, fails when the *lower* end is over it, and is inconclusive in between: a p99 just
-  under the budget on too few or too noisy samples never passes.
-- ``p99_itl`` (ms, when ``p99_itl_ms_budget`` is set): the same for per-token ITL, with a cluster
-  bootstrap over requests (a request's gaps are correlated; resampling them one by one would make
-  the interval too narrow).
-- ``throughput_gain`` (%): candidate vs baseline output tokens/s (the ``output_tokens_per_s``
-  delta of :func:`optigate.bench.compare.compare_runs`, its interval from one-second buckets);
-  passes when the *lower* end of the relative gain's interval reaches ``min_throughput_gain_pct``,
-  fails when the *upper* end is below it, and is inconclusive in between. Fewer than
-  :data:`MIN_THROUGHPUT_BUCKETS` one-second buckets in either measurement window give no usable
-  interval and fail.
+  95 % two-level percentile-bootstrap interval of the candidate's pooled p99 TTFT is within the
+  budget, fails when the *lower* end is over it, and is inconclusive in between: a p99 just under
+  the budget on too few or too noisy samples never passes.
+- ``p99_itl`` (ms, when ``p99_itl_ms_budget`` is set): the same for per-token ITL, resampling whole
+  requests inside the blocks (a request's gaps are correlated; resampling them one by one would
+  make the interval too narrow).
+- ``throughput_gain`` (%): candidate vs baseline output tokens/s, each side the mean of its blocks'
+  throughput; the interval (normal, on the SE of two-level replicates: blocks, then one-second
+  buckets) of the relative gain; passes when its *lower* end reaches ``min_throughput_gain_pct``,
+  fails when its *upper* end is below it, and is inconclusive in between. Fewer than
+  :data:`MIN_THROUGHPUT_BUCKETS` one-second buckets on a side (its blocks pooled), or a block
+  without a whole bucket, give no usable interval and fail.
 - ``error_rate`` (fraction): candidate failed requests / measured requests ≤ ``max_error_rate``.
 - ``tokens_per_chunk_gain`` (%, only when the change enables speculative decoding): the gain of
   the candidate's mean tokens per streamed chunk over the baseline's (a client-side proxy for the
@@ -46,22 +51,23 @@ every latency check at that level (``p99_ttft``, ``p99_itl``, ``throughput_gain`
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
 from optigate import stats
-from optigate.bench.compare import Delta, throughput_buckets
-from optigate.bench.metrics import RunSamples
+from optigate.bench.compare import throughput_buckets
+from optigate.bench.metrics import RunSamples, merge
 from optigate.config.models import BenchmarkGate
 from optigate.gate.decision.wording import error_text, ms, pct
 
 CONFIDENCE = stats.CONFIDENCE
 #: Replicates per interval; each caller keeps its own count until the verdicts issue calibrates them.
 REPLICATES = 1000
-#: One-second throughput buckets each measurement window needs for a throughput interval.
+#: One-second throughput buckets a side needs (its blocks' measurement windows pooled) for a throughput interval.
 MIN_THROUGHPUT_BUCKETS = 5
 #: The order checks are listed in (within a concurrency level); also part of each check's seed.
 CHECK_ORDER = (
@@ -144,7 +150,7 @@ def sort_key(check: Check) -> tuple[bool, int, int]:
 
 
 def coverage_checks(
-    levels: list[int], base_runs: Mapping[int, RunSamples], cand_runs: Mapping[int, RunSamples]
+    levels: list[int], base_runs: Mapping[int, Sequence[RunSamples]], cand_runs: Mapping[int, Sequence[RunSamples]]
 ) -> list[Check]:
     """A failing check per gate level that either benchmark did not measure, and one when none is common."""
     checks = []
@@ -162,20 +168,28 @@ def coverage_checks(
 # --------------------------------------------------------------------------- per level
 
 
+def pool(blocks: Sequence[RunSamples]) -> RunSamples:
+    """A side's blocks at one level as one run for its samples and counts (requests, errors, latency
+    samples, tokens per chunk). Not for throughput or windows: the blocks ran one after the other."""
+    pooled = merge(list(blocks))
+    pooled.concurrency = blocks[0].concurrency
+    return pooled
+
+
 def level_checks(
     level: int,
-    base: RunSamples,
-    cand: RunSamples,
-    deltas: list[Delta],
+    base_blocks: Sequence[RunSamples],
+    cand_blocks: Sequence[RunSamples],
     thresholds: BenchmarkGate,
     method: str | None,
     seed: int,
 ) -> list[Check]:
-    """The checks at one level both benchmarks measured, in CHECK_ORDER.
+    """The checks at one level both benchmarks measured (each side in one or more blocks), in CHECK_ORDER.
 
     Fail closed: when either benchmark had no successful request here, every latency check
     fails with ``measured`` None and says which.
     """
+    base, cand = pool(base_blocks), pool(cand_blocks)
     empty = no_success(base, cand)
 
     def closed(name: str, threshold: float) -> Check:
@@ -184,13 +198,15 @@ def level_checks(
     checks: list[Check] = []
     ttft_budget, itl_budget = thresholds.p99_ttft_ms_budget, thresholds.p99_itl_ms_budget
     if ttft_budget is not None:
-        ttft = "p99_ttft", "TTFT", cand.ttft_ms, None, ttft_budget, level, seed
+        ttft = "p99_ttft", "TTFT", [b.ttft_ms for b in cand_blocks], None, ttft_budget, level, seed
         checks.append(closed("p99_ttft", ttft_budget) if empty else latency_check(*ttft))
     if itl_budget is not None:
-        itl = "p99_itl", "ITL", cand.itl_ms, cand.itl_counts, itl_budget, level, seed
+        itl_blocks, itl_counts = [b.itl_ms for b in cand_blocks], [b.itl_counts for b in cand_blocks]
+        itl = "p99_itl", "ITL", itl_blocks, itl_counts, itl_budget, level, seed
         checks.append(closed("p99_itl", itl_budget) if empty else latency_check(*itl))
     minimum = thresholds.min_throughput_gain_pct
-    checks.append(closed("throughput_gain", minimum) if empty else throughput_check(level, base, cand, deltas, minimum))
+    gain = level, base_blocks, cand_blocks, minimum, seed
+    checks.append(closed("throughput_gain", minimum) if empty else throughput_check(*gain))
     checks.append(error_check(level, cand, thresholds.max_error_rate))
     if method is not None:
         minimum = thresholds.min_tokens_per_chunk_gain_pct
@@ -216,50 +232,84 @@ def check_seed(seed: int, level: int, check: str) -> list[int]:
 
 
 def latency_check(
-    name: str, label: str, samples: list[float], counts: list[int] | None, budget: float, level: int, seed: int
+    name: str,
+    label: str,
+    blocks: Sequence[list[float]],
+    counts: Sequence[list[int]] | None,
+    budget: float,
+    level: int,
+    seed: int,
 ) -> Check:
-    """p99 within the budget: passes when the upper end of its interval is, fails when the lower end is
-    over it, else inconclusive (requests clustered when counts add up)."""
+    """p99 of the pooled blocks within the budget: passes when the upper end of its interval is, fails
+    when the lower end is over it, else inconclusive. The interval resamples blocks, then units inside
+    them: requests when every block's counts add up to its samples, else one sample each."""
+    samples = sum(len(block) for block in blocks)
     if not samples:
         return Check(name, None, budget, False, f"no {label} samples from the candidate", concurrency=level)
-    clustered = counts is not None and len(counts) > 0 and sum(counts) == len(samples)  # else one sample per request
-    point, low, high = stats.bootstrap_percentile(
-        samples,
-        99,
-        counts=counts if clustered else None,
-        replicates=REPLICATES,
-        confidence=CONFIDENCE,
-        rng=check_seed(seed, level, name),
+    clustered = counts is not None and all(
+        len(c) > 0 and sum(c) == len(block) for c, block in zip(counts, blocks, strict=True)
     )
+    point, replicates = stats.two_level_percentile_replicates(
+        blocks, [99], counts=counts if clustered else None, replicates=REPLICATES, rng=check_seed(seed, level, name)
+    )
+    p99 = float(point[0])
+    low, high = stats.percentile_interval(replicates[:, 0], CONFIDENCE)
+    low, high = min(low, p99), max(high, p99)  # an interval always contains its estimate
     passed, failed = high <= budget, low > budget
+    blocks_text = f", {len(blocks)} blocks" if len(blocks) > 1 else ""
     detail = (
-        f"candidate p99 {label} {ms(point)} (95 % CI {ms(low)} to {ms(high)}, {len(samples)} samples) "
+        f"candidate p99 {label} {ms(p99)} (95 % CI {ms(low)} to {ms(high)}, {samples} samples{blocks_text}) "
         f"vs budget {ms(budget)}"
     )
     if failed:
         detail += ": over the budget, the whole interval"
     elif not passed:
         detail += ": the interval straddles the budget (cannot tell)"
-    return Check(name, point, budget, passed, detail, low, high, level, inconclusive=not passed and not failed)
+    return Check(name, p99, budget, passed, detail, low, high, level, inconclusive=not passed and not failed)
 
 
-def throughput_check(level: int, base: RunSamples, cand: RunSamples, deltas: list[Delta], minimum_pct: float) -> Check:
+def mean_throughput(blocks: Sequence[RunSamples]) -> float:
+    """A side's output tokens/s at one level: the mean of its blocks' (each over its own window)."""
+    return float(np.mean([block.to_result(include_samples=False)["output_tokens_per_s"] for block in blocks]))
+
+
+def throughput_check(
+    level: int,
+    base_blocks: Sequence[RunSamples],
+    cand_blocks: Sequence[RunSamples],
+    minimum_pct: float,
+    seed: int,
+) -> Check:
     """Relative output-throughput gain: the lower end of its interval must reach the minimum."""
     name = "throughput_gain"
-    buckets = {label: len(throughput_buckets(run)) for label, run in (("baseline", base), ("candidate", cand))}
-    short = [f"{label} {count}" for label, count in buckets.items() if count < MIN_THROUGHPUT_BUCKETS]
+    sides = (("baseline", base_blocks), ("candidate", cand_blocks))
+    buckets = {label: [throughput_buckets(block) for block in blocks] for label, blocks in sides}
+    short = [
+        f"{label} {sum(len(b) for b in series)}" + (" (a block has none)" if any(not len(b) for b in series) else "")
+        for label, series in buckets.items()
+        if sum(len(b) for b in series) < MIN_THROUGHPUT_BUCKETS or any(not len(b) for b in series)
+    ]
     if short:
         detail = (
             f"measurement window too short for a throughput interval ({', '.join(short)} one-second buckets, "
-            f"at least {MIN_THROUGHPUT_BUCKETS} needed)"
+            f"at least {MIN_THROUGHPUT_BUCKETS} a side needed, one in every block)"
         )
         return Check(name, None, minimum_pct, False, detail, concurrency=level)
-    delta = next((d for d in deltas if d.metric == "output_tokens_per_s"), None)
-    if delta is None or not delta.baseline > 0:
+    figures = []
+    for index, (label, blocks) in enumerate(sides):
+        points = [block.to_result(include_samples=False)["output_tokens_per_s"] for block in blocks]
+        rng = [*check_seed(seed, level, name), index]
+        figures.append(stats.two_level_mean_replicates(points, buckets[label], replicates=REPLICATES, rng=rng))
+    (base_mean, base_reps), (cand_mean, cand_reps) = figures
+    if not base_mean > 0 or not (base_reps > 0).all():
         return Check(name, None, minimum_pct, False, "no baseline throughput to compare with", concurrency=level)
-    gain, low, high = (100 * value / delta.baseline for value in (delta.delta, delta.low, delta.high))
+    gain = 100 * (cand_mean / base_mean - 1)
+    half = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2) * float(np.std(100 * (cand_reps / base_reps - 1), ddof=1))
+    low, high = gain - half, gain + half
+    several = len(base_blocks) + len(cand_blocks) > 2
+    blocks_text = f", {len(base_blocks)} and {len(cand_blocks)} blocks" if several else ""
     detail = (
-        f"output throughput {delta.candidate:,.1f} vs {delta.baseline:,.1f} tokens/s: gain {pct(gain)} "
+        f"output throughput {cand_mean:,.1f} vs {base_mean:,.1f} tokens/s{blocks_text}: gain {pct(gain)} "
         f"(95 % CI {pct(low)} to {pct(high)}) vs minimum {pct(minimum_pct)}"
     )
     return _gain_check(name, gain, low, high, minimum_pct, detail, level)

@@ -13,7 +13,7 @@ SEED = 0
 #: Values of ``change.speculative_decoding`` that mean "off".
 _SPECULATION_OFF = frozenset({"", "none", "off", "false", "no", "disabled"})
 #: Keys of ``gate.benchmark`` that configure the benchmark, not the decision.
-BENCHMARK_ONLY_KEYS = frozenset({"prompt_tokens", "max_new_tokens"})
+BENCHMARK_ONLY_KEYS = frozenset({"prompt_tokens", "max_new_tokens", "blocks"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,19 +85,21 @@ def speculative_method(change: Mapping[str, Any]) -> str | None:
     return "enabled"
 
 
-def runs_by_level(result: Mapping[str, Any], label: str) -> dict[int, RunSamples]:
-    """One benchmark's runs by concurrency level; each run must carry its raw samples."""
-    runs: dict[int, RunSamples] = {}
+def blocks_by_level(result: Mapping[str, Any], label: str) -> dict[int, list[RunSamples]]:
+    """One benchmark's runs by concurrency level, each level's blocks in block order (a run without
+    ``block`` is block 0); each run must carry its raw samples."""
+    found: dict[int, dict[int, RunSamples]] = {}
     for run in result.get("runs") or []:
-        level = int(run["concurrency"])
-        if level in runs:
+        level, block = int(run["concurrency"]), int(run.get("block") or 0)
+        if block in found.get(level, {}):
             raise ValueError(
-                f"{label} benchmark: two runs at concurrency {level}; merge shards first (optigate.bench.metrics.merge)"
+                f"{label} benchmark: two runs at concurrency {level}, block {block}; "
+                "merge shards first (optigate.bench.metrics.merge)"
             )
         if "samples" not in run:
             raise ValueError(
                 f"{label} benchmark: the run at concurrency {level} has no raw samples "
                 "(they are needed for the intervals)"
             )
-        runs[level] = RunSamples.from_result(run)
-    return runs
+        found.setdefault(level, {})[block] = RunSamples.from_result(run)
+    return {level: [blocks[b] for b in sorted(blocks)] for level, blocks in found.items()}

@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from optigate.bench.compare import Delta, compare_runs
+from optigate.bench.compare import Delta, compare_blocks
 from optigate.bench.metrics import RunSamples
+from optigate.config.models import BenchmarkGate
 from optigate.gate.decision.checks import (
     FAIL,
     INCONCLUSIVE,
@@ -21,12 +22,14 @@ from optigate.gate.decision.checks import (
     coverage_checks,
     json_safe,
     level_checks,
+    mean_throughput,
     no_success,
+    pool,
     quality_check,
     shadow_checks,
     sort_key,
 )
-from optigate.gate.decision.inputs import BENCHMARK_ONLY_KEYS, GateInputs, runs_by_level, speculative_method
+from optigate.gate.decision.inputs import BENCHMARK_ONLY_KEYS, GateInputs, blocks_by_level, speculative_method
 from optigate.gate.decision.wording import label, reason
 
 APPROVED, REJECTED, UNDECIDED = "APPROVED", "REJECTED", "INCONCLUSIVE"
@@ -45,7 +48,7 @@ class GateVerdict:
     levels: tuple[dict[str, Any], ...] = ()  # per level: baseline and candidate figures
     change: dict[str, Any] = field(default_factory=dict)
     thresholds: dict[str, Any] = field(default_factory=dict)
-    deltas: tuple[dict[str, Any], ...] = ()  # compare_runs deltas (bootstrap intervals), for the report
+    deltas: tuple[dict[str, Any], ...] = ()  # compare_blocks deltas (block-aware intervals), for the report
     shadow: dict[str, Any] | None = None  # the mirrored-traffic figures, when a shadow ran
 
     @property
@@ -103,8 +106,8 @@ def decide(inputs: GateInputs) -> GateVerdict:
     thresholds = inputs.gate_thresholds()
     change = dict(inputs.change or {})
     method = speculative_method(change)
-    base_runs = runs_by_level(inputs.baseline_benchmark, "baseline")
-    cand_runs = runs_by_level(inputs.candidate_benchmark, "candidate")
+    base_runs = blocks_by_level(inputs.baseline_benchmark, "baseline")
+    cand_runs = blocks_by_level(inputs.candidate_benchmark, "candidate")
     common = sorted(set(base_runs) & set(cand_runs))
     price = None if inputs.price_per_hour_usd is None else float(inputs.price_per_hour_usd)
     count = int(inputs.instance_count)
@@ -114,14 +117,14 @@ def decide(inputs: GateInputs) -> GateVerdict:
     costs: list[dict[str, Any]] = []
     all_deltas: list[Delta] = []
     for level in common:
-        base, cand = base_runs[level], cand_runs[level]
+        base_blocks, cand_blocks = base_runs[level], cand_runs[level]
+        base, cand = pool(base_blocks), pool(cand_blocks)
         empty = no_success(base, cand)
-        deltas = compare_runs(base, cand, seed=inputs.seed) if not empty else []
-        all_deltas += deltas
-        at_level = level_checks(level, base, cand, deltas, thresholds, method, inputs.seed)
+        all_deltas += compare(base_blocks, cand_blocks, thresholds, inputs.seed) if not empty else []
+        at_level = level_checks(level, base_blocks, cand_blocks, thresholds, method, inputs.seed)
         checks += at_level
 
-        base_fig, cand_fig = _figures(base), _figures(cand)
+        base_fig, cand_fig = _figures(base_blocks), _figures(cand_blocks)
         gain = next((c.measured for c in at_level if c.name == "throughput_gain"), None)
         if gain is None and not empty and base_fig["output_tokens_per_s"] > 0:
             gain = 100 * (cand_fig["output_tokens_per_s"] / base_fig["output_tokens_per_s"] - 1)
@@ -161,6 +164,15 @@ def decide(inputs: GateInputs) -> GateVerdict:
     )
 
 
+def compare(
+    base_blocks: Sequence[RunSamples], cand_blocks: Sequence[RunSamples], thresholds: BenchmarkGate, seed: int
+) -> list[Delta]:
+    """Every metric's verdict at one level, the blocks of each side resampled (the report's deltas)."""
+    margins = {"default": thresholds.equivalence_margin_pct}
+    margins.update({str(metric): margin for metric, margin in thresholds.metric_margins_pct.items()})
+    return compare_blocks(base_blocks, cand_blocks, margin_pct=margins, seed=seed)
+
+
 def outcome_of(checks: Sequence[Check]) -> str:
     """Any fail REJECTED; else any inconclusive INCONCLUSIVE; else APPROVED (no checks: REJECTED)."""
     outcomes = {c.outcome for c in checks}
@@ -178,8 +190,13 @@ def cost_per_million(
     return price_per_hour_usd * instance_count / 3600.0 / output_tokens_per_s * 1e6
 
 
-def _figures(run: RunSamples) -> dict[str, Any]:
-    result = run.to_result(include_samples=False)
+def _figures(blocks: Sequence[RunSamples]) -> dict[str, Any]:
+    """A side's figures at one level, its blocks pooled: latency percentiles and counts over every
+    block's samples; throughput the mean of the blocks' (each over its window), the window their sum."""
+    result = pool(blocks).to_result(include_samples=False)
+    windows = [block.to_result(include_samples=False)["window_s"] for block in blocks]
+    result["output_tokens_per_s"] = mean_throughput(blocks)
+    result["window_s"] = sum(w for w in windows if w is not None) if any(w is not None for w in windows) else None
     return {
         "requests": result["requests"],
         "successful_requests": result["successful_requests"],

@@ -4,7 +4,7 @@ report next to them, publish metrics, return a small verdict (Step Functions pay
 Event:
   {"team", "environment", "change": {...}, "thresholds": {gate.benchmark}, "price_per_hour_usd",
    "instance_count", "prediction": {...} | null, "bucket", "baseline_key", "candidate_key" (or
-   "baseline_keys", "candidate_keys": one merged fleet result per concurrency level),
+   "baseline_keys", "candidate_keys": one merged fleet result per (level, block), in order),
    "evaluation_key": "..." | null, "report_prefix": "gates/<run_id>",
    "shadow": {"window_minutes", "sampling_percentage", "production_variant", "shadow_variant",
               "ids": [...], "values": [[...], ...]} (GetMetricData of the mirror window; optional)}
@@ -42,9 +42,18 @@ def _flatten(value) -> list[str]:
 
 
 def read_benchmark(s3, bucket: str, event: dict, side: str) -> dict:
-    """One side's results: `<side>_key`, or `<side>_keys` (one merged result per concurrency level)."""
+    """One side's results: `<side>_key`, or `<side>_keys` (one merged fleet result per (level, block),
+    in the benchmark Map's order). Each run is tagged with its `block`: the n-th run at a level is
+    block n (a run that carries a block keeps it)."""
     keys = _flatten(event.get(f"{side}_keys") or [event[f"{side}_key"]])
-    runs = [run for key in keys for run in _read_json(s3, bucket, key)["runs"]]
+    runs = []
+    seen: dict[int, int] = {}
+    for key in keys:
+        for run in _read_json(s3, bucket, key)["runs"]:
+            level = int(run["concurrency"])
+            block = seen.get(level, 0)
+            seen[level] = block + 1
+            runs.append({**run, "block": run.get("block", block)})
     return {"runs": runs}
 
 
