@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import random
 import tempfile
@@ -172,6 +173,11 @@ def emulators(candidate: dict[str, Any], speculative: bool) -> Iterator[tuple[st
         yield baseline_url, candidate_url
 
 
+def rehearsal_rounds(total: int, blocks: int) -> int:
+    """Requests per stream in each of `blocks` blocks, for about `total` per stream in all."""
+    return total if blocks <= 1 else math.ceil(total / blocks) + 1
+
+
 def rehearse(
     template: dict[str, Any],
     deployment: Any,
@@ -184,9 +190,11 @@ def rehearse(
     `behaviour`); returns what happened (GateRun.execute's result)."""
     team = deployment.team
     speculative = bool(team.gate.candidate.get("speculative_decoding"))
-    # Enough rounds for >= 5 one-second throughput buckets on the faster side.
-    # The rehearsal benchmarks the highest level only (the deployed gate runs every level).
-    rounds = 16 if candidate == "faster" else 12
+    # The rehearsal benchmarks the highest level only (the deployed gate runs every level), in the
+    # team's interleaved blocks: about the requests of one long run per side, shared by the blocks (each
+    # block gets one round more, as its first and last requests fall outside its measurement window),
+    # enough for >= 5 one-second throughput buckets on the faster side, its blocks pooled.
+    rounds = rehearsal_rounds(16 if candidate == "faster" else 12, team.gate.benchmark.blocks)
     compress_options = {"rounds": rounds, "max_new_tokens": 32, "top_level_only": True}
     behaviour = behaviour or (FASTER if candidate == "faster" else SLOWER)
     allowance: dict[str, float] = {}
