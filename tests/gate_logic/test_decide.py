@@ -469,3 +469,41 @@ def test_an_inconclusive_report_says_so(baseline):
     assert '<p class="banner inconclusive">INCONCLUSIVE chat/dev' in page
     assert "What it could not tell" in page and '<span class="unsure">INCONCLUSIVE</span>' in page
     assert "FAIL</span>" not in page
+
+
+# --------------------------------------------------------------------------- interleaved blocks
+
+
+def blocks(*runs: dict) -> dict:
+    """Runs of one side at one level as its blocks 0, 1, ... (as the decide handler tags them)."""
+    return bench(*({**run, "block": index} for index, run in enumerate(runs)))
+
+
+def test_blocks_are_pooled_for_figures_and_resampled_for_intervals():
+    base_runs = [synthetic_run(4, seed=seed) for seed in (1, 3, 5)]
+    steady = [synthetic_run(4, itl_ms=itl_for_gain(0.30), ttft_ms=120.0, seed=seed) for seed in (2, 4, 6)]
+    verdict = decide(inputs(blocks(*base_runs), blocks(*steady)))
+    assert verdict.outcome == "APPROVED", verdict.reasons
+    gain = check(verdict, "throughput_gain")
+    assert "3 and 3 blocks" in gain.detail and gain.ci_low <= gain.measured <= gain.ci_high
+    # The figure is the mean of the blocks' throughput; the latency figures pool every block's samples.
+    [level] = verdict.levels
+    mean = np.mean([run["output_tokens_per_s"] for run in base_runs])
+    assert level["baseline"]["output_tokens_per_s"] == pytest.approx(mean)
+    assert level["baseline"]["requests"] == sum(run["requests"] for run in base_runs)
+    assert {d["concurrency"] for d in verdict.deltas} == {4}
+    # A candidate block that drifted (a busy neighbour) widens the interval instead of deciding.
+    drifted = [*steady[:2], synthetic_run(4, itl_ms=itl_for_gain(-0.10), ttft_ms=120.0, seed=6)]
+    wide = check(decide(inputs(blocks(*base_runs), blocks(*drifted))), "throughput_gain")
+    assert wide.ci_high - wide.ci_low > 2 * (gain.ci_high - gain.ci_low)
+    # The p99 budget checks judge the blocks pooled (their intervals resample blocks, then requests).
+    assert "3 blocks" in check(verdict, "p99_itl").detail
+
+
+def test_a_block_measured_twice_is_refused_and_a_run_without_block_is_block_zero(baseline, faster):
+    run = faster["runs"][0]
+    with pytest.raises(ValueError, match="block 1; merge shards"):
+        decide(inputs(baseline, bench({**run, "block": 1}, {**run, "block": 1})))
+    with pytest.raises(ValueError, match="block 0; merge shards"):
+        decide(inputs(baseline, bench(run, {**run, "block": 0})))
+    assert decide(inputs(baseline, bench(run, {**run, "block": 1}))).checks
