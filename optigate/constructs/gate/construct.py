@@ -135,7 +135,6 @@ class OptimizationGate(Construct):
         start_candidate, candidate_ready = stages.candidate_source(self, cleanup)
 
         # ---- stage on a temporary endpoint
-        download, startup = spec.startup_timeouts
         create_model = cleanup.guarded(
             sdk_task(
                 self,
@@ -160,35 +159,8 @@ class OptimizationGate(Construct):
                 result_path=sfn.JsonPath.DISCARD,
             )
         )
-        create_config = cleanup.guarded(
-            sdk_task(
-                self,
-                "CreateCandidateConfig",
-                "sagemaker:createEndpointConfig",
-                {
-                    "EndpointConfigName.$": run_name(spec, "cand"),
-                    "ProductionVariants": [
-                        {
-                            "VariantName": "AllTraffic",
-                            "ModelName.$": run_name(spec, "cand"),
-                            "InstanceType": spec.instance_type,
-                            "InitialInstanceCount": spec.instance_count,
-                            "ModelDataDownloadTimeoutInSeconds": download,
-                            "ContainerStartupHealthCheckTimeoutInSeconds": startup,
-                        }
-                    ],
-                },
-                result_path=sfn.JsonPath.DISCARD,
-            )
-        )
-        create_endpoint = cleanup.guarded(
-            sdk_task(
-                self,
-                "CreateCandidateEndpoint",
-                "sagemaker:createEndpoint",
-                {"EndpointName.$": run_name(spec, "cand"), "EndpointConfigName.$": run_name(spec, "cand")},
-                result_path=sfn.JsonPath.DISCARD,
-            )
+        create_config, create_endpoint = stages.temporary_endpoint(
+            self, cleanup, "cand", "Candidate", {"ModelName.$": run_name(spec, "cand")}
         )
 
         # ---- the baseline's twin: the live model, the candidate's instance type and count, no users

@@ -183,23 +183,24 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
     return sfn.Chain.start(create_job).next(job_done.entry), from_job
 
 
-def baseline_twin(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.CustomState, sfn.CustomState]:
-    """The baseline's twin: an endpoint config and endpoint running the live endpoint's model
-    (CloudFormation's) on the candidate's instance type and count, which no production traffic
-    reaches. The benchmark and the evaluation load it instead of the live endpoint."""
+def temporary_endpoint(
+    gate: OptimizationGate, cleanup: CleanupPath, kind: naming.RunKind, label: str, model: dict[str, str]
+) -> tuple[sfn.CustomState, sfn.CustomState]:
+    """A run's endpoint config and endpoint named `<prefix>-<kind>-<run>`, serving `model` (a `ModelName`
+    or `ModelName.$` entry) on the candidate's instance type and count; both guarded by the cleanup."""
     spec = gate.spec
     download, startup = spec.startup_timeouts
     config = cleanup.guarded(
         sdk_task(
             gate,
-            "CreateTwinConfig",
+            f"Create{label}Config",
             "sagemaker:createEndpointConfig",
             {
-                "EndpointConfigName.$": run_name(spec, "twin"),
+                "EndpointConfigName.$": run_name(spec, kind),
                 "ProductionVariants": [
                     {
                         "VariantName": "AllTraffic",
-                        "ModelName": spec.baseline_model_name,
+                        **model,
                         "InstanceType": spec.instance_type,
                         "InitialInstanceCount": spec.instance_count,
                         "ModelDataDownloadTimeoutInSeconds": download,
@@ -213,13 +214,20 @@ def baseline_twin(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.Cus
     endpoint = cleanup.guarded(
         sdk_task(
             gate,
-            "CreateTwinEndpoint",
+            f"Create{label}Endpoint",
             "sagemaker:createEndpoint",
-            {"EndpointName.$": run_name(spec, "twin"), "EndpointConfigName.$": run_name(spec, "twin")},
+            {"EndpointName.$": run_name(spec, kind), "EndpointConfigName.$": run_name(spec, kind)},
             result_path=sfn.JsonPath.DISCARD,
         )
     )
     return config, endpoint
+
+
+def baseline_twin(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.CustomState, sfn.CustomState]:
+    """The baseline's twin: an endpoint config and endpoint running the live endpoint's model
+    (CloudFormation's) on the candidate's instance type and count, which no production traffic
+    reaches. The benchmark and the evaluation load it instead of the live endpoint."""
+    return temporary_endpoint(gate, cleanup, "twin", "Twin", {"ModelName": gate.spec.baseline_model_name})
 
 
 def endpoint_ready(
