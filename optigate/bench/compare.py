@@ -1,6 +1,9 @@
 """Baseline vs candidate: one verdict per metric that knows its noise (used by `bench compare`, the
 gate's decision and the reports).
 
+(Over 400 lines on purpose: the rules that turn intervals into words — margins, Holm, the minimums
+that fail closed — are read together, and splitting them would hide one rule from the others.)
+
 **Blocks.** Each side may be measured in several runs ("blocks", e.g. interleaved A B A B A B).
 A side's figure is its pooled percentile (latency) or the mean of its blocks' throughput. Its
 noise comes from a two-level bootstrap (:func:`optigate.stats.two_level_percentile_replicates`):
