@@ -10,6 +10,7 @@ from optigate.config.models import Serving, TeamConfig
 from optigate.config.rules import PathT, Problem, did_you_mean
 from optigate.plan import architecture, catalog
 from optigate.plan.architecture import ModelArchitecture
+from optigate.plan.team import architecture_for
 from optigate.serving import images
 
 FP8_MIN_COMPUTE_CAPABILITY = 8.9  # Ada (L4, L40S) and Hopper have FP8 tensor cores
@@ -156,8 +157,6 @@ def architecture_problems(team: TeamConfig) -> tuple[ModelArchitecture | None, l
         spec.num_key_value_heads and spec.num_attention_heads % spec.num_key_value_heads
     ):
         return None, []  # reported by the config rules
-    from optigate.plan.team import architecture_for
-
     return architecture_for(spec), []
 
 
