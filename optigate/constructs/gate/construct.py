@@ -144,17 +144,7 @@ class OptimizationGate(Construct):
                     "ModelName.$": run_name(spec, "cand"),
                     "ExecutionRoleArn": spec.model_role_arn,
                     "EnableNetworkIsolation": True,
-                    "PrimaryContainer": {
-                        "Image.$": "$.candidate.image",
-                        "Environment": spec.candidate_environment,
-                        "ModelDataSource": {
-                            "S3DataSource": {
-                                "S3Uri.$": "$.candidate.model_uri",
-                                "S3DataType": "S3Prefix",
-                                "CompressionType": "None",
-                            }
-                        },
-                    },
+                    "PrimaryContainer": spec.candidate_container(),
                 },
                 result_path=sfn.JsonPath.DISCARD,
             )

@@ -32,19 +32,7 @@ def record_verdict(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.Choice:
                     "ModelPackageDescription.$": "$.decision.summary",
                     "ModelApprovalStatus": status,
                     "InferenceSpecification": {
-                        "Containers": [
-                            {
-                                "Image.$": "$.candidate.image",
-                                "Environment": spec.candidate_environment,
-                                "ModelDataSource": {
-                                    "S3DataSource": {
-                                        "S3Uri.$": "$.candidate.model_uri",
-                                        "S3DataType": "S3Prefix",
-                                        "CompressionType": "None",
-                                    }
-                                },
-                            }
-                        ],
+                        "Containers": [spec.candidate_container()],
                         "SupportedRealtimeInferenceInstanceTypes": [spec.instance_type],
                         "SupportedContentTypes": ["application/json"],
                         "SupportedResponseMIMETypes": ["application/json", "application/jsonlines"],

@@ -91,6 +91,21 @@ class GateSpec:
         """The IAM pattern matching every run's `kind` of resource."""
         return naming.run_name_pattern(self.team, self.environment, kind)
 
+    def candidate_container(self) -> dict[str, Any]:
+        """The candidate's container (image and weights from `$.candidate`): the model the gate stages
+        and the model package it records are the same by construction."""
+        return {
+            "Image.$": "$.candidate.image",
+            "Environment": self.candidate_environment,
+            "ModelDataSource": {
+                "S3DataSource": {
+                    "S3Uri.$": "$.candidate.model_uri",
+                    "S3DataType": "S3Prefix",
+                    "CompressionType": "None",
+                }
+            },
+        }
+
     @property
     def fingerprint(self) -> str:
         """What makes a proof: the candidate (its source, image, environment, optimization), where
