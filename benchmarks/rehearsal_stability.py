@@ -56,6 +56,11 @@ def main() -> int:
                     f"host allowance: {allowance or 'none'}",
                     flush=True,
                 )
+                if outcome != expected[candidate]:
+                    for check in (result.get("report") or {}).get("checks", []):
+                        if check["outcome"] != "pass":
+                            where = f"{check['name']} c={check['concurrency']}"
+                            print(f"    {check['outcome']}: {where}: {check['detail']}")
     finally:
         stop.set()
         for burner in burners:

@@ -144,14 +144,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 COMPARE_EXIT_CODES = """exit codes:
   0  no metric is worse (and, with --decide, every decided metric is better or equivalent)
-  1  a metric is worse: its whole interval lies beyond the margin on the regressing side,
-     or the candidate failed every request at a level where the baseline did not
+  1  a metric is worse: its interval excludes no change and its estimate lies beyond the margin on
+     the regressing side, or the candidate failed every request at a level where the baseline did not
   2  usage or input error: unreadable files, or workloads that differ (see --allow-different-workloads)
   3  with --decide: no metric is worse, but a decided metric is inconclusive (the data cannot tell)
 
-Verdicts: better / worse (the interval clears the margin), equivalent (the interval lies inside it),
-inconclusive (anything else). Intervals resample runs (blocks), then requests inside them; Holm's
-method keeps the chance of any false better/worse across everything compared at 5 %."""
+Verdicts: better / worse (the interval excludes no change and the estimate is beyond the margin),
+equivalent (the interval lies inside the margin), inconclusive (anything else). Intervals resample
+runs (blocks), then requests inside them, and assume at least 2 % run-to-run drift; Holm's method
+keeps the chance of any false better/worse across everything compared at 5 %."""
 
 
 def _read_results(paths: str, side: str) -> list[tuple[str, dict]]:
@@ -256,7 +257,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
     undecided = [d for d in decided if d.verdict == "inconclusive"]
     code = 1 if worse else 3 if undecided else 0
     if worse:
-        console.print(f"[red]worse[/red]: {len(worse)} metric(s) regressed beyond the margin (exit 1)")
+        console.print(f"[red]worse[/red]: {len(worse)} metric(s) regressed by more than the margin (exit 1)")
     elif undecided:
         console.print(f"[yellow]inconclusive[/yellow]: {len(undecided)} decided metric(s) cannot be told (exit 3)")
     if args.json:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -72,7 +73,7 @@ def test_every_interval_contains_its_estimate(base, cand, seed):
 @given(samples, gaps, st.floats(min_value=-0.029, max_value=0.029), st.integers(0, 2**16))
 def test_a_change_inside_the_margin_is_never_better_or_worse(ttft, itl, change, seed):
     """Every latency scaled by (1 + change), |change| < 3 %: percentiles scale alike, so each estimate
-    lies inside the margin, and no interval that contains it can clear the margin."""
+    lies inside the margin, so none is better or worse, however narrow its interval."""
     itl = (itl * len(ttft))[: len(ttft)]
     scaled = [[g * (1 + change) for g in request] for request in itl]
     deltas = compare_blocks([block(1, ttft, itl)], [block(1, [t * (1 + change) for t in ttft], scaled)], seed=seed)
@@ -92,28 +93,36 @@ def test_no_estimate_inside_the_margin_is_labelled(base, cand, seed):
 
 def test_the_four_words():
     rng = stats.generator(3)
-    base = [block(1, list(rng.lognormal(np.log(150), 0.05, 200)))]
-    same = compare_runs(base[0], block(1, list(rng.lognormal(np.log(150), 0.05, 200))))
-    faster = compare_runs(base[0], block(1, list(rng.lognormal(np.log(120), 0.05, 200))))
-    slower = compare_runs(base[0], block(1, list(rng.lognormal(np.log(180), 0.05, 200))))
+
+    def side(median: float, runs: int = 3) -> list[RunSamples]:
+        return [block(1, list(rng.lognormal(np.log(median), 0.05, 200))) for _ in range(runs)]
+
+    # Equivalence within ±3 % must beat the assumed 2 % run-to-run drift at Holm's confidence: many runs.
+    base = side(150, 12)
+    same = compare_blocks(base, side(150, 12))
+    faster = compare_blocks(base, side(120))
+    slower = compare_blocks(base, side(180))
     few = compare_runs(block(1, [150.0] * 3), block(1, [120.0] * 3))
     p50 = {name: next(d for d in deltas if d.metric == "ttft_ms" and d.statistic == "p50") for name, deltas in
            (("same", same), ("faster", faster), ("slower", slower), ("few", few))}  # fmt: skip
     assert p50["same"].verdict == "equivalent"
-    assert p50["faster"].verdict == "better" and p50["faster"].high < -0.03 * p50["faster"].baseline
-    assert p50["slower"].verdict == "worse" and p50["slower"].low > 0.03 * p50["slower"].baseline
+    assert p50["faster"].verdict == "better" and p50["faster"].high < 0 and p50["faster"].relative < -0.03
+    assert p50["slower"].verdict == "worse" and p50["slower"].low > 0 and p50["slower"].relative > 0.03
     assert p50["few"].verdict == "inconclusive" and "fewer than" in p50["few"].note  # 3 requests decide nothing
+    # One run a side cannot show run-to-run drift, so its interval assumes it: never equivalent at ±3 %.
+    alone = next(d for d in compare_runs(base[0], side(150, 1)[0]) if d.metric == "ttft_ms" and d.statistic == "p50")
+    assert alone.verdict == "inconclusive" and alone.high - alone.low > 2 * 0.02 * alone.baseline
 
 
 def test_drift_between_blocks_widens_the_interval_instead_of_deciding():
-    """Three blocks a side whose levels drift by ±8 %: pooled as one block the sides look 8 % apart;
-    as blocks the interval takes the drift in and the verdict is not better."""
+    """Three blocks a side whose levels drift by up to ±10 % from run to run: pooled as one block the
+    sides look about 9 % apart; as blocks the interval takes the drift in and the verdict is not better."""
     rng = stats.generator(7)
 
     def side(factors):
         return [block(1, list(150 * f * rng.lognormal(0, 0.05, 60))) for f in factors]
 
-    base, cand = side([1.08, 1.0, 1.08]), side([0.92, 1.0, 0.92])
+    base, cand = side([1.10, 0.94, 1.10]), side([0.90, 1.06, 0.90])
     pooled = [RunSamples(1, ttft_ms=[v for b in s for v in b.ttft_ms]) for s in (base, cand)]
     for run in pooled:
         run.queue_ms = [0.0] * len(run.ttft_ms)
@@ -148,18 +157,29 @@ def test_holm_steps_down_and_the_verdict_is_read_off_the_interval():
     from optigate.bench.compare import _Raw
 
     raws = [
-        _Raw("ttft_ms", "p50", 1, 100.0, 80.0, 1.0, True, 3.0),  # 17 SEs beyond the margin
-        _Raw("ttft_ms", "p90", 1, 100.0, 94.55, 1.0, True, 3.0),  # 2.45 SEs: Bonferroni (2.50) would not
+        _Raw("ttft_ms", "p50", 1, 100.0, 80.0, 1.0, True, 3.0),  # 20 SEs from no change
+        _Raw("ttft_ms", "p90", 1, 100.0, 95.1, 2.0, True, 3.0),  # 2.45 SEs: Bonferroni (2.50) would not
         _Raw("ttft_ms", "p99", 1, 100.0, 100.5, 0.5, True, 3.0),  # well inside the margin
-        _Raw("e2e_ms", "p50", 1, 100.0, 96.0, 1.0, True, 3.0),  # 1 SE beyond: Holm stops here
+        _Raw("e2e_ms", "p50", 1, 100.0, 96.0, 2.0, True, 3.0),  # 2 SEs: Holm stops here
     ]
     first, second, third, fourth = judge(raws)
     assert first.verdict == "better" and first.confidence == pytest.approx(1 - 0.05 / 4)
     assert second.verdict == "better" and second.confidence == pytest.approx(1 - 0.05 / 3)
     assert fourth.verdict == "inconclusive" and fourth.confidence == pytest.approx(1 - 0.05 / 2)
-    assert fourth.low < -3 < fourth.high  # the interval shown touches the margin: read off it, not better
+    # The estimate is beyond the margin, but the interval shown still holds "no change": not better.
+    assert fourth.relative < -0.03 and fourth.low < 0 < fourth.high
     assert third.verdict == "equivalent" and third.confidence == pytest.approx(1 - 0.05 / 2)
     assert -3 < third.low < third.high < 3
+
+
+def test_a_clear_change_inside_the_margin_is_not_labelled():
+    """Significant (20 SEs from no change) but 2 % of the baseline: a real change too small to matter."""
+    from optigate.bench.compare import _Raw
+
+    [small] = judge([_Raw("ttft_ms", "p50", 1, 100.0, 98.0, 0.1, True, 3.0)])
+    assert small.high < 0 and small.verdict == "equivalent"
+    [straddling] = judge([_Raw("ttft_ms", "p50", 1, 100.0, 97.5, 0.4, True, 3.0)])
+    assert straddling.high < 0 and straddling.low < -3 and straddling.verdict == "inconclusive"
 
 
 def test_throughput_interval_needs_buckets_and_comes_from_blocks():
@@ -264,3 +284,38 @@ def test_a_tail_percentile_needs_requests_beyond_it():
     assert p99.verdict == "inconclusive" and "p99 needs 500 requests a side" in p99.note and p50.verdict == "worse"
     many = compare_runs(block(1, list(rng.lognormal(5, 0.1, 600))), block(1, list(rng.lognormal(5.5, 0.1, 600))))
     assert next(d for d in many if d.metric == "ttft_ms" and d.statistic == "p99").verdict == "worse"
+
+
+def test_blocks_that_happen_to_agree_still_carry_the_assumed_drift():
+    """Three identical blocks a side show no drift at all; the interval still assumes 2 % per block."""
+    from optigate.bench.compare import RUN_TO_RUN_DRIFT_PCT, assumed_drift_se
+
+    rng = stats.generator(11)
+    one = block(1, list(rng.lognormal(np.log(150), 0.01, 400)))
+    deltas = compare_blocks([one] * 3, [one] * 3)
+    judged = [d for d in deltas if math.isfinite(d.low)]
+    assert judged
+    for d in judged:
+        z = NormalDist().inv_cdf(0.5 + d.confidence / 2)
+        floor = assumed_drift_se(d.baseline, 3, 3)
+        assert floor == pytest.approx(RUN_TO_RUN_DRIFT_PCT / 100 * d.baseline * math.sqrt(2 / 3))
+        assert (d.high - d.low) / 2 >= z * floor * (1 - 1e-9), d
+
+
+def test_the_gate_reads_throughput_from_bench_compares_rule():
+    """One rule for the throughput difference: the gate's gain and interval are bench compare's delta
+    as a share of the baseline, at 95 %."""
+    from optigate.bench.compare import THROUGHPUT, assumed_drift_se, throughput_difference
+    from optigate.gate.decision.checks import throughput_check
+
+    base = [simulated_block(4, 32, Shape(), tokens=64, seed=[1, b]) for b in range(3)]
+    cand = [simulated_block(4, 32, Shape(itl_ms=12.0), tokens=64, seed=[2, b]) for b in range(3)]
+    delta = next(d for d in compare_blocks(base, cand) if d.metric == THROUGHPUT)
+    check = throughput_check(4, base, cand, 5.0, seed=0)
+    assert check.measured == pytest.approx(100 * delta.relative)
+    difference = throughput_difference(base, cand, rng=[0, 4, 3])
+    se = max(difference.se, assumed_drift_se(difference.baseline, 3, 3))
+    assert check.ci_high - check.ci_low == pytest.approx(2 * 1.959964 * 100 * se / difference.baseline, rel=1e-4)
+    short = [block(1, [150.0] * 12, [[10.0] * 3] * 12)]  # about 2 s: too few one-second buckets for both
+    assert not throughput_check(1, short, short, 5.0, seed=0).passed
+    assert "buckets" in next(d for d in compare_blocks(short, short) if d.metric == THROUGHPUT).note

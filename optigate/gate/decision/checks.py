@@ -21,10 +21,11 @@ drift from run to run widens an interval instead of deciding; every interval con
   make the interval too narrow).
 - ``throughput_gain`` (%): candidate vs baseline output tokens/s, each side the mean of its blocks'
   throughput; the interval (normal, on the SE of two-level replicates: blocks, then one-second
-  buckets) of the relative gain; passes when its *lower* end reaches ``min_throughput_gain_pct``,
-  fails when its *upper* end is below it, and is inconclusive in between. Fewer than
-  :data:`MIN_THROUGHPUT_BUCKETS` one-second buckets on a side (its blocks pooled), or a block
-  without a whole bucket, give no usable interval and fail.
+  buckets, never below the SE of `bench compare`'s assumed run-to-run drift) of the relative gain,
+  computed by :func:`optigate.bench.compare.throughput_difference`; passes when its *lower* end
+  reaches ``min_throughput_gain_pct``, fails when its *upper* end is below it, and is inconclusive
+  in between. Fewer than ``MIN_THROUGHPUT_BUCKETS`` one-second buckets on a side (its blocks
+  pooled), or a block without a whole bucket, give no usable interval and fail.
 - ``error_rate`` (fraction): candidate failed requests / measured requests ≤ ``max_error_rate``.
 - ``tokens_per_chunk_gain`` (%, only when the change enables speculative decoding): the gain of
   the candidate's mean tokens per streamed chunk over the baseline's (a client-side proxy for the
@@ -59,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from optigate import stats
-from optigate.bench.compare import throughput_buckets
+from optigate.bench.compare import MIN_THROUGHPUT_BUCKETS, assumed_drift_se, throughput_difference
 from optigate.bench.metrics import RunSamples, merge
 from optigate.config.models import BenchmarkGate
 from optigate.gate.decision.wording import error_text, ms, pct
@@ -67,8 +68,6 @@ from optigate.gate.decision.wording import error_text, ms, pct
 CONFIDENCE = stats.CONFIDENCE
 #: Replicates per interval; each caller keeps its own count until the verdicts issue calibrates them.
 REPLICATES = 1000
-#: One-second throughput buckets a side needs (its blocks' measurement windows pooled) for a throughput interval.
-MIN_THROUGHPUT_BUCKETS = 5
 #: The order checks are listed in (within a concurrency level); also part of each check's seed.
 CHECK_ORDER = (
     "coverage",
@@ -280,31 +279,24 @@ def throughput_check(
     minimum_pct: float,
     seed: int,
 ) -> Check:
-    """Relative output-throughput gain: the lower end of its interval must reach the minimum."""
+    """Relative output-throughput gain: the lower end of its interval must reach the minimum.
+
+    The difference and its SE come from `bench compare`'s own rule (``throughput_difference``, with
+    the assumed run-to-run drift as its floor), as a share of the baseline's throughput."""
     name = "throughput_gain"
-    sides = (("baseline", base_blocks), ("candidate", cand_blocks))
-    buckets = {label: [throughput_buckets(block) for block in blocks] for label, blocks in sides}
-    short = [
-        f"{label} {sum(len(b) for b in series)}" + (" (a block has none)" if any(not len(b) for b in series) else "")
-        for label, series in buckets.items()
-        if sum(len(b) for b in series) < MIN_THROUGHPUT_BUCKETS or any(not len(b) for b in series)
-    ]
-    if short:
+    difference = throughput_difference(base_blocks, cand_blocks, rng=check_seed(seed, level, name))
+    if difference.short:
         detail = (
-            f"measurement window too short for a throughput interval ({', '.join(short)} one-second buckets, "
+            f"measurement window too short for a throughput interval ({difference.short} one-second buckets, "
             f"at least {MIN_THROUGHPUT_BUCKETS} a side needed, one in every block)"
         )
         return Check(name, None, minimum_pct, False, detail, concurrency=level)
-    figures = []
-    for index, (label, blocks) in enumerate(sides):
-        points = [block.to_result(include_samples=False)["output_tokens_per_s"] for block in blocks]
-        rng = [*check_seed(seed, level, name), index]
-        figures.append(stats.two_level_mean_replicates(points, buckets[label], replicates=REPLICATES, rng=rng))
-    (base_mean, base_reps), (cand_mean, cand_reps) = figures
-    if not base_mean > 0 or not (base_reps > 0).all():
+    base_mean, cand_mean = difference.baseline, difference.candidate
+    if not base_mean > 0:
         return Check(name, None, minimum_pct, False, "no baseline throughput to compare with", concurrency=level)
+    se = max(difference.se, assumed_drift_se(base_mean, len(base_blocks), len(cand_blocks)))
     gain = 100 * (cand_mean / base_mean - 1)
-    half = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2) * float(np.std(100 * (cand_reps / base_reps - 1), ddof=1))
+    half = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2) * 100 * se / base_mean
     low, high = gain - half, gain + half
     several = len(base_blocks) + len(cand_blocks) > 2
     blocks_text = f", {len(base_blocks)} and {len(cand_blocks)} blocks" if several else ""
