@@ -166,7 +166,11 @@ def test_duration_stops_issuing_after_the_window():
         return result, time.monotonic() - started
 
     result, elapsed = _run(_with_emulator({"default": FAST}, body))
-    assert 1.0 <= elapsed < 3.0 and not result.interrupted
+    assert elapsed >= 1.0 and not result.interrupted
+    # Nothing is issued after the window (sends are stamped after an await: a busy host may add a little).
+    measured = [r.sent_at for r in result.records if not r.warmup]
+    assert measured and max(measured) - min(measured) <= 1.0 + 0.5
+    assert elapsed < 30  # it stops: generous, as a shared CI machine may stall it
 
 
 def test_open_loop_arrivals_follow_the_rate():
