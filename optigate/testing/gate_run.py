@@ -57,12 +57,13 @@ def compress(
     rounds: int | None = None,
     max_new_tokens: int | None = None,
     top_level_only: bool = False,
+    max_concurrency: int | None = None,
 ) -> dict[str, Any]:
     """Rehearsal time, in place: every Wait takes zero seconds, except the one before CloudWatch metrics are
     read (the mirror window), which takes MIRROR_SECONDS. Optionally a smaller benchmark: `rounds` requests
     per stream in each block and `max_new_tokens` per answer in the fleet executions the gate starts, and
     with `top_level_only` only the highest concurrency level (every block of it, benchmarked and decided
-    on)."""
+    on), or the highest not above `max_concurrency` (the lowest when every level is above it)."""
     metric_reads = {call.state for call in sdk_calls(definition) if call.operation == "GetMetricData"}
     for _, state in iter_states(definition):
         if state["Type"] == "Wait":
@@ -74,7 +75,7 @@ def compress(
         payload = state.get("Parameters", {}).get("Payload") if _is_lambda_invoke(state) else None
         thresholds = payload.get("thresholds") if isinstance(payload, dict) else None
         if top_level_only and isinstance(thresholds, dict) and thresholds.get("concurrency"):
-            thresholds["concurrency"] = thresholds["concurrency"][-1:]
+            thresholds["concurrency"] = [rehearsal_level(thresholds["concurrency"], max_concurrency)]
     for states in _state_sets(definition):
         for state in states.values():
             processor = state.get("ItemProcessor") or state.get("Iterator")
@@ -90,12 +91,19 @@ def compress(
                     # One item per (level, block), levels ascending: the top level's are the last ones.
                     items = levels["Result"]
                     if top_level_only and items:
-                        items = [item for item in items if item["per_shard"] == items[-1]["per_shard"]]
+                        level = rehearsal_level([item["per_shard"] for item in items], max_concurrency)
+                        items = [item for item in items if item["per_shard"] == level]
                     levels["Result"] = [
                         {**item, "requests": rounds * item["per_shard"] if rounds else item["requests"]}
                         for item in items
                     ]
     return definition
+
+
+def rehearsal_level(levels: list[int], max_concurrency: int | None) -> int:
+    """The one level a scaled-down rehearsal benchmarks: the highest, or the highest not above the cap."""
+    allowed = [level for level in levels if max_concurrency is None or level <= max_concurrency]
+    return max(allowed) if allowed else min(levels)
 
 
 # --------------------------------------------------------------------------- Lambda handlers
