@@ -17,7 +17,7 @@ from constructs import Construct
 
 from optigate.constructs import nag
 from optigate.constructs.assets import bench_lambda_code
-from optigate.constructs.common import secure_bucket
+from optigate.constructs.common import STREAMING_INVOKE_ACTIONS, secure_bucket
 
 RESULTS_PREFIX = "benchmarks"
 WORKER_TIMEOUT = Duration.minutes(15)  # Lambda's maximum
@@ -83,7 +83,7 @@ class BenchmarkFleet(Construct):
         wildcard = "Endpoints named after the team and environment: the gate's per-run baseline twins and candidates."
         nag.allow(
             worker_role,
-            ["sagemaker:InvokeEndpointWithResponseStream"],
+            list(STREAMING_INVOKE_ACTIONS),
             [f"{sagemaker_arn}:endpoint/{name.lower()}" for name in invocable],
             why_wildcard=wildcard if any("*" in name for name in invocable) else None,
         )
@@ -92,7 +92,7 @@ class BenchmarkFleet(Construct):
                 f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}"
                 f":inference-component/{target.inference_component.lower()}"
             )
-            nag.allow(worker_role, ["sagemaker:InvokeEndpointWithResponseStream"], [component_arn])
+            nag.allow(worker_role, list(STREAMING_INVOKE_ACTIONS), [component_arn])
         results = self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")
         nag.allow(
             worker_role,

@@ -12,6 +12,10 @@ from constructs import Construct
 
 from optigate.constructs import nag
 
+#: What a caller of InvokeEndpointWithResponseStream needs: its API reference says "your IAM
+#: permissions must allow the sagemaker:InvokeEndpoint action"; the streaming action is granted too.
+STREAMING_INVOKE_ACTIONS = ("sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream")
+
 
 def secure_bucket(
     scope: Construct, construct_id: str, key: kms.IKey, *, purpose: str, expire_days: int | None = None

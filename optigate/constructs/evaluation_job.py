@@ -15,7 +15,11 @@ from constructs import Construct
 from optigate.config.models import EvaluationGate, split_s3_uri
 from optigate.constructs import nag
 from optigate.constructs.assets import image_context
-from optigate.constructs.common import allow_ecr_token_and_sagemaker_metrics, secure_bucket
+from optigate.constructs.common import (
+    STREAMING_INVOKE_ACTIONS,
+    allow_ecr_token_and_sagemaker_metrics,
+    secure_bucket,
+)
 
 INPUT_DIR = "/opt/ml/processing/input/dataset"
 OUTPUT_DIR = "/opt/ml/processing/output"
@@ -101,7 +105,7 @@ class EvaluationJob(Construct):
         nag.allow(self.role, ["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"], [encryption_key.key_arn])
         nag.allow(
             self.role,
-            ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+            list(STREAMING_INVOKE_ACTIONS),
             [
                 f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{name.lower()}"
                 for name in endpoints

@@ -90,6 +90,20 @@ def test_no_role_anywhere_has_a_managed_full_access_policy(example_app):
             assert not role["Properties"].get("ManagedPolicyArns"), f"{stack}: managed policies on a role"
 
 
+def test_every_streaming_invoke_grant_also_allows_invoke_endpoint(example_app):
+    """InvokeEndpointWithResponseStream's API reference: "your IAM permissions must allow the
+    sagemaker:InvokeEndpoint action". Every statement of every stack that grants the first grants both."""
+    streaming = 0
+    for stack, template in example_app.templates.items():
+        for policy in resources_of(template, "AWS::IAM::Policy").values():
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                if "sagemaker:InvokeEndpointWithResponseStream" in actions:
+                    streaming += 1
+                    assert "sagemaker:InvokeEndpoint" in actions, f"{stack}: {statement}"
+    assert streaming  # the benchmark workers and the evaluation stream
+
+
 def _only(template: dict, resource_type: str) -> dict:
     (resource,) = resources_of(template, resource_type).values()
     return resource["Properties"]
