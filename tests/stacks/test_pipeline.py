@@ -89,6 +89,20 @@ def test_each_stage_deploys_every_team_in_parallel_then_runs_every_gate(assembly
             )
 
 
+def _actions_granted(template: dict, role_name: str) -> set[str]:
+    """Every IAM action the stack's policies grant to the role of that name."""
+    (logical,) = [
+        k for k, r in resources_of(template, "AWS::IAM::Role").items() if r["Properties"].get("RoleName") == role_name
+    ]
+    actions: set[str] = set()
+    for policy in resources_of(template, "AWS::IAM::Policy").values():
+        if {"Ref": logical} in policy["Properties"].get("Roles", []):
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                listed = statement["Action"]
+                actions.update([listed] if isinstance(listed, str) else listed)
+    return actions
+
+
 def test_a_manual_approval_precedes_only_the_environments_that_require_one(assembly):
     stages = {stage["Name"]: stage for stage in _pipeline(assembly)["Stages"]}
     for environment in ENVIRONMENTS["environments"]:
@@ -118,6 +132,9 @@ def test_gate_actions_assume_an_explicit_role_in_the_target_account_and_no_suppo
             ]
             principals = json.dumps(role["Properties"]["AssumeRolePolicyDocument"])
             assert f":iam::{PIPELINE_ACCOUNT}:root" in principals and "Service" not in principals
+            # The action describes the state machine, then starts it (CDK grants both to roles it creates).
+            granted = _actions_granted(stacks[f"optigate-{env['name']}-{team}"], role_name)
+            assert {"states:StartExecution", "states:DescribeStateMachine", "states:DescribeExecution"} <= granted
     stack_files = [p.name for p in assembly.glob("*.template.json")]
     assert not [name for name in stack_files if "-support-" in name], stack_files
     # Another region needs only CodePipeline's artifact replication bucket.

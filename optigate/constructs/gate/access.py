@@ -84,7 +84,9 @@ def pipeline_access(gate: OptimizationGate) -> iam.Role:
         assumed_by=iam.AccountPrincipal(account),
         description=f"The optigate pipeline runs the gate of {spec.prefix}",
     )
-    nag.allow(role, ["states:StartExecution"], [gate.state_machine.state_machine_arn])
+    # CodePipeline's Step Functions action describes the state machine before it starts an execution
+    # (CDK grants both to the roles it creates for that action; this role is imported there).
+    nag.allow(role, ["states:StartExecution", "states:DescribeStateMachine"], [gate.state_machine.state_machine_arn])
     machine = naming.gate_state_machine_name(spec.team, spec.environment)
     nag.allow(
         role,
