@@ -17,7 +17,8 @@ from optigate.constructs.common import secure_bucket, target_tracking
 from optigate.constructs.lmi_model import LmiModel
 from optigate.plan.catalog import has_instance_storage
 
-MAX_BLUE_GREEN_SECONDS = 14400  # the API maximum for MaximumExecutionTimeoutInSeconds
+#: The API maximum of BlueGreenUpdatePolicy.MaximumExecutionTimeoutInSeconds (botocore's SageMaker model).
+MAX_BLUE_GREEN_SECONDS = 28800
 
 
 def _api(value: Any) -> Any:

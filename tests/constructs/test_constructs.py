@@ -436,3 +436,12 @@ def test_duplicate_adapter_names_are_refused():
             adapters=[AdapterSpec("x", "s3://b/x.tar.gz"), AdapterSpec("x", "s3://b/y.tar.gz")],
             compute=ComponentCompute(accelerators=1),
         )
+
+
+def test_the_blue_green_timeout_cap_is_the_apis_own_maximum():
+    import botocore.session
+
+    from optigate.constructs.tuned_endpoint import MAX_BLUE_GREEN_SECONDS
+
+    shape = botocore.session.get_session().get_service_model("sagemaker").shape_for("BlueGreenUpdatePolicy")
+    assert MAX_BLUE_GREEN_SECONDS == shape.members["MaximumExecutionTimeoutInSeconds"].metadata["max"]
