@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,3 +64,12 @@ def resources_of(template: dict, resource_type: str) -> dict[str, dict]:
         for logical_id, resource in template.get("Resources", {}).items()
         if resource["Type"] == resource_type
     }
+
+
+def statelint(path: Path) -> subprocess.CompletedProcess:
+    """statelint on a definition file (the module, or its console script where it has no __main__)."""
+    result = subprocess.run([sys.executable, "-m", "statelint", str(path)], capture_output=True, text=True)
+    if "No module named statelint.__main__" in result.stderr:
+        command = [str(Path(sys.executable).with_name("statelint")), str(path)]
+        result = subprocess.run(command, capture_output=True, text=True)
+    return result

@@ -15,7 +15,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from optigate.constructs import nag
+from optigate.constructs import nag, retries
 from optigate.constructs.assets import bench_lambda_code
 from optigate.constructs.common import STREAMING_INVOKE_ACTIONS, secure_bucket
 
@@ -177,7 +177,7 @@ class BenchmarkFleet(Construct):
             "RunShard",
             lambda_function=self.worker,  # the payload is the item: the whole state input
             payload_response_only=True,
-            retry_on_service_exceptions=True,
+            retry_on_service_exceptions=False,  # retries.lambda_retry() instead: the same errors, a float rate
         )
         fan_out.item_processor(run_shard)
         merge = tasks.LambdaInvoke(
@@ -193,8 +193,16 @@ class BenchmarkFleet(Construct):
             ),
             result_selector={"bucket.$": "$.bucket", "key.$": "$.key", "summary.$": "$.summary"},
             payload_response_only=True,
-            retry_on_service_exceptions=True,
+            retry_on_service_exceptions=False,  # retries.lambda_retry() instead: the same errors, a float rate
         )
+        for task in (run_shard, merge):
+            retry = retries.lambda_retry()
+            task.add_retry(
+                errors=retry["ErrorEquals"],
+                interval=Duration.seconds(retry["IntervalSeconds"]),
+                max_attempts=retry["MaxAttempts"],
+                backoff_rate=retry["BackoffRate"],
+            )
         log_group = logs.LogGroup(
             self, "StateMachineLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
         )

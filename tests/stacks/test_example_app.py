@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import resources_of
+from tests.conftest import resources_of, statelint
 
 EXPECTED_STACKS = {
     f"optigate-{env}-{team}" for env in ("dev", "staging", "prod") for team in ("chat", "research", "support")
@@ -102,6 +102,21 @@ def test_every_streaming_invoke_grant_also_allows_invoke_endpoint(example_app):
                     streaming += 1
                     assert "sagemaker:InvokeEndpoint" in actions, f"{stack}: {statement}"
     assert streaming  # the benchmark workers and the evaluation stream
+
+
+def test_every_state_machine_of_every_stack_passes_statelint(example_app, tmp_path):
+    """Every definition (gate, benchmark fleet, evaluation), not only the gate's."""
+    from optigate.testing.template import placeholder_definition, state_machines
+
+    checked = []
+    for stack, template in example_app.templates.items():
+        for logical in state_machines(template):
+            path = tmp_path / f"{stack}-{logical}.json"
+            path.write_text(json.dumps(placeholder_definition(template, logical)))
+            result = statelint(path)
+            assert result.returncode == 0, f"{stack} {logical}: {result.stdout}{result.stderr}"
+            checked.append(logical)
+    assert len(checked) > len(example_app.templates)  # gates and fleets, at least
 
 
 def _only(template: dict, resource_type: str) -> dict:

@@ -12,6 +12,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from optigate import naming
+from optigate.constructs import retries
 from optigate.constructs.gate.spec import GateSpec
 
 THROTTLING = [
@@ -31,13 +32,18 @@ def sdk_task(
     result_path: str | None = None,
     result_selector: dict[str, Any] | None = None,
 ) -> sfn.CustomState:
-    """A Task state calling `arn:<partition>:states:::<resource>`, retrying throttling."""
+    """A Task state calling `arn:<partition>:states:::<resource>`, retrying throttling (and, for
+    `lambda:invoke`, Lambda's transient service errors: optigate.constructs.retries)."""
     state: dict[str, Any] = {
         "Type": "Task",
         "Resource": f"arn:{Aws.PARTITION}:states:::{resource}",
         "Parameters": parameters,
         "ResultPath": result_path,
-        "Retry": [{"ErrorEquals": THROTTLING, "IntervalSeconds": 2, "MaxAttempts": 5, "BackoffRate": 1.5}],
+        "Retry": [
+            retries.lambda_retry()
+            if resource == "lambda:invoke"
+            else {"ErrorEquals": THROTTLING, "IntervalSeconds": 2, "MaxAttempts": 5, "BackoffRate": 1.5}
+        ],
     }
     if result_selector:
         state["ResultSelector"] = result_selector
