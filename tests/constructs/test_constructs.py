@@ -444,4 +444,4 @@ def test_the_blue_green_timeout_cap_is_the_apis_own_maximum():
     from optigate.constructs.tuned_endpoint import MAX_BLUE_GREEN_SECONDS
 
     shape = botocore.session.get_session().get_service_model("sagemaker").shape_for("BlueGreenUpdatePolicy")
-    assert MAX_BLUE_GREEN_SECONDS == shape.members["MaximumExecutionTimeoutInSeconds"].metadata["max"]
+    assert shape.members["MaximumExecutionTimeoutInSeconds"].metadata["max"] == MAX_BLUE_GREEN_SECONDS
