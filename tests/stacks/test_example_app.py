@@ -222,11 +222,10 @@ def test_teams_with_a_candidate_get_a_gate_and_the_others_do_not(example_app):
         else:
             team, env = stack.split("-")[2], stack.split("-")[1]
             assert gates == [f"optigate-{team}-{env}-gate"], stack
-            groups = [
-                r["Properties"]["ModelPackageGroupName"]
-                for r in resources_of(template, "AWS::SageMaker::ModelPackageGroup").values()
-            ]
-            assert groups == [f"optigate-{team}-{env}"]
+            found = resources_of(template, "AWS::SageMaker::ModelPackageGroup").values()
+            assert [r["Properties"]["ModelPackageGroupName"] for r in found] == [f"optigate-{team}-{env}"]
+            # The verdicts outlive the stack (and a group with versions cannot be deleted anyway).
+            assert all(r.get("DeletionPolicy") == r.get("UpdateReplacePolicy") == "Retain" for r in found), stack
 
 
 def test_research_gate_runs_an_fp8_optimization_job_and_chat_does_not(example_app):

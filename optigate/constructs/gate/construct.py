@@ -59,6 +59,9 @@ class OptimizationGate(Construct):
             model_package_group_description=f"optigate: proven candidates of {spec.team} in {spec.environment}",
             model_package_group_policy=access.group_policy(self, spec, self.group_name),
         )
+        # Retained: the group holds every verdict (the audit trail of what was proven and promoted), and
+        # DeleteModelPackageGroup refuses a group that still has versions, which would fail stack deletion.
+        self.group.apply_removal_policy(RemovalPolicy.RETAIN)
         self.topic = sns.Topic(
             self,
             "Notifications",
