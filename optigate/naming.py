@@ -109,6 +109,12 @@ def gate_state_machine_name(team: str, environment: str) -> str:
     return f"{STACK_PREFIX}-{gate_prefix(team, environment)}{GATE_SUFFIX}"
 
 
+def pipeline_role_name() -> str:
+    """The promotion pipeline's own role in the tools account (a fixed name: each environment's gate
+    invoker role trusts exactly this principal)."""
+    return f"{STACK_PREFIX}-pipeline"
+
+
 def gate_invoker_role_name(team: str, environment: str) -> str:
     """The role the promotion pipeline assumes to run this gate (a fixed name: it is in another account)."""
     return f"{STACK_PREFIX}-{gate_prefix(team, environment)}{INVOKER_SUFFIX}"

@@ -27,6 +27,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from optigate import naming
 from optigate.config.models import Environment, Pipeline
 from optigate.constructs import nag
 from optigate.constructs.gate import approval_event_pattern, gate_invoker_role_name, gate_state_machine_name
@@ -119,10 +120,19 @@ class PipelineStack(Stack):
             env={"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"},
             role_policy_statements=self._resolve_permissions([d for _, ds in stages for d in ds]),
         )
+        # A fixed name: each environment's gate invoker role trusts this role only (optigate.naming).
+        self.pipeline_role = iam.Role(
+            self,
+            "PipelineRole",
+            role_name=naming.pipeline_role_name(),
+            assumed_by=iam.ServicePrincipal("codepipeline.amazonaws.com"),
+            description="optigate: the promotion pipeline (the only principal that may start a gate)",
+        )
         self.pipeline = pipelines.CodePipeline(
             self,
             "Pipeline",
             pipeline_name="optigate",
+            role=self.pipeline_role,
             synth=synth,
             cross_account_keys=True,  # each environment's account decrypts the artifacts it deploys
             enable_key_rotation=True,
@@ -223,7 +233,8 @@ class PipelineStack(Stack):
                 "and the cdk bootstrap roles it assumes to publish and deploy."
             )
 
-        nag.acknowledge_generated_wildcards(self.pipeline, reason_for)
+        for generated in (self.pipeline, self.pipeline_role):  # CDK writes the named role's policy too
+            nag.acknowledge_generated_wildcards(generated, reason_for)
         no_access_logs = (
             "A CDK Pipelines artifact bucket: only the pipeline's "
             "roles reach it, objects are KMS-encrypted and expire with "

@@ -144,6 +144,14 @@ def test_gate_actions_assume_an_explicit_role_in_the_target_account_and_no_suppo
     ]
 
 
+def test_the_pipeline_runs_as_the_role_the_gates_trust(assembly):
+    template = _template(assembly / "optigate-pipeline.template.json")
+    (pipeline,) = resources_of(template, "AWS::CodePipeline::Pipeline").values()
+    roles = resources_of(template, "AWS::IAM::Role")
+    logical = pipeline["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    assert roles[logical]["Properties"]["RoleName"] == "optigate-pipeline"
+
+
 def test_an_approved_model_package_anywhere_starts_the_pipeline(assembly):
     template = _template(assembly / "optigate-pipeline.template.json")
     (rule,) = resources_of(template, "AWS::Events::Rule").values()

@@ -77,11 +77,14 @@ def pipeline_access(gate: OptimizationGate) -> iam.Role:
         raise ValueError(f"the gate of {spec.prefix} has no promotion pipeline")
     account, region = spec.pipeline
     stack = Stack.of(gate)
+    pipeline_role = f"arn:{Aws.PARTITION}:iam::{account}:role/{naming.pipeline_role_name()}"
     role = iam.Role(
         gate,
         "Invoker",
         role_name=naming.gate_invoker_role_name(spec.team, spec.environment),
-        assumed_by=iam.AccountPrincipal(account),
+        # Only the pipeline's own role, not every principal of the tools account that may assume roles:
+        # a gate creates GPU endpoints and, with a shadow rollout, mirrors live traffic.
+        assumed_by=iam.AccountPrincipal(account).with_conditions({"ArnEquals": {"aws:PrincipalArn": pipeline_role}}),
         description=f"The optigate pipeline runs the gate of {spec.prefix}",
     )
     # CodePipeline's Step Functions action describes the state machine before it starts an execution
