@@ -69,6 +69,8 @@ def _spec(optimize: bool, shadow=None, baseline_model: str = "chat-dev-model"):
         price_per_hour_usd=0.98,
         poll_seconds=0,
         max_polls=5,
+        optimization_poll_seconds=0,
+        optimization_max_polls=5,
         shadow=shadow,
     )
 

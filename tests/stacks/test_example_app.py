@@ -243,6 +243,30 @@ def test_research_gate_runs_an_fp8_optimization_job_and_chat_does_not(example_ap
     assert "createOptimizationJob" not in chat and "ngram" in chat
 
 
+def test_every_optimization_job_ends_by_its_own_bounds_before_the_gate_stops_polling(example_app):
+    """The job's StoppingCondition (runtime plus time pending for capacity) fits inside the gate's
+    polling (polls x wait); else a queued or slow job trips the gate's own time-out while it still runs."""
+    from optigate.testing.template import placeholder_definition, state_machines
+
+    jobs = 0
+    for stack, template in example_app.templates.items():
+        for logical in state_machines(template):
+            states = placeholder_definition(template, logical)["States"]
+            if "CreateOptimizationJob" not in states:
+                continue
+            jobs += 1
+            bounds = states["CreateOptimizationJob"]["Parameters"]["StoppingCondition"]
+            assert bounds.get("MaxPendingTimeInSeconds"), stack
+            wait = states["WaitForOptimization"]["Seconds"]
+            (limit,) = [
+                rule["NumericGreaterThanEquals"]
+                for rule in states["OptimizationDone?"]["Choices"]
+                if "NumericGreaterThanEquals" in rule
+            ]
+            assert wait * limit > bounds["MaxRuntimeInSeconds"] + bounds["MaxPendingTimeInSeconds"], stack
+    assert jobs  # research optimizes
+
+
 def test_the_gate_benchmarks_every_configured_concurrency_level_in_turn(example_app):
     from optigate.testing.template import render_definition as render
     from optigate.testing.template import state_machines

@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from optigate import naming
+
+#: The optimization job's own bounds (its StoppingCondition): at most 10 h of work, and at most 2 h
+#: waiting for capacity (a p5 may not be free). SageMaker stops the job at either; the gate polls it
+#: for that long plus a grace for the stop, so the job's bound, not the gate's poll count, ends a
+#: slow or queued job.
+OPTIMIZATION_MAX_RUNTIME_SECONDS = 36_000
+OPTIMIZATION_MAX_PENDING_SECONDS = 7_200
+OPTIMIZATION_STOP_GRACE_SECONDS = 1_800
+OPTIMIZATION_POLL_SECONDS = 300
+OPTIMIZATION_MAX_POLLS = math.ceil(
+    (OPTIMIZATION_MAX_RUNTIME_SECONDS + OPTIMIZATION_MAX_PENDING_SECONDS + OPTIMIZATION_STOP_GRACE_SECONDS)
+    / OPTIMIZATION_POLL_SECONDS
+)
 
 
 @dataclass(frozen=True)
@@ -78,6 +92,8 @@ class GateSpec:
     pipeline: tuple[str, str] | None = None
     poll_seconds: int = 60
     max_polls: int = 90
+    optimization_poll_seconds: int = OPTIMIZATION_POLL_SECONDS
+    optimization_max_polls: int = OPTIMIZATION_MAX_POLLS
 
     @property
     def prefix(self) -> str:

@@ -10,6 +10,7 @@ from aws_cdk import aws_stepfunctions as sfn
 
 from optigate import naming
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
+from optigate.constructs.gate.spec import OPTIMIZATION_MAX_PENDING_SECONDS, OPTIMIZATION_MAX_RUNTIME_SECONDS
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, run_name, sdk_task
 
 if TYPE_CHECKING:
@@ -115,7 +116,10 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
                     "S3OutputLocation.$": f"States.Format('s3://{gate.bucket.bucket_name}/optimized/{{}}/', $.run.id)",
                     "KmsKeyId": gate.key.key_arn,
                 },
-                "StoppingCondition": {"MaxRuntimeInSeconds": 36000},
+                "StoppingCondition": {
+                    "MaxRuntimeInSeconds": OPTIMIZATION_MAX_RUNTIME_SECONDS,
+                    "MaxPendingTimeInSeconds": OPTIMIZATION_MAX_PENDING_SECONDS,
+                },
             },
             result_path=sfn.JsonPath.DISCARD,
         )
@@ -132,7 +136,9 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
         cleanup.fail_with(
             "OptimizationTimedOut",
             "OptimizationTimedOut",
-            f"the optimization job did not finish within {spec.max_polls} polls of {spec.poll_seconds} s",
+            f"the optimization job did not finish within {spec.optimization_max_polls} polls of "
+            f"{spec.optimization_poll_seconds} s (its own bounds: {OPTIMIZATION_MAX_PENDING_SECONDS} s pending, "
+            f"{OPTIMIZATION_MAX_RUNTIME_SECONDS} s running)",
         )
     )
     from_job = sfn.Pass(
@@ -177,8 +183,8 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
             ),
         ],
         timed_out=stop_job,
-        poll_seconds=spec.poll_seconds,
-        max_polls=spec.max_polls,
+        poll_seconds=spec.optimization_poll_seconds,
+        max_polls=spec.optimization_max_polls,
     )
     return sfn.Chain.start(create_job).next(job_done.entry), from_job
 
