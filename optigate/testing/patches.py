@@ -10,6 +10,8 @@ moto's files), and the one harness they serve.
   UpdateModelPackage keeps the metadata a request does not name (moto drops it; AWS adds and removes).
 - CloudWatch: percentile statistics, and the scenario's variant traffic published before a read.
 - Lambda: invocations run in-process (optigate.testing.lambda_runtime).
+- Catchers and retriers on ``States.ALL`` do not match ``States.Runtime`` or
+  ``States.DataLimitExceeded``, as in the service (moto matched them).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.cloudwatch import models as cw_models
 from moto.sagemaker import models as sm_models
 from moto.sagemaker.responses import SageMakerResponse
+from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import state_task_factory
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
     state_task_service_aws_sdk,
@@ -115,6 +118,27 @@ def apply_patches(stack: ExitStack, harness: GateHarness) -> None:
     )
     for backend_cls in (LambdaBackend, LambdaSimpleBackend):
         stack.enter_context(patch(backend_cls, "invoke", _lambda_invoke(backend_cls.invoke)))
+    terminal = _terminal_errors_escape_states_all(ErrorEqualsDecl._eval_body)
+    stack.enter_context(patch(ErrorEqualsDecl, "_eval_body", terminal))
+
+
+#: Errors a `States.ALL` catcher or retrier does not match ("States.ALL ... cannot catch
+#: States.DataLimitExceeded terminal errors or Runtime error types": the Step Functions guide,
+#: concepts-error-handling). moto matches them, which hid missing-path reads that fail a real execution.
+TERMINAL_ERRORS = frozenset({"States.Runtime", "States.DataLimitExceeded"})
+
+
+def _terminal_errors_escape_states_all(original):
+    def eval_body(self, env) -> None:
+        error_name = env.stack[-1] if env.stack else None
+        catches_all = any(getattr(name, "error_name", None) == "States.ALL" for name in self.error_names)
+        if catches_all and getattr(error_name, "error_name", None) in TERMINAL_ERRORS:
+            env.stack.pop()
+            env.stack.append(False)
+            return
+        original(self, env)
+
+    return eval_body
 
 
 def _keep_package_metadata(original):

@@ -163,6 +163,26 @@ def test_optimization_that_never_finishes_times_out(emulators, run_gate, nothing
     nothing_left(result)
 
 
+def test_a_stop_that_fails_is_recorded_as_the_failure_before_the_cleanup(templates):
+    """StopOptimizationJob failing used to enter the cleanup without `$.failure`: the run then took
+    the verdict's path and its notification read `$.decision.summary`, which a timed-out run lacks."""
+    states = _definition(templates[True])["States"]
+    (catch,) = states["StopOptimizationJob"]["Catch"]
+    recorded = states[catch["Next"]]
+    assert recorded["Type"] == "Pass" and recorded["ResultPath"] == "$.failure"
+    assert recorded["Parameters"]["Error"] == "OptimizationTimedOut" and "stop it by hand" in json.dumps(recorded)
+
+
+def test_an_optimization_job_stopped_by_hand_ends_through_the_cleanup(emulators, run_gate, nothing_left):
+    """STOPPED carries no FailureReason (optional in DescribeOptimizationJob's output): reading it
+    anyway is a States.Runtime error that no Catch handles, and the gate would die without cleaning up."""
+    scenario = Scenario(optimization_job=Outcome("STOPPED", after=1), on_processing_job=evaluation_writer("pass"))
+    result = run_gate(emulators, scenario=scenario)
+    assert (result["execution"]["status"], result["execution"].get("error")) == ("FAILED", "GateFailed")
+    assert "OptimizationFailed" in result["execution"].get("cause", "") and "STOPPED" in result["execution"]["cause"]
+    nothing_left(result)
+
+
 def test_candidate_endpoint_failed_fails_and_cleans_up(emulators, run_gate, nothing_left):
     scenario = Scenario(
         endpoint=Outcome("Failed", after=1, failure_reason="CUDA out of memory"),
@@ -308,6 +328,32 @@ def test_an_unchanged_candidate_passes_as_a_no_op_and_force_proves_it_again(temp
                 time.sleep(0.05)
             harness.client("stepfunctions").stop_execution(executionArn=arn, error="Test.Stop", cause="it proves again")
             assert "CreateCandidateModel" in harness.states_entered(arn), name
+
+
+def test_a_package_registered_by_hand_is_no_proof_and_does_not_break_the_gate(templates, emulators, gate_handlers):
+    """A package without description, metadata or approval status (all optional in DescribeModelPackage's
+    output) is the newest in the group: the gate proves the candidate instead of dying on a missing path."""
+    with GateHarness(
+        lambda_handlers=gate_handlers(emulators),
+        scenario=Scenario(on_processing_job=evaluation_writer("pass")),
+        region=REGION,
+    ) as harness:
+        run = GateRun(templates[False], harness)
+        harness.client("sagemaker").create_model_package(
+            ModelPackageGroupName=run.group,
+            InferenceSpecification={
+                "Containers": [{"Image": LIVE_IMAGE}],
+                "SupportedContentTypes": ["application/json"],
+                "SupportedResponseMIMETypes": ["application/json"],
+            },
+        )
+        arn = harness.start(run.gate_arn, {}, name="by-hand")
+        deadline = time.monotonic() + 60
+        while "CreateCandidateModel" not in harness.states_entered(arn) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        harness.client("stepfunctions").stop_execution(executionArn=arn, error="Test.Stop", cause="it proves")
+        entered = harness.states_entered(arn)
+        assert "DescribeLastProof" in entered and "CreateCandidateModel" in entered, entered
 
 
 def test_an_unchanged_rejected_candidate_fails_at_once(templates, emulators, gate_handlers):

@@ -86,7 +86,7 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
     assert "path: Init → FindLastProof → ProvenBefore? → CandidateFromBaseline → CreateCandidateModel" in faster_out
     assert "BenchmarkBaseline → BenchmarkCandidate → Evaluate → DecideVerdict" in faster_out
     assert "verdict: APPROVED" in faster_out and "model package: Approved; SageMaker resources left: 0" in faster_out
-    assert "verdict: CandidateRejected" in slower_out and "FAIL p99_ttft @c32" in slower_out
+    assert "verdict: CandidateRejected" in slower_out and "FAIL p99_ttft @c8" in slower_out
     assert "model package: Rejected; SageMaker resources left: 0; notifications: 1" in slower_out
     assert faster_out.count("live endpoint chat-dev: InService on its original config") == 1
     assert slower_out.count("live endpoint chat-dev: InService on its original config") == 1

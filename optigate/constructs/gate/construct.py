@@ -194,10 +194,12 @@ class OptimizationGate(Construct):
                 (sfn.Condition.string_equals("$.endpoint.EndpointStatus", "InService"), twin_ready),
                 (
                     sfn.Condition.string_equals("$.endpoint.EndpointStatus", "Failed"),
-                    cleanup.fail_with(
+                    cleanup.fail_with_reason(
                         "CandidateEndpointFailed",
                         "CandidateEndpointFailed",
-                        cause_path="States.Format('candidate endpoint failed: {}', $.endpoint.FailureReason)",
+                        "candidate endpoint",
+                        "$.endpoint.EndpointStatus",
+                        "$.endpoint.FailureReason",
                     ),
                 ),
             ],

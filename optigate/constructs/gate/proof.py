@@ -88,20 +88,19 @@ def unless_proven(gate: OptimizationGate, cleanup: CleanupPath, start: sfn.IChai
         "DescribeLastProof",
         "aws-sdk:sagemaker:describeModelPackage",
         {"ModelPackageName.$": "States.ArrayGetItem($.last.arns, 0)"},
+        # The whole answer, no ResultSelector: approval status, description and metadata are optional
+        # in DescribeModelPackage's output, and selecting an absent one is a States.Runtime error that no
+        # Catch handles (one package registered by hand would break every later run). The Choice tests them.
         result_path="$.last_proof",
-        result_selector={
-            "arn.$": "$.ModelPackageArn",
-            "status.$": "$.ModelApprovalStatus",
-            "metadata.$": "$.CustomerMetadataProperties",
-            "summary.$": "$.ModelPackageDescription",
-        },
     )
-    # A package without our metadata (registered by hand) is no proof of anything: prove.
     describe.add_catch(start, errors=["States.ALL"], result_path="$.last_error")
+    # A package without our metadata (registered by hand) is no proof of anything: prove.
     same = sfn.Condition.and_(
         sfn.Condition.is_not_present("$.force"),
-        sfn.Condition.is_present("$.last_proof.metadata.fingerprint"),
-        sfn.Condition.string_equals("$.last_proof.metadata.fingerprint", fingerprint),
+        sfn.Condition.is_present("$.last_proof.CustomerMetadataProperties.fingerprint"),
+        sfn.Condition.string_equals("$.last_proof.CustomerMetadataProperties.fingerprint", fingerprint),
+        sfn.Condition.is_present("$.last_proof.ModelPackageDescription"),
+        sfn.Condition.is_present("$.last_proof.ModelApprovalStatus"),
     )
     proven = sfn.Pass(
         gate,
@@ -109,9 +108,9 @@ def unless_proven(gate: OptimizationGate, cleanup: CleanupPath, start: sfn.IChai
         parameters={
             "approved": True,
             "unchanged": True,
-            "model_package_arn.$": "$.last_proof.arn",
+            "model_package_arn.$": "$.last_proof.ModelPackageArn",
             "summary.$": f"States.Format('UNCHANGED {gate.spec.prefix}: candidate {fingerprint} was approved before "
-            "({}); nothing to prove', $.last_proof.arn)",
+            "({}); nothing to prove', $.last_proof.ModelPackageArn)",
         },
         result_path="$.decision",
     ).next(sfn.Succeed(gate, "CandidateAlreadyProven", output_path="$.decision"))
@@ -121,7 +120,7 @@ def unless_proven(gate: OptimizationGate, cleanup: CleanupPath, start: sfn.IChai
         error="CandidateRejectedBefore",
         cause_path=f"States.Format('candidate {fingerprint} is unchanged since it was rejected ({{}}): {{}}. "
         "Change the candidate, or start the gate with the input force: true to prove it again', "
-        "$.last_proof.arn, $.last_proof.summary)",
+        "$.last_proof.ModelPackageArn, $.last_proof.ModelPackageDescription)",
     )
     undecided = sfn.Fail(
         gate,
@@ -129,16 +128,17 @@ def unless_proven(gate: OptimizationGate, cleanup: CleanupPath, start: sfn.IChai
         error="Inconclusive",
         cause_path=f"States.Format('candidate {fingerprint} is unchanged since its verdict was inconclusive ({{}}): "
         "{}. Approve or reject that model package in the registry, or start the gate with the input force: true "
-        "to prove it again', $.last_proof.arn, $.last_proof.summary)",
+        "to prove it again', $.last_proof.ModelPackageArn, $.last_proof.ModelPackageDescription)",
     )
+
+    def status_is(status: str) -> sfn.Condition:
+        return sfn.Condition.and_(same, sfn.Condition.string_equals("$.last_proof.ModelApprovalStatus", status))
+
     judged = (
         sfn.Choice(gate, "SameCandidateAsLastProof?")
-        .when(sfn.Condition.and_(same, sfn.Condition.string_equals("$.last_proof.status", "Approved")), proven)
-        .when(sfn.Condition.and_(same, sfn.Condition.string_equals("$.last_proof.status", "Rejected")), rejected)
-        .when(
-            sfn.Condition.and_(same, sfn.Condition.string_equals("$.last_proof.status", "PendingManualApproval")),
-            undecided,
-        )
+        .when(status_is("Approved"), proven)
+        .when(status_is("Rejected"), rejected)
+        .when(status_is("PendingManualApproval"), undecided)
         .otherwise(start)
     )
     describe.next(judged)

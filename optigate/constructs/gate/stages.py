@@ -131,7 +131,15 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
         {"OptimizationJobName.$": run_name(gate.spec, "opt")},
         result_path=sfn.JsonPath.DISCARD,
     )
-    stop_job.add_catch(cleanup.entry, errors=["States.ALL"], result_path="$.stop_error")
+    # The stop failed: say so (the job may still be running) and clean up; never leave `$.failure`
+    # unset on the way to the cleanup, whose notification would then read a verdict that is not there.
+    stop_failed = cleanup.fail_with(
+        "OptimizationNotStopped",
+        "OptimizationTimedOut",
+        cause_path="States.Format('the optimization job timed out and could not be stopped (it may still be "
+        "running; stop it by hand): {}', $.stop_error.Error)",
+    )
+    stop_job.add_catch(stop_failed, errors=["States.ALL"], result_path="$.stop_error")
     stop_job.next(
         cleanup.fail_with(
             "OptimizationTimedOut",
@@ -174,11 +182,12 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
                 sfn.Condition.or_(
                     sfn.Condition.string_equals(status, "FAILED"), sfn.Condition.string_equals(status, "STOPPED")
                 ),
-                cleanup.fail_with(
+                cleanup.fail_with_reason(
                     "OptimizationFailed",
                     "OptimizationFailed",
-                    cause_path="States.Format('optimization job {}: {}', "
-                    "$.optimization.OptimizationJobStatus, $.optimization.FailureReason)",
+                    "optimization job",
+                    "$.optimization.OptimizationJobStatus",
+                    "$.optimization.FailureReason",
                 ),
             ),
         ],
@@ -260,10 +269,12 @@ def endpoint_ready(
             (sfn.Condition.string_equals("$.endpoint.EndpointStatus", "InService"), then),
             (
                 sfn.Condition.string_equals("$.endpoint.EndpointStatus", "Failed"),
-                cleanup.fail_with(
+                cleanup.fail_with_reason(
                     f"{name}EndpointFailed",
                     f"{name}EndpointFailed",
-                    cause_path=f"States.Format('{name.lower()} endpoint failed: {{}}', $.endpoint.FailureReason)",
+                    f"{name.lower()} endpoint",
+                    "$.endpoint.EndpointStatus",
+                    "$.endpoint.FailureReason",
                 ),
             ),
         ],

@@ -78,6 +78,22 @@ class CleanupPath:
         reason = {"Error": error, "Cause": cause} if cause_path is None else {"Error": error, "Cause.$": cause_path}
         return sfn.Pass(self.scope, name, parameters=reason, result_path="$.failure").next(self.entry)
 
+    def fail_with_reason(self, name: str, error: str, what: str, status_path: str, reason_path: str) -> sfn.Choice:
+        """A named failure whose cause is `what`, the status at `status_path` and, when present, the
+        reason at `reason_path`. A FailureReason is optional in every SageMaker Describe output (absent
+        on STOPPED, for one); formatting an absent path is a States.Runtime error that no Catch handles."""
+        explained = self.fail_with(
+            name, error, cause_path=f"States.Format('{what} {{}}: {{}}', {status_path}, {reason_path})"
+        )
+        unexplained = self.fail_with(
+            f"{name}WithoutReason", error, cause_path=f"States.Format('{what} {{}} (no reason given)', {status_path})"
+        )
+        return (
+            sfn.Choice(self.scope, f"{name}?")
+            .when(sfn.Condition.is_present(reason_path), explained)
+            .otherwise(unexplained)
+        )
+
 
 @dataclass(frozen=True)
 class PollStates:
