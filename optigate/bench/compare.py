@@ -18,10 +18,10 @@ one-second buckets inside them; a side with fewer than :data:`MIN_THROUGHPUT_BUC
 blocks pooled), or a block with none, gives no throughput interval (never a ``[x, x]``).
 
 **Intervals.** ``delta ± z · SE``, with SE the standard deviation of the bootstrap replicates of
-``candidate − baseline``. The multiplicity control below asks for confidence levels up to
-1 − 0.05 / 39 (two-sided): a percentile interval that far out needs tens of thousands of
-replicates and still wobbles; a normal interval on the bootstrap SE needs a few hundred, and it
-always contains its estimate by construction.
+``candidate − baseline``, or the assumed drift's SE when that is larger (see "Blocks"). The
+multiplicity control below asks for confidence levels up to 1 − 0.05 / 39 (two-sided): a percentile
+interval that far out needs tens of thousands of replicates and still wobbles; a normal interval on
+the bootstrap SE needs a few hundred, and it always contains its estimate by construction.
 
 **Four words.** Each metric has a practical margin (default ±3 % of the baseline, per metric via a
 mapping, ``gate.benchmark.equivalence_margin_pct`` in the gate):
@@ -34,7 +34,11 @@ mapping, ``gate.benchmark.equivalence_margin_pct`` in the gate):
   size (the ratio of the sides) passes a threshold. Demanding instead that the whole interval clear
   the margin tests "the change exceeds 3 %", which at the gate's sample sizes spends most of a 10 %
   change on the margin: it found a true 10 % TTFT change in 73 of 100 calibration pairs.
-- ``equivalent``: the whole interval lies inside the margin.
+- ``equivalent``: the whole interval lies inside the margin. With the assumed drift and Holm's
+  confidence that takes many runs a side (at ±3 % over three levels, about fifteen): at the gate's
+  three blocks an unchanged metric reads ``inconclusive``. Likewise the smallest change labelled
+  at three blocks is set by the drift floor, about 5 %, not by the 3 % margin; the margin binds
+  with more blocks, where a true change just inside it can be labelled when its estimate crosses it.
 - ``inconclusive``: anything else, including too few samples (fewer than :data:`MIN_REQUESTS`
   successful requests on a side, or fewer than :data:`MIN_TAIL_UNITS` requests beyond a
   percentile: p99 is judged from 500 requests a side, since the bootstrap of an extreme order
@@ -257,16 +261,23 @@ def _latency(
 
 @dataclass(frozen=True)
 class ThroughputDifference:
-    """Output tokens/s of each side (the mean of its blocks') and the SE of their difference."""
+    """Output tokens/s of each side (the mean of its blocks'), the SE of their difference, and each
+    side's two-level replicates (for a ratio's spread: the gate judges a relative gain)."""
 
     baseline: float
     candidate: float
     se: float  # NaN: no interval (see short)
     short: str = ""  # which side had too few one-second buckets
+    baseline_replicates: np.ndarray | None = None
+    candidate_replicates: np.ndarray | None = None
 
 
 def throughput_difference(
-    base: Sequence[RunSamples], cand: Sequence[RunSamples], *, rng: stats.SeedLike = 0
+    base: Sequence[RunSamples],
+    cand: Sequence[RunSamples],
+    *,
+    rng: stats.SeedLike = 0,
+    replicates: int = BOOTSTRAP_REPLICATES,
 ) -> ThroughputDifference:
     """Each side's throughput and the two-level bootstrap SE of the difference (blocks, then one-second
     buckets inside them): one rule for `bench compare` and the gate's throughput check. A side needs
@@ -283,11 +294,12 @@ def throughput_difference(
             short.append(f"{name} {sum(len(b) for b in buckets)}{empty}")
             sides.append((float(np.mean(points)), None))
             continue
-        sides.append(stats.two_level_mean_replicates(points, buckets, replicates=BOOTSTRAP_REPLICATES, rng=draw))
+        sides.append(stats.two_level_mean_replicates(points, buckets, replicates=replicates, rng=draw))
     (base_point, base_reps), (cand_point, cand_reps) = sides
     if base_reps is None or cand_reps is None:
         return ThroughputDifference(base_point, cand_point, math.nan, ", ".join(short))
-    return ThroughputDifference(base_point, cand_point, float(np.std(cand_reps - base_reps, ddof=1)))
+    se = float(np.std(cand_reps - base_reps, ddof=1))
+    return ThroughputDifference(base_point, cand_point, se, "", base_reps, cand_reps)
 
 
 def assumed_drift_se(baseline: float, baseline_blocks: int, candidate_blocks: int) -> float:

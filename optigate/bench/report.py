@@ -188,7 +188,7 @@ def write_report(
         sections.append(
             "<h2>Candidate vs baseline</h2><p>Intervals resample runs, then requests inside them; each is "
             "shown at the confidence Holm's method tested it at (any false better/worse across the table: "
-            "5 %). <b>better</b>/<b>worse</b>: the interval excludes no change and the estimate lies beyond the "
+            "5 %). <b>better</b>/<b>worse</b>: the interval excludes zero and the estimate lies beyond the "
             "margin; <b>equivalent</b>: the interval lies inside it; <b>inconclusive</b>: the data cannot tell.</p>"
             + _table(
                 ["metric", "stat", "concurrency", "baseline", "candidate", "delta", "interval", "margin", "verdict"],

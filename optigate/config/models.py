@@ -287,7 +287,10 @@ class BenchmarkGate(Strict):
         3.0,
         gt=0,
         le=50,
-        description="Practical margin (percent of the baseline): a change inside it is never better or worse.",
+        description=(
+            "Practical margin (percent of the baseline): a change whose estimate lies inside it is never "
+            "better or worse."
+        ),
     )
     metric_margins_pct: dict[
         Literal["ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s"], Annotated[float, Field(gt=0, le=50)]

@@ -65,6 +65,9 @@ def compress(
     with `top_level_only` only the highest concurrency level (every block of it, benchmarked and decided
     on), or the highest not above `max_concurrency` (the lowest when every level is above it)."""
     metric_reads = {call.state for call in sdk_calls(definition) if call.operation == "GetMetricData"}
+    # The level is chosen once, from the decision's levels (total streams), and the benchmark's items
+    # (streams per shard) take the same position: with several shards the two numbers differ.
+    chosen: int | None = None
     for _, state in iter_states(definition):
         if state["Type"] == "Wait":
             state.pop("SecondsPath", None)
@@ -75,7 +78,10 @@ def compress(
         payload = state.get("Parameters", {}).get("Payload") if _is_lambda_invoke(state) else None
         thresholds = payload.get("thresholds") if isinstance(payload, dict) else None
         if top_level_only and isinstance(thresholds, dict) and thresholds.get("concurrency"):
-            thresholds["concurrency"] = [rehearsal_level(thresholds["concurrency"], max_concurrency)]
+            configured = sorted(thresholds["concurrency"])
+            level = rehearsal_level(configured, max_concurrency)
+            chosen = configured.index(level)
+            thresholds["concurrency"] = [level]
     for states in _state_sets(definition):
         for state in states.values():
             processor = state.get("ItemProcessor") or state.get("Iterator")
@@ -91,8 +97,10 @@ def compress(
                     # One item per (level, block), levels ascending: the top level's are the last ones.
                     items = levels["Result"]
                     if top_level_only and items:
-                        level = rehearsal_level([item["per_shard"] for item in items], max_concurrency)
-                        items = [item for item in items if item["per_shard"] == level]
+                        per_shard = sorted({item["per_shard"] for item in items})
+                        fallback = rehearsal_level(per_shard, max_concurrency)
+                        picked = per_shard[chosen] if chosen is not None else fallback
+                        items = [item for item in items if item["per_shard"] == picked]
                     levels["Result"] = [
                         {**item, "requests": rounds * item["per_shard"] if rounds else item["requests"]}
                         for item in items

@@ -130,6 +130,11 @@ def test_drift_between_blocks_widens_the_interval_instead_of_deciding():
     as_blocks = next(d for d in compare_blocks(base, cand) if d.metric == "ttft_ms" and d.statistic == "p50")
     assert as_one.verdict == "better"
     assert as_blocks.verdict != "better" and (as_blocks.high - as_blocks.low) > 2 * (as_one.high - as_one.low)
+    # Every block of one side slower than or as slow as every block of the other (1.08/1.0/1.08 vs
+    # 0.92/1.0/0.92) is a difference, not drift: since the rule asks for an interval that excludes no
+    # change and an estimate beyond the margin (not a whole interval beyond it), that case is better.
+    apart = compare_blocks(side([1.08, 1.0, 1.08]), side([0.92, 1.0, 0.92]))
+    assert next(d for d in apart if d.metric == "ttft_ms" and d.statistic == "p50").verdict == "better"
 
 
 def test_holm_covers_every_level_compared():
@@ -303,19 +308,28 @@ def test_blocks_that_happen_to_agree_still_carry_the_assumed_drift():
 
 
 def test_the_gate_reads_throughput_from_bench_compares_rule():
-    """One rule for the throughput difference: the gate's gain and interval are bench compare's delta
-    as a share of the baseline, at 95 %."""
+    """One rule for the throughput difference (blocks, buckets, too-short windows): the gate's gain is
+    bench compare's delta as a share of the baseline, and its interval the spread of the ratio's
+    replicates, never below the assumed drift on the ratio's scale."""
     from optigate.bench.compare import THROUGHPUT, assumed_drift_se, throughput_difference
-    from optigate.gate.decision.checks import throughput_check
+    from optigate.gate.decision.checks import REPLICATES, throughput_check
 
-    base = [simulated_block(4, 32, Shape(), tokens=64, seed=[1, b]) for b in range(3)]
-    cand = [simulated_block(4, 32, Shape(itl_ms=12.0), tokens=64, seed=[2, b]) for b in range(3)]
-    delta = next(d for d in compare_blocks(base, cand) if d.metric == THROUGHPUT)
-    check = throughput_check(4, base, cand, 5.0, seed=0)
-    assert check.measured == pytest.approx(100 * delta.relative)
-    difference = throughput_difference(base, cand, rng=[0, 4, 3])
-    se = max(difference.se, assumed_drift_se(difference.baseline, 3, 3))
-    assert check.ci_high - check.ci_low == pytest.approx(2 * 1.959964 * 100 * se / difference.baseline, rel=1e-4)
+    def width(base, cand):
+        difference = throughput_difference(base, cand, rng=[0, 4, 3], replicates=REPLICATES)
+        ratio = difference.candidate / difference.baseline
+        spread = float(np.std(100 * (difference.candidate_replicates / difference.baseline_replicates - 1), ddof=1))
+        return spread, 100 * ratio * assumed_drift_se(1.0, len(base), len(cand))
+
+    drifting = [simulated_block(4, 32, Shape(drift=0.1), tokens=64, seed=[1, b]) for b in range(3)]
+    faster = [simulated_block(4, 32, Shape(itl_ms=12.0, drift=0.1), tokens=64, seed=[2, b]) for b in range(3)]
+    steady = [simulated_block(4, 32, Shape(drift=0.0), tokens=64, seed=[3, 0])] * 3
+    for base, cand, binding in ((drifting, faster, "spread"), (steady, steady, "drift")):
+        spread, drift = width(base, cand)
+        assert (spread > drift) == (binding == "spread")  # each case exercises one side of the max
+        check = throughput_check(4, base, cand, 5.0, seed=0)
+        delta = next(d for d in compare_blocks(base, cand) if d.metric == THROUGHPUT)
+        assert check.measured == pytest.approx(100 * delta.relative)
+        assert check.ci_high - check.ci_low == pytest.approx(2 * 1.959964 * max(spread, drift), rel=1e-4)
     short = [block(1, [150.0] * 12, [[10.0] * 3] * 12)]  # about 2 s: too few one-second buckets for both
     assert not throughput_check(1, short, short, 5.0, seed=0).passed
     assert "buckets" in next(d for d in compare_blocks(short, short) if d.metric == THROUGHPUT).note

@@ -281,10 +281,13 @@ def throughput_check(
 ) -> Check:
     """Relative output-throughput gain: the lower end of its interval must reach the minimum.
 
-    The difference and its SE come from `bench compare`'s own rule (``throughput_difference``, with
-    the assumed run-to-run drift as its floor), as a share of the baseline's throughput."""
+    Each side's figure and two-level replicates come from `bench compare`'s own rule
+    (``throughput_difference``); the interval is on the spread of the ratio's replicates, never below
+    the assumed run-to-run drift on the ratio's scale."""
     name = "throughput_gain"
-    difference = throughput_difference(base_blocks, cand_blocks, rng=check_seed(seed, level, name))
+    difference = throughput_difference(
+        base_blocks, cand_blocks, rng=check_seed(seed, level, name), replicates=REPLICATES
+    )
     if difference.short:
         detail = (
             f"measurement window too short for a throughput interval ({difference.short} one-second buckets, "
@@ -292,11 +295,15 @@ def throughput_check(
         )
         return Check(name, None, minimum_pct, False, detail, concurrency=level)
     base_mean, cand_mean = difference.baseline, difference.candidate
-    if not base_mean > 0:
+    base_reps, cand_reps = difference.baseline_replicates, difference.candidate_replicates
+    if not base_mean > 0 or base_reps is None or cand_reps is None or not (base_reps > 0).all():
         return Check(name, None, minimum_pct, False, "no baseline throughput to compare with", concurrency=level)
-    se = max(difference.se, assumed_drift_se(base_mean, len(base_blocks), len(cand_blocks)))
     gain = 100 * (cand_mean / base_mean - 1)
-    half = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2) * 100 * se / base_mean
+    # The spread of the ratio's replicates (the baseline's noise scaled by the ratio), never below
+    # the assumed run-to-run drift's on the same scale: (c/b) x 2 % x sqrt(1/n_b + 1/n_c).
+    spread = float(np.std(100 * (cand_reps / base_reps - 1), ddof=1))
+    drift = 100 * (cand_mean / base_mean) * assumed_drift_se(1.0, len(base_blocks), len(cand_blocks))
+    half = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2) * max(spread, drift)
     low, high = gain - half, gain + half
     several = len(base_blocks) + len(cand_blocks) > 2
     blocks_text = f", {len(base_blocks)} and {len(cand_blocks)} blocks" if several else ""
