@@ -269,6 +269,16 @@ def test_benchmark_regression_rejects_on_the_ttft_budget(slow_candidate, run_gat
 # --------------------------------------------------------------------------- unchanged candidates
 
 
+def _entered_until_it_stages(harness, run, execution_input, name) -> list[str]:
+    """Start the gate and stop it once it stages a candidate (it is proving, not skipping): the states entered."""
+    arn = harness.start(run.gate_arn, execution_input, name=name)
+    deadline = time.monotonic() + 60
+    while "CreateCandidateModel" not in harness.states_entered(arn) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    harness.client("stepfunctions").stop_execution(executionArn=arn, error="Test.Stop", cause="it proves")
+    return harness.states_entered(arn)
+
+
 def _fingerprint(template) -> str:
     definition = _definition(template)
     return definition["States"]["RecordApproved"]["Parameters"]["CustomerMetadataProperties"]["fingerprint"]
@@ -322,12 +332,7 @@ def test_an_unchanged_candidate_passes_as_a_no_op_and_force_proves_it_again(temp
                     ModelPackageArn=proof, CustomerMetadataProperties={"fingerprint": _fingerprint(templates[False])}
                 )
                 execution_input = {"force": True}
-            arn = harness.start(run.gate_arn, execution_input, name=name)
-            deadline = time.monotonic() + 60
-            while "CreateCandidateModel" not in harness.states_entered(arn) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            harness.client("stepfunctions").stop_execution(executionArn=arn, error="Test.Stop", cause="it proves again")
-            assert "CreateCandidateModel" in harness.states_entered(arn), name
+            assert "CreateCandidateModel" in _entered_until_it_stages(harness, run, execution_input, name), name
 
 
 def test_a_package_registered_by_hand_is_no_proof_and_does_not_break_the_gate(templates, emulators, gate_handlers):
@@ -347,12 +352,7 @@ def test_a_package_registered_by_hand_is_no_proof_and_does_not_break_the_gate(te
                 "SupportedResponseMIMETypes": ["application/json"],
             },
         )
-        arn = harness.start(run.gate_arn, {}, name="by-hand")
-        deadline = time.monotonic() + 60
-        while "CreateCandidateModel" not in harness.states_entered(arn) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        harness.client("stepfunctions").stop_execution(executionArn=arn, error="Test.Stop", cause="it proves")
-        entered = harness.states_entered(arn)
+        entered = _entered_until_it_stages(harness, run, {}, "by-hand")
         assert "DescribeLastProof" in entered and "CreateCandidateModel" in entered, entered
 
 
