@@ -130,26 +130,35 @@ def test_variants_and_inference_components_are_routed():
         }
     }
 
-    async def body(url, _):
+    async def body(url, emulator):
         base = await _load(url, endpoint="prod", requests=2)
         shadow = await _load(url, endpoint="prod", requests=2, target_variant="Shadow")
         adapter = await _load(url, endpoint="prod", requests=2, inference_component="prod-sql")
         missing = await _load(url, endpoint="other", requests=2)
-        return base, shadow, adapter, missing
+        return base, shadow, adapter, missing, dict(emulator.trace)
 
-    base, shadow, adapter, missing = _run(_with_emulator(config, body))
+    base, shadow, adapter, missing, trace = _run(_with_emulator(config, body))
+    # Where each request went, as the server saw it (not inferred from timing a busy host can blur) ...
+    routed = {name: {trace[r.request_id]["variant"] for r in run.records} for name, run in
+              (("base", base), ("shadow", shadow), ("adapter", adapter))}  # fmt: skip
+    assert routed == {"base": {"AllTraffic"}, "shadow": {"Shadow"}, "adapter": {"prod-sql"}}
+    # ... and each answered with its own behaviour: never faster than configured.
     ttft = lambda r: RunSamples.from_records(2, r.records).to_result()["ttft_ms"]["p50"]  # noqa: E731
-    assert ttft(base) < 60 <= 80 <= ttft(shadow) < 110 <= 120 <= ttft(adapter)
+    assert ttft(base) < 80 <= ttft(shadow) and ttft(adapter) >= 120
     assert RunSamples.from_records(2, missing.records).errors == {"ValidationError": 2}
 
 
 def test_interrupted_run_keeps_what_completed():
-    async def body(url, _):
+    async def body(url, emulator):
         client = StreamingClient(Target("demo", endpoint_url=url), timeout=5)
         task = asyncio.create_task(
             run_load(client, LoadSpec(concurrency=2, requests=None, duration_s=60, max_new_tokens=12))
         )
-        await asyncio.sleep(1.0)
+        # Interrupt once the server has received 12 requests (the warmup, the stagger probe, at most 2
+        # in flight: at least 8 measured ones completed), however slowly a busy host gets there.
+        deadline = time.monotonic() + 30
+        while len(emulator.trace) < 12 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
         task.cancel()
         return await task
 
