@@ -99,7 +99,7 @@ def compress(
                     if top_level_only and items:
                         per_shard = sorted({item["per_shard"] for item in items})
                         fallback = rehearsal_level(per_shard, max_concurrency)
-                        picked = per_shard[chosen] if chosen is not None else fallback
+                        picked = per_shard[chosen] if chosen is not None and chosen < len(per_shard) else fallback
                         items = [item for item in items if item["per_shard"] == picked]
                     levels["Result"] = [
                         {**item, "requests": rounds * item["per_shard"] if rounds else item["requests"]}
