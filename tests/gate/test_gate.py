@@ -269,6 +269,12 @@ def test_benchmark_regression_rejects_on_the_ttft_budget(slow_candidate, run_gat
 # --------------------------------------------------------------------------- unchanged candidates
 
 
+def _passing_harness(emulators, gate_handlers) -> GateHarness:
+    """A harness whose evaluation passes, with the gate's handlers on the emulators."""
+    scenario = Scenario(on_processing_job=evaluation_writer("pass"))
+    return GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION)
+
+
 def _entered_until_it_stages(harness, run, execution_input, name) -> list[str]:
     """Start the gate and stop it once it stages a candidate (it is proving, not skipping): the states entered."""
     arn = harness.start(run.gate_arn, execution_input, name=name)
@@ -288,11 +294,7 @@ def test_an_unchanged_candidate_passes_as_a_no_op_and_force_proves_it_again(temp
     """The pipeline runs every team's gate after each deploy: a candidate proven before must not be
     benchmarked again (once promoted, it would be compared with itself). The happy path test shows
     the gate records this fingerprint; here the registry holds such a proof already."""
-    with GateHarness(
-        lambda_handlers=gate_handlers(emulators),
-        scenario=Scenario(on_processing_job=evaluation_writer("pass")),
-        region=REGION,
-    ) as harness:
+    with _passing_harness(emulators, gate_handlers) as harness:
         run = GateRun(templates[False], harness)
         sagemaker = harness.client("sagemaker")
         proof = sagemaker.create_model_package(
@@ -338,11 +340,7 @@ def test_an_unchanged_candidate_passes_as_a_no_op_and_force_proves_it_again(temp
 def test_a_package_registered_by_hand_is_no_proof_and_does_not_break_the_gate(templates, emulators, gate_handlers):
     """A package without description, metadata or approval status (all optional in DescribeModelPackage's
     output) is the newest in the group: the gate proves the candidate instead of dying on a missing path."""
-    with GateHarness(
-        lambda_handlers=gate_handlers(emulators),
-        scenario=Scenario(on_processing_job=evaluation_writer("pass")),
-        region=REGION,
-    ) as harness:
+    with _passing_harness(emulators, gate_handlers) as harness:
         run = GateRun(templates[False], harness)
         harness.client("sagemaker").create_model_package(
             ModelPackageGroupName=run.group,
