@@ -230,7 +230,7 @@ def test_a_bypassed_guard_of_a_real_gate_is_reported(example_app):
     for label, definition in definitions.items():
         baseline = set(unguarded_optional_reads(definition))
         for name, state in iter_states(definition):
-            for i, rule in enumerate(state.get("Choices", [])):
+            for rule in state.get("Choices", []):
                 if rule.get("IsPresent") is not True:
                     continue
                 mutated = copy.deepcopy(definition)
