@@ -13,7 +13,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from optigate.config.models import EvaluationGate, split_s3_uri
-from optigate.constructs import nag
+from optigate.constructs import nag, retries
 from optigate.constructs.assets import image_context
 from optigate.constructs.common import (
     STREAMING_INVOKE_ACTIONS,
@@ -222,14 +222,7 @@ class EvaluationJob(Construct):
                 "Resource": f"arn:{Aws.PARTITION}:states:::sagemaker:createProcessingJob.sync",
                 "Parameters": self.request(job_name, baseline, candidate),
                 "ResultPath": result_path,
-                "Retry": [
-                    {
-                        "ErrorEquals": ["SageMaker.ThrottlingException", "ThrottlingException"],
-                        "IntervalSeconds": 5,
-                        "MaxAttempts": 3,
-                        "BackoffRate": 1.5,
-                    }
-                ],
+                "Retry": [retries.retry_for("arn:aws:states:::sagemaker:createProcessingJob.sync")],
             },
         )
 

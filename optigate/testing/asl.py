@@ -45,3 +45,26 @@ def sdk_calls(definition: dict[str, Any]) -> Iterator[SdkCall]:
         action = action.split(".")[0]  # .sync / .sync:2 / .waitForTaskToken
         operation = action[0].upper() + action[1:]
         yield SdkCall(name, SERVICE_NAMES.get(service, service), operation, state.get("Parameters", {}), sdk)
+
+
+def retry_problems(definition: dict[str, Any]) -> list[str]:
+    """Every Task must retry exactly what its kind of integration raises for a transient fault, as the one
+    table (optigate.constructs.retries) says: a name of another kind of integration never matches."""
+    from optigate.constructs.retries import TRANSIENT, integration_kind
+
+    problems = []
+    for name, state in iter_states(definition):
+        if state.get("Type") != "Task":
+            continue
+        kind = integration_kind(state["Resource"])
+        expected = set(TRANSIENT[kind].errors) if kind in TRANSIENT else None
+        if expected is None:
+            problems.append(f"{name}: no retry table entry for {kind} ({state['Resource']})")
+            continue
+        retried = [set(retry["ErrorEquals"]) for retry in state.get("Retry", [])]
+        if expected not in retried:
+            problems.append(f"{name}: retries {sorted(set().union(*retried))}, {kind} raises {sorted(expected)}")
+        unknown = set().union(*retried) - expected - {"States.ALL", "States.TaskFailed", "States.Timeout"}
+        if unknown:
+            problems.append(f"{name}: retries {sorted(unknown)}, which {kind} never raises")
+    return problems

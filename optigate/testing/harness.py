@@ -63,6 +63,7 @@ class GateHarness:
         strict_integrations: refuse ``arn:aws:states:::sagemaker:<action>`` for actions Step Functions does not
             optimize (e.g. deleteEndpoint), as AWS does at CreateStateMachine. False accepts them.
         sync_poll_seconds: how often ``.sync`` tasks call Describe (moto's executor uses 0.5 s).
+        retry_time_scale: a Retry waits this fraction of its IntervalSeconds (x BackoffRate^n).
     """
 
     def __init__(
@@ -73,6 +74,7 @@ class GateHarness:
         region: str = REGION,
         strict_integrations: bool = True,
         sync_poll_seconds: float = 0.05,
+        retry_time_scale: float = 0.01,
     ):
         self.lambdas = InProcessLambdas(lambda_handlers)
         self.lambda_handlers = self.lambdas.handlers
@@ -81,6 +83,9 @@ class GateHarness:
         self.region = region
         self.strict_integrations = strict_integrations
         self.sync_poll_seconds = sync_poll_seconds
+        self.retry_time_scale = retry_time_scale
+        self.throttled: list[str] = []  # SageMaker operations answered with ThrottlingException (Scenario.throttle)
+        self.started = False  # an execution was started: the setup before it (as CloudFormation's) is never throttled
         self.sagemaker = SageMakerEmulator(self)
         self.rejected_requests: list[tuple[str, str, str]] = []  # (service, operation, error)
         self.hook_errors: list[Exception] = []
@@ -152,6 +157,7 @@ class GateHarness:
         }
         if name:
             kwargs["name"] = name
+        self.started = True
         return self.client("stepfunctions").start_execution(**kwargs)["executionArn"]
 
     def wait(self, execution_arn: str, timeout: float = 10.0, poll: float = 0.02) -> dict:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from moto.cloudwatch import models as cw_models
 from moto.sagemaker import models as sm_models
 from moto.sagemaker.responses import SageMakerResponse
 from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import state_task_factory
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
     state_task_service_aws_sdk,
@@ -118,8 +120,19 @@ def apply_patches(stack: ExitStack, harness: GateHarness) -> None:
     )
     for backend_cls in (LambdaBackend, LambdaSimpleBackend):
         stack.enter_context(patch(backend_cls, "invoke", _lambda_invoke(backend_cls.invoke)))
+    # A Retry waits IntervalSeconds x BackoffRate^n for real in moto's executor: scaled down, the same
+    # attempts happen in the same order in a fraction of the time.
+    stack.enter_context(patch(retrier_decl, "time", _ScaledSleep(harness.retry_time_scale)))
     terminal = _terminal_errors_escape_states_all(ErrorEqualsDecl._eval_body)
     stack.enter_context(patch(ErrorEqualsDecl, "_eval_body", terminal))
+
+
+class _ScaledSleep:
+    def __init__(self, scale: float):
+        self.scale = scale
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds * self.scale)
 
 
 #: Errors a `States.ALL` catcher or retrier does not match ("States.ALL ... cannot catch
@@ -284,6 +297,10 @@ def _sagemaker_call_action(original):
             params = {}
         request_id = str(uuid.uuid4())
         with harness.lock:
+            if harness.started and harness.scenario.throttle.get(action, 0) > 0:
+                harness.scenario.throttle[action] -= 1
+                harness.throttled.append(action)
+                return _error_response(request_id, SageMakerError("ThrottlingException", "Rate exceeded"))
             problem = validate_request("sagemaker", action, params)
             if problem:
                 harness.rejected_requests.append(("sagemaker", action, problem))

@@ -45,8 +45,9 @@ class Scenario:
     processing_job: OutcomeSpec = field(default_factory=lambda: Outcome("Completed", after=0))
     optimization_job: OutcomeSpec = field(default_factory=lambda: Outcome("COMPLETED", after=1))
     inference_component: OutcomeSpec = field(default_factory=lambda: Outcome("InService", after=0))
-    # DescribeOptimizationJob's OptimizationOutput.RecommendedInferenceImage once COMPLETED.
-    recommended_inference_image: str = DEFAULT_IMAGE
+    # DescribeOptimizationJob's OptimizationOutput.RecommendedInferenceImage once COMPLETED; None: no
+    # OptimizationOutput at all (both are optional in the API's output).
+    recommended_inference_image: str | None = DEFAULT_IMAGE
     # Called when a processing job "runs" (on the Describe that makes it terminal), with the
     # CreateProcessingJob request; may write results to moto S3. It may return a dict of Describe fields
     # to override (e.g. {"ProcessingJobStatus": "Failed", "FailureReason": "..."}); raising fails the job.
@@ -58,6 +59,10 @@ class Scenario:
     # Published for a variant that is on an InService endpoint when GetMetricData reads it, timestamped
     # inside the requested window, as if the traffic had happened during it.
     variant_traffic: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # SageMaker operation (e.g. "CreateEndpoint") -> how many of its first calls are throttled (HTTP 400
+    # ThrottlingException "Rate exceeded"), before any other check: what a busy account answers. Only
+    # once an execution has started: the setup before it plays CloudFormation.
+    throttle: dict[str, int] = field(default_factory=dict)
 
 
 def resolve_outcome(spec: OutcomeSpec, request: dict) -> Outcome:

@@ -29,13 +29,17 @@ def state_machines(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return resources_of_type(template, STATE_MACHINE)
 
 
-def _token_fallback(logical: str, attribute: str | None) -> str:
-    return TOKEN
+def placeholders(template: dict[str, Any] | None = None) -> dict[str, Callable[[str, str | None], str]]:
+    """Substitutions that render every token as :data:`TOKEN`, except a Lambda function's ARN (given the
+    template): a Task whose Resource is a function is a Lambda integration, whatever the function's name."""
+    resources = (template or {}).get("Resources", {})
 
+    def fallback(logical: str, attribute: str | None) -> str:
+        if attribute == "Arn" and resources.get(logical, {}).get("Type") == "AWS::Lambda::Function":
+            return f"arn:aws:lambda:us-east-1:111111111111:function:{logical}"
+        return TOKEN
 
-def placeholders() -> dict[str, Callable[[str, str | None], str]]:
-    """Substitutions that render every token as :data:`TOKEN`."""
-    return {"*": _token_fallback}
+    return {"*": fallback}
 
 
 def render_definition(template: dict[str, Any], logical_id: str, substitutions: Substitutions) -> dict[str, Any]:
@@ -48,7 +52,7 @@ def render_definition(template: dict[str, Any], logical_id: str, substitutions: 
 
 def placeholder_definition(template: dict[str, Any], logical_id: str | None = None) -> dict[str, Any]:
     """A state machine's definition (the only or first one, unless named) with every token a placeholder."""
-    return render_definition(template, logical_id or next(iter(state_machines(template))), placeholders())
+    return render_definition(template, logical_id or next(iter(state_machines(template))), placeholders(template))
 
 
 def render_value(value: Any, substitutions: Substitutions) -> Any:

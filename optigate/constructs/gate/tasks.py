@@ -15,13 +15,6 @@ from optigate import naming
 from optigate.constructs import retries
 from optigate.constructs.gate.spec import GateSpec
 
-THROTTLING = [
-    "SageMaker.ThrottlingException",
-    "ThrottlingException",
-    "Lambda.TooManyRequestsException",
-    "SNS.ThrottledException",
-]
-
 
 def sdk_task(
     scope: Construct,
@@ -32,19 +25,15 @@ def sdk_task(
     result_path: str | None = None,
     result_selector: dict[str, Any] | None = None,
 ) -> sfn.CustomState:
-    """A Task state calling `arn:<partition>:states:::<resource>`, retrying throttling (and, for
-    `lambda:invoke`, Lambda's transient service errors: optigate.constructs.retries)."""
+    """A Task state calling `arn:<partition>:states:::<resource>`, retrying what its kind of
+    integration raises for throttling and transient faults (optigate.constructs.retries)."""
     state: dict[str, Any] = {
         "Type": "Task",
         "Resource": f"arn:{Aws.PARTITION}:states:::{resource}",
         "Parameters": parameters,
         "ResultPath": result_path,
-        "Retry": [
-            retries.lambda_retry()
-            if resource == "lambda:invoke"
-            else {"ErrorEquals": THROTTLING, "IntervalSeconds": 2, "MaxAttempts": 5, "BackoffRate": 1.5}
-        ],
     }
+    state["Retry"] = [retries.retry_for(state["Resource"])]
     if result_selector:
         state["ResultSelector"] = result_selector
     return sfn.CustomState(scope, name, state_json=state)
