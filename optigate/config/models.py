@@ -352,6 +352,12 @@ def serving_with(serving: Serving, overrides: Mapping[str, object]) -> Serving:
 class EnvironmentOverrides(Strict):
     instance_count: int | None = Field(None, ge=1, le=100)
     autoscaling_max_capacity: int | None = Field(None, ge=1)
+    suspend_autoscaling: bool | None = Field(
+        None,
+        description="Deploy once with this to change serving.instance_type of an autoscaled endpoint, then again "
+        "without: SageMaker refuses an instance-type change of a variant registered with Application Auto Scaling. "
+        "The instance count stays where autoscaling left it.",
+    )
     data_capture_percentage: int | None = Field(None, ge=0, le=100, description="0 disables data capture.")
 
 

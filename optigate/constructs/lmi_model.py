@@ -159,6 +159,24 @@ class LmiModel(Construct):
             why_wildcard="Only the log groups SageMaker creates for this endpoint's name and their streams.",
         )
 
+    def grant_job_logs(self, groups: Sequence[str], job_names: str) -> None:
+        """Let the role write the log streams of SageMaker jobs it runs, named `job_names` (an IAM pattern), in
+        the shared log `groups` SageMaker uses for that kind of job (a stream per job, named after it)."""
+        stack = Stack.of(self)
+        arns = [f"arn:{Aws.PARTITION}:logs:{stack.region}:{stack.account}:log-group:{group}" for group in groups]
+        nag.allow(
+            self.role,
+            ["logs:CreateLogGroup", "logs:DescribeLogStreams"],
+            [*arns, *(f"{arn}:*" for arn in arns)],
+            why_wildcard="The shared log group of this kind of SageMaker job and its streams.",
+        )
+        nag.allow(
+            self.role,
+            ["logs:CreateLogStream", "logs:PutLogEvents"],
+            [f"{arn}:log-stream:{job_names}" for arn in arns],
+            why_wildcard="Only the log streams of this gate's jobs, named after the job.",
+        )
+
     def _grant_network(self) -> None:
         nag.allow(
             self.role,

@@ -56,6 +56,10 @@ class ComponentScaling:
     scale_out_cooldown_seconds: int = 60
 
 
+#: CloudWatch: "an alarm can ... contain up to 10 metrics" (metric math alarms; alarm-limits in the user guide).
+MAX_METRICS_PER_ALARM = 10
+
+
 @jsii.implements(cloudwatch.IAlarmAction)
 class _ScalingPolicyAction:
     """Lets an L2 alarm trigger an L1 step-scaling policy."""
@@ -218,20 +222,37 @@ class LoraAdapters(Construct):
                 ],
             ),
         )
-        alarm = cloudwatch.Alarm(
-            self,
-            "NoCapacity",
-            metric=cloudwatch.Metric(
-                namespace="AWS/SageMaker",
-                metric_name="NoCapacityInvocationFailures",
-                dimensions_map={"InferenceComponentName": self.base_component_name},
-                statistic="Maximum",
-                period=Duration.minutes(1),
-            ),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"{self.base_component_name}: a request found no copy; scale out from zero",
-        )
-        alarm.add_alarm_action(_ScalingPolicyAction(scale_out.attr_arn))
+        # A request for an adapter finds no capacity as much as one for the base: which component name the
+        # metric then carries is not documented, so every component is watched (the Developer Guide's
+        # scale-from-zero alarm is per inference component). An alarm reads at most 10 metrics.
+        components = [self.base_component_name, *(c.inference_component_name for c in self.adapter_components.values())]
+        self.no_capacity_alarms: list[cloudwatch.Alarm] = []
+        for start in range(0, len(components), MAX_METRICS_PER_ALARM):
+            watched = components[start : start + MAX_METRICS_PER_ALARM]
+            metrics = {
+                f"m{i}": cloudwatch.Metric(
+                    namespace="AWS/SageMaker",
+                    metric_name="NoCapacityInvocationFailures",
+                    dimensions_map={"InferenceComponentName": name},
+                    statistic="Maximum",
+                    period=Duration.minutes(1),
+                )
+                for i, name in enumerate(watched)
+            }
+            alarm = cloudwatch.Alarm(
+                self,
+                "NoCapacity" if start == 0 else f"NoCapacity{start // MAX_METRICS_PER_ALARM + 1}",
+                metric=cloudwatch.MathExpression(
+                    expression=" + ".join(f"FILL({key}, 0)" for key in metrics),
+                    using_metrics=metrics,
+                    period=Duration.minutes(1),
+                    label="requests that found no copy",
+                ),
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description=f"{', '.join(watched)}: a request found no copy; scale the base out from zero",
+            )
+            alarm.add_alarm_action(_ScalingPolicyAction(scale_out.attr_arn))
+            self.no_capacity_alarms.append(alarm)

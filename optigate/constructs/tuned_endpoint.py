@@ -120,6 +120,8 @@ class TunedEndpoint(Construct):
     :param blue_green: @default BlueGreenSettings(); None updates all at once without rollback
     :param data_capture_percentage: share of requests captured to S3. @default 0 (off)
     :param scaling: @default no autoscaling
+    :param scaling_suspended: autoscaling is configured but off for this deploy (to change the instance type,
+        which SageMaker refuses for a registered variant): the instance count it set is kept. @default False
     """
 
     def __init__(
@@ -134,6 +136,7 @@ class TunedEndpoint(Construct):
         blue_green: BlueGreenSettings | None = BlueGreenSettings(),
         data_capture_percentage: int = 0,
         scaling: ScalingSettings | None = None,
+        scaling_suspended: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
@@ -166,6 +169,10 @@ class TunedEndpoint(Construct):
             endpoint_name=endpoint_name,
             endpoint_config_name=self.config.attr_endpoint_config_name,
             deployment_config=self._deployment_config(blue_green),
+            # A new config (a promotion) would otherwise reset a scaled-out variant to InitialInstanceCount:
+            # retained, the update keeps the count Application Auto Scaling set (UpdateEndpoint's
+            # RetainAllVariantProperties, which CloudFormation passes on an update).
+            retain_all_variant_properties=True if scaling is not None or scaling_suspended else None,
         )
         if scaling is not None:
             self._autoscaling(scaling)

@@ -24,6 +24,10 @@ from optigate.constructs.tuned_endpoint import BlueGreenSettings, ScalingSetting
 from optigate.deployment import Deployment, ResolvedServing
 
 STREAMS_PER_WORKER = 64  # what one Lambda worker of the benchmark fleet holds accurately
+#: Where an optimization job (running as the model role) writes its logs. No page names the group: SageMaker
+#: jobs log to /aws/sagemaker/<Kind>Jobs, one stream per job named after it, and the LMI optimization runs
+#: the Neo compilation entry points, so both candidates are granted (streams of this gate's jobs only).
+OPTIMIZATION_JOB_LOG_GROUPS = ("/aws/sagemaker/OptimizationJobs", "/aws/sagemaker/CompilationJobs")
 
 
 class TeamInferenceStack(Stack):
@@ -61,7 +65,8 @@ class TeamInferenceStack(Stack):
         )
         variant = self._variant(resolved, deployment.instance_count)
         overrides = deployment.overrides
-        scaling = team.serving.autoscaling
+        # Suspended for one deploy (an instance-type change of an autoscaled endpoint): no scalable target.
+        scaling = None if overrides.suspend_autoscaling else team.serving.autoscaling
         max_capacity = overrides.autoscaling_max_capacity or (scaling.max_capacity if scaling else None)
 
         self.endpoint: LoraAdapters | TunedEndpoint
@@ -110,6 +115,7 @@ class TeamInferenceStack(Stack):
                 endpoint_name=deployment.endpoint_name,
                 blue_green=blue_green,
                 data_capture_percentage=overrides.data_capture_percentage or 0,
+                scaling_suspended=bool(overrides.suspend_autoscaling and team.serving.autoscaling),
                 scaling=(
                     ScalingSettings(
                         min_capacity=max(1, scaling.min_capacity),
@@ -257,6 +263,7 @@ class TeamInferenceStack(Stack):
                 conditions={"StringLike": {"s3:prefix": ["optimized/*"]}},
             )
             nag.allow(self.model.role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [key.key_arn])
+            self.model.grant_job_logs(OPTIMIZATION_JOB_LOG_GROUPS, spec.run_name_pattern("opt"))
         return OptimizationGate(
             self, "Gate", spec=spec, fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key
         )

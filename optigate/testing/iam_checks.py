@@ -74,6 +74,10 @@ OPERATION_ACTIONS: Final = {
     ("s3", "HeadObject"): "s3:GetObject",
     ("s3", "HeadBucket"): "s3:ListBucket",
 }
+#: Operations authorized as several actions: CopyObject reads the source and writes the destination
+#: ("To copy an object, you need s3:GetObject on the source and s3:PutObject on the destination",
+#: the S3 API reference of CopyObject).
+COMPOSITE_ACTIONS: Final = {("s3", "CopyObject"): ("s3:GetObject", "s3:PutObject")}
 #: Requests a handler's imports sign by hand instead of through a boto3 client (module -> calls):
 #: optigate.bench.client streams InvokeEndpointWithResponseStream over raw SigV4. Its API reference
 #: says the caller also needs sagemaker:InvokeEndpoint.
@@ -676,6 +680,25 @@ def _topic_key_needs(action: str, parameters: Mapping[str, Any], stack: Stack) -
     return needs
 
 
+def _kms_keys_in(value: Any) -> list[str]:
+    """Every `KmsKeyId` / `*KmsKeyId` member of a request, at any depth."""
+    if isinstance(value, dict):
+        keys = [v for k, v in value.items() if k.endswith("KmsKeyId") and isinstance(v, str)]
+        return keys + [key for v in value.values() for key in _kms_keys_in(v)]
+    if isinstance(value, list):
+        return [key for item in value for key in _kms_keys_in(item)]
+    return []
+
+
+def _endpoint_key_needs(action: str, parameters: Mapping[str, Any]) -> list[Need]:
+    """An endpoint config naming KMS keys (volume, data capture) makes SageMaker create grants on them for the
+    caller of CreateEndpoint/UpdateEndpoint, which is the role that made the config here: kms:CreateGrant
+    (the API reference of CreateEndpointConfig's KmsKeyId; SageMaker's API permissions reference)."""
+    if action != "sagemaker:CreateEndpointConfig":
+        return []
+    return [Need("kms:CreateGrant", key, "an endpoint config with this KMS key") for key in _kms_keys_in(parameters)]
+
+
 def _iam_action(service: str, operation: str) -> str:
     prefix = IAM_PREFIXES.get(service, service)
     return OPERATION_ACTIONS.get((prefix, operation), f"{prefix}:{operation}")
@@ -704,7 +727,11 @@ def task_needs(state: dict[str, Any], known: Mapping[str, Any], stack: Stack, ow
     parameters = evaluate_parameters(state.get("Parameters", {}), known)
     if _privilege(action) is None:
         return [Need(action, Unresolved(f"no IAM action {action} for {integration}"))]
-    needs = action_needs(action, parameters, stack, integration) + _topic_key_needs(action, parameters, stack)
+    needs = [
+        *action_needs(action, parameters, stack, integration),
+        *_topic_key_needs(action, parameters, stack),
+        *_endpoint_key_needs(action, parameters),
+    ]
     if pattern.startswith("sync"):
         prefix = action.partition(":")[0]
         if prefix == "sagemaker" and operation.startswith("Create"):
@@ -858,14 +885,17 @@ def lambda_findings(stack: Stack) -> list[Finding]:
         root = next((p for p in source.parents if (p / "optigate").is_dir()), source.parent)
         needs = []
         for service, operation in sorted(handler_calls(source, root)):
-            action = _iam_action(service, operation)
-            if _privilege(action) is None:
-                findings.append(Finding(stack.name, logical, "no-action", f"no IAM action for {service} {operation}"))
-                continue
-            resource: str | Unresolved = "*"
-            if _resource_formats(action, required_only=False):
-                resource = Unresolved(f"{operation}'s resource comes from the event")
-            needs.append(Need(action, resource, f"{source.name} calls {service} {operation}"))
+            actions = COMPOSITE_ACTIONS.get((service, operation)) or (_iam_action(service, operation),)
+            for action in actions:
+                if _privilege(action) is None:
+                    findings.append(
+                        Finding(stack.name, logical, "no-action", f"no IAM action for {service} {operation}")
+                    )
+                    continue
+                resource: str | Unresolved = "*"
+                if _resource_formats(action, required_only=False):
+                    resource = Unresolved(f"{operation}'s resource comes from the event")
+                needs.append(Need(action, resource, f"{source.name} calls {service} {operation}"))
         findings += [f for f in _check(stack, logical, grants, needs) if f.kind != "unresolved"]
     return findings
 

@@ -415,13 +415,43 @@ def test_scale_to_zero_copies_instances_and_scales_back_out_on_no_capacity():
         },
     )
     template.has_resource_properties("AWS::ApplicationAutoScaling::ScalingPolicy", {"PolicyType": "StepScaling"})
-    template.has_resource_properties(
-        "AWS::CloudWatch::Alarm",
-        {
-            "MetricName": "NoCapacityInvocationFailures",
-            "AlarmActions": [{"Fn::GetAtt": [Match.string_like_regexp("ScaleOutFromZero"), "Arn"]}],
-        },
+    assert _no_capacity_watch(template) == [
+        {"support-dev-base", "support-dev-triage", "support-dev-reply"}
+    ]  # a request to any adapter wakes the base
+
+
+def _no_capacity_watch(template: Template) -> list[set[str]]:
+    """The components each scale-from-zero alarm watches; every alarm acts on the step-scaling policy."""
+    watched = []
+    for alarm in template.find_resources("AWS::CloudWatch::Alarm").values():
+        properties = alarm["Properties"]
+        queries = properties.get("Metrics", [])
+        stats = [q["MetricStat"]["Metric"] for q in queries if "MetricStat" in q]
+        if not any(m["MetricName"] == "NoCapacityInvocationFailures" for m in stats):
+            continue
+        ((logical, attribute),) = [action["Fn::GetAtt"] for action in properties["AlarmActions"]]
+        assert logical.startswith("AdaptersScaleOutFromZero") and attribute == "Arn"
+        (expression,) = [q["Expression"] for q in queries if "Expression" in q]
+        assert expression == " + ".join(f"FILL({q['Id']}, 0)" for q in queries if "MetricStat" in q)
+        watched.append({d["Value"] for m in stats for d in m["Dimensions"]})
+    return watched
+
+
+def test_scale_from_zero_watches_every_adapter_in_alarms_of_at_most_ten_metrics():
+    stack = _stack()
+    LoraAdapters(
+        stack,
+        "Adapters",
+        model=_model(stack),
+        variant=VariantSettings(instance_type="ml.g6e.12xlarge"),
+        endpoint_name="support-dev",
+        adapters=[AdapterSpec(f"a{i}", f"s3://acme-adapters/a{i}.tar.gz") for i in range(12)],
+        compute=ComponentCompute(accelerators=1, min_memory_mb=16384),
+        scaling=ComponentScaling(min_copies=0, max_copies=4, scale_to_zero=True),
     )
+    watched = _no_capacity_watch(Template.from_stack(stack))
+    assert [len(w) for w in watched] == [10, 3]
+    assert set().union(*watched) == {"support-dev-base", *(f"support-dev-a{i}" for i in range(12))}
 
 
 def test_duplicate_adapter_names_are_refused():

@@ -138,3 +138,24 @@ def test_a_busy_live_endpoint_is_not_touched(emulators, gate_templates, gate_han
     assert "LiveEndpointBusy" in result["execution"]["cause"]
     assert _updates(result) == []
     assert result["live"]["chat-dev"]["config"] == result["live"]["chat-dev"]["original_config"]
+
+
+def test_the_shadow_and_the_restore_keep_the_count_autoscaling_gave_the_live_endpoint(
+    emulators, gate_templates, gate_handlers
+):
+    """A gate run during a scale-out: without RetainAllVariantProperties each UpdateEndpoint applies the
+    config's InitialInstanceCount, and chat-dev would drop from 4 instances to 1 twice."""
+
+    def scaled_out(harness):
+        (variant,) = harness.sagemaker_backend().endpoints["chat-dev"].production_variants
+        variant["CurrentInstanceCount"] = variant["DesiredInstanceCount"] = 4
+
+    scenario = _shadow_scenario()
+    with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
+        run = GateRun(gate_templates["shadow"], harness, {"rounds": 4})
+        scaled_out(harness)
+        result = run.execute(timeout=120)
+        (variant,) = harness.sagemaker_backend().endpoints["chat-dev"].production_variants
+    assert _updates(result) == ["PutShadowOnLiveEndpoint", "RestoreLiveEndpoint"]
+    assert variant["CurrentInstanceCount"] == 4
+    assert result["live"]["chat-dev"]["config"] == result["live"]["chat-dev"]["original_config"]

@@ -119,6 +119,41 @@ def test_every_state_machine_of_every_stack_passes_statelint(example_app, tmp_pa
     assert len(checked) > len(example_app.templates)  # gates and fleets, at least
 
 
+def test_every_task_of_every_state_machine_retries_what_its_integration_raises(example_app):
+    """The retry names come from one table (optigate.constructs.retries), per kind of integration."""
+    from optigate.constructs.retries import TRANSIENT, integration_kind
+    from optigate.testing.asl import iter_states, retry_problems
+    from optigate.testing.template import placeholder_definition, state_machines
+
+    kinds = set()
+    for stack, template in example_app.templates.items():
+        for logical in state_machines(template):
+            definition = placeholder_definition(template, logical)
+            assert retry_problems(definition) == [], f"{stack} {logical}"
+            kinds |= {integration_kind(s["Resource"]) for _, s in iter_states(definition) if s["Type"] == "Task"}
+    assert kinds == set(TRANSIENT)  # and every entry of the table is used
+
+
+def test_a_retry_of_another_integrations_error_name_is_reported():
+    """The seeded mistake of issue 13: throttling of an optimized SageMaker call listed as
+    SageMaker.ThrottlingException, a name only the SDK integration could raise."""
+    from optigate.constructs import retries
+    from optigate.testing.asl import retry_problems
+
+    def task(resource: str, errors: list[str]) -> dict:
+        retry = {"ErrorEquals": errors, "IntervalSeconds": 2, "MaxAttempts": 5, "BackoffRate": 1.5}
+        return {"Type": "Task", "Resource": resource, "Retry": [retry], "End": True}
+
+    optimized = "arn:aws:states:::sagemaker:createEndpoint"
+    sdk = "arn:aws:states:::aws-sdk:sagemaker:describeEndpoint"
+    seeded = {"States": {"A": task(optimized, ["SageMaker.ThrottlingException"]), "B": task(sdk, ["States.ALL"])}}
+    problems = retry_problems(seeded)
+    assert len([p for p in problems if p.startswith("A:")]) == 2  # the right names missing, a wrong one present
+    assert any(p.startswith("B:") and "SageMakerException" in p for p in problems)  # States.ALL alone is no table
+    fixed = {"States": {"A": {**task(optimized, []), "Retry": [retries.retry_for(optimized)]}}}
+    assert retry_problems(fixed) == []
+
+
 def _only(template: dict, resource_type: str) -> dict:
     (resource,) = resources_of(template, resource_type).values()
     return resource["Properties"]
@@ -267,6 +302,42 @@ def test_every_optimization_job_ends_by_its_own_bounds_before_the_gate_stops_pol
     assert jobs  # research optimizes
 
 
+def test_the_role_an_optimization_job_runs_as_may_write_the_jobs_log_streams(example_app):
+    """The job runs as the model role and logs like every SageMaker job; without the grant it cannot
+    report why it failed. The stream is named after the job, as the gate formats the name."""
+    from fnmatch import fnmatchcase
+
+    from optigate import naming
+    from optigate.testing.template import render_definition, render_value, state_machines
+
+    def names(logical, attribute):
+        return f"role:{logical}" if attribute == "Arn" else logical
+
+    jobs = 0
+    for stack, template in example_app.templates.items():
+        for logical in state_machines(template):
+            states = render_definition(template, logical, {"*": names})["States"]
+            if "CreateOptimizationJob" not in states:
+                continue
+            jobs += 1
+            role = states["CreateOptimizationJob"]["Parameters"]["RoleArn"].removeprefix("role:")
+            _, environment, team = stack.split("-", 2)
+            stream = (
+                f"/aws/sagemaker/OptimizationJobs:log-stream:{naming.run_name(team, environment, 'opt', '3f9a0c7e')}"
+            )
+            writable = [
+                render_value(resource, {"*": names})
+                for policy in resources_of(template, "AWS::IAM::Policy").values()
+                if {"Ref": role} in policy["Properties"]["Roles"]
+                for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+                if "logs:PutLogEvents" in statement["Action"]
+                for resource in statement["Resource"]
+            ]
+            patterns = [r.split(":log-group:", 1)[1] for r in writable if ":log-group:" in r]
+            assert any(fnmatchcase(f"{stream}/algo-1", pattern) for pattern in patterns), (stack, patterns)
+    assert jobs
+
+
 def test_the_gate_benchmarks_every_configured_concurrency_level_in_turn(example_app):
     from optigate.testing.template import render_definition as render
     from optigate.testing.template import state_machines
@@ -337,3 +408,29 @@ def test_gate_images_are_staged_with_everything_their_dockerfiles_copy(example_a
         if "decision" in r["Properties"].get("Description", "")
     ]
     assert [r["Properties"]["PackageType"] for r in decide] == ["Image"]
+
+
+def test_traffic_to_any_component_wakes_an_endpoint_scaled_to_zero(example_app):
+    """The scale-from-zero alarms watch NoCapacityInvocationFailures of every inference component of the
+    stack (base and adapters), not only the base's."""
+    woken = 0
+    for stack, template in example_app.templates.items():
+        components = {
+            r["Properties"]["InferenceComponentName"]
+            for r in resources_of(template, "AWS::SageMaker::InferenceComponent").values()
+        }
+        watched = {
+            dimension["Value"]
+            for alarm in resources_of(template, "AWS::CloudWatch::Alarm").values()
+            for query in alarm["Properties"].get("Metrics", [])
+            if query.get("MetricStat", {}).get("Metric", {}).get("MetricName") == "NoCapacityInvocationFailures"
+            for dimension in query["MetricStat"]["Metric"]["Dimensions"]
+        }
+        scales_to_zero = any(
+            r["Properties"].get("MinCapacity") == 0
+            for r in resources_of(template, "AWS::ApplicationAutoScaling::ScalableTarget").values()
+        )
+        if scales_to_zero:
+            woken += 1
+            assert watched == components, stack
+    assert woken  # support scales to zero

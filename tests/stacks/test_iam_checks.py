@@ -233,6 +233,30 @@ def test_a_pattern_that_misses_the_name_as_formatted_is_reported(name_format, pa
     assert MODEL + name_format.format(SAMPLE_UUID.split("-")[0]) in detail and pattern in detail
 
 
+def test_an_endpoint_config_with_a_kms_key_needs_create_grant_on_it():
+    """Issue 13 item 7: the shadow config repeats the live config's keys; without kms:CreateGrant on them
+    the gate's UpdateEndpoint fails."""
+    key = "arn:aws:kms:us-east-1:111111111111:key/live"
+    config = "arn:aws:sagemaker:us-east-1:111111111111:endpoint-config/"
+    states = {
+        "Init": {"Type": "Pass", "ResultPath": "$.run", "Parameters": {"id.$": RUN_ID}, "Next": "Create"},
+        "Create": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::sagemaker:createEndpointConfig",
+            "Parameters": {
+                "EndpointConfigName.$": "States.Format('chat-dev-shadow-{}', $.run.id)",
+                "ProductionVariants": [{"VariantName": "AllTraffic", "ModelName": "m"}],
+                "KmsKeyId": key,
+                "DataCaptureConfig": {"KmsKeyId": key},
+            },
+            "End": True,
+        },
+    }
+    create = _allow("sagemaker:CreateEndpointConfig", config + "chat-dev-shadow-*")
+    assert [a for a, _ in _denied(_gate_stack(states, [create]))] == ["kms:CreateGrant", "kms:CreateGrant"]
+    assert _denied(_gate_stack(states, [create, _allow("kms:CreateGrant", key)])) == []
+
+
 def test_a_deny_wins():
     statements = [_allow("sagemaker:*", "*"), PASS_ROLE, _allow("sagemaker:CreateModel", MODEL + "chat-*", "Deny")]
     stack = _gate_stack(_create_model("States.Format('chat-dev-cand-{}', $.run.id)"), statements)

@@ -69,6 +69,12 @@ def group_policy(scope: Construct, spec: GateSpec, group_name: str) -> dict[str,
     }
 
 
+def live_config_keys(request: dict[str, Any]) -> list[str]:
+    """The KMS keys an endpoint config request names: its volume key and its data capture key."""
+    keys = [request.get("KmsKeyId"), (request.get("DataCaptureConfig") or {}).get("KmsKeyId")]
+    return list(dict.fromkeys(key for key in keys if key))
+
+
 def pipeline_access(gate: OptimizationGate) -> iam.Role:
     """The invoker role the pipeline's Step Functions action assumes, and approvals forwarded to
     the pipeline account's default event bus (which starts the pipeline)."""
@@ -162,6 +168,21 @@ def grant_gate(gate: OptimizationGate, fleet: BenchmarkFleet, evaluation: Evalua
             why_wildcard="The live endpoint moves between its CloudFormation config and this gate's shadow configs, "
             "named <team>-<env>-shadow-<run>.",
         )
+        keys = live_config_keys(spec.shadow.live_config_request)
+        if keys:
+            # The shadow config repeats the live config's keys (volume, data capture). SageMaker creates a
+            # grant on them for the instances, as the caller of CreateEndpoint/UpdateEndpoint (the API
+            # reference of CreateEndpointConfig's KmsKeyId; kms:CreateGrant in SageMaker's permissions reference).
+            nag.allow(role, ["kms:DescribeKey"], keys)
+            nag.allow(
+                role,
+                ["kms:CreateGrant"],
+                keys,
+                conditions={
+                    "Bool": {"kms:GrantIsForAWSResource": "true"},
+                    "StringEquals": {"kms:ViaService": f"sagemaker.{stack.region}.amazonaws.com"},
+                },
+            )
         nag.allow(
             role,
             ["cloudwatch:GetMetricData"],

@@ -11,6 +11,12 @@ from optigate.constructs.gate.spec import GateSpec, ShadowStage
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, run_name, sdk_task
 
 
+#: Both updates of the live endpoint keep the instance count autoscaling gave its production variant
+#: (and its weight): without it SageMaker applies the config's InitialInstanceCount, and a gate run during
+#: a scale-out would shrink the live endpoint to it. The new shadow variant takes its config's values.
+RETAIN_SCALED_COUNT = {"RetainAllVariantProperties": True}
+
+
 def _shadow_of(spec: GateSpec) -> ShadowStage:
     if spec.shadow is None:
         raise ValueError(f"the gate of {spec.prefix} has no shadow stage")
@@ -26,12 +32,17 @@ def _describe_live(scope: Construct, spec: GateSpec, name: str) -> sfn.CustomSta
 def _live_on(status: str, config: str | None = None, *, config_path: str | None = None) -> sfn.Condition:
     """The live endpoint is `status`, on `config` (or the config named at `config_path`)."""
     on_status = sfn.Condition.string_equals("$.live.EndpointStatus", status)
+    # EndpointConfigName is optional in DescribeEndpoint's output: tested for presence first, as comparing
+    # an absent path is a States.Runtime error that no Catch handles.
+    has_config = sfn.Condition.is_present("$.live.EndpointConfigName")
     if config_path is not None:
         return sfn.Condition.and_(
-            on_status, sfn.Condition.string_equals_json_path("$.live.EndpointConfigName", config_path)
+            on_status, has_config, sfn.Condition.string_equals_json_path("$.live.EndpointConfigName", config_path)
         )
     if config is not None:
-        return sfn.Condition.and_(on_status, sfn.Condition.string_equals("$.live.EndpointConfigName", config))
+        return sfn.Condition.and_(
+            on_status, has_config, sfn.Condition.string_equals("$.live.EndpointConfigName", config)
+        )
     return on_status
 
 
@@ -92,8 +103,8 @@ def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, 
         sdk_task(
             scope,
             "PutShadowOnLiveEndpoint",
-            "sagemaker:updateEndpoint",
-            {"EndpointName": spec.live_endpoint, "EndpointConfigName.$": "$.shadow.config"},
+            "aws-sdk:sagemaker:updateEndpoint",  # the SDK integration passes RetainAllVariantProperties on
+            {"EndpointName": spec.live_endpoint, "EndpointConfigName.$": "$.shadow.config", **RETAIN_SCALED_COUNT},
             result_path=sfn.JsonPath.DISCARD,
         )
     )
@@ -133,8 +144,9 @@ def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, 
                     )
                 ],
             },
+            # The whole answer, not a ResultSelector: MetricDataResults is optional in GetMetricData's output
+            # (selecting it when absent is a States.Runtime error no Catch handles); the decision reads it.
             result_path="$.shadow_metrics",
-            result_selector={"ids.$": "$.MetricDataResults[*].Id", "values.$": "$.MetricDataResults[*].Values"},
         )
     )
     in_service = poll_loop(
@@ -206,8 +218,8 @@ def restore_live(scope: Construct, spec: GateSpec, then: sfn.IChainable) -> sfn.
     update = sdk_task(
         scope,
         "RestoreLiveEndpoint",
-        "sagemaker:updateEndpoint",
-        {"EndpointName": spec.live_endpoint, "EndpointConfigName": shadow.live_config_name},
+        "aws-sdk:sagemaker:updateEndpoint",
+        {"EndpointName": spec.live_endpoint, "EndpointConfigName": shadow.live_config_name, **RETAIN_SCALED_COUNT},
         result_path=sfn.JsonPath.DISCARD,
     )
     update.add_catch(failed, errors=["States.ALL"], result_path="$.restore_error")

@@ -357,8 +357,7 @@ def decide(gate: OptimizationGate) -> sfn.CustomState:
                 "sampling_percentage": spec.shadow.sampling_percentage,
                 "production_variant": spec.shadow.production_variant,
                 "shadow_variant": spec.shadow.variant_name,
-                "ids.$": "$.shadow_metrics.ids",
-                "values.$": "$.shadow_metrics.values",
+                "metric_data.$": "$.shadow_metrics",
             }
         }
         if spec.shadow

@@ -7,7 +7,7 @@ Event:
    "baseline_keys", "candidate_keys": one merged fleet result per (level, block), in order),
    "evaluation_key": "..." | null, "report_prefix": "gates/<run_id>",
    "shadow": {"window_minutes", "sampling_percentage", "production_variant", "shadow_variant",
-              "ids": [...], "values": [[...], ...]} (GetMetricData of the mirror window; optional)}
+              "metric_data": GetMetricData's answer for the mirror window} (optional)
 Returns {"approved", "outcome" (APPROVED | REJECTED | INCONCLUSIVE), "reasons", "report_key", "summary"};
 the full verdict is in report.json. CloudWatch (namespace optigate/gate, dimensions Team, Environment):
 Approved 0/1, Inconclusive 0/1, and per level (plus Concurrency) CandidateP99TtftMs and ThroughputGainPct.
@@ -62,7 +62,9 @@ def shadow_figures(shadow: dict | None) -> dict | None:
     counts add up, the p99 takes the worse period (never averaged into something better)."""
     if not shadow:
         return None
-    series = dict(zip(shadow.get("ids") or [], shadow.get("values") or [], strict=True))
+    # MetricDataResults, and a result's Values, are optional in GetMetricData's answer: none is no traffic.
+    results = (shadow.get("metric_data") or {}).get("MetricDataResults") or []
+    series = {result["Id"]: result.get("Values") or [] for result in results}
 
     def side(prefix: str, variant: str | None) -> dict:
         latency = series.get(f"{prefix}_latency") or []

@@ -117,7 +117,10 @@ class EndpointOperations(Operations):
             config = backend.endpoint_configs.get(progress.new_config)
             endpoint.endpoint_config_name = progress.new_config
             if config is not None:
+                before = {v["VariantName"]: v for v in endpoint.production_variants}
                 endpoint.production_variants, endpoint.shadow_production_variants = self._variants_of(config)
+                for variant in endpoint.production_variants:
+                    self._retain(variant, before.get(variant["VariantName"]), progress.retained)
             endpoint.endpoint_status, endpoint.failure_reason = "InService", None
         elif progress.kind == "update" and outcome.status == "RolledBack":
             endpoint.endpoint_status = "InService"
@@ -131,6 +134,18 @@ class EndpointOperations(Operations):
                 )
         progress.remaining = None
         progress.outcome = Outcome(endpoint.endpoint_status, after=None)
+
+    @staticmethod
+    def _retain(variant: dict, before: dict | None, retained: frozenset[str]) -> None:
+        """What RetainAllVariantProperties keeps of a variant the update does not replace."""
+        if before is None:
+            return
+        for prop, keys in (
+            ("DesiredInstanceCount", ("CurrentInstanceCount", "DesiredInstanceCount")),
+            ("DesiredWeight", ("CurrentWeight", "DesiredWeight")),
+        ):
+            if prop in retained:
+                variant.update({key: before[key] for key in keys if key in before})
 
     def _op_describe_endpoint(self, backend, state, params):
         endpoint = endpoint_of(backend, params["EndpointName"])
@@ -148,7 +163,15 @@ class EndpointOperations(Operations):
             raise SageMakerError("ValidationException", f'Cannot update in-progress endpoint "{endpoint.arn}".')
         outcome = resolve_outcome(self.scenario.endpoint_update, params)
         progress = Progress(
-            outcome, outcome.after, "update", new_config=config_name, previous_config=endpoint.endpoint_config_name
+            outcome,
+            outcome.after,
+            "update",
+            new_config=config_name,
+            previous_config=endpoint.endpoint_config_name,
+            retained=frozenset(
+                {"DesiredInstanceCount", "DesiredWeight"} if params.get("RetainAllVariantProperties") else ()
+            )
+            - {p["VariantPropertyType"] for p in params.get("ExcludeRetainedVariantProperties", [])},
         )
         state.endpoints[endpoint.endpoint_name] = progress
         variants, shadow = self._variants_of(backend.endpoint_configs[config_name])

@@ -64,6 +64,9 @@ class Progress:
     kind: str  # "create" | "update"
     new_config: str | None = None
     previous_config: str | None = None
+    # UpdateEndpoint's RetainAllVariantProperties minus ExcludeRetainedVariantProperties: what the update keeps
+    # of each variant that stays ("DesiredInstanceCount", "DesiredWeight").
+    retained: frozenset[str] = frozenset()
 
     def tick(self) -> bool:
         """One Describe call. True when the resource has just reached its terminal status."""
