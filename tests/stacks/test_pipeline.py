@@ -250,3 +250,17 @@ def test_a_codecommit_source_and_a_single_environment(tmp_path):
     template = _template(tmp_path / "out" / "optigate-pipeline.template.json")
     # Same account as the environment: nothing to accept from elsewhere.
     assert resources_of(template, "AWS::Events::EventBusPolicy") == {}
+
+
+def test_every_state_machine_of_every_stage_retries_what_its_integration_raises(assembly):
+    """The retry table (optigate.constructs.retries) holds for the stacks the pipeline deploys, too."""
+    from optigate.testing.asl import retry_problems
+    from optigate.testing.iam_checks import load_stacks
+    from optigate.testing.template import placeholder_definition, state_machines
+
+    machines = 0
+    for stack in load_stacks(assembly):
+        for logical in state_machines(stack.template):
+            machines += 1
+            assert retry_problems(placeholder_definition(stack.template, logical)) == [], (stack.name, logical)
+    assert machines >= 9  # a gate or a fleet in every stage's team stacks
