@@ -4,7 +4,8 @@
 - the **gate** is the state machine whose Tasks start executions of another (states:startExecution);
 - the **fleet** is the state machine it starts;
 - the fleet's **worker** is the function its Map runs for each shard, its **merge** the function it
-  invokes afterwards, at the top level; the gate's **decide** is the function the gate invokes.
+  invokes afterwards, at the top level; the gate's **decide** is the function the gate invokes and
+  whose result it keeps, its **stage** one whose result it discards (it copies a candidate's files).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Final
 
 from optigate.testing.template import render_definition, resources_of_type, state_machines
 
-WORKER, MERGE, DECIDE = "worker", "merge", "decide"
+WORKER, MERGE, DECIDE, STAGE = "worker", "merge", "decide", "stage"
 _PROBE: Final = "cfn-token:"  # a rendered token that names its resource: cfn-token:<LogicalId>[.<Attribute>]
 _PARTITION: Final = {"AWS::Partition": "aws"}  # so that integration ARNs read as such
 
@@ -24,7 +25,7 @@ _PARTITION: Final = {"AWS::Partition": "aws"}  # so that integration ARNs read a
 class GateLayout:
     gate: str  # logical id of the gate's state machine
     fleet: str  # logical id of the benchmark fleet's state machine
-    functions: dict[str, str]  # Lambda function logical id -> WORKER | MERGE | DECIDE
+    functions: dict[str, str]  # Lambda function logical id -> WORKER | MERGE | DECIDE | STAGE
 
 
 def _probe(logical: str, attribute: str | None) -> str:
@@ -71,16 +72,22 @@ def gate_layout(template: dict[str, Any]) -> GateLayout:
     functions = set(resources_of_type(template, "AWS::Lambda::Function"))
     starts: dict[str, set[str]] = {}
     invokes: dict[str, list[tuple[str, bool]]] = {}
+    discards: set[str] = set()  # functions whose result the invoking Task discards (ResultPath null)
     for logical in state_machines(template):
         definition = render_definition(template, logical, {**_PARTITION, "*": _probe})
         tasks = list(_tasks(definition))
         starts[logical] = {m for task, _ in tasks if (m := _started_machine(task)) is not None}
         invokes[logical] = [(f, in_map) for task, in_map in tasks if (f := _invoked_function(task)) in functions]
+        discards |= {
+            f
+            for task, _ in tasks
+            if "ResultPath" in task and task["ResultPath"] is None and (f := _invoked_function(task)) in functions
+        }
     gates = [logical for logical, started in starts.items() if started]
     if len(gates) != 1 or len(starts[gates[0]]) != 1:
         raise ValueError(f"expected one state machine that starts one other (the gate), found {starts}")
     gate, (fleet,) = gates[0], starts[gates[0]]
-    roles = {function: DECIDE for function, _ in invokes[gate]}
+    roles = {function: STAGE if function in discards else DECIDE for function, _ in invokes[gate]}
     roles |= {function: WORKER if in_map else MERGE for function, in_map in invokes[fleet]}
     missing = {WORKER, MERGE, DECIDE} - set(roles.values())
     if missing:

@@ -20,7 +20,7 @@ import boto3
 
 from optigate.config.models import split_s3_uri
 from optigate.testing.asl import iter_states, sdk_calls
-from optigate.testing.gate_layout import DECIDE, MERGE, WORKER, GateLayout, gate_layout
+from optigate.testing.gate_layout import DECIDE, MERGE, STAGE, WORKER, GateLayout, gate_layout
 from optigate.testing.harness import ACCOUNT_ID, REGION, GateHarness, active_harness
 from optigate.testing.template import render_definition, render_value, resources_of_type
 
@@ -28,7 +28,12 @@ BUCKET: Final = "optigate-rehearsal"
 #: The gate's wait while live traffic is mirrored to a shadow: CloudWatch windows are whole seconds.
 MIRROR_SECONDS: Final = 2
 #: The handler source folder of each function role (see lambda_source).
-HANDLER_FOLDERS: Final = {WORKER: "benchmark", MERGE: "benchmark_merge", DECIDE: "gate_decide"}
+HANDLER_FOLDERS: Final = {
+    WORKER: "benchmark",
+    MERGE: "benchmark_merge",
+    DECIDE: "gate_decide",
+    STAGE: "stage_candidate",
+}
 LIVE_IMAGE: Final = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"
 
 
@@ -154,7 +159,12 @@ def lambda_handlers(baseline_url: str, candidate_url: str, *, decide: Callable |
         url = baseline_url if baseline else candidate_url
         return worker({**event, "endpoint_url": url, "timeout_s": 30}, context)
 
-    return {WORKER: routed_worker, MERGE: merge, DECIDE: decide or load_handler(HANDLER_FOLDERS[DECIDE])}
+    return {
+        WORKER: routed_worker,
+        MERGE: merge,
+        DECIDE: decide or load_handler(HANDLER_FOLDERS[DECIDE]),
+        STAGE: load_handler(HANDLER_FOLDERS[STAGE]),
+    }
 
 
 def evaluation_writer(status: str, reasons: list[str] | tuple[str, ...] = ()) -> Callable[[dict], None]:
@@ -204,6 +214,32 @@ class GateRun:
             render_definition(self.template, self.layout.gate, self.substitutions()), **self.compress_options
         )
         self.gate_arn = h.create_state_machine(gate, name="gate")
+
+    def staged_sources(self) -> list[str]:
+        """The baseline's folders the gate stages into an optimized candidate's prefix (the S3 prefixes its
+        stage function copies from; optigate.constructs.gate.stages.stage_candidate_files)."""
+        definition = render_definition(self.template, self.layout.gate, self.substitutions())
+        sources = []
+        for _, state in iter_states(definition):
+            parameters = state.get("Parameters", {}) if _is_lambda_invoke(state) else {}
+            # substitutions() names each function by its role
+            if str(parameters.get("FunctionName", "")).rsplit(":", 1)[-1] == STAGE:
+                sources += [copy["source"] for copy in parameters.get("Payload", {}).get("copies", [])]
+        return sources
+
+    def seed_baseline_files(self) -> list[str]:
+        """Put one file into each staged folder of the baseline that is empty in moto S3 (a rehearsal has no
+        model bucket; the team's has an EAGLE-3 head there). The keys written, as s3:// URIs."""
+        s3 = self.harness.client("s3")
+        written = []
+        for source in self.staged_sources():
+            bucket, prefix = split_s3_uri(source)
+            if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
+                s3.create_bucket(Bucket=bucket)
+            if not s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("KeyCount"):
+                s3.put_object(Bucket=bucket, Key=f"{prefix}config.json", Body=b"{}")
+                written.append(f"s3://{bucket}/{prefix}config.json")
+        return written
 
     def _create_live_endpoints(self) -> dict[str, str]:
         """The endpoints the stack's CloudFormation would own, InService on their configs, as in

@@ -41,10 +41,12 @@ def slow_candidate(emulators):
 # --------------------------------------------------------------------------- the gate stacks
 
 
-def _spec(optimize: bool, shadow=None, baseline_model: str = "chat-dev-model"):
+def _spec(optimize: bool, shadow=None, baseline_model: str = "chat-dev-model", **overrides):
+    import dataclasses
+
     from optigate.constructs.gate import GateSpec
 
-    return GateSpec(
+    spec = GateSpec(
         team="chat",
         environment="dev",
         live_endpoint="chat-dev",
@@ -73,11 +75,12 @@ def _spec(optimize: bool, shadow=None, baseline_model: str = "chat-dev-model"):
         optimization_max_polls=5,
         shadow=shadow,
     )
+    return dataclasses.replace(spec, **overrides)
 
 
-def _synth(optimize: bool, outdir: Path, shadow: bool = False) -> dict[str, Any]:
-    """A stack with the live endpoint CloudFormation owns, a fleet, an evaluation job and the gate,
-    synthesized with cdk-nag (which raises on any unacknowledged finding)."""
+def _synth(optimize: bool, outdir: Path, shadow: bool = False, **spec_overrides) -> dict[str, Any]:
+    """A stack with the live endpoint CloudFormation owns, a fleet, an evaluation job and the gate (its
+    spec with `spec_overrides`), synthesized with cdk-nag (which raises on any unacknowledged finding)."""
     from aws_cdk import App, Stack
     from aws_cdk import aws_kms as kms
 
@@ -138,7 +141,7 @@ def _synth(optimize: bool, outdir: Path, shadow: bool = False) -> dict[str, Any]
     OptimizationGate(
         stack,
         "Gate",
-        spec=_spec(optimize, stage, model.model_name),
+        spec=_spec(optimize, stage, model.model_name, **spec_overrides),
         fleet=fleet,
         evaluation=evaluation,
         bucket=bucket,

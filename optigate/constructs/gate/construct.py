@@ -70,7 +70,12 @@ class OptimizationGate(Construct):
             enforce_ssl=True,
         )
         self.decider = self._decider()
+        # The function that stages the candidate's files an optimization job does not write, if any
+        # (stages.stage_candidate_files sets it while the definition is built).
+        self.stager: lambda_.Function | None = None
         self.state_machine = self._state_machine(fleet, evaluation)
+        if self.stager is not None:
+            nag.allow(self.state_machine.role, ["lambda:InvokeFunction"], [self.stager.function_arn])
         access.grant_gate(self, fleet, evaluation)
         self.invoker = access.pipeline_access(self) if spec.pipeline else None
 

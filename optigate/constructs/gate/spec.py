@@ -5,10 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from optigate import naming
+from optigate.serving.lmi import MODEL_DIR
 
 #: The optimization job's own bounds (its StoppingCondition): at most 10 h of work, and at most 2 h
 #: waiting for capacity (a p5 may not be free). SageMaker stops the job at either; the gate polls it
@@ -22,6 +25,55 @@ OPTIMIZATION_MAX_POLLS = math.ceil(
     (OPTIMIZATION_MAX_RUNTIME_SECONDS + OPTIMIZATION_MAX_PENDING_SECONDS + OPTIMIZATION_STOP_GRACE_SECONDS)
     / OPTIMIZATION_POLL_SECONDS
 )
+
+#: LMI read `option.quantize=fp8` from the optimization job's serving.properties as `compressed-tensors` from
+#: 0.35.0 on: the job quantizes with llm-compressor and rewrites the option (djl-serving commit d4f5ee7,
+#: "AutoFP8 to llmcompressor migration", first in tag v0.35.0: serving/docker/partition/sm_neo_quantize.py,
+#: NeoQuantizationService.write_properties). Before, AutoFP8 wrote an `fp8` checkpoint and left the option.
+FIRST_COMPRESSED_TENSORS_LMI = (0, 35, 0)
+
+
+@cache
+def _configs_with_image() -> frozenset[str]:
+    """The members of SageMaker's OptimizationConfig that name the image their job runs (botocore's model):
+    quantization, compilation and sharding do; speculative decoding has no Image."""
+    import botocore.session
+
+    union = botocore.session.get_session().get_service_model("sagemaker").shape_for("OptimizationConfig")
+    return frozenset(name for name, shape in union.members.items() if "Image" in getattr(shape, "members", {}))
+
+
+def lmi_version(image: str) -> tuple[int, ...] | None:
+    """The DJL/LMI version of an LMI DLC URI (`.../djl-inference:0.36.0-lmi18.0.0-cu128`), None if unknown."""
+    match = re.search(r":(\d+)\.(\d+)\.(\d+)-lmi", image)
+    return tuple(int(part) for part in match.groups()) if match else None
+
+
+def job_serving_options(optimization_configs: list[dict[str, Any]] | None, image: str) -> dict[str, str]:
+    """The `OPTION_*` values an optimization job run on `image` freezes into its output's serving.properties,
+    which the candidate then serves with, over its environment ("Configurations specified in the
+    serving.properties files will override configurations specified in environment variables":
+    djl-serving serving/docs/lmi/deployment_guide/configurations.md).
+
+    The job's container writes every `OPTION_*` variable it saw as `option.*` (djl-serving
+    serving/docker/partition/properties_manager.py and utils.update_kwargs_with_env_vars), and since LMI
+    0.35.0 `option.quantize=fp8` as `compressed-tensors` (:data:`FIRST_COMPRESSED_TENSORS_LMI`). The gate
+    passes only each config's OverrideEnvironment, so those are the options."""
+    options: dict[str, str] = {}
+    for config in optimization_configs or []:
+        for settings in config.values():
+            options |= {
+                k: str(v) for k, v in settings.get("OverrideEnvironment", {}).items() if k.startswith("OPTION_")
+            }
+    if options.get("OPTION_QUANTIZE") == "fp8":
+        version = lmi_version(image)
+        if version is None:
+            raise ValueError(
+                f"cannot tell which quantize option an fp8 optimization job on {image} writes (not an LMI DLC tag)"
+            )
+        if version >= FIRST_COMPRESSED_TENSORS_LMI:
+            options["OPTION_QUANTIZE"] = "compressed-tensors"
+    return options
 
 
 @dataclass(frozen=True)
@@ -107,12 +159,55 @@ class GateSpec:
         """The IAM pattern matching every run's `kind` of resource."""
         return naming.run_name_pattern(self.team, self.environment, kind)
 
+    @property
+    def container_environment(self) -> dict[str, str]:
+        """The environment the candidate runs with: its own, with what an optimization job writes into the
+        output's serving.properties (which LMI reads over the environment; :func:`job_serving_options`)."""
+        options = job_serving_options(self.optimization_configs, self.candidate_image)
+        return dict(sorted({**self.candidate_environment, **options}.items()))
+
+    def optimization_job_configs(self) -> list[dict[str, Any]] | None:
+        """The optimization configs as the job gets them: each that can name its image runs on the
+        candidate's (the team's pinned LMI), so the job writes what that image serves. Speculative
+        decoding names no image (botocore); the candidate still serves the candidate's image."""
+        if not self.optimization_configs:
+            return None
+        pinned = []
+        for config in self.optimization_configs:
+            out = {}
+            for kind, settings in config.items():
+                if kind in _configs_with_image():
+                    image = settings.get("Image", self.candidate_image)
+                    if image != self.candidate_image:
+                        raise ValueError(
+                            f"{self.prefix}: {kind} runs {image}, but the candidate serves {self.candidate_image}"
+                        )
+                    settings = {**settings, "Image": image}
+                out[kind] = settings
+            pinned.append(out)
+        return pinned
+
+    def staged_paths(self) -> tuple[str, ...]:
+        """Folders under the model directory the candidate reads that an optimization job does not write
+        (it writes the optimized checkpoint and serving.properties only: djl-serving
+        serving/docker/partition/partition.py, run_quantization): a speculative model's folder
+        (OPTION_SPECULATIVE_CONFIG's `model`), relative, ending in `/`. The gate copies them from the
+        baseline's prefix into the candidate's; without a job the candidate reads the baseline's prefix."""
+        if not self.optimization_configs:
+            return ()
+        raw = self.candidate_environment.get("OPTION_SPECULATIVE_CONFIG")
+        model = json.loads(raw).get("model") if raw else None
+        if not isinstance(model, str) or not model.startswith(f"{MODEL_DIR}/"):
+            return ()
+        return (model.removeprefix(f"{MODEL_DIR}/").strip("/") + "/",)
+
     def candidate_container(self) -> dict[str, Any]:
-        """The candidate's container (image and weights from `$.candidate`): the model the gate stages
-        and the model package it records are the same by construction."""
+        """The candidate's container: the candidate's image, the environment it runs with, and the weights
+        from `$.candidate.model_uri`. The model the gate stages and the model package it records (which a
+        promotion deploys) are this one dict."""
         return {
-            "Image.$": "$.candidate.image",
-            "Environment": self.candidate_environment,
+            "Image": self.candidate_image,
+            "Environment": self.container_environment,
             "ModelDataSource": {
                 "S3DataSource": {
                     "S3Uri.$": "$.candidate.model_uri",

@@ -6,12 +6,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 
 from optigate import naming
+from optigate.config.models import split_s3_uri
+from optigate.constructs import nag
+from optigate.constructs.assets import stage
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
 from optigate.constructs.gate.spec import OPTIMIZATION_MAX_PENDING_SECONDS, OPTIMIZATION_MAX_RUNTIME_SECONDS
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, run_name, sdk_task
+from optigate.lambdas import handler_source
 
 if TYPE_CHECKING:
     from optigate.constructs.gate.construct import OptimizationGate
@@ -90,14 +98,17 @@ def cleanup_and_end(gate: OptimizationGate) -> sfn.IChainable:
 
 
 def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.IChainable, sfn.INextable]:
-    """Where the candidate comes from: an optimization job (polled until done), or the baseline's
-    weights with the candidate image. Returns the first state and the one that has the candidate."""
+    """Where the candidate's files come from: an optimization job (polled until done, run on the candidate's
+    image), then the baseline's files the job does not write (staged into the job's output), or the
+    baseline's prefix. The image is always the candidate's (GateSpec.candidate_container): the job's
+    optional RecommendedInferenceImage is never read. Returns the first state and the one after which
+    `$.candidate.model_uri` holds every file the candidate reads."""
     spec = gate.spec
     if not spec.optimization_configs:
         from_baseline = sfn.Pass(
             gate,
             "CandidateFromBaseline",
-            result=sfn.Result.from_object({"image": spec.candidate_image, "model_uri": spec.baseline_model_uri}),
+            result=sfn.Result.from_object({"model_uri": spec.baseline_model_uri}),
             result_path="$.candidate",
         )
         return from_baseline, from_baseline
@@ -111,7 +122,7 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
                 "RoleArn": spec.model_role_arn,
                 "ModelSource": {"S3": {"S3Uri": spec.baseline_model_uri}},
                 "DeploymentInstanceType": spec.instance_type,
-                "OptimizationConfigs": spec.optimization_configs,
+                "OptimizationConfigs": spec.optimization_job_configs(),
                 "OutputConfig": {
                     "S3OutputLocation.$": f"States.Format('s3://{gate.bucket.bucket_name}/optimized/{{}}/', $.run.id)",
                     "KmsKeyId": gate.key.key_arn,
@@ -152,12 +163,13 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
     from_job = sfn.Pass(
         gate,
         "CandidateFromOptimization",
-        parameters={
-            "image.$": "$.optimization.OptimizationOutput.RecommendedInferenceImage",
-            "model_uri.$": "$.optimization.OutputConfig.S3OutputLocation",
-        },
+        parameters={"model_uri.$": "$.optimization.OutputConfig.S3OutputLocation"},
         result_path="$.candidate",
     )
+    staged = stage_candidate_files(gate, cleanup)
+    ready: sfn.INextable = from_job if staged is None else staged
+    if staged is not None:
+        from_job.next(staged)
     status = "$.optimization.OptimizationJobStatus"
     job_done = poll_loop(
         gate,
@@ -195,7 +207,83 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
         poll_seconds=spec.optimization_poll_seconds,
         max_polls=spec.optimization_max_polls,
     )
-    return sfn.Chain.start(create_job).next(job_done.entry), from_job
+    return sfn.Chain.start(create_job).next(job_done.entry), ready
+
+
+def stage_candidate_files(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.CustomState | None:
+    """Copy what the optimized candidate reads but the job does not write (GateSpec.staged_paths: an EAGLE-3
+    head, a draft model) from the baseline's prefix into the job's output, `optimized/<run>/<path>`, with a
+    small Lambda function (optigate/lambdas/stage_candidate) that may read only those folders and write only
+    under optimized/. None when there is nothing to stage. The candidate prefix is then self-contained: one
+    ModelDataSource, which CloudFormation deploys unchanged after a promotion (it has no
+    AdditionalModelDataSources)."""
+    spec = gate.spec
+    paths = spec.staged_paths()
+    if not paths:
+        return None
+    source = spec.baseline_model_uri.rstrip("/") + "/"
+    source_bucket, source_key = split_s3_uri(source)
+    log_group = logs.LogGroup(
+        gate, "StageLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+    )
+    role = iam.Role(gate, "StageRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    nag.allow(
+        role,
+        ["logs:CreateLogStream", "logs:PutLogEvents"],
+        [log_group.log_group_arn],
+        why_wildcard="The function's own log group and its streams.",
+    )
+    nag.allow(
+        role,
+        ["s3:GetObject"],
+        [f"arn:{Aws.PARTITION}:s3:::{source_bucket}/{source_key}{path}*" for path in paths],
+        why_wildcard="The baseline's folders the candidate reads and the optimization job does not write.",
+    )
+    nag.allow(
+        role,
+        ["s3:ListBucket"],
+        [f"arn:{Aws.PARTITION}:s3:::{source_bucket}"],
+        conditions={"StringLike": {"s3:prefix": [f"{source_key}{path}*" for path in paths]}},
+    )
+    nag.allow(
+        role,
+        ["s3:PutObject"],
+        [gate.bucket.arn_for_objects("optimized/*")],
+        why_wildcard="The candidates' prefixes, optimized/<run>/; the run id is known only at run time.",
+    )
+    nag.allow(role, ["kms:Encrypt", "kms:GenerateDataKey", "kms:Decrypt"], [gate.key.key_arn])
+    function = lambda_.Function(
+        gate,
+        "StageCandidateFunction",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        architecture=lambda_.Architecture.ARM_64,
+        handler="handler.handler",
+        code=lambda_.Code.from_asset(str(stage("stage_candidate", {"handler.py": handler_source("stage_candidate")}))),
+        timeout=Duration.minutes(15),
+        memory_size=256,
+        role=role,
+        log_group=log_group,
+        description=f"optigate gate of {spec.prefix}: stage the candidate's files the optimization job does not write",
+    )
+    gate.stager = function
+    target = f"s3://{gate.bucket.bucket_name}/optimized/{{}}/"
+    return cleanup.guarded(
+        sdk_task(
+            gate,
+            "StageCandidateFiles",
+            "lambda:invoke",
+            {
+                "FunctionName": function.function_arn,
+                "Payload": {
+                    "copies": [
+                        {"source": f"{source}{path}", "target.$": f"States.Format('{target}{path}', $.run.id)"}
+                        for path in paths
+                    ]
+                },
+            },
+            result_path=sfn.JsonPath.DISCARD,
+        )
+    )
 
 
 def temporary_endpoint(

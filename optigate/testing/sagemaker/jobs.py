@@ -4,7 +4,7 @@ Each runs through its in-progress status as the scenario says; the scenario's ho
 from __future__ import annotations
 
 from optigate.testing.sagemaker.state import Operations, Progress, SageMakerError, arn_of, not_found, now, snake
-from optigate.testing.scenario import resolve_outcome
+from optigate.testing.scenario import DEFAULT_IMAGE, resolve_outcome
 
 _OPTIMIZATION_RUNNING = ("STARTING", "INPROGRESS", "STOPPING")
 
@@ -135,7 +135,11 @@ class JobOperations(Operations):
             job.setdefault("FailureReason", "ClientError: optimization failed")
         if job["OptimizationJobStatus"] == "COMPLETED":
             image = self.scenario.recommended_inference_image
-            job["OptimizationOutput"] = {"RecommendedInferenceImage": image}
+            if image is not None:
+                job["OptimizationOutput"] = {"RecommendedInferenceImage": image}
+            else:  # what the job ran (a config's Image), else a default: only the registered model uses it
+                ran = [c.get("Image") for config in job["OptimizationConfigs"] for c in config.values()]
+                image = next((i for i in ran if i), DEFAULT_IMAGE)
             output_model = job["OutputConfig"].get("SageMakerModel", {}).get("ModelName")
             if output_model and output_model not in backend._models:
                 # The real job registers the optimized model under that name.
