@@ -18,6 +18,35 @@ def _group_arn(environment: Environment, group: str, partition: str = "aws") -> 
     return f"arn:{partition}:sagemaker:{environment.region}:{environment.account}:model-package-group/{group}"
 
 
+#: What a team stack cannot deploy as the package says (LmiModel: one container, one uncompressed S3 prefix):
+#: more model data (CloudFormation's AWS::SageMaker::Model has no AdditionalModelDataSources), and a ModelDataUrl,
+#: which "must point to a single gzip compressed tar archive" (botocore, ModelPackageContainerDefinition).
+UNDEPLOYABLE_MEMBERS = ("ModelDataUrl", "AdditionalModelDataSources", "AdditionalS3DataSource")
+
+
+def deployable_container(package: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The package's container and its S3 prefix, when the team stack deploys exactly that (image, environment
+    and every file under the prefix, such as a staged EAGLE-3 head); else ValueError: an Approved package the
+    stack would deploy differently from what was proven must stop the promotion, not change on the way."""
+    arn = package["ModelPackageArn"]
+    containers = package.get("InferenceSpecification", {}).get("Containers", [])
+    if len(containers) != 1:
+        raise ValueError(f"{arn}: {len(containers)} containers; a team stack deploys exactly one")
+    (container,) = containers
+    extra = [member for member in UNDEPLOYABLE_MEMBERS if container.get(member)]
+    if extra:
+        raise ValueError(f"{arn}: the container has {', '.join(extra)}, which a team stack cannot deploy unchanged")
+    data = container.get("ModelDataSource", {}).get("S3DataSource", {})
+    if not data.get("S3Uri"):
+        raise ValueError(f"{arn}: the package names no model data")
+    if (data.get("S3DataType"), data.get("CompressionType")) != ("S3Prefix", "None"):
+        raise ValueError(
+            f"{arn}: model data {data.get('S3DataType')}/{data.get('CompressionType')}; a team stack deploys an "
+            "uncompressed S3 prefix (S3Prefix/None)"
+        )
+    return container, data["S3Uri"]
+
+
 def newest_approved(client: Any, group: str) -> ServedPackage | None:
     """The newest Approved package of `group` (name or ARN), or None when it has none or does not exist."""
     try:
@@ -35,10 +64,7 @@ def newest_approved(client: Any, group: str) -> ServedPackage | None:
     if not summaries:
         return None
     package = client.describe_model_package(ModelPackageName=summaries[0]["ModelPackageArn"])
-    (container,) = package["InferenceSpecification"]["Containers"][:1]
-    source = container.get("ModelDataSource", {}).get("S3DataSource", {}).get("S3Uri") or container.get("ModelDataUrl")
-    if not source:
-        raise ValueError(f"{package['ModelPackageArn']}: the package names no model data")
+    container, source = deployable_container(package)
     metadata = package.get("CustomerMetadataProperties") or {}
     return ServedPackage(
         model_package_arn=package["ModelPackageArn"],
