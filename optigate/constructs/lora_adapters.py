@@ -225,7 +225,8 @@ class LoraAdapters(Construct):
         # A request for an adapter finds no capacity as much as one for the base: which component name the
         # metric then carries is not documented, so every component is watched (the Developer Guide's
         # scale-from-zero alarm is per inference component). An alarm reads at most 10 metrics.
-        components = [self.base_component_name, *(c.inference_component_name for c in self.adapter_components.values())]
+        adapters = (naming.inference_component_name(self.endpoint_name, name) for name in self.adapter_components)
+        components = [self.base_component_name, *adapters]
         self.no_capacity_alarms: list[cloudwatch.Alarm] = []
         for start in range(0, len(components), MAX_METRICS_PER_ALARM):
             watched = components[start : start + MAX_METRICS_PER_ALARM]

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from optigate.testing.optional_reads import Finding, unguarded_optional_reads
+import pytest
+
+from optigate.testing.optional_reads import Finding, iter_findings, unguarded_optional_reads
 
 DESCRIBE_JOB = "arn:aws:states:::aws-sdk:sagemaker:describeOptimizationJob"
 
@@ -241,3 +243,32 @@ def test_a_bypassed_guard_of_a_real_gate_is_reported(example_app):
                     caught.add((label.split("/")[0], name, rule["Variable"]))
     guarded = {variable for _, _, variable in caught}
     assert {"$.endpoint.FailureReason", "$.last.arns[0]"} <= guarded, sorted(caught)
+
+
+@pytest.fixture(scope="module")
+def pipeline_stages(tmp_path_factory) -> dict[str, dict]:
+    """Every stack of every stage of the promotion pipeline (the pipeline stack itself has no state machine)."""
+    from tests.conftest import CONFIG
+    from tests.stacks.test_pipeline import _stage_templates, _synth
+
+    outdir = tmp_path_factory.mktemp("pipeline.out")
+    _synth(CONFIG, outdir)
+    return _stage_templates(outdir)
+
+
+def _report_all(definitions: dict[str, dict]) -> list[str]:
+    return [f"{label}: {finding}" for label, finding in iter_findings(definitions)]
+
+
+def test_no_state_machine_of_the_example_app_reads_an_optional_member_unguarded(example_app):
+    definitions = _definitions(example_app.templates)
+    assert len(definitions) >= len(example_app.templates)  # gates and benchmark fleets
+    problems = _report_all(definitions)
+    assert not problems, "\n".join(problems)
+
+
+def test_no_state_machine_of_the_pipeline_stages_reads_an_optional_member_unguarded(pipeline_stages):
+    definitions = _definitions(pipeline_stages)
+    assert definitions
+    problems = _report_all(definitions)
+    assert not problems, "\n".join(problems)

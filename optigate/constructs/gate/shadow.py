@@ -10,7 +10,6 @@ from constructs import Construct
 from optigate.constructs.gate.spec import GateSpec, ShadowStage
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, run_name, sdk_task
 
-
 #: Both updates of the live endpoint keep the instance count autoscaling gave its production variant
 #: (and its weight): without it SageMaker applies the config's InitialInstanceCount, and a gate run during
 #: a scale-out would shrink the live endpoint to it. The new shadow variant takes its config's values.

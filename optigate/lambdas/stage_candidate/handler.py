@@ -3,9 +3,10 @@ not write (an EAGLE-3 head, a draft model) from the baseline's prefix into the c
 
 Event: {"copies": [{"source": "s3://<model bucket>/<model prefix>eagle3/",
                     "target": "s3://<gate bucket>/optimized/<run>/eagle3/"}, ...]}
-Every object under each source prefix is copied to the same relative key under its target: streamed from
-GetObject into PutObject (one request each, so objects up to PutObject's 5 GB; the target bucket's default
-encryption applies). A source without any object fails: the candidate would not start without it.
+Every object under each source prefix is copied to the same relative key under its target by CopyObject:
+server-side, nothing passes through the function (one request each, so objects up to CopyObject's 5 GB;
+the target bucket's default encryption applies). A source without any object fails: the candidate would
+not start without it.
 Returns {"objects": <count>, "bytes": <total>}.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import boto3
 
-MAX_PUT_BYTES = 5 * 1024**3  # PutObject's limit; a larger object needs a multipart upload
+MAX_COPY_BYTES = 5 * 1024**3  # CopyObject's limit; a larger object needs a multipart UploadPartCopy
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
@@ -35,14 +36,12 @@ def handler(event: dict, _context=None) -> dict:
                 key, size = item["Key"], item["Size"]
                 if key.endswith("/") and size == 0:
                     continue  # a "folder" marker
-                if size > MAX_PUT_BYTES:
-                    raise ValueError(f"s3://{source_bucket}/{key} has {size} bytes, more than one PutObject takes")
-                body = s3.get_object(Bucket=source_bucket, Key=key)["Body"]
-                s3.put_object(
+                if size > MAX_COPY_BYTES:
+                    raise ValueError(f"s3://{source_bucket}/{key} has {size} bytes, more than one CopyObject takes")
+                s3.copy_object(
                     Bucket=target_bucket,
                     Key=target_prefix + key.removeprefix(source_prefix),
-                    Body=body,
-                    ContentLength=size,
+                    CopySource={"Bucket": source_bucket, "Key": key},
                 )
                 found += 1
                 total += size
