@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optigate import naming
+from optigate.config.cross_checks import effective_overrides
 from optigate.config.models import Environment, EnvironmentOverrides, TeamConfig
 from optigate.deployment.serving import ResolvedServing
 from optigate.deployment.team import ResolvedTeam
@@ -64,15 +65,6 @@ class Deployment:
     @property
     def stack_name(self) -> str:
         return naming.stack_name(self.environment.name, self.team.team)
-
-
-def effective_overrides(team: TeamConfig, environment: Environment) -> EnvironmentOverrides:
-    """Environment-wide overrides, then the team's own overrides in that environment."""
-    merged = environment.overrides.model_dump(exclude_none=True)
-    team_overrides = environment.teams.get(team.team)
-    if team_overrides is not None:
-        merged.update(team_overrides.model_dump(exclude_none=True))
-    return EnvironmentOverrides(**merged)
 
 
 def deploy(
