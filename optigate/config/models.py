@@ -39,11 +39,20 @@ ResourceName = Annotated[
 TIMEOUT_MIN_SECONDS = 60
 TIMEOUT_MAX_SECONDS = 3600
 
+# Sane upper bounds for what reaches the planner and synth: far above any real model or endpoint,
+# low enough that no arithmetic on them overflows or runs for long.
+MAX_TOKENS = 1 << 25  # 33,554,432: above every published context window
+MAX_WIDTH = 1 << 22  # hidden, intermediate and expert sizes
+MAX_HEADS = 4096
+MAX_CAPACITY = 1000  # instances or copies behind one endpoint
+MAX_BUDGET_MS = 3_600_000.0  # an hour
+MAX_GAIN_PCT = 1000.0
+
 
 class Strict(BaseModel):
     """Base for every config model: unknown keys are errors and parsed config is immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------- model
@@ -93,20 +102,31 @@ class ModelSource(Strict):
 class ArchitectureFields(Strict):
     """The fields of a Hugging Face `config.json` the planner needs (names as in config.json)."""
 
-    num_hidden_layers: int = Field(gt=0)
-    hidden_size: int = Field(gt=0)
-    num_attention_heads: int = Field(gt=0)
-    num_key_value_heads: int | None = Field(None, gt=0, description="Defaults to num_attention_heads (no GQA).")
-    head_dim: int | None = Field(None, gt=0, description="Defaults to hidden_size / num_attention_heads.")
-    intermediate_size: int | None = Field(None, gt=0)
-    vocab_size: int = Field(gt=0)
-    max_position_embeddings: int = Field(gt=0)
+    num_hidden_layers: int = Field(gt=0, le=1024)
+    hidden_size: int = Field(gt=0, le=MAX_WIDTH)
+    num_attention_heads: int = Field(gt=0, le=MAX_HEADS)
+    num_key_value_heads: int | None = Field(
+        None, gt=0, le=MAX_HEADS, description="Defaults to num_attention_heads (no GQA)."
+    )
+    head_dim: int | None = Field(
+        None,
+        gt=0,
+        le=8192,
+        description="Defaults to hidden_size / num_attention_heads, which must then be a whole number.",
+    )
+    intermediate_size: int | None = Field(None, gt=0, le=MAX_WIDTH)
+    vocab_size: int = Field(gt=0, le=MAX_TOKENS)
+    max_position_embeddings: int = Field(gt=0, le=MAX_TOKENS)
     tie_word_embeddings: bool = False
-    num_local_experts: int | None = Field(None, gt=0, description="MoE: experts per layer.")
-    num_experts_per_tok: int | None = Field(None, gt=0, description="MoE: experts routed per token.")
-    moe_intermediate_size: int | None = Field(None, gt=0)
+    num_local_experts: int | None = Field(
+        None, gt=0, le=MAX_HEADS, description="MoE: experts per layer (give num_experts_per_tok with it)."
+    )
+    num_experts_per_tok: int | None = Field(
+        None, gt=0, le=MAX_HEADS, description="MoE: experts routed per token (give num_local_experts with it)."
+    )
+    moe_intermediate_size: int | None = Field(None, gt=0, le=MAX_WIDTH)
     num_parameters: int | None = Field(
-        None, gt=0, description="Published parameter count; computed from the fields when omitted."
+        None, gt=0, le=10**14, description="Published parameter count; computed from the fields when omitted."
     )
 
 
@@ -172,17 +192,20 @@ class LoraLimits(Strict):
 
 class Autoscaling(Strict):
     min_capacity: int = Field(
-        1, ge=0, description="Instances (or base-model copies with adapters); 0 needs scale_to_zero."
+        1, ge=0, le=MAX_CAPACITY, description="Instances (or base-model copies with adapters); 0 needs scale_to_zero."
     )
-    max_capacity: int = Field(1, ge=1)
+    max_capacity: int = Field(1, ge=1, le=MAX_CAPACITY)
     target_invocations_per_instance: int = Field(
-        10, ge=1, description="Target of SageMakerVariantInvocationsPerInstance (or ...PerCopy for components)."
+        10,
+        ge=1,
+        le=1_000_000,
+        description="Target of SageMakerVariantInvocationsPerInstance (or ...PerCopy for components).",
     )
     scale_to_zero: bool = Field(
         False, description="Inference components only: scale copies to zero when idle and back on demand."
     )
-    scale_in_cooldown_seconds: int = Field(300, ge=0)
-    scale_out_cooldown_seconds: int = Field(60, ge=0)
+    scale_in_cooldown_seconds: int = Field(300, ge=0, le=86_400)
+    scale_out_cooldown_seconds: int = Field(60, ge=0, le=86_400)
 
 
 Quantization = Literal["fp8", "awq", "gptq", "nvfp4"]
@@ -194,30 +217,43 @@ class Serving(Strict):
     instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="e.g. ml.g6.2xlarge")
     instance_count: int = Field(1, ge=1, le=100)
     max_model_len: int | None = Field(
-        None, gt=0, description="OPTION_MAX_MODEL_LEN; derived by the planner when unset."
+        None, gt=0, le=MAX_TOKENS, description="OPTION_MAX_MODEL_LEN; derived by the planner when unset."
     )
     max_batch_size: int | None = Field(
         None, ge=1, le=1024, description="OPTION_MAX_ROLLING_BATCH_SIZE; derived by the planner when unset."
     )
     gpu_memory_utilization: float | None = Field(
-        None, gt=0.0, le=0.99, description="OPTION_GPU_MEMORY_UTILIZATION; 0.9 when unset."
+        None,
+        gt=0.0,
+        le=0.99,
+        description="OPTION_GPU_MEMORY_UTILIZATION; 0.9 when unset. Not with lmi-trtllm, whose KV cache takes a "
+        "share of the memory left after the weights.",
     )
     tensor_parallel_degree: int | None = Field(
-        None, ge=1, description="Defaults to every accelerator (core) of the instance."
+        None,
+        ge=1,
+        le=64,
+        description="Defaults to the largest degree the instance and the model's attention heads allow "
+        "(every GPU when the heads divide; the Neuron runtime's degrees on inf2/trn1).",
     )
-    kv_cache_dtype: KvCacheDtype = Field("auto", description="OPTION_KV_CACHE_DTYPE; fp8 halves the KV cache.")
+    kv_cache_dtype: KvCacheDtype = Field(
+        "auto", description="OPTION_KV_CACHE_DTYPE; fp8 halves the KV cache. Only with container family lmi."
+    )
     quantization: Quantization | None = Field(None, description="OPTION_QUANTIZE; none serves the checkpoint as is.")
     allow_weight_only_fp8: bool = Field(
         False,
-        description="Accept FP8 on GPUs without FP8 tensor cores (A10G, A100), where vLLM runs it weight-only.",
+        description="Accept FP8 on GPUs without FP8 tensor cores (A10G, A100), where vLLM runs it weight-only "
+        "(container family lmi only).",
     )
     speculative_decoding: SpeculativeDecoding | None = None
     lora: LoraLimits | None = Field(None, description="LoRA limits; defaults derived from `adapters` when omitted.")
     model_data_download_timeout_seconds: int | None = Field(
-        None, description="Sized to the model when unset (a 70B needs far more than 600 s)."
+        None,
+        description="Sized to the model when unset (a 70B needs far more than 600 s); "
+        "a value below the model's minimum is refused.",
     )
     container_startup_health_check_timeout_seconds: int | None = Field(
-        None, description="Sized to the model when unset."
+        None, description="Sized to the model when unset; a value below the model's minimum is refused."
     )
     volume_size_gb: int | None = Field(
         None, ge=1, le=512, description="EBS volume; only for instances without NVMe instance storage."
@@ -261,12 +297,14 @@ class Rollout(Strict):
 
 
 class BenchmarkGate(Strict):
-    concurrency: list[int] = Field(default_factory=lambda: [1, 16, 64], min_length=1)
-    prompt_tokens: int = Field(1024, ge=1)
-    max_new_tokens: int = Field(256, ge=1)
-    p99_ttft_ms_budget: float | None = Field(None, gt=0)
-    p99_itl_ms_budget: float | None = Field(None, gt=0)
-    min_throughput_gain_pct: float = Field(10.0, ge=0)
+    concurrency: list[Annotated[int, Field(le=4096)]] = Field(
+        default_factory=lambda: [1, 16, 64], min_length=1, max_length=64
+    )
+    prompt_tokens: int = Field(1024, ge=1, le=MAX_TOKENS)
+    max_new_tokens: int = Field(256, ge=1, le=MAX_TOKENS)
+    p99_ttft_ms_budget: float | None = Field(None, gt=0, le=MAX_BUDGET_MS)
+    p99_itl_ms_budget: float | None = Field(None, gt=0, le=MAX_BUDGET_MS)
+    min_throughput_gain_pct: float = Field(10.0, ge=0, le=MAX_GAIN_PCT)
     max_error_rate: float = Field(0.01, ge=0, le=1)
     blocks: int = Field(
         3,
@@ -276,11 +314,12 @@ class BenchmarkGate(Strict):
         "(A B A B ...); the intervals resample blocks, so drift between runs widens them instead of deciding.",
     )
     min_tokens_per_chunk_gain_pct: float = Field(
-        20.0, ge=0, description="With speculative decoding: minimum gain in tokens per streamed chunk."
+        20.0, ge=0, le=MAX_GAIN_PCT, description="With speculative decoding: minimum gain in tokens per streamed chunk."
     )
     min_shadow_requests: int = Field(
         100,
         ge=1,
+        le=10**9,
         description="With a shadow rollout: live requests the shadow must receive in the window to be judged.",
     )
     equivalence_margin_pct: float = Field(
@@ -303,7 +342,7 @@ class EvaluationGate(Strict):
     dataset_s3_uri: S3Uri | None = None
     max_metric_drop_abs: float = Field(0.01, ge=0, le=1, description="Every task metric within this absolute drop.")
     max_refusal_rate_increase: float = Field(0.0, ge=0, le=1)
-    long_context_prompt_tokens: int = Field(4096, ge=1)
+    long_context_prompt_tokens: int = Field(4096, ge=1, le=MAX_TOKENS)
 
 
 class Gate(Strict):
@@ -351,7 +390,7 @@ def serving_with(serving: Serving, overrides: Mapping[str, object]) -> Serving:
 
 class EnvironmentOverrides(Strict):
     instance_count: int | None = Field(None, ge=1, le=100)
-    autoscaling_max_capacity: int | None = Field(None, ge=1)
+    autoscaling_max_capacity: int | None = Field(None, ge=1, le=MAX_CAPACITY)
     suspend_autoscaling: bool | None = Field(
         None,
         description="Deploy once with this to change serving.instance_type of an autoscaled endpoint, then again "

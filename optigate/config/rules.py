@@ -9,6 +9,7 @@ instance catalog, the SDK's image tables or the capacity plan live in `optigate.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 from optigate.config.models import (
     TIMEOUT_MAX_SECONDS,
     TIMEOUT_MIN_SECONDS,
+    ArchitectureFields,
     EnvironmentsFile,
     Serving,
     TeamConfig,
@@ -87,6 +89,9 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
             f"{lora.max_cpu_loras} is below max_loras ({lora.max_loras}); vLLM requires max_cpu_loras >= max_loras",
         )
 
+    if serving.container.family == "lmi-trtllm":
+        add_trtllm_problems(serving, add)
+
     for key in ("model_data_download_timeout_seconds", "container_startup_health_check_timeout_seconds"):
         value = getattr(serving, key)
         if value is not None and not TIMEOUT_MIN_SECONDS <= value <= TIMEOUT_MAX_SECONDS:
@@ -122,24 +127,76 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
     return problems
 
 
+def add_trtllm_problems(serving: Serving, add: Callable[[PathT, str], None]) -> None:
+    """Fields the LMI TensorRT-LLM container has no equivalent of: refused rather than dropped.
+
+    LMI's TensorRT-LLM options (trt_llm_user_guide.md in deepjavalibrary/djl-serving) size the KV cache with
+    `option.kv_cache_free_gpu_mem_fraction`, a share of the memory *left after the weights* (default 0.95),
+    not vLLM's share of all memory, and list no KV-cache dtype; FP8 there is W8A8 only (TensorRT-LLM has no
+    weight-only FP8 fallback on A10G/A100).
+    """
+    if serving.gpu_memory_utilization is not None:
+        add(
+            ("gpu_memory_utilization",),
+            "lmi-trtllm has no gpu_memory_utilization: TensorRT-LLM gives its KV cache a share of the memory left "
+            "after the weights (option.kv_cache_free_gpu_mem_fraction, 0.95); remove it, or use container family lmi",
+        )
+    if serving.kv_cache_dtype != "auto":
+        add(
+            ("kv_cache_dtype",),
+            f"{serving.kv_cache_dtype} is not offered by LMI's TensorRT-LLM options; use auto, or container family lmi",
+        )
+    if serving.allow_weight_only_fp8:
+        add(
+            ("allow_weight_only_fp8",),
+            "TensorRT-LLM runs FP8 only as W8A8 on GPUs with FP8 tensor cores, never weight-only; "
+            "remove it, or use container family lmi",
+        )
+
+
+def architecture_fields_problems(spec: ArchitectureFields) -> list[Problem]:
+    """Architecture fields that cannot size a model; the planner is never asked about such fields."""
+    problems: list[Problem] = []
+
+    def add(field: str | None, message: str) -> None:
+        problems.append(Problem(("model", "architecture", *((field,) if field else ())), message))
+
+    if spec.intermediate_size is None and spec.num_parameters is None:
+        add(None, "give intermediate_size or num_parameters so the weights can be sized")
+    if spec.num_key_value_heads and spec.num_attention_heads % spec.num_key_value_heads:
+        add(
+            "num_key_value_heads",
+            f"{spec.num_key_value_heads} does not divide num_attention_heads ({spec.num_attention_heads})",
+        )
+    if spec.head_dim is None and spec.hidden_size % spec.num_attention_heads:
+        per_head = spec.hidden_size / spec.num_attention_heads
+        add(
+            "num_attention_heads",
+            f"hidden_size {spec.hidden_size} / num_attention_heads {spec.num_attention_heads} = {per_head:g} is not a "
+            "whole head size; give head_dim as in the model's config.json",
+        )
+    moe_fields = [name for name in ("num_local_experts", "moe_intermediate_size") if getattr(spec, name) is not None]
+    if moe_fields and spec.num_experts_per_tok is None:
+        add(
+            moe_fields[0],
+            f"{' and '.join(moe_fields)} describe a mixture of experts; give num_experts_per_tok too "
+            "(without it the experts cannot be sized)",
+        )
+    if spec.num_experts_per_tok is not None:
+        if spec.num_local_experts is None:
+            add("num_experts_per_tok", "give num_local_experts (experts per layer) with num_experts_per_tok")
+        elif spec.num_experts_per_tok > spec.num_local_experts:
+            add(
+                "num_experts_per_tok",
+                f"{spec.num_experts_per_tok} exceeds num_local_experts ({spec.num_local_experts})",
+            )
+    return problems
+
+
 def _architecture_problems(team: TeamConfig) -> list[Problem]:
     """Architecture fields that cannot size a model (known names are checked against the catalog later)."""
     spec = team.model.architecture
-    if isinstance(spec, str):
-        return []
-    problems: list[Problem] = []
-    if spec.intermediate_size is None and spec.num_parameters is None:
-        problems.append(
-            Problem(("model", "architecture"), "give intermediate_size or num_parameters so the weights can be sized")
-        )
-    if spec.num_key_value_heads and spec.num_attention_heads % spec.num_key_value_heads:
-        problems.append(
-            Problem(
-                ("model", "architecture", "num_key_value_heads"),
-                f"{spec.num_key_value_heads} does not divide num_attention_heads ({spec.num_attention_heads})",
-            )
-        )
-    return problems
+    return [] if isinstance(spec, str) else architecture_fields_problems(spec)
 
 
 def _source_problems(team: TeamConfig) -> list[Problem]:

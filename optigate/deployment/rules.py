@@ -6,11 +6,17 @@ will be deployed, and return `Problem`s at YAML paths like the config rules do.
 
 from __future__ import annotations
 
-from optigate.config.models import Serving, TeamConfig
-from optigate.config.rules import PathT, Problem, did_you_mean
-from optigate.plan import architecture, catalog
+from collections.abc import Callable
+
+from pydantic import ValidationError
+
+from optigate.config.models import Serving, TeamConfig, serving_with
+from optigate.config.rules import PathT, Problem, architecture_fields_problems, check_serving, did_you_mean
+from optigate.plan import architecture, catalog, parallel
 from optigate.plan.architecture import ModelArchitecture
-from optigate.plan.team import architecture_for
+from optigate.plan.planner import Suggestion
+from optigate.plan.team import architecture_for, weights_gb
+from optigate.plan.timeouts import timeout_refusals
 from optigate.serving import images
 
 FP8_MIN_COMPUTE_CAPABILITY = 8.9  # Ada (L4, L40S) and Hopper have FP8 tensor cores
@@ -65,15 +71,12 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
             "lmi-neuronx container can use; set container.family: lmi-neuronx or choose a GPU instance",
         )
 
-    units = instance.tp_units
-    unit_name = "NeuronCores" if instance.platform == "neuron" else "GPUs"
     tp = serving.tensor_parallel_degree
-    if tp is not None and (tp > units or units % tp != 0):
-        divisors = [d for d in range(1, units + 1) if units % d == 0]
-        add(
-            ("tensor_parallel_degree",),
-            f"{tp} does not divide the {units} {unit_name} of {instance.instance_type}; use one of {divisors}",
-        )
+    degrees = parallel.instance_degrees(instance)
+    if tp is not None and tp not in degrees:
+        units = f"{instance.tp_units} {parallel.unit_name(instance)}"
+        why = "is not a degree the Neuron runtime runs within" if instance.is_neuron else "does not divide"
+        add(("tensor_parallel_degree",), f"{tp} {why} the {units} of {instance.instance_type}; use one of {degrees}")
 
     cc = instance.compute_capability
     quantization = serving.quantization
@@ -153,9 +156,7 @@ def architecture_problems(team: TeamConfig) -> tuple[ModelArchitecture | None, l
                 f"{did_you_mean(spec, names)}"
             )
             return None, [Problem(("model", "architecture"), message)]
-    elif (spec.intermediate_size is None and spec.num_parameters is None) or (
-        spec.num_key_value_heads and spec.num_attention_heads % spec.num_key_value_heads
-    ):
+    elif architecture_fields_problems(spec):
         return None, []  # reported by the config rules
     return architecture_for(spec), []
 
@@ -171,55 +172,63 @@ def serving_architecture_problems(arch: ModelArchitecture, serving: Serving, pat
                 f"({arch.max_position_embeddings}); vLLM refuses to start; use at most {arch.max_position_embeddings}",
             )
         )
-    heads = arch.num_key_value_heads
-    tp = serving.tensor_parallel_degree
-    if tp and heads and tp > heads and tp % heads != 0:
-        problems.append(
-            Problem(
-                (*path, "tensor_parallel_degree"),
-                f"{tp} is neither a divisor nor a multiple of the "
-                f"model's {heads} KV heads; vLLM cannot shard attention",
-            )
-        )
+    download = serving.model_data_download_timeout_seconds
+    startup = serving.container_startup_health_check_timeout_seconds
+    for field_name, message in timeout_refusals(weights_gb(arch, serving), download, startup).items():
+        problems.append(Problem((*path, field_name), message))
     return problems
 
 
 def tensor_parallel_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> list[Problem]:
-    """The deployed tensor-parallel degree (explicit, or every accelerator by default) must shard the heads."""
-    instance = catalog.get_instance(serving.instance_type)
-    explicit = serving.tensor_parallel_degree
-    tp = explicit or instance.tp_units
-    if arch.valid_tensor_parallel(tp):
+    """An explicit tensor-parallel degree must shard the model's heads (the default is chosen from the valid set)."""
+    tp = serving.tensor_parallel_degree
+    if tp is None:
         return []
-    units = instance.tp_units
-    valid = [d for d in range(1, units + 1) if units % d == 0 and arch.valid_tensor_parallel(d)]
-    heads = f"{arch.num_attention_heads} attention heads / {arch.num_key_value_heads} KV heads"
-    if explicit is not None:
-        return [
-            Problem(
-                (*path, "tensor_parallel_degree"),
-                f"{tp} cannot shard the model's {heads}; vLLM refuses to start; use one of {valid}",
-            )
-        ]
-    unit = "NeuronCore" if instance.is_neuron else "GPU"
-    return [
-        Problem(
-            (*path, "instance_type"),
-            (
-                f"the default tensor_parallel_degree {tp} (every {unit} "
-                f"of {instance.instance_type}) cannot shard the model's "
-                f"{heads}; set tensor_parallel_degree to one of {valid}"
-            ),
+    why = parallel.refusal(arch, catalog.get_instance(serving.instance_type), tp)
+    return [] if why is None else [Problem((*path, "tensor_parallel_degree"), why)]
+
+
+# The serving field each kind of planner fix changes.
+SUGGESTION_FIELD = {
+    "weight_precision": "quantization",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "max_model_len": "max_model_len",
+    "max_batch_size": "max_batch_size",
+    "instance_type": "instance_type",
+}
+
+
+def suggestion_admissible(team: TeamConfig, arch: ModelArchitecture, serving: Serving) -> Callable[[Suggestion], bool]:
+    """Whether a planner fix, applied to `serving`, passes every rule that needs no plan: a fix the rules
+    would refuse (FP8 weights on A10G, an FP8 KV cache on Neuron) is never offered."""
+
+    def admissible(suggestion: Suggestion) -> bool:
+        change: dict[str, object] = {SUGGESTION_FIELD[suggestion.setting]: suggestion.value}
+        if suggestion.setting == "instance_type" and serving.tensor_parallel_degree is not None:
+            change["tensor_parallel_degree"] = suggestion.tensor_parallel
+        try:
+            fixed = serving_with(serving, change)
+        except ValidationError:
+            return False
+        adapters = bool(team.adapters)
+        uri = team.model.source.artifact_uri
+        return not (
+            check_serving(fixed, (), has_adapters=adapters, artifact_uri=uri)
+            or hardware_problems(fixed, (), has_adapters=adapters)
+            or serving_architecture_problems(arch, fixed, ())
+            or tensor_parallel_problems(arch, fixed, ())
         )
-    ]
+
+    return admissible
 
 
 def capacity_problems(resolved_plan, serving: Serving, path: PathT) -> list[Problem]:
     """What the capacity plan of the deployed settings refuses: weights, one sequence, or the batch.
 
-    Not on Neuron, where the memory model is not validated (the planner only notes it).
+    On Neuron too: NxD Inference needs the weights and KV cache within the cores' memory (16 GB per
+    NeuronCore on Inf2/Trn1), which the plan sizes per core.
     """
-    if resolved_plan is None or catalog.get_instance(serving.instance_type).is_neuron:
+    if resolved_plan is None:
         return []
     problems = []
     for problem in resolved_plan.problems:

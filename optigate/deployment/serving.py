@@ -7,25 +7,29 @@ the capacity plan of exactly what is deployed is kept, and the container environ
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 
-from optigate.config.models import TIMEOUT_MAX_SECONDS, TIMEOUT_MIN_SECONDS, LoraLimits, Serving, TeamConfig
-from optigate.plan.architecture import ModelArchitecture
+from optigate.config.models import LoraLimits, Serving, TeamConfig
+from optigate.deployment import rules
 from optigate.plan.catalog import Instance, get_instance
-from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION, weight_footprint
+from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION
 from optigate.plan.planner import PlanResult
-from optigate.plan.team import WEIGHT_PRECISION, architecture_for, derive_settings, plan_serving
+from optigate.plan.team import (
+    architecture_for,
+    default_tensor_parallel_note,
+    deployed_tensor_parallel,
+    derive_settings,
+    plan_serving,
+    weights_gb,
+)
+from optigate.plan.timeouts import sized_timeouts
 from optigate.serving import images
 from optigate.serving.lmi import render_environment
 
 DEFAULT_MAX_BATCH_SIZE = 32
 DEFAULT_MAX_MODEL_LEN_CAP = 8192  # without a plan, never default to a 128k context nobody can batch
 
-# Timeouts sized to the weights: S3 → instance at a conservative ~100 MB/s per GB-bucket plus load,
-# compilation and CUDA-graph capture. 8B bf16 (16 GB): 760 s / 840 s; 70B bf16 (141 GB): 2010 s / 2715 s.
-DOWNLOAD_SECONDS_BASE, DOWNLOAD_SECONDS_PER_GB = 600, 10
-STARTUP_SECONDS_BASE, STARTUP_SECONDS_PER_GB = 600, 15
+__all__ = ["ResolvedServing", "resolve_serving", "sized_timeouts", "weights_gb"]
 
 
 @dataclass(frozen=True)
@@ -60,23 +64,6 @@ class ResolvedServing:
         return self.instance.price_per_hour_usd
 
 
-def _clamp_timeout(seconds: float) -> int:
-    return int(min(TIMEOUT_MAX_SECONDS, max(TIMEOUT_MIN_SECONDS, math.ceil(seconds / 10) * 10)))
-
-
-def sized_timeouts(weights_gb: float) -> tuple[int, int]:
-    """(download, startup health check) seconds for a model with this many GB of weights."""
-    download = _clamp_timeout(DOWNLOAD_SECONDS_BASE + DOWNLOAD_SECONDS_PER_GB * weights_gb)
-    startup = _clamp_timeout(STARTUP_SECONDS_BASE + STARTUP_SECONDS_PER_GB * weights_gb)
-    return download, startup
-
-
-def weights_gb(arch: ModelArchitecture, serving: Serving) -> float:
-    """GB of weights as the planner sizes them (quantized linear layers with their scales; embeddings,
-    lm_head and norms at 16 bit)."""
-    return weight_footprint(arch, WEIGHT_PRECISION[serving.quantization]).total / 1e9
-
-
 def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
     """Concrete settings for `serving` (the team's production block, or a candidate of it)."""
     notes: list[str] = []
@@ -84,12 +71,15 @@ def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
     arch = architecture_for(team.model.architecture)
     family = serving.container.family
     version = serving.container.version or images.DEFAULT_VERSION[family]
+    admissible = rules.suggestion_admissible(team, arch, serving)  # a fix is offered only if the rules accept it
 
     plan: PlanResult | None
     if instance.is_neuron:
         # The planner's memory model is not validated on Neuron: fixed defaults, said so; the plan
         # at those settings is kept for the summary and the gate's prediction.
-        tp = serving.tensor_parallel_degree or instance.tp_units
+        tp = deployed_tensor_parallel(arch, serving, instance)
+        if serving.tensor_parallel_degree is None:
+            notes.append(default_tensor_parallel_note(arch, instance, tp))
         max_model_len = serving.max_model_len or min(arch.max_position_embeddings, DEFAULT_MAX_MODEL_LEN_CAP)
         max_batch_size = serving.max_batch_size or DEFAULT_MAX_BATCH_SIZE
         gpu_memory_utilization = serving.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
@@ -98,11 +88,13 @@ def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
                 f"Neuron: max_model_len={max_model_len}, max_batch_size={max_batch_size} are defaults, not planned"
             )
         try:
-            plan = plan_serving(team, serving, max_model_len=max_model_len, max_batch_size=max_batch_size)
+            plan = plan_serving(
+                team, serving, max_model_len=max_model_len, max_batch_size=max_batch_size, admissible=admissible
+            )
         except ValueError:
             plan = None  # an invalid tensor-parallel degree: reported by the hardware rules
     else:
-        derived = derive_settings(team, serving)
+        derived = derive_settings(team, serving, admissible=admissible)
         tp, max_model_len = derived.tensor_parallel_degree, derived.max_model_len
         max_batch_size, gpu_memory_utilization = derived.max_batch_size, derived.gpu_memory_utilization
         notes += derived.notes

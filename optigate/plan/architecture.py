@@ -202,7 +202,15 @@ class ModelArchitecture:
             raise ValueError(f"config.json lacks required field {missing}") from None
         model_type = str(cfg.get("model_type", ""))
         kv_heads = int(cfg.get("num_key_value_heads") or heads)
-        head_dim = int(cfg.get("head_dim") or hidden // heads)
+        if min(layers, hidden, heads, vocab, kv_heads) < 1:
+            raise ValueError("config.json: layer, head, hidden and vocabulary sizes must be positive")
+        head_dim = int(cfg.get("head_dim") or 0)
+        if not head_dim:
+            if hidden % heads:
+                raise ValueError(
+                    f"hidden_size ({hidden}) is not a multiple of num_attention_heads ({heads}); give head_dim"
+                )
+            head_dim = hidden // heads
         num_experts = int(cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts") or 0)
         experts_per_tok = int(cfg.get("num_experts_per_tok") or 0)
         intermediate = int(cfg.get("intermediate_size") or 0)

@@ -15,7 +15,8 @@ from .architecture import ModelArchitecture, load_architecture
 from .catalog import GIB, Instance
 from .memory import DEFAULT_GPU_MEMORY_UTILIZATION, kv_dtype_bytes, max_concurrency, max_concurrent_sequences
 from .memory import weight_precision as lookup_weight_precision
-from .problems import PROBLEM_KINDS, PlanProblem, Suggestion, find_problems
+from .parallel import refusal
+from .problems import PROBLEM_KINDS, Admissible, PlanProblem, Suggestion, find_problems
 from .roofline import DecodePoint, RankHardware, decode_curve, prefill_bound
 from .search import choose_tensor_parallel
 from .sizing import MemoryPlan, PlanInputs, memory_plan, resolve_instance, scheduler_defaults
@@ -101,6 +102,7 @@ def plan(
     engine_subtracts_cuda_graphs: bool = True,
     achievable_fraction: float = 1.0,
     suggest_fixes: bool = True,
+    admissible: Admissible | None = None,
 ) -> PlanResult:
     """Plan serving ``arch`` on ``instance``.
 
@@ -109,6 +111,7 @@ def plan(
     to vLLM's scheduler defaults for the GPU size; they size the activation reserve.
     max_batch_size caps the decode batch (defaults to max_num_seqs).
     achievable_fraction < 1 turns the roofline lower bounds into estimates.
+    admissible re-checks each fix (a Suggestion) before it is offered: the config rules, for a team.
     """
     model = load_architecture(arch)
     inst = resolve_instance(instance)
@@ -180,21 +183,17 @@ def plan(
         cost_per_million_output_tokens=bounds.cost_per_million_output_tokens,
         price_per_hour_usd=inst.price_per_hour_usd,
         achievable_fraction=achievable_fraction,
-        problems=tuple(find_problems(inputs, mp, suggest_fixes=suggest_fixes)),
+        problems=tuple(find_problems(inputs, mp, suggest_fixes=suggest_fixes, admissible=admissible)),
         notes=tuple(notes),
     )
 
 
 def _checked_tensor_parallel(inputs: PlanInputs, tensor_parallel: int) -> int:
     """The degree the caller asked for, refused when the instance or the model cannot run it."""
-    tp, model, inst = int(tensor_parallel), inputs.model, inputs.instance
-    if tp > inst.tp_units:
-        raise ValueError(f"tensor_parallel={tp} exceeds the {inst.tp_units} tp units of {inst.instance_type}")
-    if not model.valid_tensor_parallel(tp):
-        raise ValueError(
-            f"tensor_parallel={tp} does not divide {model.name}'s {model.num_attention_heads} attention heads "
-            f"/ {model.num_key_value_heads} KV heads"
-        )
+    tp = int(tensor_parallel)
+    why = refusal(inputs.model, inputs.instance, tp)
+    if why is not None:
+        raise ValueError(f"tensor_parallel={tp}: {why}")
     return tp
 
 

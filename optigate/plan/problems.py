@@ -8,6 +8,7 @@ fits). The sentences users read are written from this data in ``messages``, in o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -67,10 +68,23 @@ class PlanProblem:
         return {"kind": self.kind, "message": self.message, "details": dict(self.details)}
 
 
+def _any(_: Suggestion) -> bool:
+    return True
+
+
+#: Whether a fix may be offered: the caller's rules re-check each one (a fix the rules refuse is never offered).
+Admissible = Callable[[Suggestion], bool]
+
+
 def _problem(
-    kind: str, inputs: PlanInputs, memory: MemoryPlan, details: dict[str, Any], suggestions: list[Suggestion]
+    kind: str,
+    inputs: PlanInputs,
+    memory: MemoryPlan,
+    details: dict[str, Any],
+    suggestions: list[Suggestion],
+    admissible: Admissible,
 ) -> PlanProblem:
-    fixes = tuple(suggestions)
+    fixes = tuple(s for s in suggestions if admissible(s))
     return PlanProblem(kind, describe_problem(kind, inputs, memory, fixes), details, fixes)
 
 
@@ -93,15 +107,22 @@ def _fp8_kv_memory(inputs: PlanInputs, memory: MemoryPlan) -> MemoryPlan:
     return memory_plan(inputs, memory.tp, kv_bytes=1)
 
 
-def _position_embeddings_problem(inputs: PlanInputs, memory: MemoryPlan) -> PlanProblem:
+def _position_embeddings_problem(inputs: PlanInputs, memory: MemoryPlan, admissible: Admissible) -> PlanProblem:
     limit = inputs.model.max_position_embeddings
     details = {"max_model_len": inputs.max_model_len, "max_position_embeddings": limit}
     return _problem(
-        "max_model_len_exceeds_position_embeddings", inputs, memory, details, [Suggestion("max_model_len", limit)]
+        "max_model_len_exceeds_position_embeddings",
+        inputs,
+        memory,
+        details,
+        [Suggestion("max_model_len", limit)],
+        admissible,
     )
 
 
-def _weights_problem(inputs: PlanInputs, memory: MemoryPlan, suggest_fixes: bool) -> PlanProblem:
+def _weights_problem(
+    inputs: PlanInputs, memory: MemoryPlan, suggest_fixes: bool, admissible: Admissible
+) -> PlanProblem:
     details = {
         "weights_gib_per_accelerator": memory.weights.total / GIB,
         "available_gib_per_accelerator": memory.room_for_weights(inputs.gpu_memory_utilization) / GIB,
@@ -115,21 +136,23 @@ def _weights_problem(inputs: PlanInputs, memory: MemoryPlan, suggest_fixes: bool
                 continue
             lighter_memory = memory_plan(replace(inputs, weights=lighter), memory.tp)
             if lighter_memory.kv_capacity >= inputs.max_model_len:
-                suggestions.append(
-                    Suggestion(
-                        "weight_precision",
-                        lighter.name,
-                        kv_capacity_tokens=lighter_memory.kv_capacity,
-                        weights_gib_per_accelerator=lighter_memory.weights.total / GIB,
-                        tensor_parallel=memory.tp,
-                    )
+                suggestion = Suggestion(
+                    "weight_precision",
+                    lighter.name,
+                    kv_capacity_tokens=lighter_memory.kv_capacity,
+                    weights_gib_per_accelerator=lighter_memory.weights.total / GIB,
+                    tensor_parallel=memory.tp,
                 )
-                break
+                if admissible(suggestion):  # else the next lighter precision the rules accept
+                    suggestions.append(suggestion)
+                    break
         suggestions += _instance_suggestion(inputs, inputs.max_model_len)
-    return _problem("weights_do_not_fit", inputs, memory, details, suggestions)
+    return _problem("weights_do_not_fit", inputs, memory, details, suggestions, admissible)
 
 
-def _one_sequence_problem(inputs: PlanInputs, memory: MemoryPlan, suggest_fixes: bool) -> PlanProblem:
+def _one_sequence_problem(
+    inputs: PlanInputs, memory: MemoryPlan, suggest_fixes: bool, admissible: Admissible
+) -> PlanProblem:
     details: dict[str, Any] = {"kv_capacity_tokens": memory.kv_capacity, "max_model_len": inputs.max_model_len}
     suggestions: list[Suggestion] = []
     if suggest_fixes:
@@ -140,10 +163,12 @@ def _one_sequence_problem(inputs: PlanInputs, memory: MemoryPlan, suggest_fixes:
         if memory.kv_capacity >= DEFAULT_BLOCK_SIZE:
             suggestions.append(Suggestion("max_model_len", memory.kv_capacity, kv_capacity_tokens=memory.kv_capacity))
         suggestions += _instance_suggestion(inputs, inputs.max_model_len)
-    return _problem("kv_cannot_hold_one_sequence", inputs, memory, details, suggestions)
+    return _problem("kv_cannot_hold_one_sequence", inputs, memory, details, suggestions, admissible)
 
 
-def _batch_problem(inputs: PlanInputs, memory: MemoryPlan, batch: int, suggest_fixes: bool) -> PlanProblem:
+def _batch_problem(
+    inputs: PlanInputs, memory: MemoryPlan, batch: int, suggest_fixes: bool, admissible: Admissible
+) -> PlanProblem:
     typical = inputs.typical_length
     need = batch * typical
     feasible = max_concurrent_sequences(memory.kv_capacity, typical)
@@ -158,22 +183,26 @@ def _batch_problem(inputs: PlanInputs, memory: MemoryPlan, batch: int, suggest_f
                 Suggestion("kv_cache_dtype", "fp8", kv_capacity_tokens=fp8.kv_capacity, concurrent_sequences=sequences)
             )
         suggestions += _instance_suggestion(inputs, need)
-    return _problem("batch_times_length_does_not_fit", inputs, memory, details, suggestions)
+    return _problem("batch_times_length_does_not_fit", inputs, memory, details, suggestions, admissible)
 
 
-def find_problems(inputs: PlanInputs, memory: MemoryPlan, *, suggest_fixes: bool = True) -> list[PlanProblem]:
+def find_problems(
+    inputs: PlanInputs, memory: MemoryPlan, *, suggest_fixes: bool = True, admissible: Admissible | None = None
+) -> list[PlanProblem]:
     """Every reason the plan ``memory`` of ``inputs`` cannot serve; the memory problems are checked
-    in order (weights, one sequence, the batch) and only the first that applies is reported."""
+    in order (weights, one sequence, the batch) and only the first that applies is reported.
+    ``admissible`` re-checks each fix before it is offered (all are offered without it)."""
+    ok = admissible or _any
     problems: list[PlanProblem] = []
     limit = inputs.model.max_position_embeddings
     if limit and inputs.max_model_len > limit:
-        problems.append(_position_embeddings_problem(inputs, memory))
+        problems.append(_position_embeddings_problem(inputs, memory, ok))
 
     batch = inputs.max_batch_size
     if memory.weights.total > memory.room_for_weights(inputs.gpu_memory_utilization):
-        problems.append(_weights_problem(inputs, memory, suggest_fixes))
+        problems.append(_weights_problem(inputs, memory, suggest_fixes, ok))
     elif memory.kv_capacity < inputs.max_model_len:
-        problems.append(_one_sequence_problem(inputs, memory, suggest_fixes))
+        problems.append(_one_sequence_problem(inputs, memory, suggest_fixes, ok))
     elif batch is not None and batch * inputs.typical_length > memory.kv_capacity:
-        problems.append(_batch_problem(inputs, memory, batch, suggest_fixes))
+        problems.append(_batch_problem(inputs, memory, batch, suggest_fixes, ok))
     return problems

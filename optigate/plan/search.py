@@ -6,13 +6,13 @@ from dataclasses import dataclass, replace
 
 from .architecture import ModelArchitecture
 from .catalog import Instance, all_instances
+from .parallel import valid_degrees
 from .sizing import PlanInputs, memory_plan, scheduler_defaults
 
 
 def tp_candidates(model: ModelArchitecture, instance: Instance) -> list[int]:
-    """Tensor-parallel degrees, smallest first, that divide the instance's TP units and shard the model."""
-    units = instance.tp_units
-    return [t for t in range(1, units + 1) if units % t == 0 and model.valid_tensor_parallel(t)]
+    """Tensor-parallel degrees, smallest first, that the instance runs and the model's heads shard."""
+    return valid_degrees(model, instance)
 
 
 def choose_tensor_parallel(inputs: PlanInputs) -> int:

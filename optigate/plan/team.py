@@ -12,9 +12,11 @@ from typing import Any
 
 from optigate.config.models import ArchitectureFields, Serving, TeamConfig
 from optigate.plan.architecture import ModelArchitecture, load_architecture
-from optigate.plan.catalog import get_instance
-from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION
+from optigate.plan.catalog import Instance, get_instance
+from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION, weight_footprint
+from optigate.plan.parallel import default_degree, unit_name
 from optigate.plan.planner import PlanResult, plan
+from optigate.plan.problems import Admissible
 
 MIN_DERIVED_MAX_MODEL_LEN = 4096
 LENGTH_GRANULE = 1024  # derived lengths are multiples of this
@@ -24,6 +26,12 @@ HEADROOM = 2
 # quantization (config vocabulary) -> the planner's weight precision
 WEIGHT_PRECISION = {None: "bf16", "fp8": "fp8", "awq": "awq", "gptq": "gptq", "nvfp4": "nvfp4"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
+
+# LMI's TensorRT-LLM default option.kv_cache_free_gpu_mem_fraction (trt_llm_user_guide.md in
+# deepjavalibrary/djl-serving): the KV cache takes this share of the memory left after the weights. Planned
+# as vLLM's share of all memory, which leaves the KV cache 5 % of the weights and reserve less than
+# TensorRT-LLM takes: the plan errs on the side of refusing.
+TRTLLM_KV_CACHE_FREE_GPU_MEM_FRACTION = 0.95
 
 
 def architecture_for(spec: str | ArchitectureFields) -> ModelArchitecture:
@@ -38,6 +46,24 @@ def architecture_for(spec: str | ArchitectureFields) -> ModelArchitecture:
             1, round((published - without_mlp) / (3 * spec.hidden_size * spec.num_hidden_layers))
         )
     return ModelArchitecture.from_config(fields, name="custom", published={"total": published} if published else None)
+
+
+def deployed_tensor_parallel(arch: ModelArchitecture, serving: Serving, instance: Instance | None = None) -> int:
+    """The degree optigate deploys: the team's, or the largest the instance and the model's heads allow."""
+    return serving.tensor_parallel_degree or default_degree(arch, instance or get_instance(serving.instance_type))
+
+
+def weights_gb(arch: ModelArchitecture, serving: Serving) -> float:
+    """GB of weights as the planner sizes them (quantized linear layers with their scales; embeddings,
+    lm_head and norms at 16 bit): what the timeouts are sized to."""
+    return weight_footprint(arch, WEIGHT_PRECISION[serving.quantization]).total / 1e9
+
+
+def planned_memory_utilization(serving: Serving) -> float:
+    """The memory share the plan sizes with: what the container is actually told (see the TRT-LLM note)."""
+    if serving.container.family == "lmi-trtllm":
+        return TRTLLM_KV_CACHE_FREE_GPU_MEM_FRACTION
+    return serving.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
 
 
 @dataclass(frozen=True)
@@ -58,21 +84,24 @@ def plan_serving(
     *,
     max_model_len: int | None = None,
     max_batch_size: int | None = None,
+    admissible: Admissible | None = None,
 ) -> PlanResult:
-    """Plan `serving` at the tensor-parallel degree optigate deploys (all accelerators by default)."""
+    """Plan `serving` at the tensor-parallel degree optigate deploys; fixes are offered only if `admissible`."""
     instance = get_instance(serving.instance_type)
+    arch = architecture_for(team.model.architecture)
     benchmark = team.gate.benchmark
     return plan(
-        architecture_for(team.model.architecture),
+        arch,
         instance,
         weight_precision=WEIGHT_PRECISION[serving.quantization],
         kv_cache_dtype=KV_CACHE_DTYPE[serving.kv_cache_dtype],
-        tensor_parallel=serving.tensor_parallel_degree or instance.tp_units,
-        gpu_memory_utilization=serving.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
+        tensor_parallel=deployed_tensor_parallel(arch, serving, instance),
+        gpu_memory_utilization=planned_memory_utilization(serving),
         max_model_len=max_model_len or serving.max_model_len,
         prompt_tokens=benchmark.prompt_tokens,
         output_tokens=benchmark.max_new_tokens,
         max_batch_size=max_batch_size or serving.max_batch_size,
+        admissible=admissible,
     )
 
 
@@ -80,7 +109,9 @@ def _round_down(value: int, granule: int = LENGTH_GRANULE) -> int:
     return value // granule * granule
 
 
-def derive_settings(team: TeamConfig, serving: Serving | None = None) -> DerivedSettings:
+def derive_settings(
+    team: TeamConfig, serving: Serving | None = None, *, admissible: Admissible | None = None
+) -> DerivedSettings:
     serving = serving or team.serving
     instance = get_instance(serving.instance_type)
     arch = architecture_for(team.model.architecture)
@@ -88,22 +119,30 @@ def derive_settings(team: TeamConfig, serving: Serving | None = None) -> Derived
     typical = benchmark.prompt_tokens + benchmark.max_new_tokens
     notes: list[str] = []
 
-    gpu_memory_utilization = serving.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
-    if serving.gpu_memory_utilization is None:
+    gpu_memory_utilization = planned_memory_utilization(serving)
+    if serving.container.family == "lmi-trtllm":
+        notes.append(
+            f"planned with TensorRT-LLM's KV share {gpu_memory_utilization} of the memory after the weights "
+            "(LMI's default kv_cache_free_gpu_mem_fraction)"
+        )
+    elif serving.gpu_memory_utilization is None:
         notes.append(
             f"gpu_memory_utilization={gpu_memory_utilization}: vLLM's default share, leaving room for the runtime"
         )
-    tp = serving.tensor_parallel_degree or instance.tp_units
+    tp = deployed_tensor_parallel(arch, serving, instance)
     if serving.tensor_parallel_degree is None:
-        unit = "NeuronCore" if instance.is_neuron else "GPU"
-        notes.append(f"tensor_parallel_degree={tp}: every {unit} of {instance.instance_type}")
+        notes.append(default_tensor_parallel_note(arch, instance, tp))
 
     max_model_len = serving.max_model_len
     if max_model_len is None:
         # Probe the KV capacity at a short length, then take the longest length that the cache
         # holds, capped by the model and by twice the team's typical request.
         probe = plan_serving(
-            team, serving, max_model_len=min(typical, arch.max_position_embeddings or typical), max_batch_size=1
+            team,
+            serving,
+            max_model_len=min(typical, arch.max_position_embeddings or typical),
+            max_batch_size=1,
+            admissible=admissible,
         )
         wanted = max(MIN_DERIVED_MAX_MODEL_LEN, 1 << (HEADROOM * typical - 1).bit_length())
         ceiling = min(arch.max_position_embeddings or wanted, wanted)
@@ -114,7 +153,7 @@ def derive_settings(team: TeamConfig, serving: Serving | None = None) -> Derived
             f"(model allows {arch.max_position_embeddings:,}; KV cache holds {probe.kv_capacity_tokens:,} tokens)"
         )
 
-    result = plan_serving(team, serving, max_model_len=max_model_len)
+    result = plan_serving(team, serving, max_model_len=max_model_len, admissible=admissible)
     max_batch_size = serving.max_batch_size
     if max_batch_size is None:
         fits = result.max_concurrent_sequences_at_typical_length
@@ -123,5 +162,20 @@ def derive_settings(team: TeamConfig, serving: Serving | None = None) -> Derived
             f"max_batch_size={max_batch_size}: the KV cache holds {fits:,} sequences of {typical:,} tokens"
             + (f" (capped at vLLM's max_num_seqs {result.max_num_seqs})" if fits > result.max_num_seqs else "")
         )
-        result = plan_serving(team, serving, max_model_len=max_model_len, max_batch_size=max_batch_size)
+        result = plan_serving(
+            team, serving, max_model_len=max_model_len, max_batch_size=max_batch_size, admissible=admissible
+        )
     return DerivedSettings(max_model_len, max_batch_size, gpu_memory_utilization, tp, tuple(notes), result)
+
+
+def default_tensor_parallel_note(arch: ModelArchitecture, instance: Instance, tp: int) -> str:
+    """Why the default degree is what it is (shown in the summary)."""
+    units = f"{instance.tp_units} {unit_name(instance)}"
+    copies = instance.tp_units // tp
+    if tp == instance.tp_units:
+        return f"tensor_parallel_degree={tp}: every one of the {units} of {instance.instance_type}"
+    return (
+        f"tensor_parallel_degree={tp}: the largest degree the {units} of {instance.instance_type} and the model's "
+        f"{arch.num_attention_heads} attention / {arch.num_key_value_heads} KV heads allow"
+        + (f" ({copies} model copies)" if copies > 1 and not instance.is_neuron else "")
+    )

@@ -129,7 +129,9 @@ def test_sample_app_resolves_each_team_once(tmp_path, monkeypatch):
     resolved, derived = [], []
     resolve, derive = project.resolve_team, serving.derive_settings
     monkeypatch.setattr(project, "resolve_team", lambda t: resolved.append(t.team) or resolve(t))
-    monkeypatch.setattr(serving, "derive_settings", lambda t, s=None: derived.append(t.team) or derive(t, s))
+    monkeypatch.setattr(
+        serving, "derive_settings", lambda t, s=None, **kw: derived.append(t.team) or derive(t, s, **kw)
+    )
     app = build_app(CONFIG, environments="", outdir=str(tmp_path), nag=False)
 
     stacks = [child for child in app.node.children if hasattr(child, "deployment")]

@@ -79,7 +79,7 @@ CASES = [
         "  instance_type: ml.g6.2xlarge\n  max_model_len: 8192\n  quantization: fp8\n  kv_cache_dtype: fp8",
         "  container:\n    family: lmi-neuronx\n  instance_type: ml.inf2.48xlarge\n  tensor_parallel_degree: 5",
         "serving.tensor_parallel_degree",
-        ["5 does not divide the 24 NeuronCores of ml.inf2.48xlarge"],
+        ["5 is not a degree the Neuron runtime runs within the 24 NeuronCores of ml.inf2.48xlarge", "[1, 2, 4, 8, 24]"],
     ),
     (
         "adapter-not-tar-gz",

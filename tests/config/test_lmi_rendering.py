@@ -148,9 +148,11 @@ def test_neuron_and_trtllm_families_render_their_own_options(tmp_path):
         )
     )
     assert neuron["OPTION_ROLLING_BATCH"] == "auto" and neuron["OPTION_N_POSITIONS"] == "8192"
-    assert neuron["OPTION_TENSOR_PARALLEL_DEGREE"] == "12"  # 6 Inferentia2 chips x 2 NeuronCores
+    # 12 NeuronCores, but the Neuron runtime runs Inferentia2 at TP 1, 2, 4, 8 or 24: 8 is the largest.
+    assert neuron["OPTION_TENSOR_PARALLEL_DEGREE"] == "8"
     trt = _env(_team(tmp_path, "container:\n  family: lmi-trtllm\n"))
     assert trt["OPTION_ROLLING_BATCH"] == "trtllm" and "OPTION_GPU_MEMORY_UTILIZATION" not in trt
+    assert "OPTION_KV_CACHE_DTYPE" not in trt
 
 
 @pytest.mark.parametrize("region", ["us-east-1", "eu-west-1", "ap-southeast-2"])
