@@ -168,6 +168,18 @@ class GateTemplates:
 
 
 @pytest.fixture(scope="session")
+def gate_spec() -> Callable[..., Any]:
+    """`gate_spec(optimize, shadow=None, **overrides)`: the GateSpec the gate tests synthesize."""
+    return _spec
+
+
+@pytest.fixture(scope="session")
+def gate_synth() -> Callable[..., dict[str, Any]]:
+    """`gate_synth(optimize, outdir, shadow=False, **spec_overrides)`: one gate stack's template."""
+    return _synth
+
+
+@pytest.fixture(scope="session")
 def gate_templates(tmp_path_factory) -> GateTemplates:
     return GateTemplates(tmp_path_factory)
 

@@ -6,6 +6,7 @@ harness: moto S3 holds the baseline's files, the emulated optimization job write
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,7 +16,6 @@ from optigate.promote.resolve import deployable_container, newest_approved
 from optigate.testing.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
 from optigate.testing.harness import REGION, GateHarness
 from optigate.testing.scenario import Scenario
-from tests.gate.conftest import _synth
 
 MODEL_BUCKET, MODEL_KEY = "acme-models", "llama-3.1-8b/"  # the gate stack's baseline_model_uri
 SPECULATIVE = {"method": "eagle3", "model": "/opt/ml/model/eagle3", "num_speculative_tokens": 3}
@@ -29,10 +29,10 @@ OTHER_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.29.0
 
 
 @pytest.fixture(scope="module")
-def eagle_template(tmp_path_factory) -> dict[str, Any]:
+def eagle_template(tmp_path_factory, gate_synth) -> dict[str, Any]:
     """The gate stack of a candidate that is an fp8 optimization job's output served with an EAGLE-3 head
     from the baseline's prefix (as research's)."""
-    return _synth(True, tmp_path_factory.mktemp("gate-eagle"), candidate_environment=EAGLE_ENVIRONMENT)
+    return gate_synth(True, tmp_path_factory.mktemp("gate-eagle"), candidate_environment=EAGLE_ENVIRONMENT)
 
 
 def _write_job_output(request: dict) -> None:
@@ -182,10 +182,14 @@ def test_a_missing_head_fails_closed_before_the_candidate_model(eagle_template, 
 # --------------------------------------------------------------------------- the spec, at synth time
 
 
-def _eagle_spec(**overrides) -> GateSpec:
-    from tests.gate.conftest import _spec
+@pytest.fixture
+def eagle_spec(gate_spec) -> Callable[..., GateSpec]:
+    """`eagle_spec(**overrides)`: the spec of an fp8 job's candidate served with the baseline's EAGLE-3 head."""
 
-    return _spec(True, **{"candidate_environment": EAGLE_ENVIRONMENT, **overrides})
+    def spec(**overrides) -> GateSpec:
+        return gate_spec(True, **{"candidate_environment": EAGLE_ENVIRONMENT, **overrides})
+
+    return spec
 
 
 def test_the_job_options_are_what_lmi_writes_into_serving_properties():
@@ -196,13 +200,13 @@ def test_the_job_options_are_what_lmi_writes_into_serving_properties():
         job_serving_options(fp8, "123456789012.dkr.ecr.us-east-1.amazonaws.com/custom:latest")
 
 
-def test_a_config_naming_another_image_is_refused():
+def test_a_config_naming_another_image_is_refused(eagle_spec):
     other = [{"ModelQuantizationConfig": {"Image": OTHER_IMAGE, "OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}]
     with pytest.raises(ValueError, match="but the candidate serves"):
-        _eagle_spec(optimization_configs=other).optimization_job_configs()
+        eagle_spec(optimization_configs=other).optimization_job_configs()
 
 
-def test_only_an_optimized_candidate_stages_the_head():
-    assert _eagle_spec().staged_paths() == ("eagle3/",)
-    assert _eagle_spec(optimization_configs=None).staged_paths() == ()  # it reads the baseline's prefix
-    assert _eagle_spec(candidate_environment={"OPTION_QUANTIZE": "fp8"}).staged_paths() == ()
+def test_only_an_optimized_candidate_stages_the_head(eagle_spec):
+    assert eagle_spec().staged_paths() == ("eagle3/",)
+    assert eagle_spec(optimization_configs=None).staged_paths() == ()  # it reads the baseline's prefix
+    assert eagle_spec(candidate_environment={"OPTION_QUANTIZE": "fp8"}).staged_paths() == ()

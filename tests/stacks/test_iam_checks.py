@@ -25,7 +25,6 @@ from optigate.testing.iam_checks import (
     unknown_actions,
     unpermitted_calls,
 )
-from tests.stacks.test_pipeline import assembly  # noqa: F401  (the pipeline's cloud assembly, synthesized once here)
 
 # A read the check cannot compute, handled here: the gate's last proof is the first ARN ListModelPackages
 # returns for the team's own group, `model-package/<group>/<version>`.
@@ -38,7 +37,7 @@ def app_stacks(example_app) -> list[Stack]:
 
 
 @pytest.fixture(scope="module")
-def pipeline_stacks(assembly) -> list[Stack]:  # noqa: F811
+def pipeline_stacks(assembly) -> list[Stack]:
     return load_stacks(assembly)
 
 

@@ -246,14 +246,9 @@ def test_a_bypassed_guard_of_a_real_gate_is_reported(example_app):
 
 
 @pytest.fixture(scope="module")
-def pipeline_stages(tmp_path_factory) -> dict[str, dict]:
+def pipeline_stages(stage_templates) -> dict[str, dict]:
     """Every stack of every stage of the promotion pipeline (the pipeline stack itself has no state machine)."""
-    from tests.conftest import CONFIG
-    from tests.stacks.test_pipeline import _stage_templates, _synth
-
-    outdir = tmp_path_factory.mktemp("pipeline.out")
-    _synth(CONFIG, outdir)
-    return _stage_templates(outdir)
+    return stage_templates
 
 
 def _report_all(definitions: dict[str, dict]) -> list[str]:

@@ -8,33 +8,12 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.conftest import CONFIG, resources_of
 
 ENVIRONMENTS = yaml.safe_load((CONFIG / "environments.yaml").read_text())
 PIPELINE_ACCOUNT = ENVIRONMENTS["pipeline"]["account"]
-
-
-def _synth(config_dir: Path, outdir: Path):
-    from aws_cdk import App
-
-    from optigate.deployment import load_resolved_project
-    from optigate.promote.lock import default_locks_dir
-    from optigate.stacks.app import FEATURE_FLAGS, build_pipeline, enable_nag
-
-    app = App(outdir=str(outdir), context=FEATURE_FLAGS)
-    build_pipeline(app, load_resolved_project(config_dir), default_locks_dir(config_dir))
-    enable_nag(app)
-    app.synth()  # raises on an unacknowledged cdk-nag finding, in the pipeline stack or any stage
-
-
-@pytest.fixture(scope="module")
-def assembly(tmp_path_factory) -> Path:
-    outdir = tmp_path_factory.mktemp("pipeline.out")
-    _synth(CONFIG, outdir)
-    return outdir
 
 
 def _template(path: Path) -> dict:
@@ -45,16 +24,6 @@ def _pipeline(assembly: Path) -> dict:
     template = _template(assembly / "optigate-pipeline.template.json")
     (pipeline,) = resources_of(template, "AWS::CodePipeline::Pipeline").values()
     return pipeline["Properties"]
-
-
-def _stage_templates(assembly: Path) -> dict[str, dict]:
-    """Stack name -> template, for every stack of every environment stage."""
-    out = {}
-    for manifest in assembly.glob("assembly-*/manifest.json"):
-        for name, artifact in json.loads(manifest.read_text())["artifacts"].items():
-            if artifact["type"] == "aws:cloudformation:stack":
-                out[artifact["properties"]["stackName"]] = _template(manifest.parent / f"{name}.template.json")
-    return out
 
 
 def _actions(stage: dict, provider: str) -> list[dict]:
@@ -116,8 +85,10 @@ def test_a_manual_approval_precedes_only_the_environments_that_require_one(assem
     assert any(e.get("requires_approval") for e in ENVIRONMENTS["environments"])
 
 
-def test_gate_actions_assume_an_explicit_role_in_the_target_account_and_no_support_stack_is_added(assembly):
-    stacks = _stage_templates(assembly)
+def test_gate_actions_assume_an_explicit_role_in_the_target_account_and_no_support_stack_is_added(
+    assembly, stage_templates
+):
+    stacks = stage_templates
     for stage in _pipeline(assembly)["Stages"]:
         for gate in _actions(stage, "StepFunctions"):
             env = next(e for e in ENVIRONMENTS["environments"] if e["name"] == stage["Name"])
@@ -152,7 +123,7 @@ def test_the_pipeline_runs_as_the_role_the_gates_trust(assembly):
     assert roles[logical]["Properties"]["RoleName"] == "optigate-pipeline"
 
 
-def test_an_approved_model_package_anywhere_starts_the_pipeline(assembly):
+def test_an_approved_model_package_anywhere_starts_the_pipeline(assembly, stage_templates):
     template = _template(assembly / "optigate-pipeline.template.json")
     (rule,) = resources_of(template, "AWS::Events::Rule").values()
     pattern = rule["Properties"]["EventPattern"]
@@ -167,7 +138,7 @@ def test_an_approved_model_package_anywhere_starts_the_pipeline(assembly):
     senders = json.dumps(policy["Properties"]["Statement"]["Principal"])
     assert all(f":iam::{e['account']}:root" in senders for e in ENVIRONMENTS["environments"])
     # Each gated team stack forwards its group's approvals to the pipeline account's default bus.
-    for name, stack in _stage_templates(assembly).items():
+    for name, stack in stage_templates.items():
         forwards = [
             r
             for r in resources_of(stack, "AWS::Events::Rule").values()
@@ -182,8 +153,8 @@ def test_an_approved_model_package_anywhere_starts_the_pipeline(assembly):
         )
 
 
-def test_the_pipeline_account_may_resolve_each_gate_group(assembly):
-    for stack in _stage_templates(assembly).values():
+def test_the_pipeline_account_may_resolve_each_gate_group(stage_templates):
+    for stack in stage_templates.values():
         groups = resources_of(stack, "AWS::SageMaker::ModelPackageGroup").values()
         for group in groups:
             policy = group["Properties"]["ModelPackageGroupPolicy"]
@@ -213,10 +184,10 @@ def test_the_synth_step_tests_resolves_every_environment_and_synthesizes_the_pip
     assert commands[-1] == "cdk synth -c pipeline=true"
 
 
-def test_every_template_passes_cfn_lint(assembly):
+def test_every_template_passes_cfn_lint(assembly, stage_templates):
     from cfnlint.api import ManualArgs, lint
 
-    templates = {p.name: _template(p) for p in assembly.glob("*.template.json")} | _stage_templates(assembly)
+    templates = {p.name: _template(p) for p in assembly.glob("*.template.json")} | stage_templates
     assert len(templates) == 2 + 3 * 3
     regions = sorted({ENVIRONMENTS["pipeline"]["region"], *(e["region"] for e in ENVIRONMENTS["environments"])})
     errors = {
@@ -230,7 +201,7 @@ def test_every_template_passes_cfn_lint(assembly):
     assert {name: found for name, found in errors.items() if found} == {}
 
 
-def test_a_codecommit_source_and_a_single_environment(tmp_path):
+def test_a_codecommit_source_and_a_single_environment(tmp_path, pipeline_synth):
     config = tmp_path / "config"
     (config / "teams").mkdir(parents=True)
     shutil.copy(CONFIG / "teams" / "chat.yaml", config / "teams" / "chat.yaml")
@@ -243,7 +214,7 @@ def test_a_codecommit_source_and_a_single_environment(tmp_path):
         },
     }
     (config / "environments.yaml").write_text(yaml.safe_dump(environments))
-    _synth(config, tmp_path / "out")
+    pipeline_synth(config, tmp_path / "out")
     pipeline = _pipeline(tmp_path / "out")
     (source,) = pipeline["Stages"][0]["Actions"]
     assert source["ActionTypeId"]["Provider"] == "CodeCommit" and source["Configuration"]["BranchName"] == "main"
