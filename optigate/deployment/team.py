@@ -17,6 +17,7 @@ from optigate.config.models import Serving, TeamConfig
 from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem
 from optigate.deployment import rules
 from optigate.deployment.serving import ResolvedServing, resolve_serving
+from optigate.plan import catalog
 from optigate.plan.architecture import ModelArchitecture
 
 SERVING: PathT = ("serving",)
@@ -38,20 +39,29 @@ class ResolvedTeam:
         return dict(self.team.gate.candidate)
 
 
+#: Hardware problems after which nothing can be planned (the first key under the serving block).
+BLOCKING = {("instance_type",), ("container",), ("tensor_parallel_degree",)}
+
+
 def _variant(
     team: TeamConfig, arch: ModelArchitecture, serving: Serving, path: PathT
 ) -> tuple[ResolvedServing | None, list[Problem]]:
-    problems = rules.hardware_problems(serving, path, has_adapters=bool(team.adapters))
-    if problems:
-        return None, problems
-    problems = rules.serving_architecture_problems(arch, serving, path)
-    problems += [
-        p for p in rules.tensor_parallel_problems(arch, serving, path) if p.path not in {q.path for q in problems}
+    hardware = rules.hardware_problems(serving, path, has_adapters=bool(team.adapters))
+    if any(p.path[len(path) : len(path) + 1] in BLOCKING for p in hardware) or (
+        hardware and catalog.get_instance(serving.instance_type).is_neuron
+    ):
+        return None, hardware  # no plan without a known instance, a container for it and a valid degree
+    structural = rules.serving_architecture_problems(arch, serving, path)
+    structural += [
+        p for p in rules.tensor_parallel_problems(arch, serving, path) if p.path not in {q.path for q in structural}
     ]
-    if problems:
-        return None, problems
+    if structural:
+        return None, hardware + structural
     resolved = resolve_serving(team, serving)
-    return resolved, rules.capacity_problems(resolved.plan, serving, path)
+    capacity = rules.capacity_problems(resolved.plan, serving, path)
+    # The other hardware problems (precision, speculation, adapters, volume) leave the plan meaningful:
+    # reported with what the plan finds, one run shows all of them.
+    return (None, hardware + capacity) if hardware else (resolved, capacity)
 
 
 def _candidate(

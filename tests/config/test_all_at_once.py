@@ -1,0 +1,42 @@
+"""One run reports every problem: a hardware problem does not hide what the capacity plan finds."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from optigate.config.loader import ConfigError
+from optigate.deployment import load_resolved_project
+from tests.conftest import CONFIG
+
+
+def _chat(tmp_path: Path, edit) -> Path:
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
+    chat = config / "teams" / "chat.yaml"
+    chat.write_text(edit(chat.read_text()))
+    return config
+
+
+def _problems(config: Path) -> list[str]:
+    with pytest.raises(ConfigError) as error:
+        load_resolved_project(config)
+    return [str(issue) for issue in error.value.issues]
+
+
+def test_a_precision_problem_and_a_capacity_problem_are_reported_together(tmp_path):
+    def edit(text: str) -> str:
+        text = text.replace("ml.g6.2xlarge", "ml.g5.2xlarge").replace("max_model_len: 8192", "max_model_len: 131072")
+        return re.sub(r"max_batch_size: \d+", "max_batch_size: 256", text)
+
+    problems = _problems(_chat(tmp_path, edit))
+    assert any("serving.quantization: FP8 W8A8 needs compute capability" in p for p in problems)
+    assert any("serving.max_batch_size: max_batch_size=256" in p and "KV cache on ml.g5.2xlarge" in p for p in problems)
+
+
+def test_an_unknown_instance_type_still_stops_the_plan_with_one_problem(tmp_path):
+    problems = _problems(_chat(tmp_path, lambda text: text.replace("ml.g6.2xlarge", "ml.g6.2xlarg")))
+    assert len(problems) == 1 and "unknown or unsupported instance type 'ml.g6.2xlarg'" in problems[0]
