@@ -9,126 +9,34 @@ Both are mapped back to the YAML line through the composed node tree.
 from __future__ import annotations
 
 import difflib
-import os
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from optigate.config.cross_checks import check_overrides, check_regions
 from optigate.config.models import EnvironmentsFile, TeamConfig
+from optigate.config.reader import (
+    ConfigError,
+    ConfigIssue,
+    PathT,
+    YamlDocument,
+    clip,
+    format_path,
+    read_yaml,
+    shown,
+)
+from optigate.config.reader import display_name as _display_name
 from optigate.config.rules import Problem, check_environments, check_team
 
-PathT = tuple[str | int, ...]
 # Checks of a later layer on a parsed team (see load_team).
 TeamChecks = Callable[[TeamConfig], list[Problem]]
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class ConfigIssue:
-    file: str
-    line: int | None
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where} {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
-
-
-class ConfigError(Exception):
-    """One or more problems in config files; `str()` lists them one per line."""
-
-    def __init__(self, issues: list[ConfigIssue]):
-        self.issues = issues
-        super().__init__("\n".join(str(issue) for issue in issues))
-
-
-def format_path(path: PathT) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-# --------------------------------------------------------------------------- YAML with lines
-
-
-@dataclass
-class YamlDocument:
-    file: str
-    data: Any
-    lines: dict[PathT, int] = field(default_factory=dict)
-
-    def line_of(self, path: PathT) -> int | None:
-        """The line of `path`, or of its nearest ancestor that exists in the file."""
-        for cut in range(len(path), -1, -1):
-            if path[:cut] in self.lines:
-                return self.lines[path[:cut]]
-        return None
-
-
-def _display_name(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:  # a different drive on Windows
-        return str(path)
-
-
-def read_yaml(path: Path) -> YamlDocument:
-    """Parse a YAML file keeping the line of every key and list item; duplicate keys are errors."""
-    name = _display_name(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError([ConfigIssue(name, None, "", f"cannot read: {error.strerror}")]) from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as error:
-        line = error.problem_mark.line + 1 if error.problem_mark else None
-        raise ConfigError([ConfigIssue(name, line, "", f"not valid YAML: {error.problem}")]) from None
-    document = YamlDocument(name, None, {(): 1})
-    constructor = yaml.SafeLoader("")
-    duplicates: list[ConfigIssue] = []
-
-    def walk(node: yaml.Node, path: PathT) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            result: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                key = key_node.value
-                child = (*path, key)
-                if key in result:
-                    duplicates.append(
-                        ConfigIssue(
-                            name,
-                            key_node.start_mark.line + 1,
-                            format_path(child),
-                            "duplicate key; YAML would silently keep the last one",
-                        )
-                    )
-                document.lines[child] = key_node.start_mark.line + 1
-                result[key] = walk(value_node, child)
-            return result
-        if isinstance(node, yaml.SequenceNode):
-            items = []
-            for index, item in enumerate(node.value):
-                child = (*path, index)
-                document.lines[child] = item.start_mark.line + 1
-                items.append(walk(item, child))
-            return items
-        return constructor.construct_object(node, deep=True)
-
-    document.data = walk(root, ()) if root is not None else None
-    if duplicates:
-        raise ConfigError(duplicates)
-    return document
 
 
 # --------------------------------------------------------------------------- pydantic errors
@@ -209,14 +117,16 @@ def _message(error: ErrorDetails, root: type[BaseModel], data: Any) -> str:
     if kind == "extra_forbidden":
         allowed = sorted({name for model in _models_at(root, loc[:-1]) for name in model.model_fields})
         key = str(loc[-1])
+        if len(key) > 200:  # no close match is meant for a key this long
+            return f"unknown key '{clip(key)}'; allowed keys: {', '.join(allowed)}"
         close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
         hint = f"; did you mean '{close[0]}'?" if close else f"; allowed keys: {', '.join(allowed)}"
-        return f"unknown key '{key}'{hint}"
+        return f"unknown key '{clip(key)}'{hint}"
     if kind == "missing":
         return "required key is missing"
     if kind == "union_tag_invalid":
         expected = error.get("ctx", {}).get("expected_tags", "")
-        return f"unknown method {error.get('ctx', {}).get('tag')!r}; expected one of {expected}"
+        return f"unknown method {shown(error.get('ctx', {}).get('tag'))}; expected one of {expected}"
     if kind == "union_tag_not_found":
         return "needs a 'method' key"
     text = error["msg"]
@@ -235,9 +145,9 @@ def _message(error: ErrorDetails, root: type[BaseModel], data: Any) -> str:
             "list_type",
         )
     ):
-        text += f" (got {error['input']!r})" if not isinstance(error["input"], (dict, list)) else ""
+        text += f" (got {shown(error['input'])})" if not isinstance(error["input"], (dict, list)) else ""
     if kind == "string_pattern_mismatch" and "s3://" in str(error.get("ctx", {}).get("pattern", "")):
-        text = f"not an S3 URI (got {error['input']!r}); expected s3://bucket/key"
+        text = f"not an S3 URI (got {shown(error['input'])}); expected s3://bucket/key"
     return text
 
 

@@ -1,0 +1,78 @@
+"""Property: any mutant of the example config files is valid or refused with ConfigIssues, fast (issue 14).
+
+Each example mutates one example file (environments.yaml or a team file; text-level and data-level
+mutations, the hostile snippets of the issue: `optigate.testing.config_mutants`) and runs what
+`optigate validate` runs: the whole folder (loader, rules, the planner over each team, cross-file checks)
+and the mutated file alone. It must either pass or raise ConfigError whose issues all name a file and a
+line; never another exception. Each example must take under 2 s, measured as CPU time
+(`time.process_time`), not wall time: CI runs on a busy shared 2-core machine where wall time also counts
+the other processes' turns; a mutant stuck past 30 s of CPU time is stopped and fails the same way.
+
+500 examples, derandomized and without an example database, so every CI run tries the same mutants;
+`benchmarks/fuzz_config.py` runs 5,000 or more with a seed of choice.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+from hypothesis import HealthCheck, given, settings
+
+from optigate.testing.config_mutants import SLOW_SECONDS, Mutant, check_mutant, mutants, prepare_project
+from tests.conftest import CONFIG
+
+_WORKDIR = tempfile.TemporaryDirectory(prefix="optigate-fuzz-")
+_PROJECT = prepare_project(CONFIG, _WORKDIR.name)
+_ORIGINALS = {path.relative_to(_PROJECT).as_posix(): path.read_bytes() for path in _PROJECT.rglob("*.yaml")}
+
+
+@settings(
+    max_examples=500,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(mutants(CONFIG))
+def test_a_mutated_config_is_valid_or_refused_with_lines_never_a_traceback(mutant: Mutant):
+    outcome = check_mutant(_PROJECT, mutant, _ORIGINALS)
+    assert outcome.kind in ("valid", "config_error"), (
+        f"{outcome.kind} ({outcome.seconds:.2f} s CPU): {outcome.detail}\n"
+        f"{mutant.file} after: {'; '.join(mutant.steps)}"
+    )
+    assert outcome.seconds < SLOW_SECONDS
+
+
+def test_the_checker_reports_a_traceback_an_issue_without_a_line_and_a_slow_example(monkeypatch):
+    """The property above can fail: each of its failures, seeded, is reported as such."""
+    from optigate import deployment
+    from optigate.config import loader
+    from optigate.testing import config_mutants
+
+    chat = Mutant("teams/chat.yaml", _ORIGINALS["teams/chat.yaml"], ("unchanged",))
+    assert check_mutant(_PROJECT, chat, _ORIGINALS).kind == "valid"
+
+    def crash(path):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(deployment, "load_resolved_project", crash)
+    outcome = check_mutant(_PROJECT, chat, _ORIGINALS)
+    assert outcome.kind == "traceback" and outcome.signature.startswith("ZeroDivisionError at ")
+    monkeypatch.undo()
+
+    def no_line(path):
+        raise loader.ConfigError([loader.ConfigIssue("chat.yaml", None, "team", "no line")])
+
+    monkeypatch.setattr(deployment, "load_resolved_project", no_line)
+    assert check_mutant(_PROJECT, chat, _ORIGINALS).kind == "issue_without_line"
+    monkeypatch.undo()
+
+    def spin(path):
+        while True:
+            pass
+
+    monkeypatch.setattr(deployment, "load_resolved_project", spin)
+    monkeypatch.setattr(config_mutants, "HANG_SECONDS", 0.3)
+    outcome = check_mutant(_PROJECT, chat, _ORIGINALS)
+    assert outcome.kind == "slow" and outcome.seconds >= 0.3
+    assert (_PROJECT / "teams" / "chat.yaml").read_bytes() == _ORIGINALS["teams/chat.yaml"], "restored after"
