@@ -228,8 +228,6 @@ def _rollout_problems(team: TeamConfig) -> list[Problem]:
                 "an endpoint serving adapters through inference components cannot be shadowed, use canary",
             )
         )
-    if rollout.shadow is not None and rollout.shadow.candidate:
-        problems += candidate_problems(team, rollout.shadow.candidate, SHADOW_CANDIDATE)
     return problems
 
 
@@ -300,6 +298,9 @@ def check_team(team: TeamConfig) -> list[Problem]:
         names.add(adapter.name)
     problems += _rollout_problems(team)
     if not problems:  # a candidate inherits the serving block: report its own problems only
+        shadow = team.rollout.shadow
+        if shadow is not None and shadow.candidate:
+            problems += candidate_problems(team, shadow.candidate, SHADOW_CANDIDATE)
         problems += _gate_problems(team)
     concurrency = team.gate.benchmark.concurrency
     if any(c < 1 for c in concurrency) or sorted(set(concurrency)) != concurrency:

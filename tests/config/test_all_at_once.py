@@ -40,3 +40,22 @@ def test_a_precision_problem_and_a_capacity_problem_are_reported_together(tmp_pa
 def test_an_unknown_instance_type_still_stops_the_plan_with_one_problem(tmp_path):
     problems = _problems(_chat(tmp_path, lambda text: text.replace("ml.g6.2xlarge", "ml.g6.2xlarg")))
     assert len(problems) == 1 and "unknown or unsupported instance type 'ml.g6.2xlarg'" in problems[0]
+
+
+def test_a_serving_problem_is_not_repeated_under_the_shadow_candidate(tmp_path):
+    """research's shadow candidate inherits its serving block: the problem is reported once, where it is."""
+    from optigate.config.loader import load_team
+
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
+    research = config / "teams" / "research.yaml"
+    text = research.read_text()
+    research.write_text(
+        text.replace(
+            "  kv_cache_dtype: auto\n", "  kv_cache_dtype: auto\n  environment:\n    OPTION_MAX_MODEL_LEN: '1'\n"
+        )
+    )
+    with pytest.raises(ConfigError) as error:
+        load_team(research)
+    paths = [issue.path for issue in error.value.issues]
+    assert paths == ["serving.environment.OPTION_MAX_MODEL_LEN"]
