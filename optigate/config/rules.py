@@ -9,6 +9,7 @@ instance catalog, the SDK's image tables or the capacity plan live in `optigate.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,8 @@ RENDERED_OPTIONS = {
     "OPTION_ROLLING_BATCH": "serving.container.family",
 }
 
+#: A container environment variable name as POSIX shells and the LMI container read it.
+ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 SHADOW_CANDIDATE: PathT = ("rollout", "shadow", "candidate")
 GATE_CANDIDATE: PathT = ("gate", "candidate")
 
@@ -122,7 +125,7 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
     for key in serving.environment:
         if key in RENDERED_OPTIONS:
             add(("environment", key), f"{key} is rendered from {RENDERED_OPTIONS[key]}; set that field instead")
-        elif not key.replace("_", "").isalnum() or not key[:1].isalpha() or key.upper() != key:
+        elif not ENV_NAME.fullmatch(key):  # ASCII only: str.isalpha/isupper accept ÄÖ
             add(("environment", key), "environment variable names are upper-case letters, digits and underscores")
     return problems
 

@@ -59,3 +59,12 @@ def test_a_serving_problem_is_not_repeated_under_the_shadow_candidate(tmp_path):
         load_team(research)
     paths = [issue.path for issue in error.value.issues]
     assert paths == ["serving.environment.OPTION_MAX_MODEL_LEN"]
+
+
+@pytest.mark.parametrize("name", ["ÄÖ_X", "option_x", "1X", "X-Y"])
+def test_an_environment_variable_name_outside_ascii_upper_case_is_refused(tmp_path, name):
+    from optigate.config.loader import load_team
+
+    config = _chat(tmp_path, lambda text: text.replace("serving:\n", f"serving:\n  environment:\n    {name}: '1'\n", 1))
+    with pytest.raises(ConfigError, match="environment variable names are upper-case letters"):
+        load_team(config / "teams" / "chat.yaml")
