@@ -1,11 +1,14 @@
-"""The gate's report: JSON for machines, one self-contained HTML page for people (inline CSS;
-the only external references are the PNG plots placed next to the page)."""
+"""The gate's report: JSON for machines, one self-contained HTML page for people: inline CSS and the
+benchmark plots embedded as base64 PNG, so a copy of the page opens anywhere (the PNGs are also
+stored beside it). The page reads top-down: the verdict, the workload and what each side is, why it
+was rejected (or what could not be told), the plots, then the checks and every measured figure."""
 
 from __future__ import annotations
 
+import base64
 import html
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from optigate.gate.decision import GateVerdict
@@ -31,8 +34,14 @@ _STYLE = (
     ".approved{background:#e3f4e6;color:#087f23}\n"
     ".rejected{background:#fbe4e7;color:#b00020} .inconclusive{background:#fff4d6;color:#8a5a00} "
     ".unsure{color:#8a5a00;font-weight:600} figure{display:inline-block;margin:.5em} img{max-width:560px} "
-    "pre{background:#f7f7f7;padding:.6em}"
+    "pre{background:#f7f7f7;padding:.6em}\n"
+    "dl.shape{display:grid;grid-template-columns:max-content auto;gap:.2em 1em;margin:.8em 0} "
+    "dl.shape dt{font-weight:600} dl.shape dd{margin:0}\n"
+    ".plots{display:flex;flex-wrap:wrap;gap:.5em} figcaption{font-size:12px;color:#555;text-align:center}"
 )
+
+#: A plot: (file name, PNG bytes) is embedded; a bare file name is only listed (nothing to embed).
+Plot = tuple[str, bytes] | str
 
 
 def render_json(verdict: GateVerdict) -> str:
@@ -73,7 +82,61 @@ def _usd(value: float | None) -> str:
     return "—" if value is None else f"${value:,.3f}"
 
 
-def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
+def _change_text(change: Mapping[str, Any]) -> str:
+    if not change:
+        return "no change recorded"
+    return ", ".join(
+        f"{key} {json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else value}"
+        for key, value in sorted(change.items())
+    )
+
+
+def shape(data: Mapping[str, Any], workload: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
+    """The workload and both sides, from the verdict and the gate's benchmark settings (`workload`:
+    gate.benchmark, e.g. prompt_tokens, max_new_tokens, blocks)."""
+    workload = workload or {}
+    levels = [level["concurrency"] for level in data["levels"]] or list(data["thresholds"].get("concurrency") or [])
+    parts = []
+    if workload.get("prompt_tokens") is not None or workload.get("max_new_tokens") is not None:
+        parts.append(
+            f"{workload.get('prompt_tokens', '?')} prompt → {workload.get('max_new_tokens', '?')} output tokens"
+        )
+    parts.append("closed loop, concurrency " + ", ".join(map(str, levels)) if levels else "no level measured")
+    sent = sorted({level[side]["requests"] for level in data["levels"] for side in ("baseline", "candidate")})
+    if sent:
+        shown = f"{sent[0]}" if len(sent) == 1 else f"{sent[0]}–{sent[-1]}"
+        parts.append(f"{shown} requests per side and level")
+    if workload.get("blocks"):
+        parts.append(f"{workload['blocks']} interleaved blocks a side (A B A B …)")
+    where = f"{data['team']}/{data['environment']}"
+    return [
+        ("workload", " · ".join(parts)),
+        ("baseline", f"{where} as deployed (its live model, benchmarked on a twin endpoint)"),
+        ("candidate", f"{where} with the change: {_change_text(data['change'])}"),
+    ]
+
+
+def _figures(plots: Iterable[Plot]) -> str:
+    embedded, listed = [], []
+    for plot in plots:
+        if isinstance(plot, str):
+            listed.append(html.escape(plot))
+            continue
+        name, data = plot
+        alt = html.escape(name.removesuffix(".png").replace("_", " "), quote=True)
+        encoded = base64.b64encode(data).decode("ascii")
+        embedded.append(
+            f'<figure><img src="data:image/png;base64,{encoded}" alt="{alt}">'
+            f"<figcaption>{html.escape(name)} (also stored beside this page)</figcaption></figure>"
+        )
+    out = '<div class="plots">' + "".join(embedded) + "</div>" if embedded else ""
+    if listed:
+        out += f'<p class="detail">Plots stored beside this report: {", ".join(listed)}.</p>'
+    return out
+
+
+def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapping[str, Any] | None = None) -> str:
+    """The page. `plots`: (name, PNG bytes) pairs, embedded; `workload`: the gate's benchmark settings."""
     data = verdict.to_dict()
     status = str(data["outcome"]).lower()
     results = {
@@ -93,7 +156,13 @@ def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
         ]
         for c in data["checks"]
     ]
-    sections = [
+    sections = []
+    if data["reasons"]:
+        reasons = "".join(f"<li>{html.escape(r)}</li>" for r in data["reasons"])
+        why = "Why it was rejected" if data["outcome"] == "REJECTED" else "What it could not tell"
+        sections.append(f"<h2>{why}</h2><ul>{reasons}</ul>")
+    sections.append(_figures(plots))
+    sections += [
         (
             "<h2>Checks</h2><p>A check with an interval passes only when its 95 % bootstrap interval clears the "
             "threshold (p99 budgets: the upper end; gains: the lower end), fails when the whole interval is on the "
@@ -103,10 +172,6 @@ def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
         ),
         _table(["check", "concurrency", "measured", "95 % CI", "threshold", "result", "detail"], check_rows),
     ]
-    if data["reasons"]:
-        reasons = "".join(f"<li>{html.escape(r)}</li>" for r in data["reasons"])
-        why = "Why it was rejected" if data["outcome"] == "REJECTED" else "What it could not tell"
-        sections.append(f"<h2>{why}</h2><ul>{reasons}</ul>")
     level_rows = []
     for level in data["levels"]:
         for label in ("baseline", "candidate"):
@@ -195,15 +260,12 @@ def render_html(verdict: GateVerdict, plots: Iterable[str] = ()) -> str:
         change = html.escape(json.dumps(data["change"], indent=2, sort_keys=True))
         sections.append(f"<h2>Change</h2><pre>{change}</pre>")
     sections.append("<h2>Thresholds</h2><pre>" + html.escape(json.dumps(data["thresholds"], indent=2)) + "</pre>")
-    images = "".join(
-        f'<figure><img src="{html.escape(name, quote=True)}" alt="{html.escape(name, quote=True)}">'
-        f"<figcaption>{html.escape(name)}</figcaption></figure>"
-        for name in plots
-    )
+    items = "".join(f"<dt>{html.escape(term)}</dt><dd>{html.escape(text)}</dd>" for term, text in shape(data, workload))
     title = f"optigate gate: {data['team']} / {data['environment']}"
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{_STYLE}</style></head>
 <body><h1>{html.escape(title)}</h1>
 <p class="banner {status}">{html.escape(data["summary"])}</p>
-{"".join(sections)}{images}</body></html>
+<dl class="shape">{items}</dl>
+{"".join(sections)}</body></html>
 """

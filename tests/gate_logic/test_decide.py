@@ -432,9 +432,9 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
 def test_html_report_is_self_contained(baseline):
     candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.0), seed=17))
     verdict = decide(inputs(baseline, candidate, team="chat<script>", prediction={"decode_tpot_ms_batch1": 6.0}))
-    page = render_html(verdict, ["ttft_cdf.png", "itl_cdf.png"])
+    page = render_html(verdict, [("ttft_cdf.png", b"\x89PNG ttft"), ("itl_cdf.png", b"\x89PNG itl")])
     assert page.startswith("<!doctype html>") and "<script>" not in page and "chat&lt;script&gt;" in page
-    assert '<img src="ttft_cdf.png"' in page and '<img src="itl_cdf.png"' in page
+    assert page.count('<img src="data:image/png;base64,') == 2 and 'src="ttft_cdf.png' not in page
     for text in (
         "throughput_gain",
         "p99_ttft",

@@ -104,7 +104,7 @@ def test_handler_reads_inputs_writes_reports_and_publishes_metrics(results):
     assert report["approved"] is True and len(report["checks"]) == 9
     assert report["cost_per_million_output_tokens"][0]["candidate"] is not None
     page = s3.get_object(Bucket=BUCKET, Key="runs/r1/gate/report.html")
-    assert page["ContentType"].startswith("text/html") and b'<img src="ttft_cdf.png"' in page["Body"].read()
+    assert page["ContentType"].startswith("text/html") and b'<img src="data:image/png;base64,' in page["Body"].read()
 
     cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
     team = [{"Name": "Team", "Value": "chat"}, {"Name": "Environment", "Value": "dev"}]

@@ -84,9 +84,9 @@ def shadow_figures(shadow: dict | None) -> dict | None:
     }
 
 
-def _plots(s3, bucket: str, prefix: str, baseline: dict, candidate: dict) -> list[str]:
-    """The benchmark plots next to the report. They illustrate; the numbers decide, so a plot that
-    cannot be drawn is logged, not fatal."""
+def _plots(s3, bucket: str, prefix: str, baseline: dict, candidate: dict) -> list[tuple[str, bytes]]:
+    """The benchmark plots next to the report, and their bytes to embed in it. They illustrate; the
+    numbers decide, so a plot that cannot be drawn is logged, not fatal."""
     from optigate.bench.report import write_plots
 
     try:
@@ -95,7 +95,7 @@ def _plots(s3, bucket: str, prefix: str, baseline: dict, candidate: dict) -> lis
             for path in written:
                 key = f"{prefix}/{path.name}"
                 s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes(), ContentType="image/png")
-            return [path.name for path in written]
+            return [(path.name, path.read_bytes()) for path in written]
     except Exception:  # any failure: see the docstring
         LOG.exception("benchmark plots could not be drawn")
         return []
@@ -173,7 +173,7 @@ def handler(event: dict, _context=None) -> dict:
     prefix = event["report_prefix"].strip("/")
     report_key, html_key = f"{prefix}/report.json", f"{prefix}/report.html"
     s3.put_object(Bucket=bucket, Key=report_key, Body=render_json(verdict).encode(), ContentType="application/json")
-    page = render_html(verdict, _plots(s3, bucket, prefix, baseline, candidate))
+    page = render_html(verdict, _plots(s3, bucket, prefix, baseline, candidate), event.get("thresholds"))
     s3.put_object(Bucket=bucket, Key=html_key, Body=page.encode(), ContentType="text/html; charset=utf-8")
     metrics = _metrics(verdict)
     cloudwatch = boto3.client("cloudwatch")

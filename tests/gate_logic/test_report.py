@@ -1,0 +1,100 @@
+"""The gate's report.html: self-contained (plots embedded), and read top-down: the verdict, the
+workload and both sides, why it was rejected, the plots, then the checks and figures."""
+
+from __future__ import annotations
+
+import base64
+from html.parser import HTMLParser
+
+import pytest
+
+from optigate.bench.report import plot_pngs
+from optigate.gate import GateInputs, decide, render_html
+from optigate.testing.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
+
+WORKLOAD = {**THRESHOLDS, "concurrency": [1, 4], "blocks": 2}
+
+
+def _side(gain: float, seed: int, errors: int = 0) -> dict:
+    runs = [
+        {**synthetic_run(c, itl_ms=itl_for_gain(gain), seed=seed + 10 * block + c, error_every=errors), "block": block}
+        for block in range(2)
+        for c in (1, 4)
+    ]
+    return bench(*runs)
+
+
+@pytest.fixture(scope="module")
+def rejected() -> tuple[str, dict[str, bytes]]:
+    baseline, candidate = _side(0.0, 1), _side(0.3, 2, errors=20)
+    thresholds = {k: v for k, v in WORKLOAD.items() if k != "blocks"}
+    verdict = decide(
+        GateInputs(
+            team="chat",
+            environment="dev",
+            change={"quantization": "fp8"},
+            thresholds=thresholds,
+            baseline_benchmark=baseline,
+            candidate_benchmark=candidate,
+            evaluation=PASS,
+        )
+    )
+    assert verdict.outcome == "REJECTED"
+    pngs = plot_pngs([("baseline", baseline), ("candidate", candidate)])
+    return render_html(verdict, list(pngs.items()), WORKLOAD), pngs
+
+
+class _Tags(HTMLParser):
+    def __init__(self, page: str):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.texts: list[tuple[str, str]] = []
+        self._open: list[str] = []
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        if tag not in ("img", "meta", "br"):
+            self._open.append(tag)
+
+    def handle_endtag(self, tag):
+        while self._open and self._open.pop() != tag:
+            pass
+
+    def handle_data(self, data):
+        if data.strip() and self._open and self._open[-1] not in ("style", "title"):
+            self.texts.append((self._open[-1], data.strip()))
+
+
+def test_the_gate_page_embeds_its_plots_and_references_nothing_else(rejected):
+    page, pngs = rejected
+    tags = _Tags(page).tags
+    sources = [attrs["src"] for _, attrs in tags if "src" in attrs]
+    assert len(sources) == 4 and all(src.startswith("data:image/png;base64,") for src in sources)
+    assert [base64.b64decode(src.split(",", 1)[1]) for src in sources] == list(pngs.values())
+    assert not [attrs for _, attrs in tags if "href" in attrs] and "http" not in page
+
+
+def test_the_gate_page_opens_with_verdict_workload_and_sides(rejected):
+    page, _ = rejected
+    texts = _Tags(page).texts
+    assert texts[0] == ("h1", "optigate gate: chat / dev")
+    assert texts[1][0] == "p" and texts[1][1].startswith("REJECTED chat/dev: ")
+    terms, values = [t for tag, t in texts[2:8] if tag == "dt"], [t for tag, t in texts[2:8] if tag == "dd"]
+    shape = dict(zip(terms, values, strict=True))
+    assert shape["workload"] == (
+        "1024 prompt → 256 output tokens · closed loop, concurrency 1, 4 · 240 requests per side and level · "
+        "2 interleaved blocks a side (A B A B …)"
+    )
+    assert shape["baseline"].startswith("chat/dev as deployed")
+    assert shape["candidate"] == "chat/dev with the change: quantization fp8"
+    # Why, then the plots, then the checks table.
+    assert page.index("Why it was rejected") < page.index("<img") < page.index("<h2>Checks</h2>")
+
+
+def test_plot_names_without_bytes_are_listed_not_linked(rejected):
+    baseline = _side(0.0, 1)
+    verdict = decide(GateInputs(team="t", environment="e", baseline_benchmark=baseline, candidate_benchmark=baseline))
+    page = render_html(verdict, ["ttft_cdf.png"])
+    assert "<img" not in page and "Plots stored beside this report: ttft_cdf.png." in page
+    assert "workload</dt><dd>closed loop, concurrency" in page  # no gate settings given: what the verdict knows
