@@ -39,6 +39,7 @@ MAX_BYTES = 256 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 10_000  # the example files hold about 60; parsing 10,000 takes about 0.2 s
 MAX_INT_DIGITS = 4300  # Python's default int <-> str conversion limit (sys.get_int_max_str_digits)
+_INT_LIMIT = 10**MAX_INT_DIGITS  # repr() of a smaller integer works
 SHOWN_CHARS = 80
 MAX_MESSAGE_CHARS = 1000  # a backstop for messages of any layer
 
@@ -54,6 +55,8 @@ def shown(value: Any) -> str:
     """A value as quoted in a message (its repr), cut to about `SHOWN_CHARS` characters."""
     if isinstance(value, str) and len(value) > SHOWN_CHARS:
         return repr(value[:SHOWN_CHARS]) + f"… ({len(value) - SHOWN_CHARS:,} more characters)"
+    if isinstance(value, int) and abs(value) >= _INT_LIMIT:  # repr() would raise ValueError
+        return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
     return clip(repr(value))
 
 
@@ -429,6 +432,9 @@ class _Builder:
         except (ValueError, OverflowError, KeyError, IndexError, TypeError, yaml.YAMLError):
             self.issues.append(self._issue(line, f"{shown(value)} is not a valid {_short_tag(tag)}"))
             return value
+        if isinstance(result, int) and abs(result) >= _INT_LIMIT:  # 0x and 0b forms of fewer digits
+            self.issues.append(self._issue(line, f"{shown(result)}; at most {MAX_INT_DIGITS:,} digits can be read"))
+            return None
         if isinstance(result, float) and not math.isfinite(result):
             what = "not a number" if math.isnan(result) else "infinite"
             self.issues.append(

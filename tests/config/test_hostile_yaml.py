@@ -160,6 +160,12 @@ def test_4301_digit_integer_is_refused_and_4300_is_read(tmp_path):
     assert _read(tmp_path, "a: " + "9" * 4300 + "\n").data == {"a": int("9" * 4300)}
 
 
+def test_a_hex_integer_too_long_to_print_is_refused(tmp_path):
+    # 4,000 hex digits: under the digit count, but about 4,816 decimal digits: repr() of it would raise.
+    (issue,) = _refused(tmp_path, "team: demo\nserving:\n  max_batch_size: 0x" + "f" * 4000 + "\n")
+    assert issue.line == 3 and "an integer of about 4,81" in issue.message and "4,300 digits" in issue.message
+
+
 def test_1e400_prompt_tokens_is_refused_at_its_line(tmp_path):
     issues, line = _team_refused(tmp_path, "prompt_tokens: 1024", "prompt_tokens: 1e400")
     assert [(issue.line, issue.path) for issue in issues] == [(line, "gate.benchmark.prompt_tokens")]
