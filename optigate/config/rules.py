@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from optigate.config import models
 from optigate.config.models import (
     TIMEOUT_MAX_SECONDS,
     TIMEOUT_MIN_SECONDS,
@@ -47,6 +48,10 @@ RENDERED_OPTIONS = {
 
 #: A container environment variable name as POSIX shells and the LMI container read it.
 ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+#: The config's pydantic models by name (how pydantic names a union member in an error's location).
+MODEL_NAMES = frozenset(
+    name for name, value in vars(models).items() if isinstance(value, type) and issubclass(value, BaseModel)
+)
 SHADOW_CANDIDATE: PathT = ("rollout", "shadow", "candidate")
 GATE_CANDIDATE: PathT = ("gate", "candidate")
 
@@ -60,8 +65,10 @@ class Problem:
 
 
 def did_you_mean(value: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
+    """The closest choice, ignoring case (QUANTIZATION is quantization typed with caps lock)."""
+    by_lower = {choice.lower(): choice for choice in choices}
+    close = difflib.get_close_matches(value.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f"; did you mean '{by_lower[close[0]]}'?" if close else ""
 
 
 def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact_uri: str) -> list[Problem]:
@@ -264,7 +271,8 @@ def candidate_problems(team: TeamConfig, overrides: dict[str, Any], base: PathT)
     except ValidationError as error:
         problems = []
         for item in error.errors(include_url=False):
-            loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and p[:1].isupper()))
+            # pydantic puts a union member's model name in the location; a key the user wrote stays.
+            loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and p in MODEL_NAMES))
             message = item["msg"]
             if item["type"] == "extra_forbidden":
                 message = f"unknown key '{loc[-1]}'{did_you_mean(str(loc[-1]), list(Serving.model_fields))}"

@@ -68,3 +68,19 @@ def test_an_environment_variable_name_outside_ascii_upper_case_is_refused(tmp_pa
     config = _chat(tmp_path, lambda text: text.replace("serving:\n", f"serving:\n  environment:\n    {name}: '1'\n", 1))
     with pytest.raises(ConfigError, match="environment variable names are upper-case letters"):
         load_team(config / "teams" / "chat.yaml")
+
+
+@pytest.mark.parametrize("key", ["QUANTIZATION", "Quantization"])
+def test_an_unknown_upper_case_candidate_key_is_an_issue_not_a_traceback(tmp_path, key):
+    """Found by benchmarks/fuzz_config.py: the candidate's error location lost a key that starts upper-case."""
+    from optigate.config.loader import load_team
+
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
+    research = config / "teams" / "research.yaml"
+    research.write_text(research.read_text().replace("      quantization: fp8\n", f"      {key}: fp8\n", 1))
+    with pytest.raises(ConfigError) as error:
+        load_team(research)
+    (issue,) = error.value.issues
+    assert issue.path == f"rollout.shadow.candidate.{key}" and issue.line is not None
+    assert "did you mean 'quantization'?" in issue.message
