@@ -8,6 +8,7 @@ Both are mapped back to the YAML line through the composed node tree.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import types
 import typing
@@ -192,7 +193,17 @@ def load_team(path: str | Path, *, rules: bool = True, team_checks: TeamChecks |
     catalog (the evaluation container).
     """
     document = read_yaml(Path(path))
-    team = _parse(document, TeamConfig)
+    try:
+        team = _parse(document, TeamConfig)
+    except ConfigError as schema_error:
+        known = _without_unknown_keys(document.data) if rules else None
+        if known is None:
+            raise
+        # Unknown keys change nothing the model reads: the rules still judge the rest, so one run shows the
+        # typo and the rule problems together.
+        problems = check_team(known) + (team_checks(known) if team_checks is not None else [])
+        issues = schema_error.issues + _issues(document, problems)
+        raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0)) from None
     if not rules:
         return team
     problems = check_team(team)
@@ -201,6 +212,32 @@ def load_team(path: str | Path, *, rules: bool = True, team_checks: TeamChecks |
     if problems:
         raise ConfigError(_issues(document, problems))
     return team
+
+
+def _without_unknown_keys(data: Any) -> TeamConfig | None:
+    """The team without the keys the schema does not know, when unknown keys are its only schema errors."""
+    try:
+        TeamConfig.model_validate(data)
+    except ValidationError as error:
+        if any(item["type"] != "extra_forbidden" for item in error.errors()):
+            return None
+        pruned = copy.deepcopy(data)
+        for item in error.errors():
+            path, _ = _data_path(data, item["loc"])
+            parent = pruned
+            try:
+                for part in path[:-1]:
+                    parent = parent[part]
+            except (KeyError, IndexError, TypeError):
+                return None
+            if not path or not isinstance(parent, dict):
+                return None
+            parent.pop(path[-1], None)
+        try:
+            return TeamConfig.model_validate(pruned)
+        except ValidationError:
+            return None
+    return None
 
 
 def _issues(document: YamlDocument, problems: list[Problem]) -> list[ConfigIssue]:

@@ -84,3 +84,24 @@ def test_an_unknown_upper_case_candidate_key_is_an_issue_not_a_traceback(tmp_pat
     (issue,) = error.value.issues
     assert issue.path == f"rollout.shadow.candidate.{key}" and issue.line is not None
     assert "did you mean 'quantization'?" in issue.message
+
+
+def test_the_readmes_example_a_typo_and_a_rule_problem_in_one_run(tmp_path, capsys, monkeypatch):
+    """The README shows two problems of one file, a schema error and a rule's: both are reported, as shown."""
+    from optigate.cli import main
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    intro = readme.index("all problems at once (a typo does not hide")
+    block = readme[readme.index("```\n", intro) + 4 : readme.index("\n```", readme.index("```\n", intro) + 4)]
+    expected = block.splitlines()
+    assert len(expected) == 2
+
+    def edit(text: str) -> str:
+        return text.replace("ml.g6.2xlarge", "ml.g5.2xlarge").replace("max_model_len: 8192", "max_model_length: 8192")
+
+    _chat(tmp_path, edit)
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", "config"]) == 1
+    reported = [line.removeprefix("✗ ") for line in capsys.readouterr().err.splitlines() if line.startswith("✗")]
+    assert reported == expected
