@@ -312,11 +312,16 @@ class GateRun:
                 subs[logical] = self.fleet_arn or f"arn:aws:states:{REGION}:{ACCOUNT_ID}:stateMachine:fleet"
         return subs
 
-    def execute(self, timeout: float = 300, execution_input: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Start the gate, wait for it, and collect what happened (see the keys below)."""
+    def execute(
+        self,
+        timeout: float = 300,
+        execution_input: dict[str, Any] | None = None,
+        on_state: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        """Start the gate, wait for it (telling `on_state` each state entered), and collect what happened."""
         h = self.harness
         arn = h.start(self.gate_arn, execution_input or {}, name=f"run-{uuid.uuid4().hex[:12]}")
-        execution = h.wait(arn, timeout=timeout)
+        execution = h.wait(arn, timeout=timeout, on_state=on_state)
         s3 = h.client("s3")
         endpoints = h.sagemaker_resources()["endpoints"]
         packages = h.model_packages(self.group)

@@ -160,12 +160,25 @@ class GateHarness:
         self.started = True
         return self.client("stepfunctions").start_execution(**kwargs)["executionArn"]
 
-    def wait(self, execution_arn: str, timeout: float = 10.0, poll: float = 0.02) -> dict:
-        """describe_execution once the execution is no longer RUNNING, with ``output`` parsed."""
+    def wait(
+        self,
+        execution_arn: str,
+        timeout: float = 10.0,
+        poll: float = 0.02,
+        on_state: Callable[[str], None] | None = None,
+    ) -> dict:
+        """describe_execution once the execution is no longer RUNNING, with ``output`` parsed;
+        ``on_state`` is told each state entered as it happens (read from the history every half second)."""
         sfn = self.client("stepfunctions")
         deadline = time.monotonic() + timeout
+        reported, next_report = 0, 0.0
         while True:
             described = sfn.describe_execution(executionArn=execution_arn)
+            if on_state is not None and (described["status"] != "RUNNING" or time.monotonic() >= next_report):
+                entered = self.states_entered(execution_arn)
+                for state in entered[reported:]:
+                    on_state(state)
+                reported, next_report = len(entered), time.monotonic() + 0.5
             if described["status"] != "RUNNING":
                 break
             if time.monotonic() > deadline:

@@ -84,11 +84,7 @@ def synthesize_team(
     team_name: str, environment: str | None = None, config_dir: str | Path = "config"
 ) -> tuple[dict[str, Any], Any]:
     """The team's stack template (without cdk-nag, which the tests run) and its Deployment."""
-    from aws_cdk import App
-
     from optigate.deployment import deploy, load_resolved_project
-    from optigate.stacks.app import FEATURE_FLAGS
-    from optigate.stacks.team_inference_stack import TeamInferenceStack
 
     project = load_resolved_project(config_dir)
     if team_name not in project.teams:
@@ -96,10 +92,15 @@ def synthesize_team(
     environments = project.environments
     chosen = next((e for e in environments if e.name == environment), None) if environment else environments[0]
     if chosen is None:
-        raise KeyError(f"no environment '{environment}'")
+        raise KeyError(f"no environment '{environment}'; known: {', '.join(e.name for e in environments)}")
     deployment = deploy(project.teams[team_name], chosen)
     if deployment.candidate is None:
         raise ValueError(f"team '{team_name}' has no gate.candidate: there is nothing to prove")
+    from aws_cdk import App  # after the checks above: a misspelt team or environment starts no Node process
+
+    from optigate.stacks.app import FEATURE_FLAGS
+    from optigate.stacks.team_inference_stack import TeamInferenceStack
+
     outdir = tempfile.mkdtemp(prefix="optigate-rehearsal-")
     app = App(outdir=outdir, context=FEATURE_FLAGS)
     TeamInferenceStack(app, deployment)
@@ -216,9 +217,6 @@ def rehearse(
         with GateHarness(lambda_handlers=handlers, scenario=scenario, region=REGION) as harness:
             run = GateRun(template, harness, compress_options)
             run.seed_baseline_files()  # the team's model bucket holds the folders the gate stages (an EAGLE-3 head)
-            result = run.execute()
+            result = run.execute(on_state=on_state)
     result["host_allowance_ms"] = allowance
-    if on_state is not None:
-        for state in result["states"]:
-            on_state(state)
     return result

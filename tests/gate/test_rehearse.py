@@ -78,7 +78,7 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
 
     results = {"faster": faster, "slower": slower}
     monkeypatch.setattr(rehearsal, "synthesize_team", lambda team, environment, config: chat)
-    monkeypatch.setattr(rehearsal, "rehearse", lambda template, deployment, candidate: results[candidate])
+    monkeypatch.setattr(rehearsal, "rehearse", lambda template, deployment, candidate, **_: results[candidate])
     code = main(["rehearse", "--team", "chat", "--env", "dev", "--config", str(example_config), "--candidate", "both"])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -105,7 +105,7 @@ def test_the_cli_exits_1_for_a_wrong_verdict_and_3_for_an_inconclusive_one(
     cases = [({"faster": inconclusive, "slower": slower}, 3), ({"faster": slower, "slower": slower}, 1)]
     cases.append(({"faster": slower, "slower": inconclusive}, 1))  # a wrong verdict outweighs an inconclusive one
     for results, expected in cases:
-        monkeypatch.setattr(rehearsal, "rehearse", lambda template, deployment, candidate, r=results: r[candidate])
+        monkeypatch.setattr(rehearsal, "rehearse", lambda template, deployment, candidate, r=results, **_: r[candidate])
         assert main([*argv, "both"]) == expected
     out = capsys.readouterr().out
     assert "rehearsal of the faster candidate: INCONCLUSIVE, expected APPROVED" in out
