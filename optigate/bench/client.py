@@ -68,6 +68,7 @@ class Exchange:
     headers: dict[str, str] = field(default_factory=dict)
     segments: list[tuple[float, bytes]] = field(default_factory=list)  # decoded body bytes
     error: str | None = None
+    error_detail: str | None = None  # what the error class stands for here, e.g. the refused connection
     done: asyncio.Future | None = None
     keep_alive: bool = True
     # incremental HTTP framing state
@@ -166,6 +167,8 @@ class _Protocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.open = False
         if self.exchange is not None and not (self.exchange.done and self.exchange.done.done()):
+            if not self.exchange.error:
+                self.exchange.error_detail = "the server closed the connection" + (f": {exc}" if exc else "")
             self.exchange.finish("ConnectionError")
 
 
@@ -190,15 +193,29 @@ class Connection:
 
     async def exchange(self, method: str, path: str, headers: dict[str, str], body: bytes, timeout: float) -> Exchange:
         if self._protocol is None or not self._protocol.open:
-            self._protocol = await self._connect()
+            try:
+                self._protocol = await asyncio.wait_for(self._connect(), timeout)
+            except (OSError, TimeoutError) as error:
+                # Refused, unresolvable host, TLS failure, connect timeout: a failed request of its
+                # class, counted like a connection that broke mid-stream (never an exception out of the level).
+                failed = Exchange(sent_at=time.perf_counter())
+                failed.error = "ConnectionError"
+                reason = str(error) or type(error).__name__
+                failed.error_detail = f"cannot connect to {self.authority}: {reason}"
+                self._protocol = None
+                return failed
         protocol = self._protocol
         done = asyncio.get_running_loop().create_future()
         exchange = Exchange(done=done)
         protocol.exchange = exchange
         head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
         exchange.sent_at = time.perf_counter()
-        if protocol.transport is None:  # closed between connect and write
-            raise ConnectionError("connection closed before the request was sent")
+        if protocol.transport is None or not protocol.open:  # closed between connect and write
+            exchange.finish("ConnectionError")
+            exchange.error_detail = f"{self.authority} closed the connection before the request was sent"
+            self._protocol = None
+            protocol.exchange = None
+            return exchange
         protocol.transport.write(head.encode("latin-1") + body)
         try:
             await asyncio.wait_for(asyncio.shield(done), timeout)

@@ -78,6 +78,7 @@ class LoadResult:
     records: list[RequestRecord]
     interrupted: bool
     wall_offset: float  # add to a record's perf_counter time to get epoch seconds
+    error: str | None = None  # why the level ended early, when it was not a stop or a cancellation
 
 
 class _Run:
@@ -157,7 +158,9 @@ class _Run:
                 first = False
 
         try:
-            await asyncio.gather(*(worker(i, c) for i, c in enumerate(connections)))
+            async with asyncio.TaskGroup() as workers:  # one worker failing stops the others
+                for position, connection in enumerate(connections):
+                    workers.create_task(worker(position, connection))
         finally:
             for connection in connections:
                 connection.close()
@@ -209,11 +212,15 @@ async def run_load(
     progress: Callable[[Exchange], None] | None = None,
     stop: asyncio.Event | None = None,
 ) -> LoadResult:
-    """Run one load level; cancelling it (or setting `stop`) returns what completed so far."""
+    """Run one load level; cancelling it (or setting `stop`) returns what completed so far, and so
+    does a failure of the load itself (recorded as `error`): measured requests are never lost."""
+    if spec.mode == "open" and not (spec.rate and spec.rate > 0):
+        raise ValueError("the open loop needs a positive rate (requests per second)")
     run = _Run(client, spec, progress)
     if stop is not None:
         run.stop = stop
     interrupted = False
+    error: str | None = None
     # A cyclic-GC pause stalls every stream's timestamps at once; collect between levels instead.
     gc_was_enabled = gc.isenabled()
     gc.collect()
@@ -222,9 +229,14 @@ async def run_load(
         await (run.closed() if spec.mode == "closed" else run.open())
     except asyncio.CancelledError:
         interrupted = True
+    except Exception as failure:  # keep what was measured; the caller reports the failure
+        interrupted = True
+        while isinstance(failure, ExceptionGroup) and failure.exceptions:
+            failure = failure.exceptions[0]
+        error = f"{type(failure).__name__}: {failure}"
     finally:
         if gc_was_enabled:
             gc.enable()
     if stop is not None and stop.is_set():
         interrupted = True
-    return LoadResult(run.records(), interrupted, time.time() - time.perf_counter())
+    return LoadResult(run.records(), interrupted, time.time() - time.perf_counter(), error)

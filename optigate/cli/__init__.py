@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from optigate.cli import (
@@ -13,15 +14,18 @@ from optigate.cli import (
     plan_command,
     promote_commands,
 )
-from optigate.cli.errors import CliError, InvalidConfig, UsageError
+from optigate.cli.errors import USAGE_EXIT, CliError, InvalidConfig, UsageError, one_line
 from optigate.cli.output import stderr
+from optigate.cli.parser import OptigateParser
 
-__all__ = ["CliError", "InvalidConfig", "UsageError", "build_parser", "main"]
+__all__ = ["CliError", "InvalidConfig", "OptigateParser", "UsageError", "build_parser", "main"]
+
+DEBUG_VARIABLE = "OPTIGATE_DEBUG"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="optigate", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = OptigateParser(prog="optigate", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OptigateParser)
     # In the order `optigate --help` lists them.
     config_commands.add_validate_parser(commands)
     config_commands.add_summary_parser(commands)
@@ -35,21 +39,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run one command; the only place a failure becomes a message on stderr and an exit code."""
-    argv = sys.argv[1:] if argv is None else argv
+def _run(argv: list[str]) -> int:
     if argv[:1] == ["evaluate"]:  # every further argument belongs to the evaluation job
         args = argparse.Namespace(job_args=argv[1:], handler=evaluate_command.cmd_evaluate)
     else:
         args = build_parser().parse_args(argv)
-    # Imported after parsing: `optigate --help` and argparse's usage errors need no pydantic.
-    from optigate.config.loader import ConfigError
+    return args.handler(args)
 
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; the only place a failure becomes a message on stderr and an exit code.
+
+    Every failure is one line on stderr (a config's problems one line each) and an exit code: 2 for
+    usage and input errors, or the code the command chose. Anything unforeseen is a bug of optigate:
+    one line as well, exit 2, and `OPTIGATE_DEBUG=1` re-raises it so its traceback shows.
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
     try:
-        return args.handler(args)
-    except ConfigError as error:
-        failure: CliError = InvalidConfig([error])
+        return _run(argv)
     except CliError as error:
         failure = error
+    except KeyboardInterrupt:
+        failure = CliError("interrupted", exit_code=130)
+    except Exception as error:
+        # Imported here: `optigate --help` and argparse's usage errors need no pydantic.
+        from optigate.config.loader import ConfigError
+
+        if isinstance(error, ConfigError):
+            failure = InvalidConfig([error])
+        else:
+            if debug:
+                raise
+            failure = CliError(
+                f"unexpected {type(error).__name__}: {one_line(str(error)) or 'no message'}; this is a bug in "
+                f"optigate: rerun with {DEBUG_VARIABLE}=1 for the traceback and report it",
+                exit_code=USAGE_EXIT,
+            )
+    if debug and failure.__cause__ is not None:
+        import traceback
+
+        traceback.print_exception(failure.__cause__, file=sys.stderr)
     failure.print_to(stderr)
     return failure.exit_code

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from optigate.cli.errors import CliError, InvalidConfig
+from optigate.cli.errors import CliError, InvalidConfig, UsageError
 from optigate.cli.output import console
 
 
@@ -32,8 +32,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 checked += 1
         except ConfigError as error:
             failures.append(error)
-    if failures:  # every broken file is reported, not only the first
-        raise InvalidConfig(failures)
+    if failures:  # every broken file is reported, not only the first; exit 1: validate's verdict is "invalid"
+        raise InvalidConfig(failures, exit_code=1)
     console.print(f"[green]✓[/green] {checked} config file(s) valid")
     return 0
 
@@ -43,35 +43,65 @@ def cmd_summary(args: argparse.Namespace) -> int:
     from optigate.deployment import load_resolved_project
     from optigate.promote.lock import default_locks_dir
 
-    deployments = load_resolved_project(args.config).deployments(args.env, default_locks_dir(args.config))
-    table = Table(title="optigate: what `cdk deploy` would create", show_lines=True)
-    for column in ("stack", "endpoint", "instance", "image", "LMI settings", "rollout", "chosen by optigate"):
-        table.add_column(column, overflow="fold")
+    project = load_resolved_project(args.config)
+    known = [environment.name for environment in project.environments]
+    wanted = [name.strip() for name in (args.env or "").split(",") if name.strip()]
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise UsageError(f"--env {','.join(unknown)}: no such environment in {args.config}; known: {', '.join(known)}")
+    deployments = project.deployments(",".join(wanted) or None, default_locks_dir(args.config))
+    console.print(summary_table(deployments))
     for deployment in deployments:
-        team, resolved = deployment.team, deployment.resolved
-        env = deployment.container_environment
-        settings = "\n".join(f"{key.removeprefix('OPTION_')}={value}" for key, value in env.items())
-        rollout: str = team.rollout.strategy
-        if team.rollout.shadow is not None and deployment.shadow is not None:
-            changed = ", ".join(f"{k}={v}" for k, v in team.rollout.shadow.candidate.items()) or "same"
-            rollout += f" {team.rollout.shadow.sampling_percentage}% → {changed}"
-        if team.adapters:
-            rollout += f"\n{len(team.adapters)} adapters: " + ", ".join(a.name for a in team.adapters)
-        served = deployment.served
+        print_details(deployment)
+    return 0
+
+
+def _rollout(deployment) -> str:
+    team = deployment.team
+    rollout: str = team.rollout.strategy
+    if team.rollout.shadow is not None and deployment.shadow is not None:
+        changed = ", ".join(f"{k}={v}" for k, v in team.rollout.shadow.candidate.items()) or "same"
+        rollout += f" {team.rollout.shadow.sampling_percentage}% → {changed}"
+    if team.adapters:
+        rollout += f"; {len(team.adapters)} adapters: " + ", ".join(a.name for a in team.adapters)
+    return rollout
+
+
+def summary_table(deployments) -> Table:
+    """One row per stack with its names whole (they fit 100 columns); the long parts follow as text."""
+    from rich import box
+
+    table = Table(title="optigate: what `cdk deploy` would create", box=box.SIMPLE_HEAD, padding=(0, 1))
+    for column in ("stack", "endpoint", "instance", "rollout"):
+        table.add_column(column, no_wrap=column != "rollout")
+    for deployment in deployments:
         table.add_row(
             deployment.stack_name,
             deployment.endpoint_name,
-            f"{deployment.instance_count} × {team.serving.instance_type}",
-            (served.image if served else deployment.image_uri).split("/")[-1]
-            + (f"\napproved package {served.model_package_arn.split('/', 1)[-1]}" if served else ""),
-            "\n".join(f"{key.removeprefix('OPTION_')}={value}" for key, value in served.environment.items())
-            if served
-            else settings,
-            rollout,
-            "\n".join(resolved.notes) or "-",
+            f"{deployment.instance_count} × {deployment.team.serving.instance_type}",
+            _rollout(deployment),
         )
-    console.print(table)
-    return 0
+    return table
+
+
+def print_details(deployment) -> None:
+    """A stack's image, LMI settings and every value optigate chose, wrapped at spaces and indented."""
+    from rich.markup import escape
+    from rich.padding import Padding
+
+    served = deployment.served
+    environment = served.environment if served else deployment.container_environment
+    image = (served.image if served else deployment.image_uri).split("/")[-1]
+    if served:
+        image += f" (approved package {served.model_package_arn.split('/', 1)[-1]})"
+    settings = ", ".join(f"{key.removeprefix('OPTION_')}={value}" for key, value in environment.items())
+    console.print(f"[bold]{deployment.stack_name}[/bold]", highlight=False)
+    console.print(Padding(escape(f"image: {image}"), (0, 0, 0, 2)), highlight=False)
+    console.print(Padding(escape(f"LMI settings: {settings or '-'}"), (0, 0, 0, 2)), highlight=False)
+    notes = deployment.resolved.notes
+    console.print("  chosen by optigate:" + ("" if notes else " nothing"), highlight=False)
+    for note in notes:
+        console.print(Padding(escape(f"• {note}"), (0, 0, 0, 4)), highlight=False)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

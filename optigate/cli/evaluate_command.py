@@ -28,6 +28,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     (see optigate/containers/evaluate/requirements.txt)."""
     import subprocess
 
+    if {"-h", "--help"} & set(args.job_args):
+        # Help needs neither fmeval nor its environment (starting that imports the SageMaker SDK, seconds).
+        from optigate.cli.parser import RawHelpFormatter
+        from optigate.evaluate.job import build_parser
+
+        parser = build_parser()
+        parser.formatter_class = RawHelpFormatter  # every option's default shown
+        parser.print_help()
+        return 0
     try:
         import fmeval  # noqa: F401
     except ImportError:
@@ -48,5 +57,7 @@ def add_evaluate_parser(commands: argparse._SubParsersAction) -> None:
         " (see `optigate evaluate -h`)",
         add_help=False,
     )
-    evaluate.add_argument("job_args", nargs=argparse.REMAINDER)
+    evaluate.add_argument(
+        "job_args", nargs=argparse.REMAINDER, help="the evaluation's arguments; see `optigate evaluate -h`"
+    )
     evaluate.set_defaults(handler=cmd_evaluate)

@@ -19,14 +19,27 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         raise CliError(f"rehearse needs the dev extra (pip install -e .[dev]): {error}", exit_code=2) from error
     try:
         template, deployment = rehearsal.synthesize_team(args.team, args.env, args.config)
-    except (KeyError, ValueError, ConfigError) as error:
-        raise CliError(str(error), exit_code=2) from error
+    except ConfigError:
+        raise
+    except (KeyError, ValueError) as error:
+        # A KeyError's str() is its key's repr: the message is its first argument, without the quotes.
+        message = error.args[0] if error.args else str(error)
+        raise CliError(f"{message}; see `optigate summary` for the teams and environments", exit_code=2) from error
+    import time
+
+    started = time.monotonic()
+
+    def entered(state: str) -> None:
+        seconds = int(time.monotonic() - started)
+        console.print(f"  {seconds // 60}:{seconds % 60:02d} {state}", highlight=False)
+
     candidates = ["faster", "slower"] if args.candidate == "both" else [args.candidate]
     exit_code = 0
     for candidate in candidates:
         gate_candidate = json.dumps(deployment.team.gate.candidate, default=str)
         console.print(f"[bold]rehearsing {deployment.stack_name}: a {candidate} candidate ({gate_candidate})[/bold]")
-        result = rehearsal.rehearse(template, deployment, candidate)
+        started = time.monotonic()
+        result = rehearsal.rehearse(template, deployment, candidate, on_state=entered)
         console.print("  path: " + " → ".join(result["states"]), highlight=False, soft_wrap=True)
         execution = result["execution"]
         report = result["report"] or {}
@@ -85,8 +98,8 @@ def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
     rehearse = commands.add_parser(
         "rehearse", help="run a team's gate offline against emulated endpoints (needs the dev extra)"
     )
-    rehearse.add_argument("--team", required=True, help="the team's name")
-    rehearse.add_argument("--env", default=None, help="environment (default: the first)")
+    rehearse.add_argument("--team", required=True, help="the team's name (`team:` of a file in config/teams; required)")
+    rehearse.add_argument("--env", default=None, help="environment (default: the first in environments.yaml)")
     rehearse.add_argument("--config", default="config", help="config folder (default: config)")
     rehearse.add_argument(
         "--candidate",

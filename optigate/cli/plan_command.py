@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from rich.markup import escape
 from rich.table import Table
 
-from optigate.cli.errors import CliError, UsageError
+from optigate.cli.errors import CliError, UsageError, one_line
 from optigate.cli.output import console, stderr
 
 PLAN_ROWS = [
@@ -25,6 +26,9 @@ PLAN_ROWS = [
     ("best_batch", "cheapest batch", "{}"),
     ("cost_per_million_output_tokens", "cost per million output tokens", "${:.3f}"),
 ]
+
+#: A derived max_model_len is a multiple of this (as optigate.plan.team derives one for a team file).
+LENGTH_GRANULE = 1024
 
 DEFAULT_COMPARE_INSTANCES = [
     "ml.g5.2xlarge",
@@ -68,11 +72,15 @@ def _print_plan(result, args: argparse.Namespace, title: str, extra_notes: tuple
         data["derived"] = list(extra_notes)
         print(json.dumps(data, indent=2, default=str))
         return
+    if result.problems:
+        # Refused: the problems (each one line, with what to try), and no table of costs for a plan that
+        # cannot be served.
+        for problem in result.problems:
+            stderr.print(f"[red]✗[/red] {escape(one_line(problem.message))}", highlight=False, soft_wrap=True)
+        return
     console.print(_plan_table(result, title))
     for note in (*extra_notes, *result.notes):
         console.print(f"  • {note}", highlight=False)
-    for problem in result.problems:
-        stderr.print(f"[red]✗[/red] {problem.message}", highlight=False)
     if result.is_lower_bound:
         console.print("  Latency and cost are roofline lower bounds: real serving is slower; use them to rank options.")
 
@@ -116,11 +124,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
         candidates, cheapest = compare(arch, instances, args.precisions.split(","), tpot_ms=args.tpot_ms, **options)
         return _print_compare(candidates, cheapest, args)
     precision = {"none": "bf16", None: "bf16"}.get(args.quantization, args.quantization)
+    notes: tuple[str, ...] = ()
     try:
         result = plan(arch, args.instance, weight_precision=precision, **options)
+        if args.max_model_len is None and not result.fits and result.kv_capacity_tokens >= LENGTH_GRANULE:
+            # No length asked for and the model's own does not fit: derive the longest the KV cache holds
+            # (as a team file without max_model_len does) instead of refusing a length nobody chose.
+            derived = result.kv_capacity_tokens // LENGTH_GRANULE * LENGTH_GRANULE
+            shorter = plan(arch, args.instance, weight_precision=precision, **{**options, "max_model_len": derived})
+            if shorter.fits:
+                notes = (
+                    f"max_model_len={derived:,}: the longest the KV cache holds (the model allows "
+                    f"{result.max_model_len:,}); give --max-model-len to plan another length",
+                )
+                result = shorter
     except (KeyError, ValueError) as error:
         raise CliError(str(error), exit_code=2) from error
-    _print_plan(result, args, f"optigate plan: {arch.name} on {result.instance_type}")
+    _print_plan(result, args, f"optigate plan: {arch.name} on {result.instance_type}", notes)
     return 0 if result.fits else 1
 
 
@@ -130,13 +150,21 @@ def _print_compare(candidates, cheapest, args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0 if cheapest else 1
     target = f" within TPOT {args.tpot_ms:g} ms" if args.tpot_ms else ""
-    table = Table(title=f"optigate plan --compare: cost per million output tokens{target} (roofline lower bounds)")
-    columns = ("instance", "weights", "fits", "TP", "weights/acc", "KV tokens", "TPOT b=1", "batch", "$/M tokens", "")
+    from rich import box
+
+    table = Table(
+        title=f"optigate plan --compare: cost per million output tokens{target} (roofline lower bounds)",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+    )
+    columns = ("instance", "weights", "fits", "TP", "GiB/acc.", "KV tokens", "TPOT b=1", "batch", "$/M", "")
     for column in columns:
-        table.add_column(column, justify="right" if column not in ("instance", "weights", "") else "left")
+        # Instance and precision names whole; a reason for not fitting wraps at its spaces.
+        left = column in ("instance", "weights", "fits", "")
+        table.add_column(column, justify="left" if left else "right", no_wrap=column != "fits")
     for c in candidates:
         r = c.result
-        mark = "[green]◀ cheapest[/green]" if c is cheapest else ""
+        mark = "[green]◀[/green]" if c is cheapest else ""
         if r is None:
             table.add_row(c.instance_type, c.weight_precision, f"[dim]{c.reason}[/dim]", *[""] * 6, mark)
             continue
@@ -145,7 +173,7 @@ def _print_compare(candidates, cheapest, args: argparse.Namespace) -> int:
             c.weight_precision,
             "yes" if r.fits else f"[red]{r.problems[0].kind.replace('_', ' ')}[/red]",
             str(r.tensor_parallel),
-            f"{r.weights_gib_per_accelerator:.1f} GiB",
+            f"{r.weights_gib_per_accelerator:.1f}",
             f"{r.kv_capacity_tokens:,}",
             "n/a" if r.decode_tpot_ms_batch1 is None else f"{r.decode_tpot_ms_batch1:.1f} ms",
             "-" if c.batch_within_target is None else str(c.batch_within_target),
@@ -153,6 +181,12 @@ def _print_compare(candidates, cheapest, args: argparse.Namespace) -> int:
             mark,
         )
     console.print(table)
+    if cheapest is not None:
+        console.print(
+            f"◀ cheapest: {cheapest.instance_type} {cheapest.weight_precision}, ${cheapest.cost_within_target:.3f} per "
+            "million output tokens",
+            highlight=False,
+        )
     if cheapest is None:
         raise CliError("no candidate fits and meets the target")
     return 0
@@ -160,9 +194,17 @@ def _print_compare(candidates, cheapest, args: argparse.Namespace) -> int:
 
 def add_plan_parser(commands: argparse._SubParsersAction) -> None:
     planner = commands.add_parser("plan", help="capacity and roofline: what fits and how fast it can be")
-    planner.add_argument("team_file", nargs="?", help="a team file (config/teams/x.yaml)")
-    planner.add_argument("--model", help="ad hoc: a known model name, a Hugging Face repo id or a config.json path")
-    planner.add_argument("--instance", help="ad hoc: e.g. ml.g6.2xlarge (with --compare: a comma-separated list)")
+    planner.add_argument(
+        "team_file", nargs="?", help="a team file (config/teams/x.yaml; default: none, plan ad hoc with --model)"
+    )
+    planner.add_argument(
+        "--model",
+        help="ad hoc: a known model name, a Hugging Face repo id or a config.json path (default: none)",
+    )
+    planner.add_argument(
+        "--instance",
+        help="ad hoc: e.g. ml.g6.2xlarge (with --compare: a comma-separated list; default there: nine common ones)",
+    )
     planner.add_argument(
         "--quantization",
         choices=["none", "fp8", "awq", "gptq", "int8", "nvfp4", "mxfp4"],
@@ -177,14 +219,29 @@ def add_plan_parser(commands: argparse._SubParsersAction) -> None:
         "--gpu-memory-utilization", type=float, default=None, help="ad hoc: share of accelerator memory (default: 0.9)"
     )
     planner.add_argument(
-        "--max-model-len", type=int, default=None, help="ad hoc: longest sequence in tokens (default: the model's)"
+        "--max-model-len",
+        type=int,
+        default=None,
+        help="ad hoc: longest sequence in tokens (default: the model's, or the longest the KV cache holds if shorter)",
     )
-    planner.add_argument("--max-batch-size", type=int, default=None, help="ad hoc: cap on the decode batch")
+    planner.add_argument(
+        "--max-batch-size",
+        type=int,
+        default=None,
+        help="ad hoc: cap on the decode batch (default: none beyond what the KV cache holds)",
+    )
     planner.add_argument("--prompt-tokens", type=int, default=1024, help="ad hoc: typical prompt (default: 1024)")
     planner.add_argument("--output-tokens", type=int, default=256, help="ad hoc: typical output (default: 256)")
     planner.add_argument("--compare", action="store_true", help="precisions x instances side by side")
-    planner.add_argument("--precisions", default="bf16,fp8,awq", help="with --compare")
-    planner.add_argument("--tpot-ms", type=float, default=None, help="with --compare: the time-per-output-token target")
+    planner.add_argument(
+        "--precisions", default="bf16,fp8,awq", help="with --compare: weight precisions side by side, comma-separated"
+    )
+    planner.add_argument(
+        "--tpot-ms",
+        type=float,
+        default=None,
+        help="with --compare: the time-per-output-token target (default: none, the cheapest at any TPOT)",
+    )
     planner.add_argument("--list-models", action="store_true", help="list the built-in architectures")
     planner.add_argument("--json", action="store_true", help="print JSON instead of a table")
     planner.set_defaults(handler=cmd_plan)

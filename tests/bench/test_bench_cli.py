@@ -181,3 +181,51 @@ def test_a_side_that_failed_every_request_is_failed_not_a_number(results, tmp_pa
     assert all(d["verdict"] == "worse" and d["candidate"] is None for d in deltas)
     shown = capsys.readouterr().out
     assert "failed" in shown and "candidate 100.0%" in shown
+
+
+def test_heartbeat_lines_reach_a_pipe_while_the_run_goes_on(tmp_path):
+    """Not a terminal (CI logs): each level's line is on stdout as it ends, not only at the exit."""
+    import subprocess
+    import sys
+    import time
+
+    with emulator_process({"default": {"ttft_ms": 5, "itl_ms": 2, "output_tokens": 4}}) as url:
+        arguments = ["--concurrency", "1,2", "--duration", "2", "--max-new-tokens", "4", "--prompt-tokens", "8"]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "optigate.cli", "bench", "--endpoint", "x", "--endpoint-url", url, *arguments],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            first_level_at = None
+            for line in process.stdout:
+                if line.startswith("c=1: done"):
+                    first_level_at = time.monotonic()
+                    break
+            rest, err = process.communicate(timeout=120)
+            ended = time.monotonic()
+        finally:
+            process.kill()
+    assert process.returncode == 0, err
+    assert first_level_at is not None and "c=2: done" in rest
+    assert ended - first_level_at >= 1.5  # the c=2 level (2 s) still ran after c=1's line was read
+    assert err == ""  # progress on a pipe goes to stdout; stderr is for failures
+
+
+def test_a_level_s_elapsed_time_stops_when_the_level_ends():
+    import time
+
+    from optigate.bench.load import LoadSpec
+    from optigate.cli.bench_commands import _LevelProgress
+
+    progress = _LevelProgress(interactive=True)  # the terminal bar, not started: its tasks keep time all the same
+    assert progress.bar is not None
+    progress.start_level(1, LoadSpec(concurrency=1, requests=None, duration_s=0.1))
+    time.sleep(0.05)
+    progress.end_level(1, {"errors": {}, "requests": 3, "successful_requests": 3})
+    (task,) = progress.bar.tasks
+    stopped = task.elapsed
+    time.sleep(0.2)
+    assert stopped is not None and task.elapsed == stopped

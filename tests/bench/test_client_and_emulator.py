@@ -115,7 +115,7 @@ def test_bench_cli_shows_the_coalesced_share_and_warns_when_frames_arrive_in_bur
     printed = capsys.readouterr().out
     (run,) = json.loads(out.read_text())["runs"]
     assert run["tokens_per_chunk"]["mean"] == 1.0 and run["coalesced_frame_share"] >= 0.5
-    assert "coalesced %" in printed
+    assert "coal." in printed and "tok/" in printed
     assert "warning: c=2:" in printed and run["warnings"][0].startswith("c=2:")
 
 
