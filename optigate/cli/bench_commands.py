@@ -410,7 +410,8 @@ COMPARE_EXIT_CODES = """exit codes:
   1  a metric is worse: its interval excludes zero and its estimate lies beyond the margin on the
      regressing side, or the candidate failed every request at a level where the baseline did not
   2  usage or input error: unreadable files, or workloads that differ (see --allow-different-workloads)
-  3  with --decide: no metric is worse, but a decided metric is inconclusive (the data cannot tell)
+  3  no metric is worse, but with --decide a decided metric is inconclusive (the data cannot tell),
+     or at some level neither side completed a request (nothing was measured there)
 
 Verdicts: better / worse (the interval excludes zero and the estimate is beyond the margin),
 equivalent (the interval lies inside the margin), inconclusive (anything else). Intervals resample
@@ -550,7 +551,15 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
     worse = [d for d in deltas if d.verdict == "worse"]
     decided = _decided(deltas, args.decide)
     undecided = [d for d in decided if d.verdict == "inconclusive"]
-    code = 1 if worse else 3 if undecided else 0
+    # Fail closed: a level where neither side completed a request measured nothing, so it passes nothing.
+    unmeasured = [level for level, rate in rates.items() if all(r is None or r >= 1.0 for r in rate.values())]
+    code = 1 if worse else 3 if undecided or unmeasured else 0
+    if unmeasured and not worse:
+        levels = ", ".join(f"c={level}" for level in unmeasured)
+        console.print(
+            f"[yellow]inconclusive[/yellow]: neither side completed a request at {levels}; "
+            "nothing was measured there (exit 3): fix the endpoints and benchmark again"
+        )
     if worse:
         console.print(f"[red]worse[/red]: {len(worse)} metric(s) regressed by more than the margin (exit 1)")
     elif undecided:

@@ -174,8 +174,9 @@ def test_compare_of_runs_without_samples_exits_2(tmp_path):
     assert "run 1 has no samples" in line
 
 
-def test_compare_writes_strict_json_when_every_request_failed(tmp_path):
-    """Both sides failed every request: no figure exists, and the JSON says null, never NaN."""
+def test_compare_writes_strict_json_and_passes_nothing_when_every_request_failed(tmp_path):
+    """Both sides failed every request: no figure exists, the JSON says null, never NaN, and the compare is
+    inconclusive (3): nothing measured is never a pass."""
     failed = tmp_path / "failed.json"
     url = f"http://127.0.0.1:{_free_port()}"
     optigate(
@@ -193,7 +194,9 @@ def test_compare_writes_strict_json_when_every_request_failed(tmp_path):
     )
     out = tmp_path / "deltas.json"
     result = optigate("bench", "compare", str(failed), str(failed), "--json", str(out))
-    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
+    assert "neither side completed a request at c=1" in result.stdout
+    assert _strict_json(out.read_text())["exit_code"] == 3
     deltas = _strict_json(out.read_text())["deltas"]
     assert deltas and all(d["delta"] is None and d["baseline"] is None for d in deltas)
 
