@@ -16,9 +16,14 @@ fi
 # Reinstall only when the dependency declarations change.
 stamp=".venv/.optigate-installed"
 wanted="$(cat pyproject.toml package-lock.json | sha256sum | cut -d' ' -f1)"
+# A first-time setup takes minutes: say so, and say each step as it starts (also in a CI log).
+setup_step() { echo "optigate setup: $* ($(date +%H:%M:%S))" >&2; }
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ] || [ ! -x node_modules/.bin/cdk ]; then
+  setup_step "first-time setup (or changed dependencies): about 8 minutes on two cores, 4 GB on disk"
+  setup_step "1/3 Python packages into .venv (about 1.8 GB)"
   python -m pip install --quiet --upgrade pip
   python -m pip install --quiet -e ".[dev]"
+  setup_step "2/3 Node 22 and the AWS CDK CLI into node_modules (npm ci, about 0.2 GB)"
   npm ci --no-audit --no-fund --loglevel=error
   echo "$wanted" > "$stamp"
 fi
@@ -27,6 +32,7 @@ fi
 eval_stamp=".venv-eval/.optigate-installed"
 eval_wanted="$(cat optigate/containers/evaluate/requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$eval_stamp" ] || [ "$(cat "$eval_stamp")" != "$eval_wanted" ]; then
+  setup_step "3/3 fmeval and its CPU-only torch into .venv-eval (about 2.1 GB)"
   [ -x .venv-eval/bin/python ] || "$PYTHON" -m venv .venv-eval
   .venv-eval/bin/python -m pip install --quiet --upgrade pip
   .venv-eval/bin/python -m pip install --quiet -r optigate/containers/evaluate/requirements.txt
