@@ -181,19 +181,40 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="optigate evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--dataset", required=True, help="JSONL records")
-    parser.add_argument("--baseline", required=True, help="endpoint, endpoint@variant or endpoint#inference-component")
-    parser.add_argument("--candidate", required=True, help="endpoint, endpoint@variant or endpoint#inference-component")
-    parser.add_argument("--config", help="the team file whose gate.evaluation thresholds apply")
-    parser.add_argument("--out", required=True, help="folder for verdict.json, scores.jsonl, spotcheck.*")
-    parser.add_argument("--region", default=os.environ.get("AWS_REGION", "us-east-1"))
-    parser.add_argument("--endpoint-url", help="e.g. the emulator: http://127.0.0.1:8080")
-    parser.add_argument("--schema", choices=["inputs", "messages"], default="inputs")
-    parser.add_argument("--stream", action="store_true", help="use InvokeEndpointWithResponseStream")
-    parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--max-metric-drop-abs", type=float, help="overrides the team file")
-    parser.add_argument("--max-refusal-rate-increase", type=float, help="overrides the team file")
-    parser.add_argument("--long-context-prompt-tokens", type=int, help="overrides the team file")
+    parser.add_argument(
+        "--dataset",
+        required=True,
+        help="a local JSONL file of records (model_input, target_output, category); required",
+    )
+    side = "endpoint, endpoint@variant or endpoint#inference-component; required"
+    parser.add_argument("--baseline", required=True, help=side)
+    parser.add_argument("--candidate", required=True, help=side)
+    parser.add_argument(
+        "--config", help="the team file whose gate.evaluation thresholds apply (default: the built-in thresholds)"
+    )
+    parser.add_argument(
+        "--out", required=True, help="local folder for verdict.json, scores.jsonl, spotcheck.*; required"
+    )
+    parser.add_argument(
+        "--region",
+        default=os.environ.get("AWS_REGION", "us-east-1"),
+        help="the endpoints' region (default: $AWS_REGION, else us-east-1)",
+    )
+    parser.add_argument(
+        "--endpoint-url", help="e.g. the emulator: http://127.0.0.1:8080 (default: the region's SageMaker runtime)"
+    )
+    parser.add_argument(
+        "--schema",
+        choices=["inputs", "messages"],
+        default="inputs",
+        help="request body: LMI's inputs+parameters or OpenAI-style messages (default: inputs)",
+    )
+    parser.add_argument("--stream", action="store_true", help="use InvokeEndpointWithResponseStream (default: off)")
+    parser.add_argument("--max-new-tokens", type=int, default=64, help="tokens generated per record (default: 64)")
+    team_file = "overrides the team file (default: the team file's, else the built-in value)"
+    parser.add_argument("--max-metric-drop-abs", type=float, help=team_file)
+    parser.add_argument("--max-refusal-rate-increase", type=float, help=team_file)
+    parser.add_argument("--long-context-prompt-tokens", type=int, help=team_file)
     parser.add_argument(
         "--exit-zero-on-verdict",
         action="store_true",

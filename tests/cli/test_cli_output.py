@@ -111,8 +111,10 @@ def _parsers(parser: argparse.ArgumentParser, name: str = "optigate"):
 
 
 def test_every_option_has_a_description_and_its_default():
+    from optigate.evaluate.job import build_parser as evaluate_parser  # `optigate evaluate` re-runs it in .venv-eval
+
     missing = []
-    for name, parser in _parsers(build_parser()):
+    for name, parser in [*_parsers(build_parser()), ("optigate evaluate (job)", evaluate_parser())]:
         formatter = parser._get_formatter()
         for action in parser._actions:
             if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
