@@ -156,7 +156,10 @@ def evaluate(
                 "candidate": cand,
             }
             handle.write(json.dumps(row) + "\n")
-    spot = spotcheck.select(records, baseline, candidate, baseline_outputs, candidate_outputs, thresholds, verdict)
+    sides = (_endpoint_name(baseline_runner), _endpoint_name(candidate_runner))
+    spot = spotcheck.select(
+        records, baseline, candidate, baseline_outputs, candidate_outputs, thresholds, verdict, sides=sides
+    )
     spotcheck.write(spot, out)
     return verdict
 

@@ -111,6 +111,8 @@ class SpotCheck:
     slices: list[SliceScores]
     read_from: list[str]  # the slices the rows come from ("all" when none regressed)
     rows: list[dict[str, Any]]
+    sides: tuple[str, str] = ("baseline", "candidate")  # what each side is (endpoint[@variant][#component])
+    dataset_records: int | None = None  # how many records were scored
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -120,6 +122,8 @@ class SpotCheck:
             "warnings": self.warnings,
             "read_from": self.read_from,
             "records": len(self.rows),
+            "sides": list(self.sides),
+            "dataset_records": self.dataset_records,
             "slices": [s.to_dict() for s in self.slices],
         }
 
@@ -133,6 +137,7 @@ def select(
     thresholds: EvaluationGate,
     verdict: Verdict,
     size: int = SPOT_CHECK_SIZE,
+    sides: tuple[str, str] = ("baseline", "candidate"),
 ) -> SpotCheck:
     slices = slices_of(records, thresholds)
     scores = slice_scores(records, baseline, candidate, thresholds, verdict.checks)
@@ -162,7 +167,7 @@ def select(
         }
         for i in ranked
     ]
-    return SpotCheck(verdict.status, verdict.reasons, verdict.warnings, scores, chosen, rows)
+    return SpotCheck(verdict.status, verdict.reasons, verdict.warnings, scores, chosen, rows, sides, len(records))
 
 
 def _score(value: float | None) -> str:
@@ -214,6 +219,11 @@ def render(spot: SpotCheck) -> str:
         + "<td><label><input type=checkbox> candidate acceptable</label></td></tr>"
         for row in spot.rows
     )
+    scored = "?" if spot.dataset_records is None else f"{spot.dataset_records}"
+    sides = (
+        f"<p>baseline: <b>{html.escape(spot.sides[0])}</b> · candidate: <b>{html.escape(spot.sides[1])}</b> · "
+        f"{scored} records scored on each side</p>"
+    )
     read_from = ", ".join(spot.read_from)
     origin = (
         f"From the slices that regressed most: {html.escape(read_from)}."
@@ -226,6 +236,7 @@ td,th{{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:13px}} \
 table{{border-collapse:collapse;margin-bottom:1.5em}} ul{{margin:0;padding-left:1.2em}} \
 tr.fail td{{background:#fde8e8}} tr.unresolved td{{background:#fff6dd}}</style></head>
 <body><h1>Verdict: {html.escape(spot.status.upper())}</h1>
+{sides}
 <ul>{reasons}</ul>{f"<p>Warnings:</p><ul>{warnings}</ul>" if warnings else ""}
 <h2>Scores per slice</h2>
 <table><tr><th>slice</th><th>records</th><th>status</th><th>metric</th><th>baseline</th><th>candidate</th>\

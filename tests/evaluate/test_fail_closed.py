@@ -300,6 +300,9 @@ def test_the_spot_check_page_starts_with_the_verdict_and_lists_alternatives(tmp_
     job.evaluate(records, baseline, candidate, EvaluationGate(), tmp_path, score=score_with_tables)
     page = (tmp_path / "spotcheck.html").read_text()
     assert page.index("Verdict: FAIL") < page.index("Scores per slice") < page.index("<td>geo-00</td>")
+    # Both sides named and the number of records scored, right under the verdict.
+    assert page.index("Verdict: FAIL") < page.index("records scored on each side") < page.index("Scores per slice")
+    assert f"{len(records)} records scored on each side" in page
     assert "qa_exact_match on category=geography: drops by 10.0%" in page
     assert "<ul><li>Paris</li><li>City of Light</li></ul>" in page
     assert "&lt;OR&gt;" not in page and "[&#x27;" not in page
