@@ -17,7 +17,7 @@ from constructs import Construct
 
 from optigate.constructs import nag, retries
 from optigate.constructs.assets import bench_lambda_code
-from optigate.constructs.common import STREAMING_INVOKE_ACTIONS, secure_bucket
+from optigate.constructs.common import STREAMING_INVOKE_ACTIONS, function_role, secure_bucket
 
 RESULTS_PREFIX = "benchmarks"
 WORKER_TIMEOUT = Duration.minutes(15)  # Lambda's maximum
@@ -115,17 +115,7 @@ class BenchmarkFleet(Construct):
         self, construct_id: str, handler_folder: str, timeout: Duration, memory_mb: int
     ) -> tuple[lambda_.Function, iam.Role]:
         """The function and its role (Function.role is optional in CDK's types)."""
-        log_group = logs.LogGroup(
-            self, f"{construct_id}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
-        )
-        role = iam.Role(self, f"{construct_id}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
-        # LogGroup.log_group_arn ends in ":*", which covers the group's streams.
-        nag.allow(
-            role,
-            ["logs:CreateLogStream", "logs:PutLogEvents"],
-            [log_group.log_group_arn],
-            why_wildcard="The function's own log group and its streams.",
-        )
+        role, log_group = function_role(self, construct_id)
         function = lambda_.Function(
             self,
             construct_id,

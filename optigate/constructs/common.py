@@ -7,6 +7,7 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -99,3 +100,20 @@ def allow_ecr_token_and_sagemaker_metrics(role: iam.IRole) -> None:
         conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*"]}},
         why_wildcard="PutMetricData has no resource scope; the namespace condition limits it to SageMaker's.",
     )
+
+
+def function_role(scope: Construct, name: str) -> tuple[iam.Role, logs.LogGroup]:
+    """A Lambda function's own role (`<name>Role`) and log group (`<name>Logs`, a month's retention), the
+    role allowed to write only that group's streams. Grant the rest with nag.allow."""
+    log_group = logs.LogGroup(
+        scope, f"{name}Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+    )
+    role = iam.Role(scope, f"{name}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    # LogGroup.log_group_arn ends in ":*", which covers the group's streams.
+    nag.allow(
+        role,
+        ["logs:CreateLogStream", "logs:PutLogEvents"],
+        [log_group.log_group_arn],
+        why_wildcard="The function's own log group and its streams.",
+    )
+    return role, log_group

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_ecr_assets as ecr_assets
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -18,6 +17,7 @@ from optigate import naming
 from optigate.constructs import nag
 from optigate.constructs.assets import image_context
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
+from optigate.constructs.common import function_role
 from optigate.constructs.evaluation_job import EvaluationJob
 from optigate.constructs.gate import access, proof, shadow, stages
 from optigate.constructs.gate.spec import GateSpec
@@ -82,16 +82,7 @@ class OptimizationGate(Construct):
     # ------------------------------------------------------------------ the decision Lambda
 
     def _decider(self) -> lambda_.Function:
-        log_group = logs.LogGroup(
-            self, "DecideLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
-        )
-        role = iam.Role(self, "DecideRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
-        nag.allow(
-            role,
-            ["logs:CreateLogStream", "logs:PutLogEvents"],
-            [log_group.log_group_arn],
-            why_wildcard="The function's own log group and its streams.",
-        )
+        role, log_group = function_role(self, "Decide")
         nag.allow(
             role,
             ["s3:GetObject", "s3:PutObject"],

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_cdk import Aws, Duration, RemovalPolicy
-from aws_cdk import aws_iam as iam
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 
 from optigate import naming
@@ -17,6 +15,7 @@ from optigate.config.models import split_s3_uri
 from optigate.constructs import nag
 from optigate.constructs.assets import stage
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
+from optigate.constructs.common import function_role
 from optigate.constructs.gate.spec import OPTIMIZATION_MAX_PENDING_SECONDS, OPTIMIZATION_MAX_RUNTIME_SECONDS
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, run_name, sdk_task
 from optigate.lambdas import handler_source
@@ -223,16 +222,7 @@ def stage_candidate_files(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.C
         return None
     source = spec.baseline_model_uri.rstrip("/") + "/"
     source_bucket, source_key = split_s3_uri(source)
-    log_group = logs.LogGroup(
-        gate, "StageLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
-    )
-    role = iam.Role(gate, "StageRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
-    nag.allow(
-        role,
-        ["logs:CreateLogStream", "logs:PutLogEvents"],
-        [log_group.log_group_arn],
-        why_wildcard="The function's own log group and its streams.",
-    )
+    role, log_group = function_role(gate, "Stage")
     nag.allow(
         role,
         ["s3:GetObject"],
