@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -12,27 +12,13 @@ from optigate.deployment import load_resolved_team
 from optigate.plan.architecture import load_architecture
 from optigate.plan.catalog import get_instance
 from optigate.plan.team import derive_settings
+from optigate.testing.config_files import minimal_team
 
 GIB = 2**30
 
 
-def _team_file(tmp_path, architecture: str, instance: str, serving_extra: str = "") -> str:
-    path = tmp_path / "team.yaml"
-    path.write_text(
-        textwrap.dedent(
-            f"""\
-            team: demo
-            model:
-              source:
-                s3_uri: s3://acme-models/m/
-              architecture: {architecture}
-            serving:
-              instance_type: {instance}
-            """
-        )
-        + textwrap.indent(textwrap.dedent(serving_extra), "  ")
-    )
-    return path
+def _team_file(tmp_path, architecture: str, instance: str, serving_extra: str = "") -> Path:
+    return minimal_team(tmp_path, architecture, instance, serving_extra)
 
 
 def _refusal(path):

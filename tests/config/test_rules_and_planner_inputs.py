@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from optigate.plan.architecture import ModelArchitecture, known_models, load_arc
 from optigate.plan.parallel import default_degree, valid_degrees
 from optigate.plan.team import TRTLLM_KV_CACHE_FREE_GPU_MEM_FRACTION, architecture_for, weights_gb
 from optigate.plan.timeouts import minimum_timeouts, sized_timeouts
+from optigate.testing.config_files import minimal_team
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -30,23 +30,7 @@ SIX_KV_HEADS = (
 
 
 def _team_file(tmp_path, architecture: str, instance: str, serving_extra: str = "", tail: str = "") -> Path:
-    path = tmp_path / "team.yaml"
-    path.write_text(
-        textwrap.dedent(
-            f"""\
-            team: demo
-            model:
-              source:
-                s3_uri: s3://acme-models/m/
-              architecture: {architecture}
-            serving:
-              instance_type: {instance}
-            """
-        )
-        + textwrap.indent(textwrap.dedent(serving_extra), "  ")
-        + textwrap.dedent(tail)
-    )
-    return path
+    return minimal_team(tmp_path, architecture, instance, serving_extra, tail)
 
 
 def _issues(path) -> list:
