@@ -4,25 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from aws_cdk import App, Validations
+from aws_cdk import App, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from optigate.config.loader import ConfigError, ConfigIssue
-from optigate.deployment import ResolvedProject, load_resolved_project
+from optigate.deployment import Deployment, ResolvedProject, load_resolved_project
 from optigate.promote.lock import default_locks_dir
+from optigate.stacks.feature_flags import FEATURE_FLAGS
 from optigate.stacks.team_inference_stack import TeamInferenceStack
-
-# CDK feature flags, set here rather than in cdk.json so `cdk synth` and in-process synth (tests,
-# `optigate`) produce identical templates.
-FEATURE_FLAGS = {
-    "@aws-cdk/core:checkSecretUsage": True,
-    "@aws-cdk/aws-iam:minimizePolicies": True,
-    "@aws-cdk/core:validateSnapshotRemovalPolicy": True,
-    "@aws-cdk/aws-s3:serverSideEncryptionBucketKeyDefault": True,
-    "@aws-cdk/aws-kms:reduceCrossAccountRegionPolicyScope": True,
-}
 
 
 def build_app(
@@ -32,20 +25,28 @@ def build_app(
     outdir: str | None = None,
     nag: bool = True,
     locks_dir: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> App:
     """The whole app; raises ConfigError before creating any stack if a config file is wrong.
 
     Locks (what each environment serves) are read from `locks_dir`, `-c locks=<dir>`, or
-    `<config>/locks`; an environment without a lock serves every team's baseline.
+    `<config>/locks`; an environment without a lock serves every team's baseline. `progress` is
+    told what is about to be built, once the configuration is read.
     """
     project = load_resolved_project(config_dir)
     app = App(outdir=outdir, context=FEATURE_FLAGS) if outdir else App(context=FEATURE_FLAGS)
     selection = environments if environments is not None else app.node.try_get_context("env")
     locks = locks_dir or app.node.try_get_context("locks") or default_locks_dir(config_dir)
     if str(app.node.try_get_context("pipeline") or "").lower() in ("1", "true", "yes"):
+        if progress:
+            teams = project.deployments(None, locks)
+            progress(f"the pipeline and its {len(teams)} team stacks for {_environment_names(teams)}")
         build_pipeline(app, project, locks)
     else:
-        for deployment in project.deployments(selection, locks):
+        deployments = project.deployments(selection, locks)
+        if progress:
+            progress(f"{len(deployments)} stacks for {_environment_names(deployments)}")
+        for deployment in deployments:
             TeamInferenceStack(app, deployment)
     if nag:
         enable_nag(app)
@@ -81,12 +82,33 @@ def enable_nag(app: App) -> None:
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
 
 
+def _environment_names(deployments: Sequence[Deployment]) -> str:
+    return ", ".join(dict.fromkeys(d.environment.name for d in deployments)) or "no environment"
+
+
+def _stack_count(app: App) -> int:
+    """The app's stacks, the pipeline stages' team stacks included (without walking every construct)."""
+    count = 0
+    for child in app.node.children:
+        if isinstance(child, Stack):
+            count += 1 + sum(len(stage.team_stacks) for stage in getattr(child, "stages", []))
+    return count
+
+
 def main() -> None:
-    """Entry point of `app.py` (what `cdk synth` runs)."""
+    """Entry point of `app.py` (what `cdk synth` runs). The progress lines go to stderr: the CDK
+    CLI shows the app's stderr as it comes and keeps stdout for the templates it prints."""
     config_dir = Path(os.environ.get("OPTIGATE_CONFIG", "config"))
+    started = time.perf_counter()
+
+    def say(what: str) -> None:
+        print(f"optigate: synthesizing {what}…", file=sys.stderr, flush=True)
+
     try:
-        app = build_app(config_dir)
+        app = build_app(config_dir, progress=say)
     except ConfigError as error:
         print(error, file=sys.stderr)
         sys.exit(1)
     app.synth()
+    elapsed = time.perf_counter() - started
+    print(f"optigate: synthesized {_stack_count(app)} stacks in {elapsed:.1f} s", file=sys.stderr, flush=True)

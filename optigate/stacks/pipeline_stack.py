@@ -132,6 +132,10 @@ class PipelineStack(Stack):
             self,
             "Pipeline",
             pipeline_name="optigate",
+            # V2 explicitly (CDK warns about the V1 default): billed per action-minute rather than per
+            # active pipeline and month; a gate's Step Functions action is billed while it waits for
+            # the gate, manual approvals are not. Pushes to the branch still start it (no triggers set).
+            pipeline_type=codepipeline.PipelineType.V2,
             role=self.pipeline_role,
             synth=synth,
             cross_account_keys=True,  # each environment's account decrypts the artifacts it deploys

@@ -123,6 +123,14 @@ def test_the_pipeline_runs_as_the_role_the_gates_trust(assembly):
     assert roles[logical]["Properties"]["RoleName"] == "optigate-pipeline"
 
 
+def test_the_pipeline_is_a_v2_pipeline_started_by_pushes(assembly):
+    """V2 (billed per action-minute; CDK warns when the type is left to its default), with no trigger
+    declarations, which would turn off the source's default change detection on pushes to the branch."""
+    pipeline = _pipeline(assembly)
+    assert pipeline["PipelineType"] == "V2"
+    assert "Triggers" not in pipeline
+
+
 def test_an_approved_model_package_anywhere_starts_the_pipeline(assembly, stage_templates):
     template = _template(assembly / "optigate-pipeline.template.json")
     (rule,) = resources_of(template, "AWS::Events::Rule").values()
