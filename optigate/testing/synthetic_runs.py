@@ -83,3 +83,24 @@ THRESHOLDS = {
     "prompt_tokens": 1024,
     "max_new_tokens": 256,
 }
+
+
+#: The workload a synthetic report side says it ran (bench's `load`).
+REPORT_LOAD = {
+    "requests": 120,
+    "duration_s": None,
+    "max_new_tokens": 32,
+    "prompt_tokens": 1024,
+    "schema": "inputs",
+    "mode": "closed",
+    "rate": None,
+}
+
+
+def report_side(gain: float, seed: int, port: int, levels: tuple[int, ...] = (1, 4)) -> dict:
+    """A whole bench result (levels 1 and 4) of endpoint chat-dev on an emulator at `port`, `gain` faster
+    than gain 0: what the report tests render."""
+    data = bench(*(synthetic_run(c, itl_ms=itl_for_gain(gain), seed=seed + c) for c in levels))
+    data["load"] = dict(REPORT_LOAD)
+    data["target"] = {"endpoint_name": "chat-dev", "region": "us-east-1", "endpoint_url": f"http://127.0.0.1:{port}"}
+    return data

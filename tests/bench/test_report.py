@@ -15,19 +15,15 @@ import pytest
 from optigate.bench import plots
 from optigate.bench.compare import compare_results
 from optigate.bench.report import bench_verdict, compare_verdict, default_label, side_labels, write_report
-from optigate.testing.synthetic_runs import bench, itl_for_gain, synthetic_run
+from optigate.testing.synthetic_runs import REPORT_LOAD, bench, report_side, synthetic_run
 
 LEVELS = (1, 4)
-LOAD = {"requests": 120, "duration_s": None, "max_new_tokens": 32, "prompt_tokens": 1024, "schema": "inputs"}
-LOAD = {**LOAD, "mode": "closed", "rate": None}
+LOAD = REPORT_LOAD
 OUTLIER_MS = 50_000.0
 
 
 def _side(gain: float, seed: int, port: int) -> dict:
-    data = bench(*(synthetic_run(c, itl_ms=itl_for_gain(gain), seed=seed + c) for c in LEVELS))
-    data["load"] = dict(LOAD)
-    data["target"] = {"endpoint_name": "chat-dev", "region": "us-east-1", "endpoint_url": f"http://127.0.0.1:{port}"}
-    return data
+    return report_side(gain, seed, port, LEVELS)
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 from optigate.cli import main
-from tests.bench.test_report import _side
+from optigate.testing.synthetic_runs import report_side
 
 
 def test_compare_cli_names_the_sides_by_label(tmp_path):
-    sides = _side(0.0, 10, 8081), _side(0.3, 20, 8082)
+    sides = report_side(0.0, 10, 8081), report_side(0.3, 20, 8082)
     for name, data in zip(("base", "cand"), sides, strict=True):
         (tmp_path / f"{name}.json").write_text(json.dumps(data))
     argv = ["bench", "compare", str(tmp_path / "base.json"), str(tmp_path / "cand.json"), "--report"]
