@@ -327,7 +327,7 @@ def test_second_shadow_variant_is_refused():
 # --------------------------------------------------------------------------- LoraAdapters
 
 
-def _adapters_stack(scaling: ComponentScaling | None) -> Template:
+def _adapters_stack(scaling: ComponentScaling | None, adapters: tuple[str, ...] = ("triage", "reply")) -> Template:
     stack = _stack()
     LoraAdapters(
         stack,
@@ -335,10 +335,7 @@ def _adapters_stack(scaling: ComponentScaling | None) -> Template:
         model=_model(stack),
         variant=VariantSettings(instance_type="ml.g6e.12xlarge"),
         endpoint_name="support-dev",
-        adapters=[
-            AdapterSpec("triage", "s3://acme-adapters/triage.tar.gz"),
-            AdapterSpec("reply", "s3://acme-adapters/reply.tar.gz"),
-        ],
+        adapters=[AdapterSpec(name, f"s3://acme-adapters/{name}.tar.gz") for name in adapters],
         compute=ComponentCompute(accelerators=1, min_memory_mb=16384),
         scaling=scaling,
     )
@@ -438,18 +435,9 @@ def _no_capacity_watch(template: Template) -> list[set[str]]:
 
 
 def test_scale_from_zero_watches_every_adapter_in_alarms_of_at_most_ten_metrics():
-    stack = _stack()
-    LoraAdapters(
-        stack,
-        "Adapters",
-        model=_model(stack),
-        variant=VariantSettings(instance_type="ml.g6e.12xlarge"),
-        endpoint_name="support-dev",
-        adapters=[AdapterSpec(f"a{i}", f"s3://acme-adapters/a{i}.tar.gz") for i in range(12)],
-        compute=ComponentCompute(accelerators=1, min_memory_mb=16384),
-        scaling=ComponentScaling(min_copies=0, max_copies=4, scale_to_zero=True),
-    )
-    watched = _no_capacity_watch(Template.from_stack(stack))
+    scaling = ComponentScaling(min_copies=0, max_copies=4, scale_to_zero=True)
+    template = _adapters_stack(scaling, adapters=tuple(f"a{i}" for i in range(12)))
+    watched = _no_capacity_watch(template)
     assert [len(w) for w in watched] == [10, 3]
     assert set().union(*watched) == {"support-dev-base", *(f"support-dev-a{i}" for i in range(12))}
 
