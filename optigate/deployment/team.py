@@ -38,6 +38,40 @@ class ResolvedTeam:
         """The overrides the gate proves (`gate.candidate`), as written."""
         return dict(self.team.gate.candidate)
 
+    @property
+    def optimization_configs(self) -> list[dict[str, Any]] | None:
+        """The SageMaker optimization job the gate runs for its candidate (CreateOptimizationJob's
+        OptimizationConfigs), or None: a new quantization is made by a job; speculation needs none."""
+        return optimization_configs(self.team)
+
+
+def optimization_configs(team: TeamConfig) -> list[dict[str, Any]] | None:
+    quantize = team.gate.candidate.get("quantization")
+    if not quantize or quantize == team.serving.quantization:
+        return None
+    return [{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": str(quantize)}}}]
+
+
+def optimization_job_problems(team: TeamConfig, candidate: Serving) -> list[Problem]:
+    """An optimization job runs on the candidate's instance type, and accepts fewer types than endpoints
+    (CreateOptimizationJob's DeploymentInstanceType in botocore's model)."""
+    if optimization_configs(team) is None:
+        return []
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    allowed = model.operation_model("CreateOptimizationJob").input_shape.members["DeploymentInstanceType"].enum
+    if candidate.instance_type in allowed:
+        return []
+    return [
+        Problem(
+            (*GATE_CANDIDATE, "quantization"),
+            f"the SageMaker optimization job that quantizes the candidate cannot run on {candidate.instance_type} "
+            "(CreateOptimizationJob's DeploymentInstanceType); give the candidate an instance type it takes, "
+            "e.g. ml.p5.48xlarge, or prove a candidate that needs no job",
+        )
+    ]
+
 
 #: Hardware problems after which nothing can be planned (the first key under the serving block).
 BLOCKING = {("instance_type",), ("container",), ("tensor_parallel_degree",)}
@@ -90,4 +124,6 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
         return ResolvedTeam(team, baseline, problems=tuple(problems))
     shadow, shadow_problems = _candidate(team, arch, team.shadow_serving, SHADOW_CANDIDATE)
     candidate, candidate_problems = _candidate(team, arch, team.gate_serving, GATE_CANDIDATE)
+    if candidate is not None:
+        candidate_problems += optimization_job_problems(team, candidate.serving)
     return ResolvedTeam(team, baseline, shadow, candidate, tuple(shadow_problems + candidate_problems))

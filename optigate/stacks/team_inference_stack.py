@@ -204,12 +204,7 @@ class TeamInferenceStack(Stack):
             thresholds=team.gate.evaluation,
         )
         change = deployment.resolved_team.change
-        quantize = change.get("quantization")
-        optimization = (
-            [{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": str(quantize)}}}]
-            if quantize and quantize != team.serving.quantization
-            else None
-        )
+        optimization = deployment.resolved_team.optimization_configs
         plan = candidate.plan.to_dict() if candidate.plan else {}
         spec = GateSpec(
             team=team.team,

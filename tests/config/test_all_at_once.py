@@ -105,3 +105,24 @@ def test_the_readmes_example_a_typo_and_a_rule_problem_in_one_run(tmp_path, caps
     assert main(["validate", "config"]) == 1
     reported = [line.removeprefix("✗ ") for line in capsys.readouterr().err.splitlines() if line.startswith("✗")]
     assert reported == expected
+
+
+def test_a_candidate_quantized_by_a_job_must_be_on_an_instance_type_the_job_takes(tmp_path):
+    """CreateOptimizationJob's DeploymentInstanceType is narrower than the endpoints' types (botocore)."""
+    from optigate.config.models import Serving
+    from optigate.deployment.team import optimization_job_problems
+    from optigate.testing.config_files import minimal_team
+
+    def team(quantization: str | None):
+        from optigate.config.loader import load_team
+
+        folder = tmp_path / (quantization or "none")
+        folder.mkdir(exist_ok=True)
+        tail = f"gate:\n  candidate:\n    quantization: {quantization}\n" if quantization else ""
+        return load_team(minimal_team(folder, "llama-3.1-8b", "ml.g6.2xlarge", tail=tail), rules=False)
+
+    job_outside = Serving(instance_type="ml.p5.4xlarge")
+    (problem,) = optimization_job_problems(team("fp8"), job_outside)
+    assert problem.path == ("gate", "candidate", "quantization") and "cannot run on ml.p5.4xlarge" in problem.message
+    assert optimization_job_problems(team("fp8"), Serving(instance_type="ml.p5.48xlarge")) == []
+    assert optimization_job_problems(team(None), job_outside) == []  # no job, nothing to refuse
