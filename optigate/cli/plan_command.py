@@ -108,8 +108,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise UsageError("give a team file, or --model with --instance (or --compare)")
     try:
         arch = load_architecture(args.model)
-    except (KeyError, ValueError) as error:
-        raise CliError(str(error), exit_code=2) from error
+    except (KeyError, ValueError, NotImplementedError) as error:  # the last: a layout the planner refuses (MLA)
+        raise CliError(f"--model {args.model}: {error}", exit_code=2) from error
     options = {
         "kv_cache_dtype": args.kv_cache_dtype,
         "tensor_parallel": args.tensor_parallel,
@@ -138,8 +138,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                     f"{result.max_model_len:,}); give --max-model-len to plan another length",
                 )
                 result = shorter
-    except (KeyError, ValueError) as error:
-        raise CliError(str(error), exit_code=2) from error
+    except (KeyError, ValueError, NotImplementedError) as error:  # the last: a layout the planner refuses (MLA)
+        raise CliError(f"--model {args.model}: {error}", exit_code=2) from error
     _print_plan(result, args, f"optigate plan: {arch.name} on {result.instance_type}", notes)
     return 0 if result.fits else 1
 

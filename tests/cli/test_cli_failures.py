@@ -266,3 +266,15 @@ def test_an_unexpected_error_is_one_line_and_debug_raises_it(monkeypatch, capsys
     monkeypatch.setenv("OPTIGATE_DEBUG", "1")
     with pytest.raises(RuntimeError, match="something"):
         main(["emulate", "--port", "0"])
+
+
+def test_plan_of_a_config_json_the_planner_does_not_model_exits_2(tmp_path):
+    """A DeepSeek-style (MLA) config.json is refused by the planner: one line, not an 'unexpected' bug."""
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps(
+            {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10, "kv_lora_rank": 512}
+        )
+    )
+    line = one_line(optigate("plan", "--model", str(config), "--instance", "ml.p5.48xlarge"), 2)
+    assert "MLA attention" in line and "not modelled" in line and "bug" not in line
