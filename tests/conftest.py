@@ -58,6 +58,21 @@ def example_app(tmp_path_factory) -> Synthesized:
     return Synthesized(outdir, templates, error)
 
 
+def edited_config(tmp_path: Path, file: str, old: str, new: str) -> Path:
+    """A copy of the example config (without locks) in `tmp_path`, with the first `old` in `file` made
+    `new`; fails if `old` is not there (an edit that does nothing would test nothing)."""
+    import shutil
+
+    config = tmp_path / "config"
+    if not config.exists():
+        shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
+    path = config / file
+    text = path.read_text()
+    assert old in text, f"{file} has no {old!r}"
+    path.write_text(text.replace(old, new, 1))
+    return config
+
+
 def resources_of(template: dict, resource_type: str) -> dict[str, dict]:
     return {
         logical_id: resource

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from optigate.config.loader import ConfigError
 from optigate.deployment import load_resolved_project
-from tests.conftest import CONFIG
-
-
-def _chat(tmp_path: Path, edit) -> Path:
-    config = tmp_path / "config"
-    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
-    chat = config / "teams" / "chat.yaml"
-    chat.write_text(edit(chat.read_text()))
-    return config
+from tests.conftest import edited_config
 
 
 def _problems(config: Path) -> list[str]:
@@ -28,17 +18,15 @@ def _problems(config: Path) -> list[str]:
 
 
 def test_a_precision_problem_and_a_capacity_problem_are_reported_together(tmp_path):
-    def edit(text: str) -> str:
-        text = text.replace("ml.g6.2xlarge", "ml.g5.2xlarge").replace("max_model_len: 8192", "max_model_len: 131072")
-        return re.sub(r"max_batch_size: \d+", "max_batch_size: 256", text)
-
-    problems = _problems(_chat(tmp_path, edit))
+    edited_config(tmp_path, "teams/chat.yaml", "ml.g6.2xlarge", "ml.g5.2xlarge")
+    edited_config(tmp_path, "teams/chat.yaml", "max_model_len: 8192", "max_model_len: 131072")
+    problems = _problems(edited_config(tmp_path, "teams/chat.yaml", "max_batch_size: 32", "max_batch_size: 256"))
     assert any("serving.quantization: FP8 W8A8 needs compute capability" in p for p in problems)
     assert any("serving.max_batch_size: max_batch_size=256" in p and "KV cache on ml.g5.2xlarge" in p for p in problems)
 
 
 def test_an_unknown_instance_type_still_stops_the_plan_with_one_problem(tmp_path):
-    problems = _problems(_chat(tmp_path, lambda text: text.replace("ml.g6.2xlarge", "ml.g6.2xlarg")))
+    problems = _problems(edited_config(tmp_path, "teams/chat.yaml", "ml.g6.2xlarge", "ml.g6.2xlarg"))
     assert len(problems) == 1 and "unknown or unsupported instance type 'ml.g6.2xlarg'" in problems[0]
 
 
@@ -46,15 +34,9 @@ def test_a_serving_problem_is_not_repeated_under_the_shadow_candidate(tmp_path):
     """research's shadow candidate inherits its serving block: the problem is reported once, where it is."""
     from optigate.config.loader import load_team
 
-    config = tmp_path / "config"
-    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
+    environment = "  kv_cache_dtype: auto\n  environment:\n    OPTION_MAX_MODEL_LEN: '1'\n"
+    config = edited_config(tmp_path, "teams/research.yaml", "  kv_cache_dtype: auto\n", environment)
     research = config / "teams" / "research.yaml"
-    text = research.read_text()
-    research.write_text(
-        text.replace(
-            "  kv_cache_dtype: auto\n", "  kv_cache_dtype: auto\n  environment:\n    OPTION_MAX_MODEL_LEN: '1'\n"
-        )
-    )
     with pytest.raises(ConfigError) as error:
         load_team(research)
     paths = [issue.path for issue in error.value.issues]
@@ -65,7 +47,7 @@ def test_a_serving_problem_is_not_repeated_under_the_shadow_candidate(tmp_path):
 def test_an_environment_variable_name_outside_ascii_upper_case_is_refused(tmp_path, name):
     from optigate.config.loader import load_team
 
-    config = _chat(tmp_path, lambda text: text.replace("serving:\n", f"serving:\n  environment:\n    {name}: '1'\n", 1))
+    config = edited_config(tmp_path, "teams/chat.yaml", "serving:\n", f"serving:\n  environment:\n    {name}: '1'\n")
     with pytest.raises(ConfigError, match="environment variable names are upper-case letters"):
         load_team(config / "teams" / "chat.yaml")
 
@@ -75,10 +57,8 @@ def test_an_unknown_upper_case_candidate_key_is_an_issue_not_a_traceback(tmp_pat
     """Found by benchmarks/fuzz_config.py: the candidate's error location lost a key that starts upper-case."""
     from optigate.config.loader import load_team
 
-    config = tmp_path / "config"
-    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
+    config = edited_config(tmp_path, "teams/research.yaml", "      quantization: fp8\n", f"      {key}: fp8\n")
     research = config / "teams" / "research.yaml"
-    research.write_text(research.read_text().replace("      quantization: fp8\n", f"      {key}: fp8\n", 1))
     with pytest.raises(ConfigError) as error:
         load_team(research)
     (issue,) = error.value.issues
@@ -97,10 +77,8 @@ def test_the_readmes_example_a_typo_and_a_rule_problem_in_one_run(tmp_path, caps
     expected = block.splitlines()
     assert len(expected) == 2
 
-    def edit(text: str) -> str:
-        return text.replace("ml.g6.2xlarge", "ml.g5.2xlarge").replace("max_model_len: 8192", "max_model_length: 8192")
-
-    _chat(tmp_path, edit)
+    edited_config(tmp_path, "teams/chat.yaml", "ml.g6.2xlarge", "ml.g5.2xlarge")
+    edited_config(tmp_path, "teams/chat.yaml", "max_model_len: 8192", "max_model_length: 8192")
     monkeypatch.chdir(tmp_path)
     assert main(["validate", "config"]) == 1
     reported = [line.removeprefix("✗ ") for line in capsys.readouterr().err.splitlines() if line.startswith("✗")]

@@ -3,24 +3,13 @@ botocore's endpoint tables (each file alone is valid in every case below)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from optigate.cli import main
 from optigate.config.loader import ConfigError, load_environments, load_project
-from tests.conftest import CONFIG
-
-
-def _copy(tmp_path: Path, file: str, old: str, new: str) -> Path:
-    config = tmp_path / "config"
-    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
-    path = config / file
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new, 1))
-    return config
+from tests.conftest import edited_config
 
 
 def _messages(config: Path) -> list[str]:
@@ -31,14 +20,14 @@ def _messages(config: Path) -> list[str]:
 
 def test_an_environment_cap_below_a_teams_minimum_is_refused_where_it_is_set(tmp_path):
     """dev caps autoscaling at 1; a team's minimum of 2 would synthesize MinCapacity 2, MaxCapacity 1."""
-    config = _copy(tmp_path, "teams/chat.yaml", "    min_capacity: 1\n", "    min_capacity: 2\n")
+    config = edited_config(tmp_path, "teams/chat.yaml", "    min_capacity: 1\n", "    min_capacity: 2\n")
     (message,) = _messages(config)
     assert "environments.yaml:8 environments[0].overrides.autoscaling_max_capacity: " in message
     assert "1 is below team 'chat's serving.autoscaling.min_capacity (2) in dev" in message
 
 
 def test_a_team_override_is_reported_at_the_teams_own_entry(tmp_path):
-    config = _copy(tmp_path, "environments.yaml", "        instance_count: 2\n", "        instance_count: 9\n")
+    config = edited_config(tmp_path, "environments.yaml", "        instance_count: 2\n", "        instance_count: 9\n")
     (message,) = _messages(config)
     assert "environments[2].teams.chat.instance_count: 9 instances exceed team 'chat's autoscaling maximum (4)" in (
         message
@@ -46,7 +35,7 @@ def test_a_team_override_is_reported_at_the_teams_own_entry(tmp_path):
 
 
 def test_an_override_for_a_team_without_autoscaling_has_no_effect_and_says_so(tmp_path):
-    config = _copy(
+    config = edited_config(
         tmp_path,
         "environments.yaml",
         "        instance_count: 2\n",
@@ -57,7 +46,7 @@ def test_an_override_for_a_team_without_autoscaling_has_no_effect_and_says_so(tm
 
 
 def test_a_region_typo_is_refused_by_validate_not_at_synth(tmp_path, capsys):
-    config = _copy(tmp_path, "environments.yaml", "region: us-east-1\n", "region: us-esat-1\n")
+    config = edited_config(tmp_path, "environments.yaml", "region: us-east-1\n", "region: us-esat-1\n")
     with pytest.raises(ConfigError, match=r"environments\.yaml:6 environments\[0\]\.region: SageMaker has no "):
         load_environments(config / "environments.yaml")
     assert main(["validate", str(config)]) == 1  # validate's verdict: the config is not valid
@@ -67,7 +56,7 @@ def test_a_region_typo_is_refused_by_validate_not_at_synth(tmp_path, capsys):
 
 def test_the_cross_file_rules_run_beside_a_broken_team_file(tmp_path):
     """All problems at once: a broken file does not hide the others' cross-file problems."""
-    config = _copy(tmp_path, "teams/chat.yaml", "    min_capacity: 1\n", "    min_capacity: 2\n")
+    config = edited_config(tmp_path, "teams/chat.yaml", "    min_capacity: 1\n", "    min_capacity: 2\n")
     support = config / "teams" / "support.yaml"
     support.write_text(support.read_text().replace("triage-v3.tar.gz", "triage-v3.zip"))
     messages = _messages(config)
