@@ -9,7 +9,12 @@ alternate between the two (the machine is shared: medians of several runs). The 
 of at most 2.0; the script also prints anything the app wrote to stderr besides its own progress
 lines (stray output).
 
-    python benchmarks/synth_time.py [--runs 3] [--no-pipeline]
+`--anatomy` adds the same comparison with CDK's built-in CloudFormation validation turned off on
+both sides (CDK_VALIDATION=false): aws-cdk-lib 2.275 runs a WebAssembly validation engine on every
+synth, and its start-up is most of what the bare app costs, so this row shows what the app itself
+adds over CDK.
+
+    python benchmarks/synth_time.py [--runs 3] [--no-pipeline] [--anatomy]
 """
 
 from __future__ import annotations
@@ -86,8 +91,8 @@ def stacks_of(assembly: Path) -> list[tuple[str, str, str]]:
     return found
 
 
-def compare(label: str, context: list[str], runs: int, work: Path) -> float:
-    cli_env = cli_environment(work, context)
+def compare(label: str, context: list[str], runs: int, work: Path, extra_env: dict[str, str] | None = None) -> float:
+    cli_env = {**cli_environment(work, context), **(extra_env or {})}
     app_out, bare_out = work / "app.out", work / "bare.out"
     app_times, stray = [], []
     elapsed, stray = synth([sys.executable, "app.py"], cli_env, app_out)  # warm-up (file caches), not counted
@@ -117,6 +122,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3, help="timed runs of each app (default: 3; median)")
     parser.add_argument("--no-pipeline", action="store_true", help="skip the `-c pipeline=true` synth")
+    parser.add_argument(
+        "--anatomy",
+        action="store_true",
+        help="also compare with CDK's built-in template validation off on both sides (default: off)",
+    )
     args = parser.parse_args()
     if shutil.which("cdk") is None:
         raise SystemExit("no `cdk` on PATH: run `. scripts/setup.sh` first")
@@ -130,6 +140,11 @@ def main() -> int:
             work = Path(tmp, label.replace(" ", "_").replace("=", "_"))
             work.mkdir()
             worst = max(worst, compare(label, context, args.runs, work))
+        if args.anatomy:
+            work = Path(tmp, "no_validation")
+            work.mkdir()
+            # Not part of the target: shows what the app adds once CDK's own fixed cost is taken out.
+            compare("whole app, no CDK valid.", [], args.runs, work, {"CDK_VALIDATION": "false"})
     print(f"worst ratio {worst:.2f}; target <= {TARGET_RATIO}: {'met' if worst <= TARGET_RATIO else 'NOT met'}")
     return 0
 
