@@ -150,7 +150,8 @@ class Container(Strict):
     version: str | None = Field(
         None,
         pattern=r"^\d+\.\d+\.\d+$",
-        description="DJL/LMI container version as the SageMaker SDK names it (e.g. 0.36.0); defaults per family.",
+        description="DJL/LMI container version as the SageMaker SDK names it (e.g. 0.36.0); "
+        "default: the newest in the installed SDK's image tables.",
     )
 
 

@@ -132,6 +132,7 @@ class LoraAdapters(Construct):
             volume_size_in_gb=variant.volume_size_gb,
             routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=variant.routing_strategy),
             managed_instance_scaling=managed_scaling,
+            inference_ami_version=variant.inference_ami_version,
         )
         local_storage = has_instance_storage(variant.instance_type)
         self.config = sagemaker.CfnEndpointConfig(

@@ -45,6 +45,8 @@ class VariantSettings:
     :param volume_size_gb: EBS volume, only for instances without NVMe storage. @default SageMaker's
     :param routing_strategy: @default LEAST_OUTSTANDING_REQUESTS, which suits long, uneven LLM requests
     :param variant_name: @default AllTraffic
+    :param inference_ami_version: the host AMI (InferenceAmiVersion), for an image the default AMI's driver
+        cannot run (optigate.serving.images.inference_ami_version). @default SageMaker's
     """
 
     instance_type: str
@@ -54,6 +56,7 @@ class VariantSettings:
     volume_size_gb: int | None = None
     routing_strategy: str = "LEAST_OUTSTANDING_REQUESTS"
     variant_name: str = "AllTraffic"
+    inference_ami_version: str | None = None
 
     def to_property(
         self, model_name: str, weight: float = 1.0, **extra
@@ -68,6 +71,7 @@ class VariantSettings:
             container_startup_health_check_timeout_in_seconds=self.container_startup_health_check_timeout_seconds,
             volume_size_in_gb=self.volume_size_gb,
             routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=self.routing_strategy),
+            inference_ami_version=self.inference_ami_version,
             **extra,
         )
 

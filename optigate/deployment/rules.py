@@ -39,7 +39,7 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
         problems.append(Problem((*path, *sub), message))
 
     family = serving.container.family
-    version = serving.container.version or images.DEFAULT_VERSION[family]
+    version = serving.container.version or images.default_version(family)
     versions = images.known_versions(family)
     if version not in versions:
         add(

@@ -59,6 +59,15 @@ class ResolvedServing:
         return images.image_uri(self.image_family, self.image_version, region)
 
     @property
+    def image_tag(self) -> str:
+        return images.image_tag(self.image_family, self.image_version)
+
+    @property
+    def inference_ami_version(self) -> str | None:
+        """The host AMI the variant needs for its image (a CUDA 13 image: the SDK's rule), None for the default."""
+        return images.inference_ami_version(self.image_tag, self.serving.instance_type)
+
+    @property
     def price_per_hour_usd(self) -> float | None:
         """On-demand price of one instance of this variant (None where no public source was found)."""
         return self.instance.price_per_hour_usd
@@ -70,7 +79,12 @@ def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
     instance = get_instance(serving.instance_type)
     arch = architecture_for(team.model.architecture)
     family = serving.container.family
-    version = serving.container.version or images.DEFAULT_VERSION[family]
+    version = serving.container.version or images.default_version(family)
+    newest = images.newest_version(family)
+    if serving.container.version is None:
+        notes.append(f"container: {family} {version}, the newest in the installed SageMaker SDK's image tables")
+    elif images.version_tuple(newest) > images.version_tuple(version):
+        notes.append(f"container: {family} {version} as pinned; {newest} is the newest in the SageMaker SDK's tables")
     admissible = rules.suggestion_admissible(team, arch, serving)  # a fix is offered only if the rules accept it
 
     plan: PlanResult | None
@@ -116,6 +130,9 @@ def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
         startup = serving.container_startup_health_check_timeout_seconds
     else:
         notes.append(f"container_startup_health_check_timeout={startup}s for {size_gb:.0f} GB of weights")
+    ami = images.inference_ami_version(images.image_tag(family, version), serving.instance_type)
+    if ami:
+        notes.append(f"inference_ami_version={ami}: the host AMI the SageMaker SDK chooses for a CUDA 13 image")
 
     resolved = ResolvedServing(
         serving=serving,

@@ -12,6 +12,7 @@ the result against `image_uris.retrieve` for every version and region of every f
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 from functools import cache
@@ -20,9 +21,6 @@ from typing import Any
 
 # optigate container family -> the SDK's framework name
 SDK_FRAMEWORK = {"lmi": "djl-lmi", "lmi-trtllm": "djl-tensorrtllm", "lmi-neuronx": "djl-neuronx"}
-
-# Defaults: the newest version of each family that the SDK tables list when this was written.
-DEFAULT_VERSION = {"lmi": "0.36.0", "lmi-trtllm": "0.33.0", "lmi-neuronx": "0.29.0"}
 
 # LMI v15 (DJL 0.33.0) replaced lmi-dist with vLLM V1 and OPTION_SPECULATIVE_CONFIG.
 FIRST_VLLM_SPECULATIVE_CONFIG_VERSION = (0, 33, 0)
@@ -36,11 +34,16 @@ def version_tuple(version: str) -> tuple[int, ...]:
 _VERSION_KEYS = {"registries", "repository", "tag_prefix"}
 
 
-def _tables_folder() -> Path:
+def _sdk_folder() -> Path:
+    """The installed SDK's `sagemaker` folder, found without importing the SDK."""
     spec = importlib.util.find_spec("sagemaker.core")  # imports only the `sagemaker` namespace package
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("the sagemaker SDK (sagemaker.core) is not installed; it ships the image URI tables")
-    return Path(next(iter(spec.submodule_search_locations)), "image_uri_config")
+    return Path(next(iter(spec.submodule_search_locations))).parent
+
+
+def _tables_folder() -> Path:
+    return _sdk_folder() / "core" / "image_uri_config"
 
 
 @cache
@@ -68,6 +71,65 @@ def _version_config(family: str, version: str) -> dict:
 
 def known_versions(family: str) -> list[str]:
     return sorted(_table(family)["versions"], key=version_tuple, reverse=True)
+
+
+def newest_version(family: str) -> str:
+    """The newest version of the family in the SDK's tables: its `latest` alias (what the SDK itself
+    resolves `latest` to), else the highest version listed."""
+    table = _table(family)
+    latest = table.get("version_aliases", {}).get("latest")
+    return latest if latest in table["versions"] else known_versions(family)[0]
+
+
+def default_version(family: str) -> str:
+    """The version a serving block without `container.version` runs: the newest in the SDK's tables, so
+    an unpinned team moves with the installed SDK (`optigate summary` says which it got and whether a
+    pinned team has a newer one)."""
+    return newest_version(family)
+
+
+def cuda_version(tag: str) -> tuple[int, int] | None:
+    """The CUDA version an image tag was built for (`0.38.0-lmi29.0.0-cu130` -> (13, 0)), None if it names none."""
+    for token in tag.split("-"):
+        if token.startswith("cu") and token[2:].isdigit() and len(token) >= 5:
+            return int(token[2:-1]), int(token[-1])
+    return None
+
+
+@cache
+def _sdk_cuda13_ami_rule() -> tuple[str, frozenset[str]]:
+    """The SDK's rule for CUDA 13 images (sagemaker/serve/model_builder_servers.py, ModelBuilder's
+    `_resolve_inference_ami_version`): an image tagged `cu130` on one of the instance families documented
+    for the GPU 4.1 AMI runs on that AMI (NVIDIA driver 580, CUDA 13.0; the default hosts of those
+    families have driver 470, 535 or 550: docs.aws.amazon.com/sagemaker/latest/dg/inference-gpu-drivers.html).
+    Read from the module's source, not imported: importing the SDK costs seconds of every synth."""
+    source = (_sdk_folder() / "serve" / "model_builder_servers.py").read_text()
+    found: dict[str, object] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name == "_CUDA_13_INFERENCE_AMI":
+                found[name] = ast.literal_eval(node.value)
+            elif name == "_CUDA_13_INFERENCE_AMI_COMPATIBLE_FAMILIES" and isinstance(node.value, ast.Call):
+                found[name] = frozenset(ast.literal_eval(node.value.args[0]))
+    ami, families = found.get("_CUDA_13_INFERENCE_AMI"), found.get("_CUDA_13_INFERENCE_AMI_COMPATIBLE_FAMILIES")
+    if not isinstance(ami, str) or not isinstance(families, frozenset):
+        raise RuntimeError("the installed SageMaker SDK no longer states its CUDA 13 inference AMI rule where expected")
+    return ami, families
+
+
+def tag_of(uri: str) -> str:
+    """The tag of an image URI (`…/djl-inference:0.38.0-lmi29.0.0-cu130` -> `0.38.0-lmi29.0.0-cu130`)."""
+    return uri.rpartition(":")[2] if ":" in uri.rpartition("/")[2] else ""
+
+
+def inference_ami_version(tag: str, instance_type: str) -> str | None:
+    """The InferenceAmiVersion a production variant of `instance_type` needs to run an image tagged `tag`
+    (the SDK's rule: :func:`_sdk_cuda13_ami_rule`), None for SageMaker's default AMI."""
+    if cuda_version(tag) != (13, 0):
+        return None
+    ami, families = _sdk_cuda13_ami_rule()
+    return ami if instance_type.rsplit(".", 1)[0] in families else None
 
 
 def regions_for(family: str, version: str) -> list[str]:

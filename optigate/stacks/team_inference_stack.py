@@ -22,6 +22,7 @@ from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, Com
 from optigate.constructs.shadow_variant import ShadowVariant
 from optigate.constructs.tuned_endpoint import BlueGreenSettings, ScalingSettings, TunedEndpoint, VariantSettings
 from optigate.deployment import Deployment, ResolvedServing
+from optigate.serving import images
 
 STREAMS_PER_WORKER = 64  # what one Lambda worker of the benchmark fleet holds accurately
 #: Where an optimization job (running as the model role) writes its logs. No page names the group: SageMaker
@@ -63,7 +64,7 @@ class TeamInferenceStack(Stack):
             name_prefix=deployment.endpoint_name,
             accept_eula=accept_eula,
         )
-        variant = self._variant(resolved, deployment.instance_count)
+        variant = self._variant(resolved, deployment.instance_count, self.model.image_uri)
         overrides = deployment.overrides
         # Suspended for one deploy (an instance-type change of an autoscaled endpoint): no scalable target.
         scaling = None if overrides.suspend_autoscaling else team.serving.autoscaling
@@ -145,7 +146,10 @@ class TeamInferenceStack(Stack):
                     endpoint=endpoint,
                     model=shadow_model,
                     variant=VariantSettings(
-                        **{**self._variant(deployment.shadow, 1).__dict__, "variant_name": "Shadow"}
+                        **{
+                            **self._variant(deployment.shadow, 1, shadow_model.image_uri).__dict__,
+                            "variant_name": "Shadow",
+                        }
                     ),
                     sampling_percentage=rollout.shadow.sampling_percentage,
                 )
@@ -238,6 +242,11 @@ class TeamInferenceStack(Stack):
             ),
             shadow=self._shadow_stage(team),
             pipeline=deployment.pipeline,
+            candidate_ami_version=candidate.inference_ami_version,
+            # The twin runs the live model (the team's or an approved package's image) on the candidate's type.
+            baseline_ami_version=images.inference_ami_version(
+                images.tag_of(self.model.image_uri), candidate.serving.instance_type
+            ),
         )
         if optimization:
             # The optimization job runs as the model role and writes the candidate's artifacts,
@@ -278,9 +287,11 @@ class TeamInferenceStack(Stack):
         )
 
     @staticmethod
-    def _variant(resolved: ResolvedServing, instance_count: int) -> VariantSettings:
+    def _variant(resolved: ResolvedServing, instance_count: int, image_uri: str) -> VariantSettings:
+        """How `resolved` is provisioned, running `image_uri` (the team's, or an approved package's)."""
         serving = resolved.serving
         return VariantSettings(
+            inference_ami_version=images.inference_ami_version(images.tag_of(image_uri), serving.instance_type),
             instance_type=serving.instance_type,
             instance_count=instance_count,
             model_data_download_timeout_seconds=resolved.model_data_download_timeout_seconds,

@@ -162,6 +162,18 @@ def test_lmi_image_is_resolved_offline_for_the_region(region):
     assert images.image_repository_arn(uri) == f"arn:aws:ecr:{region}:763104351884:repository/djl-inference"
 
 
-def test_default_versions_exist_in_the_sdk_tables():
-    for family, version in images.DEFAULT_VERSION.items():
-        assert version in images.known_versions(family)
+def test_an_unpinned_team_runs_the_newest_version_of_the_sdk_tables_and_says_so(tmp_path):
+    """The default is the SDK's `latest` (no hand-written constant); a pinned team is told of a newer one."""
+    for family in images.SDK_FRAMEWORK:
+        assert images.default_version(family) == images.newest_version(family)
+        assert images.image_tag(family, images.default_version(family)) == images.image_tag(family, "latest")
+    team = _team(tmp_path, "")
+    newest = images.newest_version("lmi")
+    resolved = resolve_serving(team, team.serving)
+    assert resolved.image_version == newest
+    assert f"container: lmi {newest}, the newest in the installed SageMaker SDK's image tables" in resolved.notes
+    oldest = images.known_versions("lmi")[-1]
+    pinned = _team(tmp_path, f"container:\n  family: lmi\n  version: {oldest}\n")
+    assert f"container: lmi {oldest} as pinned; {newest} is the newest" in " ".join(
+        resolve_serving(pinned, pinned.serving).notes
+    )

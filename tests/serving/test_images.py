@@ -72,3 +72,82 @@ def test_resolving_an_image_does_not_import_the_sdk():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_cuda13_ami_rule_is_the_sdks_own():
+    """Read from the SDK's source without importing it: the same values the imported module holds."""
+    from sagemaker.serve import model_builder_servers as sdk
+
+    assert images._sdk_cuda13_ami_rule() == (sdk._CUDA_13_INFERENCE_AMI, sdk._CUDA_13_INFERENCE_AMI_COMPATIBLE_FAMILIES)
+
+
+@pytest.mark.parametrize(
+    ("tag", "instance_type", "ami"),
+    [
+        ("0.38.0-lmi29.0.0-cu130", "ml.g6.2xlarge", "al2023-ami-sagemaker-inference-gpu-4-1"),
+        ("0.38.0-lmi29.0.0-cu130", "ml.p5.48xlarge", "al2023-ami-sagemaker-inference-gpu-4-1"),
+        ("0.35.0-lmi17.0.0-cu128", "ml.g6.2xlarge", None),  # CUDA 12.8 runs on the default hosts
+        ("0.38.0-lmi29.0.0-cu130", "ml.inf2.8xlarge", None),  # not a family the SDK documents for the AMI
+        ("0.29.0-neuronx-sdk2.19.1", "ml.inf2.8xlarge", None),
+    ],
+)
+def test_a_cuda13_image_runs_on_the_ami_the_sdk_chooses(tag, instance_type, ami):
+    from sagemaker.serve.model_builder_servers import _ModelBuilderServers
+
+    assert images.inference_ami_version(tag, instance_type) == ami
+    builder = _ModelBuilderServers()
+    builder.image_uri = f"763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:{tag}"
+    assert builder._resolve_inference_ami_version(instance_type, None) == ami  # what the SDK itself does
+
+
+def _model_of(variant: dict, models: dict[str, str]) -> str:
+    """The image of the model a CloudFormation variant serves; an inference-component endpoint's variant
+    names no model, and its stack has one."""
+    reference = variant.get("ModelName")
+    if isinstance(reference, dict):
+        logical = (reference.get("Fn::GetAtt") or [reference.get("Ref")])[0]
+        return models[logical]
+    assert len(set(models.values())) == 1, models
+    return next(iter(models.values()))
+
+
+def test_every_variant_of_the_example_app_names_the_ami_its_image_needs(example_app):
+    """Every variant CloudFormation creates, and every endpoint config the gate creates, runs on the AMI
+    its image needs on its instance type: a CUDA 13 image on a default host fails to start
+    (CannotStartContainerError: docs.aws.amazon.com/sagemaker/latest/dg/inference-gpu-drivers.html)."""
+    from optigate.testing.asl import sdk_calls
+    from optigate.testing.template import placeholder_definition, resources_of_type, state_machines
+
+    assert example_app.error is None
+    checked, needing = 0, 0
+
+    def check(where: str, variant: dict, image: str) -> None:
+        nonlocal checked, needing
+        expected = images.inference_ami_version(images.tag_of(image), variant["InstanceType"])
+        assert variant.get("InferenceAmiVersion") == expected, (where, variant.get("VariantName"), image)
+        checked += 1
+        needing += expected is not None
+
+    for name, template in example_app.templates.items():
+        models = {
+            logical: resource["Properties"]["PrimaryContainer"]["Image"]
+            for logical, resource in resources_of_type(template, "AWS::SageMaker::Model").items()
+        }
+        for config in resources_of_type(template, "AWS::SageMaker::EndpointConfig").values():
+            props = config["Properties"]
+            for variant in props.get("ProductionVariants", []) + props.get("ShadowProductionVariants", []):
+                check(name, variant, _model_of(variant, models))
+        for logical in state_machines(template):
+            calls = {call.state: call for call in sdk_calls(placeholder_definition(template, logical))}
+            if "CreateCandidateModel" not in calls:
+                continue
+            candidate_image = calls["CreateCandidateModel"].parameters["PrimaryContainer"]["Image"]
+            live_image = next(iter(models.values())) if len(models) == 1 else None
+            for state, variant_key in (("CreateCandidateConfig", "ProductionVariants"), ("CreateShadowConfig", None)):
+                if state in calls:
+                    key = variant_key or "ShadowProductionVariants"
+                    for variant in calls[state].parameters[key]:
+                        check(f"{name} {state}", variant, candidate_image)
+            twin = calls["CreateTwinConfig"].parameters["ProductionVariants"][0]
+            check(f"{name} CreateTwinConfig", twin, live_image or _model_of({}, models))
+    assert checked >= 20 and needing >= 10, (checked, needing)  # the example's CUDA 13 images need the AMI

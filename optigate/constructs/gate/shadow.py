@@ -88,6 +88,7 @@ def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, 
                         "InitialVariantWeight": shadow.sampling_percentage / 100,
                         "ModelDataDownloadTimeoutInSeconds": download,
                         "ContainerStartupHealthCheckTimeoutInSeconds": startup,
+                        **({"InferenceAmiVersion": spec.candidate_ami_version} if spec.candidate_ami_version else {}),
                     }
                 ],
             },

@@ -146,6 +146,10 @@ class GateSpec:
     max_polls: int = 90
     optimization_poll_seconds: int = OPTIMIZATION_POLL_SECONDS
     optimization_max_polls: int = OPTIMIZATION_MAX_POLLS
+    # The host AMI (InferenceAmiVersion) each side's image needs on `instance_type`, None for SageMaker's
+    # default: the candidate's image and the live model's image (the twin's) may differ.
+    candidate_ami_version: str | None = None
+    baseline_ami_version: str | None = None
 
     @property
     def prefix(self) -> str:

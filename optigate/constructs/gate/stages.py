@@ -283,6 +283,7 @@ def temporary_endpoint(
     or `ModelName.$` entry) on the candidate's instance type and count; both guarded by the cleanup."""
     spec = gate.spec
     download, startup = spec.startup_timeouts
+    ami = spec.candidate_ami_version if kind == "cand" else spec.baseline_ami_version
     config = cleanup.guarded(
         sdk_task(
             gate,
@@ -298,6 +299,7 @@ def temporary_endpoint(
                         "InitialInstanceCount": spec.instance_count,
                         "ModelDataDownloadTimeoutInSeconds": download,
                         "ContainerStartupHealthCheckTimeoutInSeconds": startup,
+                        **({"InferenceAmiVersion": ami} if ami else {}),
                     }
                 ],
             },
