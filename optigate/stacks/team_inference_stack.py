@@ -144,8 +144,9 @@ class TeamInferenceStack(Stack):
                     "Shadow",
                     endpoint=endpoint,
                     model=shadow_model,
+                    # On the priority-1 type only: shadow variants beside pools are undocumented (pool_advisories).
                     variant=VariantSettings(
-                        **{**self._variant(deployment.shadow, 1).__dict__, "variant_name": "Shadow"}
+                        **{**self._variant(deployment.shadow, 1, pools=False).__dict__, "variant_name": "Shadow"}
                     ),
                     sampling_percentage=rollout.shadow.sampling_percentage,
                 )
@@ -278,10 +279,12 @@ class TeamInferenceStack(Stack):
         )
 
     @staticmethod
-    def _variant(resolved: ResolvedServing, instance_count: int) -> VariantSettings:
+    def _variant(resolved: ResolvedServing, instance_count: int, *, pools: bool = True) -> VariantSettings:
         serving = resolved.serving
         return VariantSettings(
             instance_type=serving.instance_type,
+            instance_pools=tuple((p.instance_type, p.priority) for p in resolved.pools) if pools else (),
+            provision_timeout_seconds=serving.instance_provision_timeout_seconds if pools else None,
             instance_count=instance_count,
             model_data_download_timeout_seconds=resolved.model_data_download_timeout_seconds,
             container_startup_health_check_timeout_seconds=resolved.container_startup_health_check_timeout_seconds,

@@ -62,8 +62,7 @@ class EndpointOperations(Operations):
 
     # -- endpoints -----------------------------------------------------------------------------------
 
-    @staticmethod
-    def _variants_of(config) -> tuple[list, list | None]:
+    def _variants_of(self, config) -> tuple[list, list | None]:
         def runtime(variants):
             out = []
             for v in variants or []:
@@ -72,11 +71,24 @@ class EndpointOperations(Operations):
                     item["CurrentInstanceCount"] = item["DesiredInstanceCount"] = v["InitialInstanceCount"]
                 if "InitialVariantWeight" in v:
                     item["CurrentWeight"] = item["DesiredWeight"] = v["InitialVariantWeight"]
+                if v.get("InstancePools"):
+                    item["InstancePools"] = self._placed(v["InstancePools"], v.get("InitialInstanceCount", 0))
                 out.append(item)
             return out
 
         shadow = getattr(config, "shadow_production_variants", None)
         return runtime(config.production_variants), (runtime(shadow) if shadow else None)
+
+    def _placed(self, pools: list[dict], count: int) -> list[dict]:
+        """ProductionVariantSummary.InstancePools (InstancePoolSummary: InstanceType, CurrentInstanceCount): every
+        instance on the highest-priority pool with capacity (Scenario.no_capacity), as SageMaker falls back on an
+        insufficient-capacity error; none placed when no pool has capacity."""
+        ordered = sorted(pools, key=lambda pool: pool["Priority"])
+        landed = next((p["InstanceType"] for p in ordered if p["InstanceType"] not in self.scenario.no_capacity), None)
+        return [
+            {"InstanceType": p["InstanceType"], "CurrentInstanceCount": count if p["InstanceType"] == landed else 0}
+            for p in ordered
+        ]
 
     def _op_create_endpoint(self, backend, state, params):
         name = params["EndpointName"]
