@@ -99,17 +99,18 @@ def _shared_degree(arch: ModelArchitecture, serving: Serving) -> tuple[int, str 
     return degree, note
 
 
-def _smallest(values: list[int], serving: Serving, setting: str, unit: str) -> tuple[int, int, str]:
-    """The smallest of the pools' derived values, the deciding pool's index, and the note that says so."""
+def _smallest(values: list[int], serving: Serving, setting: str, unit: str) -> tuple[int, int | None, str]:
+    """The smallest of the pools' derived values, the deciding pool's index (None: every pool derives the same),
+    and the note that says so."""
     pools = serving.instance_pools or []
     index = min(range(len(values)), key=lambda i: (values[i], i))
     value = values[index]
     others = ", ".join(f"{pool.instance_type} {v:,}" for pool, v in zip(pools, values, strict=True) if v != value)
     decider = pools[index]
+    if not others:
+        return value, None, f"{setting}={value:,}: every pool derives it"
     note = (
-        f"{setting}={value:,}: every pool derives it"
-        if not others
-        else f"{setting}={value:,}: {decider.instance_type} (priority {decider.priority}) holds the least {unit} "
+        f"{setting}={value:,}: {decider.instance_type} (priority {decider.priority}) holds the least {unit} "
         f"and decides (alone: {others})"
     )
     return value, index, note
@@ -153,15 +154,17 @@ def resolve_pooled(
     decides: dict[int, list[str]] = {}
     if serving.max_model_len is None:
         lengths = [r.max_model_len for r in resolved if r is not None]
-        shared["max_model_len"], index, note = _smallest(lengths, serving, "max_model_len", "KV cache")
+        shared["max_model_len"], decider, note = _smallest(lengths, serving, "max_model_len", "KV cache")
         notes.append(note)
-        decides.setdefault(index, []).append("max_model_len")
+        if decider is not None:
+            decides.setdefault(decider, []).append("max_model_len")
         resolved, found = each(**shared)
     if serving.max_batch_size is None and not found:
         batches = [r.max_batch_size for r in resolved if r is not None]
-        shared["max_batch_size"], index, note = _smallest(batches, serving, "max_batch_size", "sequences")
+        shared["max_batch_size"], decider, note = _smallest(batches, serving, "max_batch_size", "sequences")
         notes.append(note)
-        decides.setdefault(index, []).append("max_batch_size")
+        if decider is not None:
+            decides.setdefault(decider, []).append("max_batch_size")
         resolved, found = each(**shared)
     if found or any(r is None for r in resolved):
         return None, found

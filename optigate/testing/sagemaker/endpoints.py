@@ -49,16 +49,25 @@ class EndpointOperations(Operations):
             account_id=backend.account_id,
             region_name=backend.region_name,
             endpoint_config_name=name,
-            production_variants=params["ProductionVariants"],
+            # moto knows InstanceType or ServerlessConfig only: it validates the priority-1 pool's type.
+            production_variants=[self._moto_variant(v) for v in params["ProductionVariants"]],
             async_inference_config=params.get("AsyncInferenceConfig"),
             data_capture_config=params.get("DataCaptureConfig"),
             tags=params.get("Tags"),
             kms_key_id=params.get("KmsKeyId"),
         )
+        config.production_variants = params["ProductionVariants"]  # as sent: InstancePools, not InstanceType
         del config.arn  # moto stores a tuple here; DescribeEndpointConfig has no "Arn"
         self._stash(config, params)
         backend.endpoint_configs[name] = config
         return {"EndpointConfigArn": config.endpoint_config_arn}
+
+    @staticmethod
+    def _moto_variant(variant: dict) -> dict:
+        pools = variant.get("InstancePools")
+        if not pools or "InstanceType" in variant:
+            return variant
+        return {**variant, "InstanceType": min(pools, key=lambda pool: pool["Priority"])["InstanceType"]}
 
     # -- endpoints -----------------------------------------------------------------------------------
 
