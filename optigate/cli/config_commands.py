@@ -18,24 +18,43 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     failures: list[ConfigError] = []
     checked = 0
+    advised = []
     for raw in args.paths:
         path = Path(raw)
         try:
             if path.is_dir():
                 project = load_resolved_project(path)
                 checked += 1 + len(project.teams)
+                advised += [(project.project.team_files[name], team) for name, team in project.teams.items()]
             elif path.name.startswith("environments."):
                 load_environments(path)
                 checked += 1
             else:
-                load_resolved_team(path)
+                advised.append((str(path), load_resolved_team(path)))
                 checked += 1
         except ConfigError as error:
             failures.append(error)
+    print_advisories(advised)
     if failures:  # every broken file is reported, not only the first; exit 1: validate's verdict is "invalid"
         raise InvalidConfig(failures, exit_code=1)
     console.print(f"[green]✓[/green] {checked} config file(s) valid")
     return 0
+
+
+def print_advisories(advised) -> None:
+    """One line per advisory of a valid team (a combination the docs are silent on), at its file and line."""
+    from rich.markup import escape
+
+    from optigate.config.reader import format_path, read_yaml
+
+    for file, resolved_team in advised:
+        if not resolved_team.advisories:
+            continue
+        document = read_yaml(Path(file))
+        for advisory in resolved_team.advisories:
+            where = f"{file}:{document.line_of(advisory.path) or 1} {format_path(advisory.path)}"
+            message = f"[yellow]note[/yellow] {escape(where)}: {escape(advisory.message)}"
+            console.print(message, highlight=False, soft_wrap=True)
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
@@ -78,10 +97,43 @@ def summary_table(deployments) -> Table:
         table.add_row(
             deployment.stack_name,
             deployment.endpoint_name,
-            f"{deployment.instance_count} × {deployment.team.serving.instance_type}",
+            f"{deployment.instance_count} × {deployment.team.serving.instance_type}" + _more_pools(deployment),
             _rollout(deployment),
         )
     return table
+
+
+def _more_pools(deployment) -> str:
+    pools = deployment.resolved.pools
+    return f" +{len(pools) - 1} pool{'s' if len(pools) > 2 else ''}" if pools else ""
+
+
+def _print_pools(deployment) -> None:
+    """One line per instance pool: what the shared settings give on it, and what it decides."""
+    from rich.markup import escape
+    from rich.padding import Padding
+
+    from optigate.cli.plan_command import pool_rows
+
+    resolved = deployment.resolved
+    if not resolved.pools:
+        return
+    gate = "; the gate measures priority 1 only" if deployment.candidate is not None else ""
+    console.print(f"  instance pools (one environment on each{gate}):", highlight=False)
+    for row in pool_rows(resolved):
+        figures = [f"TP {row['tensor_parallel']}"]
+        if row["weights_gib_per_accelerator"] is not None:
+            figures.append(f"{row['weights_gib_per_accelerator']:.1f} GiB weights/acc.")
+        if row["kv_capacity_tokens"] is not None:
+            figures.append(f"KV {row['kv_capacity_tokens']:,} tokens")
+        if row["decode_tpot_ms_batch1"] is not None:
+            figures.append(f"TPOT >= {row['decode_tpot_ms_batch1']:.1f} ms")
+        if row["cost_per_million_output_tokens"] is not None:
+            figures.append(f"${row['cost_per_million_output_tokens']:.3f}/M tokens")
+        if row["decides"]:
+            figures.append("decides " + ", ".join(row["decides"]))
+        line = f"{row['priority']}. {row['instance_type']}: {', '.join(figures)}"
+        console.print(Padding(escape(line), (0, 0, 0, 4)), highlight=False)
 
 
 def print_details(deployment) -> None:
@@ -98,6 +150,7 @@ def print_details(deployment) -> None:
     console.print(f"[bold]{deployment.stack_name}[/bold]", highlight=False)
     console.print(Padding(escape(f"image: {image}"), (0, 0, 0, 2)), highlight=False)
     console.print(Padding(escape(f"LMI settings: {settings or '-'}"), (0, 0, 0, 2)), highlight=False)
+    _print_pools(deployment)
     notes = deployment.resolved.notes
     console.print("  chosen by optigate:" + ("" if notes else " nothing"), highlight=False)
     for note in notes:

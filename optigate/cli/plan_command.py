@@ -66,10 +66,71 @@ def _plan_table(result, title: str) -> Table:
     return table
 
 
-def _print_plan(result, args: argparse.Namespace, title: str, extra_notes: tuple[str, ...] = ()) -> None:
+#: A pool's figures in `optigate plan --json` and the pool table (PlanResult names).
+POOL_FIGURES = (
+    "tensor_parallel",
+    "replicas",
+    "weights_gib_per_accelerator",
+    "kv_capacity_tokens",
+    "max_concurrent_sequences_at_typical_length",
+    "decode_tpot_ms_batch1",
+    "cost_per_million_output_tokens",
+    "price_per_hour_usd",
+)
+
+
+def pool_rows(resolved) -> list[dict]:
+    """One row per instance pool of a resolved variant: its plan's key figures and what it decides."""
+    rows = []
+    for pool in resolved.pools:
+        data = pool.plan.to_dict() if pool.plan is not None else {}
+        rows.append(
+            {
+                "priority": pool.priority,
+                "instance_type": pool.instance_type,
+                "decides": list(pool.decides),
+                "fits": pool.plan.fits if pool.plan is not None else None,
+                **{key: data.get(key) for key in POOL_FIGURES},
+            }
+        )
+    return rows
+
+
+def pool_table(resolved, title: str) -> Table:
+    """The pools side by side (fits 100 columns): every pool runs the one environment."""
+    from rich import box
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1))
+    for column in ("#", "instance", "TP", "GiB/acc.", "KV tokens", "TPOT b=1", "$/M", "decides"):
+        left = column in ("instance", "decides")
+        table.add_column(column, justify="left" if left else "right", no_wrap=column != "decides")
+    for row in pool_rows(resolved):
+        tpot, cost, weights = (
+            row["decode_tpot_ms_batch1"],
+            row["cost_per_million_output_tokens"],
+            row["weights_gib_per_accelerator"],
+        )
+        table.add_row(
+            str(row["priority"]),
+            row["instance_type"],
+            "-" if row["tensor_parallel"] is None else str(row["tensor_parallel"]),
+            "n/a" if weights is None else f"{weights:.1f}",
+            "n/a" if row["kv_capacity_tokens"] is None else f"{row['kv_capacity_tokens']:,}",
+            "n/a" if tpot is None else f"{tpot:.1f} ms",
+            "n/a" if cost is None else f"${cost:.3f}",
+            ", ".join(row["decides"]) or "-",
+        )
+    return table
+
+
+def _print_plan(
+    result, args: argparse.Namespace, title: str, extra_notes: tuple[str, ...] = (), pools: list[dict] | None = None
+) -> None:
     if args.json:
         data = result.to_dict()
         data["derived"] = list(extra_notes)
+        if pools:
+            data["instance_pools"] = pools
         print(json.dumps(data, indent=2, default=str))
         return
     if result.problems:
@@ -102,7 +163,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         resolved = resolved_team.baseline
         if resolved is None or resolved.plan is None:  # refused by the rules, which raised above
             raise RuntimeError(f"{args.team_file}: resolved without a plan")
-        _print_plan(resolved.plan, args, f"optigate plan: {resolved_team.team.team}", resolved.notes)
+        title = f"optigate plan: {resolved_team.team.team}"
+        if resolved.pools:
+            title += f" on {resolved.instance.instance_type} (priority 1 of {len(resolved.pools)} pools)"
+        _print_plan(resolved.plan, args, title, resolved.notes, pool_rows(resolved))
+        if resolved.pools and not args.json:
+            console.print(pool_table(resolved, "instance pools: one environment on each (roofline lower bounds)"))
         return 0 if resolved.plan.fits else 1
     if not args.model or not (args.instance or args.compare):
         raise UsageError("give a team file, or --model with --instance (or --compare)")

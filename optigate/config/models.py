@@ -209,6 +209,22 @@ class Autoscaling(Strict):
     scale_out_cooldown_seconds: int = Field(60, ge=0, le=86_400)
 
 
+#: VariantInstanceProvisionTimeoutInSeconds' range (ProductionVariant in the SageMaker API reference).
+PROVISION_TIMEOUT_MIN_SECONDS = 300
+PROVISION_TIMEOUT_MAX_SECONDS = 3600
+#: A production variant takes at most five instance pools (InstancePoolList in botocore's SageMaker model).
+MAX_INSTANCE_POOLS = 5
+
+
+class InstancePool(Strict):
+    """One instance type of a heterogeneous production variant (ProductionVariant.InstancePools):
+    SageMaker provisions priority 1 first and falls back in priority order when a type has no capacity.
+    https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html"""
+
+    instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="e.g. ml.g6e.2xlarge")
+    priority: int = Field(ge=1, le=MAX_INSTANCE_POOLS, description="1 (tried first) to 5; each priority once.")
+
+
 Quantization = Literal["fp8", "awq", "gptq", "nvfp4"]
 KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
 
@@ -217,6 +233,21 @@ class Serving(Strict):
     container: Container = Container()
     instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="e.g. ml.g6.2xlarge")
     instance_count: int = Field(1, ge=1, le=100)
+    instance_pools: list[InstancePool] | None = Field(
+        None,
+        max_length=MAX_INSTANCE_POOLS,
+        description="Instance types SageMaker falls back to, in priority order, when one has no capacity "
+        "(ProductionVariant.InstancePools): serving.instance_type first as priority 1, 2-5 pools in all. Every "
+        "pool runs the one container environment, so each must pass every rule; unset lengths and batch are "
+        "derived for the smallest pool.",
+    )
+    instance_provision_timeout_seconds: int | None = Field(
+        None,
+        ge=PROVISION_TIMEOUT_MIN_SECONDS,
+        le=PROVISION_TIMEOUT_MAX_SECONDS,
+        description="VariantInstanceProvisionTimeoutInSeconds (300-3600): how long SageMaker tries to find capacity "
+        "across the pools; only with instance_pools. SageMaker's default when unset.",
+    )
     max_model_len: int | None = Field(
         None, gt=0, le=MAX_TOKENS, description="OPTION_MAX_MODEL_LEN; derived by the planner when unset."
     )

@@ -129,11 +129,83 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
                 "0 needs scale_to_zero: true (and adapters, which deploy inference components)",
             )
 
+    problems += instance_pool_problems(serving, path)
     for key in serving.environment:
         if key in RENDERED_OPTIONS:
             add(("environment", key), f"{key} is rendered from {RENDERED_OPTIONS[key]}; set that field instead")
         elif not ENV_NAME.fullmatch(key):  # ASCII only: str.isalpha/isupper accept ÄÖ
             add(("environment", key), "environment variable names are upper-case letters, digits and underscores")
+    return problems
+
+
+def instance_pool_problems(serving: Serving, path: PathT) -> list[Problem]:
+    """The shape of `instance_pools`: serving.instance_type is the priority-1 pool and comes first, 2-5 pools of
+    distinct types with priorities 1..N each once; the provisioning timeout only with pools.
+
+    SageMaker provisions in priority order (1 first) and falls back on insufficient capacity
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html). The API takes 1-5
+    pools with priorities 1-5 (botocore's InstancePoolList, InstancePoolPriority); whether it accepts ties or gaps
+    is not documented, so the order is made explicit: 1..N, each once.
+    """
+    pools = serving.instance_pools
+    if pools is None:
+        if serving.instance_provision_timeout_seconds is not None:
+            return [
+                Problem(
+                    (*path, "instance_provision_timeout_seconds"),
+                    "VariantInstanceProvisionTimeoutInSeconds bounds the fallback across instance pools; add "
+                    "instance_pools, or remove instance_provision_timeout_seconds",
+                )
+            ]
+        return []
+    where = (*path, "instance_pools")
+    if len(pools) < 2:
+        return [
+            Problem(
+                where,
+                f"one pool is serving.instance_type alone; list {serving.instance_type} (priority 1) and 1-4 fallback "
+                "types, or remove instance_pools",
+            )
+        ]
+    problems: list[Problem] = []
+    first = pools[0]
+    if first.instance_type != serving.instance_type or first.priority != 1:
+        problems.append(
+            Problem(
+                (*where, 0),
+                f"the first pool must be serving.instance_type ({serving.instance_type}) with priority 1, got "
+                f"{first.instance_type} with priority {first.priority}; list the primary first, or change "
+                "serving.instance_type to the type you want tried first",
+            )
+        )
+    seen_types: dict[str, int] = {}
+    seen_priorities: dict[int, int] = {}
+    for index, pool in enumerate(pools):
+        if pool.instance_type in seen_types:
+            problems.append(
+                Problem(
+                    (*where, index, "instance_type"),
+                    f"{pool.instance_type} is already pool {seen_types[pool.instance_type]}; each type once",
+                )
+            )
+        if pool.priority in seen_priorities:
+            problems.append(
+                Problem(
+                    (*where, index, "priority"),
+                    f"priority {pool.priority} is already pool {seen_priorities[pool.priority]}'s; give each pool "
+                    f"its own priority, 1 to {len(pools)}",
+                )
+            )
+        seen_types.setdefault(pool.instance_type, index)
+        seen_priorities.setdefault(pool.priority, index)
+    missing = sorted(set(range(1, len(pools) + 1)) - set(seen_priorities))
+    if missing and len(seen_priorities) == len(pools):
+        problems.append(
+            Problem(
+                where,
+                f"priorities must be 1 to {len(pools)} without gaps; {', '.join(map(str, missing))} is missing",
+            )
+        )
     return problems
 
 

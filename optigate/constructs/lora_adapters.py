@@ -125,7 +125,7 @@ class LoraAdapters(Construct):
             )
         production = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=variant.variant_name,
-            instance_type=variant.instance_type,
+            **variant.placement(),  # InstancePools instead of InstanceType with pools
             initial_instance_count=variant.instance_count,
             model_data_download_timeout_in_seconds=variant.model_data_download_timeout_seconds,
             container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout_seconds,

@@ -46,7 +46,13 @@ class VariantSettings:
     :param routing_strategy: @default LEAST_OUTSTANDING_REQUESTS, which suits long, uneven LLM requests
     :param variant_name: @default AllTraffic
     :param inference_ami_version: the host AMI (InferenceAmiVersion), for an image the default AMI's driver
-        cannot run (optigate.serving.images.inference_ami_version). @default SageMaker's
+        cannot run (optigate.serving.images.inference_ami_version); one for every pool. @default SageMaker's
+    :param instance_pools: (instance type, priority) pairs SageMaker falls back through when a type has no capacity,
+        `instance_type` first as priority 1; rendered as InstancePools *instead of* InstanceType ("replace the
+        InstanceType parameter in your production variant with an InstancePools list", user guide:
+        https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html). @default none
+    :param provision_timeout_seconds: VariantInstanceProvisionTimeoutInSeconds (300-3600), with pools only.
+        @default SageMaker's
     """
 
     instance_type: str
@@ -57,6 +63,38 @@ class VariantSettings:
     routing_strategy: str = "LEAST_OUTSTANDING_REQUESTS"
     variant_name: str = "AllTraffic"
     inference_ami_version: str | None = None
+    instance_pools: tuple[tuple[str, int], ...] = ()
+    provision_timeout_seconds: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.instance_pools and self.instance_pools[0] != (self.instance_type, 1):
+            raise ValueError(f"instance_pools must start with ({self.instance_type!r}, 1), got {self.instance_pools}")
+        if self.provision_timeout_seconds is not None and not self.instance_pools:
+            raise ValueError("provision_timeout_seconds bounds the fallback across instance_pools; give pools")
+        kinds = {has_instance_storage(instance_type) for instance_type, _ in self.instance_pools}
+        if len(kinds) > 1:
+            raise ValueError(
+                f"instance_pools mix NVMe and EBS instance types ({self.instance_pools}); one KmsKeyId setting "
+                "cannot serve both"
+            )
+
+    @property
+    def instance_types(self) -> tuple[str, ...]:
+        """Every type the variant may run on, priority 1 first."""
+        return tuple(t for t, _ in self.instance_pools) or (self.instance_type,)
+
+    def placement(self) -> dict[str, Any]:
+        """The ProductionVariantProperty members that say where the variant runs: InstanceType, or InstancePools
+        (and the provisioning timeout) without InstanceType."""
+        if not self.instance_pools:
+            return {"instance_type": self.instance_type}
+        return {
+            "instance_pools": [
+                sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=instance_type, priority=priority)
+                for instance_type, priority in self.instance_pools
+            ],
+            "variant_instance_provision_timeout_in_seconds": self.provision_timeout_seconds,
+        }
 
     def to_property(
         self, model_name: str, weight: float = 1.0, **extra
@@ -64,7 +102,7 @@ class VariantSettings:
         return sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=self.variant_name,
             model_name=model_name,
-            instance_type=self.instance_type,
+            **self.placement(),
             initial_instance_count=self.instance_count,
             initial_variant_weight=weight,
             model_data_download_timeout_in_seconds=self.model_data_download_timeout_seconds,
@@ -156,7 +194,7 @@ class TunedEndpoint(Construct):
         if data_capture_percentage > 0:
             data_capture = self._data_capture(model, data_capture_percentage)
 
-        local_storage = has_instance_storage(variant.instance_type)
+        local_storage = has_instance_storage(variant.instance_type)  # every pool's is the same (VariantSettings)
         self._data_capture_config = data_capture
         self.config = sagemaker.CfnEndpointConfig(
             self,
@@ -272,12 +310,46 @@ class TunedEndpoint(Construct):
             period=Duration.minutes(1),
         )
 
+    def _watched(self, name: str, statistic: str) -> cloudwatch.IMetric:
+        """What a rollback alarm reads. With instance pools every metric gains an InstanceType dimension (user guide,
+        realtime-endpoints-heterogeneous, "Monitor instance pools"; AWS ML blog "Capacity-aware inference", 2026-05-04);
+        whether SageMaker still publishes the {EndpointName, VariantName} series beside the per-type ones is not
+        documented. CloudWatch treats each dimension set as its own metric, so the alarm reads both: the variant's
+        series and the per-type series summed (counts) or their maximum (a percentile), whichever is higher."""
+        metric = self.metric(name, statistic)
+        types = self.variant.instance_types if self.variant.instance_pools else ()
+        if not types:
+            return metric
+        per_type = {
+            f"t{i}": cloudwatch.Metric(
+                namespace="AWS/SageMaker",
+                metric_name=name,
+                dimensions_map={
+                    "EndpointName": self.endpoint_name,
+                    "VariantName": self.variant.variant_name,
+                    "InstanceType": instance_type,
+                },
+                statistic=statistic,
+                period=Duration.minutes(1),
+            )
+            for i, instance_type in enumerate(types)
+        }
+        # FILL over an array, SUM/MAX of an array per timestamp and IF on time series: metric math functions
+        # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html).
+        pooled = f"{'SUM' if statistic == 'Sum' else 'MAX'}(FILL([{', '.join(per_type)}], 0))"
+        return cloudwatch.MathExpression(
+            expression=f"IF(FILL(variant, 0) > {pooled}, FILL(variant, 0), {pooled})",
+            using_metrics={"variant": metric, **per_type},
+            period=Duration.minutes(1),
+            label=f"{name} ({statistic}) of the variant or of its instance pools",
+        )
+
     def _alarms(self, blue_green: BlueGreenSettings | None) -> list[cloudwatch.Alarm]:
         settings = blue_green or BlueGreenSettings()
         errors = cloudwatch.Alarm(
             self,
             "Errors5xx",
-            metric=self.metric("Invocation5XXErrors"),
+            metric=self._watched("Invocation5XXErrors", "Sum"),
             threshold=settings.max_5xx_per_minute,
             evaluation_periods=2,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -287,7 +359,7 @@ class TunedEndpoint(Construct):
         latency = cloudwatch.Alarm(
             self,
             "ModelLatencyP99",
-            metric=self.metric("ModelLatency", statistic="p99"),
+            metric=self._watched("ModelLatency", "p99"),
             threshold=settings.p99_model_latency_ms * 1000,  # ModelLatency is reported in microseconds
             evaluation_periods=3,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,

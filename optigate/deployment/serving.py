@@ -29,7 +29,26 @@ from optigate.serving.lmi import render_environment
 DEFAULT_MAX_BATCH_SIZE = 32
 DEFAULT_MAX_MODEL_LEN_CAP = 8192  # without a plan, never default to a 128k context nobody can batch
 
-__all__ = ["ResolvedServing", "resolve_serving", "sized_timeouts", "weights_gb"]
+__all__ = ["ResolvedPool", "ResolvedServing", "resolve_serving", "sized_timeouts", "weights_gb"]
+
+
+@dataclass(frozen=True)
+class ResolvedPool:
+    """One instance pool of a variant (ProductionVariant.InstancePools) with the plan of the shared settings on
+    its instance type; `decides` names the derived settings this pool holds the least of."""
+
+    priority: int
+    instance: Instance
+    plan: PlanResult | None
+    decides: tuple[str, ...] = ()
+
+    @property
+    def instance_type(self) -> str:
+        return self.instance.instance_type
+
+    @property
+    def price_per_hour_usd(self) -> float | None:
+        return self.instance.price_per_hour_usd
 
 
 @dataclass(frozen=True)
@@ -54,6 +73,9 @@ class ResolvedServing:
     # (the refusal is a problem of the team's resolution).
     plan: PlanResult | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # With serving.instance_pools: every pool in priority order (the first is `instance`), each planned at the
+    # settings above; empty for a single instance type.
+    pools: tuple[ResolvedPool, ...] = field(default_factory=tuple)
 
     def image_uri(self, region: str) -> str:
         return images.image_uri(self.image_family, self.image_version, region)

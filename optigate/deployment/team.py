@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from optigate.config.models import Serving, TeamConfig
 from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem
-from optigate.deployment import rules
+from optigate.deployment import pools, rules
 from optigate.deployment.serving import ResolvedServing, resolve_serving
 from optigate.plan import catalog
 from optigate.plan.architecture import ModelArchitecture
@@ -32,6 +32,8 @@ class ResolvedTeam:
     shadow: ResolvedServing | None = None
     candidate: ResolvedServing | None = None
     problems: tuple[Problem, ...] = field(default_factory=tuple)
+    # Not problems: combinations the SageMaker docs neither allow nor forbid, said by `optigate validate`.
+    advisories: tuple[Problem, ...] = field(default_factory=tuple)
 
     @property
     def change(self) -> dict[str, Any]:
@@ -80,6 +82,14 @@ BLOCKING = {("instance_type",), ("container",), ("tensor_parallel_degree",)}
 def _variant(
     team: TeamConfig, arch: ModelArchitecture, serving: Serving, path: PathT
 ) -> tuple[ResolvedServing | None, list[Problem]]:
+    if pools.has_pools(serving):  # every pool through the rules below, with the one shared environment
+        return pools.resolve_pooled(team, arch, serving, path, _single_variant)
+    return _single_variant(team, arch, serving, path)
+
+
+def _single_variant(
+    team: TeamConfig, arch: ModelArchitecture, serving: Serving, path: PathT
+) -> tuple[ResolvedServing | None, list[Problem]]:
     hardware = rules.hardware_problems(serving, path, has_adapters=bool(team.adapters))
     if any(p.path[len(path) : len(path) + 1] in BLOCKING for p in hardware) or (
         hardware and catalog.get_instance(serving.instance_type).is_neuron
@@ -126,4 +136,5 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
     candidate, candidate_problems = _candidate(team, arch, team.gate_serving, GATE_CANDIDATE)
     if candidate is not None:
         candidate_problems += optimization_job_problems(team, candidate.serving)
-    return ResolvedTeam(team, baseline, shadow, candidate, tuple(shadow_problems + candidate_problems))
+    problems = shadow_problems + candidate_problems
+    return ResolvedTeam(team, baseline, shadow, candidate, tuple(problems), tuple(pools.pool_advisories(team)))

@@ -179,3 +179,15 @@ def image_repository_arn(uri: str) -> str:
     repository = rest.split(":")[0].split("@")[0]
     partition = "aws-cn" if registry.endswith(".cn") else "aws"
     return f"arn:{partition}:ecr:{region}:{account}:repository/{repository}"
+
+
+def inference_ami_version_for(tag: str, instance_types: list[str]) -> str | None:
+    """The one InferenceAmiVersion a variant whose instances may be any of `instance_types` (instance pools)
+    needs; a ValueError if they need different ones (a variant has a single AMI)."""
+    needed = {inference_ami_version(tag, instance_type) for instance_type in instance_types}
+    if len(needed) > 1:
+        raise ValueError(
+            f"{', '.join(instance_types)} need different host AMIs for an image tagged {tag} "
+            f"({', '.join(str(a) for a in needed)}); a variant has one InferenceAmiVersion"
+        )
+    return needed.pop()

@@ -145,9 +145,10 @@ class TeamInferenceStack(Stack):
                     "Shadow",
                     endpoint=endpoint,
                     model=shadow_model,
+                    # On the priority-1 type only: shadow variants beside pools are undocumented (pool_advisories).
                     variant=VariantSettings(
                         **{
-                            **self._variant(deployment.shadow, 1, shadow_model.image_uri).__dict__,
+                            **self._variant(deployment.shadow, 1, shadow_model.image_uri, pools=False).__dict__,
                             "variant_name": "Shadow",
                         }
                     ),
@@ -287,12 +288,20 @@ class TeamInferenceStack(Stack):
         )
 
     @staticmethod
-    def _variant(resolved: ResolvedServing, instance_count: int, image_uri: str) -> VariantSettings:
+    def _variant(
+        resolved: ResolvedServing, instance_count: int, image_uri: str, *, pools: bool = True
+    ) -> VariantSettings:
         """How `resolved` is provisioned, running `image_uri` (the team's, or an approved package's)."""
         serving = resolved.serving
+        instance_pools = tuple((p.instance_type, p.priority) for p in resolved.pools) if pools else ()
         return VariantSettings(
-            inference_ami_version=images.inference_ami_version(images.tag_of(image_uri), serving.instance_type),
+            # One AMI for every pool (the deployment rules refuse pools that would need different ones).
+            inference_ami_version=images.inference_ami_version_for(
+                images.tag_of(image_uri), [t for t, _ in instance_pools] or [serving.instance_type]
+            ),
             instance_type=serving.instance_type,
+            instance_pools=instance_pools,
+            provision_timeout_seconds=serving.instance_provision_timeout_seconds if pools else None,
             instance_count=instance_count,
             model_data_download_timeout_seconds=resolved.model_data_download_timeout_seconds,
             container_startup_health_check_timeout_seconds=resolved.container_startup_health_check_timeout_seconds,

@@ -63,6 +63,9 @@ class Scenario:
     # ThrottlingException "Rate exceeded"), before any other check: what a busy account answers. Only
     # once an execution has started: the setup before it plays CloudFormation.
     throttle: dict[str, int] = field(default_factory=dict)
+    # Instance types without capacity (insufficient capacity): a variant with InstancePools lands its instances
+    # on the highest-priority pool not listed here; DescribeEndpoint says so in ProductionVariantSummary.InstancePools.
+    no_capacity: frozenset[str] = frozenset()
 
 
 def resolve_outcome(spec: OutcomeSpec, request: dict) -> Outcome:

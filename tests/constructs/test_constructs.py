@@ -463,3 +463,74 @@ def test_the_blue_green_timeout_cap_is_the_apis_own_maximum():
 
     shape = botocore.session.get_session().get_service_model("sagemaker").shape_for("BlueGreenUpdatePolicy")
     assert shape.members["MaximumExecutionTimeoutInSeconds"].metadata["max"] == MAX_BLUE_GREEN_SECONDS
+
+
+# --------------------------------------------------------------------------- instance pools
+
+
+def _pooled_endpoint(stack: Stack, pools=(("ml.g6e.2xlarge", 1), ("ml.g6.2xlarge", 2))) -> TunedEndpoint:
+    return TunedEndpoint(
+        stack,
+        "Endpoint",
+        model=_model(stack),
+        variant=VariantSettings(instance_type=pools[0][0], instance_pools=pools, provision_timeout_seconds=900),
+        endpoint_name="chat-dev",
+    )
+
+
+def test_pools_replace_the_instance_type_and_the_shadow_stage_copy_carries_them():
+    stack = _stack()
+    endpoint = _pooled_endpoint(stack)
+    template = Template.from_stack(stack)
+    (config,) = template.find_resources("AWS::SageMaker::EndpointConfig").values()
+    (variant,) = config["Properties"]["ProductionVariants"]
+    assert "InstanceType" not in variant  # "replace the InstanceType parameter ... with an InstancePools list"
+    assert variant["InstancePools"] == [
+        {"InstanceType": "ml.g6e.2xlarge", "Priority": 1},
+        {"InstanceType": "ml.g6.2xlarge", "Priority": 2},
+    ]
+    assert variant["VariantInstanceProvisionTimeoutInSeconds"] == 900
+    (request,) = endpoint.config_request()["ProductionVariants"]
+    assert request["InstancePools"] == variant["InstancePools"] and "InstanceType" not in request
+    assert request["VariantInstanceProvisionTimeoutInSeconds"] == 900
+
+
+def test_rollback_alarms_read_the_variant_and_each_pools_instance_type_series():
+    stack = _stack()
+    _pooled_endpoint(stack)
+    template = Template.from_stack(stack)
+    alarms = [a["Properties"] for a in template.find_resources("AWS::CloudWatch::Alarm").values()]
+    assert len(alarms) == 2
+    for alarm in alarms:
+        queries = alarm["Metrics"]
+        dimension_sets = [
+            {d["Name"]: d["Value"] for d in q["MetricStat"]["Metric"]["Dimensions"]}
+            for q in queries
+            if "MetricStat" in q
+        ]
+        assert {"EndpointName": "chat-dev", "VariantName": "AllTraffic"} in dimension_sets
+        assert {d.get("InstanceType") for d in dimension_sets} == {None, "ml.g6e.2xlarge", "ml.g6.2xlarge"}
+        (expression,) = [q["Expression"] for q in queries if "Expression" in q]
+        assert expression.startswith("IF(FILL(variant, 0) > ")
+    (endpoint,) = template.find_resources("AWS::SageMaker::Endpoint").values()
+    rollback = endpoint["Properties"]["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
+    assert len(rollback) == 2
+
+
+def test_pooled_endpoint_passes_cfn_lint():
+    import json
+
+    from cfnlint.api import ManualArgs, lint
+
+    stack = _stack()
+    _pooled_endpoint(stack)
+    template = Template.from_stack(stack).to_json()
+    matches = lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
+    assert [m for m in matches if m.rule.id.startswith("E")] == []
+
+
+def test_variant_settings_refuse_pools_of_nvme_and_ebs_types_and_a_primary_not_first():
+    with pytest.raises(ValueError, match="mix NVMe and EBS"):
+        VariantSettings(instance_type="ml.inf2.xlarge", instance_pools=(("ml.inf2.xlarge", 1), ("ml.trn1.2xlarge", 2)))
+    with pytest.raises(ValueError, match="must start with"):
+        VariantSettings(instance_type="ml.g6.2xlarge", instance_pools=(("ml.g6e.2xlarge", 1), ("ml.g6.2xlarge", 2)))

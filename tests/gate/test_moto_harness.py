@@ -732,3 +732,43 @@ def test_malformed_requests_fail_loudly():
         with pytest.raises(ValueError, match="'Tagz' is not supported"):
             h.create_state_machine(definition)
     assert validate_request("sagemaker", "DescribeEndpoint", {"EndpointName": "x"}) is None
+
+
+# ------------------------------------------------------------------------------------------------ instance pools
+
+
+@pytest.mark.parametrize(
+    ("no_capacity", "landed"), [(frozenset(), "ml.g6e.2xlarge"), (frozenset({"ml.g6e.2xlarge"}), "ml.g6.2xlarge")]
+)
+def test_describe_endpoint_says_which_pool_the_instances_landed_on(no_capacity, landed):
+    pools = [{"InstanceType": "ml.g6e.2xlarge", "Priority": 1}, {"InstanceType": "ml.g6.2xlarge", "Priority": 2}]
+    variant = {
+        "VariantName": "AllTraffic",
+        "ModelName": "m1",
+        "InitialInstanceCount": 2,
+        "InstancePools": pools,
+        "VariantInstanceProvisionTimeoutInSeconds": 900,
+    }
+    assert (
+        validate_request(
+            "sagemaker", "CreateEndpointConfig", {"EndpointConfigName": "c1", "ProductionVariants": [variant]}
+        )
+        is None
+    )
+    with GateHarness(scenario=Scenario(no_capacity=no_capacity)) as h:
+        sm = h.client("sagemaker")
+        sm.create_model(
+            ModelName="m1", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": IMAGE, "ModelDataUrl": "s3://models/m1/"}
+        )
+        sm.create_endpoint_config(EndpointConfigName="c1", ProductionVariants=[variant])
+        stored = sm.describe_endpoint_config(EndpointConfigName="c1")["ProductionVariants"][0]
+        assert stored["InstancePools"] == pools and stored["VariantInstanceProvisionTimeoutInSeconds"] == 900
+        sm.create_endpoint(EndpointName="e1", EndpointConfigName="c1")
+        summary = sm.describe_endpoint(EndpointName="e1")["ProductionVariants"][0]
+    # botocore parsed it by ProductionVariantSummary.InstancePools (InstancePoolSummary: InstanceType,
+    # CurrentInstanceCount, both required): members outside the shape would have been dropped.
+    assert summary["InstancePools"] == [
+        {"InstanceType": p["InstanceType"], "CurrentInstanceCount": 2 if p["InstanceType"] == landed else 0}
+        for p in pools
+    ]
+    assert summary["CurrentInstanceCount"] == 2

@@ -123,7 +123,8 @@ def test_every_variant_of_the_example_app_names_the_ami_its_image_needs(example_
 
     def check(where: str, variant: dict, image: str) -> None:
         nonlocal checked, needing
-        expected = images.inference_ami_version(images.tag_of(image), variant["InstanceType"])
+        types = [pool["InstanceType"] for pool in variant.get("InstancePools", [])] or [variant["InstanceType"]]
+        expected = images.inference_ami_version_for(images.tag_of(image), types)
         assert variant.get("InferenceAmiVersion") == expected, (where, variant.get("VariantName"), image)
         checked += 1
         needing += expected is not None

@@ -434,3 +434,14 @@ def test_traffic_to_any_component_wakes_an_endpoint_scaled_to_zero(example_app):
             woken += 1
             assert watched == components, stack
     assert woken  # support scales to zero
+
+
+def test_support_falls_back_to_one_l40s_through_instance_pools(example_app):
+    config = _only(example_app.templates["optigate-staging-support"], "AWS::SageMaker::EndpointConfig")
+    (variant,) = config["ProductionVariants"]
+    assert "InstanceType" not in variant
+    assert variant["InstancePools"] == [
+        {"InstanceType": "ml.g6e.12xlarge", "Priority": 1},
+        {"InstanceType": "ml.g6e.2xlarge", "Priority": 2},
+    ]
+    assert variant["VariantInstanceProvisionTimeoutInSeconds"] == 1800

@@ -49,21 +49,29 @@ class EndpointOperations(Operations):
             account_id=backend.account_id,
             region_name=backend.region_name,
             endpoint_config_name=name,
-            production_variants=params["ProductionVariants"],
+            # moto knows InstanceType or ServerlessConfig only: it validates the priority-1 pool's type.
+            production_variants=[self._moto_variant(v) for v in params["ProductionVariants"]],
             async_inference_config=params.get("AsyncInferenceConfig"),
             data_capture_config=params.get("DataCaptureConfig"),
             tags=params.get("Tags"),
             kms_key_id=params.get("KmsKeyId"),
         )
+        config.production_variants = params["ProductionVariants"]  # as sent: InstancePools, not InstanceType
         del config.arn  # moto stores a tuple here; DescribeEndpointConfig has no "Arn"
         self._stash(config, params)
         backend.endpoint_configs[name] = config
         return {"EndpointConfigArn": config.endpoint_config_arn}
 
+    @staticmethod
+    def _moto_variant(variant: dict) -> dict:
+        pools = variant.get("InstancePools")
+        if not pools or "InstanceType" in variant:
+            return variant
+        return {**variant, "InstanceType": min(pools, key=lambda pool: pool["Priority"])["InstanceType"]}
+
     # -- endpoints -----------------------------------------------------------------------------------
 
-    @staticmethod
-    def _variants_of(config) -> tuple[list, list | None]:
+    def _variants_of(self, config) -> tuple[list, list | None]:
         def runtime(variants):
             out = []
             for v in variants or []:
@@ -72,11 +80,24 @@ class EndpointOperations(Operations):
                     item["CurrentInstanceCount"] = item["DesiredInstanceCount"] = v["InitialInstanceCount"]
                 if "InitialVariantWeight" in v:
                     item["CurrentWeight"] = item["DesiredWeight"] = v["InitialVariantWeight"]
+                if v.get("InstancePools"):
+                    item["InstancePools"] = self._placed(v["InstancePools"], v.get("InitialInstanceCount", 0))
                 out.append(item)
             return out
 
         shadow = getattr(config, "shadow_production_variants", None)
         return runtime(config.production_variants), (runtime(shadow) if shadow else None)
+
+    def _placed(self, pools: list[dict], count: int) -> list[dict]:
+        """ProductionVariantSummary.InstancePools (InstancePoolSummary: InstanceType, CurrentInstanceCount): every
+        instance on the highest-priority pool with capacity (Scenario.no_capacity), as SageMaker falls back on an
+        insufficient-capacity error; none placed when no pool has capacity."""
+        ordered = sorted(pools, key=lambda pool: pool["Priority"])
+        landed = next((p["InstanceType"] for p in ordered if p["InstanceType"] not in self.scenario.no_capacity), None)
+        return [
+            {"InstanceType": p["InstanceType"], "CurrentInstanceCount": count if p["InstanceType"] == landed else 0}
+            for p in ordered
+        ]
 
     def _op_create_endpoint(self, backend, state, params):
         name = params["EndpointName"]
