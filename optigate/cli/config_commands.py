@@ -151,6 +151,16 @@ def print_details(deployment) -> None:
     console.print(Padding(escape(f"image: {image}"), (0, 0, 0, 2)), highlight=False)
     console.print(Padding(escape(f"LMI settings: {settings or '-'}"), (0, 0, 0, 2)), highlight=False)
     _print_pools(deployment)
+    plan = deployment.resolved.plan
+    if plan is not None and plan.expected is not None:
+        expected = plan.expected
+        line = (
+            f"decode TPOT at batch 1: expected {expected.tpot_ms_batch1:.1f} ms ({expected.basis}: "
+            f"{expected.bandwidth_efficiency:.0%} of peak bandwidth), bound {plan.decode_tpot_ms_batch1:.1f} ms"
+        )
+        console.print(Padding(escape(line), (0, 0, 0, 2)), highlight=False)
+        if expected.basis != "literature estimate":
+            console.print(Padding(escape(f"calibration: {expected.source}"), (0, 0, 0, 4)), highlight=False)
     notes = deployment.resolved.notes
     console.print("  chosen by optigate:" + ("" if notes else " nothing"), highlight=False)
     for note in notes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from rich.markup import escape
 from rich.table import Table
@@ -25,6 +26,9 @@ PLAN_ROWS = [
     ("prefill_bound", "prefill bound", "{}"),
     ("best_batch", "cheapest batch", "{}"),
     ("cost_per_million_output_tokens", "cost per million output tokens", "${:.3f}"),
+    ("expected_tpot_ms_batch1", "decode TPOT at batch 1 (expected)", "{:.1f} ms"),
+    ("expected_ttft_ms", "TTFT of the prompt (expected)", "{:.1f} ms"),
+    ("expected_cost_per_million_output_tokens", "cost per million output tokens (expected)", "${:.3f}"),
 ]
 
 #: A derived max_model_len is a multiple of this (as optigate.plan.team derives one for a team file).
@@ -63,6 +67,8 @@ def _plan_table(result, title: str) -> Table:
     for key, label, fmt in PLAN_ROWS:
         value = data.get(key)
         table.add_row(label, "n/a" if value is None else fmt.format(value))
+    if result.expected is not None:
+        table.add_row("expected figures", f"{result.expected.basis} ({result.engine})")
     return table
 
 
@@ -74,6 +80,7 @@ POOL_FIGURES = (
     "kv_capacity_tokens",
     "max_concurrent_sequences_at_typical_length",
     "decode_tpot_ms_batch1",
+    "expected_tpot_ms_batch1",
     "cost_per_million_output_tokens",
     "price_per_hour_usd",
 )
@@ -143,7 +150,37 @@ def _print_plan(
     for note in (*extra_notes, *result.notes):
         console.print(f"  • {note}", highlight=False)
     if result.is_lower_bound:
-        console.print("  Latency and cost are roofline lower bounds: real serving is slower; use them to rank options.")
+        basis = result.expected.basis if result.expected else None
+        console.print(
+            "  The bound rows are roofline lower bounds; the expected rows add the efficiency engines reach and "
+            f"per-step overheads ({basis or 'no expected figure without hardware figures'}).",
+            highlight=False,
+        )
+
+
+def _calibrate(team_file: Path, reports: list[Path]) -> None:
+    """Turn gate reports into calibrations in config/calibration.yaml, and say what changed."""
+    from optigate.config.loader import calibration_path, load_calibrations
+    from optigate.plan import calibration
+    from optigate.plan.catalog import get_instance
+    from optigate.plan.expected import literature_efficiency
+
+    path = calibration_path(team_file)
+    if path is None:
+        raise UsageError(f"{team_file}: --calibrate needs a team file under config/teams/ (beside calibration.yaml)")
+    try:
+        new = [calibration.from_report(calibration.read_report(report), str(report)) for report in reports]
+    except calibration.CalibrationError as error:
+        raise CliError(str(error), exit_code=2) from error
+    calibration.write(path, calibration.merged(load_calibrations(path), new))
+    for entry in new:
+        literature = literature_efficiency(get_instance(entry.instance_type), entry.weight_precision, entry.engine)
+        console.print(
+            f"calibrated {entry.accelerator} {entry.weight_precision} {entry.engine}: bandwidth efficiency "
+            f"{entry.bandwidth_efficiency:.3f} (literature {literature.bandwidth:.3f}) from {entry.source}; "
+            f"kept in {path}",
+            highlight=False,
+        )
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -158,6 +195,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for name in known_models():
             console.print(name)
         return 0
+    if args.calibrate and not args.team_file:
+        raise UsageError("--calibrate needs a team file under config/teams/ (config/calibration.yaml keeps the result)")
+    if args.team_file and args.calibrate:
+        _calibrate(Path(args.team_file), [Path(report) for report in args.calibrate])
     if args.team_file:
         resolved_team = load_resolved_team(args.team_file)
         resolved = resolved_team.baseline
@@ -219,11 +260,11 @@ def _print_compare(candidates, cheapest, args: argparse.Namespace) -> int:
     from rich import box
 
     table = Table(
-        title=f"optigate plan --compare: cost per million output tokens{target} (roofline lower bounds)",
+        title=f"optigate plan --compare: cost per million output tokens{target} (expected; bound beside)",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
     )
-    columns = ("instance", "weights", "fits", "TP", "GiB/acc.", "KV tokens", "TPOT b=1", "batch", "$/M", "")
+    columns = ("instance", "weights", "fits", "TP", "GiB/acc.", "KV tokens", "TPOT b=1", "bound", "batch", "$/M", "")
     for column in columns:
         # Instance and precision names whole; a reason for not fitting wraps at its spaces.
         left = column in ("instance", "weights", "fits", "")
@@ -232,7 +273,7 @@ def _print_compare(candidates, cheapest, args: argparse.Namespace) -> int:
         r = c.result
         mark = "[green]◀[/green]" if c is cheapest else ""
         if r is None:
-            table.add_row(c.instance_type, c.weight_precision, f"[dim]{c.reason}[/dim]", *[""] * 6, mark)
+            table.add_row(c.instance_type, c.weight_precision, f"[dim]{c.reason}[/dim]", *[""] * 7, mark)
             continue
         table.add_row(
             c.instance_type,
@@ -241,7 +282,8 @@ def _print_compare(candidates, cheapest, args: argparse.Namespace) -> int:
             str(r.tensor_parallel),
             f"{r.weights_gib_per_accelerator:.1f}",
             f"{r.kv_capacity_tokens:,}",
-            "n/a" if r.decode_tpot_ms_batch1 is None else f"{r.decode_tpot_ms_batch1:.1f} ms",
+            "n/a" if r.expected_tpot_ms_batch1 is None else f"{r.expected_tpot_ms_batch1:.1f} ms",
+            "n/a" if r.decode_tpot_ms_batch1 is None else f"{r.decode_tpot_ms_batch1:.1f}",
             "-" if c.batch_within_target is None else str(c.batch_within_target),
             "-" if c.cost_within_target is None else f"${c.cost_within_target:.3f}",
             mark,
@@ -307,6 +349,14 @@ def add_plan_parser(commands: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         help="with --compare: the time-per-output-token target (default: none, the cheapest at any TPOT)",
+    )
+    planner.add_argument(
+        "--calibrate",
+        nargs="+",
+        metavar="GATE_REPORT",
+        default=None,
+        help="with a team file: calibrate the expected figures from gate report JSON files (what the gate measured "
+        "at concurrency 1), kept in config/calibration.yaml (default: none, literature estimates)",
     )
     planner.add_argument("--list-models", action="store_true", help="list the built-in architectures")
     planner.add_argument("--json", action="store_true", help="print JSON instead of a table")

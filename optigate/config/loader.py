@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from optigate.config.cross_checks import check_overrides, check_regions
-from optigate.config.models import EnvironmentsFile, TeamConfig
+from optigate.config.models import Calibration, CalibrationFile, EnvironmentsFile, TeamConfig
 from optigate.config.reader import (
     ConfigError,
     ConfigIssue,
@@ -204,6 +204,7 @@ def load_team(path: str | Path, *, rules: bool = True, team_checks: TeamChecks |
         problems = check_team(known) + (team_checks(known) if team_checks is not None else [])
         issues = schema_error.issues + _issues(document, problems)
         raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0)) from None
+    team.with_calibrations(calibrations_for(Path(path)))
     if not rules:
         return team
     problems = check_team(team)
@@ -212,6 +213,27 @@ def load_team(path: str | Path, *, rules: bool = True, team_checks: TeamChecks |
     if problems:
         raise ConfigError(_issues(document, problems))
     return team
+
+
+#: Beside environments.yaml: what the teams' own gate runs measured (`optigate plan --calibrate`).
+CALIBRATION_FILE = "calibration.yaml"
+
+
+def calibration_path(team_file: Path) -> Path | None:
+    """config/calibration.yaml for a team file under config/teams/, else None (an ad-hoc file has no project)."""
+    return team_file.parent.parent / CALIBRATION_FILE if team_file.parent.name == "teams" else None
+
+
+def load_calibrations(path: Path) -> tuple[Calibration, ...]:
+    """The calibrations of a calibration.yaml (none when it does not exist); a malformed file is a ConfigError."""
+    if not path.exists():
+        return ()
+    return tuple(_parse(read_yaml(path), CalibrationFile).calibrations)
+
+
+def calibrations_for(team_file: Path) -> tuple[Calibration, ...]:
+    path = calibration_path(team_file)
+    return load_calibrations(path) if path is not None else ()
 
 
 def _without_unknown_keys(data: Any) -> TeamConfig | None:

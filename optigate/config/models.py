@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
 
 S3_URI_PATTERN = r"^s3://[a-z0-9{][a-z0-9.\-{}]{1,80}[a-z0-9}](/.*)?$"
 S3Uri = Annotated[
@@ -387,6 +387,27 @@ class Gate(Strict):
     evaluation: EvaluationGate = EvaluationGate()
 
 
+class Calibration(Strict):
+    """A bandwidth efficiency measured by a team's own gate run (`optigate plan --calibrate <gate-report.json>`):
+    the planner's expected batch-1 decode time for this accelerator, weight precision and engine is then the
+    bound at this efficiency instead of the literature estimate (optigate.plan.expected)."""
+
+    instance_type: str = Field(description="The instance the gate measured on.")
+    accelerator: str = Field(description="Its accelerator (the catalog's name, e.g. L4); the efficiency applies to it.")
+    weight_precision: str = Field(description="The planner's weight precision (bf16, fp8, awq, ...).")
+    engine: Literal["vllm", "trtllm", "neuron"]
+    bandwidth_efficiency: float = Field(gt=0, le=1, description="Fraction of the datasheet bandwidth reached.")
+    measured_tpot_ms: float = Field(gt=0, description="The candidate's p50 TPOT at concurrency 1.")
+    bound_tpot_ms: float = Field(gt=0, description="The roofline bound of that plan at batch 1.")
+    source: str = Field(min_length=1, description="The gate report it came from (path or S3 URI) and its run.")
+
+
+class CalibrationFile(Strict):
+    """`config/calibration.yaml`: what the team's own gate runs measured, newest last."""
+
+    calibrations: list[Calibration] = Field(default_factory=list)
+
+
 # --------------------------------------------------------------------------- files
 
 
@@ -401,6 +422,17 @@ class TeamConfig(Strict):
     rollout: Rollout = Rollout()
     gate: Gate = Gate()
     tags: dict[str, str] = Field(default_factory=dict)
+    # config/calibration.yaml beside the team's file, set by the loader: the planner's expected figures use it.
+    _calibrations: tuple[Calibration, ...] = PrivateAttr(default=())
+
+    @property
+    def calibrations(self) -> tuple[Calibration, ...]:
+        return self._calibrations
+
+    def with_calibrations(self, calibrations: tuple[Calibration, ...]) -> TeamConfig:
+        """This team with the project's calibrations (the loader reads them once per config folder)."""
+        self._calibrations = tuple(calibrations)
+        return self
 
     def shadow_serving(self) -> Serving | None:
         """What the shadow variant runs: `serving` with the shadow candidate's overrides, when shadowing."""

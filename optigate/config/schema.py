@@ -11,9 +11,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from optigate.config.models import EnvironmentsFile, TeamConfig
+from optigate.config.models import CalibrationFile, EnvironmentsFile, TeamConfig
 
-SCHEMAS: dict[str, type[BaseModel]] = {"team.schema.json": TeamConfig, "environments.schema.json": EnvironmentsFile}
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "team.schema.json": TeamConfig,
+    "environments.schema.json": EnvironmentsFile,
+    "calibration.schema.json": CalibrationFile,
+}
 
 
 def render_schemas() -> dict[str, str]:

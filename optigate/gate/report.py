@@ -245,16 +245,17 @@ def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapp
             [
                 html.escape(key),
                 _number(row["predicted"]),
+                _number(row.get("expected")),
                 _number(row["measured"]),
                 html.escape(row["measured_as"]),
                 "—" if row["ratio"] is None else f"{row['ratio']:.2f}×",
             ]
             for key, row in comparison.items()
-            if isinstance(row, dict)
+            if isinstance(row, dict) and "measured_as" in row
         ]
         sections.append(
             f"<h2>Planner prediction vs measurement</h2><p>{html.escape(comparison['note'])}.</p>"
-            + _table(["figure", "predicted", "measured", "measured as", "measured / predicted"], rows)
+            + _table(["figure", "bound", "expected", "measured", "measured as", "measured / bound"], rows)
         )
     if data["change"]:
         change = html.escape(json.dumps(data["change"], indent=2, sort_keys=True))

@@ -1,9 +1,10 @@
 """Precisions x instances side by side: which is cheapest per output token within a TPOT target.
 
 This is the last decision step before paying for a GPU: for each candidate, plan it, take the
-largest batch whose decode step still meets the target time per output token, and price the
-tokens produced there. The figures are roofline lower bounds, so they rank candidates rather
-than promise latencies.
+largest batch whose *expected* decode step (optigate.plan.expected: the roofline bound at the
+efficiency engines reach, plus per-step overheads) still meets the target time per output token,
+and price the tokens produced there at the expected speed. The roofline bound is kept beside it:
+selecting on the bound would pick endpoints slower than the target.
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ class Candidate:
             "weights_gib_per_accelerator": result.weights_gib_per_accelerator if result else None,
             "kv_capacity_tokens": result.kv_capacity_tokens if result else None,
             "decode_tpot_ms_batch1": result.decode_tpot_ms_batch1 if result else None,
+            "expected_tpot_ms_batch1": result.expected_tpot_ms_batch1 if result else None,
             "cost_per_million_output_tokens": result.cost_per_million_output_tokens if result else None,
+            "expected_cost_per_million_output_tokens": (
+                result.expected.cost_per_million_output_tokens if result and result.expected else None
+            ),
             "batch_within_target": self.batch_within_target,
             "cost_within_target": self.cost_within_target,
         }
@@ -72,13 +77,14 @@ def compare(
                 continue
             result = plan(arch, instance, weight_precision=precision, suggest_fixes=False, **plan_options)
             batch = cost = None
-            if result.fits and result.decode_curve:
-                within = [point.batch for point in result.decode_curve if tpot_ms is None or point.tpot_ms <= tpot_ms]
+            if result.fits and result.expected:
+                curve = result.expected.decode_curve_ms
+                within = [b for b, step_ms in curve.items() if tpot_ms is None or step_ms <= tpot_ms]
                 if within:
                     batch = max(within)
                     capped_options = {**plan_options, "max_batch_size": batch}
                     capped = plan(arch, instance, weight_precision=precision, suggest_fixes=False, **capped_options)
-                    cost = capped.cost_per_million_output_tokens
+                    cost = capped.expected.cost_per_million_output_tokens if capped.expected else None
             candidates.append(Candidate(instance.instance_type, precision, result, batch, cost))
     priced = [(c.cost_within_target, c) for c in candidates if c.cost_within_target is not None]
     cheapest = min(priced, key=lambda pair: pair[0])[1] if priced else None

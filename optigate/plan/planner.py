@@ -8,11 +8,13 @@ user-facing messages already contain the numbers (``messages``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from .architecture import ModelArchitecture, load_architecture
 from .catalog import GIB, Instance
+from .expected import Calibration, ExpectedLatency, efficiency_for, expected_latency
 from .memory import DEFAULT_GPU_MEMORY_UTILIZATION, kv_dtype_bytes, max_concurrency, max_concurrent_sequences
 from .memory import weight_precision as lookup_weight_precision
 from .parallel import refusal
@@ -65,6 +67,13 @@ class PlanResult:
     achievable_fraction: float
     problems: tuple[PlanProblem, ...]
     notes: tuple[str, ...]
+    # What a team should expect to measure (optigate.plan.expected): None without hardware figures.
+    expected: ExpectedLatency | None = None
+    engine: str = "vllm"
+
+    @property
+    def expected_tpot_ms_batch1(self) -> float | None:
+        return self.expected.tpot_ms_batch1 if self.expected else None
 
     @property
     def fits(self) -> bool:
@@ -82,6 +91,12 @@ class PlanResult:
         data["notes"] = list(self.notes)
         data["fits"] = self.fits
         data["is_lower_bound"] = self.is_lower_bound
+        expected = self.expected.to_dict() if self.expected else {}
+        data["expected"] = expected or None
+        # The expected figures beside the bounds they refine (flat, as --json readers and the gate use them).
+        data["expected_tpot_ms_batch1"] = expected.get("tpot_ms_batch1")
+        data["expected_ttft_ms"] = expected.get("ttft_ms")
+        data["expected_cost_per_million_output_tokens"] = expected.get("cost_per_million_output_tokens")
         return data
 
 
@@ -103,6 +118,8 @@ def plan(
     achievable_fraction: float = 1.0,
     suggest_fixes: bool = True,
     admissible: Admissible | None = None,
+    engine: str = "vllm",
+    calibrations: Sequence[Calibration] = (),
 ) -> PlanResult:
     """Plan serving ``arch`` on ``instance``.
 
@@ -112,6 +129,7 @@ def plan(
     max_batch_size caps the decode batch (defaults to max_num_seqs).
     achievable_fraction < 1 turns the roofline lower bounds into estimates.
     admissible re-checks each fix (a Suggestion) before it is offered: the config rules, for a team.
+    engine (vllm, trtllm, neuron) and calibrations (a team's own gate runs) set the expected figures.
     """
     model = load_architecture(arch)
     inst = resolve_instance(instance)
@@ -147,6 +165,7 @@ def plan(
     seqs_at_typical = max_concurrent_sequences(capacity, inputs.typical_length) if capacity else 0
     max_feasible = min(int(max_batch_size or inputs.max_num_seqs), seqs_at_typical)
     bounds = _roofline(inputs, mp, compute, replicas=replicas, max_feasible=max_feasible, fraction=achievable_fraction)
+    expected = _expected(inputs, mp, compute, replicas, max_feasible, engine, calibrations)
     return PlanResult(
         model=model.name,
         instance_type=inst.instance_type,
@@ -185,6 +204,38 @@ def plan(
         achievable_fraction=achievable_fraction,
         problems=tuple(find_problems(inputs, mp, suggest_fixes=suggest_fixes, admissible=admissible)),
         notes=tuple(notes),
+        expected=expected,
+        engine=engine,
+    )
+
+
+def _expected(
+    inputs: PlanInputs,
+    mp: MemoryPlan,
+    compute: str,
+    replicas: int,
+    max_feasible: int,
+    engine: str,
+    calibrations: Sequence[Calibration],
+) -> ExpectedLatency | None:
+    inst = inputs.instance
+    bandwidth = inst.memory_bandwidth_bytes_per_s_per_tp_unit
+    peak = inst.peak_flops_per_tp_unit(compute)
+    if not (bandwidth and peak):
+        return None
+    efficiency = efficiency_for(inst, inputs.weights.name, engine, calibrations)
+    return expected_latency(
+        inputs.model,
+        mp.weights,
+        RankHardware(bandwidth, peak),
+        efficiency,
+        max_batch=max(1, max_feasible),
+        prompt_tokens=inputs.prompt_tokens,
+        output_tokens=inputs.output_tokens,
+        kv_bytes_per_token=mp.kv_bytes_per_token,
+        tp=mp.tp,
+        replicas=replicas,
+        price_per_second_usd=inst.price_per_second_usd,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from optigate.config.models import ArchitectureFields, Serving, TeamConfig
 from optigate.plan.architecture import ModelArchitecture, load_architecture
 from optigate.plan.catalog import Instance, get_instance
+from optigate.plan.expected import ENGINE
 from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION, weight_footprint
 from optigate.plan.parallel import default_degree, unit_name
 from optigate.plan.planner import PlanResult, plan
@@ -102,6 +103,8 @@ def plan_serving(
         output_tokens=benchmark.max_new_tokens,
         max_batch_size=max_batch_size or serving.max_batch_size,
         admissible=admissible,
+        engine=ENGINE[serving.container.family],
+        calibrations=team.calibrations,
     )
 
 

@@ -143,7 +143,8 @@ def test_pools_that_need_different_host_amis_for_the_image_are_refused(tmp_path)
     issues = _issues(_team(tmp_path, "llama-3.3-70b", "ml.p5.48xlarge", pools, "tensor_parallel_degree: 8\n"))
     assert [i.path for i in issues] == ["serving.instance_pools[1]"]
     assert "ml.p6-b200.48xlarge runs" in issues[0].message
-    assert "on SageMaker's default AMI and ml.p5.48xlarge on al2023-ami-sagemaker-inference-gpu-4-1" in issues[0].message
+    expected = "on SageMaker's default AMI and ml.p5.48xlarge on al2023-ami-sagemaker-inference-gpu-4-1"
+    assert expected in issues[0].message
     assert "a variant has one InferenceAmiVersion" in issues[0].message
 
 

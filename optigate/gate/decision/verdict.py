@@ -238,12 +238,15 @@ def _prediction_vs_measurement(
         if cheapest
         else "no measured cost (no price or no throughput)"
     )
+    expected_tpot = prediction.get("expected_tpot_ms_batch1")
     return {
         "decode_tpot_ms_batch1": {
             "predicted": tpot,
+            "expected": expected_tpot,
             "measured": measured_tpot,
             "measured_as": "candidate p50 TPOT at concurrency 1",
             "ratio": _ratio(measured_tpot, tpot),
+            "expected_ratio": _ratio(measured_tpot, expected_tpot),
         },
         "prefill_ms": {
             "predicted": prefill,
@@ -263,8 +266,11 @@ def _prediction_vs_measurement(
             "measured_as": "not observable from the client",
             "ratio": None,
         },
+        # The plan the figures come from: `optigate plan --calibrate` turns this report into a calibration.
+        "plan": prediction.get("plan"),
         "note": (
-            "planner figures are roofline lower bounds: a measured/predicted ratio of 1 or more is expected; "
-            "far above 1 leaves room to optimize"
+            "predicted figures are roofline lower bounds: a measured/predicted ratio of 1 or more is expected; "
+            "the expected TPOT adds the efficiency engines reach and per-step overheads "
+            f"({(prediction.get('plan') or {}).get('basis') or 'no expected figure'}): far from it, calibrate"
         ),
     }

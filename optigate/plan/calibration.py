@@ -1,0 +1,99 @@
+"""Calibrate the planner's expected latency from a team's own gate runs (`optigate plan --calibrate`).
+
+A gate report records, beside what the candidate measured, the plan it was predicted from: the
+instance, accelerator, weight precision and engine, the roofline bound at batch 1, and the per-step
+overheads the expected figure assumed (optigate.gate.decision.verdict). The measured p50 TPOT at
+concurrency 1 then gives the bandwidth efficiency that instance really reached::
+
+    efficiency = bound / (measured - step_overhead - allreduce)
+
+and that efficiency replaces the literature estimate for the accelerator, format and engine
+(optigate.plan.expected). A report that cannot say it (no concurrency-1 level, no plan, a measurement
+at or below the overheads, an efficiency above 1) is refused with the reason, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from optigate.config.models import Calibration, CalibrationFile
+from optigate.plan.expected import calibration_key
+
+
+class CalibrationError(ValueError):
+    """A gate report that cannot calibrate the planner, and why."""
+
+
+def from_report(report: Mapping[str, Any], source: str) -> Calibration:
+    """The calibration a gate report's verdict supports (see the module docstring)."""
+    comparison = report.get("prediction_vs_measurement") or {}
+    decode = comparison.get("decode_tpot_ms_batch1") or {}
+    plan = comparison.get("plan") or {}
+    measured, bound = decode.get("measured"), decode.get("predicted")
+    if not plan:
+        raise CalibrationError(
+            f"{source}: the report records no plan (instance, precision, engine): it predates expected figures; "
+            "run the gate again"
+        )
+    if measured is None:
+        raise CalibrationError(f"{source}: no TPOT measured at concurrency 1; give the gate a level of 1")
+    if not bound:
+        raise CalibrationError(f"{source}: the plan had no roofline bound (no hardware figures for the instance)")
+    overhead = float(plan.get("step_overhead_ms", 0.0)) + float(plan.get("allreduce_ms_per_step", 0.0))
+    streaming = float(measured) - overhead
+    if streaming <= 0:
+        raise CalibrationError(
+            f"{source}: the measured TPOT {measured:.2f} ms is not above the assumed per-step overheads "
+            f"({overhead:.2f} ms): nothing left to calibrate the bandwidth from"
+        )
+    efficiency = float(bound) / streaming
+    if efficiency > 1:
+        raise CalibrationError(
+            f"{source}: {measured:.2f} ms per token is faster than the roofline allows ({bound:.2f} ms plus "
+            f"{overhead:.2f} ms of overheads); check the report's instance and precision"
+        )
+    return Calibration(
+        instance_type=str(plan["instance_type"]),
+        accelerator=str(plan["accelerator"]),
+        weight_precision=str(plan["weight_precision"]),
+        engine=plan["engine"],
+        bandwidth_efficiency=round(efficiency, 4),
+        measured_tpot_ms=float(measured),
+        bound_tpot_ms=float(bound),
+        source=source,
+    )
+
+
+def read_report(path: Path) -> Mapping[str, Any]:
+    """A gate report's JSON (the verdict the decision wrote), or a CalibrationError saying why not."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CalibrationError(f"{path}: no such file") from None
+    except json.JSONDecodeError as error:
+        raise CalibrationError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
+    if not isinstance(data, dict):
+        raise CalibrationError(f"{path}: not a gate report (a JSON object)")
+    return data
+
+
+def merged(existing: Iterable[Calibration], new: Iterable[Calibration]) -> list[Calibration]:
+    """`existing` with `new` appended; a new calibration replaces an older one of the same accelerator, format
+    and engine (the newest measurement wins)."""
+    fresh = list(new)
+    replaced = {calibration_key(c) for c in fresh}
+    return [c for c in existing if calibration_key(c) not in replaced] + fresh
+
+
+def write(path: Path, calibrations: Iterable[Calibration]) -> None:
+    document = CalibrationFile(calibrations=list(calibrations)).model_dump(mode="json")
+    header = (
+        "# What the teams' own gate runs measured: the planner's expected figures use these bandwidth\n"
+        "# efficiencies instead of the literature's (written by `optigate plan --calibrate <gate-report.json>`).\n"
+    )
+    path.write_text(header + yaml.safe_dump(document, sort_keys=False))
