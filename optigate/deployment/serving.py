@@ -8,6 +8,7 @@ the capacity plan of exactly what is deployed is kept, and the container environ
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from optigate.config.models import LoraLimits, Serving, TeamConfig
 from optigate.deployment import rules
@@ -88,6 +89,31 @@ class ResolvedServing:
     def inference_ami_version(self) -> str | None:
         """The host AMI the variant needs for its image (a CUDA 13 image: the SDK's rule), None for the default."""
         return images.inference_ami_version(self.image_tag, self.serving.instance_type)
+
+    def prediction(self) -> dict[str, Any]:
+        """What the planner predicts for this variant, for a gate report beside its measurements: the roofline
+        bounds, the expected figures, and the plan they come from (which `optigate plan --calibrate` reads)."""
+        plan = self.plan.to_dict() if self.plan else {}
+        expected = plan.get("expected") or {}
+        keys = (
+            "decode_tpot_ms_batch1",
+            "prefill_ms",
+            "cost_per_million_output_tokens",
+            "kv_capacity_tokens",
+            "expected_tpot_ms_batch1",
+            "expected_ttft_ms",
+            "expected_cost_per_million_output_tokens",
+        )
+        origin = {
+            "instance_type": self.instance.instance_type,
+            "accelerator": self.instance.accelerator,
+            "weight_precision": plan.get("weight_precision"),
+            "engine": plan.get("engine"),
+            "step_overhead_ms": expected.get("step_overhead_ms"),
+            "allreduce_ms_per_step": expected.get("allreduce_ms_per_step"),
+            "basis": expected.get("basis"),
+        }
+        return {k: plan.get(k) for k in keys} | {"plan": origin if plan else None}
 
     @property
     def price_per_hour_usd(self) -> float | None:

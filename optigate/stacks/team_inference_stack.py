@@ -232,7 +232,7 @@ class TeamInferenceStack(Stack):
             prompt_tokens=benchmark.prompt_tokens,
             max_new_tokens=benchmark.max_new_tokens,
             price_per_hour_usd=candidate.price_per_hour_usd,
-            prediction=gate_prediction(candidate),
+            prediction=candidate.prediction(),
             startup_timeouts=(
                 candidate.model_data_download_timeout_seconds,
                 candidate.container_startup_health_check_timeout_seconds,
@@ -304,35 +304,6 @@ class TeamInferenceStack(Stack):
             volume_size_gb=serving.volume_size_gb,
             routing_strategy=serving.routing_strategy,
         )
-
-
-def gate_prediction(candidate: ResolvedServing) -> dict:
-    """What the planner predicts for the candidate, for the gate report beside its measurements: the roofline
-    bounds, the expected figures, and the plan they come from (which `optigate plan --calibrate` reads back)."""
-    plan = candidate.plan.to_dict() if candidate.plan else {}
-    expected = plan.get("expected") or {}
-    keys = (
-        "decode_tpot_ms_batch1",
-        "prefill_ms",
-        "cost_per_million_output_tokens",
-        "kv_capacity_tokens",
-        "expected_tpot_ms_batch1",
-        "expected_ttft_ms",
-        "expected_cost_per_million_output_tokens",
-    )
-    return {k: plan.get(k) for k in keys} | {
-        "plan": {
-            "instance_type": candidate.instance.instance_type,
-            "accelerator": candidate.instance.accelerator,
-            "weight_precision": plan.get("weight_precision"),
-            "engine": plan.get("engine"),
-            "step_overhead_ms": expected.get("step_overhead_ms"),
-            "allreduce_ms_per_step": expected.get("allreduce_ms_per_step"),
-            "basis": expected.get("basis"),
-        }
-        if plan
-        else None
-    }
 
 
 def _latency_alarm_ms(team: TeamConfig) -> float:

@@ -181,3 +181,20 @@ def test_a_newer_calibration_replaces_an_older_one_of_the_same_accelerator_forma
     assert efficiency.calibrated and efficiency.bandwidth == 0.7 and "new.json" in efficiency.source
     # Another accelerator of the same generation is not calibrated by an L4's measurement.
     assert not efficiency_for(get_instance("ml.g6e.2xlarge"), "fp8", "vllm", [new]).calibrated
+
+
+def test_the_gate_report_of_a_team_calibrates_its_own_plan(example_config):
+    """The gate's prediction (ResolvedServing.prediction) goes through the decision into the report; a report
+    measured exactly at the expected TPOT calibrates to the literature efficiency it was predicted with."""
+    from optigate.deployment import load_resolved_project
+    from optigate.gate.decision.verdict import _prediction_vs_measurement
+
+    candidate = load_resolved_project(example_config).teams["chat"].candidate
+    prediction = candidate.prediction()
+    expected = prediction["expected_tpot_ms_batch1"]
+    level = {"concurrency": 1, "candidate": {"p50_tpot_ms": expected, "p50_ttft_ms": 100.0}}
+    report = {"prediction_vs_measurement": _prediction_vs_measurement(prediction, [level], [])}
+    entry = calibration.from_report(json.loads(json.dumps(report)), "s3://bucket/reports/run/verdict.json")
+    literature = literature_efficiency(candidate.instance, prediction["plan"]["weight_precision"], "vllm")
+    assert (entry.accelerator, entry.engine, entry.instance_type) == ("L4", "vllm", "ml.g6.2xlarge")
+    assert entry.bandwidth_efficiency == pytest.approx(literature.bandwidth, rel=0.01)
