@@ -7,6 +7,7 @@ import os
 import sys
 
 from optigate.cli import (
+    advise_command,
     bench_commands,
     config_commands,
     evaluate_command,
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_commands.add_validate_parser(commands)
     config_commands.add_summary_parser(commands)
     plan_command.add_plan_parser(commands)
+    advise_command.add_advise_parser(commands)
     bench_commands.add_bench_parser(commands)
     evaluate_command.add_evaluate_parser(commands)
     gate_commands.add_rehearse_parser(commands)

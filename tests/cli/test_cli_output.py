@@ -141,7 +141,9 @@ def test_the_default_formatter_catches_an_option_without_a_shown_default():
     assert not action.help  # what the check above reports as missing
 
 
-@pytest.mark.parametrize("command", ["plan", "bench", "emulate", "rehearse", "resolve", "summary", "validate"])
+@pytest.mark.parametrize(
+    "command", ["advise", "plan", "bench", "emulate", "rehearse", "resolve", "summary", "validate"]
+)
 def test_help_is_printed_and_exits_0(command, capsys):
     with pytest.raises(SystemExit) as exited:
         main([command, "--help"])

@@ -1,0 +1,165 @@
+"""`optigate advise --from-report`: what the last gate run says about the step it proved.
+
+The report is the JSON verdict the gate's decision writes (optigate.gate.decision.verdict.GateVerdict.to_dict).
+Whether the step paid off is the gate's own outcome (APPROVED, REJECTED, INCONCLUSIVE), never a new statistic;
+the measured figures beside it (latency at each level, measured $ per 1M output tokens, the tokens-per-chunk
+acceptance proxy, the planner-vs-measured ratio) say by how much, and what the advice reads next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from optigate.config.models import Serving, TeamConfig, serving_with
+from optigate.config.rules import check_team
+from optigate.deployment import ResolvedTeam, resolve_team
+from optigate.gate.decision import APPROVED, OUTCOMES, REJECTED
+
+#: The step a changed serving key belongs to (a change spanning several is the latest of them).
+STEP_OF_KEY = {
+    "max_model_len": 1,
+    "max_batch_size": 1,
+    "gpu_memory_utilization": 1,
+    "quantization": 2,
+    "kv_cache_dtype": 2,
+    "speculative_decoding": 3,
+    "container": 4,
+    "instance_type": 5,
+    "instance_pools": 5,
+    "tensor_parallel_degree": 5,
+}
+#: Outside 1/RATIO .. RATIO of the expected TPOT, the plan is off for this instance: calibrate it.
+CALIBRATE_RATIO = 1.25
+
+
+class ReportError(ValueError):
+    """A file that is not a gate report of this team, and why (one line)."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a gate report says about the step it proved."""
+
+    source: str
+    step: int | None
+    change: dict[str, Any]
+    outcome: str
+    summary: str
+    reasons: tuple[str, ...]
+    levels: tuple[dict[str, Any], ...]
+    tpot_expected_ratio: float | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def paid_off(self) -> bool | None:
+        """The gate's verdict: True approved, False rejected, None inconclusive (a person decides)."""
+        return True if self.outcome == APPROVED else False if self.outcome == REJECTED else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "step": self.step,
+            "change": self.change,
+            "outcome": self.outcome,
+            "paid_off": self.paid_off,
+            "summary": self.summary,
+            "reasons": list(self.reasons),
+            "levels": list(self.levels),
+            "tpot_expected_ratio": self.tpot_expected_ratio,
+            "notes": list(self.notes),
+        }
+
+
+def load(path: Path) -> Mapping[str, Any]:
+    """A report's JSON object, or a ReportError saying why not."""
+    import json
+
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise ReportError(f"{path}: not a gate report (not UTF-8 text)") from None
+    except json.JSONDecodeError as error:
+        raise ReportError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: not a gate report (a JSON object is expected)")
+    return data
+
+
+def step_of(change: Mapping[str, Any]) -> int | None:
+    steps = [STEP_OF_KEY[key] for key in change if key in STEP_OF_KEY]
+    return max(steps) if steps else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def read(report: Mapping[str, Any], team: str, source: str) -> Reading:
+    """The report's verdict on its step, refused (ReportError) unless it is the gate's report of `team`."""
+    missing = [key for key in ("team", "outcome", "change", "checks", "levels") if key not in report]
+    if missing:
+        raise ReportError(f"{source}: not a gate report (no {', '.join(missing)}); give the gate's verdict JSON")
+    if report["team"] != team:
+        raise ReportError(f"{source}: a gate report of team {report['team']!r}, not of {team!r}")
+    outcome, change, levels = report["outcome"], report["change"], report["levels"]
+    if outcome not in OUTCOMES or not isinstance(change, dict) or not isinstance(levels, list):
+        raise ReportError(f"{source}: not a gate report (outcome {outcome!r} is none of {', '.join(OUTCOMES)})")
+    figures = []
+    costs = {c.get("concurrency"): c for c in report.get("cost_per_million_output_tokens") or [] if isinstance(c, dict)}
+    for level in levels:
+        if not isinstance(level, dict) or not isinstance(level.get("baseline"), dict):
+            raise ReportError(f"{source}: not a gate report (a level without baseline and candidate figures)")
+        base, cand = level["baseline"], level.get("candidate") or {}
+        cost = costs.get(level.get("concurrency")) or {}
+        figures.append(
+            {
+                "concurrency": level.get("concurrency"),
+                "p50_tpot_ms": (_number(base.get("p50_tpot_ms")), _number(cand.get("p50_tpot_ms"))),
+                "p99_itl_ms": (_number(base.get("p99_itl_ms")), _number(cand.get("p99_itl_ms"))),
+                "p99_ttft_ms": (_number(base.get("p99_ttft_ms")), _number(cand.get("p99_ttft_ms"))),
+                "throughput_gain_pct": _number(level.get("throughput_gain_pct")),
+                "cost_per_million_output_tokens": (_number(cost.get("baseline")), _number(cost.get("candidate"))),
+                "tokens_per_chunk": (
+                    _number(base.get("mean_tokens_per_chunk")),
+                    _number(cand.get("mean_tokens_per_chunk")),
+                ),
+            }
+        )
+    comparison = report.get("prediction_vs_measurement") or {}
+    decode = comparison.get("decode_tpot_ms_batch1") if isinstance(comparison, dict) else None
+    ratio = _number((decode or {}).get("expected_ratio")) if isinstance(decode, dict) else None
+    notes = []
+    if ratio is not None and not 1 / CALIBRATE_RATIO <= ratio <= CALIBRATE_RATIO:
+        notes.append(
+            f"measured TPOT at concurrency 1 is {ratio:.2f}x the planner's expected figure: calibrate the plan with "
+            f"`optigate plan <team file> --calibrate {source}` before trusting the predicted effects"
+        )
+    reasons = tuple(str(r) for r in report.get("reasons") or [])
+    return Reading(
+        source, step_of(change), dict(change), outcome, str(report.get("summary", outcome)), reasons,
+        tuple(figures), ratio, tuple(notes),
+    )  # fmt: skip
+
+
+def applied(resolved_team: ResolvedTeam, change: Mapping[str, Any]) -> ResolvedTeam | None:
+    """The team as it is once an approved change is promoted: `serving` with the change, no candidate; None when
+    the change is not a serving block the rules accept."""
+    team: TeamConfig = resolved_team.team
+    overrides = {key: value for key, value in change.items() if key in Serving.model_fields}
+    try:
+        serving = serving_with(team.serving, overrides)
+    except ValidationError:
+        return None
+    gate = team.gate.model_copy(update={"candidate": {}})
+    trial = team.model_copy(update={"serving": serving, "gate": gate})
+    if check_team(trial):
+        return None
+    promoted = resolve_team(trial)
+    return None if promoted.problems or promoted.baseline is None else promoted

@@ -1,0 +1,397 @@
+"""`optigate advise` (issue 17, part 3): each step of the sequence fires on a team built for it and stays quiet on
+its twin; every offered block passes the rules `optigate validate` applies, and its effect is the re-plan of the
+merged serving block; `--from-report` reads the verdict the gate's decision wrote."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from optigate.advise import admit, advise
+from optigate.advise.admission import GATE, SERVING
+from optigate.advise.steps import DONE, NOT_NOW, PROVING, RECOMMENDED, TRIED
+from optigate.cli import main
+from optigate.config.models import serving_with
+from optigate.deployment import load_resolved_team, resolve_serving, resolve_team
+from optigate.testing.config_files import minimal_team
+
+DATASET = "s3://acme-eval/demo/"
+
+
+def gate_tail(concurrency=(1, 16, 64), prompt=1024, output=256, dataset=True, extra: str = "") -> str:
+    evaluation = f"  evaluation:\n    dataset_s3_uri: {DATASET}\n" if dataset else ""
+    return (
+        "gate:\n  benchmark:\n"
+        f"    concurrency: {list(concurrency)}\n    prompt_tokens: {prompt}\n    max_new_tokens: {output}\n"
+        + textwrap.indent(textwrap.dedent(extra), "    ")
+        + evaluation
+    )
+
+
+def team(tmp_path: Path, arch="llama-3.1-8b", instance="ml.g6.2xlarge", serving="", **tail):
+    return load_resolved_team(minimal_team(tmp_path, arch, instance, serving, gate_tail(**tail)))
+
+
+def finding(resolved, step: int, **kwargs):
+    return advise(resolved, **kwargs).findings[step - 1]
+
+
+def assert_pastes(resolved, found) -> None:
+    """The block, pasted where the finding says, passes every rule and resolves."""
+    pasted = yaml.safe_load(found.candidate_yaml)
+    block = pasted["gate"]["candidate"] if found.target == GATE else pasted["serving"]
+    assert block == found.candidate
+    admission = admit(resolved.team, block)
+    assert admission.admitted and admission.refusals == (), admission.refusals
+
+
+# --------------------------------------------------------------------------- 1. container settings
+
+
+def test_a_max_model_len_far_above_the_benchmarked_request_is_lowered_first(tmp_path):
+    resolved = team(tmp_path, serving="quantization: fp8\nmax_model_len: 32768\nmax_batch_size: 64\n")
+    advice = advise(resolved)
+    found = advice.findings[0]
+    assert found.status == RECOMMENDED and advice.next is found
+    # The evaluation's long-context prompts (4,096 by default) + 256 output, to a power of two.
+    assert found.candidate == {"max_model_len": 8192}
+    assert "max_model_len 32,768 reserves KV for 32x the prompt you benchmark (1,024)" in found.why
+    figures = {f.key: f for f in found.effect}
+    # vLLM pages the cache: the capacity stays, the sequences of max length it holds grow 4x.
+    assert figures["kv_capacity_tokens"].before == figures["kv_capacity_tokens"].after
+    assert figures["sequences_at_max_model_len"].after >= 3 * figures["sequences_at_max_model_len"].before
+    assert_pastes(resolved, found)
+
+
+def test_a_length_the_long_context_evaluation_needs_is_kept(tmp_path):
+    team_file = minimal_team(
+        tmp_path,
+        "llama-3.1-8b",
+        "ml.g6.2xlarge",
+        "quantization: fp8\nmax_model_len: 32768\nmax_batch_size: 64\n",
+        gate_tail() + "    long_context_prompt_tokens: 16384\n",
+    )
+    resolved = load_resolved_team(team_file)
+    found = finding(resolved, 1)
+    assert found.status == DONE and found.candidate is None
+    assert "long-context evaluation's 16,384-token prompts" in found.why
+
+
+def test_a_batch_below_the_benchmarked_concurrency_is_raised_when_the_cache_holds_it(tmp_path):
+    serving = "quantization: fp8\nmax_model_len: 4096\nmax_batch_size: 4\n"
+    resolved = team(tmp_path, serving=serving, concurrency=(1, 16))
+    found = finding(resolved, 1)
+    assert found.status == RECOMMENDED and found.candidate == {"max_batch_size": 16}
+    assert "max_batch_size 4 queues requests at the concurrency 16" in found.why
+    assert_pastes(resolved, found)
+    # Its twin: the batch covers the concurrency, nothing to change.
+    twin = team(tmp_path, serving="quantization: fp8\nmax_model_len: 4096\nmax_batch_size: 16\n", concurrency=(1, 16))
+    assert finding(twin, 1).status == DONE
+
+
+# --------------------------------------------------------------------------- 2. quantize
+
+
+def test_fp8_where_the_gpu_has_fp8_tensor_cores(tmp_path):
+    resolved = team(tmp_path, serving="max_model_len: 4096\n")
+    found = finding(resolved, 2)
+    assert found.status == RECOMMENDED and found.candidate == {"quantization": "fp8"}
+    assert "L4 (compute capability 8.9) has FP8 tensor cores" in found.why
+    assert_pastes(resolved, found)
+
+
+def test_a10g_has_no_fp8_so_awq_and_the_naive_fp8_block_is_refused(tmp_path):
+    resolved = team(tmp_path, instance="ml.g5.2xlarge", serving="max_model_len: 4096\n")
+    naive = admit(resolved.team, {"quantization": "fp8"})
+    assert not naive.admitted and "FP8 W8A8 needs compute capability >= 8.9" in naive.refusals[0]
+    found = finding(resolved, 2)
+    assert found.status == RECOMMENDED and found.candidate == {"quantization": "awq"}
+    assert "A10G has no FP8" in found.why
+    assert_pastes(resolved, found)
+
+
+def test_quantized_weights_are_done(tmp_path):
+    found = finding(team(tmp_path, serving="quantization: fp8\nmax_model_len: 4096\n"), 2)
+    assert found.status == DONE and found.candidate is None
+
+
+def test_the_predicted_effect_is_the_re_plan_of_the_merged_serving_block(tmp_path):
+    resolved = team(tmp_path, serving="max_model_len: 4096\n")
+    found = finding(resolved, 2)
+    replanned = resolve_serving(resolved.team, serving_with(resolved.team.serving, found.candidate)).plan
+    before = resolved.baseline.plan
+    figures = {f.key: (f.before, f.after) for f in found.effect}
+    assert figures["kv_capacity_tokens"] == (before.kv_capacity_tokens, replanned.kv_capacity_tokens)
+    assert figures["expected_tpot_ms_batch1"] == (before.expected_tpot_ms_batch1, replanned.expected_tpot_ms_batch1)
+    assert figures["decode_tpot_ms_batch1"] == (before.decode_tpot_ms_batch1, replanned.decode_tpot_ms_batch1)
+    assert figures["expected_cost_per_million_output_tokens"] == (
+        before.expected.cost_per_million_output_tokens,
+        replanned.expected.cost_per_million_output_tokens,
+    )
+    assert replanned.kv_capacity_tokens > before.kv_capacity_tokens  # FP8 weights leave more for the cache
+
+
+def test_without_an_evaluation_dataset_the_block_says_what_the_gate_needs_first(tmp_path):
+    resolved = team(tmp_path, serving="max_model_len: 4096\n", dataset=False)
+    found = finding(resolved, 2)
+    assert found.status == RECOMMENDED
+    assert any("dataset_s3_uri" in note and "before the gate takes it" in note for note in found.notes)
+
+
+# --------------------------------------------------------------------------- 3. speculative decoding
+
+SMALL_ON_H100 = "quantization: fp8\ntensor_parallel_degree: 1\nmax_batch_size: 256\nmax_model_len: 4096\n"
+
+
+def test_speculation_where_a_decode_step_at_the_real_concurrency_is_memory_bound(tmp_path):
+    resolved = team(
+        tmp_path, instance="ml.p5.48xlarge", serving=SMALL_ON_H100, concurrency=(1, 8), prompt=512, output=128
+    )
+    found = finding(resolved, 3)
+    assert found.status == RECOMMENDED
+    assert found.candidate == {"speculative_decoding": {"method": "ngram", "num_speculative_tokens": 4}}
+    assert "at concurrency 8 a decode step is memory-bound" in found.why
+    assert_pastes(resolved, found)
+
+
+def test_concurrency_256_is_high_for_speculation(tmp_path):
+    resolved = team(
+        tmp_path, instance="ml.p5.48xlarge", serving=SMALL_ON_H100, concurrency=(1, 256), prompt=512, output=128
+    )
+    found = finding(resolved, 3)
+    assert found.status == NOT_NOW and found.candidate is None
+    assert "concurrency 256 is high for speculation" in found.why and "expect little" in found.why
+
+
+def test_a_gate_candidate_that_already_proves_the_step_is_said(tmp_path):
+    resolved = load_resolved_team(
+        minimal_team(
+            tmp_path,
+            "llama-3.1-8b",
+            "ml.g6.2xlarge",
+            "quantization: fp8\nmax_model_len: 4096\n",
+            gate_tail(concurrency=(1, 8)) + "  candidate:\n    speculative_decoding: {method: ngram}\n",
+        )
+    )
+    advice = advise(resolved)
+    found = advice.findings[2]
+    assert found.status == PROVING and advice.next is found
+    assert "your gate.candidate already proves this" in found.why
+    # Compiling would drop the speculation being proven: not now.
+    assert advice.findings[3].status == NOT_NOW and "speculation your gate.candidate proves" in advice.findings[3].why
+
+
+# --------------------------------------------------------------------------- 4. compile
+
+
+def test_compile_once_the_family_is_frozen(tmp_path):
+    resolved = team(tmp_path, serving="quantization: fp8\nmax_model_len: 4096\n")
+    found = finding(resolved, 4)
+    assert found.status == RECOMMENDED and found.candidate == {"container": {"family": "lmi-trtllm"}}
+    assert "compile only after the family is frozen" in found.why
+    assert_pastes(resolved, found)
+
+
+def test_a_naive_compile_block_is_refused_and_advise_offers_the_admissible_one(tmp_path):
+    serving = "quantization: fp8\nmax_model_len: 4096\nkv_cache_dtype: fp8\ngpu_memory_utilization: 0.9\n"
+    resolved = team(tmp_path, serving=serving)
+    naive = admit(resolved.team, {"container": {"family": "lmi-trtllm"}})
+    assert not naive.admitted and any("lmi-trtllm has no gpu_memory_utilization" in r for r in naive.refusals)
+    found = finding(resolved, 4)
+    assert found.candidate == {
+        "container": {"family": "lmi-trtllm"},
+        "gpu_memory_utilization": None,
+        "kv_cache_dtype": "auto",
+    }
+    assert_pastes(resolved, found)
+    figures = {f.key: f for f in found.effect}
+    assert figures["kv_capacity_tokens"].after < figures["kv_capacity_tokens"].before  # the FP8 KV cache is lost
+
+
+def test_compile_is_not_offered_over_served_speculation(tmp_path):
+    serving = "quantization: fp8\nmax_model_len: 4096\nspeculative_decoding: {method: ngram}\n"
+    found = finding(team(tmp_path, serving=serving), 4)
+    assert found.status == NOT_NOW and "compiling would drop the ngram speculation" in found.why
+
+
+# --------------------------------------------------------------------------- 5. instance
+
+
+def test_a_bigger_instance_only_when_the_budget_cannot_be_met(tmp_path):
+    fp8 = "quantization: fp8\nmax_model_len: 4096\n"
+    resolved = team(tmp_path, serving=fp8, concurrency=(1, 16), extra="p99_itl_ms_budget: 20\n")
+    found = finding(resolved, 5)
+    assert found.status == RECOMMENDED and set(found.candidate) == {"instance_type"}
+    assert "over the p99 ITL budget 20 ms on ml.g6.2xlarge" in found.why
+    assert_pastes(resolved, found)
+    at = {f.key: f for f in found.effect}["expected_tpot_ms_at_concurrency"]
+    assert at.before > 20 >= at.after
+    # Its twin: a budget the instance meets.
+    twin = team(tmp_path, serving=fp8, concurrency=(1, 16), extra="p99_itl_ms_budget: 200\n")
+    assert finding(twin, 5).candidate is None and "no bigger instance" in finding(twin, 5).why
+
+
+def test_scale_to_zero_is_priced_only_with_the_utilisation_the_config_cannot_know(tmp_path):
+    resolved = team(tmp_path, serving="quantization: fp8\nmax_model_len: 4096\n")
+    without = finding(resolved, 5)
+    assert "give --utilization-pct" in without.notes[0]
+    with_it = finding(resolved, 5, utilization_pct=3)
+    price = resolved.baseline.price_per_hour_usd
+    assert (
+        f"at 3 % utilisation a scale-to-zero inference component costs ${price * 730 * 0.97:,.0f}/month less"
+        in (with_it.notes[0])
+    )
+
+
+# --------------------------------------------------------------------------- adapters, example teams
+
+
+def test_a_team_the_gate_cannot_stage_gets_serving_blocks_that_validate_as_serving(example_config):
+    from optigate.deployment import load_resolved_project
+
+    support = load_resolved_project(example_config).teams["support"]
+    advice = advise(support)
+    assert advice.next is not None and advice.next.step == 1
+    for found in advice.recommendations:
+        assert found.target == SERVING
+        merged = support.team.model_copy(update={"serving": serving_with(support.team.serving, found.candidate)})
+        assert not resolve_team(merged).problems
+
+
+def test_the_example_teams_get_the_advice_the_note_describes(example_config):
+    from optigate.deployment import load_resolved_project
+
+    teams = load_resolved_project(example_config).teams
+    advised = {name: advise(resolved) for name, resolved in teams.items()}
+    assert advised["chat"].next.step == 3 and advised["chat"].next.status == PROVING
+    assert advised["research"].next.step == 2 and advised["research"].next.candidate == {"quantization": "fp8"}
+    assert advised["research"].findings[3].status == NOT_NOW  # compiling would drop EAGLE-3
+    assert advised["support"].next.candidate == {"max_model_len": 8192}
+
+
+# --------------------------------------------------------------------------- --from-report and the CLI
+
+
+def project(tmp_path: Path, serving: str = "max_model_len: 4096\n", candidate: str = "quantization: fp8") -> Path:
+    config = tmp_path / "config"
+    (config / "teams").mkdir(parents=True)
+    (config / "environments.yaml").write_text(
+        'environments:\n  - name: dev\n    account: "111111111111"\n    region: us-east-1\n'
+    )
+    folder = config / "teams"
+    minimal_team(folder, "llama-3.1-8b", "ml.g6.2xlarge", serving, gate_tail() + f"  candidate: {{{candidate}}}\n")
+    return config
+
+
+def gate_report(config: Path, gain: float, team_name: str = "demo") -> Path:
+    """The verdict the gate's decision writes for the team's candidate (the decision's own functions)."""
+    from optigate.gate import GateInputs, decide, render_json
+    from optigate.testing.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
+
+    resolved = load_resolved_team(config / "teams" / "team.yaml")
+    thresholds = {**THRESHOLDS, "concurrency": [1, 4]}
+    verdict = decide(
+        GateInputs(
+            team=team_name,
+            environment="dev",
+            change=resolved.change,
+            thresholds=thresholds,
+            baseline_benchmark=bench(synthetic_run(1, seed=1), synthetic_run(4, seed=2)),
+            candidate_benchmark=bench(
+                synthetic_run(1, itl_ms=itl_for_gain(gain), seed=3), synthetic_run(4, itl_ms=itl_for_gain(gain), seed=4)
+            ),
+            evaluation=PASS,
+            price_per_hour_usd=resolved.candidate.price_per_hour_usd,
+            prediction=resolved.candidate.prediction(),
+        )
+    )
+    path = config.parent / f"report-{gain}.json"
+    path.write_text(render_json(verdict))
+    return path
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["advise", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_an_approved_step_paid_off_and_the_advice_moves_on(tmp_path, capsys):
+    config = project(tmp_path)
+    report = gate_report(config, 0.30)
+    code, out, _ = run(capsys, "--team", "demo", "--config", str(config), "--from-report", str(report), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["report"]["outcome"] == "APPROVED" and data["report"]["paid_off"] is True
+    assert data["report"]["step"] == 2
+    level_1 = data["report"]["levels"][0]
+    assert level_1["concurrency"] == 1 and level_1["p50_tpot_ms"][1] < level_1["p50_tpot_ms"][0]
+    assert data["report"]["tpot_expected_ratio"] is not None
+    # The advice is for the team with FP8 promoted: step 2 is done, the next step comes after it.
+    steps = {f["step"]: f for f in data["findings"]}
+    assert steps[2]["status"] == DONE and data["next_step"] > 2
+
+
+def test_a_rejected_step_did_not_pay_off_and_is_not_offered_again(tmp_path, capsys):
+    config = project(tmp_path)
+    report = gate_report(config, -0.30)
+    code, out, _ = run(capsys, "--team", "demo", "--config", str(config), "--from-report", str(report), "--json")
+    data = json.loads(out)
+    assert code == 1 and data["report"]["outcome"] == "REJECTED" and data["report"]["paid_off"] is False
+    steps = {f["step"]: f for f in data["findings"]}
+    assert steps[2]["status"] == TRIED and "REJECTED demo/dev" in steps[2]["why"]
+    assert data["next_step"] != 2
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("{not json", "not JSON"),
+        ("[1, 2]", "a JSON object is expected"),
+        ('{"team": "demo"}', "not a gate report (no outcome, change, checks, levels)"),
+    ],
+)
+def test_a_malformed_report_is_one_line_and_exit_2(tmp_path, capsys, content, why):
+    config = project(tmp_path)
+    report = tmp_path / "report.json"
+    report.write_text(content)
+    code, out, err = run(capsys, "--team", "demo", "--config", str(config), "--from-report", str(report))
+    assert code == 2 and out == "" and why in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_foreign_report_is_one_line_and_exit_2(tmp_path, capsys):
+    config = project(tmp_path)
+    report = gate_report(config, 0.30, team_name="chat")
+    code, _, err = run(capsys, "--team", "demo", "--config", str(config), "--from-report", str(report))
+    assert code == 2 and "a gate report of team 'chat', not of 'demo'" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["--team", "nobody"], "--team nobody: no such team"),
+        (["--team", "demo", "--env", "moon"], "--env moon: no such environment"),
+        (["--team", "demo", "--utilization-pct", "150"], "give a share of hours from 0 to 100"),
+        (["--team", "demo", "--from-report", "missing.json"], "missing.json: no such file"),
+    ],
+)
+def test_cli_failures_are_one_line_and_exit_2(tmp_path, capsys, argv, why):
+    config = project(tmp_path)
+    code, _, err = run(capsys, "--config", str(config), *argv)
+    assert code == 2 and why in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_summary_fits_100_columns_and_shows_the_block_to_paste(monkeypatch, example_config):
+    from rich.console import Console
+
+    from optigate.cli import advise_command
+
+    recorded = Console(width=100, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    monkeypatch.setattr(advise_command, "console", recorded)
+    assert main(["advise", "--team", "research", "--config", str(example_config)]) == 0
+    text = recorded.export_text()
+    assert not [line for line in text.splitlines() if len(line) > 100]
+    assert "step 2: quantize (next)" in text and "quantization: fp8" in text and "$ per 1M output tokens" in text
