@@ -16,6 +16,8 @@ target (issue 18): held-out median <= 20 %, worst <= 40 % for batch-1 decode of 
 Which rows count: vLLM rows run with CUDA graphs (the engine LMI's vLLM backend is). Rows measured
 without CUDA graphs (enforce_eager), other engines (SGLang, TGI, lmdeploy, gpt-fast, transformers,
 NIM) and GPUs that are not in SageMaker's catalog are printed for information, not in the target.
+The enforce_eager rows are planned with `enforce_eager=True`; `--derive` also prints the eager cost
+per layer they imply against the graph-mode fit (efficiency.yaml's `eager_mode`).
 
     python benchmarks/planner_latency_vs_published.py [--derive]
 """
@@ -129,7 +131,7 @@ def cases() -> list[Case]:
             elif row["engine"] != MODELLED_ENGINE:
                 why = f"engine {row['engine'].split(' ')[0]} (not modelled)"
             elif "eager" in row["quote"].lower():
-                why = "measured without CUDA graphs (enforce_eager)"
+                why = "measured without CUDA graphs (enforce_eager): these rows set the eager cost, 0 % by construction"
             elif row["gpu"] not in CATALOG_GPU:
                 why = f"{row['gpu']} is not a SageMaker GPU"
             found.append(Case(row, architecture, measured, _held_out(row), not why, why))
@@ -159,7 +161,11 @@ def instance_for(row: dict[str, str]) -> Instance:
     raise KeyError(row["gpu"])
 
 
-def planned(case: Case):
+def eager(case: Case) -> bool:
+    return "enforce_eager=true" in case.row["quote"].lower().replace(" ", "")
+
+
+def planned(case: Case, *, enforce_eager: bool | None = None):
     row = case.row
     prompt = int(row["input_tokens"] or 1)
     output = int(row["output_tokens"] or 256)
@@ -173,7 +179,18 @@ def planned(case: Case):
         output_tokens=output,
         max_batch_size=1,
         suggest_fixes=False,
+        enforce_eager=eager(case) if enforce_eager is None else enforce_eager,
     )
+
+
+def derive_eager(cases: list[Case]) -> list[tuple[str, float]]:
+    """Per enforce_eager row of the modelled engine: (measured - expected with graphs) / layers, in microseconds."""
+    found = []
+    for case in cases:
+        if case.row["engine"] == MODELLED_ENGINE and case.architecture and eager(case):
+            graphs = planned(case, enforce_eager=False).expected_tpot_ms_batch1
+            found.append((case.label, (case.measured_ms - graphs) * 1000 / _layers(case)))
+    return found
 
 
 def derive(training: list[Case]) -> dict[str, float]:
@@ -217,6 +234,9 @@ def main() -> int:
         print(f"fitted on the {len(training)} training rows (never the held-out ones):")
         for name, value in derive(training).items():
             print(f"  {name}: {value:.3f}")
+        print("eager cost per layer (enforce_eager rows against the graph-mode figures of efficiency.yaml):")
+        for label, us in derive_eager(all_cases):
+            print(f"  {label}: {us:.1f} us")
         return 0
     print(f"{'case':<58} {'split':<8} {'measured':>8} {'expected':>8} {'err %':>6} {'bound':>7} {'err %':>6}")
     errors: dict[str, list[float]] = {"training": [], "held-out": []}

@@ -161,6 +161,10 @@ def print_details(deployment) -> None:
         console.print(Padding(escape(line), (0, 0, 0, 2)), highlight=False)
         if expected.basis != "literature estimate":
             console.print(Padding(escape(f"calibration: {expected.source}"), (0, 0, 0, 4)), highlight=False)
+    if plan is not None and plan.setting_notes:
+        console.print("  vLLM engine switches (what each changed in the plan):", highlight=False)
+        for note in plan.setting_notes:
+            console.print(Padding(escape(f"• {note}"), (0, 0, 0, 4)), highlight=False)
     notes = deployment.resolved.notes
     console.print("  chosen by optigate:" + ("" if notes else " nothing"), highlight=False)
     for note in notes:

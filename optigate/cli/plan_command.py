@@ -147,7 +147,7 @@ def _print_plan(
             stderr.print(f"[red]✗[/red] {escape(one_line(problem.message))}", highlight=False, soft_wrap=True)
         return
     console.print(_plan_table(result, title))
-    for note in (*extra_notes, *result.notes):
+    for note in (*extra_notes, *result.setting_notes, *result.notes):
         console.print(f"  • {note}", highlight=False)
     if result.is_lower_bound:
         basis = result.expected.basis if result.expected else None

@@ -225,6 +225,9 @@ class InstancePool(Strict):
     priority: int = Field(ge=1, le=MAX_INSTANCE_POOLS, description="1 (tried first) to 5; each priority once.")
 
 
+#: vLLM V1 attention backends optigate accepts (vLLM's AttentionBackendEnum names; the LMI 0.34.0/vLLM 0.10.2 rules
+#: in optigate.deployment.rules say which versions read which). Chosen automatically by vLLM when unset.
+AttentionBackend = Literal["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION"]
 Quantization = Literal["fp8", "awq", "gptq", "nvfp4"]
 KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
 
@@ -278,6 +281,34 @@ class Serving(Strict):
         "(container family lmi only).",
     )
     speculative_decoding: SpeculativeDecoding | None = None
+    # vLLM engine switches that change memory or speed (container family lmi only; LMI passes OPTION_<ENGINE_ARG>
+    # through to vLLM's EngineArgs: deepjavalibrary/djl-serving serving/docs/lmi/user_guides/vllm_user_guide.md).
+    enforce_eager: bool = Field(
+        False,
+        description="OPTION_ENFORCE_EAGER (vLLM --enforce-eager): run PyTorch eager mode without CUDA graphs. Frees "
+        "the CUDA-graph memory for the KV cache, but every decode step pays the kernel launches graphs would replay "
+        "(the planner adds that cost). Only with container family lmi.",
+    )
+    attention_backend: AttentionBackend | None = Field(
+        None,
+        description="vLLM's attention kernels (--attention-backend, OPTION_ATTENTION_BACKEND on LMI 0.36.0+; "
+        "VLLM_ATTENTION_BACKEND on 0.34.0-0.35.0). Unset: vLLM picks for the GPU and model. Only with container "
+        "family lmi; the planner does not model a per-backend speed, the gate measures it.",
+    )
+    enable_expert_parallel: bool = Field(
+        False,
+        description="OPTION_ENABLE_EXPERT_PARALLEL (vLLM --enable-expert-parallel): place whole experts of an MoE "
+        "model on the tensor-parallel ranks instead of slicing every expert; attention and the KV cache stay "
+        "tensor parallel. MoE models with tensor_parallel_degree > 1, container family lmi only.",
+    )
+    max_num_batched_tokens: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_TOKENS,
+        description="OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS (LMI's name for vLLM's max_num_batched_tokens): tokens "
+        "one engine step processes, the chunk a long prompt is prefilled in. Sizes the activation reserve (memory) "
+        "and the number of prefill steps (TTFT). Unset: vLLM's default for the GPU. Container family lmi only.",
+    )
     lora: LoraLimits | None = Field(None, description="LoRA limits; defaults derived from `adapters` when omitted.")
     model_data_download_timeout_seconds: int | None = Field(
         None,

@@ -44,6 +44,13 @@ RENDERED_OPTIONS = {
     "OPTION_MAX_LORA_RANK": "serving.lora.max_lora_rank",
     "OPTION_MAX_CPU_LORAS": "serving.lora.max_cpu_loras",
     "OPTION_ROLLING_BATCH": "serving.container.family",
+    # vLLM engine switches (optigate.serving.lmi.render_engine_switches); both names LMI reads for one setting
+    "OPTION_ENFORCE_EAGER": "serving.enforce_eager",
+    "OPTION_ATTENTION_BACKEND": "serving.attention_backend",
+    "VLLM_ATTENTION_BACKEND": "serving.attention_backend",
+    "OPTION_ENABLE_EXPERT_PARALLEL": "serving.enable_expert_parallel",
+    "OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS": "serving.max_num_batched_tokens",
+    "OPTION_MAX_NUM_BATCHED_TOKENS": "serving.max_num_batched_tokens",
 }
 
 #: A container environment variable name as POSIX shells and the LMI container read it.
@@ -101,6 +108,7 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
 
     if serving.container.family == "lmi-trtllm":
         add_trtllm_problems(serving, add)
+    add_engine_switch_problems(serving, add)
 
     for key in ("model_data_download_timeout_seconds", "container_startup_health_check_timeout_seconds"):
         value = getattr(serving, key)
@@ -233,6 +241,50 @@ def add_trtllm_problems(serving: Serving, add: Callable[[PathT, str], None]) -> 
             ("allow_weight_only_fp8",),
             "TensorRT-LLM runs FP8 only as W8A8 on GPUs with FP8 tensor cores, never weight-only; "
             "remove it, or use container family lmi",
+        )
+
+
+#: Typed vLLM engine switches (Serving fields) -> the engine argument and what else to use on other containers.
+ENGINE_SWITCHES = {
+    "enforce_eager": "vLLM's --enforce-eager",
+    "attention_backend": "vLLM's --attention-backend",
+    "enable_expert_parallel": "vLLM's --enable-expert-parallel",
+    "max_num_batched_tokens": "vLLM's max_num_batched_tokens (LMI option.max_rolling_batch_prefill_tokens)",
+}
+#: Why the other container families have no such switch.
+OTHER_ENGINE = {
+    "lmi-trtllm": "TensorRT-LLM builds its engine (graphs, kernels, parallelism) ahead of time from its own options",
+    "lmi-neuronx": "the Neuron compiler fixes the graph and kernels ahead of time",
+}
+
+
+def engine_switches_set(serving: Serving) -> list[str]:
+    """The typed vLLM engine switches a serving block sets (a switch left at vLLM's default is not set)."""
+    return [name for name in ENGINE_SWITCHES if getattr(serving, name) not in (None, False)]
+
+
+def add_engine_switch_problems(serving: Serving, add: Callable[[PathT, str], None]) -> None:
+    """vLLM engine switches on containers that do not run vLLM, and vLLM's own scheduler constraint.
+
+    LMI passes `OPTION_<ENGINE_ARG>` to vLLM's EngineArgs (vllm_user_guide.md in deepjavalibrary/djl-serving,
+    "Advanced vLLM Configurations"); the TensorRT-LLM and Neuron containers read none of them, so a switch there
+    would be silently ignored: refused instead.
+    """
+    family = serving.container.family
+    if family != "lmi":
+        for name in engine_switches_set(serving):
+            add(
+                (name,),
+                f"{name} is {ENGINE_SWITCHES[name]}, which container family {family} does not read "
+                f"({OTHER_ENGINE[family]}); remove it, or use container family lmi",
+            )
+        return
+    tokens, batch = serving.max_num_batched_tokens, serving.max_batch_size
+    if tokens is not None and batch is not None and tokens < batch:
+        add(
+            ("max_num_batched_tokens",),
+            f"{tokens} is below max_batch_size ({batch}): vLLM refuses to start when max_num_batched_tokens < "
+            f"max_num_seqs (one step must hold a token of every running sequence); use at least {batch}",
         )
 
 

@@ -101,6 +101,7 @@ def _single_variant(
     ]
     if structural:
         return None, hardware + structural
+    hardware += rules.engine_switch_problems(arch, serving, path)
     resolved = resolve_serving(team, serving)
     capacity = rules.capacity_problems(resolved.plan, serving, path)
     # The other hardware problems (precision, speculation, adapters, volume) leave the plan meaningful:

@@ -171,11 +171,33 @@ class ExpectedLatency:
     allreduce_ms_per_step: float
     basis: str  # "literature estimate" or "calibrated by measurement"
     source: str = field(repr=False, default="")
+    # vLLM --enforce-eager: the launch cost of each step without CUDA graphs (0 with graphs); see eager_overhead.
+    eager_overhead_ms_per_step: float = 0.0
+    # Engine steps the prompt is prefilled in (chunks of max_num_batched_tokens): each pays the per-step overheads.
+    prefill_steps: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["decode_curve_ms"] = {str(k): v for k, v in self.decode_curve_ms.items()}
         return data
+
+
+@dataclass(frozen=True)
+class EagerOverhead:
+    """What a decode step costs more without CUDA graphs (vLLM --enforce-eager), per layer, and its source."""
+
+    us_per_layer: float
+    source: str
+
+    def ms_per_step(self, arch: ModelArchitecture) -> float:
+        return arch.num_hidden_layers * self.us_per_layer / 1000
+
+
+def eager_overhead() -> EagerOverhead:
+    """efficiency.yaml's eager-mode cost: kernels launched one by one from Python instead of replayed from a graph,
+    a fixed CPU cost per layer of every step, so it weighs most at small batch where steps are short."""
+    entry = _table()["eager_mode"]["us_per_layer"]
+    return EagerOverhead(float(entry["value"]), str(entry["source"]))
 
 
 def expected_step_ms(
@@ -188,8 +210,10 @@ def expected_step_ms(
     context_tokens: float,
     kv_bytes_per_token: float,
     tp: int,
+    eager_ms: float = 0.0,
 ) -> float:
-    """Expected time of one decode step of `batch` sequences (see the module docstring)."""
+    """Expected time of one decode step of `batch` sequences (see the module docstring); `eager_ms` is the
+    launch cost without CUDA graphs (EagerOverhead.ms_per_step), 0 with them."""
     bound = decode_step_bound(
         arch,
         weights,
@@ -200,7 +224,7 @@ def expected_step_ms(
         tp=tp,
     )
     streaming = max(bound.memory_time_s / efficiency.bandwidth, bound.compute_time_s / efficiency.flops)
-    return streaming * 1000 + efficiency.step_overhead_ms + allreduce_ms(arch, efficiency, tp)
+    return streaming * 1000 + efficiency.step_overhead_ms + allreduce_ms(arch, efficiency, tp) + eager_ms
 
 
 def allreduce_ms(arch: ModelArchitecture, efficiency: Efficiency, tp: int) -> float:
@@ -221,7 +245,13 @@ def expected_latency(
     tp: int,
     replicas: int,
     price_per_second_usd: float | None,
+    enforce_eager: bool = False,
+    max_num_batched_tokens: int | None = None,
 ) -> ExpectedLatency:
+    """The expected decode curve, TTFT and cost. `enforce_eager` adds the eager launch cost to every step;
+    `max_num_batched_tokens` splits the prompt into that many-token prefill steps (vLLM's chunked prefill), each
+    rereading the weights and paying the per-step overheads."""
+    eager_ms = eager_overhead().ms_per_step(arch) if enforce_eager else 0.0
     context = prompt_tokens + output_tokens / 2
     batches = [b for b in CURVE_BATCHES if b <= max(1, max_batch)]
     if max_batch not in batches and max_batch > 1:
@@ -236,14 +266,19 @@ def expected_latency(
             context_tokens=context,
             kv_bytes_per_token=kv_bytes_per_token,
             tp=tp,
+            eager_ms=eager_ms,
         )
         for b in batches
     }
     prefill = prefill_bound(
         arch, weights, hardware, prompt_tokens=prompt_tokens, kv_bytes_per_token=kv_bytes_per_token, tp=tp
     )
-    prefill_ms = max(prefill.memory_time_s / efficiency.bandwidth, prefill.compute_time_s / efficiency.flops) * 1000
-    ttft = prefill_ms + efficiency.step_overhead_ms + allreduce_ms(arch, efficiency, tp)
+    steps = math.ceil(prompt_tokens / max_num_batched_tokens) if max_num_batched_tokens else 1
+    # Each prefill step streams the weights again; the compute is the prompt's whatever the chunking.
+    prefill_ms = (
+        max(steps * prefill.memory_time_s / efficiency.bandwidth, prefill.compute_time_s / efficiency.flops) * 1000
+    )
+    ttft = prefill_ms + steps * (efficiency.step_overhead_ms + allreduce_ms(arch, efficiency, tp) + eager_ms)
     cost = None
     if price_per_second_usd is not None:
         best = math.inf
@@ -261,4 +296,6 @@ def expected_latency(
         allreduce_ms_per_step=allreduce_ms(arch, efficiency, tp),
         basis="calibrated by measurement" if efficiency.calibrated else "literature estimate",
         source=efficiency.source,
+        eager_overhead_ms_per_step=eager_ms,
+        prefill_steps=steps,
     )

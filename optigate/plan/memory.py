@@ -51,7 +51,10 @@ Runtime reserve (what vLLM's profiling run measures besides the weights):
   their memory comes out of the (1 - gpu_memory_utilization) headroom; newer
   releases estimate and subtract it (logged 0.48-1 GiB per GPU). The planner
   subtracts 0.75 GiB by default (conservative for sizing); pass
-  ``engine_subtracts_cuda_graphs=False`` to model an older engine.
+  ``engine_subtracts_cuda_graphs=False`` to model an older engine. With
+  ``enforce_eager`` vLLM captures no graphs at all ("disable CUDA graph to save some
+  GBs of memory", LMI's vllm_user_guide.md), so the reserve is 0 and the KV cache
+  gets that memory.
 """
 
 from __future__ import annotations
@@ -141,12 +144,13 @@ class WeightFootprint:
     lm_head: float
     attention: float
     dense_mlp: float
-    expert_each_layer: float  # one routed expert of one MoE layer
+    expert_each_layer: float  # one routed expert of one MoE layer (whole under expert parallelism, else 1/tp)
     num_moe_layers: int
-    num_experts: int
+    num_experts: int  # routed experts this rank holds per MoE layer (all of them unless expert parallel)
     shared_experts: float
     router: float
     norms: float
+    expert_parallel_ranks: int = 1  # ranks the experts are spread over whole (vLLM --enable-expert-parallel)
 
     @property
     def experts_total(self) -> float:
@@ -172,18 +176,31 @@ class WeightFootprint:
     def read_per_step(self, distinct_experts_per_layer: float) -> float:
         """Bytes streamed from memory by one forward step: everything except the
         embedding table (a row lookup) and the experts nobody was routed to."""
+        if self.expert_parallel_ranks > 1:
+            # Whole experts on each rank: the step waits for the busiest rank, which holds at least its share of the
+            # experts the batch touches (at batch 1 one rank reads a whole expert where tensor parallelism reads
+            # 1/tp of each of the top-k), and never more than it holds.
+            distinct_experts_per_layer = min(
+                self.num_experts, math.ceil(distinct_experts_per_layer / self.expert_parallel_ranks - 1e-9)
+            )
         experts = self.expert_each_layer * self.num_moe_layers * distinct_experts_per_layer
         return self.lm_head + self.attention + self.dense_mlp + experts + self.shared_experts + self.router + self.norms
 
 
 def weight_footprint(
-    arch: ModelArchitecture, precision: str | WeightPrecision = "bf16", tp: int = 1
+    arch: ModelArchitecture, precision: str | WeightPrecision = "bf16", tp: int = 1, *, expert_parallel: bool = False
 ) -> WeightFootprint:
     """Weight bytes per rank under tensor parallelism.
 
     Linear layers, experts, embedding and lm_head are split across ranks
     (vocab-parallel); norms are replicated; K/V projections are replicated when the
     model has fewer KV heads than ranks.
+
+    With ``expert_parallel`` (vLLM's --enable-expert-parallel, expert-parallel size = the tp ranks without data
+    parallelism) each rank holds ceil(E / tp) whole routed experts instead of 1/tp of every expert; attention,
+    shared experts, embeddings and the KV cache stay tensor parallel
+    (https://docs.vllm.ai/en/latest/serving/expert_parallel_deployment.html). vLLM gives the first E mod tp ranks
+    one expert more, so the busiest rank is what is sized.
     """
     wp = precision if isinstance(precision, WeightPrecision) else weight_precision(precision)
     q_bytes = wp.bytes_per_param
@@ -195,17 +212,19 @@ def weight_footprint(
     per_layer_kv = 2 * h * arch.kv_size * kv_share
     bias = ((arch.q_size / tp) + 2 * arch.kv_size * kv_share) if arch.attention_bias else 0
     attention = arch.num_hidden_layers * ((per_layer_q_o + per_layer_kv) * q_bytes + bias * unq)
+    ep = tp if expert_parallel and arch.is_moe and tp > 1 else 1
     return WeightFootprint(
         embedding=params.embedding * unq / tp,
         lm_head=params.lm_head * unq / tp,
         attention=attention,
         dense_mlp=params.dense_mlp * q_bytes / tp,
-        expert_each_layer=arch.expert_parameters() * q_bytes / tp,
+        expert_each_layer=arch.expert_parameters() * q_bytes / (1 if ep > 1 else tp),
         num_moe_layers=arch.num_moe_layers,
-        num_experts=arch.num_experts,
+        num_experts=math.ceil(arch.num_experts / ep),
         shared_experts=params.shared_experts * q_bytes / tp,
         router=params.router * unq,
         norms=params.norms * unq,
+        expert_parallel_ranks=ep,
     )
 
 

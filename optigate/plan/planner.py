@@ -8,14 +8,20 @@ user-facing messages already contain the numbers (``messages``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .architecture import ModelArchitecture, load_architecture
 from .catalog import GIB, Instance
-from .expected import Calibration, ExpectedLatency, efficiency_for, expected_latency
-from .memory import DEFAULT_GPU_MEMORY_UTILIZATION, kv_dtype_bytes, max_concurrency, max_concurrent_sequences
+from .expected import Calibration, ExpectedLatency, eager_overhead, efficiency_for, expected_latency
+from .memory import (
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    kv_dtype_bytes,
+    max_concurrency,
+    max_concurrent_sequences,
+    weight_footprint,
+)
 from .memory import weight_precision as lookup_weight_precision
 from .parallel import refusal
 from .problems import PROBLEM_KINDS, Admissible, PlanProblem, Suggestion, find_problems
@@ -70,6 +76,10 @@ class PlanResult:
     # What a team should expect to measure (optigate.plan.expected): None without hardware figures.
     expected: ExpectedLatency | None = None
     engine: str = "vllm"
+    # vLLM engine switches planned (enforce_eager, expert_parallel) and what each changed against the engine's default
+    enforce_eager: bool = False
+    expert_parallel: bool = False
+    setting_notes: tuple[str, ...] = ()
 
     @property
     def expected_tpot_ms_batch1(self) -> float | None:
@@ -89,6 +99,7 @@ class PlanResult:
         data["decode_curve"] = [asdict(p) for p in self.decode_curve]
         data["problems"] = [p.to_dict() for p in self.problems]
         data["notes"] = list(self.notes)
+        data["setting_notes"] = list(self.setting_notes)
         data["fits"] = self.fits
         data["is_lower_bound"] = self.is_lower_bound
         expected = self.expected.to_dict() if self.expected else {}
@@ -120,6 +131,8 @@ def plan(
     admissible: Admissible | None = None,
     engine: str = "vllm",
     calibrations: Sequence[Calibration] = (),
+    enforce_eager: bool = False,
+    expert_parallel: bool = False,
 ) -> PlanResult:
     """Plan serving ``arch`` on ``instance``.
 
@@ -130,6 +143,9 @@ def plan(
     achievable_fraction < 1 turns the roofline lower bounds into estimates.
     admissible re-checks each fix (a Suggestion) before it is offered: the config rules, for a team.
     engine (vllm, trtllm, neuron) and calibrations (a team's own gate runs) set the expected figures.
+    enforce_eager (vLLM --enforce-eager) drops the CUDA-graph reserve and adds the eager launch cost to every step;
+    expert_parallel (vLLM --enable-expert-parallel) places whole MoE experts per rank. `setting_notes` then say what
+    each changed against the engine's default, and so does an explicit max_num_batched_tokens.
     """
     model = load_architecture(arch)
     inst = resolve_instance(instance)
@@ -151,6 +167,8 @@ def plan(
         max_num_batched_tokens=int(max_num_batched_tokens or default_batched_tokens),
         max_num_seqs=int(max_num_seqs or default_seqs),
         engine_subtracts_cuda_graphs=engine_subtracts_cuda_graphs,
+        enforce_eager=enforce_eager,
+        expert_parallel=expert_parallel,
     )
     if tensor_parallel is None:
         tp = choose_tensor_parallel(inputs)
@@ -166,7 +184,7 @@ def plan(
     max_feasible = min(int(max_batch_size or inputs.max_num_seqs), seqs_at_typical)
     bounds = _roofline(inputs, mp, compute, replicas=replicas, max_feasible=max_feasible, fraction=achievable_fraction)
     expected = _expected(inputs, mp, compute, replicas, max_feasible, engine, calibrations)
-    return PlanResult(
+    result = PlanResult(
         model=model.name,
         instance_type=inst.instance_type,
         weight_precision=wp.name,
@@ -206,7 +224,100 @@ def plan(
         notes=tuple(notes),
         expected=expected,
         engine=engine,
+        enforce_eager=enforce_eager,
+        expert_parallel=inputs.expert_parallel and model.is_moe and tp > 1,
     )
+    if not (enforce_eager or result.expert_parallel or max_num_batched_tokens not in (None, default_batched_tokens)):
+        return result
+
+    def again(**changes: Any) -> PlanResult:
+        """This plan with a switch at the engine's default, to say what the switch changed."""
+        asked: dict[str, Any] = {
+            "weight_precision": weight_precision,
+            "kv_cache_dtype": kv_cache_dtype,
+            "tensor_parallel": tp,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "max_model_len": max_len,
+            "prompt_tokens": prompt_tokens,
+            "output_tokens": output_tokens,
+            "max_batch_size": max_batch_size,
+            "max_num_batched_tokens": max_num_batched_tokens,
+            "max_num_seqs": max_num_seqs,
+            "engine_subtracts_cuda_graphs": engine_subtracts_cuda_graphs,
+            "achievable_fraction": achievable_fraction,
+            "suggest_fixes": False,
+            "engine": engine,
+            "calibrations": calibrations,
+            "enforce_eager": enforce_eager,
+            "expert_parallel": expert_parallel,
+        }
+        return plan(model, inst, **(asked | changes))
+
+    changed = _setting_notes(result, inputs, max_num_batched_tokens, default_batched_tokens, again)
+    return replace(result, setting_notes=tuple(changed))
+
+
+def _setting_notes(
+    result: PlanResult,
+    inputs: PlanInputs,
+    batched_tokens_asked: int | None,
+    default_batched_tokens: int,
+    plan_again: Callable[..., PlanResult],
+) -> list[str]:
+    """What each vLLM engine switch changed against the engine's default, with the planner's figures."""
+    notes: list[str] = []
+    if result.enforce_eager:
+        graphs = plan_again(enforce_eager=False)
+        freed = result.kv_capacity_tokens - graphs.kv_capacity_tokens
+        text = (
+            f"enforce_eager: no CUDA graphs, so no graph reserve ({graphs.cuda_graph_reserve_gib:.2f} GiB per "
+            f"accelerator more for the KV cache: {result.kv_capacity_tokens:,} tokens instead of "
+            f"{graphs.kv_capacity_tokens:,}, +{freed:,})"
+        )
+        if result.expected is not None and graphs.expected is not None:
+            eager, extra = eager_overhead(), result.expected.eager_overhead_ms_per_step
+            text += (
+                f"; every decode step launches its kernels one by one: +{extra:.1f} ms "
+                f"({inputs.model.num_hidden_layers} layers x {eager.us_per_layer:g} us, literature estimate), "
+                f"expected TPOT at batch 1 {result.expected.tpot_ms_batch1:.1f} ms instead of "
+                f"{graphs.expected.tpot_ms_batch1:.1f} ms with graphs"
+            )
+        notes.append(text)
+    if result.expert_parallel:
+        sliced = plan_again(expert_parallel=False)
+        weights = memory_plan(inputs, result.tensor_parallel).weights
+        text = (
+            f"enable_expert_parallel: {weights.num_experts} whole expert(s) of {inputs.model.num_experts} per "
+            f"accelerator ({weights.experts_total / GIB:.2f} GiB of expert weights; sliced across the "
+            f"{result.tensor_parallel} GPUs: "
+            f"{weight_footprint(inputs.model, inputs.weights, result.tensor_parallel).experts_total / GIB:.2f} GiB); "
+            f"attention and the KV cache stay tensor parallel ({result.kv_capacity_tokens:,} KV tokens"
+            + (
+                f" instead of {sliced.kv_capacity_tokens:,})"
+                if sliced.kv_capacity_tokens != result.kv_capacity_tokens
+                else ")"
+            )
+        )
+        if result.decode_tpot_ms_batch1 is not None and sliced.decode_tpot_ms_batch1 is not None:
+            text += (
+                f"; at batch 1 the busiest GPU reads whole experts: TPOT bound {result.decode_tpot_ms_batch1:.1f} ms "
+                f"instead of {sliced.decode_tpot_ms_batch1:.1f} ms (the gap closes as the batch touches every expert)"
+            )
+        notes.append(text)
+    if batched_tokens_asked is not None and batched_tokens_asked != default_batched_tokens:
+        default = plan_again(max_num_batched_tokens=default_batched_tokens)
+        text = (
+            f"max_num_batched_tokens={batched_tokens_asked:,}: activation reserve {result.activation_reserve_gib:.2f} "
+            f"GiB (vLLM's default {default_batched_tokens:,}: {default.activation_reserve_gib:.2f} GiB), KV capacity "
+            f"{result.kv_capacity_tokens:,} tokens instead of {default.kv_capacity_tokens:,}"
+        )
+        if result.expected is not None and default.expected is not None:
+            text += (
+                f"; a {inputs.prompt_tokens:,}-token prompt prefills in {result.expected.prefill_steps} step(s) "
+                f"(expected TTFT {result.expected.ttft_ms:.0f} ms instead of {default.expected.ttft_ms:.0f} ms)"
+            )
+        notes.append(text)
+    return notes
 
 
 def _expected(
@@ -236,6 +347,8 @@ def _expected(
         tp=mp.tp,
         replicas=replicas,
         price_per_second_usd=inst.price_per_second_usd,
+        enforce_eager=inputs.enforce_eager,
+        max_num_batched_tokens=inputs.max_num_batched_tokens,
     )
 
 

@@ -56,6 +56,8 @@ class PlanInputs:
     max_num_batched_tokens: int
     max_num_seqs: int
     engine_subtracts_cuda_graphs: bool
+    enforce_eager: bool = False  # vLLM --enforce-eager: no CUDA graphs, so no graph memory (and slower steps)
+    expert_parallel: bool = False  # vLLM --enable-expert-parallel: whole MoE experts per rank
 
     @property
     def kv_bytes(self) -> int:
@@ -91,14 +93,16 @@ def memory_plan(inputs: PlanInputs, tp: int, *, kv_bytes: int | None = None) -> 
     ``kv_bytes`` overrides the KV element size (the FP8 KV suggestion sizes 1-byte elements).
     """
     model, instance = inputs.model, inputs.instance
-    weights = weight_footprint(model, inputs.weights, tp)
+    weights = weight_footprint(model, inputs.weights, tp, expert_parallel=inputs.expert_parallel)
     reserve = estimate_runtime_reserve(
         model,
         tp=tp,
         max_num_batched_tokens=inputs.max_num_batched_tokens,
         max_num_seqs=inputs.max_num_seqs,
         nvlink=instance.has_nvlink and tp > 1,
-        engine_subtracts_cuda_graphs=inputs.engine_subtracts_cuda_graphs and not instance.is_neuron,
+        engine_subtracts_cuda_graphs=inputs.engine_subtracts_cuda_graphs
+        and not inputs.enforce_eager
+        and not instance.is_neuron,
     )
     usable = instance.usable_memory_bytes_per_tp_unit
     budget = kv_budget_bytes(usable, inputs.gpu_memory_utilization, weights.total, reserve)

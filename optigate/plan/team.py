@@ -105,6 +105,9 @@ def plan_serving(
         admissible=admissible,
         engine=ENGINE[serving.container.family],
         calibrations=team.calibrations,
+        enforce_eager=serving.enforce_eager,
+        expert_parallel=serving.enable_expert_parallel,
+        max_num_batched_tokens=serving.max_num_batched_tokens,
     )
 
 
@@ -165,6 +168,10 @@ def derive_settings(
             f"max_batch_size={max_batch_size}: the KV cache holds {fits:,} sequences of {typical:,} tokens"
             + (f" (capped at vLLM's max_num_seqs {result.max_num_seqs})" if fits > result.max_num_seqs else "")
         )
+        tokens = serving.max_num_batched_tokens
+        if tokens is not None and max_batch_size > tokens:  # vLLM refuses max_num_seqs > max_num_batched_tokens
+            max_batch_size = tokens
+            notes.append(f"max_batch_size={tokens}: capped at max_num_batched_tokens (one token of each sequence)")
         result = plan_serving(
             team, serving, max_model_len=max_model_len, max_batch_size=max_batch_size, admissible=admissible
         )

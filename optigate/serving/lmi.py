@@ -42,6 +42,8 @@ class LmiSettings(Protocol):
     def gpu_memory_utilization(self) -> float: ...
     @property
     def lora(self) -> LoraLimits | None: ...
+    @property
+    def image_version(self) -> str: ...
 
 
 def container_path(model_prefix: str, uri: str) -> str:
@@ -63,6 +65,30 @@ def speculative_config(speculative: SpeculativeDecoding, model_prefix: str) -> d
     elif isinstance(speculative, Eagle3Speculation):
         config.update(method="eagle3", model=container_path(model_prefix, speculative.model_s3_uri))
     return config
+
+
+#: The first LMI (DJL) version whose vLLM (0.12+) takes the attention backend as the engine argument
+#: --attention-backend (OPTION_ATTENTION_BACKEND); older ones read vLLM's VLLM_ATTENTION_BACKEND variable
+#: (optigate.deployment.rules.engine_switch_problems says which versions and why).
+ATTENTION_BACKEND_ENGINE_ARG_VERSION = (0, 36, 0)
+
+
+def render_engine_switches(serving: Serving, image_version: str) -> dict[str, str]:
+    """The vLLM engine switches of `serving` as LMI passes them to vLLM: `OPTION_<ENGINE_ARG>` for an EngineArgs
+    field (vllm_user_guide.md in deepjavalibrary/djl-serving, "Advanced vLLM Configurations"); a switch left at
+    vLLM's default renders nothing."""
+    env: dict[str, str] = {}
+    if serving.enforce_eager:
+        env["OPTION_ENFORCE_EAGER"] = "true"
+    if serving.enable_expert_parallel:
+        env["OPTION_ENABLE_EXPERT_PARALLEL"] = "true"
+    if serving.max_num_batched_tokens is not None:
+        # LMI's own name for vLLM's max_num_batched_tokens (documented since LMI 0.24.0).
+        env["OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS"] = str(serving.max_num_batched_tokens)
+    if serving.attention_backend is not None:
+        engine_arg = tuple(int(p) for p in image_version.split(".")) >= ATTENTION_BACKEND_ENGINE_ARG_VERSION
+        env["OPTION_ATTENTION_BACKEND" if engine_arg else "VLLM_ATTENTION_BACKEND"] = serving.attention_backend
+    return env
 
 
 def render_environment(resolved: LmiSettings, model_prefix: str) -> dict[str, str]:
@@ -88,6 +114,7 @@ def render_environment(resolved: LmiSettings, model_prefix: str) -> dict[str, st
             env["OPTION_MAX_LORAS"] = str(resolved.lora.max_loras)
             env["OPTION_MAX_LORA_RANK"] = str(resolved.lora.max_lora_rank)
             env["OPTION_MAX_CPU_LORAS"] = str(resolved.lora.max_cpu_loras or resolved.lora.max_loras)
+        env.update(render_engine_switches(serving, resolved.image_version))
     elif family == "lmi-trtllm":
         env["OPTION_MAX_INPUT_LEN"] = str(resolved.max_model_len)
     elif family == "lmi-neuronx":
