@@ -90,8 +90,8 @@ def test_an_environment_that_captures_nothing_is_refused(tmp_path):
 """
     (message,) = _messages(edited_config(tmp_path, "environments.yaml", dev, ""))
     assert (
-        "environments[0].overrides.data_capture: team 'chat' trains its EAGLE head from data capture: captures nothing in dev"
-        in (message)
+        "environments[0].overrides.data_capture: team 'chat' trains its EAGLE head from data capture: "
+        "captures nothing in dev" in message
     )
     assert "train_from an S3 prefix" in message
 
