@@ -46,9 +46,10 @@ RUN_ID_LENGTH = 8
 # twin endpoint config and endpoint (`twin`: the live model on the candidate's instance type and count,
 # without production traffic, which the benchmark and the evaluation load instead of the live
 # endpoint), the shadow endpoint config on the live endpoint (`shadow`), the optimization job (`opt`),
-# the evaluation processing job (`eval`).
-RunKind = Literal["cand", "twin", "shadow", "opt", "eval"]
-RUN_KINDS: tuple[RunKind, ...] = ("cand", "twin", "shadow", "opt", "eval")
+# the evaluation processing job (`eval`), the optimized model an EAGLE-training optimization job registers
+# (`optm`: its OutputConfig.SageMakerModel, which says where the trained head is).
+RunKind = Literal["cand", "twin", "shadow", "opt", "eval", "optm"]
+RUN_KINDS: tuple[RunKind, ...] = ("cand", "twin", "shadow", "opt", "eval", "optm")
 RUN_PREFIX_MAX = SAGEMAKER_NAME_MAX - len("-") - max(map(len, RUN_KINDS)) - len("-") - RUN_ID_LENGTH
 
 STACK_PREFIX = "optigate"

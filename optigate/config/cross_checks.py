@@ -11,8 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
-from optigate.config.models import Environment, EnvironmentOverrides, EnvironmentsFile, TeamConfig
+from optigate.config.models import DataCapture, Environment, EnvironmentOverrides, EnvironmentsFile, TeamConfig
 from optigate.config.rules import Problem, did_you_mean
+
+CAPTURE_KEYS = frozenset({"data_capture", "data_capture_percentage"})
 
 
 def effective_overrides(team: TeamConfig, environment: Environment) -> EnvironmentOverrides:
@@ -20,7 +22,11 @@ def effective_overrides(team: TeamConfig, environment: Environment) -> Environme
     merged = environment.overrides.model_dump(exclude_none=True)
     team_overrides = environment.teams.get(team.team)
     if team_overrides is not None:
-        merged.update(team_overrides.model_dump(exclude_none=True))
+        own = team_overrides.model_dump(exclude_none=True)
+        if CAPTURE_KEYS & own.keys():  # the team's own capture replaces the environment's, whichever key it uses
+            for key in CAPTURE_KEYS:
+                merged.pop(key, None)
+        merged.update(own)
     return EnvironmentOverrides(**merged)
 
 
@@ -115,6 +121,109 @@ def check_overrides(environments: EnvironmentsFile, teams: Mapping[str, TeamConf
     return problems
 
 
+#: ModelSpeculativeDecodingConfig's TrainingDataSource (API reference,
+#: https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ModelSpeculativeDecodingConfig.html): "The data
+#: must be formatted as ShareGPT, OpenAI Completions or OpenAI Chat Completions. The input can also be unencrypted
+#: captured data from a SageMaker endpoint as long as the endpoint uses one of the above formats."
+TRAINABLE_FORMATS = ("openai_chat", "openai_completions", "sharegpt")
+
+
+def capture_training_refusals(capture: DataCapture | None, environment: str) -> list[tuple[str, str]]:
+    """Why an optimization job cannot train an EAGLE head from this environment's data capture: (the
+    data_capture key to change, the reason and what to change), none when it can.
+
+    - "Unencrypted" is not defined by the docs. S3 encrypts every new object (SSE-S3 by default), so it cannot
+      mean "no encryption at rest"; optigate reads it as "no KMS": captures SageMaker writes with
+      DataCaptureConfig.KmsKeyId are SSE-KMS and are refused (whether kms:Decrypt for the job's role would be
+      enough is undocumented, and the doc says unencrypted), an SSE-S3 bucket without a capture key is accepted.
+    - Without CaptureContentTypeHeader.JsonContentTypes "SageMaker AI will by default base64 encode" the captured
+      payload (API_CaptureContentTypeHeader); whether the job decodes base64 is undocumented, so JSON is required.
+    - The clients' request format is invisible to optigate: it must be stated (data_capture.request_format), and
+      LMI's own {inputs, parameters} schema is none of the formats the job reads.
+    """
+    s3_managed = "data_capture: {percentage: N, encryption: s3_managed, json_content_types: [application/json]"
+    if capture is None:
+        return [
+            (
+                "data_capture",
+                f"captures nothing in {environment}, and the gate's EAGLE head trains from that capture; set "
+                f"{s3_managed}, request_format: openai_chat}} for {environment}, or train_from an S3 prefix of "
+                "ShareGPT/OpenAI data",
+            )
+        ]
+    refusals = []
+    if capture.encryption != "s3_managed":
+        refusals.append(
+            (
+                "encryption",
+                f"the capture in {environment} is KMS-encrypted (DataCaptureConfig.KmsKeyId), and an optimization "
+                "job trains only from 'unencrypted captured data' (API reference, ModelSpeculativeDecodingConfig); "
+                f"set {s3_managed}}} for {environment} only (a separate SSE-S3, SSL-only capture bucket without a "
+                "KMS key), or train_from an S3 prefix of exported ShareGPT/OpenAI data",
+            )
+        )
+    if not capture.json_content_types:
+        refusals.append(
+            (
+                "json_content_types",
+                f"without json_content_types the capture in {environment} stores payloads base64-encoded "
+                "(CaptureContentTypeHeader), which the optimization job is not documented to read; add the content "
+                "type your clients send, e.g. json_content_types: [application/json]",
+            )
+        )
+    if capture.request_format is None:
+        refusals.append(
+            (
+                "request_format",
+                f"say what the clients of {environment} send (request_format: openai_chat, openai_completions, "
+                "sharegpt or lmi): the optimization job reads ShareGPT, OpenAI Completions or OpenAI Chat only, and "
+                "optigate cannot see the clients",
+            )
+        )
+    elif capture.request_format not in TRAINABLE_FORMATS:
+        refusals.append(
+            (
+                "request_format",
+                f"clients in {environment} send LMI's {{inputs, parameters}} schema, which the optimization job does "
+                "not read (ShareGPT, OpenAI Completions, OpenAI Chat only); have them send OpenAI chat `messages` "
+                "(LMI's vLLM backend accepts it) and set request_format: openai_chat, or train_from an S3 prefix",
+            )
+        )
+    return refusals
+
+
+def _trains_from_capture(team: TeamConfig) -> bool:
+    speculative = team.gate.candidate.get("speculative_decoding")
+    return isinstance(speculative, dict) and (speculative.get("method"), speculative.get("train_from")) == (
+        "eagle",
+        "data_capture",
+    )
+
+
+def check_capture_training(environments: EnvironmentsFile, teams: Mapping[str, TeamConfig]) -> list[Problem]:
+    """A team whose gate trains an EAGLE head from data capture needs, in every environment its gate runs in, a
+    capture the optimization job can read; reported at the capture override to change."""
+    problems: list[Problem] = []
+    for index, environment in enumerate(environments.environments):
+        for name, team in teams.items():
+            if not _trains_from_capture(team):
+                continue
+            where = _Where(index, environment, name)
+            overrides = effective_overrides(team, environment)
+            for field, message in capture_training_refusals(overrides.capture, environment.name):
+                if overrides.data_capture is not None:
+                    sub = "percentage" if field == "data_capture" else field
+                    path = (*where.override("data_capture"), sub)
+                elif overrides.data_capture_percentage is not None:  # KMS, no header: data_capture replaces it
+                    path = where.override("data_capture_percentage")
+                else:
+                    path = ("environments", index, "overrides", "data_capture")
+                problems.append(Problem(path, f"team '{name}' trains its EAGLE head from data capture: {message}"))
+    return problems
+
+
 def check_project(environments: EnvironmentsFile, teams: Mapping[str, TeamConfig]) -> list[Problem]:
     """Every cross-file rule; paths are in environments.yaml."""
-    return check_regions(environments) + check_overrides(environments, teams)
+    return (
+        check_regions(environments) + check_overrides(environments, teams) + check_capture_training(environments, teams)
+    )

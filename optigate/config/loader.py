@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from optigate.config.cross_checks import check_overrides, check_regions
+from optigate.config.cross_checks import check_capture_training, check_overrides, check_regions
 from optigate.config.models import Calibration, CalibrationFile, EnvironmentsFile, TeamConfig
 from optigate.config.reader import (
     ConfigError,
@@ -322,7 +322,7 @@ def load_project(config_dir: str | Path = "config", *, team_checks: TeamChecks |
     if environments is not None:
         # Across files, over every team file that parsed: one run reports them with the files' own problems.
         document = read_yaml(environments_path)
-        issues += _issues(document, check_overrides(environments, teams))
+        issues += _issues(document, check_overrides(environments, teams) + check_capture_training(environments, teams))
     if environments is not None and every_file_parsed:
         for index, environment in enumerate(environments.environments):
             for name in environment.teams:

@@ -177,8 +177,36 @@ class Eagle3Speculation(Strict):
     num_speculative_tokens: int = Field(3, ge=1, le=16)
 
 
+class EagleTraining(Strict):
+    """An EAGLE head the gate's SageMaker optimization job trains (CreateOptimizationJob's
+    ModelSpeculativeDecodingConfig, Technique EAGLE): a gate candidate only. Whether the service trains an
+    EAGLE-2 or an EAGLE-3 head depends on the model's architecture; the gate reads which from the trained head
+    and renders vLLM's `method` from it."""
+
+    method: Literal["eagle"]
+    train_from: Literal["data_capture"] | S3Uri = Field(
+        description="data_capture: the environment's own endpoint data capture (which must be readable by the job: "
+        "see the environment's data_capture settings); or an S3 prefix (ending in /) or manifest file of ShareGPT, "
+        "OpenAI Completions or OpenAI Chat Completions data."
+    )
+    data_type: Literal["S3Prefix", "ManifestFile"] | None = Field(
+        None,
+        description="TrainingDataSource.S3DataType; derived when unset: ManifestFile for a key ending in .manifest "
+        "or manifest.json, else S3Prefix.",
+    )
+    num_speculative_tokens: int = Field(3, ge=1, le=16)
+
+    @property
+    def s3_data_type(self) -> str:
+        if self.data_type is not None:
+            return self.data_type
+        if self.train_from == "data_capture":
+            return "S3Prefix"
+        return "ManifestFile" if self.train_from.endswith((".manifest", "manifest.json")) else "S3Prefix"
+
+
 SpeculativeDecoding = Annotated[
-    NgramSpeculation | DraftModelSpeculation | Eagle3Speculation,
+    NgramSpeculation | DraftModelSpeculation | Eagle3Speculation | EagleTraining,
     Field(discriminator="method"),
 ]
 
@@ -483,6 +511,34 @@ def serving_with(serving: Serving, overrides: Mapping[str, object]) -> Serving:
     return Serving.model_validate(merged)
 
 
+CaptureEncryption = Literal["kms", "s3_managed"]
+RequestFormat = Literal["openai_chat", "openai_completions", "sharegpt", "lmi"]
+
+
+class DataCapture(Strict):
+    """The endpoint's data capture in one environment (EndpointConfig DataCaptureConfig)."""
+
+    percentage: int = Field(ge=0, le=100, description="InitialSamplingPercentage; 0 disables data capture.")
+    encryption: CaptureEncryption = Field(
+        "kms",
+        description="kms: an SSL-only bucket encrypted with the endpoint's KMS key, and DataCaptureConfig.KmsKeyId. "
+        "s3_managed: a separate SSL-only bucket with SSE-S3 and no KMS key, the 'unencrypted captured data' a "
+        "SageMaker optimization job can train an EAGLE head from.",
+    )
+    json_content_types: list[Annotated[str, StringConstraints(pattern=r"^[a-zA-Z0-9*.+/-]{1,256}$")]] = Field(
+        default_factory=list,
+        max_length=10,
+        description="CaptureContentTypeHeader.JsonContentTypes: requests of these content types are captured as "
+        "JSON text; anything else is base64-encoded.",
+    )
+    request_format: RequestFormat | None = Field(
+        None,
+        description="What the endpoint's clients send: openai_chat (messages), openai_completions (prompt), "
+        "sharegpt, or lmi ({inputs, parameters}). optigate cannot see the clients; training an EAGLE head from "
+        "the capture needs this stated.",
+    )
+
+
 class EnvironmentOverrides(Strict):
     instance_count: int | None = Field(None, ge=1, le=100)
     autoscaling_max_capacity: int | None = Field(None, ge=1, le=MAX_CAPACITY)
@@ -492,7 +548,21 @@ class EnvironmentOverrides(Strict):
         "without: SageMaker refuses an instance-type change of a variant registered with Application Auto Scaling. "
         "The instance count stays where autoscaling left it.",
     )
-    data_capture_percentage: int | None = Field(None, ge=0, le=100, description="0 disables data capture.")
+    data_capture_percentage: int | None = Field(
+        None, ge=0, le=100, description="0 disables data capture; KMS-encrypted. Same as data_capture: {percentage}."
+    )
+    data_capture: DataCapture | None = Field(
+        None, description="The endpoint's data capture in full (instead of data_capture_percentage)."
+    )
+
+    @property
+    def capture(self) -> DataCapture | None:
+        """The data capture this environment configures: `data_capture`, else `data_capture_percentage` (KMS,
+        no content-type header); None when neither is set or the percentage is 0."""
+        capture = self.data_capture
+        if capture is None and self.data_capture_percentage is not None:
+            capture = DataCapture(percentage=self.data_capture_percentage)
+        return capture if capture is not None and capture.percentage > 0 else None
 
 
 class Environment(Strict):

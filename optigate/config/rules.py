@@ -402,7 +402,10 @@ def candidate_problems(team: TeamConfig, overrides: dict[str, Any], base: PathT)
                 message = f"unknown key '{loc[-1]}'{did_you_mean(str(loc[-1]), list(Serving.model_fields))}"
             problems.append(Problem((*base, *loc), message))
         return problems
-    return check_serving(candidate, base, has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri)
+    problems = check_serving(
+        candidate, base, has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri
+    )
+    return problems + (trained_head_problems(candidate, base) if base != GATE_CANDIDATE else [])
 
 
 def check_team(team: TeamConfig) -> list[Problem]:
@@ -412,6 +415,7 @@ def check_team(team: TeamConfig) -> list[Problem]:
     problems += check_serving(
         team.serving, ("serving",), has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri
     )
+    problems += trained_head_problems(team.serving, ("serving",))
     problems += _architecture_problems(team)
     names: set[str] = set()
     for index, adapter in enumerate(team.adapters):
@@ -457,4 +461,30 @@ def check_environments(environments: EnvironmentsFile) -> list[Problem]:
                 Problem(("environments", index, "name"), f"environment '{environment.name}' is defined twice")
             )
         seen.add(environment.name)
+        blocks: list[tuple[PathT, Any]] = [(("environments", index, "overrides"), environment.overrides)]
+        blocks += [(("environments", index, "teams", name), own) for name, own in environment.teams.items()]
+        for path, overrides in blocks:
+            if overrides.data_capture is not None and overrides.data_capture_percentage is not None:
+                problems.append(
+                    Problem(
+                        (*path, "data_capture_percentage"),
+                        "give data_capture or data_capture_percentage, not both; "
+                        "move the percentage into data_capture.percentage",
+                    )
+                )
     return problems
+
+
+def trained_head_problems(serving: Serving, path: PathT) -> list[Problem]:
+    """`method: eagle` is a head the gate's optimization job trains: it exists only as a gate candidate, which a
+    promotion then deploys as the package the gate recorded (head included)."""
+    if not isinstance(serving.speculative_decoding, models.EagleTraining):
+        return []
+    return [
+        Problem(
+            (*path, "speculative_decoding", "method"),
+            "eagle trains a head in the gate's optimization job, so it is a gate.candidate setting only; here use "
+            "method: eagle3 with a model_s3_uri of an existing head, or put method: eagle under gate.candidate and "
+            "let the gate train, prove and promote it",
+        )
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -32,6 +32,24 @@ def _api(value: Any) -> Any:
 
 def _pascal(snake: str) -> str:
     return "".join(part.upper() if part == "gb" else part.title() for part in snake.split("_"))
+
+
+@dataclass(frozen=True)
+class CaptureSettings:
+    """How the endpoint captures requests and responses (EndpointConfig DataCaptureConfig).
+
+    :param percentage: InitialSamplingPercentage, 1-100.
+    :param encryption: "kms": the endpoint's KMS key encrypts the bucket and is the capture's KmsKeyId (SSE-KMS).
+        "s3_managed": a separate SSL-only bucket with SSE-S3 and no KmsKeyId, which a SageMaker optimization
+        job can train an EAGLE head from ("unencrypted captured data", ModelSpeculativeDecodingConfig).
+        @default "kms"
+    :param json_content_types: CaptureContentTypeHeader.JsonContentTypes (at most 10); other payloads are
+        captured base64-encoded. @default none
+    """
+
+    percentage: int
+    encryption: str = "kms"
+    json_content_types: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,7 +170,7 @@ class TunedEndpoint(Construct):
       the instance has no NVMe storage, and for captured data;
     - blue/green deployment with canary traffic shifting and automatic rollback on a 5XX alarm and a
       p99 model-latency alarm;
-    - optional data capture to an SSL-only, KMS-encrypted bucket; a CloudWatch dashboard;
+    - optional data capture to an SSL-only bucket, KMS-encrypted by default; a CloudWatch dashboard;
     - optional target-tracking autoscaling.
 
     :param model: the LmiModel of the production variant.
@@ -160,7 +178,8 @@ class TunedEndpoint(Construct):
     :param endpoint_name: the SageMaker endpoint name (explicit, so benchmarks and the gate can find it).
     :param encryption_key: @default a new key with rotation
     :param blue_green: @default BlueGreenSettings(); None updates all at once without rollback
-    :param data_capture_percentage: share of requests captured to S3. @default 0 (off)
+    :param data_capture_percentage: share of requests captured to S3 (KMS). @default 0 (off)
+    :param data_capture: the capture in full; replaces data_capture_percentage. @default None
     :param scaling: @default no autoscaling
     :param scaling_suspended: autoscaling is configured but off for this deploy (to change the instance type,
         which SageMaker refuses for a registered variant): the instance count it set is kept. @default False
@@ -177,6 +196,7 @@ class TunedEndpoint(Construct):
         encryption_key: kms.IKey | None = None,
         blue_green: BlueGreenSettings | None = BlueGreenSettings(),
         data_capture_percentage: int = 0,
+        data_capture: CaptureSettings | None = None,
         scaling: ScalingSettings | None = None,
         scaling_suspended: bool = False,
     ) -> None:
@@ -190,18 +210,19 @@ class TunedEndpoint(Construct):
         self._shadow_variants: list[sagemaker.CfnEndpointConfig.ProductionVariantProperty] = []
 
         self.capture_bucket: s3.Bucket | None = None
-        data_capture = None
-        if data_capture_percentage > 0:
-            data_capture = self._data_capture(model, data_capture_percentage)
+        capture = data_capture or (CaptureSettings(data_capture_percentage) if data_capture_percentage > 0 else None)
+        data_capture_config = None
+        if capture is not None and capture.percentage > 0:
+            data_capture_config = self._data_capture(model, capture)
 
         local_storage = has_instance_storage(variant.instance_type)  # every pool's is the same (VariantSettings)
-        self._data_capture_config = data_capture
+        self._data_capture_config = data_capture_config
         self.config = sagemaker.CfnEndpointConfig(
             self,
             "Config",
             production_variants=self._production_variants,
             kms_key_id=None if local_storage else self.key.key_arn,
-            data_capture_config=data_capture,
+            data_capture_config=data_capture_config,
         )
 
         self.alarms = self._alarms(blue_green)
@@ -275,10 +296,32 @@ class TunedEndpoint(Construct):
 
     # ------------------------------------------------------------------ parts
 
-    def _data_capture(self, model: LmiModel, percentage: int) -> sagemaker.CfnEndpointConfig.DataCaptureConfigProperty:
-        self.capture_bucket = secure_bucket(
-            self, "CaptureBucket", self.key, purpose="SageMaker (through the model role)", expire_days=90
-        )
+    def _data_capture(
+        self, model: LmiModel, capture: CaptureSettings
+    ) -> sagemaker.CfnEndpointConfig.DataCaptureConfigProperty:
+        s3_managed = capture.encryption == "s3_managed"
+        if s3_managed:
+            # What an optimization job can train from: SSE-S3 and no capture KmsKeyId. SSL-only and private like
+            # every optigate bucket; only this endpoint's capture is in it.
+            self.capture_bucket = s3.Bucket(
+                self,
+                "PlainCaptureBucket",
+                encryption=s3.BucketEncryption.S3_MANAGED,
+                enforce_ssl=True,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                removal_policy=RemovalPolicy.RETAIN,
+                lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(90))],
+            )
+            nag.acknowledge(
+                self.capture_bucket,
+                "AwsSolutions-S1",
+                "Only SageMaker (through the model role) writes here, and the gate's optimization job reads it; "
+                "reads are audited with CloudTrail S3 data events, which platform accounts enable organisation-wide.",
+            )
+        else:
+            self.capture_bucket = secure_bucket(
+                self, "CaptureBucket", self.key, purpose="SageMaker (through the model role)", expire_days=90
+            )
         # SageMaker writes captured data with the model's execution role.
         nag.allow(
             model.role,
@@ -286,17 +329,33 @@ class TunedEndpoint(Construct):
             [self.capture_bucket.arn_for_objects("capture/*")],
             why_wildcard="Captured requests and responses, written under this endpoint's capture/ prefix only.",
         )
-        nag.allow(model.role, ["kms:Encrypt", "kms:GenerateDataKey", "kms:Decrypt"], [self.key.key_arn])
+        if not s3_managed:
+            nag.allow(model.role, ["kms:Encrypt", "kms:GenerateDataKey", "kms:Decrypt"], [self.key.key_arn])
+        header = (
+            sagemaker.CfnEndpointConfig.CaptureContentTypeHeaderProperty(
+                json_content_types=list(capture.json_content_types)
+            )
+            if capture.json_content_types
+            else None
+        )
         return sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
             enable_capture=True,
-            initial_sampling_percentage=percentage,
+            initial_sampling_percentage=capture.percentage,
             destination_s3_uri=self.capture_bucket.s3_url_for_object("capture"),
-            kms_key_id=self.key.key_arn,
+            kms_key_id=None if s3_managed else self.key.key_arn,
             capture_options=[
                 sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode="Input"),
                 sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode="Output"),
             ],
+            capture_content_type_header=header,
         )
+
+    def capture_prefix(self) -> str | None:
+        """Where this endpoint's captured records are: `<destination>/<endpoint>/` (SageMaker's layout,
+        `<DestinationS3Uri>/<endpoint>/<variant>/yyyy/mm/dd/hh/`), or None without capture."""
+        if self.capture_bucket is None:
+            return None
+        return self.capture_bucket.s3_url_for_object(f"capture/{self.endpoint_name}/")
 
     def metric(self, name: str, statistic: str = "Sum", variant_name: str | None = None) -> cloudwatch.Metric:
         return cloudwatch.Metric(

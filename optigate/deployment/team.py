@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from optigate.config.models import Serving, TeamConfig
+from optigate.config.models import EagleTraining, Serving, TeamConfig
 from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem
 from optigate.deployment import pools, rules
 from optigate.deployment.serving import ResolvedServing, resolve_serving
@@ -43,21 +43,70 @@ class ResolvedTeam:
     @property
     def optimization_configs(self) -> list[dict[str, Any]] | None:
         """The SageMaker optimization job the gate runs for its candidate (CreateOptimizationJob's
-        OptimizationConfigs), or None: a new quantization is made by a job; speculation needs none."""
+        OptimizationConfigs), or None: a new quantization and an EAGLE head to train are made by a job; other
+        speculation needs none."""
         return optimization_configs(self.team)
+
+    @property
+    def trained_head(self) -> EagleTraining | None:
+        """The EAGLE head the gate's optimization job trains for the candidate, if it does."""
+        return trained_head(self.team)
+
+
+def trained_head(team: TeamConfig) -> EagleTraining | None:
+    speculative = team.gate.candidate.get("speculative_decoding")
+    if not isinstance(speculative, dict) or speculative.get("method") != "eagle":
+        return None
+    try:
+        return EagleTraining.model_validate(speculative)
+    except ValidationError:
+        return None  # the config rules report it
+
+
+#: Techniques SageMaker's Python SDK never combines with speculative decoding (sagemaker ModelBuilder.optimize,
+#: model_builder.py: sharding is exclusive with every other technique; "Compilation is not supported with
+#: speculative decoding with a GPU instance"). optigate's candidates never ask for either today; a job that would
+#: is refused where it is built.
+NOT_WITH_SPECULATIVE_DECODING = ("ModelCompilationConfig", "ModelShardingConfig")
+
+
+def refused_combination(configs: list[dict[str, Any]]) -> str | None:
+    """Why SageMaker would not run these OptimizationConfigs in one job, or None."""
+    kinds = [kind for config in configs for kind in config]
+    if "ModelSpeculativeDecodingConfig" in kinds:
+        clash = [kind for kind in kinds if kind in NOT_WITH_SPECULATIVE_DECODING]
+        if clash:
+            return (
+                f"{' and '.join(clash)} cannot run with ModelSpeculativeDecodingConfig in one optimization job "
+                "(the SageMaker Python SDK's ModelBuilder.optimize refuses sharding with any other technique and "
+                "compilation with speculative decoding on GPUs)"
+            )
+    return None
 
 
 def optimization_configs(team: TeamConfig) -> list[dict[str, Any]] | None:
+    """One OptimizationConfigs item per technique (what the SageMaker SDK does, model_builder_utils.py): a new
+    quantization first, then an EAGLE head to train. Quantization and EAGLE in one job: the API's shape allows
+    it (a list of single-technique items) and no document forbids it, but no run has confirmed it (see README,
+    "EAGLE heads trained by the gate"). The TrainingDataSource depends on the environment (its capture bucket):
+    GateSpec.optimization_job_configs adds it."""
+    configs: list[dict[str, Any]] = []
     quantize = team.gate.candidate.get("quantization")
-    if not quantize or quantize == team.serving.quantization:
-        return None
-    return [{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": str(quantize)}}}]
+    if quantize and quantize != team.serving.quantization:
+        configs.append({"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": str(quantize)}}})
+    if trained_head(team) is not None:
+        configs.append({"ModelSpeculativeDecodingConfig": {"Technique": "EAGLE"}})
+    refusal = refused_combination(configs)
+    if refusal:
+        raise ValueError(f"team {team.team}: {refusal}")
+    return configs or None
 
 
 def optimization_job_problems(team: TeamConfig, candidate: Serving) -> list[Problem]:
     """An optimization job runs on the candidate's instance type, and accepts fewer types than endpoints
     (CreateOptimizationJob's DeploymentInstanceType in botocore's model)."""
-    if optimization_configs(team) is None:
+    configs = optimization_configs(team)
+    if configs is None:
         return []
     import botocore.session
 
@@ -65,10 +114,12 @@ def optimization_job_problems(team: TeamConfig, candidate: Serving) -> list[Prob
     allowed = model.operation_model("CreateOptimizationJob").input_shape.members["DeploymentInstanceType"].enum
     if candidate.instance_type in allowed:
         return []
+    quantizes = any("ModelQuantizationConfig" in config for config in configs)
+    what = "quantizes the candidate" if quantizes else "trains the candidate's EAGLE head"
     return [
         Problem(
-            (*GATE_CANDIDATE, "quantization"),
-            f"the SageMaker optimization job that quantizes the candidate cannot run on {candidate.instance_type} "
+            (*GATE_CANDIDATE, "quantization" if quantizes else "speculative_decoding"),
+            f"the SageMaker optimization job that {what} cannot run on {candidate.instance_type} "
             "(CreateOptimizationJob's DeploymentInstanceType); give the candidate an instance type it takes, "
             "e.g. ml.p5.48xlarge, or prove a candidate that needs no job",
         )

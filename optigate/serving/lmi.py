@@ -12,6 +12,7 @@ from typing import Protocol
 from optigate.config.models import (
     DraftModelSpeculation,
     Eagle3Speculation,
+    EagleTraining,
     LoraLimits,
     NgramSpeculation,
     Serving,
@@ -105,7 +106,9 @@ def render_environment(resolved: LmiSettings, model_prefix: str) -> dict[str, st
         env["OPTION_GPU_MEMORY_UTILIZATION"] = f"{resolved.gpu_memory_utilization:g}"
         if serving.kv_cache_dtype != "auto":
             env["OPTION_KV_CACHE_DTYPE"] = serving.kv_cache_dtype
-        if serving.speculative_decoding is not None:
+        # A head the gate trains is not there yet: the gate renders its OPTION_SPECULATIVE_CONFIG at run time, from
+        # the trained head (optigate/lambdas/stage_candidate), into the candidate it proves and records.
+        if serving.speculative_decoding is not None and not isinstance(serving.speculative_decoding, EagleTraining):
             env["OPTION_SPECULATIVE_CONFIG"] = json.dumps(
                 speculative_config(serving.speculative_decoding, model_prefix), sort_keys=True, separators=(",", ":")
             )

@@ -5,22 +5,28 @@ from __future__ import annotations
 import json
 import math
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import Aws, CfnOutput, Stack, Tags
 from aws_cdk import Environment as CdkEnvironment
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from optigate import naming
-from optigate.config.models import TeamConfig
+from optigate.config.models import DataCapture, TeamConfig, split_s3_uri
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
 from optigate.constructs.common import secure_bucket
 from optigate.constructs.evaluation_job import EvaluationJob
-from optigate.constructs.gate import GateSpec, OptimizationGate, ShadowStage
+from optigate.constructs.gate import GateSpec, OptimizationGate, ShadowStage, TrainedHead
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, ComponentScaling, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
-from optigate.constructs.tuned_endpoint import BlueGreenSettings, ScalingSettings, TunedEndpoint, VariantSettings
+from optigate.constructs.tuned_endpoint import (
+    BlueGreenSettings,
+    CaptureSettings,
+    ScalingSettings,
+    TunedEndpoint,
+    VariantSettings,
+)
 from optigate.deployment import Deployment, ResolvedServing
 from optigate.serving import images
 
@@ -115,7 +121,7 @@ class TeamInferenceStack(Stack):
                 variant=variant,
                 endpoint_name=deployment.endpoint_name,
                 blue_green=blue_green,
-                data_capture_percentage=overrides.data_capture_percentage or 0,
+                data_capture=_capture_settings(overrides.capture),
                 scaling_suspended=bool(overrides.suspend_autoscaling and team.serving.autoscaling),
                 scaling=(
                     ScalingSettings(
@@ -244,6 +250,7 @@ class TeamInferenceStack(Stack):
             baseline_ami_version=images.inference_ami_version(
                 images.tag_of(self.model.image_uri), candidate.serving.instance_type
             ),
+            trained_head=self._trained_head(deployment),
         )
         if optimization:
             # The optimization job runs as the model role and writes the candidate's artifacts,
@@ -267,6 +274,46 @@ class TeamInferenceStack(Stack):
             self.model.grant_job_logs(OPTIMIZATION_JOB_LOG_GROUPS, spec.run_name_pattern("opt"))
         return OptimizationGate(
             self, "Gate", spec=spec, fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key
+        )
+
+    def _trained_head(self, deployment: Deployment) -> TrainedHead | None:
+        """The EAGLE head the gate's optimization job trains, from this environment's data capture or an S3
+        prefix/manifest; the job runs as the model role, which may then read that data (and nothing else of it)."""
+        head = deployment.resolved_team.trained_head
+        if head is None:
+            return None
+        region = deployment.environment.region
+        if head.train_from == "data_capture":
+            # The config rules refuse a capture the job cannot read (KMS, base64, off, not OpenAI/ShareGPT).
+            prefix = self.endpoint.capture_prefix() if isinstance(self.endpoint, TunedEndpoint) else None
+            bucket = self.endpoint.capture_bucket if isinstance(self.endpoint, TunedEndpoint) else None
+            if prefix is None or bucket is None:
+                raise ValueError(
+                    f"{deployment.team.team}: train_from data_capture, but {deployment.endpoint_name} captures nothing"
+                )
+            objects = bucket.arn_for_objects(f"capture/{deployment.endpoint_name}/*")
+            bucket_arn, listed = bucket.bucket_arn, f"capture/{deployment.endpoint_name}/*"
+            uri, train_from = prefix, "data_capture"
+        else:
+            uri = train_from = head.train_from.replace("{region}", region)
+            name, key = split_s3_uri(uri)
+            # A manifest's objects are read from its folder (its `prefix` entry must lie there).
+            folder = key if head.s3_data_type == "S3Prefix" else key.rpartition("/")[0]
+            folder = folder if head.s3_data_type == "S3Prefix" or not folder else folder + "/"
+            objects = f"arn:{Aws.PARTITION}:s3:::{name}/{folder}*"
+            bucket_arn, listed = f"arn:{Aws.PARTITION}:s3:::{name}", f"{folder}*"
+        nag.allow(
+            self.model.role,
+            ["s3:GetObject"],
+            [objects],
+            why_wildcard="The EAGLE head's training data: the records under its prefix, which the gate's "
+            "optimization job (running as the model role) reads.",
+        )
+        nag.allow(self.model.role, ["s3:ListBucket"], [bucket_arn], conditions={"StringLike": {"s3:prefix": [listed]}})
+        return TrainedHead(
+            train_from=train_from,
+            training_data={"S3Uri": uri, "S3DataType": head.s3_data_type},
+            num_speculative_tokens=head.num_speculative_tokens,
         )
 
     def _shadow_stage(self, team: TeamConfig) -> ShadowStage | None:
@@ -304,6 +351,12 @@ class TeamInferenceStack(Stack):
             volume_size_gb=serving.volume_size_gb,
             routing_strategy=serving.routing_strategy,
         )
+
+
+def _capture_settings(capture: DataCapture | None) -> CaptureSettings | None:
+    if capture is None:
+        return None
+    return CaptureSettings(capture.percentage, capture.encryption, tuple(capture.json_content_types))
 
 
 def _latency_alarm_ms(team: TeamConfig) -> float:

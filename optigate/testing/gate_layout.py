@@ -67,6 +67,11 @@ def _started_machine(task: dict[str, Any]) -> str | None:
     return None
 
 
+def _is_image(resource: dict[str, Any]) -> bool:
+    properties = resource.get("Properties", {})
+    return properties.get("PackageType") == "Image" or "ImageUri" in properties.get("Code", {})
+
+
 def gate_layout(template: dict[str, Any]) -> GateLayout:
     """The gate, its fleet and the role of each Lambda function in a synthesized template."""
     functions = set(resources_of_type(template, "AWS::Lambda::Function"))
@@ -87,7 +92,13 @@ def gate_layout(template: dict[str, Any]) -> GateLayout:
     if len(gates) != 1 or len(starts[gates[0]]) != 1:
         raise ValueError(f"expected one state machine that starts one other (the gate), found {starts}")
     gate, (fleet,) = gates[0], starts[gates[0]]
-    roles = {function: STAGE if function in discards else DECIDE for function, _ in invokes[gate]}
+    # The decision is the gate's container-image function; the staging function (zip) either discards its result
+    # (copies) or returns the candidate (a trained head).
+    images = {f for f, r in resources_of_type(template, "AWS::Lambda::Function").items() if _is_image(r)}
+    roles = {
+        function: STAGE if function in discards or (images and function not in images) else DECIDE
+        for function, _ in invokes[gate]
+    }
     roles |= {function: WORKER if in_map else MERGE for function, in_map in invokes[fleet]}
     missing = {WORKER, MERGE, DECIDE} - set(roles.values())
     if missing:

@@ -241,6 +241,51 @@ class GateRun:
                 written.append(f"s3://{bucket}/{prefix}config.json")
         return written
 
+    def training_sources(self) -> list[dict[str, str]]:
+        """The TrainingDataSource of each EAGLE item the gate's optimization job gets (rendered)."""
+        definition = render_definition(self.template, self.layout.gate, self.substitutions())
+        sources = []
+        for _, state in iter_states(definition):
+            if state.get("Type") == "Task" and state.get("Resource", "").endswith(":createOptimizationJob"):
+                for config in state.get("Parameters", {}).get("OptimizationConfigs", []):
+                    source = config.get("ModelSpeculativeDecodingConfig", {}).get("TrainingDataSource")
+                    sources += [source] if source else []
+        return sources
+
+    def seed_training_data(self) -> list[str]:
+        """Put one captured OpenAI chat request (a data capture record, JSON-encoded) under each EAGLE training
+        prefix that is empty in moto S3 (a rehearsal has no traffic; the emulated job fails without data). The
+        keys written, as s3:// URIs."""
+        s3 = self.harness.client("s3")
+        request = {"messages": [{"role": "user", "content": "Where is my order?"}]}
+        record = {
+            "captureData": {
+                "endpointInput": {
+                    "observedContentType": "application/json",
+                    "mode": "INPUT",
+                    "data": json.dumps(request),
+                    "encoding": "JSON",
+                }
+            },
+            "eventMetadata": {"eventId": "rehearsal", "inferenceTime": "2026-01-01T00:00:00Z"},
+            "eventVersion": "0",
+        }
+        written = []
+        for source in self.training_sources():
+            bucket, key = split_s3_uri(source["S3Uri"])
+            if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
+                s3.create_bucket(Bucket=bucket)
+            if source["S3DataType"] == "ManifestFile":
+                folder = key.rpartition("/")[0]
+                manifest = [{"prefix": f"s3://{bucket}/{folder}/"}, "rehearsal.jsonl"]
+                s3.put_object(Bucket=bucket, Key=f"{folder}/rehearsal.jsonl", Body=json.dumps(record))
+                s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(manifest))
+                written.append(source["S3Uri"])
+            elif not s3.list_objects_v2(Bucket=bucket, Prefix=key).get("KeyCount"):
+                s3.put_object(Bucket=bucket, Key=f"{key}rehearsal.jsonl", Body=json.dumps(record))
+                written.append(f"s3://{bucket}/{key}rehearsal.jsonl")
+        return written
+
     def _create_live_endpoints(self) -> dict[str, str]:
         """The endpoints the stack's CloudFormation would own, InService on their configs, as in
         production before a gate runs: endpoint name -> its config's name."""

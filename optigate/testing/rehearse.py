@@ -217,6 +217,7 @@ def rehearse(
         with GateHarness(lambda_handlers=handlers, scenario=scenario, region=REGION) as harness:
             run = GateRun(template, harness, compress_options)
             run.seed_baseline_files()  # the team's model bucket holds the folders the gate stages (an EAGLE-3 head)
+            run.seed_training_data()  # the capture (or prefix) an EAGLE head trains from holds traffic
             result = run.execute(on_state=on_state)
     result["host_allowance_ms"] = allowance
     return result

@@ -54,6 +54,17 @@ class Scenario:
     on_processing_job: Callable[[dict], dict | None] | None = None
     # Same, for an optimization job reaching COMPLETED (e.g. to write artifacts under S3OutputLocation).
     on_optimization_job: Callable[[dict], dict | None] | None = None
+    # An EAGLE-training optimization job (ModelSpeculativeDecodingConfig) reaching COMPLETED writes these files
+    # under `<S3OutputLocation>eagle_head/` and registers its OutputConfig.SageMakerModel with this environment
+    # (None: the emulated layout, see optigate.testing.sagemaker.jobs.EAGLE_HEAD_CHANNEL). The real layout is not
+    # documented; the emulated one is an assumption until a live run records it.
+    eagle_head_files: dict[str, bytes] = field(
+        default_factory=lambda: {
+            "config.json": b'{"architectures": ["LlamaForCausalLMEagle3"]}',
+            "model.safetensors": b"eagle head",
+        }
+    )
+    eagle_model_environment: dict[str, str] | None = None
     # CloudWatch traffic of endpoint variants (AWS/SageMaker, dimensions EndpointName and VariantName):
     # variant name -> {"Invocations": count, "Invocation5XXErrors": count, "ModelLatency": [microseconds, ...]}.
     # Published for a variant that is on an InService endpoint when GetMetricData reads it, timestamped

@@ -126,7 +126,11 @@ def test_team_and_environment_names_that_would_share_an_endpoint_are_refused(tmp
     environments = (config / "environments.yaml").read_text()
     (config / "environments.yaml").write_text(environments.replace("name: staging", "name: dev-prod", 1))
     chat = (config / "teams" / "chat.yaml").read_text()
-    (config / "teams" / "chat-dev.yaml").write_text(chat.replace("team: chat", "team: chat-dev", 1))
+    # chat-dev trains its EAGLE head from an S3 prefix: no environment captures chat-dev's traffic for it.
+    chat_dev = chat.replace("team: chat", "team: chat-dev", 1).replace(
+        "train_from: data_capture", "train_from: s3://acme-traffic/chat/"
+    )
+    (config / "teams" / "chat-dev.yaml").write_text(chat_dev)
     with pytest.raises(ConfigError) as caught:
         load_resolved_project(config)
     (issue,) = caught.value.issues

@@ -226,13 +226,14 @@ def run_gate(gate_templates, gate_handlers) -> Callable[..., dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def nothing_left() -> Callable[[dict[str, Any]], None]:
-    """`nothing_left(result)` asserts no temporary resource is left (candidate, baseline twin, shadow config),
+    """`nothing_left(result)` asserts no temporary resource is left (candidate, baseline twin, shadow config, the
+    optimized model an EAGLE job registered),
     nothing CloudFormation owns was removed (the live endpoint, its config, the model the twin ran), the live
     endpoint received no benchmark load, and it is InService on the config CloudFormation made."""
 
     def check(result: dict[str, Any]) -> None:
         left = result["left"]
-        temporary = ("-cand-", "-twin-", "-shadow-")
+        temporary = ("-cand-", "-twin-", "-shadow-", "-optm-")  # -optm-: the model an EAGLE job registers
         assert not any(name for names in left.values() for name in names if any(t in name for t in temporary)), left
         assert result["owned_missing"] == []
         assert [b for b in result["benchmarked"] if b["endpoint"] in result["live"]] == []

@@ -12,8 +12,13 @@ def test_speculation_whose_drafts_are_rejected_does_not_pass(example_config):
     from optigate.testing.rehearse import FASTER, rehearse, synthesize_team
 
     template, deployment = synthesize_team("chat", "dev", example_config)
-    # Faster per token, but one token per chunk: the n-gram drafts are never accepted.
+    # Faster per token, but one token per chunk: the drafts of the EAGLE head the job trained are never accepted.
     result = rehearse(template, deployment, "faster", behaviour={**FASTER, "tokens_per_chunk": [1]})
+    # The head was trained (from the seeded capture) and staged before the candidate was measured.
+    states = result["states"]
+    assert (
+        states.index("CreateOptimizationJob") < states.index("StageTrainedHead") < states.index("CreateCandidateModel")
+    )
     assert result["execution"]["status"] == "FAILED"
     failed = {c["name"] for c in result["report"]["checks"] if not c["passed"]}
     assert failed == {"tokens_per_chunk_gain"}

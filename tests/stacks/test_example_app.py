@@ -231,10 +231,42 @@ def test_prod_overrides_apply_only_where_configured(example_app):
     dev_chat = _only(example_app.templates["optigate-dev-chat"], "AWS::SageMaker::EndpointConfig")
     assert prod_chat["ProductionVariants"][0]["InitialInstanceCount"] == 2
     assert dev_chat["ProductionVariants"][0]["InitialInstanceCount"] == 1
+    # chat's own capture in each environment (its gate trains an EAGLE head from it): 5 % in prod, 100 % in dev.
     assert prod_chat["DataCaptureConfig"]["InitialSamplingPercentage"] == 5
-    assert "DataCaptureConfig" not in dev_chat
+    assert dev_chat["DataCaptureConfig"]["InitialSamplingPercentage"] == 100
+    # prod's environment-wide data_capture_percentage (KMS) reaches the other teams in prod only.
+    prod_research = _only(example_app.templates["optigate-prod-research"], "AWS::SageMaker::EndpointConfig")
+    dev_research = _only(example_app.templates["optigate-dev-research"], "AWS::SageMaker::EndpointConfig")
+    assert prod_research["DataCaptureConfig"]["InitialSamplingPercentage"] == 5
+    assert "KmsKeyId" in prod_research["DataCaptureConfig"]
+    assert "DataCaptureConfig" not in dev_research
     dev_target = _only(example_app.templates["optigate-dev-chat"], "AWS::ApplicationAutoScaling::ScalableTarget")
     assert dev_target["MaxCapacity"] == 1  # dev caps autoscaling
+
+
+def test_chat_captures_unencrypted_json_the_eagle_job_can_read_and_research_keeps_kms(example_app):
+    """s3_managed: a separate SSE-S3, SSL-only bucket, no capture KmsKeyId, JSON payloads (not base64)."""
+    for environment in ("dev", "staging", "prod"):
+        template = example_app.templates[f"optigate-{environment}-chat"]
+        capture = _only(template, "AWS::SageMaker::EndpointConfig")["DataCaptureConfig"]
+        assert "KmsKeyId" not in capture and capture["CaptureContentTypeHeader"] == {
+            "JsonContentTypes": ["application/json"]
+        }
+        bucket_logical = capture["DestinationS3Uri"]["Fn::Join"][1][1]["Ref"]
+        bucket = template["Resources"][bucket_logical]["Properties"]
+        (rule,) = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}, environment
+        policies = [r["Properties"] for r in resources_of(template, "AWS::S3::BucketPolicy").values()]
+        ssl_only = [
+            s
+            for p in policies
+            if p["Bucket"] == {"Ref": bucket_logical}
+            for s in p["PolicyDocument"]["Statement"]
+            if s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        ]
+        assert ssl_only, environment
+    research = _only(example_app.templates["optigate-prod-research"], "AWS::SageMaker::EndpointConfig")
+    assert "CaptureContentTypeHeader" not in research["DataCaptureConfig"]
 
 
 def test_prod_chat_blue_green_uses_a_one_instance_canary_and_rolls_back_on_alarms(example_app):
@@ -263,7 +295,7 @@ def test_teams_with_a_candidate_get_a_gate_and_the_others_do_not(example_app):
             assert all(r.get("DeletionPolicy") == r.get("UpdateReplacePolicy") == "Retain" for r in found), stack
 
 
-def test_research_gate_runs_an_fp8_optimization_job_and_chat_does_not(example_app):
+def test_research_gate_quantizes_and_chat_gate_trains_an_eagle_head_from_its_capture(example_app):
     def definition(stack):
         (machine,) = [
             r
@@ -275,7 +307,13 @@ def test_research_gate_runs_an_fp8_optimization_job_and_chat_does_not(example_ap
 
     research, chat = definition("optigate-prod-research"), definition("optigate-prod-chat")
     assert "createOptimizationJob" in research and '"OPTION_QUANTIZE":"fp8"' in research
-    assert "createOptimizationJob" not in chat and "ngram" in chat
+    assert "ModelSpeculativeDecodingConfig" not in research and "DescribeOptimizedModel" not in research
+    # chat serves fp8 already: its job only trains the head, from prod's capture of chat-prod, and registers the
+    # model that says where the head is; the head is staged before the candidate model is created.
+    assert '"ModelSpeculativeDecodingConfig":{"Technique":"EAGLE","TrainingDataSource":{"S3Uri":"s3://TOKEN' in chat
+    assert '/capture/chat-prod/","S3DataType":"S3Prefix"}' in chat and "ModelQuantizationConfig" not in chat
+    assert '"SageMakerModel":{"ModelName.$":"States.Format(\'chat-prod-optm-{}\', $.run.id)"}' in chat
+    assert '"DescribeOptimizedModel":' in chat and '"StageTrainedHead":' in chat
 
 
 def test_every_optimization_job_ends_by_its_own_bounds_before_the_gate_stops_polling(example_app):
@@ -370,7 +408,25 @@ def test_the_model_role_may_write_and_read_optimized_artifacts_only_where_a_job_
         )
 
     assert "/optimized/*" in statements("optigate-prod-research")
-    assert "/optimized/*" not in statements("optigate-prod-chat")  # speculation needs no job
+    assert "/optimized/*" in statements("optigate-prod-chat")  # its job trains the EAGLE head
+    assert "/optimized/*" not in statements("optigate-prod-support")  # no gate, no job
+
+
+def test_the_model_role_reads_the_training_capture_and_no_other_capture(example_app):
+    """The EAGLE job runs as the model role: it may read chat-prod's capture prefix (SSE-S3, no KMS grant for it)."""
+    template = example_app.templates["optigate-prod-chat"]
+    model = _only(template, "AWS::SageMaker::Model")
+    role = model["ExecutionRoleArn"]["Fn::GetAtt"][0]
+    statements = [
+        s
+        for r in resources_of(template, "AWS::IAM::Policy").values()
+        if {"Ref": role} in r["Properties"]["Roles"]
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    reads = [s for s in statements if s["Action"] == "s3:GetObject" and "capture/chat-prod/*" in json.dumps(s)]
+    assert len(reads) == 1
+    lists = [s for s in statements if s["Action"] == "s3:ListBucket" and "capture/chat-prod/*" in json.dumps(s)]
+    assert lists and lists[0]["Condition"] == {"StringLike": {"s3:prefix": ["capture/chat-prod/*"]}}
 
 
 def test_gate_images_are_staged_with_everything_their_dockerfiles_copy(example_app):

@@ -5,6 +5,7 @@ valid team and environment names."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shutil
@@ -192,7 +193,11 @@ def _long_config(target: Path) -> Path:
     for environment in environments["environments"]:
         if environment.get("teams"):  # per-team overrides follow the renamed teams
             environment["teams"] = {LONG_TEAMS[name]: overrides for name, overrides in environment["teams"].items()}
-    environments["environments"].append({"name": LONG_ENVIRONMENT, "account": "444444444444", "region": "eu-central-1"})
+    # chat's gate trains its EAGLE head from the capture of the environment it runs in: the long environment
+    # captures for the teams as dev does (the first environment's per-team overrides, renamed above).
+    long_environment = {"name": LONG_ENVIRONMENT, "account": "444444444444", "region": "eu-central-1"}
+    teams = copy.deepcopy(environments["environments"][0]["teams"])  # no YAML aliases: config files refuse them
+    environments["environments"].append({**long_environment, "teams": teams})
     (target / "environments.yaml").write_text(yaml.safe_dump(environments, sort_keys=False))
     return target
 
@@ -353,12 +358,16 @@ def test_the_gate_uses_the_names_naming_gives(long_app):
         }
         kinds = {"cand", "twin", "eval"} | ({"opt"} if "CreateOptimizationJob" in definition["States"] else set())
         kinds |= {"shadow"} if "CreateShadowConfig" in definition["States"] else set()
+        # An EAGLE-training job registers its output model under its own run name (OutputConfig.SageMakerModel).
+        kinds |= {"optm"} if "DescribeOptimizedModel" in definition["States"] else set()
         assert used == {naming.run_name_template(team, environment, kind) for kind in kinds}, (team, environment)
         (endpoint,) = resources_of(template, "AWS::SageMaker::Endpoint").values()
         assert endpoint["Properties"]["EndpointName"] == naming.endpoint_name(team, environment)
 
 
-def _needed(team: str, environment: str, region: str, account: str, *, shadow: bool, optimize: bool) -> dict[str, list]:
+def _needed(
+    team: str, environment: str, region: str, account: str, *, shadow: bool, optimize: bool, trained_head: bool = False
+) -> dict[str, list]:
     """(action, ARN) pairs each role needs at run time, by role: what the gate, the fleet's workers,
     the evaluation job and the model role (which the candidate runs as) do during one run."""
 
@@ -384,6 +393,8 @@ def _needed(team: str, environment: str, region: str, account: str, *, shadow: b
     if optimize:
         jobs = ("CreateOptimizationJob", "DescribeOptimizationJob", "StopOptimizationJob")
         gate += each(jobs, "optimization-job", run["opt"])
+    if trained_head:  # the model the EAGLE job registers: created by the job, read and deleted by the gate
+        gate += each(("CreateModel", "DescribeModel", "DeleteModel"), "model", run["optm"])
     if shadow:
         gate += each(
             ("CreateEndpointConfig", "DeleteEndpointConfig", "UpdateEndpoint"), "endpoint-config", run["shadow"]
@@ -426,7 +437,10 @@ def test_every_iam_pattern_matches_every_name_used_at_run_time(long_app):
     for team, environment, account, region, template in _gated_stacks(long_app):
         states = _definition(template, naming.gate_state_machine_name(team, environment), region, account)["States"]
         shadow, optimize = "CreateShadowConfig" in states, "CreateOptimizationJob" in states
-        needed = _needed(team, environment, region, account, shadow=shadow, optimize=optimize)
+        trained_head = "DescribeOptimizedModel" in states
+        needed = _needed(
+            team, environment, region, account, shadow=shadow, optimize=optimize, trained_head=trained_head
+        )
         roles = _roles(template, team, environment)
         missing = [
             (who, action, target)

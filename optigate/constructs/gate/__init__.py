@@ -20,13 +20,14 @@ Names come from optigate.naming.
 
 from optigate.constructs.gate.access import approval_event_pattern
 from optigate.constructs.gate.construct import OptimizationGate
-from optigate.constructs.gate.spec import GateSpec, ShadowStage
+from optigate.constructs.gate.spec import GateSpec, ShadowStage, TrainedHead
 from optigate.naming import gate_invoker_role_name, gate_state_machine_name
 
 __all__ = [
     "GateSpec",
     "OptimizationGate",
     "ShadowStage",
+    "TrainedHead",
     "approval_event_pattern",
     "gate_invoker_role_name",
     "gate_state_machine_name",

@@ -159,6 +159,17 @@ def grant_gate(gate: OptimizationGate, fleet: BenchmarkFleet, evaluation: Evalua
             arns("optimization-job", "opt"),
             why_wildcard="Optimization jobs are named <team>-<env>-opt-<run>; the run id is known only at run time.",
         )
+    if spec.trained_head is not None:
+        # The EAGLE job registers its output as a model (OutputConfig.SageMakerModel): the job is created with the
+        # caller's permissions, so CreateModel on that name (whether SageMaker checks it on the caller is not
+        # documented; granting it is the fail-safe side); the gate reads it and deletes it on every path.
+        nag.allow(
+            role,
+            ["sagemaker:CreateModel", "sagemaker:DescribeModel", "sagemaker:DeleteModel", "sagemaker:AddTags"],
+            arns("model", "optm"),
+            why_wildcard="The optimized models EAGLE jobs register are named <team>-<env>-optm-<run>; the run id is "
+            "known only at run time.",
+        )
     if spec.shadow:
         live = _sagemaker_arn(gate, f"endpoint/{spec.live_endpoint.lower()}")
         nag.allow(

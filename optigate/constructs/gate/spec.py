@@ -76,6 +76,39 @@ def job_serving_options(optimization_configs: list[dict[str, Any]] | None, image
     return options
 
 
+#: Where the gate puts a trained head the optimization job left outside its optimized model's prefix, under the
+#: candidate's prefix (the head must be under the model prefix: AWS::SageMaker::Model has no
+#: AdditionalModelDataSources, so CloudFormation can deploy one prefix only).
+TRAINED_HEAD_DIR = "speculative_head"
+
+
+@dataclass(frozen=True)
+class TrainedHead:
+    """An EAGLE head the gate's optimization job trains (ModelSpeculativeDecodingConfig, Technique EAGLE).
+
+    :param train_from: what the team configured, region resolved: "data_capture" or an S3 URI. Part of the
+        fingerprint (the capture bucket's name is a CloudFormation token and is not).
+    :param training_data: TrainingDataSource as the job gets it, {S3Uri, S3DataType}; S3Uri may be a token.
+    :param num_speculative_tokens: vLLM's num_speculative_tokens in OPTION_SPECULATIVE_CONFIG.
+    :param method: "eagle", as configured; vLLM's method (eagle or eagle3) is read from the trained head, because
+        the service chooses EAGLE-2 or EAGLE-3 per architecture.
+    """
+
+    train_from: str
+    training_data: dict[str, str]
+    num_speculative_tokens: int = 3
+    method: str = "eagle"
+
+    @property
+    def proof(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "train_from": self.train_from,
+            "data_type": self.training_data["S3DataType"],
+            "num_speculative_tokens": self.num_speculative_tokens,
+        }
+
+
 @dataclass(frozen=True)
 class ShadowStage:
     """Mirror live traffic to the candidate: a shadow variant on the live endpoint for a window.
@@ -150,6 +183,13 @@ class GateSpec:
     # default: the candidate's image and the live model's image (the twin's) may differ.
     candidate_ami_version: str | None = None
     baseline_ami_version: str | None = None
+    # An EAGLE head the optimization job trains (its optimization_configs then hold ModelSpeculativeDecodingConfig).
+    trained_head: TrainedHead | None = None
+
+    def __post_init__(self) -> None:
+        speculative = any("ModelSpeculativeDecodingConfig" in c for c in self.optimization_configs or [])
+        if speculative != (self.trained_head is not None):
+            raise ValueError(f"{self.prefix}: an EAGLE item in the optimization job needs a trained_head, and back")
 
     @property
     def prefix(self) -> str:
@@ -187,6 +227,8 @@ class GateSpec:
                             f"{self.prefix}: {kind} runs {image}, but the candidate serves {self.candidate_image}"
                         )
                     settings = {**settings, "Image": image}
+                if kind == "ModelSpeculativeDecodingConfig" and self.trained_head is not None:
+                    settings = {**settings, "TrainingDataSource": dict(self.trained_head.training_data)}
                 out[kind] = settings
             pinned.append(out)
         return pinned
@@ -209,9 +251,16 @@ class GateSpec:
         """The candidate's container: the candidate's image, the environment it runs with, and the weights
         from `$.candidate.model_uri`. The model the gate stages and the model package it records (which a
         promotion deploys) are this one dict."""
+        # With a trained head the environment is completed at run time with its OPTION_SPECULATIVE_CONFIG
+        # (optigate/lambdas/stage_candidate renders it from this environment and the head).
+        environment: dict[str, Any] = (
+            {"Environment.$": "$.candidate.environment"}
+            if self.trained_head is not None
+            else {"Environment": self.container_environment}
+        )
         return {
             "Image": self.candidate_image,
-            "Environment": self.container_environment,
+            **environment,
             "ModelDataSource": {
                 "S3DataSource": {
                     "S3Uri.$": "$.candidate.model_uri",
@@ -242,4 +291,6 @@ class GateSpec:
             + ([{"blocks": self.blocks}] if self.blocks != 1 else []),
             "shadow": [self.shadow.sampling_percentage, self.shadow.window_minutes] if self.shadow else None,
         }
+        if self.trained_head is not None:  # only then, so that every other fingerprint stays as it was
+            proof["trained_head"] = self.trained_head.proof
         return hashlib.sha256(json.dumps(proof, sort_keys=True, default=str).encode()).hexdigest()[:32]

@@ -16,7 +16,11 @@ from optigate.constructs import nag
 from optigate.constructs.assets import stage
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
 from optigate.constructs.common import function_role
-from optigate.constructs.gate.spec import OPTIMIZATION_MAX_PENDING_SECONDS, OPTIMIZATION_MAX_RUNTIME_SECONDS
+from optigate.constructs.gate.spec import (
+    OPTIMIZATION_MAX_PENDING_SECONDS,
+    OPTIMIZATION_MAX_RUNTIME_SECONDS,
+    TRAINED_HEAD_DIR,
+)
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, run_name, sdk_task
 from optigate.lambdas import handler_source
 
@@ -40,6 +44,8 @@ def cleanup_and_end(gate: OptimizationGate) -> sfn.IChainable:
     ]
     if spec.shadow:
         deletes.insert(4, ("ShadowConfig", "deleteEndpointConfig", "EndpointConfigName", "shadow"))
+    if spec.trained_head is not None:  # the model the EAGLE job registered (OutputConfig.SageMakerModel)
+        deletes.append(("OptimizedModel", "deleteModel", "ModelName", "optm"))
     states = [
         sdk_task(
             gate,
@@ -125,6 +131,12 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
                 "OutputConfig": {
                     "S3OutputLocation.$": f"States.Format('s3://{gate.bucket.bucket_name}/optimized/{{}}/', $.run.id)",
                     "KmsKeyId": gate.key.key_arn,
+                    # Where the trained head lands is not documented: the registered model says (DescribeModel).
+                    **(
+                        {"SageMakerModel": {"ModelName.$": run_name(gate.spec, "optm")}}
+                        if spec.trained_head is not None
+                        else {}
+                    ),
                 },
                 "StoppingCondition": {
                     "MaxRuntimeInSeconds": OPTIMIZATION_MAX_RUNTIME_SECONDS,
@@ -169,6 +181,11 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
     ready: sfn.INextable = from_job if staged is None else staged
     if staged is not None:
         from_job.next(staged)
+    completed: sfn.IChainable = from_job
+    if spec.trained_head is not None:
+        describe, head = stage_trained_head(gate, cleanup)
+        describe.next(head)
+        completed, ready = describe, head
     status = "$.optimization.OptimizationJobStatus"
     job_done = poll_loop(
         gate,
@@ -188,7 +205,7 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
             )
         ),
         until=[
-            (sfn.Condition.string_equals(status, "COMPLETED"), from_job),
+            (sfn.Condition.string_equals(status, "COMPLETED"), completed),
             (
                 sfn.Condition.or_(
                     sfn.Condition.string_equals(status, "FAILED"), sfn.Condition.string_equals(status, "STOPPED")
@@ -209,6 +226,99 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
     return sfn.Chain.start(create_job).next(job_done.entry), ready
 
 
+def _stager(gate: OptimizationGate) -> lambda_.Function:
+    """The gate's staging function (optigate/lambdas/stage_candidate), created once; callers grant its role what
+    it reads and writes."""
+    if gate.stager is not None:
+        return gate.stager
+    spec = gate.spec
+    role, log_group = function_role(gate, "Stage")
+    nag.allow(
+        role,
+        ["s3:PutObject"],
+        [gate.bucket.arn_for_objects("optimized/*")],
+        why_wildcard="The candidates' prefixes, optimized/<run>/; the run id is known only at run time.",
+    )
+    nag.allow(role, ["kms:Encrypt", "kms:GenerateDataKey", "kms:Decrypt"], [gate.key.key_arn])
+    gate.stager = lambda_.Function(
+        gate,
+        "StageCandidateFunction",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        architecture=lambda_.Architecture.ARM_64,
+        handler="handler.handler",
+        code=lambda_.Code.from_asset(str(stage("stage_candidate", {"handler.py": handler_source("stage_candidate")}))),
+        timeout=Duration.minutes(15),
+        memory_size=256,
+        role=role,
+        log_group=log_group,
+        description=f"optigate gate of {spec.prefix}: stage the candidate's files the optimization job does not write",
+    )
+    return gate.stager
+
+
+def stage_trained_head(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.CustomState, sfn.CustomState]:
+    """After an EAGLE-training job: DescribeModel of the model it registered (OutputConfig.SageMakerModel, named
+    `<prefix>-optm-<run>`), then the staging function finds the head it says, keeps or copies it under the
+    candidate's prefix, reads vLLM's method from the head, and returns `$.candidate`: the prefix and the
+    environment with OPTION_SPECULATIVE_CONFIG, which the candidate model and the model package both use
+    (GateSpec.candidate_container). Reads and writes only the job's output, optimized/<run>/: a registered
+    model that puts the weights or the head elsewhere fails the run before any endpoint exists (the layout is
+    undocumented; see optigate/lambdas/stage_candidate)."""
+    spec = gate.spec
+    head = spec.trained_head
+    if head is None:
+        raise ValueError(f"{spec.prefix}: no trained head to stage")
+    function = _stager(gate)
+    role = function.role
+    if role is None:
+        raise ValueError(f"{spec.prefix}: the staging function has no role")
+    nag.allow(
+        role,
+        ["s3:GetObject"],
+        [gate.bucket.arn_for_objects("optimized/*")],
+        why_wildcard="The optimization jobs' outputs, optimized/<run>/, where the trained head is read from.",
+    )
+    nag.allow(
+        role, ["s3:ListBucket"], [gate.bucket.bucket_arn], conditions={"StringLike": {"s3:prefix": ["optimized/*"]}}
+    )
+    describe = cleanup.guarded(
+        sdk_task(
+            gate,
+            "DescribeOptimizedModel",
+            "aws-sdk:sagemaker:describeModel",
+            {"ModelName.$": run_name(spec, "optm")},
+            result_path="$.optimized_model",
+        )
+    )
+    stage_head = cleanup.guarded(
+        sdk_task(
+            gate,
+            "StageTrainedHead",
+            "lambda:invoke",
+            {
+                "FunctionName": function.function_arn,
+                "Payload": {
+                    "trained_head": {
+                        "model.$": "$.optimized_model",
+                        "output.$": "$.optimization.OutputConfig.S3OutputLocation",
+                        "environment": spec.container_environment,
+                        "num_speculative_tokens": head.num_speculative_tokens,
+                        "head_dir": TRAINED_HEAD_DIR,
+                    }
+                },
+            },
+            result_path="$.candidate",
+            result_selector={
+                "model_uri.$": "$.Payload.model_uri",
+                "environment.$": "$.Payload.environment",
+                "head.$": "$.Payload.head",
+                "method.$": "$.Payload.method",
+            },
+        )
+    )
+    return describe, stage_head
+
+
 def stage_candidate_files(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.CustomState | None:
     """Copy what the optimized candidate reads but the job does not write (GateSpec.staged_paths: an EAGLE-3
     head, a draft model) from the baseline's prefix into the job's output, `optimized/<run>/<path>`, with a
@@ -222,7 +332,10 @@ def stage_candidate_files(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.C
         return None
     source = spec.baseline_model_uri.rstrip("/") + "/"
     source_bucket, source_key = split_s3_uri(source)
-    role, log_group = function_role(gate, "Stage")
+    function = _stager(gate)
+    role = function.role
+    if role is None:
+        raise ValueError(f"{spec.prefix}: the staging function has no role")
     nag.allow(
         role,
         ["s3:GetObject"],
@@ -235,27 +348,6 @@ def stage_candidate_files(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.C
         [f"arn:{Aws.PARTITION}:s3:::{source_bucket}"],
         conditions={"StringLike": {"s3:prefix": [f"{source_key}{path}*" for path in paths]}},
     )
-    nag.allow(
-        role,
-        ["s3:PutObject"],
-        [gate.bucket.arn_for_objects("optimized/*")],
-        why_wildcard="The candidates' prefixes, optimized/<run>/; the run id is known only at run time.",
-    )
-    nag.allow(role, ["kms:Encrypt", "kms:GenerateDataKey", "kms:Decrypt"], [gate.key.key_arn])
-    function = lambda_.Function(
-        gate,
-        "StageCandidateFunction",
-        runtime=lambda_.Runtime.PYTHON_3_14,
-        architecture=lambda_.Architecture.ARM_64,
-        handler="handler.handler",
-        code=lambda_.Code.from_asset(str(stage("stage_candidate", {"handler.py": handler_source("stage_candidate")}))),
-        timeout=Duration.minutes(15),
-        memory_size=256,
-        role=role,
-        log_group=log_group,
-        description=f"optigate gate of {spec.prefix}: stage the candidate's files the optimization job does not write",
-    )
-    gate.stager = function
     target = f"s3://{gate.bucket.bucket_name}/optimized/{{}}/"
     return cleanup.guarded(
         sdk_task(

@@ -3,10 +3,49 @@ Each runs through its in-progress status as the scenario says; the scenario's ho
 
 from __future__ import annotations
 
+import json
+
 from optigate.testing.sagemaker.state import Operations, Progress, SageMakerError, arn_of, not_found, now, snake
 from optigate.testing.scenario import DEFAULT_IMAGE, resolve_outcome
 
 _OPTIMIZATION_RUNNING = ("STARTING", "INPROGRESS", "STOPPING")
+
+#: The emulated layout of an EAGLE-training job's output (an assumption: the real one is undocumented). The head is
+#: written to `<S3OutputLocation>eagle_head/` (Scenario.eagle_head_files); the registered model
+#: (OutputConfig.SageMakerModel) reads the job's output as its ModelDataSource and the head as the
+#: AdditionalModelDataSources channel `eagle_head`, which its OPTION_SPECULATIVE_CONFIG names by container path,
+#: without a method (the head's config.json says EAGLE or EAGLE-3).
+EAGLE_HEAD_CHANNEL = "eagle_head"
+
+
+def _prefix(uri: str, channel: str | None = None) -> dict:
+    return {"S3Uri": uri + (f"{channel}/" if channel else ""), "S3DataType": "S3Prefix", "CompressionType": "None"}
+
+
+def _training_data_problem(region: str, source: dict | None) -> str | None:
+    """Why the emulated job cannot read its TrainingDataSource (None: it can, or SageMaker's own data is used).
+    Missing data fails the job; SSE-KMS objects fail it too (optigate's reading of "unencrypted captured data",
+    unverified: see optigate.config.cross_checks.capture_training_refusals)."""
+    if source is None:
+        return None
+    import boto3
+
+    uri = source["S3Uri"]
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    s3 = boto3.client("s3", region_name=region)
+    try:
+        if source["S3DataType"] == "ManifestFile":
+            keys = [key] if s3.head_object(Bucket=bucket, Key=key) else []
+        else:
+            keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=5).get("Contents", [])]
+    except Exception:  # a missing bucket or object: nothing to train from
+        keys = []
+    if not keys:
+        return f"ClientError: no training data found at {uri}"
+    for found in keys:
+        if s3.head_object(Bucket=bucket, Key=found).get("ServerSideEncryption") == "aws:kms":
+            return f"ClientError: training data s3://{bucket}/{found} is KMS-encrypted; use unencrypted data"
+    return None
 
 
 class JobOperations(Operations):
@@ -127,7 +166,19 @@ class JobOperations(Operations):
         fields = {"OptimizationJobStatus": outcome.status}
         if outcome.failure_reason:
             fields["FailureReason"] = outcome.failure_reason
-        if outcome.status == "COMPLETED" and self.scenario.on_optimization_job is not None:
+        eagle = next(
+            (
+                c["ModelSpeculativeDecodingConfig"]
+                for c in job["OptimizationConfigs"]
+                if "ModelSpeculativeDecodingConfig" in c
+            ),
+            None,
+        )
+        if outcome.status == "COMPLETED" and eagle is not None:
+            problem = _training_data_problem(backend.region_name, eagle.get("TrainingDataSource"))
+            if problem:
+                fields = {"OptimizationJobStatus": "FAILED", "FailureReason": problem}
+        if fields["OptimizationJobStatus"] == "COMPLETED" and self.scenario.on_optimization_job is not None:
             request = state.optimization_requests[job["OptimizationJobName"]]
             fields.update(self._run_hook(self.scenario.on_optimization_job, request, "OptimizationJobStatus", "FAILED"))
         job.update(fields)
@@ -140,17 +191,42 @@ class JobOperations(Operations):
             else:  # what the job ran (a config's Image), else a default: only the registered model uses it
                 ran = [c.get("Image") for config in job["OptimizationConfigs"] for c in config.values()]
                 image = next((i for i in ran if i), DEFAULT_IMAGE)
+            output = job["OutputConfig"]["S3OutputLocation"]
+            container = {"Image": image, "ModelDataUrl": output}
+            if eagle is not None:
+                container = self._write_eagle_head(backend, image, output)
             output_model = job["OutputConfig"].get("SageMakerModel", {}).get("ModelName")
             if output_model and output_model not in backend._models:
                 # The real job registers the optimized model under that name.
                 backend.create_model(
                     model_name=output_model,
                     execution_role_arn=job["RoleArn"],
-                    primary_container={"Image": image, "ModelDataUrl": job["OutputConfig"]["S3OutputLocation"]},
+                    primary_container=container,
                     vpc_config=None,
                     containers=None,
                     tags=None,
                 )
+
+    def _write_eagle_head(self, backend, image: str, output: str) -> dict:
+        """The trained head, in the emulated layout (EAGLE_HEAD_CHANNEL), and the container registered for it."""
+        import boto3
+
+        bucket, _, key = output.removeprefix("s3://").partition("/")
+        s3 = boto3.client("s3", region_name=backend.region_name)
+        for name, body in self.scenario.eagle_head_files.items():
+            s3.put_object(Bucket=bucket, Key=f"{key}{EAGLE_HEAD_CHANNEL}/{name}", Body=body)
+        environment = self.scenario.eagle_model_environment
+        if environment is None:
+            speculative = {"model": f"/opt/ml/additional-model-data-sources/{EAGLE_HEAD_CHANNEL}"}
+            environment = {"OPTION_SPECULATIVE_CONFIG": json.dumps(speculative)}
+        return {
+            "Image": image,
+            "Environment": environment,
+            "ModelDataSource": {"S3DataSource": _prefix(output)},
+            "AdditionalModelDataSources": [
+                {"ChannelName": EAGLE_HEAD_CHANNEL, "S3DataSource": _prefix(output, EAGLE_HEAD_CHANNEL)}
+            ],
+        }
 
     def _op_stop_optimization_job(self, backend, state, params):
         job = self._optimization_job(backend, state, params["OptimizationJobName"])

@@ -1,0 +1,230 @@
+"""An EAGLE head the gate's optimization job trains (ModelSpeculativeDecodingConfig), executed through the harness:
+the job quantizes and trains in one run, registers its output model (OutputConfig.SageMakerModel), the gate reads
+where the head is from that model, serves it from the candidate's own prefix with OPTION_SPECULATIVE_CONFIG, records
+exactly that container in the model package, and deletes the registered model on every path.
+
+The emulated job's output layout (optigate.testing.sagemaker.jobs.EAGLE_HEAD_CHANNEL) is an assumption: the real
+one is not documented."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from optigate.constructs.gate import TrainedHead
+from optigate.testing.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
+from optigate.testing.harness import REGION, GateHarness
+from optigate.testing.optional_reads import unguarded_optional_reads
+from optigate.testing.sagemaker.jobs import EAGLE_HEAD_CHANNEL
+from optigate.testing.scenario import Outcome, Scenario
+from optigate.testing.template import render_definition
+from optigate.testing.validation import parameter_errors
+
+TRAFFIC_BUCKET, TRAFFIC_KEY = "acme-traffic", "chat/"
+TRAINING = {"S3Uri": f"s3://{TRAFFIC_BUCKET}/{TRAFFIC_KEY}", "S3DataType": "S3Prefix"}
+FP8 = {"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}
+EAGLE = {"ModelSpeculativeDecodingConfig": {"Technique": "EAGLE"}}
+RECORD = {
+    "captureData": {
+        "endpointInput": {
+            "observedContentType": "application/json",
+            "mode": "INPUT",
+            "data": json.dumps({"messages": [{"role": "user", "content": "Where is my order?"}]}),
+            "encoding": "JSON",
+        }
+    },
+    "eventMetadata": {"eventId": "1", "inferenceTime": "2026-01-01T00:00:00Z"},
+    "eventVersion": "0",
+}
+
+
+@pytest.fixture(scope="module")
+def head_template(tmp_path_factory, gate_synth) -> dict[str, Any]:
+    """A candidate quantized to fp8 and given a trained EAGLE head by one optimization job."""
+    return gate_synth(
+        True,
+        tmp_path_factory.mktemp("gate-trained-head"),
+        candidate_environment={"OPTION_QUANTIZE": "fp8", "OPTION_MAX_MODEL_LEN": "8192"},
+        change={"quantization": "fp8", "speculative_decoding": {"method": "eagle", "train_from": TRAINING["S3Uri"]}},
+        optimization_configs=[FP8, EAGLE],
+        trained_head=TrainedHead(train_from=TRAINING["S3Uri"], training_data=TRAINING, num_speculative_tokens=3),
+    )
+
+
+def _run(template, emulators, gate_handlers, *, scenario: Scenario | None = None, traffic: bool = True):
+    """One short gate run (the evaluation fails: a quick Rejected verdict, recorded as a package) with captured
+    traffic under the training prefix (unless `traffic` is False); also the SageMaker requests it made, the
+    candidate's objects, and what is left of the registered optimized model."""
+    scenario = scenario or Scenario(on_processing_job=evaluation_writer("fail", ["qa_exact_match drops by 4.0%"]))
+    with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
+        s3 = harness.client("s3")
+        s3.create_bucket(Bucket="acme-models")
+        s3.put_object(Bucket="acme-models", Key="llama-3.1-8b/config.json", Body=b"{}")
+        s3.create_bucket(Bucket=TRAFFIC_BUCKET)
+        if traffic:
+            s3.put_object(Bucket=TRAFFIC_BUCKET, Key=f"{TRAFFIC_KEY}2026/01/01/00/a.jsonl", Body=json.dumps(RECORD))
+        run = GateRun(template, harness, {"rounds": 4})
+        result = run.execute(timeout=120)
+        history = harness.history(result["execution"]["executionArn"])
+        state = harness.sagemaker.region_state(harness.sagemaker_backend())
+        result["optimization_requests"] = list(state.optimization_requests.values())
+        result["candidate_objects"] = harness.s3_objects(BUCKET, "optimized/")
+        result["models"] = [m["ModelName"] for m in harness.client("sagemaker").list_models()["Models"]]
+    result["calls"] = {
+        event["taskScheduledEventDetails"]["resource"]: json.loads(event["taskScheduledEventDetails"]["parameters"])
+        for event in history
+        if "taskScheduledEventDetails" in event
+    }
+    return result
+
+
+def _no_optimized_model_left(result: dict[str, Any]) -> None:
+    assert not [name for name in result["models"] if "-optm-" in name], result["models"]
+    assert "DeleteOptimizedModel" in result["states"]
+
+
+def test_one_job_quantizes_and_trains_the_head_from_the_configured_data(head_template, emulators, gate_handlers):
+    result = _run(head_template, emulators, gate_handlers)
+    assert result["execution"]["error"] == "CandidateRejected", result["execution"].get("cause")
+    (job,) = result["optimization_requests"]
+    # One item per technique, quantization first, in ONE job; the EAGLE item trains on the configured data.
+    assert job["OptimizationConfigs"] == [
+        {"ModelQuantizationConfig": {"Image": LIVE_IMAGE, "OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}},
+        {"ModelSpeculativeDecodingConfig": {"Technique": "EAGLE", "TrainingDataSource": TRAINING}},
+    ]
+    run_id = job["OptimizationJobName"].rsplit("-", 1)[-1]
+    assert job["OutputConfig"]["SageMakerModel"] == {"ModelName": f"chat-dev-optm-{run_id}"}
+
+
+def test_the_trained_head_is_served_from_the_candidates_prefix_and_recorded_in_the_package(
+    head_template, emulators, gate_handlers, nothing_left
+):
+    result = _run(head_template, emulators, gate_handlers)
+    candidate = result["calls"]["createModel"]["PrimaryContainer"]
+    prefix = candidate["ModelDataSource"]["S3DataSource"]["S3Uri"]
+    (job,) = result["optimization_requests"]
+    assert prefix == job["OutputConfig"]["S3OutputLocation"]  # one prefix: CloudFormation can deploy it
+    # The head the job wrote is under that prefix, and OPTION_SPECULATIVE_CONFIG names it by container path; the
+    # method comes from the head (an EAGLE-3 architecture), the token count from the config.
+    head = f"{prefix.removeprefix(f's3://{BUCKET}/')}{EAGLE_HEAD_CHANNEL}/config.json"
+    assert head in result["candidate_objects"]
+    speculative = json.loads(candidate["Environment"]["OPTION_SPECULATIVE_CONFIG"])
+    assert speculative == {
+        "method": "eagle3",
+        "model": f"/opt/ml/model/{EAGLE_HEAD_CHANNEL}",
+        "num_speculative_tokens": 3,
+    }
+    # The rest of the environment is the candidate's, with what the fp8 job writes into serving.properties.
+    assert candidate["Environment"]["OPTION_QUANTIZE"] == "compressed-tensors"
+    assert candidate["Image"] == LIVE_IMAGE
+    # The package a promotion deploys is exactly this container.
+    (package,) = result["package_details"]
+    (container,) = package["InferenceSpecification"]["Containers"]
+    assert {k: container[k] for k in ("Image", "Environment", "ModelDataSource")} == {
+        k: candidate[k] for k in ("Image", "Environment", "ModelDataSource")
+    }
+    states = result["states"]
+    assert (
+        states.index("DescribeOptimizedModel") < states.index("StageTrainedHead") < states.index("CreateCandidateModel")
+    )
+    _no_optimized_model_left(result)
+    nothing_left(result)
+
+
+def test_a_failed_training_job_cleans_up_and_records_the_failure(head_template, emulators, gate_handlers, nothing_left):
+    scenario = Scenario(
+        optimization_job=Outcome("FAILED", after=1, failure_reason="ClientError: EAGLE training diverged"),
+        on_processing_job=evaluation_writer("pass"),
+    )
+    result = _run(head_template, emulators, gate_handlers, scenario=scenario)
+    assert (result["execution"]["status"], result["execution"]["error"]) == ("FAILED", "GateFailed")
+    assert "EAGLE training diverged" in result["execution"]["cause"]
+    assert "CreateCandidateModel" not in result["states"] and result["packages"] == []
+    assert result["messages"] and "FAILED" in result["messages"][-1]["Subject"]
+    _no_optimized_model_left(result)
+    nothing_left(result)
+
+
+def test_no_training_data_fails_the_job_and_the_gate(head_template, emulators, gate_handlers, nothing_left):
+    result = _run(head_template, emulators, gate_handlers, traffic=False)
+    assert result["execution"]["status"] == "FAILED"
+    assert f"no training data found at {TRAINING['S3Uri']}" in result["execution"]["cause"]
+    assert result["packages"] == []
+    _no_optimized_model_left(result)
+    nothing_left(result)
+
+
+def test_kms_encrypted_training_data_fails_the_job(head_template, emulators, gate_handlers, nothing_left):
+    """The emulated job reads optigate's interpretation of "unencrypted captured data" (no SSE-KMS)."""
+
+    def kms_capture(request):
+        import boto3
+
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.put_object(Bucket=TRAFFIC_BUCKET, Key=f"{TRAFFIC_KEY}k.jsonl", Body=b"{}", ServerSideEncryption="aws:kms")
+
+    scenario = Scenario(
+        on_processing_job=evaluation_writer("pass"),
+        optimization_job=lambda request: (kms_capture(request), Outcome("COMPLETED", after=1))[1],
+    )
+    result = _run(head_template, emulators, gate_handlers, scenario=scenario, traffic=False)
+    assert result["execution"]["status"] == "FAILED"
+    assert "is KMS-encrypted" in result["execution"]["cause"]
+    _no_optimized_model_left(result)
+    nothing_left(result)
+
+
+def test_a_registered_model_that_does_not_say_where_the_head_is_fails_before_any_candidate(
+    head_template, emulators, gate_handlers, nothing_left
+):
+    scenario = Scenario(on_processing_job=evaluation_writer("pass"), eagle_model_environment={"OPTION_QUANTIZE": "fp8"})
+    result = _run(head_template, emulators, gate_handlers, scenario=scenario)
+    assert result["execution"]["status"] == "FAILED"
+    assert "does not say where its EAGLE head is" in result["execution"]["cause"]
+    assert "CreateCandidateModel" not in result["states"] and result["packages"] == []
+    _no_optimized_model_left(result)
+    nothing_left(result)
+
+
+# --------------------------------------------------------------------------- synthesized
+
+
+def test_the_new_calls_validate_against_botocore_and_read_optional_members_safely(head_template):
+    from optigate.testing.asl import sdk_calls
+    from optigate.testing.gate_layout import gate_layout
+
+    def generic(logical, attribute):
+        return f"arn:aws:iam::123456789012:role/{logical}" if attribute else logical
+
+    substitutions = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": "123456789012", "*": generic}
+    definition = render_definition(head_template, gate_layout(head_template).gate, substitutions)
+    calls = {call.state: call for call in sdk_calls(definition)}
+    assert calls["DescribeOptimizedModel"].operation == "DescribeModel"
+    assert calls["DeleteOptimizedModel"].operation == "DeleteModel"
+    for name in ("CreateOptimizationJob", "DescribeOptimizedModel", "DeleteOptimizedModel"):
+        call = calls[name]
+        assert parameter_errors(call.service, call.operation, call.parameters) == [], name
+    assert unguarded_optional_reads(definition) == []
+
+
+def test_the_fingerprint_names_the_training_data_and_method(gate_spec):
+    def spec(**head) -> Any:
+        trained = TrainedHead(**{"train_from": "data_capture", "training_data": TRAINING, **head})
+        return gate_spec(True, optimization_configs=[FP8, EAGLE], trained_head=trained)
+
+    base = spec().fingerprint
+    assert spec(train_from="s3://acme-traffic/other/").fingerprint != base
+    assert spec(training_data={**TRAINING, "S3DataType": "ManifestFile"}).fingerprint != base
+    assert spec(method="eagle-other").fingerprint != base
+    assert spec(num_speculative_tokens=5).fingerprint != base
+    # The capture bucket's name is a CloudFormation token: not part of the proof (train_from says data_capture).
+    assert spec(training_data={**TRAINING, "S3Uri": "s3://${Token[TOKEN.1]}/capture/chat-dev/"}).fingerprint == base
+
+
+def test_an_eagle_item_needs_a_trained_head_and_back(gate_spec):
+    with pytest.raises(ValueError, match="needs a trained_head"):
+        gate_spec(True, optimization_configs=[FP8, EAGLE])
+    with pytest.raises(ValueError, match="needs a trained_head"):
+        gate_spec(True, trained_head=TrainedHead(train_from="data_capture", training_data=TRAINING))
