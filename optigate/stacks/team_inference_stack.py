@@ -11,12 +11,14 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from optigate import naming
-from optigate.config.models import TeamConfig
+from optigate.config.models import CROSS_CHECK_KEYS, TeamConfig
+from optigate.config.rules import cross_check_tokenizer
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
 from optigate.constructs.common import secure_bucket
 from optigate.constructs.evaluation_job import EvaluationJob
 from optigate.constructs.gate import GateSpec, OptimizationGate, ShadowStage
+from optigate.constructs.gate.spec import CrossCheck
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, ComponentScaling, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
@@ -219,7 +221,7 @@ class TeamInferenceStack(Stack):
             baseline_model_name=self.model.model_name,
             # Each level runs on every worker: the measured concurrency is shards x streams per worker.
             thresholds={
-                **benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens", "blocks"}),
+                **benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens", "blocks", *CROSS_CHECK_KEYS}),
                 "concurrency": [shards * c for c in per_shard],
             },
             optimization_configs=optimization,
@@ -238,6 +240,7 @@ class TeamInferenceStack(Stack):
             ),
             shadow=self._shadow_stage(team),
             pipeline=deployment.pipeline,
+            cross_check=self._cross_check(team, shards),
         )
         if optimization:
             # The optimization job runs as the model role and writes the candidate's artifacts,
@@ -262,6 +265,16 @@ class TeamInferenceStack(Stack):
         return OptimizationGate(
             self, "Gate", spec=spec, fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key
         )
+
+    @staticmethod
+    def _cross_check(team: TeamConfig, shards: int) -> CrossCheck | None:
+        """SageMaker's managed benchmark beside the gate's own, when the team asks for it (the config rules have
+        refused what it cannot target, and a cross-check without a tokenizer)."""
+        benchmark = team.gate.benchmark
+        tokenizer = cross_check_tokenizer(team)
+        if benchmark.cross_check != "sagemaker" or tokenizer is None:
+            return None
+        return CrossCheck(tokenizer=tokenizer, tolerance=benchmark.cross_check_tolerance.model_dump(), shards=shards)
 
     def _shadow_stage(self, team: TeamConfig) -> ShadowStage | None:
         """With a shadow rollout the gate also mirrors live traffic to its candidate on the live endpoint."""
