@@ -208,3 +208,65 @@ def test_an_unreadable_export_is_unavailable_not_an_agreement():
     broken["time_to_first_token"]["unit"] = "furlongs"
     result = compare(_levels(), [_job("baseline", profile=broken)], TOLERANCE)
     assert result["runs"][0]["outcome"] == "unavailable" and "furlongs" in result["runs"][0]["reason"]
+
+
+# --------------------------------------------------------------------------- in the verdict and the report
+
+
+def _gate_inputs(candidate_ttft: float, cross_check: dict | None):
+    from optigate.gate import GateInputs
+    from optigate.testing.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
+
+    return GateInputs(
+        team="chat",
+        environment="dev",
+        change={"quantization": "fp8"},
+        thresholds=THRESHOLDS,
+        baseline_benchmark=bench(synthetic_run(4, seed=1)),
+        candidate_benchmark=bench(synthetic_run(4, itl_ms=itl_for_gain(0.30), ttft_ms=candidate_ttft, seed=2)),
+        evaluation=PASS,
+        cross_check=cross_check,
+    )
+
+
+def _managed(offset_ms: float = 0.0, status: str = "Completed") -> dict:
+    profile = copy.deepcopy(SAMPLE)
+    profile["time_to_first_token"]["p99"] += offset_ms
+    jobs = [
+        {"concurrency": 4, "side": side, "job": f"j-{side}", "status": status, "profile": profile}
+        for side in ("baseline", "candidate")
+    ]
+    return {"tolerance": TOLERANCE, "jobs": jobs}
+
+
+@pytest.mark.parametrize("candidate_ttft", [120.0, 900.0], ids=["approved", "rejected"])
+@pytest.mark.parametrize(
+    "managed",
+    [_managed(), _managed(offset_ms=50_000.0), _managed(status="Failed")],
+    ids=["agree", "disagree", "failed"],
+)
+def test_the_cross_check_never_changes_the_verdict(candidate_ttft, managed):
+    """Whatever the managed benchmark says (agrees, disagrees, failed), the outcome and every check are optigate's:
+    it cannot turn a failing gate into a pass, nor a passing one into a failure."""
+    from optigate.gate import decide
+
+    without = decide(_gate_inputs(candidate_ttft, None))
+    assert without.outcome == ("APPROVED" if candidate_ttft < 500 else "REJECTED")
+    with_it = decide(_gate_inputs(candidate_ttft, managed))
+    assert with_it.outcome == without.outcome and with_it.summary == without.summary
+    assert [c.to_dict() for c in with_it.checks] == [c.to_dict() for c in without.checks]
+    assert with_it.cross_check is not None and without.cross_check is None
+
+
+def test_the_report_shows_both_engines_side_by_side_and_flags_a_disagreement_at_the_top():
+    from optigate.gate import decide, render_html, render_json
+
+    verdict = decide(_gate_inputs(120.0, _managed(offset_ms=50_000.0)))
+    page = render_html(verdict)
+    headline = verdict.cross_check["headline"]
+    assert "DISAGREES beyond tolerance at 2 of 2 runs" in headline
+    # The headline sits right under the verdict's banner, before any section.
+    assert page.index("DISAGREES beyond tolerance") < page.index("<h2>")
+    section = page[page.index("Cross-check: SageMaker") :]
+    assert "time_to_first_token.p99" in section and "beyond tolerance" in section
+    assert json.loads(render_json(verdict))["cross_check"]["runs"][0]["outcome"] == "disagrees"
