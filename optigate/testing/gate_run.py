@@ -280,7 +280,6 @@ class GateRun:
         for resource in resources_of_type(self.template, "AWS::SageMaker::AIWorkloadConfig").values():
             props = render_value(resource["Properties"], self.substitutions())
             sagemaker.create_ai_workload_config(**props)
-            self.owned.add(props["AIWorkloadConfigName"])
 
     def _physical(self, logical: str, attribute: str | None) -> str:
         """Any other token, by its resource's type: a Ref is the physical name (the logical id here), a
