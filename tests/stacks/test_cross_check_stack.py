@@ -5,7 +5,14 @@ endpoints and output prefix, and teams without the cross-check get none of it.""
 from __future__ import annotations
 
 import json
+import re
+from fnmatch import fnmatchcase
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from optigate import naming
+from optigate.config.models import ResourceName
 from tests.conftest import resources_of
 
 
@@ -56,3 +63,22 @@ def test_the_job_role_reaches_only_the_gates_endpoints_and_output_prefix(example
 def test_teams_without_the_cross_check_have_no_workload_config(example_app):
     for name in ("optigate-prod-chat", "optigate-prod-support"):
         assert resources_of(example_app.templates[name], "AWS::SageMaker::AIWorkloadConfig") == {}
+
+
+NAME = ResourceName.__metadata__[0].pattern
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    team=st.from_regex(NAME, fullmatch=True),
+    environment=st.from_regex(NAME, fullmatch=True),
+    level=st.integers(min_value=1, max_value=4096 + 64),
+    side=st.sampled_from(["baseline", "candidate"]),
+    workload=st.text(max_size=50),
+)
+def test_cross_check_names_fit_sagemaker_and_the_iam_pattern(team, environment, level, side, workload):
+    job = naming.cross_check_job_template(team, environment, side, level).format("1a2b3c4d")
+    assert len(job) <= naming.SAGEMAKER_NAME_MAX and naming.SAGEMAKER_NAME_PATTERN.match(job)
+    assert fnmatchcase(job, naming.cross_check_job_pattern(team, environment))
+    config = naming.workload_config_name(team, environment, level, workload)
+    assert len(config) <= naming.SAGEMAKER_NAME_MAX and re.fullmatch(r"[a-z0-9](-*[a-z0-9]){0,62}", config)
