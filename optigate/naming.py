@@ -186,3 +186,43 @@ def clashes(pairs: Iterable[tuple[str, str]]) -> list[tuple[tuple[str, str], tup
             if other != pair:
                 found.append((other, pair, kind))
     return found
+
+
+# --------------------------------------------------------------------------- the managed benchmark (cross-check)
+
+#: `-<side initial><concurrency>` after a cross-check job's run id: `b` or `c` and up to five digits (the
+#: config caps a level at 4096 streams; shards round it up by less than one worker's 64).
+CROSS_CHECK_SUFFIX_MAX = len("-b") + 5
+CROSS_CHECK_KIND = "xc"
+
+
+def cross_check_prefix(team: str, environment: str) -> str:
+    """What the gate's managed benchmark jobs are named after, with room for `-xc-<run id>-<b|c><level>`
+    (AIBenchmarkJobName: 63 characters, `[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`, botocore's AIEntityName)."""
+    room = SAGEMAKER_NAME_MAX - len(f"-{CROSS_CHECK_KIND}-") - RUN_ID_LENGTH - CROSS_CHECK_SUFFIX_MAX
+    return shorten(_joined(team, environment), room)
+
+
+def cross_check_job_template(team: str, environment: str, side: str, concurrency: int) -> str:
+    """A run's managed benchmark job of one side ("baseline" or "candidate") at one level, `{}` for the run id."""
+    if side not in ("baseline", "candidate"):
+        raise ValueError(f"a cross-check side is baseline or candidate, not {side!r}")
+    suffix = f"-{side[0]}{concurrency}"
+    if len(suffix) > CROSS_CHECK_SUFFIX_MAX:
+        raise ValueError(f"concurrency {concurrency} does not fit a benchmark job name")
+    return f"{cross_check_prefix(team, environment)}-{CROSS_CHECK_KIND}-{{}}{suffix}"
+
+
+def cross_check_job_pattern(team: str, environment: str) -> str:
+    """An IAM resource-name pattern matching every run's managed benchmark jobs."""
+    return f"{cross_check_prefix(team, environment)}-{CROSS_CHECK_KIND}-*"
+
+
+def workload_config_name(team: str, environment: str, concurrency: int, content: str) -> str:
+    """The AWS::SageMaker::AIWorkloadConfig of one benchmarked level. Its name must be lowercase
+    (`^[a-z0-9](-*[a-z0-9]){0,62}$`: "DeleteAIWorkloadConfig lowercases the name", cfn-lint's resource schema)
+    and every property is create-only, so the name ends in a hash of `content` (the workload): a changed
+    workload is a new resource with a new name, which CloudFormation creates before it deletes the old."""
+    digest = hashlib.sha256(content.encode()).hexdigest()[:HASH_LENGTH]
+    head = shorten(f"{_joined(team, environment)}-aiperf-c{concurrency}", SAGEMAKER_NAME_MAX - HASH_LENGTH - 1)
+    return f"{head}-{digest}".lower()

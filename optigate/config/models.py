@@ -387,6 +387,34 @@ class Rollout(Strict):
     auto_rollback: bool = Field(True, description="Roll back on 5XX / model-latency alarms during a blue/green update.")
 
 
+class CrossCheckTolerance(Strict):
+    """How far SageMaker's managed benchmark (NVIDIA AIPerf) may read from optigate's own before the report
+    flags a disagreement. A latency differs beyond tolerance when |AIPerf − optigate| exceeds the larger of
+    its absolute and its relative allowance (relative to optigate's figure); throughput by percent only.
+
+    Why these defaults: AIPerf's client adds its own time to every TTFT (it starts the clock before it
+    builds the request and stamps chunks when a coroutine resumes); beside a server that records its own
+    send times optigate's client read p99 TTFT within +18 ms at concurrency 256 where AIPerf read +450 to
+    +2,200 ms (issue 16). That overhead is additive queueing, hundreds of ms at high concurrency, so TTFT
+    gets 500 ms or 50 %. AIPerf's `inter_token_latency` is a per-request mean, (latency − TTFT) / (output
+    tokens − 1) (AIPerf docs/metrics_reference.md), i.e. optigate's TPOT, compared at p99: 5 ms or 25 %.
+    AIPerf's `output_token_throughput` divides all output tokens by the whole benchmark's duration,
+    ramp-up and drain included, while optigate counts tokens in its steady window: 20 %."""
+
+    ttft_p99_ms: float = Field(500.0, gt=0, le=MAX_BUDGET_MS, description="Absolute allowance on p99 TTFT (ms).")
+    ttft_p99_pct: float = Field(50.0, gt=0, le=MAX_GAIN_PCT, description="Relative allowance on p99 TTFT (%).")
+    itl_p99_ms: float = Field(
+        5.0, gt=0, le=MAX_BUDGET_MS, description="Absolute allowance on p99 inter-token latency (per-request TPOT, ms)."
+    )
+    itl_p99_pct: float = Field(25.0, gt=0, le=MAX_GAIN_PCT, description="Relative allowance on p99 ITL (%).")
+    throughput_pct: float = Field(20.0, gt=0, le=MAX_GAIN_PCT, description="Allowance on output tokens/s (%).")
+
+
+#: Keys of `gate.benchmark` that configure the managed cross-check, not optigate's benchmark or decision: they
+#: stay out of the gate's thresholds and fingerprint (a cross-check never decides, so it proves nothing).
+CROSS_CHECK_KEYS = frozenset({"cross_check", "cross_check_tolerance", "cross_check_tokenizer"})
+
+
 class BenchmarkGate(Strict):
     concurrency: list[Annotated[int, Field(le=4096)]] = Field(
         default_factory=lambda: [1, 16, 64], min_length=1, max_length=64
@@ -426,6 +454,21 @@ class BenchmarkGate(Strict):
         Literal["ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s"], Annotated[float, Field(gt=0, le=50)]
     ] = Field(
         default_factory=dict, description="A metric's own margin, overriding equivalence_margin_pct (e.g. itl_ms: 5)."
+    )
+    cross_check: Literal["none", "sagemaker"] = Field(
+        "none",
+        description="sagemaker: after optigate's own benchmark of each level, SageMaker's managed benchmark "
+        "(CreateAIBenchmarkJob, NVIDIA AIPerf) loads the same two endpoints with the same workload; the report "
+        "shows both side by side. optigate's numbers decide; the cross-check never passes or fails the gate.",
+    )
+    cross_check_tolerance: CrossCheckTolerance = Field(
+        default_factory=CrossCheckTolerance, description="When the two benchmarks disagree (see CrossCheckTolerance)."
+    )
+    cross_check_tokenizer: str | None = Field(
+        None,
+        pattern=r"^[\w.\-]+/[\w.\-]+$",
+        description="Hugging Face id of the tokenizer AIPerf downloads to size prompts and count tokens; defaults "
+        "to model.source.hugging_face.model_id. It must be downloadable without a token (an ungated repository).",
     )
 
 

@@ -388,6 +388,68 @@ def _gate_problems(team: TeamConfig) -> list[Problem]:
     return problems + candidate_problems(team, team.gate.candidate, GATE_CANDIDATE)
 
 
+#: Container families whose endpoint answers the OpenAI chat completions schema (`messages`) SageMaker's managed
+#: benchmark sends: "A SageMaker AI endpoint in InService status hosting an LLM that supports the OpenAI-compatible
+#: chat completions API" (https://docs.aws.amazon.com/sagemaker/latest/dg/generative-ai-inference-recommendations-benchmark.html).
+#: LMI's vLLM backend serves it (https://docs.djl.ai/master/docs/serving/serving/docs/lmi/user_guides/chat_input_output_schema.html;
+#: optigate's own client sends it, optigate/bench/client.py). For TensorRT-LLM and Neuron the LMI pages do not say
+#: it for the versions optigate pins, so they are refused (fail closed) rather than paid for and failed.
+CROSS_CHECK_FAMILIES = frozenset({"lmi"})
+CROSS_CHECK: PathT = ("gate", "benchmark", "cross_check")
+
+
+def cross_check_tokenizer(team: TeamConfig) -> str | None:
+    """The Hugging Face tokenizer the managed benchmark downloads: gate.benchmark.cross_check_tokenizer, else the
+    model's Hugging Face id; None when neither says (an S3 or JumpStart source names no tokenizer)."""
+    source = team.model.source.hugging_face
+    return team.gate.benchmark.cross_check_tokenizer or (source.model_id if source else None)
+
+
+def _cross_check_problems(team: TeamConfig) -> list[Problem]:
+    """Where SageMaker's managed benchmark cannot target the gate's endpoints, say why and what to change.
+
+    The gate's two endpoints are its own temporary single-model endpoints (a candidate and the baseline's
+    twin, one container each, no inference components, outside any VPC: optigate configures none), so the
+    job needs no InferenceComponents, TargetContainerHostname or NetworkConfig; what is left is the API the
+    container speaks and the tokenizer AIPerf must download."""
+    if team.gate.benchmark.cross_check != "sagemaker":
+        return []
+    if not team.gate.candidate:
+        return [
+            Problem(
+                CROSS_CHECK,
+                "a cross-check runs beside the gate's benchmark; without gate.candidate there is "
+                "no gate: set cross_check: none or give a candidate",
+            )
+        ]
+    problems: list[Problem] = []
+    try:
+        sides = {"serving": team.serving, "gate.candidate": serving_with(team.serving, team.gate.candidate)}
+    except ValidationError:  # the candidate's own problems are reported at gate.candidate
+        sides = {"serving": team.serving}
+    for where, serving in sides.items():
+        family = serving.container.family
+        if family not in CROSS_CHECK_FAMILIES:
+            problems.append(
+                Problem(
+                    CROSS_CHECK,
+                    f"SageMaker's managed benchmark sends OpenAI chat completions (`messages`), which optigate knows "
+                    f"only LMI's vLLM backend (family lmi) to answer; {where} runs {family}. Use container family "
+                    "lmi, or set cross_check: none",
+                )
+            )
+    if cross_check_tokenizer(team) is None:
+        problems.append(
+            Problem(
+                (*CROSS_CHECK[:-1], "cross_check_tokenizer"),
+                "AIPerf downloads a Hugging Face tokenizer to size prompts and count tokens, and this model's source "
+                "names none: set gate.benchmark.cross_check_tokenizer to the id of an ungated repository with this "
+                "model's tokenizer (e.g. the model's own Hugging Face id)",
+            )
+        )
+    return problems
+
+
 def candidate_problems(team: TeamConfig, overrides: dict[str, Any], base: PathT) -> list[Problem]:
     """A candidate (serving with `overrides`): its shape and cross-field rules, reported under `base`."""
     try:
@@ -441,6 +503,7 @@ def check_team(team: TeamConfig) -> list[Problem]:
         if shadow is not None and shadow.candidate:
             problems += candidate_problems(team, shadow.candidate, SHADOW_CANDIDATE)
         problems += _gate_problems(team)
+        problems += _cross_check_problems(team)
     concurrency = team.gate.benchmark.concurrency
     if any(c < 1 for c in concurrency) or sorted(set(concurrency)) != concurrency:
         problems.append(

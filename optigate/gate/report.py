@@ -37,7 +37,8 @@ _STYLE = (
     "pre{background:#f7f7f7;padding:.6em}\n"
     "dl.shape{display:grid;grid-template-columns:max-content auto;gap:.2em 1em;margin:.8em 0} "
     "dl.shape dt{font-weight:600} dl.shape dd{margin:0}\n"
-    ".plots{display:flex;flex-wrap:wrap;gap:.5em} figcaption{font-size:12px;color:#555;text-align:center}"
+    ".plots{display:flex;flex-wrap:wrap;gap:.5em} figcaption{font-size:12px;color:#555;text-align:center}\n"
+    ".xcheck{padding:.4em 1em;border-left:4px solid #8a5a00;background:#fffaf0}"
 )
 
 #: A plot: (file name, PNG bytes) is embedded; a bare file name is only listed (nothing to embed).
@@ -135,6 +136,63 @@ def _figures(plots: Iterable[Plot]) -> str:
     return out
 
 
+def _cross_check_value(value: Any, metric: str) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.1f} ms" if metric.endswith("_ms") else f"{value:,.1f} tokens/s"
+
+
+def cross_check_section(cross: Mapping[str, Any]) -> str:
+    """SageMaker's managed benchmark (AIPerf) beside optigate's figures, per level and side."""
+    results = {
+        True: '<span class="fail">beyond tolerance</span>',
+        False: '<span class="pass">within</span>',
+        None: "—",
+    }
+    rows = []
+    for run in cross["runs"]:
+        if run["outcome"] == "unavailable":
+            rows.append(
+                [
+                    str(run["concurrency"]),
+                    html.escape(run["side"]),
+                    "—",
+                    "—",
+                    "—",
+                    "—",
+                    "—",
+                    '<span class="unsure">unavailable</span> '
+                    f'<span class="detail">{html.escape(str(run["reason"]))}</span>',
+                ]
+            )
+            continue
+        for row in run["metrics"]:
+            difference = row["difference"]
+            rows.append(
+                [
+                    str(run["concurrency"]),
+                    html.escape(run["side"]),
+                    html.escape(row["metric"]),
+                    _cross_check_value(row["optigate"], row["metric"]),
+                    _cross_check_value(row["aiperf"], row["metric"]) + f' <span class="detail">'
+                    f"({html.escape(row['aiperf_source'])})</span>",
+                    "—" if difference is None else f"{difference:+,.1f}",
+                    "—" if row["allowed"] is None else f"±{row['allowed']:,.1f}",
+                    results[row["disagrees"]],
+                ]
+            )
+    tolerance = html.escape(json.dumps(cross["tolerance"], sort_keys=True))
+    return (
+        "<h2>Cross-check: SageMaker's managed benchmark (NVIDIA AIPerf)</h2><p>The same two endpoints and workload "
+        "loaded by CreateAIBenchmarkJob after optigate's own benchmark of each level. optigate's numbers decide; this "
+        "never passes or fails the gate. AIPerf's TTFT includes its own client's overhead (hundreds of ms at high "
+        "concurrency); its inter-token latency is a per-request mean, compared with optigate's p99 TPOT; its "
+        "throughput spans the whole run. A difference beyond the larger of the absolute and relative allowance is "
+        f"flagged. Tolerance: {tolerance}.</p>"
+        + _table(["concurrency", "run", "metric", "optigate", "AIPerf", "AIPerf − optigate", "allowed", "result"], rows)
+    )
+
+
 def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapping[str, Any] | None = None) -> str:
     """The page. `plots`: (name, PNG bytes) pairs, embedded; `workload`: the gate's benchmark settings."""
     data = verdict.to_dict()
@@ -162,6 +220,9 @@ def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapp
         why = "Why it was rejected" if data["outcome"] == "REJECTED" else "What it could not tell"
         sections.append(f"<h2>{why}</h2><ul>{reasons}</ul>")
     sections.append(_figures(plots))
+    cross = data.get("cross_check")
+    if cross:
+        sections.append(cross_check_section(cross))
     sections += [
         (
             "<h2>Checks</h2><p>A check with an interval passes only when its 95 % bootstrap interval clears the "
@@ -267,6 +328,7 @@ def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapp
 <style>{_STYLE}</style></head>
 <body><h1>{html.escape(title)}</h1>
 <p class="banner {status}">{html.escape(data["summary"])}</p>
+{f'<p class="xcheck">{html.escape(cross["headline"])}</p>' if cross else ""}
 <dl class="shape">{items}</dl>
 {"".join(sections)}</body></html>
 """

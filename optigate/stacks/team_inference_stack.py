@@ -11,12 +11,14 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from optigate import naming
-from optigate.config.models import DataCapture, TeamConfig, split_s3_uri
+from optigate.config.models import CROSS_CHECK_KEYS, DataCapture, TeamConfig, split_s3_uri
+from optigate.config.rules import cross_check_tokenizer
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
 from optigate.constructs.common import secure_bucket
 from optigate.constructs.evaluation_job import EvaluationJob
 from optigate.constructs.gate import GateSpec, OptimizationGate, ShadowStage, TrainedHead
+from optigate.constructs.gate.spec import CrossCheck
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, ComponentScaling, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
@@ -229,7 +231,7 @@ class TeamInferenceStack(Stack):
             baseline_model_name=self.model.model_name,
             # Each level runs on every worker: the measured concurrency is shards x streams per worker.
             thresholds={
-                **benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens", "blocks"}),
+                **benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens", "blocks", *CROSS_CHECK_KEYS}),
                 "concurrency": [shards * c for c in per_shard],
             },
             optimization_configs=optimization,
@@ -251,6 +253,7 @@ class TeamInferenceStack(Stack):
                 images.tag_of(self.model.image_uri), candidate.serving.instance_type
             ),
             trained_head=self._trained_head(deployment),
+            cross_check=self._cross_check(team, shards),
         )
         if optimization:
             # The optimization job runs as the model role and writes the candidate's artifacts,
@@ -315,6 +318,16 @@ class TeamInferenceStack(Stack):
             training_data={"S3Uri": uri, "S3DataType": head.s3_data_type},
             num_speculative_tokens=head.num_speculative_tokens,
         )
+
+    @staticmethod
+    def _cross_check(team: TeamConfig, shards: int) -> CrossCheck | None:
+        """SageMaker's managed benchmark beside the gate's own, when the team asks for it (the config rules have
+        refused what it cannot target, and a cross-check without a tokenizer)."""
+        benchmark = team.gate.benchmark
+        tokenizer = cross_check_tokenizer(team)
+        if benchmark.cross_check != "sagemaker" or tokenizer is None:
+            return None
+        return CrossCheck(tokenizer=tokenizer, tolerance=benchmark.cross_check_tolerance.model_dump(), shards=shards)
 
     def _shadow_stage(self, team: TeamConfig) -> ShadowStage | None:
         """With a shadow rollout the gate also mirrors live traffic to its candidate on the live endpoint."""

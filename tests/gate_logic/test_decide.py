@@ -356,7 +356,17 @@ def test_thresholds_are_the_config_model_and_refuse_typos(baseline, faster):
         decide(inputs(baseline, faster, thresholds={"p99_ttft_ms_budget": 0}))
     decided = decide(inputs(baseline, faster)).thresholds
     assert decided == {
-        **BenchmarkGate(**THRESHOLDS).model_dump(exclude={"prompt_tokens", "max_new_tokens", "blocks"}),
+        # The benchmark's own settings and the managed cross-check's are no thresholds.
+        **BenchmarkGate(**THRESHOLDS).model_dump(
+            exclude={
+                "prompt_tokens",
+                "max_new_tokens",
+                "blocks",
+                "cross_check",
+                "cross_check_tolerance",
+                "cross_check_tokenizer",
+            }
+        ),
         "speculative_decoding": None,
     }
 
@@ -412,6 +422,7 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
         "thresholds",
         "deltas",
         "shadow",
+        "cross_check",
     ]
     assert list(data["checks"][0]) == [
         "name",

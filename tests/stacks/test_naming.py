@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from optigate import naming
 from optigate.config.models import ResourceName
+from optigate.constructs.gate.cross_check import SIDES as CROSS_CHECK_SIDES
 from tests.conftest import CONFIG, resources_of
 
 NAME_PATTERN = ResourceName.__metadata__[0].pattern  # the config's pattern for team and environment names
@@ -360,7 +361,16 @@ def test_the_gate_uses_the_names_naming_gives(long_app):
         kinds |= {"shadow"} if "CreateShadowConfig" in definition["States"] else set()
         # An EAGLE-training job registers its output model under its own run name (OutputConfig.SageMakerModel).
         kinds |= {"optm"} if "DescribeOptimizedModel" in definition["States"] else set()
-        assert used == {naming.run_name_template(team, environment, kind) for kind in kinds}, (team, environment)
+        expected = {naming.run_name_template(team, environment, kind) for kind in kinds}
+        # The managed benchmark's jobs (gate.benchmark.cross_check), one per level and side.
+        for config in resources_of(template, "AWS::SageMaker::AIWorkloadConfig").values():
+            workload = json.loads(config["Properties"]["AIWorkloadConfigs"]["WorkloadSpec"]["Inline"])
+            level = workload["parameters"]["concurrency"]
+            expected |= {
+                naming.cross_check_job_template(team, environment, side, level) for side, *_ in CROSS_CHECK_SIDES
+            }
+        assert used == expected, (team, environment)
+        assert all(len(name.format(RUN_ID)) <= naming.SAGEMAKER_NAME_MAX for name in used)
         (endpoint,) = resources_of(template, "AWS::SageMaker::Endpoint").values()
         assert endpoint["Properties"]["EndpointName"] == naming.endpoint_name(team, environment)
 
@@ -469,6 +479,7 @@ def test_no_gate_pattern_outlives_the_names(long_app):
         role = _roles(template, team, environment)["gate"]
         allowed = {naming.run_name_pattern(team, environment, kind) for kind in naming.RUN_KINDS}
         allowed |= {f"{naming.package_group(team, environment)}/*", "*"}
+        allowed |= {naming.cross_check_job_pattern(team, environment)}
         for _, resources in _statements(template, role, region, account):
             for resource in resources:
                 if resource.startswith(f"arn:aws:sagemaker:{region}:{account}:") and "*" in resource:

@@ -19,7 +19,7 @@ from optigate.constructs.assets import image_context
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
 from optigate.constructs.common import function_role
 from optigate.constructs.evaluation_job import EvaluationJob
-from optigate.constructs.gate import access, proof, shadow, stages
+from optigate.constructs.gate import access, cross_check, proof, shadow, stages
 from optigate.constructs.gate.spec import GateSpec
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, run_name, sdk_task, start_run
 
@@ -73,7 +73,12 @@ class OptimizationGate(Construct):
         # The function that stages the candidate's files an optimization job does not write, if any
         # (stages.stage_candidate_files sets it while the definition is built).
         self.stager: lambda_.Function | None = None
+        # SageMaker's managed benchmark beside the gate's own, when configured: its role and workload configs.
+        self.cross_check_role = cross_check.job_role(self) if spec.cross_check else None
+        self.workload_configs = cross_check.workload_configs(self) if spec.cross_check else []
         self.state_machine = self._state_machine(fleet, evaluation)
+        if self.cross_check_role is not None:
+            cross_check.grant(self, self.cross_check_role, self.workload_configs)
         if self.stager is not None:
             nag.allow(self.state_machine.role, ["lambda:InvokeFunction"], [self.stager.function_arn])
         access.grant_gate(self, fleet, evaluation)
@@ -90,6 +95,14 @@ class OptimizationGate(Construct):
             why_wildcard="Reads benchmark and evaluation results and writes reports in the gate's own results bucket.",
         )
         nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [self.key.key_arn])
+        if self.spec.cross_check:
+            # The managed benchmark's output.tar.gz is found by listing the job's output prefix.
+            nag.allow(
+                role,
+                ["s3:ListBucket"],
+                [self.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{cross_check.OUTPUT_PREFIX}/*"]}},
+            )
         nag.allow(
             role,
             ["cloudwatch:PutMetricData"],
@@ -210,7 +223,10 @@ class OptimizationGate(Construct):
         candidate_ready.next(create_model).next(create_config).next(create_endpoint).next(create_twin_config).next(
             create_twin
         ).next(endpoint_ready.entry)
-        benchmark.next(evaluate)
+        if self.cross_check_role is not None:
+            benchmark.next(cross_check.cross_check_states(self, self.cross_check_role, then=evaluate))
+        else:
+            benchmark.next(evaluate)
         if restore_path is not None:
             restore, after_restore = restore_path
             # After the restore: the deletes when cleaning up or failed, else on to the decision.

@@ -139,6 +139,39 @@ class ShadowStage:
         return self.live_config_request["ProductionVariants"][0]["VariantName"]
 
 
+#: How often and how long the gate polls a managed benchmark job: one level of one side is a few minutes of
+#: load plus the job's own start-up; after an hour the gate stops it and reports the cross-check unavailable.
+CROSS_CHECK_POLL_SECONDS = 60
+CROSS_CHECK_MAX_POLLS = 60
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """SageMaker's managed benchmark (CreateAIBenchmarkJob, NVIDIA AIPerf) beside the gate's own, per level.
+
+    :param tokenizer: the Hugging Face tokenizer id AIPerf downloads (config rules resolve it).
+    :param tolerance: gate.benchmark.cross_check_tolerance, for the report.
+    :param shards: the benchmark fleet's workers: a level's concurrency is shards x streams per worker, and
+        the managed job loads the endpoint with that total, the same as optigate's benchmark.
+    """
+
+    tokenizer: str
+    tolerance: dict[str, float]
+    shards: int = 1
+    poll_seconds: int = CROSS_CHECK_POLL_SECONDS
+    max_polls: int = CROSS_CHECK_MAX_POLLS
+
+
+@dataclass(frozen=True)
+class CrossCheckLevel:
+    """One benchmarked level as the managed job runs it: one AIWorkloadConfig (one concurrency each)."""
+
+    concurrency: int  # total streams, as optigate's benchmark measures the level
+    request_count: int  # one block's requests, every worker's together
+    workload: str  # the WorkloadSpec's Inline JSON
+    config_name: str  # the AIWorkloadConfig's name (lowercase, with the workload's hash)
+
+
 @dataclass(frozen=True)
 class GateSpec:
     """What one team's gate proves, resolved from its config at synth time."""
@@ -179,6 +212,8 @@ class GateSpec:
     max_polls: int = 90
     optimization_poll_seconds: int = OPTIMIZATION_POLL_SECONDS
     optimization_max_polls: int = OPTIMIZATION_MAX_POLLS
+    # SageMaker's managed benchmark beside the gate's own (gate.benchmark.cross_check: sagemaker); None: none.
+    cross_check: CrossCheck | None = None
     # The host AMI (InferenceAmiVersion) each side's image needs on `instance_type`, None for SageMaker's
     # default: the candidate's image and the live model's image (the twin's) may differ.
     candidate_ami_version: str | None = None
@@ -269,6 +304,42 @@ class GateSpec:
                 }
             },
         }
+
+    def cross_check_levels(self) -> tuple[CrossCheckLevel, ...]:
+        """The managed benchmark's workload per level: the same prompt and output lengths, streaming, total
+        concurrency and one block's requests as optigate's benchmark of that level (stages.benchmark_levels),
+        fixed lengths (stddev 0) as optigate sends them. AIPerf parameters: the SageMaker SDK's
+        `Workload.synthetic` (sagemaker/serve/ai_inference_recommender/workload.py) and
+        https://docs.aws.amazon.com/sagemaker/latest/dg/generative-ai-inference-recommendations-workload-config.html."""
+        if self.cross_check is None:
+            return ()
+        shards = self.cross_check.shards
+        levels = []
+        for per_shard in self.levels:
+            concurrency = shards * per_shard
+            requests = shards * max(32, self.requests_per_slot * per_shard)
+            spec = {
+                "benchmark": {"type": "aiperf"},
+                "parameters": {
+                    "tokenizer": self.cross_check.tokenizer,
+                    "concurrency": concurrency,
+                    "request_count": requests,
+                    "prompt_input_tokens_mean": self.prompt_tokens,
+                    "prompt_input_tokens_stddev": 0,
+                    "output_tokens_mean": self.max_new_tokens,
+                    "output_tokens_stddev": 0,
+                    "streaming": True,
+                },
+                "tooling": {"api_standard": "openai"},
+            }
+            workload = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+            name = naming.workload_config_name(self.team, self.environment, concurrency, workload)
+            levels.append(CrossCheckLevel(concurrency, requests, workload, name))
+        return tuple(levels)
+
+    def cross_check_job_template(self, side: str, concurrency: int) -> str:
+        """A run's managed benchmark job of `side` at `concurrency` (total streams), `{}` for the run id."""
+        return naming.cross_check_job_template(self.team, self.environment, side, concurrency)
 
     @property
     def fingerprint(self) -> str:

@@ -16,6 +16,7 @@ from optigate.constructs import nag
 from optigate.constructs.assets import stage
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
 from optigate.constructs.common import function_role
+from optigate.constructs.gate import cross_check
 from optigate.constructs.gate.spec import (
     OPTIMIZATION_MAX_PENDING_SECONDS,
     OPTIMIZATION_MAX_RUNTIME_SECONDS,
@@ -99,7 +100,8 @@ def cleanup_and_end(gate: OptimizationGate) -> sfn.IChainable:
     for state, following in zip(states, [*states[1:], after_cleanup], strict=True):
         state.next(following)
         state.add_catch(following, errors=["States.ALL"], result_path="$.cleanup_error")
-    return states[0]
+    # The managed benchmark's jobs stop first, before their endpoints go (cross_check.stop_all).
+    return cross_check.stop_all(gate, states[0]) if spec.cross_check else states[0]
 
 
 def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.IChainable, sfn.INextable]:
@@ -555,6 +557,7 @@ def decide(gate: OptimizationGate) -> sfn.CustomState:
                 "evaluation_key.$": f"States.Format('evaluations/{{}}/verdict.json', {run_name(gate.spec, 'eval')})",
                 "report_prefix.$": "States.Format('reports/{}/', $.run.id)",
                 **shadow_metrics,
+                **cross_check.decide_payload(gate),
             },
         },
         result_path="$.decision",

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from optigate.bench.metrics import RunSamples
-from optigate.config.models import BenchmarkGate
+from optigate.config.models import CROSS_CHECK_KEYS, BenchmarkGate
 
 SEED = 0
 #: Values of ``change.speculative_decoding`` that mean "off".
 _SPECULATION_OFF = frozenset({"", "none", "off", "false", "no", "disabled"})
 #: Keys of ``gate.benchmark`` that configure the benchmark, not the decision.
-BENCHMARK_ONLY_KEYS = frozenset({"prompt_tokens", "max_new_tokens", "blocks"})
+BENCHMARK_ONLY_KEYS = frozenset({"prompt_tokens", "max_new_tokens", "blocks"}) | CROSS_CHECK_KEYS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +34,10 @@ class GateInputs:
     # "sampling_percentage", "production": {...}, "shadow": {...}}, each side {"variant",
     # "invocations", "errors_5xx", "p99_model_latency_ms"} from CloudWatch (None when no datapoint).
     shadow: Mapping[str, Any] | None = None
+    # SageMaker's managed benchmark beside optigate's (gate.benchmark.cross_check: sagemaker): {"tolerance":
+    # gate.benchmark.cross_check_tolerance, "jobs": [{"concurrency", "side", "job", "status", "reason"?,
+    # "profile"?}]} (optigate.gate.cross_check.compare). Reported, never decided on.
+    cross_check: Mapping[str, Any] | None = None
     seed: int = SEED
 
     @classmethod

@@ -14,7 +14,7 @@ from typing import Any
 
 from optigate.bench.compare import Delta, compare_blocks
 from optigate.bench.metrics import RunSamples
-from optigate.config.models import BenchmarkGate
+from optigate.config.models import BenchmarkGate, CrossCheckTolerance
 from optigate.gate.decision.checks import (
     FAIL,
     INCONCLUSIVE,
@@ -50,6 +50,9 @@ class GateVerdict:
     thresholds: dict[str, Any] = field(default_factory=dict)
     deltas: tuple[dict[str, Any], ...] = ()  # compare_blocks deltas (block-aware intervals), for the report
     shadow: dict[str, Any] | None = None  # the mirrored-traffic figures, when a shadow ran
+    # SageMaker's managed benchmark beside optigate's (optigate.gate.cross_check.compare); it never changes the
+    # outcome, which is optigate's checks' alone.
+    cross_check: dict[str, Any] | None = None
 
     @property
     def failed(self) -> tuple[Check, ...]:
@@ -96,6 +99,7 @@ class GateVerdict:
                 "thresholds": self.thresholds,
                 "deltas": list(self.deltas),
                 "shadow": self.shadow,
+                "cross_check": self.cross_check,
             }
         )
 
@@ -161,7 +165,18 @@ def decide(inputs: GateInputs) -> GateVerdict:
         thresholds={**thresholds.model_dump(exclude=set(BENCHMARK_ONLY_KEYS)), "speculative_decoding": method},
         deltas=tuple(d.to_dict() for d in all_deltas),
         shadow=json_safe(dict(inputs.shadow)) if inputs.shadow is not None else None,
+        cross_check=_cross_check(inputs.cross_check, levels),
     )
+
+
+def _cross_check(cross_check: Mapping[str, Any] | None, levels: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The managed benchmark beside optigate's figures, or None when the gate ran none."""
+    if cross_check is None:
+        return None
+    from optigate.gate.cross_check import compare as cross_compare
+
+    tolerance = {**CrossCheckTolerance().model_dump(), **(cross_check.get("tolerance") or {})}
+    return json_safe(cross_compare(levels, cross_check.get("jobs") or [], tolerance))
 
 
 def compare(
@@ -206,6 +221,7 @@ def _figures(blocks: Sequence[RunSamples]) -> dict[str, Any]:
         "p50_itl_ms": result["itl_ms"]["p50"],
         "p99_itl_ms": result["itl_ms"]["p99"],
         "p50_tpot_ms": result["tpot_ms"]["p50"],
+        "p99_tpot_ms": result["tpot_ms"]["p99"],
         "output_tokens_per_s": result["output_tokens_per_s"],
         "mean_tokens_per_chunk": result["tokens_per_chunk"]["mean"],
         "window_s": result["window_s"],

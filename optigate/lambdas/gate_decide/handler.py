@@ -7,7 +7,9 @@ Event:
    "baseline_keys", "candidate_keys": one merged fleet result per (level, block), in order),
    "evaluation_key": "..." | null, "report_prefix": "gates/<run_id>",
    "shadow": {"window_minutes", "sampling_percentage", "production_variant", "shadow_variant",
-              "metric_data": GetMetricData's answer for the mirror window} (optional)
+              "metric_data": GetMetricData's answer for the mirror window} (optional),
+   "cross_check": {"tolerance", "jobs": [{"concurrency", "side", "job", "result": {"status", "output" |
+                   "reason"}}]} (optional: SageMaker's managed benchmark, reported beside, never decided on)
 Returns {"approved", "outcome" (APPROVED | REJECTED | INCONCLUSIVE), "reasons", "report_key", "summary"};
 the full verdict is in report.json. CloudWatch (namespace optigate/gate, dimensions Team, Environment):
 Approved 0/1, Inconclusive 0/1, and per level (plus Concurrency) CandidateP99TtftMs and ThroughputGainPct.
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import boto3
 
+from optigate.gate.cross_check import OUTPUT_ARCHIVE, ExportError, read_archive
 from optigate.gate.decision import UNDECIDED, GateInputs, GateVerdict, decide
 from optigate.gate.report import render_html, render_json
 
@@ -82,6 +85,43 @@ def shadow_figures(shadow: dict | None) -> dict | None:
         "production": side("production", shadow.get("production_variant")),
         "shadow": side("shadow", shadow.get("shadow_variant")),
     }
+
+
+def managed_output(s3, location: str) -> dict:
+    """The AIPerf profile export a managed benchmark job wrote: the first `output.tar.gz` under its
+    S3OutputLocation (listed page by page, as the SageMaker SDK finds it), read by optigate.gate.cross_check."""
+    bucket, _, prefix = location.removeprefix("s3://").partition("/")
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents") or []:
+            if item["Key"].endswith(OUTPUT_ARCHIVE):
+                return read_archive(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read())
+    raise ExportError(f"no {OUTPUT_ARCHIVE} under {location}")
+
+
+def cross_check_jobs(s3, cross_check: dict | None) -> dict | None:
+    """The managed benchmark's jobs as the decision reads them: each one's status and reason, and the parsed
+    export of a Completed one. An output that cannot be read makes that job's cross-check unavailable, never
+    the decision fail: the cross-check does not decide."""
+    if not cross_check:
+        return None
+    jobs = []
+    for job in cross_check.get("jobs") or []:
+        result = job.get("result") or {}
+        entry = {
+            "concurrency": job["concurrency"],
+            "side": job["side"],
+            "job": job.get("job"),
+            "status": result.get("status"),
+            "reason": result.get("reason"),
+        }
+        if entry["status"] == "Completed":
+            try:
+                entry["profile"] = managed_output(s3, str(result.get("output") or ""))
+            except Exception as error:  # any failure to read is "unavailable" (see the docstring)
+                LOG.exception("the managed benchmark's output could not be read")
+                entry.update(status="Unreadable", reason=f"its output could not be read: {error}")
+        jobs.append(entry)
+    return {"tolerance": cross_check.get("tolerance") or {}, "jobs": jobs}
 
 
 def _plots(s3, bucket: str, prefix: str, baseline: dict, candidate: dict) -> list[tuple[str, bytes]]:
@@ -168,6 +208,7 @@ def handler(event: dict, _context=None) -> dict:
         instance_count=event.get("instance_count") or 1,
         prediction=event.get("prediction"),
         shadow=shadow_figures(event.get("shadow")),
+        cross_check=cross_check_jobs(s3, event.get("cross_check")),
     )
     verdict = decide(inputs)
     prefix = event["report_prefix"].strip("/")

@@ -11,6 +11,7 @@ answers the operations it emulates and advances the status of endpoints and jobs
 - ``endpoints``: models, endpoint configs, endpoints (create, update, shadow variants)
 - ``jobs``: processing jobs and optimization jobs
 - ``components``: inference components
+- ``benchmarks``: SageMaker's managed benchmark: AI workload configs and AI benchmark jobs
 - ``emulator``: :class:`SageMakerEmulator`, all of them behind one ``handle``
 """
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from optigate.testing.sagemaker.benchmarks import AIBenchmarkOperations
 from optigate.testing.sagemaker.components import InferenceComponentOperations
 from optigate.testing.sagemaker.endpoints import EndpointOperations
 from optigate.testing.sagemaker.jobs import JobOperations
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from optigate.testing.harness import GateHarness
 
 
-class SageMakerEmulator(EndpointOperations, JobOperations, InferenceComponentOperations):
+class SageMakerEmulator(EndpointOperations, JobOperations, InferenceComponentOperations, AIBenchmarkOperations):
     """Sits in front of moto's SageMakerResponse. ``handle`` returns a result dict for emulated operations,
     or None to let moto answer (after any state bookkeeping)."""
 

@@ -91,6 +91,11 @@ class RegionState:
     optimization_seen: set[str] = field(default_factory=set)
     inference_components: dict[str, dict] = field(default_factory=dict)
     inference_component_progress: dict[str, Progress] = field(default_factory=dict)
+    # SageMaker's managed benchmark (optigate.testing.sagemaker.benchmarks)
+    ai_workload_configs: dict[str, dict] = field(default_factory=dict)
+    ai_benchmark_jobs: dict[str, dict] = field(default_factory=dict)
+    ai_benchmark_progress: dict[str, Progress] = field(default_factory=dict)
+    ai_benchmark_stops: list[str] = field(default_factory=list)  # jobs a StopAIBenchmarkJob reached, in order
 
 
 class Operations:

