@@ -224,6 +224,7 @@ class TeamInferenceStack(Stack):
             live_endpoint=deployment.endpoint_name,
             model_role_arn=self.model.role.role_arn,
             instance_type=candidate.serving.instance_type,
+            instance_pools=tuple(pool.instance_type for pool in candidate.pools),
             baseline_model_uri=model_prefix,
             candidate_image=candidate.image_uri(environment.region),
             candidate_environment=candidate.environment,

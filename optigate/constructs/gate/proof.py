@@ -33,7 +33,7 @@ def record_verdict(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.Choice:
                     "ModelApprovalStatus": status,
                     "InferenceSpecification": {
                         "Containers": [spec.candidate_container()],
-                        "SupportedRealtimeInferenceInstanceTypes": [spec.instance_type],
+                        "SupportedRealtimeInferenceInstanceTypes": spec.supported_instance_types,
                         "SupportedContentTypes": ["application/json"],
                         "SupportedResponseMIMETypes": ["application/json", "application/jsonlines"],
                     },

@@ -218,6 +218,8 @@ class GateSpec:
     # default: the candidate's image and the live model's image (the twin's) may differ.
     candidate_ami_version: str | None = None
     baseline_ami_version: str | None = None
+    # The candidate's instance pools, priority 1 (`instance_type`, which the gate measures) first; () without pools.
+    instance_pools: tuple[str, ...] = ()
     # An EAGLE head the optimization job trains (its optimization_configs then hold ModelSpeculativeDecodingConfig).
     trained_head: TrainedHead | None = None
 
@@ -342,6 +344,11 @@ class GateSpec:
         return naming.cross_check_job_template(self.team, self.environment, side, concurrency)
 
     @property
+    def supported_instance_types(self) -> list[str]:
+        """Where the promoted model may run: every instance pool, else the one type the gate measured on."""
+        return list(self.instance_pools) or [self.instance_type]
+
+    @property
     def fingerprint(self) -> str:
         """What makes a proof: the candidate (its source, image, environment, optimization), where
         and how it is measured, and the thresholds. Not what is live: once the candidate is
@@ -364,4 +371,6 @@ class GateSpec:
         }
         if self.trained_head is not None:  # only then, so that every other fingerprint stays as it was
             proof["trained_head"] = self.trained_head.proof
+        if self.instance_pools:  # where the promoted model may run: a new pool is checked and proven again
+            proof["instance_pools"] = list(self.instance_pools)
         return hashlib.sha256(json.dumps(proof, sort_keys=True, default=str).encode()).hexdigest()[:32]
