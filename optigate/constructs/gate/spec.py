@@ -354,7 +354,7 @@ class GateSpec:
         and how it is measured, and the thresholds. Not what is live: once the candidate is
         promoted the live endpoint serves it, and an unchanged candidate must pass as a no-op
         rather than be compared with itself."""
-        proof = {
+        proof: dict[str, Any] = {
             "team": self.team,
             "environment": self.environment,
             "instance_type": self.instance_type,
