@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -73,23 +72,6 @@ class Reading:
             "tpot_expected_ratio": self.tpot_expected_ratio,
             "notes": list(self.notes),
         }
-
-
-def load(path: Path) -> Mapping[str, Any]:
-    """A report's JSON object, or a ReportError saying why not."""
-    import json
-
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such file") from None
-    except UnicodeDecodeError:
-        raise ReportError(f"{path}: not a gate report (not UTF-8 text)") from None
-    except json.JSONDecodeError as error:
-        raise ReportError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
-    if not isinstance(data, dict):
-        raise ReportError(f"{path}: not a gate report (a JSON object is expected)")
-    return data
 
 
 def step_of(change: Mapping[str, Any]) -> int | None:

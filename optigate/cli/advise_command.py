@@ -11,6 +11,7 @@ from rich.padding import Padding
 
 from optigate.cli.errors import CANNOT_RESOLVE_EXIT, CliError, UsageError
 from optigate.cli.output import console
+from optigate.cli.reports import load_gate_report
 
 #: How each figure is printed.
 FORMATS = {
@@ -100,7 +101,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
     subject = resolved_team
     if args.from_report:
         try:
-            data = gate_report.load(Path(args.from_report))
+            data = load_gate_report(Path(args.from_report))
             reading = gate_report.read(data, args.team, args.from_report)
         except gate_report.ReportError as error:
             raise UsageError(str(error)) from error

@@ -160,6 +160,7 @@ def _print_plan(
 
 def _calibrate(team_file: Path, reports: list[Path]) -> None:
     """Turn gate reports into calibrations in config/calibration.yaml, and say what changed."""
+    from optigate.cli.reports import load_gate_report
     from optigate.config.loader import calibration_path, load_calibrations
     from optigate.plan import calibration
     from optigate.plan.catalog import get_instance
@@ -169,7 +170,7 @@ def _calibrate(team_file: Path, reports: list[Path]) -> None:
     if path is None:
         raise UsageError(f"{team_file}: --calibrate needs a team file under config/teams/ (beside calibration.yaml)")
     try:
-        new = [calibration.from_report(calibration.read_report(report), str(report)) for report in reports]
+        new = [calibration.from_report(load_gate_report(report), str(report)) for report in reports]
     except calibration.CalibrationError as error:
         raise CliError(str(error), exit_code=2) from error
     calibration.write(path, calibration.merged(load_calibrations(path), new))

@@ -14,7 +14,6 @@ at or below the overheads, an efficiency above 1) is refused with the reason, ne
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -67,19 +66,6 @@ def from_report(report: Mapping[str, Any], source: str) -> Calibration:
         bound_tpot_ms=float(bound),
         source=source,
     )
-
-
-def read_report(path: Path) -> Mapping[str, Any]:
-    """A gate report's JSON (the verdict the decision wrote), or a CalibrationError saying why not."""
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CalibrationError(f"{path}: no such file") from None
-    except json.JSONDecodeError as error:
-        raise CalibrationError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
-    if not isinstance(data, dict):
-        raise CalibrationError(f"{path}: not a gate report (a JSON object)")
-    return data
 
 
 def merged(existing: Iterable[Calibration], new: Iterable[Calibration]) -> list[Calibration]:
