@@ -28,6 +28,11 @@ class ServedPackage(BaseModel):
     environment: dict[str, str] = Field(default_factory=dict, description="The container environment the gate proved.")
     fingerprint: str | None = Field(None, description="The gate's fingerprint of the candidate it proved.")
     report: str | None = None
+    compiled_for: dict[str, str] | None = Field(
+        None,
+        description="A compiled engine's target (instance type, TP, maximum length, batch) as the gate recorded it; "
+        "None: not a compiled engine, or recorded before optigate recorded it.",
+    )
 
 
 class Lock(BaseModel):

@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 
 from optigate.config.loader import Project
 from optigate.config.models import Environment
+from optigate.deployment.compilation import parse_compiled_for
 from optigate.promote.lock import Lock, ServedPackage, package_group
 
 
@@ -73,6 +74,7 @@ def newest_approved(client: Any, group: str) -> ServedPackage | None:
         environment=container.get("Environment") or {},
         fingerprint=metadata.get("fingerprint"),
         report=metadata.get("report"),
+        compiled_for=parse_compiled_for(metadata.get("compiled_for")),
     )
 
 
