@@ -123,3 +123,28 @@ def test_a_compilation_the_container_cannot_run_fails_the_job(tmp_path, gate_syn
     cause = result["execution"].get("cause", "")
     assert "OptimizationFailed" in cause and "compiles nothing" in cause, cause
     assert result["packages"] == []
+
+
+def test_the_compilation_and_its_record_validate_against_botocore(compiled_template):
+    import re
+
+    from optigate.testing.asl import sdk_calls
+    from optigate.testing.gate_layout import gate_layout
+    from optigate.testing.optional_reads import unguarded_optional_reads
+    from optigate.testing.template import render_definition
+    from optigate.testing.validation import parameter_errors
+
+    def generic(logical, attribute):
+        return f"arn:aws:iam::123456789012:role/{logical}" if attribute else logical
+
+    substitutions = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": "123456789012", "*": generic}
+    definition = render_definition(compiled_template, gate_layout(compiled_template).gate, substitutions)
+    calls = {call.state: call for call in sdk_calls(definition)}
+    for name in ("CreateOptimizationJob", "RecordApproved", "RecordRejected"):
+        call = calls[name]
+        assert parameter_errors(call.service, call.operation, call.parameters) == [], name
+    # botocore's ParamValidator does not check patterns: CustomerMetadataProperties values allow letters, digits,
+    # spaces and _.:/=+-@ only (no JSON), at most 256 characters.
+    value = calls["RecordApproved"].parameters["CustomerMetadataProperties"]["compiled_for"]
+    assert re.fullmatch(r"[A-Za-z0-9 _.:/=+\-@]{1,256}", value), value
+    assert unguarded_optional_reads(definition) == []
