@@ -15,9 +15,11 @@ missing tensor_parallel_degree). https://docs.aws.amazon.com/sagemaker/latest/dg
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from optigate.config.models import TeamConfig
 from optigate.config.rules import GATE_CANDIDATE, Problem
 from optigate.deployment.serving import ResolvedServing
 
@@ -136,3 +138,36 @@ def _name(key: str) -> str:
 
 def _target(target: Mapping[str, Any]) -> str:
     return ", ".join(f"{_name(k)} {v}" for k, v in target.items())
+
+
+#: The SageMaker Python SDK's client-side check before an optimization job (sagemaker/serve/model_builder.py,
+#: ModelBuilder.optimize): a model id matching this, compiled on a GPU instance, is refused with "Compilation is not
+#: supported for models greater than Llama-3.0 with a GPU instance".
+SDK_LLAMA_3_PLUS = re.compile(r"llama-3[\.\-][1-9]\d*")
+
+
+def compile_advisories(team: TeamConfig, candidate: ResolvedServing | None) -> list[Problem]:
+    """What the docs neither allow nor forbid about this compilation: said by `optigate validate`, not refused.
+
+    The SDK refuses compiling Llama 3.1+ on GPU instances, but the API reference states no such limit and LMI's
+    TensorRT-LLM guide lists Llama 3.1 among the architectures it compiles (trt_llm_user_guide.md): the gate runs
+    the job, and a job that fails fails the gate closed with the job's reason."""
+    if candidate is None or not candidate.serving.compile or candidate.instance.is_neuron:
+        return []
+    source = team.model.source
+    names = [team.model.architecture if isinstance(team.model.architecture, str) else ""]
+    names += [
+        source.hugging_face.model_id if source.hugging_face else "",
+        source.jumpstart.model_id if source.jumpstart else "",
+    ]
+    if not any(SDK_LLAMA_3_PLUS.search(name.lower()) for name in names if name):
+        return []
+    return [
+        Problem(
+            (*GATE_CANDIDATE, "compile"),
+            "undocumented: the SageMaker Python SDK refuses compiling Llama 3.1 and newer on GPU instances in its own "
+            "client ('Compilation is not supported for models greater than Llama-3.0 with a GPU instance'); the API "
+            "reference states no such limit and LMI's TensorRT-LLM guide lists Llama 3.1, so the gate runs the job, "
+            "and a failed compilation fails the gate with the job's reason",
+        )
+    ]

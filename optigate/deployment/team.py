@@ -216,4 +216,5 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
         candidate_problems += optimization_job_problems(team, candidate.serving)
         candidate_problems += compilation.compilation_problems(baseline, candidate)
     problems = shadow_problems + candidate_problems
-    return ResolvedTeam(team, baseline, shadow, candidate, tuple(problems), tuple(pools.pool_advisories(team)))
+    advisories = pools.pool_advisories(team) + compilation.compile_advisories(team, candidate)
+    return ResolvedTeam(team, baseline, shadow, candidate, tuple(problems), tuple(advisories))

@@ -19,14 +19,17 @@ from optigate.testing.config_files import minimal_team
 TRTLLM = "container: {family: lmi-trtllm}\n"
 
 
-def _team(tmp_path: Path, candidate: str, *, instance: str = "ml.g6.2xlarge", serving: str = "") -> Path:
-    tail = f"""
+def _tail(candidate: str) -> str:
+    return f"""
 gate:
   candidate: {candidate}
   evaluation:
     dataset_s3_uri: s3://acme-eval/demo/
 """
-    return minimal_team(tmp_path, "llama-3.1-8b", instance, serving, tail)
+
+
+def _team(tmp_path: Path, candidate: str, *, instance: str = "ml.g6.2xlarge", serving: str = "") -> Path:
+    return minimal_team(tmp_path, "llama-3.1-8b", instance, serving, _tail(candidate))
 
 
 def _resolved(tmp_path: Path, candidate: str, **kwargs) -> ResolvedTeam:
@@ -237,3 +240,16 @@ def test_the_summary_says_a_served_engine_must_be_recompiled_when_the_team_file_
     note = recompile_note(served, moved)
     assert note is not None and "TP 4 → 2" in note and "must be recompiled" in note
     assert recompile_note(None, moved) is None  # not a compiled package: nothing to compare
+
+
+def test_the_sdks_llama_31_compile_check_is_a_note_not_a_refusal(tmp_path):
+    """minimal_team's model is llama-3.1-8b: the SDK's client refuses compiling it on a GPU; the API does not say."""
+    team = _resolved(tmp_path, "{compile: true}", serving=TRTLLM)
+    (advisory,) = team.advisories
+    assert advisory.path == ("gate", "candidate", "compile")
+    assert "Compilation is not supported for models greater than Llama-3.0 with a GPU instance" in advisory.message
+    (tmp_path / "q").mkdir()
+    other = load_resolved_team(
+        minimal_team(tmp_path / "q", "qwen2.5-7b", "ml.g6.2xlarge", TRTLLM, _tail("{compile: true}"))
+    )
+    assert other.advisories == ()
