@@ -50,20 +50,6 @@ def compiled_for(instance_type: str, environment: Mapping[str, str]) -> dict[str
     return {"instance_type": instance_type} | {k: environment[k] for k in COMPILED_OPTIONS[family] if k in environment}
 
 
-def compiled_for_metadata(target: Mapping[str, str]) -> str:
-    """`compiled_for` as a CustomerMetadataProperties value: space-separated key=value pairs (the value's pattern in
-    botocore allows letters, digits, spaces and `_.:/=+-@`, at most 256 characters)."""
-    return " ".join(f"{key}={value}" for key, value in sorted(target.items()))
-
-
-def parse_compiled_for(value: str | None) -> dict[str, str] | None:
-    """The model package's `compiled_for` metadata as a mapping (None when the package is not a compiled engine)."""
-    if not value:
-        return None
-    pairs = [item.partition("=") for item in value.split()]
-    return {key: item for key, sep, item in pairs if sep}
-
-
 def instance_family(instance_type: str) -> str:
     """`ml.g6e.12xlarge` -> `g6e`: the generation an engine is pinned to (GPU architecture or Neuron generation)."""
     parts = instance_type.split(".")

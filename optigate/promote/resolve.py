@@ -11,8 +11,7 @@ from botocore.exceptions import ClientError
 
 from optigate.config.loader import Project
 from optigate.config.models import Environment
-from optigate.deployment.compilation import parse_compiled_for
-from optigate.promote.lock import Lock, ServedPackage, package_group
+from optigate.promote.lock import Lock, ServedPackage, package_group, parse_compiled_for
 
 
 def _group_arn(environment: Environment, group: str, partition: str = "aws") -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from optigate.deployment.compilation import parse_compiled_for
+from optigate.promote.lock import parse_compiled_for
 from optigate.promote.resolve import newest_approved
 from optigate.testing.gate_run import BUCKET, GateRun, evaluation_writer
 from optigate.testing.harness import REGION, GateHarness

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_stepfunctions as sfn
 
 from optigate.constructs.gate.tasks import CleanupPath, sdk_task
-from optigate.deployment.compilation import compiled_for_metadata
+from optigate.promote.lock import compiled_for_metadata
 
 if TYPE_CHECKING:
     from optigate.constructs.gate.construct import OptimizationGate
