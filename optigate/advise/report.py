@@ -28,6 +28,7 @@ STEP_OF_KEY = {
     "kv_cache_dtype": 2,
     "speculative_decoding": 3,
     "container": 4,
+    "compile": 4,
     "instance_type": 5,
     "instance_pools": 5,
     "tensor_parallel_degree": 5,

@@ -141,6 +141,8 @@ def print_details(deployment) -> None:
     from rich.markup import escape
     from rich.padding import Padding
 
+    from optigate.deployment.compilation import recompile_note
+
     served = deployment.served
     environment = served.environment if served else deployment.container_environment
     image = (served.image if served else deployment.image_uri).split("/")[-1]
@@ -165,6 +167,9 @@ def print_details(deployment) -> None:
         console.print("  vLLM engine switches (what each changed in the plan):", highlight=False)
         for note in plan.setting_notes:
             console.print(Padding(escape(f"• {note}"), (0, 0, 0, 4)), highlight=False)
+    recompile = recompile_note(served.compiled_for if served else None, deployment.resolved)
+    if recompile:
+        console.print(Padding(escape(f"note: {recompile}"), (0, 0, 0, 2)), highlight=False)
     notes = deployment.resolved.notes
     console.print("  chosen by optigate:" + ("" if notes else " nothing"), highlight=False)
     for note in notes:

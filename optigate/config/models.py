@@ -309,6 +309,13 @@ class Serving(Strict):
         "(container family lmi only).",
     )
     speculative_decoding: SpeculativeDecoding | None = None
+    compile: bool = Field(
+        False,
+        description="gate.candidate only: the gate's SageMaker optimization job compiles the candidate ahead of time "
+        "for its container family (ModelCompilationConfig: TensorRT-LLM engines with lmi-trtllm on NVIDIA, Neuron "
+        "artifacts with lmi-neuronx on inf2/trn1) for its instance type, tensor-parallel degree, maximum length and "
+        "batch; the candidate serves the compiled artifacts. Not with family lmi (vLLM takes no compiled engine).",
+    )
     # vLLM engine switches that change memory or speed (container family lmi only; LMI passes OPTION_<ENGINE_ARG>
     # through to vLLM's EngineArgs: deepjavalibrary/djl-serving serving/docs/lmi/user_guides/vllm_user_guide.md).
     enforce_eager: bool = Field(

@@ -51,6 +51,10 @@ RENDERED_OPTIONS = {
     "OPTION_ENABLE_EXPERT_PARALLEL": "serving.enable_expert_parallel",
     "OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS": "serving.max_num_batched_tokens",
     "OPTION_MAX_NUM_BATCHED_TOKENS": "serving.max_num_batched_tokens",
+    # the maximum length as the TensorRT-LLM and Neuron containers read it (optigate.serving.lmi.render_environment):
+    # a compiled engine is built for it, so a second source would compile one length and serve another
+    "OPTION_MAX_INPUT_LEN": "serving.max_model_len",
+    "OPTION_N_POSITIONS": "serving.max_model_len",
 }
 
 #: A container environment variable name as POSIX shells and the LMI container read it.
@@ -467,6 +471,7 @@ def candidate_problems(team: TeamConfig, overrides: dict[str, Any], base: PathT)
     problems = check_serving(
         candidate, base, has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri
     )
+    problems += compile_problems(team, candidate, base)
     return problems + (trained_head_problems(candidate, base) if base != GATE_CANDIDATE else [])
 
 
@@ -478,6 +483,7 @@ def check_team(team: TeamConfig) -> list[Problem]:
         team.serving, ("serving",), has_adapters=bool(team.adapters), artifact_uri=team.model.source.artifact_uri
     )
     problems += trained_head_problems(team.serving, ("serving",))
+    problems += compile_problems(team, team.serving, ("serving",))
     problems += _architecture_problems(team)
     names: set[str] = set()
     for index, adapter in enumerate(team.adapters):
@@ -551,3 +557,87 @@ def trained_head_problems(serving: Serving, path: PathT) -> list[Problem]:
             "let the gate train, prove and promote it",
         )
     ]
+
+
+#: What `compile: true` builds, by container family (the job's LMI container picks the compiler by its features:
+#: djl-serving serving/docker/partition/sm_neo_dispatcher.py runs sm_neo_trt_llm_partition.py in the TensorRT-LLM
+#: container and sm_neo_neuron_partition.py in the Neuron one; the vLLM container only quantizes or shards).
+COMPILED_BY = {
+    "lmi-trtllm": "TensorRT-LLM engines for the candidate's NVIDIA GPU",
+    "lmi-neuronx": "Neuron artifacts for the candidate's Inferentia2/Trainium instance",
+}
+#: Quantizations SageMaker compiles into a TensorRT-LLM engine in one optimization job (the SageMaker Python SDK's
+#: ModelBuilder.optimize rules, sagemaker/serve/validations/optimization.py TRT_CONFIGURATION: awq, fp8,
+#: smoothquant; optigate offers fp8 and awq on lmi-trtllm). Neuron compiles no quantization (NEURON_CONFIGURATION).
+COMPILED_QUANTIZATIONS = {"lmi-trtllm": frozenset({"fp8", "awq"}), "lmi-neuronx": frozenset()}
+
+
+def compile_problems(team: TeamConfig, serving: Serving, path: PathT) -> list[Problem]:
+    """`compile: true` is a gate candidate (the gate's optimization job compiles, proves and records the engine) for a
+    container that reads compiled artifacts, without what such a container or SageMaker's job does not take.
+
+    Rules from the SageMaker Python SDK's ModelBuilder.optimize (sagemaker/serve/model_builder.py and
+    sagemaker/serve/validations/optimization.py): compilation only for TensorRT-LLM (GPU) and Neuron; "Compilation is
+    not supported with speculative decoding with a GPU instance", and never with speculative decoding on Neuron;
+    sharding is exclusive with every other technique (optigate never shards); on TensorRT-LLM a quantization is made
+    by compilation ("Quantization ... must be provided with Compilation"). The typed vLLM engine switches are refused
+    on these families by add_engine_switch_problems."""
+    problems: list[Problem] = []
+    family = serving.container.family
+    candidate = path == GATE_CANDIDATE
+    if serving.compile and not candidate:
+        problems.append(
+            Problem(
+                (*path, "compile"),
+                "compile is a gate.candidate setting only: the gate's optimization job compiles the engine for the "
+                "instance it proves it on, and a promotion deploys the package the gate recorded; remove it here and "
+                "put compile: true under gate.candidate",
+            )
+        )
+        return problems
+    if not candidate:
+        return problems
+    overrides = team.gate.candidate
+    if serving.compile and family not in COMPILED_BY:
+        problems.append(
+            Problem(
+                (*path, "compile"),
+                f"container family {family} (vLLM) takes no ahead-of-time compiled engine: vLLM captures its CUDA "
+                "graphs and picks its kernels when it starts (see enforce_eager, attention_backend). To compile, "
+                "switch the candidate to TensorRT-LLM with container: {family: lmi-trtllm} beside compile: true "
+                "(Neuron: lmi-neuronx on inf2/trn1), or remove compile",
+            )
+        )
+        return problems
+    if serving.compile and serving.speculative_decoding is not None:
+        problems.append(
+            Problem(
+                (*path, "compile"),
+                "SageMaker compiles no speculative decoding (the SDK: 'Compilation is not supported with speculative "
+                f"decoding'), and {family} reads no OPTION_SPECULATIVE_CONFIG: prove speculative decoding and "
+                "compilation in separate gate runs (remove speculative_decoding from serving and the candidate, or "
+                "remove compile)",
+            )
+        )
+    quantization = serving.quantization
+    new_quantization = "quantization" in overrides and overrides["quantization"] != team.serving.quantization
+    if serving.compile and quantization is not None and quantization not in COMPILED_QUANTIZATIONS[family]:
+        allowed = sorted(COMPILED_QUANTIZATIONS[family])
+        problems.append(
+            Problem(
+                (*path, "quantization"),
+                f"SageMaker does not compile {quantization} into {COMPILED_BY[family]} (the SDK's optimize rules); "
+                + (f"use {' or '.join(allowed)}, or remove compile" if allowed else "remove quantization, or compile")
+                + " in a separate step",
+            )
+        )
+    if not serving.compile and family == "lmi-trtllm" and new_quantization and quantization is not None:
+        problems.append(
+            Problem(
+                (*path, "quantization"),
+                "on lmi-trtllm SageMaker's optimization job quantizes by compiling a TensorRT-LLM engine (the SDK: "
+                "'Quantization ... must be provided with Compilation'); add compile: true to the candidate, or "
+                "quantize on container family lmi",
+            )
+        )
+    return problems

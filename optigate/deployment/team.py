@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from optigate.config.models import EagleTraining, Serving, TeamConfig
 from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem
-from optigate.deployment import pools, rules
+from optigate.deployment import compilation, pools, rules
 from optigate.deployment.serving import ResolvedServing, resolve_serving
 from optigate.plan import catalog
 from optigate.plan.architecture import ModelArchitecture
@@ -44,8 +44,8 @@ class ResolvedTeam:
     def optimization_configs(self) -> list[dict[str, Any]] | None:
         """The SageMaker optimization job the gate runs for its candidate (CreateOptimizationJob's
         OptimizationConfigs), or None: a new quantization and an EAGLE head to train are made by a job; other
-        speculation needs none."""
-        return optimization_configs(self.team)
+        speculation needs none. A compiled candidate's job compiles it for what it serves (its environment)."""
+        return optimization_configs(self.team, self.candidate.environment if self.candidate else None)
 
     @property
     def trained_head(self) -> EagleTraining | None:
@@ -84,16 +84,35 @@ def refused_combination(configs: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def optimization_configs(team: TeamConfig) -> list[dict[str, Any]] | None:
+def compiled_family(team: TeamConfig) -> str | None:
+    """The container family the gate's job compiles the candidate for (`compile: true`), or None."""
+    if team.gate.candidate.get("compile") is not True:
+        return None
+    try:
+        candidate = team.gate_serving()
+    except ValidationError:
+        return None  # the config rules report it
+    return candidate.container.family if candidate is not None else None
+
+
+def optimization_configs(
+    team: TeamConfig, candidate_environment: dict[str, str] | None = None
+) -> list[dict[str, Any]] | None:
     """One OptimizationConfigs item per technique (what the SageMaker SDK does, model_builder_utils.py): a new
-    quantization first, then an EAGLE head to train. Quantization and EAGLE in one job: the API's shape allows
-    it (a list of single-technique items) and no document forbids it, but no run has confirmed it (see README,
-    "EAGLE heads trained by the gate"). The TrainingDataSource depends on the environment (its capture bucket):
-    GateSpec.optimization_job_configs adds it."""
+    quantization first, then a compilation (its OverrideEnvironment from `candidate_environment`, the candidate's
+    rendered environment: the TP, maximum length and batch it serves), then an EAGLE head to train. Quantization
+    and compilation in one job on TensorRT-LLM: the SDK's optimize does the same (fp8/awq, config rules). Quantization
+    and EAGLE in one job: the API's shape allows it (a list of single-technique items) and no document forbids it, but
+    no run has confirmed it (see README, "EAGLE heads trained by the gate"). The TrainingDataSource depends on the
+    environment (its capture bucket): GateSpec.optimization_job_configs adds it."""
     configs: list[dict[str, Any]] = []
     quantize = team.gate.candidate.get("quantization")
     if quantize and quantize != team.serving.quantization:
         configs.append({"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": str(quantize)}}})
+    family = compiled_family(team)
+    if family in compilation.COMPILED_OPTIONS:
+        override = compilation.compilation_override_environment(family, candidate_environment or {})
+        configs.append({"ModelCompilationConfig": {"OverrideEnvironment": override}})
     if trained_head(team) is not None:
         configs.append({"ModelSpeculativeDecodingConfig": {"Technique": "EAGLE"}})
     refusal = refused_combination(configs)
@@ -115,10 +134,17 @@ def optimization_job_problems(team: TeamConfig, candidate: Serving) -> list[Prob
     if candidate.instance_type in allowed:
         return []
     quantizes = any("ModelQuantizationConfig" in config for config in configs)
-    what = "quantizes the candidate" if quantizes else "trains the candidate's EAGLE head"
+    compiles = any("ModelCompilationConfig" in config for config in configs)
+    what, key = (
+        ("compiles the candidate", "compile")
+        if compiles
+        else ("quantizes the candidate", "quantization")
+        if quantizes
+        else ("trains the candidate's EAGLE head", "speculative_decoding")
+    )
     return [
         Problem(
-            (*GATE_CANDIDATE, "quantization" if quantizes else "speculative_decoding"),
+            (*GATE_CANDIDATE, key),
             f"the SageMaker optimization job that {what} cannot run on {candidate.instance_type} "
             "(CreateOptimizationJob's DeploymentInstanceType); give the candidate an instance type it takes, "
             "e.g. ml.p5.48xlarge, or prove a candidate that needs no job",
@@ -188,5 +214,7 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
     candidate, candidate_problems = _candidate(team, arch, team.gate_serving, GATE_CANDIDATE)
     if candidate is not None:
         candidate_problems += optimization_job_problems(team, candidate.serving)
+        candidate_problems += compilation.compilation_problems(baseline, candidate)
     problems = shadow_problems + candidate_problems
-    return ResolvedTeam(team, baseline, shadow, candidate, tuple(problems), tuple(pools.pool_advisories(team)))
+    advisories = pools.pool_advisories(team) + compilation.compile_advisories(team, candidate)
+    return ResolvedTeam(team, baseline, shadow, candidate, tuple(problems), tuple(advisories))

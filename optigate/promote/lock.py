@@ -9,12 +9,27 @@ the team serves the baseline of its team file.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 # Re-exported: the group a team's gate records into, named in optigate.naming with every other name.
 from optigate.naming import package_group  # noqa: F401
+
+
+def compiled_for_metadata(target: Mapping[str, str]) -> str:
+    """`compiled_for` as a CustomerMetadataProperties value: space-separated key=value pairs (the value's pattern in
+    botocore allows letters, digits, spaces and `_.:/=+-@`, at most 256 characters)."""
+    return " ".join(f"{key}={value}" for key, value in sorted(target.items()))
+
+
+def parse_compiled_for(value: str | None) -> dict[str, str] | None:
+    """The model package's `compiled_for` metadata as a mapping (None when the package is not a compiled engine)."""
+    if not value:
+        return None
+    pairs = [item.partition("=") for item in value.split()]
+    return {key: item for key, sep, item in pairs if sep}
 
 
 class ServedPackage(BaseModel):
@@ -28,6 +43,11 @@ class ServedPackage(BaseModel):
     environment: dict[str, str] = Field(default_factory=dict, description="The container environment the gate proved.")
     fingerprint: str | None = Field(None, description="The gate's fingerprint of the candidate it proved.")
     report: str | None = None
+    compiled_for: dict[str, str] | None = Field(
+        None,
+        description="A compiled engine's target (instance type, TP, maximum length, batch) as the gate recorded it; "
+        "None: not a compiled engine, or recorded before optigate recorded it.",
+    )
 
 
 class Lock(BaseModel):

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from optigate.advise import admit, advise
-from optigate.advise.admission import GATE, SERVING
+from optigate.advise.admission import GATE, SERVING, with_candidate
 from optigate.advise.steps import DONE, NOT_NOW, PROVING, RECOMMENDED, TRIED
 from optigate.cli import main
 from optigate.config.models import serving_with
@@ -191,9 +191,12 @@ def test_a_gate_candidate_that_already_proves_the_step_is_said(tmp_path):
 def test_compile_once_the_family_is_frozen(tmp_path):
     resolved = team(tmp_path, serving="quantization: fp8\nmax_model_len: 4096\n")
     found = finding(resolved, 4)
-    assert found.status == RECOMMENDED and found.candidate == {"container": {"family": "lmi-trtllm"}}
+    # The block the gate proves: the family switch and the engine its optimization job compiles.
+    assert found.status == RECOMMENDED and found.candidate == {"container": {"family": "lmi-trtllm"}, "compile": True}
     assert "compile only after the family is frozen" in found.why
     assert_pastes(resolved, found)
+    pasted = resolve_team(with_candidate(resolved.team, found.candidate))
+    assert [next(iter(c)) for c in pasted.optimization_configs] == ["ModelCompilationConfig"]
 
 
 def test_a_naive_compile_block_is_refused_and_advise_offers_the_admissible_one(tmp_path):
@@ -204,6 +207,7 @@ def test_a_naive_compile_block_is_refused_and_advise_offers_the_admissible_one(t
     found = finding(resolved, 4)
     assert found.candidate == {
         "container": {"family": "lmi-trtllm"},
+        "compile": True,
         "gpu_memory_utilization": None,
         "kv_cache_dtype": "auto",
     }

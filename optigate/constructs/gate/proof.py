@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_stepfunctions as sfn
 
 from optigate.constructs.gate.tasks import CleanupPath, sdk_task
+from optigate.promote.lock import compiled_for_metadata
 
 if TYPE_CHECKING:
     from optigate.constructs.gate.construct import OptimizationGate
@@ -41,6 +42,8 @@ def record_verdict(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.Choice:
                         "report.$": "States.Format('s3://" + gate.bucket.bucket_name + "/{}', $.decision.report_key)",
                         "gate_run.$": "$.run.id",
                         "fingerprint": spec.fingerprint,
+                        # What a compiled engine is built for, so that a later team file can say it must be recompiled.
+                        **({"compiled_for": compiled_for_metadata(spec.compiled_for)} if spec.compiled_for else {}),
                     },
                 },
                 result_path="$.model_package",

@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from optigate import naming
+from optigate.deployment.compilation import compiled_for
 from optigate.serving.lmi import MODEL_DIR
 
 #: The optimization job's own bounds (its StoppingCondition): at most 10 h of work, and at most 2 h
@@ -58,14 +59,18 @@ def job_serving_options(optimization_configs: list[dict[str, Any]] | None, image
     The job's container writes every `OPTION_*` variable it saw as `option.*` (djl-serving
     serving/docker/partition/properties_manager.py and utils.update_kwargs_with_env_vars), and since LMI
     0.35.0 `option.quantize=fp8` as `compressed-tensors` (:data:`FIRST_COMPRESSED_TENSORS_LMI`). The gate
-    passes only each config's OverrideEnvironment, so those are the options."""
+    passes only each config's OverrideEnvironment, so those are the options. A compiling job (ModelCompilationConfig:
+    TensorRT-LLM or Neuron) writes its options as it read them (sm_neo_trt_llm_partition.py generate_properties_file,
+    sm_neo_neuron_partition.py write_properties): an fp8 engine stays `fp8`; the llm-compressor rewrite is the vLLM
+    container's quantization step only."""
     options: dict[str, str] = {}
     for config in optimization_configs or []:
         for settings in config.values():
             options |= {
                 k: str(v) for k, v in settings.get("OverrideEnvironment", {}).items() if k.startswith("OPTION_")
             }
-    if options.get("OPTION_QUANTIZE") == "fp8":
+    compiles = any("ModelCompilationConfig" in config for config in optimization_configs or [])
+    if options.get("OPTION_QUANTIZE") == "fp8" and not compiles:
         version = lmi_version(image)
         if version is None:
             raise ValueError(
@@ -239,6 +244,14 @@ class GateSpec:
     def run_name_pattern(self, kind: naming.RunKind) -> str:
         """The IAM pattern matching every run's `kind` of resource."""
         return naming.run_name_pattern(self.team, self.environment, kind)
+
+    @property
+    def compiled_for(self) -> dict[str, str] | None:
+        """What the job compiles the candidate's engine for (instance type, TP, maximum length, batch), None when it
+        compiles nothing: recorded with the model package, so that a later team file can say it must be recompiled."""
+        if not any("ModelCompilationConfig" in c for c in self.optimization_configs or []):
+            return None
+        return compiled_for(self.instance_type, self.candidate_environment)
 
     @property
     def container_environment(self) -> dict[str, str]:

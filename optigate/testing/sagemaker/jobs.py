@@ -48,6 +48,67 @@ def _training_data_problem(region: str, source: dict | None) -> str | None:
     return None
 
 
+def _compilation(configs: list[dict]) -> dict | None:
+    return next((c["ModelCompilationConfig"] for c in configs if "ModelCompilationConfig" in c), None)
+
+
+#: The emulated output of a compiling optimization job, modelled on djl-serving's compile steps (an assumption until
+#: a live run records it): the container picks the compiler by its features (serving/docker/partition/
+#: sm_neo_dispatcher.py); TensorRT-LLM writes its engines (tensorrt_llm_toolkit.create_model_repo, one per rank) and a
+#: serving.properties of `engine=MPI` and every option it read (sm_neo_trt_llm_partition.py); Neuron puts the compiled
+#: model under optimized_model/, copies the input beside it and names it in serving.properties
+#: (sm_neo_neuron_partition.py), and refuses to compile without a tensor-parallel degree.
+TRTLLM_ENGINE_DIR = "tensorrt_llm/1"
+NEURON_MODEL_DIR = "optimized_model"
+
+
+def _compiler(image: str | None) -> str | None:
+    tag = (image or "").rsplit(":", 1)[-1]
+    return "trtllm" if "tensorrtllm" in tag else "neuron" if "neuronx" in tag else None
+
+
+def _compilation_problem(compilation: dict) -> str | None:
+    """Why the emulated compile step fails (None: it compiles), as the LMI container's compile step would say it."""
+    compiler = _compiler(compilation.get("Image"))
+    if compiler is None:
+        return (
+            f"ClientError: {compilation.get('Image')} compiles nothing: only the LMI TensorRT-LLM and Neuron "
+            "containers run a compilation (emulated)"
+        )
+    if compiler == "neuron" and "OPTION_TENSOR_PARALLEL_DEGREE" not in compilation.get("OverrideEnvironment", {}):
+        return "InputConfiguration: Tensor parallel degree not specified. This is required for Neuron compilation"
+    return None
+
+
+def _write_compiled(region: str, output: str, configs: list[dict], compilation: dict) -> None:
+    import boto3
+
+    options: dict[str, str] = {}
+    for config in configs:
+        for settings in config.values():
+            options |= dict(settings.get("OverrideEnvironment", {}))
+    properties = {f"option.{k.removeprefix('OPTION_').lower()}": v for k, v in sorted(options.items())}
+    tp = int(options.get("OPTION_TENSOR_PARALLEL_DEGREE", "1"))
+    files: dict[str, bytes]
+    if _compiler(compilation.get("Image")) == "trtllm":
+        build = {
+            "tensor_parallel": tp,
+            "max_input_len": int(options.get("OPTION_MAX_INPUT_LEN", "0")),
+            "max_batch_size": int(options.get("OPTION_MAX_ROLLING_BATCH_SIZE", "0")),
+        }
+        files = {f"{TRTLLM_ENGINE_DIR}/rank{rank}.engine": b"engine" for rank in range(tp)}
+        files[f"{TRTLLM_ENGINE_DIR}/config.json"] = json.dumps({"build_config": build}).encode()
+        lines = ["engine=MPI", *(f"{k}={v}" for k, v in properties.items())]
+    else:
+        files = {f"{NEURON_MODEL_DIR}/model.pt": b"neff", "config.json": b"{}"}
+        lines = [*(f"{k}={v}" for k, v in properties.items()), f"option.model_id=./{NEURON_MODEL_DIR}"]
+    files["serving.properties"] = ("\n".join(lines) + "\n").encode()
+    bucket, _, key = output.removeprefix("s3://").partition("/")
+    s3 = boto3.client("s3", region_name=region)
+    for name, body in files.items():
+        s3.put_object(Bucket=bucket, Key=f"{key}{name}", Body=body)
+
+
 class JobOperations(Operations):
     """Create/Describe/StopProcessingJob; Create/Describe/Stop/Delete/ListOptimizationJobs."""
 
@@ -178,6 +239,11 @@ class JobOperations(Operations):
             problem = _training_data_problem(backend.region_name, eagle.get("TrainingDataSource"))
             if problem:
                 fields = {"OptimizationJobStatus": "FAILED", "FailureReason": problem}
+        compilation = _compilation(job["OptimizationConfigs"])
+        if fields["OptimizationJobStatus"] == "COMPLETED" and compilation is not None:
+            problem = _compilation_problem(compilation)
+            if problem:
+                fields = {"OptimizationJobStatus": "FAILED", "FailureReason": problem}
         if fields["OptimizationJobStatus"] == "COMPLETED" and self.scenario.on_optimization_job is not None:
             request = state.optimization_requests[job["OptimizationJobName"]]
             fields.update(self._run_hook(self.scenario.on_optimization_job, request, "OptimizationJobStatus", "FAILED"))
@@ -192,6 +258,8 @@ class JobOperations(Operations):
                 ran = [c.get("Image") for config in job["OptimizationConfigs"] for c in config.values()]
                 image = next((i for i in ran if i), DEFAULT_IMAGE)
             output = job["OutputConfig"]["S3OutputLocation"]
+            if compilation is not None:
+                _write_compiled(backend.region_name, output, job["OptimizationConfigs"], compilation)
             container = {"Image": image, "ModelDataUrl": output}
             if eagle is not None:
                 container = self._write_eagle_head(backend, image, output)
