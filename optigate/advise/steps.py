@@ -447,13 +447,30 @@ def speculation_ceiling(ctx: Context, k: int) -> SpeculationCeiling | None:
     return SpeculationCeiling(batch, k, memory_ms(batch), compute_ms(batch), overhead, verify)
 
 
+def _candidate_speculation(ctx: Context) -> Any:
+    """The speculative decoding the team's gate.candidate proposes, if any."""
+    try:
+        candidate = ctx.team.gate_serving()
+    except ValueError:  # a candidate the rules refuse: validate says so
+        return None
+    return candidate.speculative_decoding if candidate is not None else None
+
+
+def _break_even_acceptance(ceiling: SpeculationCeiling) -> float:
+    """The share of the k draft tokens that must be accepted for a verify step (1 + accepted tokens) to beat
+    plain steps: (1 + a x k) x plain >= verify."""
+    return max(0.0, (ceiling.verify_ms / ceiling.plain_ms - 1) / ceiling.k)
+
+
 def step_speculation(ctx: Context) -> Finding:
     base = ctx.baseline
     if ctx.family != "lmi":
         return Finding(3, NOT_NOW, f"speculative decoding is a vLLM option, which {ctx.family} does not read")
     if base.serving.speculative_decoding is not None:
         return Finding(3, DONE, f"{base.serving.speculative_decoding.method} speculation is already served")
-    k = NgramSpeculation.model_fields["num_speculative_tokens"].default
+    proposed = _candidate_speculation(ctx)
+    # The draft length the team's candidate proposes, else n-gram's default (what this step would propose).
+    k = proposed.num_speculative_tokens if proposed else NgramSpeculation.model_fields["num_speculative_tokens"].default
     ceiling = speculation_ceiling(ctx, k)
     if ceiling is None:
         return Finding(3, NEEDS_INPUT, f"the catalog has no bandwidth or peak for {base.instance.instance_type}")
@@ -477,7 +494,7 @@ def step_speculation(ctx: Context) -> Finding:
         f"at concurrency {c} a decode step is memory-bound ({ceiling.memory_ms:.1f} ms of memory against "
         f"{ceiling.compute_ms:.1f} ms of math): {steps}, so speculation gains {at_minimum:.0f} % at the "
         f"{chunk_gain:g} % more tokens per chunk the gate requires, up to {ceiling.full_acceptance_gain_pct:.0f} % "
-        "at full acceptance; below roughly 40 % acceptance it loses"
+        f"at full acceptance; it pays from {_break_even_acceptance(ceiling):.0%} acceptance of the {k} draft tokens"
     )
     budget = benchmark.p99_itl_ms_budget
     at = expected_tpot_at(ctx.plan, c)

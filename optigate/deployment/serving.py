@@ -112,6 +112,10 @@ class ResolvedServing:
             "step_overhead_ms": expected.get("step_overhead_ms"),
             "allreduce_ms_per_step": expected.get("allreduce_ms_per_step"),
             "basis": expected.get("basis"),
+            # A speculating candidate's TPOT measures acceptance as much as bandwidth: not a calibration.
+            "speculative_decoding": (
+                self.serving.speculative_decoding.method if self.serving.speculative_decoding else None
+            ),
         }
         return {k: plan.get(k) for k in keys} | {"plan": origin if plan else None}
 

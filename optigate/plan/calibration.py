@@ -8,8 +8,9 @@ concurrency 1 then gives the bandwidth efficiency that instance really reached::
     efficiency = bound / (measured - step_overhead - allreduce)
 
 and that efficiency replaces the literature estimate for the accelerator, format and engine
-(optigate.plan.expected). A report that cannot say it (no concurrency-1 level, no plan, a measurement
-at or below the overheads, an efficiency above 1) is refused with the reason, never guessed.
+(optigate.plan.expected). A report that cannot say it (no concurrency-1 level, no plan, a speculating
+candidate, a measurement at or below the overheads, an efficiency above 1) is refused with the reason,
+never guessed.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def from_report(report: Mapping[str, Any], source: str) -> Calibration:
         raise CalibrationError(
             f"{source}: the report records no plan (instance, precision, engine): it predates expected figures; "
             "run the gate again"
+        )
+    if plan.get("speculative_decoding"):
+        raise CalibrationError(
+            f"{source}: the candidate speculates ({plan['speculative_decoding']}): its TPOT measures draft acceptance "
+            "as much as bandwidth; calibrate from a gate run whose candidate serves no speculative decoding"
         )
     if measured is None:
         raise CalibrationError(f"{source}: no TPOT measured at concurrency 1; give the gate a level of 1")

@@ -146,6 +146,7 @@ def _plan_json(config: Path, capsys) -> str:
         (_report(None, PLAN), "no TPOT measured at concurrency 1"),
         (_report(3.0, PLAN), "not above the assumed per-step overheads"),
         (_report(20.0, PLAN), "faster than the roofline allows"),
+        (_report(32.0, {**PLAN, "speculative_decoding": "eagle"}), "the candidate speculates"),
     ],
 )
 def test_a_report_that_cannot_calibrate_is_refused_with_the_reason(report, why):
@@ -189,7 +190,12 @@ def test_the_gate_report_of_a_team_calibrates_its_own_plan(example_config):
     from optigate.deployment import load_resolved_project
     from optigate.gate.decision.verdict import _prediction_vs_measurement
 
-    candidate = load_resolved_project(example_config).teams["chat"].candidate
+    chat = load_resolved_project(example_config).teams["chat"]
+    # chat's candidate speculates (a trained EAGLE head): its report is refused; a plain variant's calibrates.
+    speculating = {"prediction_vs_measurement": _prediction_vs_measurement(chat.candidate.prediction(), [], [])}
+    with pytest.raises(calibration.CalibrationError, match="the candidate speculates"):
+        calibration.from_report(speculating, "report.json")
+    candidate = chat.baseline
     prediction = candidate.prediction()
     expected = prediction["expected_tpot_ms_batch1"]
     level = {"concurrency": 1, "candidate": {"p50_tpot_ms": expected, "p50_ttft_ms": 100.0}}

@@ -107,7 +107,9 @@ def job_role(gate: OptimizationGate) -> iam.Role:
         why_wildcard="The managed jobs' outputs, crosscheck/<run>/<side>-c<level>/; the run id is known only at run "
         "time.",
     )
-    nag.allow(role, ["kms:Encrypt", "kms:GenerateDataKey"], [gate.key.key_arn])
+    # Decrypt too: a multipart upload to an SSE-KMS bucket reads the data key back (S3 user guide, "Multipart
+    # upload and permissions": kms:Decrypt and kms:GenerateDataKey).
+    nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [gate.key.key_arn])
     nag.allow(
         role,
         ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
