@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from aws_cdk import Aws, Duration
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 
@@ -228,11 +229,17 @@ def candidate_source(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.
     return sfn.Chain.start(create_job).next(job_done.entry), ready
 
 
-def _stager(gate: OptimizationGate) -> lambda_.Function:
-    """The gate's staging function (optigate/lambdas/stage_candidate), created once; callers grant its role what
-    it reads and writes."""
-    if gate.stager is not None:
-        return gate.stager
+def _stager(gate: OptimizationGate) -> tuple[lambda_.Function, iam.IRole]:
+    """The gate's staging function (optigate/lambdas/stage_candidate), created once, and its role: callers grant
+    the role what it reads and writes."""
+    if gate.stager is None:
+        gate.stager = _new_stager(gate)
+    if gate.stager.role is None:
+        raise ValueError(f"{gate.spec.prefix}: the staging function has no role")
+    return gate.stager, gate.stager.role
+
+
+def _new_stager(gate: OptimizationGate) -> lambda_.Function:
     spec = gate.spec
     role, log_group = function_role(gate, "Stage")
     nag.allow(
@@ -242,7 +249,7 @@ def _stager(gate: OptimizationGate) -> lambda_.Function:
         why_wildcard="The candidates' prefixes, optimized/<run>/; the run id is known only at run time.",
     )
     nag.allow(role, ["kms:Encrypt", "kms:GenerateDataKey", "kms:Decrypt"], [gate.key.key_arn])
-    gate.stager = lambda_.Function(
+    return lambda_.Function(
         gate,
         "StageCandidateFunction",
         runtime=lambda_.Runtime.PYTHON_3_14,
@@ -255,7 +262,6 @@ def _stager(gate: OptimizationGate) -> lambda_.Function:
         log_group=log_group,
         description=f"optigate gate of {spec.prefix}: stage the candidate's files the optimization job does not write",
     )
-    return gate.stager
 
 
 def stage_trained_head(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sfn.CustomState, sfn.CustomState]:
@@ -270,10 +276,7 @@ def stage_trained_head(gate: OptimizationGate, cleanup: CleanupPath) -> tuple[sf
     head = spec.trained_head
     if head is None:
         raise ValueError(f"{spec.prefix}: no trained head to stage")
-    function = _stager(gate)
-    role = function.role
-    if role is None:
-        raise ValueError(f"{spec.prefix}: the staging function has no role")
+    function, role = _stager(gate)
     nag.allow(
         role,
         ["s3:GetObject"],
@@ -334,10 +337,7 @@ def stage_candidate_files(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.C
         return None
     source = spec.baseline_model_uri.rstrip("/") + "/"
     source_bucket, source_key = split_s3_uri(source)
-    function = _stager(gate)
-    role = function.role
-    if role is None:
-        raise ValueError(f"{spec.prefix}: the staging function has no role")
+    function, role = _stager(gate)
     nag.allow(
         role,
         ["s3:GetObject"],
