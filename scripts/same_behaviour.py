@@ -9,7 +9,8 @@ Run it from the checkout to compare (the working tree there is "after").
 
 Each side runs in its own checkout (the earlier one in a temporary `git worktree`) with this venv.
 What is masked, and why:
-- asset hashes (64 hex digits): they hash the package's source, which a refactoring changes;
+- asset hashes (64 hex digits, and the publishing destinations named after them): they hash the package's
+  source, which a refactoring changes;
 - IAM policy documents are compared as the set of grants they make, one (effect, action, resource,
   condition) each: moving a grant beside the task that needs it regroups the statements (CDK's
   minimizePolicies merges them) without changing what any role may do;
@@ -32,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-ASSET_HASH = re.compile(r"[0-9a-f]{64}")
+#: An asset's hash, and the publishing destination named after it (`<hash>:<account>-<region>-<8 hex of the hash>`).
+ASSET_HASH = re.compile(r"[0-9a-f]{64}(:\d{12}-[a-z0-9-]+?-)?(?(1)[0-9a-f]{8})")
 #: The README's commands that print without AWS (resolve needs an account, schema writes files, and advise
 #: --team prints the same blocks as the per-team plan for the example config).
 COMMANDS: tuple[tuple[str, ...], ...] = (
@@ -57,9 +59,7 @@ def _grants(document: dict[str, Any]) -> list[list[Any]]:
         for action in actions if isinstance(actions, list) else [actions]:
             for resource in resources if isinstance(resources, list) else [resources]:
                 grants.add(
-                    json.dumps(
-                        [statement.get("Effect"), action, resource, statement.get("Condition")], sort_keys=True
-                    )
+                    json.dumps([statement.get("Effect"), action, resource, statement.get("Condition")], sort_keys=True)
                 )
     return [json.loads(grant) for grant in sorted(grants)]
 
@@ -72,7 +72,7 @@ def _normalized(value: Any) -> Any:
                 out[key] = {"Version": item.get("Version"), "Grants": _grants(item)}
             elif key == "cdk_nag" and isinstance(item, dict):
                 rules = item.get("rules_to_suppress", [])
-                out[key] = sorted((json.dumps(rule, sort_keys=True) for rule in rules))
+                out[key] = sorted(json.dumps(rule, sort_keys=True) for rule in rules)
             else:
                 out[key] = _normalized(item)
         return out
@@ -110,7 +110,8 @@ def snapshot(checkout: Path, out: Path) -> None:
             capture_output=True,
             text=True,
         )
-        record = f"$ optigate {' '.join(command)}\nexit {done.returncode}\n--- stdout\n{done.stdout}--- stderr\n{done.stderr}"
+        record = f"$ optigate {' '.join(command)}\nexit {done.returncode}\n"
+        record += f"--- stdout\n{done.stdout}--- stderr\n{done.stderr}"
         (out / f"cli__{index:02d}.txt").write_text(record)
 
 
