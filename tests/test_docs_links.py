@@ -46,7 +46,7 @@ def anchors(path: Path) -> set[str]:
 def broken_links(files: list[Path], root: Path) -> list[str]:
     problems = []
     for source in files:
-        for number, line in enumerate(_prose_lines(source.read_text()), 1):
+        for line in _prose_lines(source.read_text()):
             for target in LINK.findall(line):
                 if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
                     continue

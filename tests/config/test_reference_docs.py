@@ -37,9 +37,7 @@ def _fields_of(model: type[BaseModel], seen: set[type[BaseModel]]) -> list[tuple
 
 
 def _unescaped(markdown: str) -> str:
-    return (
-        markdown.replace("&lt;", "<").replace("&gt;", ">").replace(r"\*", "*").replace(r"\|", "|").replace("\n", " ")
-    )
+    return markdown.replace("&lt;", "<").replace("&gt;", ">").replace(r"\*", "*").replace(r"\|", "|").replace("\n", " ")
 
 
 def test_every_key_and_description_of_the_models_is_in_the_reference():
