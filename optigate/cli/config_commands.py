@@ -177,16 +177,19 @@ def print_details(deployment) -> None:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    """Write the JSON schema of the config files, or check that the written ones are current."""
+    """Write the JSON schema of the config files and the configuration reference, or check that both are current."""
+    from optigate.config.reference import stale_reference, write_reference
     from optigate.config.schema import stale_schemas, write_schemas
 
     if args.check:
-        stale = stale_schemas(args.out)
+        stale = [f"out of date in {args.out}: {', '.join(names)}"] if (names := stale_schemas(args.out)) else []
+        if stale_reference(args.docs):
+            stale.append(f"{args.docs} is out of date")
         if stale:
-            raise CliError(f"out of date in {args.out}: {', '.join(stale)}; run `optigate schema`")
+            raise CliError("; ".join(stale) + "; run `optigate schema`")
         console.print(f"[green]✓[/green] schemas in {args.out} match the models")
         return 0
-    for path in write_schemas(args.out):
+    for path in [*write_schemas(args.out), write_reference(args.docs)]:
         console.print(f"wrote {path}")
     return 0
 
@@ -205,7 +208,10 @@ def add_summary_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def add_schema_parser(commands: argparse._SubParsersAction) -> None:
-    schema = commands.add_parser("schema", help="write the JSON schema of the config files")
+    schema = commands.add_parser("schema", help="write the JSON schema and the reference of the config files")
     schema.add_argument("--out", default="config/schema", help="folder of the schema files (default: config/schema)")
+    schema.add_argument(
+        "--docs", default="docs/configuration.md", help="the configuration reference (default: docs/configuration.md)"
+    )
     schema.add_argument("--check", action="store_true", help="fail if the files differ from the models")
     schema.set_defaults(handler=cmd_schema)
