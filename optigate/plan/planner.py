@@ -14,6 +14,7 @@ from typing import Any
 
 from .architecture import ModelArchitecture, load_architecture
 from .catalog import GIB, Instance
+from .cost import cost_per_million_tokens
 from .expected import Calibration, ExpectedLatency, eager_overhead, efficiency_for, expected_latency
 from .memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -446,7 +447,7 @@ def _roofline(
             ).time_s
             step = curve[b - 1].tpot_ms / 1000
             seconds = batch_prefill + output_tokens * step
-            dollars_per_million = price_per_s * seconds / (b * output_tokens * replicas) * 1e6
+            dollars_per_million = cost_per_million_tokens(price_per_s, seconds, b * output_tokens * replicas)
             if cost is None or dollars_per_million < cost:
                 best_batch, cost = b, dollars_per_million
     return _RooflineBounds(curve, curve[0].tpot_ms, curve[0].bound, pf.time_s * 1000, pf.bound, best_batch, cost)
