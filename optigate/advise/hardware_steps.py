@@ -17,11 +17,9 @@ from optigate.advise.findings import (
     proposal,
 )
 from optigate.plan.catalog import all_instances
+from optigate.plan.cost import cost_per_month
 from optigate.plan.speculation import expected_tpot_at
 from optigate.plan.team import architecture_for
-
-HOURS_PER_MONTH = 730  # AWS's pricing convention
-
 
 # --------------------------------------------------------------------------- 4. compile
 
@@ -148,7 +146,7 @@ def _scale_to_zero_note(ctx: Context) -> tuple[str, bool]:
     if price is None:
         return f"no public price for {ctx.baseline.instance.instance_type}: no monthly comparison", False
     count = max(ctx.instance_count, scaling.min_capacity if scaling else 1)
-    always_on = price * count * HOURS_PER_MONTH
+    always_on = cost_per_month(price, count)
     if ctx.utilization_pct is None:
         return (
             f"the always-on endpoint costs ${always_on:,.0f}/month ({count} x ${price:g}/h); the config does not say "

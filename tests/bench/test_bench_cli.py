@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -241,7 +242,8 @@ def test_emulate_offers_the_settings_with_a_help_text_as_options(monkeypatch):
     options = command_line_options()
     with_help = [setting.name for setting in fields(Behaviour) if "help" in setting.metadata]
     assert [option.name for option in options] == with_help and "frames_per_write" not in with_help
-    emulate = build_parser()._subparsers._group_actions[0].choices["emulate"]  # type: ignore[union-attr]
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    emulate = commands.choices["emulate"]
     offered = {action.dest: action for action in emulate._actions}
     for option in options:
         assert offered[option.name].help == option.help and offered[option.name].type is option.type

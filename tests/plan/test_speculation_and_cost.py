@@ -6,7 +6,7 @@ import pytest
 
 from optigate.plan import load_architecture, plan
 from optigate.plan.catalog import get_instance
-from optigate.plan.cost import cost_per_million_tokens
+from optigate.plan.cost import cost_per_million_tokens, cost_per_month
 from optigate.plan.speculation import SpeculationCeiling, expected_tpot_at, speculation_ceiling
 from optigate.plan.team import LENGTH_GRANULE, plan_longest_held
 
@@ -59,3 +59,7 @@ def test_an_ad_hoc_plan_takes_the_longest_length_the_cache_holds_when_the_models
     # A length the user asked for is planned as asked, fitting or not.
     asked, replaced = plan_longest_held(arch, "ml.g6.xlarge", max_model_len=131072)
     assert replaced is None and not asked.fits
+
+
+def test_cost_per_month_counts_every_hour_of_every_instance():
+    assert cost_per_month(2.0, 3) == 2.0 * 3 * 730
