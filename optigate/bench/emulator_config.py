@@ -1,12 +1,17 @@
 """What the emulator is told to do (`optigate emulate --config`, `EmulatorConfig.parse`): latency
 distributions, payload format and injected faults per endpoint, variant and inference component.
-Plain dataclasses, no server: `optigate.bench.emulator` serves what these describe."""
+Plain dataclasses, no server: `optigate.bench.emulator` serves what these describe. The settings with a help
+text are `optigate emulate`'s options too (`command_line_options`)."""
 
 from __future__ import annotations
 
 import random
+import types
+import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
+
+PAYLOAD_FORMATS = ("lmi", "tgi", "openai")
 
 
 @dataclass(frozen=True)
@@ -36,23 +41,37 @@ class Distribution:
         return cls(**value)
 
 
+def _option(help: str, *, choices: tuple[str, ...] | None = None, default_text: str = "") -> dict[str, Any]:
+    """The metadata of a setting `optigate emulate` also takes as an option: its help (the default is appended,
+    or `default_text` where the value would not say it) and the values it accepts."""
+    return {"help": help, "choices": choices, "default_text": default_text}
+
+
 @dataclass(frozen=True)
 class Behaviour:
     """How one endpoint (or variant, or inference component) responds."""
 
-    ttft_ms: Distribution = Distribution(150.0)
-    itl_ms: Distribution = Distribution(15.0)
-    output_tokens: int | None = None  # None: the request's max_new_tokens / max_tokens
-    tokens_per_chunk: tuple[int, ...] = (1,)  # cycled per chunk; (3,) emulates speculative decoding
+    ttft_ms: Distribution = field(default=Distribution(150.0), metadata=_option("time to first token, ms"))
+    itl_ms: Distribution = field(default=Distribution(15.0), metadata=_option("time between tokens, ms"))
+    output_tokens: int | None = field(
+        default=None, metadata=_option("tokens per response", default_text="the request's max_new_tokens")
+    )
+    # Cycled per chunk in a config file; (3,) emulates speculative decoding.
+    tokens_per_chunk: tuple[int, ...] = field(
+        default=(1,), metadata=_option("tokens per event-stream frame; >1 emulates speculative decoding")
+    )
     # Frames handed to the socket in one write: n > 1 sends n frames (each still its own chunk of
     # tokens) back to back, as a server that flushes in bursts, so the client's reads coalesce them.
     frames_per_write: int = 1
-    payload_format: str = "lmi"  # lmi | tgi | openai
-    throttle_rate: float = 0.0
-    model_error_rate: float = 0.0
-    stream_error_rate: float = 0.0
-    reset_rate: float = 0.0
-    stall_rate: float = 0.0
+    payload_format: str = field(
+        default="lmi",
+        metadata=_option("streamed payload: LMI jsonlines, TGI SSE or OpenAI", choices=PAYLOAD_FORMATS),
+    )
+    throttle_rate: float = field(default=0.0, metadata=_option("share of requests answered 429 ThrottlingException"))
+    model_error_rate: float = field(default=0.0, metadata=_option("share answered 424 ModelError"))
+    stream_error_rate: float = field(default=0.0, metadata=_option("share failing mid-stream with ModelStreamError"))
+    reset_rate: float = field(default=0.0, metadata=_option("share whose connection is reset mid-stream"))
+    stall_rate: float = field(default=0.0, metadata=_option("share that stall mid-stream for stall_seconds"))
     fault_after_tokens: int = 4  # mid-stream faults strike after this many tokens
     # Load-dependent latency, as a batching server behaves: each stream in flight adds this much.
     ttft_ms_per_active_stream: float = 0.0
@@ -129,3 +148,48 @@ class EmulatorConfig:
         if variant and variant != "AllTraffic":
             return config.variants.get(variant, None if config.variants else config.behaviour)
         return config.behaviour
+
+
+@dataclass(frozen=True)
+class CommandLineOption:
+    """A Behaviour setting as `optigate emulate` offers it: `--NAME` overrides the config's `default`."""
+
+    name: str  # the Behaviour field
+    type: type  # what one value on the command line is read as
+    help: str  # ending with the default
+    choices: tuple[str, ...] | None
+
+
+def _one_value(hint: Any) -> type:
+    """The type one command-line value of a setting annotated `hint` is read as."""
+    if hint is Distribution:  # a number is its mean (Distribution.parse)
+        return float
+    if typing.get_origin(hint) is tuple:  # one value is a one-element cycle (Behaviour.parse)
+        return typing.get_args(hint)[0]
+    if isinstance(hint, types.UnionType):  # `X | None`: None is the default, not a value to type
+        return next(arg for arg in typing.get_args(hint) if arg is not type(None))
+    return hint
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, Distribution):
+        value = value.mean
+    if isinstance(value, tuple):
+        return ",".join(_shown(item) for item in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def command_line_options() -> tuple[CommandLineOption, ...]:
+    """The settings with a help text, in the order Behaviour lists them, each with its default in its help."""
+    hints = typing.get_type_hints(Behaviour)
+    default = Behaviour()
+    options = []
+    for setting in fields(Behaviour):
+        if "help" not in setting.metadata:
+            continue
+        shown = setting.metadata["default_text"] or _shown(getattr(default, setting.name))
+        help_text = f"{setting.metadata['help']} (default: {shown})"
+        options.append(
+            CommandLineOption(setting.name, _one_value(hints[setting.name]), help_text, setting.metadata["choices"])
+        )
+    return tuple(options)

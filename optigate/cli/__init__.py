@@ -8,12 +8,13 @@ import sys
 
 from optigate.cli import (
     advise_command,
-    bench_commands,
+    bench_command,
     config_commands,
+    emulate_command,
     evaluate_command,
     gate_commands,
     plan_command,
-    promote_commands,
+    resolve_command,
 )
 from optigate.cli.errors import USAGE_EXIT, CliError, InvalidConfig, UsageError, one_line
 from optigate.cli.output import stderr
@@ -32,11 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
     config_commands.add_summary_parser(commands)
     plan_command.add_plan_parser(commands)
     advise_command.add_advise_parser(commands)
-    bench_commands.add_bench_parser(commands)
+    bench_command.add_bench_parser(commands)
     evaluate_command.add_evaluate_parser(commands)
     gate_commands.add_rehearse_parser(commands)
-    bench_commands.add_emulate_parser(commands)
-    promote_commands.add_resolve_parser(commands)
+    emulate_command.add_emulate_parser(commands)
+    resolve_command.add_resolve_parser(commands)
     config_commands.add_schema_parser(commands)
     return parser
 

@@ -1,11 +1,25 @@
-"""The consoles every command prints to: results on stdout; errors, progress and notices on stderr."""
+"""Where commands put results: stdout for results; stderr for errors, progress and notices; JSON files."""
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
+
+from optigate.cli.errors import UsageError
+from optigate.jsonsafe import json_safe
 
 # Wide tables stay readable when piped or logged by CI (rich assumes 80 columns there).
 console = Console(width=None if sys.stdout.isatty() else 180)
 stderr = Console(stderr=True, width=None if sys.stderr.isatty() else 400)
+
+
+def write_json(path: str, data: Any, indent: int | None = None) -> None:
+    """A `--json PATH` result file: JSON that strict parsers read (no NaN or infinity), or a usage error."""
+    try:
+        Path(path).write_text(json.dumps(json_safe(data), indent=indent, allow_nan=False))
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {error.strerror or error}; choose another --json path") from error

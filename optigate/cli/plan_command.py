@@ -31,9 +31,6 @@ PLAN_ROWS = [
     ("expected_cost_per_million_output_tokens", "cost per million output tokens (expected)", "${:.3f}"),
 ]
 
-#: A derived max_model_len is a multiple of this (as optigate.plan.team derives one for a team file).
-LENGTH_GRANULE = 1024
-
 DEFAULT_COMPARE_INSTANCES = [
     "ml.g5.2xlarge",
     "ml.g5.12xlarge",
@@ -190,7 +187,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from optigate.plan.architecture import known_models, load_architecture
     from optigate.plan.compare import compare
     from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION
-    from optigate.plan.planner import plan
+    from optigate.plan.team import plan_longest_held
 
     if args.list_models:
         for name in known_models():
@@ -234,18 +231,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     precision = {"none": "bf16", None: "bf16"}.get(args.quantization, args.quantization)
     notes: tuple[str, ...] = ()
     try:
-        result = plan(arch, args.instance, weight_precision=precision, **options)
-        if args.max_model_len is None and not result.fits and result.kv_capacity_tokens >= LENGTH_GRANULE:
-            # No length asked for and the model's own does not fit: derive the longest the KV cache holds
-            # (as a team file without max_model_len does) instead of refusing a length nobody chose.
-            derived = result.kv_capacity_tokens // LENGTH_GRANULE * LENGTH_GRANULE
-            shorter = plan(arch, args.instance, weight_precision=precision, **{**options, "max_model_len": derived})
-            if shorter.fits:
-                notes = (
-                    f"max_model_len={derived:,}: the longest the KV cache holds (the model allows "
-                    f"{result.max_model_len:,}); give --max-model-len to plan another length",
-                )
-                result = shorter
+        result, model_length = plan_longest_held(arch, args.instance, weight_precision=precision, **options)
+        if model_length is not None:
+            notes = (
+                f"max_model_len={result.max_model_len:,}: the longest the KV cache holds (the model allows "
+                f"{model_length:,}); give --max-model-len to plan another length",
+            )
     except (KeyError, ValueError, NotImplementedError) as error:  # the last: a layout the planner refuses (MLA)
         raise CliError(f"--model {args.model}: {error}", exit_code=2) from error
     _print_plan(result, args, f"optigate plan: {arch.name} on {result.instance_type}", notes)

@@ -33,6 +33,7 @@ from optigate.config.models import Calibration
 
 from .architecture import ModelArchitecture
 from .catalog import Instance
+from .cost import cost_per_million_tokens
 from .memory import WeightFootprint
 from .roofline import RankHardware, decode_step_bound, prefill_bound
 
@@ -284,7 +285,7 @@ def expected_latency(
         best = math.inf
         for b, step_ms in curve.items():
             seconds = (b * prefill_ms / 1000) + output_tokens * step_ms / 1000
-            best = min(best, price_per_second_usd * seconds / (b * output_tokens * replicas) * 1e6)
+            best = min(best, cost_per_million_tokens(price_per_second_usd, seconds, b * output_tokens * replicas))
         cost = best
     return ExpectedLatency(
         tpot_ms_batch1=curve[1],

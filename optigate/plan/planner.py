@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .architecture import ModelArchitecture, load_architecture
+from .bounds import roofline_bounds
 from .catalog import GIB, Instance
 from .expected import Calibration, ExpectedLatency, eager_overhead, efficiency_for, expected_latency
 from .memory import (
@@ -25,7 +26,7 @@ from .memory import (
 from .memory import weight_precision as lookup_weight_precision
 from .parallel import refusal
 from .problems import PROBLEM_KINDS, Admissible, PlanProblem, Suggestion, find_problems
-from .roofline import DecodePoint, RankHardware, decode_curve, prefill_bound
+from .roofline import DecodePoint, RankHardware
 from .search import choose_tensor_parallel
 from .sizing import MemoryPlan, PlanInputs, memory_plan, resolve_instance, scheduler_defaults
 
@@ -182,7 +183,9 @@ def plan(
     notes += [compute_note] if compute_note else []
     seqs_at_typical = max_concurrent_sequences(capacity, inputs.typical_length) if capacity else 0
     max_feasible = min(int(max_batch_size or inputs.max_num_seqs), seqs_at_typical)
-    bounds = _roofline(inputs, mp, compute, replicas=replicas, max_feasible=max_feasible, fraction=achievable_fraction)
+    bounds = roofline_bounds(
+        inputs, mp, compute, replicas=replicas, max_feasible=max_feasible, fraction=achievable_fraction
+    )
     expected = _expected(inputs, mp, compute, replicas, max_feasible, engine, calibrations)
     result = PlanResult(
         model=model.name,
@@ -393,60 +396,3 @@ def _compute_precision(inputs: PlanInputs) -> tuple[str, str | None]:
             f"{wp.name} runs as weight-only dequantization at the bf16 rate"
         )
     return "bf16", note
-
-
-@dataclass(frozen=True)
-class _RooflineBounds:
-    """Latency lower bounds and the cheapest batch; all None (curve empty) without hardware figures."""
-
-    curve: tuple[DecodePoint, ...] = ()
-    tpot_ms_batch1: float | None = None
-    decode_bound: str | None = None
-    prefill_ms: float | None = None
-    prefill_bound: str | None = None
-    best_batch: int | None = None
-    cost_per_million_output_tokens: float | None = None
-
-
-def _roofline(
-    inputs: PlanInputs, mp: MemoryPlan, compute: str, *, replicas: int, max_feasible: int, fraction: float
-) -> _RooflineBounds:
-    """Decode curve, prefill time and the batch with the lowest cost per output token, on one rank."""
-    model, inst, tp = inputs.model, inputs.instance, mp.tp
-    prompt_tokens, output_tokens = inputs.prompt_tokens, inputs.output_tokens
-    bandwidth = inst.memory_bandwidth_bytes_per_s_per_tp_unit
-    peak = inst.peak_flops_per_tp_unit(compute)
-    if not (bandwidth and peak):
-        return _RooflineBounds()
-    hardware = RankHardware(bandwidth, peak).scaled(fraction)
-    curve = decode_curve(
-        model,
-        mp.weights,
-        hardware,
-        max_batch=max(1, max_feasible),
-        context_tokens=prompt_tokens + output_tokens / 2,
-        kv_bytes_per_token=mp.kv_bytes_per_token,
-        tp=tp,
-    )
-    pf = prefill_bound(
-        model, mp.weights, hardware, prompt_tokens=prompt_tokens, kv_bytes_per_token=mp.kv_bytes_per_token, tp=tp
-    )
-    best_batch = cost = None
-    price_per_s = inst.price_per_second_usd
-    if price_per_s is not None and max_feasible >= 1:
-        for b in range(1, max_feasible + 1):
-            batch_prefill = prefill_bound(
-                model,
-                mp.weights,
-                hardware,
-                prompt_tokens=prompt_tokens,
-                kv_bytes_per_token=mp.kv_bytes_per_token,
-                tp=tp,
-                num_sequences=b,
-            ).time_s
-            step = curve[b - 1].tpot_ms / 1000
-            seconds = batch_prefill + output_tokens * step
-            dollars_per_million = price_per_s * seconds / (b * output_tokens * replicas) * 1e6
-            if cost is None or dollars_per_million < cost:
-                best_batch, cost = b, dollars_per_million
-    return _RooflineBounds(curve, curve[0].tpot_ms, curve[0].bound, pf.time_s * 1000, pf.bound, best_batch, cost)

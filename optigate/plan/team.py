@@ -2,7 +2,8 @@
 
 Pure logic (no aws_cdk): `plan_serving` maps a serving block onto `plan()`, `derive_settings`
 fills `max_model_len`, `max_batch_size` and `gpu_memory_utilization` when the team left them
-unset. `optigate.deployment` calls it once per variant and keeps the plan.
+unset. `optigate.deployment` calls it once per variant and keeps the plan. `plan_longest_held` derives
+the length the same way for a model planned ad hoc (`optigate plan --model`).
 """
 
 from __future__ import annotations
@@ -113,6 +114,22 @@ def plan_serving(
 
 def _round_down(value: int, granule: int = LENGTH_GRANULE) -> int:
     return value // granule * granule
+
+
+def plan_longest_held(
+    arch: ModelArchitecture, instance: Instance | str, **options: Any
+) -> tuple[PlanResult, int | None]:
+    """`plan()` as asked, and the model's own length when it was replaced (else None): when no max_model_len is
+    asked for and the model's own does not fit, the plan at the longest length the KV cache holds (a multiple of
+    LENGTH_GRANULE, as a team file without max_model_len gets), if that fits."""
+    result = plan(arch, instance, **options)
+    if options.get("max_model_len") is not None or result.fits:
+        return result, None
+    derived = _round_down(result.kv_capacity_tokens)
+    if not derived:
+        return result, None
+    shorter = plan(arch, instance, **{**options, "max_model_len": derived})
+    return (shorter, result.max_model_len) if shorter.fits else (result, None)
 
 
 def derive_settings(

@@ -13,7 +13,7 @@ import yaml
 
 from optigate.advise import admit, advise
 from optigate.advise.admission import GATE, SERVING, with_candidate
-from optigate.advise.steps import DONE, NOT_NOW, PROVING, RECOMMENDED, TRIED
+from optigate.advise.findings import DONE, NOT_NOW, PROVING, RECOMMENDED, TRIED
 from optigate.cli import main
 from optigate.config.models import serving_with
 from optigate.deployment import load_resolved_team, resolve_serving, resolve_team

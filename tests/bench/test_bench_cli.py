@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -218,7 +219,7 @@ def test_a_level_s_elapsed_time_stops_when_the_level_ends():
     import time
 
     from optigate.bench.load import LoadSpec
-    from optigate.cli.bench_commands import _LevelProgress
+    from optigate.cli.bench_command import _LevelProgress
 
     progress = _LevelProgress(interactive=True)  # the terminal bar, not started: its tasks keep time all the same
     assert progress.bar is not None
@@ -229,3 +230,30 @@ def test_a_level_s_elapsed_time_stops_when_the_level_ends():
     stopped = task.elapsed
     time.sleep(0.2)
     assert stopped is not None and task.elapsed == stopped
+
+
+def test_emulate_offers_the_settings_with_a_help_text_as_options(monkeypatch):
+    """The options are read from the emulator's settings: each overrides --config's default, typed as the setting."""
+    from dataclasses import fields
+
+    from optigate.bench.emulator_config import Behaviour, EmulatorConfig, command_line_options
+    from optigate.cli import build_parser, emulate_command
+
+    options = command_line_options()
+    with_help = [setting.name for setting in fields(Behaviour) if "help" in setting.metadata]
+    assert [option.name for option in options] == with_help and "frames_per_write" not in with_help
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    emulate = commands.choices["emulate"]
+    offered = {action.dest: action for action in emulate._actions}
+    for option in options:
+        assert offered[option.name].help == option.help and offered[option.name].type is option.type
+    assert offered["payload_format"].choices == ("lmi", "tgi", "openai")
+    assert "(default: 150)" in offered["ttft_ms"].help and "(default: 1)" in offered["tokens_per_chunk"].help
+
+    served = {}
+    monkeypatch.setattr("optigate.bench.emulator.serve", lambda config, **kw: served.setdefault("config", config))
+    args = build_parser().parse_args(["emulate", "--ttft-ms", "90", "--tokens-per-chunk", "3", "--reset-rate", "0.1"])
+    assert emulate_command.cmd_emulate(args) == 0
+    config: EmulatorConfig = served["config"]
+    assert config.default.ttft_ms.mean == 90.0 and config.default.tokens_per_chunk == (3,)
+    assert config.default.reset_rate == 0.1 and config.default.itl_ms == Behaviour().itl_ms

@@ -253,12 +253,12 @@ def test_debug_shows_the_traceback_of_a_failure(tmp_path):
 
 
 def test_an_unexpected_error_is_one_line_and_debug_raises_it(monkeypatch, capsys):
-    from optigate.cli import bench_commands, main
+    from optigate.cli import emulate_command, main
 
     def broken(args):
         raise RuntimeError("something\nbroke")
 
-    monkeypatch.setattr(bench_commands, "cmd_emulate", broken)
+    monkeypatch.setattr(emulate_command, "cmd_emulate", broken)
     monkeypatch.setenv("OPTIGATE_DEBUG", "")
     assert main(["emulate", "--port", "0"]) == 2
     err = capsys.readouterr().err

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from optigate.cli import bench_commands, build_parser, config_commands, main, plan_command
+from optigate.cli import bench_command, bench_compare_command, build_parser, config_commands, main, plan_command
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config"
@@ -73,9 +73,9 @@ def _result(concurrency: int, errors: dict[str, int]) -> dict:
 def test_bench_table_fits_100_columns_with_error_names_whole(monkeypatch):
     data = {"runs": [_result(1, {}), _result(64, {"ThrottlingException": 12, "ModelStreamError": 3})]}
     console = Console(width=WIDTH, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
-    monkeypatch.setattr(bench_commands, "console", console)
-    console.print(bench_commands._bench_table(data, "optigate bench: optigate-prod-chat-endpoint"))
-    bench_commands._print_errors(data)
+    monkeypatch.setattr(bench_command, "console", console)
+    console.print(bench_command._bench_table(data, "optigate bench: optigate-prod-chat-endpoint"))
+    bench_command._print_errors(data)
     text = console.export_text()
     assert all(len(line) <= WIDTH for line in text.splitlines())
     assert "optigate-prod-chat-endpoint" in text and "12,345.6" in text
@@ -96,7 +96,7 @@ def test_compare_table_fits_100_columns_with_metric_names_whole(monkeypatch, tmp
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"load": {}, "runs": [run]}))
     text = _render(
-        monkeypatch, bench_commands, ["bench", "compare", str(path), str(path), "--allow-different-workloads"]
+        monkeypatch, bench_compare_command, ["bench", "compare", str(path), str(path), "--allow-different-workloads"]
     )
     for metric in ("ttft_ms", "itl_ms", "tpot_ms", "output_tokens_per_s", "inconclusive"):
         assert metric in text

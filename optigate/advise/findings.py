@@ -1,0 +1,228 @@
+"""What `optigate advise` says about a step: its status, why, the block to paste and the block's re-planned effect.
+
+Every proposed block goes through the same rules as `optigate validate` (`optigate.advise.admission`); its
+predicted effect is the re-plan of the merged serving block by the team's resolution, never a rule of thumb.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from optigate.advise.admission import GATE, Admission, admit
+from optigate.config.models import TeamConfig
+from optigate.deployment import ResolvedServing, ResolvedTeam
+from optigate.plan.planner import PlanResult
+from optigate.plan.speculation import expected_tpot_at
+
+RECOMMENDED, PROVING, DONE, NOT_NOW, NEEDS_INPUT, TRIED = (
+    "recommended",
+    "proving",  # the team's gate.candidate already proves this step
+    "done",
+    "not now",
+    "needs input",
+    "tried",  # a gate report says this step did not pay off
+)
+STEPS = {
+    1: "container settings",
+    2: "quantize",
+    3: "speculative decoding",
+    4: "freeze the family, then compile",
+    5: "a bigger or different instance",
+}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One planner figure before and after a step (None where the planner has none)."""
+
+    key: str
+    label: str
+    before: float | None
+    after: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "label": self.label, "before": self.before, "after": self.after}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What advise says about one step: its status, why (with the numbers), the block and its re-planned effect."""
+
+    step: int
+    status: str
+    why: str
+    candidate: dict[str, Any] | None = None
+    target: str = GATE  # where the block goes: gate.candidate, or serving for teams the gate cannot stage
+    effect: tuple[Figure, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def title(self) -> str:
+        return STEPS[self.step]
+
+    @property
+    def candidate_yaml(self) -> str | None:
+        """The exact YAML to paste (under `gate:` as `candidate:`, or the keys of `serving:`)."""
+        if self.candidate is None:
+            return None
+        document: dict[str, Any] = (
+            {"gate": {"candidate": self.candidate}} if self.target == GATE else {"serving": self.candidate}
+        )
+        return yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "title": self.title,
+            "status": self.status,
+            "why": self.why,
+            "target": self.target if self.candidate is not None else None,
+            "candidate": self.candidate,
+            "candidate_yaml": self.candidate_yaml,
+            "effect": [f.to_dict() for f in self.effect],
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class Advice:
+    team: str
+    environment: str | None
+    findings: tuple[Finding, ...]
+    concurrency: int  # the real concurrency: the highest level the gate benchmarks
+
+    @property
+    def recommendations(self) -> tuple[Finding, ...]:
+        """The steps to take, in the order of the sequence (the first is next)."""
+        return tuple(f for f in self.findings if f.status in (RECOMMENDED, PROVING))
+
+    @property
+    def next(self) -> Finding | None:
+        return self.recommendations[0] if self.recommendations else None
+
+    def to_dict(self) -> dict[str, Any]:
+        upcoming = self.next
+        return {
+            "team": self.team,
+            "environment": self.environment,
+            "concurrency": self.concurrency,
+            "next_step": upcoming.step if upcoming else None,
+            "recommendations": [f.to_dict() for f in self.recommendations],
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every step reads: the team, its resolved baseline, and the workload the gate benchmarks."""
+
+    resolved_team: ResolvedTeam
+    baseline: ResolvedServing
+    plan: PlanResult
+    instance_count: int
+    utilization_pct: float | None
+
+    @property
+    def team(self) -> TeamConfig:
+        return self.resolved_team.team
+
+    @property
+    def concurrency(self) -> int:
+        return max(self.team.gate.benchmark.concurrency)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.team.gate.benchmark.prompt_tokens
+
+    @property
+    def output_tokens(self) -> int:
+        return self.team.gate.benchmark.max_new_tokens
+
+    @property
+    def family(self) -> str:
+        return self.baseline.image_family
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def effect(before: PlanResult, after: PlanResult | None, concurrency: int) -> tuple[Figure, ...]:
+    """The planner's figures of the deployed plan and of the re-planned block."""
+
+    def pair(key: str, label: str, read) -> Figure:
+        return Figure(key, label, read(before), read(after) if after is not None else None)
+
+    return (
+        pair("kv_capacity_tokens", "KV capacity (tokens)", lambda p: p.kv_capacity_tokens),
+        pair(
+            "sequences_at_max_model_len",
+            "sequences of max_model_len the cache holds",
+            lambda p: p.max_concurrent_sequences_at_max_model_len,
+        ),
+        pair("expected_tpot_ms_batch1", "TPOT at batch 1, expected (ms)", lambda p: p.expected_tpot_ms_batch1),
+        pair("decode_tpot_ms_batch1", "TPOT at batch 1, bound (ms)", lambda p: p.decode_tpot_ms_batch1),
+        pair(
+            "expected_tpot_ms_at_concurrency",
+            f"TPOT at concurrency {concurrency}, expected (ms)",
+            lambda p: expected_tpot_at(p, concurrency),
+        ),
+        pair(
+            "expected_cost_per_million_output_tokens",
+            "$ per 1M output tokens, expected",
+            lambda p: p.expected.cost_per_million_output_tokens if p.expected else None,
+        ),
+        pair(
+            "cost_per_million_output_tokens",
+            "$ per 1M output tokens, bound",
+            lambda p: p.cost_per_million_output_tokens,
+        ),
+    )
+
+
+def proposal(ctx: Context, step: int, why: str, block: dict[str, Any], notes: tuple[str, ...] = ()) -> Finding:
+    """A step's block through the rules: recommended with its re-planned effect, or why it cannot be offered."""
+    if ctx.team.gate.candidate and _same(ctx.team.gate.candidate, block):
+        proving = ctx.resolved_team.candidate  # resolved once with the team: reused, not re-planned
+        return Finding(
+            step,
+            PROVING,
+            why + "; your gate.candidate already proves this",
+            dict(ctx.team.gate.candidate),
+            GATE,
+            effect(ctx.plan, proving.plan if proving else None, ctx.concurrency),
+            notes,
+        )
+    admission: Admission = admit(ctx.team, block)
+    if not admission.admitted:
+        refusal = "; ".join(admission.refusals)
+        return Finding(step, NOT_NOW, f"{why}; but the rules refuse the change ({refusal})", notes=notes)
+    if admission.prerequisites:
+        notes += tuple(f"before the gate takes it: {p}" for p in admission.prerequisites)
+    if admission.target != GATE:
+        notes += (
+            "the gate stages candidates on a model-backed endpoint, not for teams serving adapters: "
+            "change serving directly (validated as such)",
+        )
+    replanned = admission.resolved.plan if admission.resolved else None
+    return Finding(
+        step, RECOMMENDED, why, admission.block, admission.target, effect(ctx.plan, replanned, ctx.concurrency), notes
+    )
+
+
+def _same(candidate: Mapping[str, Any], block: Mapping[str, Any]) -> bool:
+    """The team's candidate makes the change `block` makes (the same keys, the same values where both say)."""
+    for key, value in block.items():
+        have = candidate.get(key)
+        if key == "speculative_decoding" and have:
+            continue  # any speculation method proves step 3
+        if key == "container" and isinstance(have, Mapping) and isinstance(value, Mapping):
+            if have.get("family") != value.get("family"):
+                return False
+            continue
+        if key not in candidate or have != value:
+            return False
+    return True

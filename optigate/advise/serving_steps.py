@@ -1,0 +1,221 @@
+"""`optigate advise`'s steps on the serving block: 1. container settings, 2. quantize, 3. speculative decoding.
+
+Each reads the team's resolution (`optigate.advise.findings.Context`) and words what the planner computes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optigate.advise.findings import (
+    DONE,
+    NEEDS_INPUT,
+    NOT_NOW,
+    Context,
+    Finding,
+    proposal,
+)
+from optigate.config.models import NgramSpeculation, TeamConfig
+from optigate.deployment.rules import FP8_MIN_COMPUTE_CAPABILITY
+from optigate.plan.speculation import expected_tpot_at, speculation_ceiling
+from optigate.plan.team import HEADROOM, MIN_DERIVED_MAX_MODEL_LEN, architecture_for, plan_serving
+
+#: A step is offered again only when its proposal changes the serving block this much or more (max_model_len).
+LENGTH_RATIO = 2
+#: vLLM's share of accelerator memory advise proposes when the KV cache binds the batch (the planner's reserve
+#: for activations, non-torch memory and CUDA graphs is accounted separately, so 5 % slack remains).
+RAISED_MEMORY_UTILIZATION = 0.95
+
+
+# --------------------------------------------------------------------------- 1. container settings
+
+
+def _power_of_two_at_least(tokens: int) -> int:
+    return 1 << max(0, tokens - 1).bit_length()
+
+
+def needed_length(team: TeamConfig) -> tuple[int, str]:
+    """The longest request the team says it sends, and in which words: the benchmarked prompt + output with the
+    planner's headroom, or the long-context evaluation's prompts + output when an evaluation dataset is set."""
+    benchmark, evaluation = team.gate.benchmark, team.gate.evaluation
+    typical = benchmark.prompt_tokens + benchmark.max_new_tokens
+    needed, said = HEADROOM * typical, f"{HEADROOM}x the {typical:,}-token request you benchmark"
+    if evaluation.dataset_s3_uri is not None:
+        long_context = evaluation.long_context_prompt_tokens + benchmark.max_new_tokens
+        if long_context > needed:
+            needed = long_context
+            said = (
+                f"the long-context evaluation's {evaluation.long_context_prompt_tokens:,}-token prompts "
+                f"+ {benchmark.max_new_tokens:,} output"
+            )
+    return needed, said
+
+
+def step_container_settings(ctx: Context) -> Finding:
+    base, plan = ctx.baseline, ctx.plan
+    if base.instance.is_neuron:
+        return Finding(
+            1,
+            NOT_NOW,
+            "on Neuron the planner's memory model is not validated: size max_model_len and batch there "
+            "from NxD Inference's compile logs",
+        )
+    block: dict[str, Any] = {}
+    reasons: list[str] = []
+    fine: list[str] = []
+    arch_max = architecture_for(ctx.team.model.architecture).max_position_embeddings
+    needed, said = needed_length(ctx.team)
+    proposed = min(arch_max, max(MIN_DERIVED_MAX_MODEL_LEN, _power_of_two_at_least(needed)))
+    length = base.max_model_len
+    if length >= LENGTH_RATIO * proposed:
+        block["max_model_len"] = proposed
+        reasons.append(
+            f"max_model_len {length:,} reserves KV for {length / ctx.prompt_tokens:.0f}x the prompt you benchmark "
+            f"({ctx.prompt_tokens:,}); {proposed:,} covers {said} ({needed:,} tokens): lower it first. vLLM pages "
+            f"the cache, so it still holds {plan.kv_capacity_tokens:,} tokens; what changes is how many "
+            f"max-length sequences fit ({plan.max_concurrent_sequences_at_max_model_len} for a batch of "
+            f"{base.max_batch_size})"
+        )
+    else:
+        fine.append(f"max_model_len {length:,} is within {LENGTH_RATIO}x of {said} ({needed:,} tokens)")
+
+    concurrency, holds = ctx.concurrency, plan.max_concurrent_sequences_at_typical_length
+    typical = ctx.prompt_tokens + ctx.output_tokens
+    budget = ctx.team.gate.benchmark.p99_itl_ms_budget
+    if base.max_batch_size < concurrency:
+        within = True
+        if budget is not None:  # the deployed curve stops at the deployed batch: re-plan at the concurrency
+            wider = plan_serving(ctx.team, base.serving, max_model_len=base.max_model_len, max_batch_size=concurrency)
+            at = expected_tpot_at(wider, concurrency)
+            within = at is None or at <= budget
+        if holds >= concurrency and within:
+            block["max_batch_size"] = concurrency
+            reasons.append(
+                f"max_batch_size {base.max_batch_size} queues requests at the concurrency {concurrency} you "
+                f"benchmark, and the KV cache holds {holds} sequences of {typical:,} tokens: raise it to {concurrency}"
+            )
+        else:
+            fine.append(
+                f"max_batch_size {base.max_batch_size} is below concurrency {concurrency}, but the KV cache holds "
+                f"{holds} sequences of {typical:,} tokens"
+                + ("" if within else f" and the expected TPOT there exceeds the p99 ITL budget {budget:g} ms")
+            )
+    else:
+        fine.append(f"max_batch_size {base.max_batch_size} covers concurrency {concurrency}")
+
+    wanted = min(concurrency, base.max_batch_size)
+    share = base.gpu_memory_utilization
+    if holds < wanted and ctx.family == "lmi" and share < RAISED_MEMORY_UTILIZATION:
+        block["gpu_memory_utilization"] = RAISED_MEMORY_UTILIZATION
+        reasons.append(
+            f"the KV cache holds {holds} sequences of {typical:,} tokens, fewer than the {wanted} you run at once: "
+            f"gpu_memory_utilization {share:g} -> {RAISED_MEMORY_UTILIZATION:g} (the planner reserves activations, "
+            "non-torch memory and CUDA graphs separately)"
+        )
+    elif holds < wanted:
+        fine.append(f"the KV cache holds {holds} of the {wanted} sequences you run at once (quantize next)")
+    else:
+        fine.append(f"the KV cache holds {holds} sequences of {typical:,} tokens, enough for {wanted}")
+
+    if not block:
+        return Finding(1, DONE, "; ".join(fine) + ": the container settings fit the requests you benchmark")
+    return proposal(ctx, 1, "; ".join(reasons), block)
+
+
+# --------------------------------------------------------------------------- 2. quantize
+
+
+def step_quantize(ctx: Context) -> Finding:
+    base = ctx.baseline
+    instance = base.instance
+    quantization = base.serving.quantization
+    if instance.is_neuron:
+        return Finding(2, NOT_NOW, f"lmi-neuronx serves no quantized weights in optigate on {instance.instance_type}")
+    if quantization is not None:
+        cc = instance.compute_capability
+        weight_only = quantization == "fp8" and cc is not None and cc < FP8_MIN_COMPUTE_CAPABILITY
+        extra = " (weight-only: less memory, no faster math)" if weight_only else ""
+        return Finding(2, DONE, f"the weights are already {quantization} on {instance.accelerator}{extra}")
+    cc = instance.compute_capability
+    if cc is not None and cc >= FP8_MIN_COMPUTE_CAPABILITY:
+        target = "fp8"
+        why = (
+            f"{instance.accelerator} (compute capability {cc:g}) has FP8 tensor cores: FP8 weights (W8A8) halve the "
+            f"bytes every decode step reads ({ctx.plan.weights_gib_per_accelerator:.1f} GiB per accelerator in 16 bit)"
+        )
+    else:
+        target = "awq"
+        why = (
+            f"{instance.accelerator} has no FP8 (compute capability {cc:g} < {FP8_MIN_COMPUTE_CAPABILITY}): AWQ "
+            "4-bit weights (optigate's config has no INT8 weight option); the SageMaker optimization job makes them"
+        )
+    notes = ("re-benchmark and re-evaluate: the gate's quality check decides whether the weights keep their answers",)
+    return proposal(ctx, 2, why, {"quantization": target}, notes)
+
+
+# --------------------------------------------------------------------------- 3. speculative decoding
+
+
+def _candidate_speculation(ctx: Context) -> Any:
+    """The speculative decoding the team's gate.candidate proposes, if any."""
+    try:
+        candidate = ctx.team.gate_serving()
+    except ValueError:  # a candidate the rules refuse: validate says so
+        return None
+    return candidate.speculative_decoding if candidate is not None else None
+
+
+def step_speculation(ctx: Context) -> Finding:
+    base = ctx.baseline
+    if ctx.family != "lmi":
+        return Finding(3, NOT_NOW, f"speculative decoding is a vLLM option, which {ctx.family} does not read")
+    if base.serving.speculative_decoding is not None:
+        return Finding(3, DONE, f"{base.serving.speculative_decoding.method} speculation is already served")
+    proposed = _candidate_speculation(ctx)
+    # The draft length the team's candidate proposes, else n-gram's default (what this step would propose).
+    k = proposed.num_speculative_tokens if proposed else NgramSpeculation.model_fields["num_speculative_tokens"].default
+    ceiling = speculation_ceiling(
+        ctx.plan,
+        base.instance,
+        architecture_for(ctx.team.model.architecture),
+        k,
+        concurrency=ctx.concurrency,
+        prompt_tokens=ctx.prompt_tokens,
+        output_tokens=ctx.output_tokens,
+        calibrations=ctx.team.calibrations,
+    )
+    if ceiling is None:
+        return Finding(3, NEEDS_INPUT, f"the catalog has no bandwidth or peak for {base.instance.instance_type}")
+    benchmark = ctx.team.gate.benchmark
+    minimum, chunk_gain = benchmark.min_throughput_gain_pct, benchmark.min_tokens_per_chunk_gain_pct
+    at_minimum = ceiling.gain_pct(1 + chunk_gain / 100)
+    c = ctx.concurrency
+    steps = (
+        f"verifying {k} draft tokens per sequence takes {ceiling.verify_ms:.1f} ms against {ceiling.plain_ms:.1f} ms "
+        f"per plain step (expected)"
+    )
+    if at_minimum < minimum:
+        return Finding(
+            3,
+            NOT_NOW,
+            f"concurrency {c} is high for speculation: {steps}; at the {chunk_gain:g} % more tokens per chunk the "
+            f"gate requires it gains {at_minimum:.0f} %, under the gate's {minimum:g} %: expect little (at most "
+            f"{ceiling.full_acceptance_gain_pct:.0f} % at full acceptance)",
+        )
+    why = (
+        f"at concurrency {c} a decode step is memory-bound ({ceiling.memory_ms:.1f} ms of memory against "
+        f"{ceiling.compute_ms:.1f} ms of math): {steps}, so speculation gains {at_minimum:.0f} % at the "
+        f"{chunk_gain:g} % more tokens per chunk the gate requires, up to {ceiling.full_acceptance_gain_pct:.0f} % "
+        f"at full acceptance; it pays from {ceiling.break_even_acceptance:.0%} acceptance of the {k} draft tokens"
+    )
+    budget = benchmark.p99_itl_ms_budget
+    at = expected_tpot_at(ctx.plan, c)
+    if budget is not None and at is not None:
+        why += f"; the expected TPOT at concurrency {c} is {at:.1f} ms against the p99 ITL budget {budget:g} ms"
+    notes = (
+        "the planner does not model acceptance (its figures do not change); the gate measures it as tokens per "
+        "streamed chunk (tokens_per_chunk_gain)",
+        "n-gram needs no extra weights and pays where outputs repeat the prompt; an EAGLE-3 head under the "
+        "model's prefix accepts more on free text",
+    )
+    return proposal(ctx, 3, why, {"speculative_decoding": {"method": "ngram", "num_speculative_tokens": k}}, notes)

@@ -1,0 +1,26 @@
+"""optigate.jsonsafe: the one rule for numbers written as JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from optigate.jsonsafe import json_safe
+
+
+def test_non_finite_numbers_become_null_at_any_depth():
+    data = {"a": math.nan, "b": [1.5, math.inf, (-math.inf, 2)], "c": {"d": np.float64("nan")}}
+    assert json_safe(data) == {"a": None, "b": [1.5, None, [None, 2]], "c": {"d": None}}
+    assert json.loads(json.dumps(json_safe(data), allow_nan=False))["b"] == [1.5, None, [None, 2]]
+
+
+def test_numpy_scalars_become_python_values_and_keys_strings():
+    safe = json_safe({1: np.int64(3), "ok": np.bool_(True), "x": np.float32(0.5)})
+    assert safe == {"1": 3, "ok": True, "x": 0.5}
+    assert [type(value) for value in safe.values()] == [int, bool, float]
+
+
+def test_everything_else_is_left_as_it_is():
+    assert json_safe("text") == "text" and json_safe(None) is None and json_safe(7) == 7 and json_safe(False) is False
