@@ -15,6 +15,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
 
+from optigate.config.bounds import MAX_BUDGET_MS, MAX_CAPACITY, MAX_GAIN_PCT, MAX_HEADS, MAX_TOKENS, MAX_WIDTH
+from optigate.config.lmi_options import VllmEngineSwitches
+
 S3_URI_PATTERN = r"^s3://[a-z0-9{][a-z0-9.\-{}]{1,80}[a-z0-9}](/.*)?$"
 S3Uri = Annotated[
     str,
@@ -38,15 +41,6 @@ ResourceName = Annotated[
 # SageMaker's documented range for both timeouts (ProductionVariant API reference).
 TIMEOUT_MIN_SECONDS = 60
 TIMEOUT_MAX_SECONDS = 3600
-
-# Sane upper bounds for what reaches the planner and synth: far above any real model or endpoint,
-# low enough that no arithmetic on them overflows or runs for long.
-MAX_TOKENS = 1 << 25  # 33,554,432: above every published context window
-MAX_WIDTH = 1 << 22  # hidden, intermediate and expert sizes
-MAX_HEADS = 4096
-MAX_CAPACITY = 1000  # instances or copies behind one endpoint
-MAX_BUDGET_MS = 3_600_000.0  # an hour
-MAX_GAIN_PCT = 1000.0
 
 
 class Strict(BaseModel):
@@ -253,14 +247,14 @@ class InstancePool(Strict):
     priority: int = Field(ge=1, le=MAX_INSTANCE_POOLS, description="1 (tried first) to 5; each priority once.")
 
 
-#: vLLM V1 attention backends optigate accepts (vLLM's AttentionBackendEnum names; the LMI 0.34.0/vLLM 0.10.2 rules
-#: in optigate.deployment.rules say which versions read which). Chosen automatically by vLLM when unset.
-AttentionBackend = Literal["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION"]
 Quantization = Literal["fp8", "awq", "gptq", "nvfp4"]
 KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
 
 
-class Serving(Strict):
+class ServingCore(Strict):
+    """The serving fields listed before the vLLM engine switches: `Serving` is this, then the switches
+    (optigate.config.lmi_options, one table), then its own fields, in that order."""
+
     container: Container = Container()
     instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="e.g. ml.g6.2xlarge")
     instance_count: int = Field(1, ge=1, le=100)
@@ -316,34 +310,9 @@ class Serving(Strict):
         "artifacts with lmi-neuronx on inf2/trn1) for its instance type, tensor-parallel degree, maximum length and "
         "batch; the candidate serves the compiled artifacts. Not with family lmi (vLLM takes no compiled engine).",
     )
-    # vLLM engine switches that change memory or speed (container family lmi only; LMI passes OPTION_<ENGINE_ARG>
-    # through to vLLM's EngineArgs: deepjavalibrary/djl-serving serving/docs/lmi/user_guides/vllm_user_guide.md).
-    enforce_eager: bool = Field(
-        False,
-        description="OPTION_ENFORCE_EAGER (vLLM --enforce-eager): run PyTorch eager mode without CUDA graphs. Frees "
-        "the CUDA-graph memory for the KV cache, but every decode step pays the kernel launches graphs would replay "
-        "(the planner adds that cost). Only with container family lmi.",
-    )
-    attention_backend: AttentionBackend | None = Field(
-        None,
-        description="vLLM's attention kernels (--attention-backend, OPTION_ATTENTION_BACKEND on LMI 0.36.0+; "
-        "VLLM_ATTENTION_BACKEND on 0.34.0-0.35.0). Unset: vLLM picks for the GPU and model. Only with container "
-        "family lmi; the planner does not model a per-backend speed, the gate measures it.",
-    )
-    enable_expert_parallel: bool = Field(
-        False,
-        description="OPTION_ENABLE_EXPERT_PARALLEL (vLLM --enable-expert-parallel): place whole experts of an MoE "
-        "model on the tensor-parallel ranks instead of slicing every expert; attention and the KV cache stay "
-        "tensor parallel. MoE models with tensor_parallel_degree > 1, container family lmi only.",
-    )
-    max_num_batched_tokens: int | None = Field(
-        None,
-        ge=1,
-        le=MAX_TOKENS,
-        description="OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS (LMI's name for vLLM's max_num_batched_tokens): tokens "
-        "one engine step processes, the chunk a long prompt is prefilled in. Sizes the activation reserve (memory) "
-        "and the number of prefill steps (TTFT). Unset: vLLM's default for the GPU. Container family lmi only.",
-    )
+
+
+class Serving(VllmEngineSwitches, ServingCore):  # fields: ServingCore's, the switches, these (pydantic: reversed MRO)
     lora: LoraLimits | None = Field(None, description="LoRA limits; defaults derived from `adapters` when omitted.")
     model_data_download_timeout_seconds: int | None = Field(
         None,

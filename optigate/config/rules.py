@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from optigate.config import models
+from optigate.config.lmi_options import NOT_READ_BY, NotBelowField, options_set, rendered_names
 from optigate.config.models import (
     TIMEOUT_MAX_SECONDS,
     TIMEOUT_MIN_SECONDS,
@@ -44,13 +45,8 @@ RENDERED_OPTIONS = {
     "OPTION_MAX_LORA_RANK": "serving.lora.max_lora_rank",
     "OPTION_MAX_CPU_LORAS": "serving.lora.max_cpu_loras",
     "OPTION_ROLLING_BATCH": "serving.container.family",
-    # vLLM engine switches (optigate.serving.lmi.render_engine_switches); both names LMI reads for one setting
-    "OPTION_ENFORCE_EAGER": "serving.enforce_eager",
-    "OPTION_ATTENTION_BACKEND": "serving.attention_backend",
-    "VLLM_ATTENTION_BACKEND": "serving.attention_backend",
-    "OPTION_ENABLE_EXPERT_PARALLEL": "serving.enable_expert_parallel",
-    "OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS": "serving.max_num_batched_tokens",
-    "OPTION_MAX_NUM_BATCHED_TOKENS": "serving.max_num_batched_tokens",
+    # the typed engine options: every name the container reads for one (optigate.config.lmi_options)
+    **rendered_names(),
     # the maximum length as the TensorRT-LLM and Neuron containers read it (optigate.serving.lmi.render_environment):
     # a compiled engine is built for it, so a second source would compile one length and serve another
     "OPTION_MAX_INPUT_LEN": "serving.max_model_len",
@@ -248,48 +244,23 @@ def add_trtllm_problems(serving: Serving, add: Callable[[PathT, str], None]) -> 
         )
 
 
-#: Typed vLLM engine switches (Serving fields) -> the engine argument and what else to use on other containers.
-ENGINE_SWITCHES = {
-    "enforce_eager": "vLLM's --enforce-eager",
-    "attention_backend": "vLLM's --attention-backend",
-    "enable_expert_parallel": "vLLM's --enable-expert-parallel",
-    "max_num_batched_tokens": "vLLM's max_num_batched_tokens (LMI option.max_rolling_batch_prefill_tokens)",
-}
-#: Why the other container families have no such switch.
-OTHER_ENGINE = {
-    "lmi-trtllm": "TensorRT-LLM builds its engine (graphs, kernels, parallelism) ahead of time from its own options",
-    "lmi-neuronx": "the Neuron compiler fixes the graph and kernels ahead of time",
-}
-
-
-def engine_switches_set(serving: Serving) -> list[str]:
-    """The typed vLLM engine switches a serving block sets (a switch left at vLLM's default is not set)."""
-    return [name for name in ENGINE_SWITCHES if getattr(serving, name) not in (None, False)]
-
-
 def add_engine_switch_problems(serving: Serving, add: Callable[[PathT, str], None]) -> None:
-    """vLLM engine switches on containers that do not run vLLM, and vLLM's own scheduler constraint.
-
-    LMI passes `OPTION_<ENGINE_ARG>` to vLLM's EngineArgs (vllm_user_guide.md in deepjavalibrary/djl-serving,
-    "Advanced vLLM Configurations"); the TensorRT-LLM and Neuron containers read none of them, so a switch there
-    would be silently ignored: refused instead.
-    """
+    """Typed engine options (optigate.config.lmi_options) on a container family whose engine does not read them,
+    and each option's config checks (vLLM's own constraints across fields)."""
     family = serving.container.family
-    if family != "lmi":
-        for name in engine_switches_set(serving):
+    for name, option, value in options_set(serving):
+        if family not in option.families:
             add(
                 (name,),
-                f"{name} is {ENGINE_SWITCHES[name]}, which container family {family} does not read "
-                f"({OTHER_ENGINE[family]}); remove it, or use container family lmi",
+                f"{name} is {option.engine_argument}, which container family {family} does not read "
+                f"({NOT_READ_BY[family]}); remove it, or use container family {' or '.join(option.families)}",
             )
-        return
-    tokens, batch = serving.max_num_batched_tokens, serving.max_batch_size
-    if tokens is not None and batch is not None and tokens < batch:
-        add(
-            ("max_num_batched_tokens",),
-            f"{tokens} is below max_batch_size ({batch}): vLLM refuses to start when max_num_batched_tokens < "
-            f"max_num_seqs (one step must hold a token of every running sequence); use at least {batch}",
-        )
+            continue
+        for check in option.checks:
+            if isinstance(check, NotBelowField):
+                other = getattr(serving, check.field)
+                if other is not None and value < other:
+                    add((name,), check.message.format(value=value, other=other))
 
 
 def architecture_fields_problems(spec: ArchitectureFields) -> list[Problem]:

@@ -10,15 +10,16 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from optigate.config.models import Serving, TeamConfig, serving_with
-from optigate.config.rules import (
-    PathT,
-    Problem,
-    architecture_fields_problems,
-    check_serving,
-    did_you_mean,
-    engine_switches_set,
+from optigate.config.lmi_options import (
+    LmiOption,
+    NeedsMixtureOfExperts,
+    NeedsSeveralGpus,
+    ValueSince,
+    options_set,
+    version_text,
 )
+from optigate.config.models import Serving, TeamConfig, serving_with
+from optigate.config.rules import PathT, Problem, architecture_fields_problems, check_serving, did_you_mean
 from optigate.plan import architecture, catalog, parallel
 from optigate.plan.architecture import ModelArchitecture
 from optigate.plan.planner import Suggestion
@@ -186,82 +187,53 @@ def serving_architecture_problems(arch: ModelArchitecture, serving: Serving, pat
     return problems
 
 
-#: The first LMI (DJL) version whose vLLM reads each typed engine switch. LMI documents option.enforce_eager from
-#: 0.27.0 and option.max_rolling_batch_prefill_tokens from 0.24.0 (vllm_user_guide.md in deepjavalibrary/djl-serving);
-#: expert parallelism is a vLLM V1 engine argument of the vLLM 0.8.4 that LMI v15 (0.33.0) ships; the attention
-#: backend: see ATTENTION_BACKEND_ENGINE_ARG_VERSION.
-ENGINE_SWITCH_MIN_VERSION = {
-    "enforce_eager": (0, 27, 0),
-    "max_num_batched_tokens": (0, 24, 0),
-    "enable_expert_parallel": (0, 33, 0),
-    "attention_backend": (0, 34, 0),
-}
-
-
 def engine_switch_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> list[Problem]:
-    """Typed vLLM engine switches the container version or the model cannot honour (family lmi; the config rules
-    refuse them on the other families).
-
-    Attention backend: vLLM reads VLLM_ATTENTION_BACKEND up to its deprecation (vLLM PR #26315, released in 0.12) and
-    the engine argument --attention-backend from 0.12 on (the variable is gone in current releases: vLLM issue
-    #50292). LMI 0.34.0 ships vLLM 0.10.2, 0.35.0 vLLM 0.11.1, the SDK's 0.36.0 images vLLM 0.12-0.23 (LMI release
-    notes, serving/docs/lmi/release_notes.md in deepjavalibrary/djl-serving), so 0.36.0+ gets the engine argument
-    (optigate.serving.lmi). vLLM 0.10.2 named the Triton backend TRITON_ATTN_VLLM_V1; LMI 0.33.0's vLLM 0.8.4 V1
-    engine is not documented to honour a chosen backend at all: both refused (fail closed).
-
-    Expert parallelism places whole experts on the tensor-parallel ranks
-    (https://docs.vllm.ai/en/latest/serving/expert_parallel_deployment.html): nothing to place on a dense model or on
-    one rank.
-    """
-    if serving.container.family != "lmi":
+    """Typed engine options (optigate.config.lmi_options) the container version or the model cannot honour, on the
+    families that read them (the config rules refuse them on the others): first every option older containers do
+    not read, then each option's own checks in table order."""
+    family = serving.container.family
+    read = [(name, option, value) for name, option, value in options_set(serving) if family in option.families]
+    if not read:
         return []
-    problems: list[Problem] = []
-    version = serving.container.version or images.default_version("lmi")
-    if version not in images.known_versions("lmi"):
+    version = serving.container.version or images.default_version(family)
+    if version not in images.known_versions(family):
         return []  # reported by hardware_problems
     running = images.version_tuple(version)
-    for name in engine_switches_set(serving):
-        first = ENGINE_SWITCH_MIN_VERSION[name]
-        if running < first:
-            wanted = ".".join(map(str, first))
-            problems.append(
-                Problem(
-                    (*path, name),
-                    f"the vLLM of LMI {version} does not read {name}; pin container.version {wanted} or newer, or "
-                    "remove it",
-                )
-            )
-    if serving.attention_backend == "TRITON_ATTN" and running < (0, 35, 0) and running >= (0, 34, 0):
-        problems.append(
-            Problem(
-                (*path, "attention_backend"),
-                f"LMI {version} ships vLLM 0.10.2, which names this backend TRITON_ATTN_VLLM_V1; pin container.version "
-                "0.35.0 or newer, or choose FLASH_ATTN or FLASHINFER",
-            )
+    problems = [
+        Problem(
+            (*path, name),
+            f"the vLLM of LMI {version} does not read {name}; pin container.version {version_text(option.since)} or "
+            "newer, or remove it",
         )
-    if serving.enable_expert_parallel:
-        if not arch.is_moe:
-            problems.append(
-                Problem(
-                    (*path, "enable_expert_parallel"),
-                    f"{arch.name} is a dense model (no experts): expert parallelism places mixture-of-experts "
-                    "layers only; remove it",
-                )
-            )
-        else:
+        for name, option, _ in read
+        if running < option.since
+    ]
+    for name, option, value in read:
+        refusal = _check_refusal(arch, serving, option, value, running, version)
+        if refusal is not None:
+            problems.append(Problem((*path, name), refusal))
+    return problems
+
+
+def _check_refusal(
+    arch: ModelArchitecture, serving: Serving, option: LmiOption, value: object, running: tuple[int, ...], version: str
+) -> str | None:
+    """The first of an option's deployment checks the settings fail (a later check presumes the earlier ones)."""
+    for check in option.checks:
+        if isinstance(check, ValueSince):
+            if value == check.value and option.since <= running < check.since:
+                return check.message.format(version=version, since=version_text(check.since))
+        elif isinstance(check, NeedsMixtureOfExperts):
+            if not arch.is_moe:
+                return check.message.format(model=arch.name)
+        elif isinstance(check, NeedsSeveralGpus):
             try:
                 tp = deployed_tensor_parallel(arch, serving, catalog.get_instance(serving.instance_type))
             except KeyError:
-                return problems  # an unknown instance type: reported by hardware_problems
+                return None  # an unknown instance type: reported by hardware_problems
             if tp <= 1:
-                problems.append(
-                    Problem(
-                        (*path, "enable_expert_parallel"),
-                        "with tensor_parallel_degree 1 every expert is on the one GPU: expert parallelism places "
-                        "nothing; remove it, or serve on several GPUs (tensor_parallel_degree > 1)",
-                    )
-                )
-    return problems
+                return check.message
+    return None
 
 
 def tensor_parallel_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> list[Problem]:

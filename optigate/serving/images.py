@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,21 @@ from typing import Any
 # optigate container family -> the SDK's framework name
 SDK_FRAMEWORK = {"lmi": "djl-lmi", "lmi-trtllm": "djl-tensorrtllm", "lmi-neuronx": "djl-neuronx"}
 
-# LMI v15 (DJL 0.33.0) replaced lmi-dist with vLLM V1 and OPTION_SPECULATIVE_CONFIG.
+# LMI version boundaries of the container itself (each typed engine option's own versions are in its entry of
+# optigate.config.lmi_options). LMI v15 (DJL 0.33.0) replaced lmi-dist with vLLM V1 and OPTION_SPECULATIVE_CONFIG.
 FIRST_VLLM_SPECULATIVE_CONFIG_VERSION = (0, 33, 0)
+#: LMI read `option.quantize=fp8` from the optimization job's serving.properties as `compressed-tensors` from
+#: 0.35.0 on: the job quantizes with llm-compressor and rewrites the option (djl-serving commit d4f5ee7,
+#: "AutoFP8 to llmcompressor migration", first in tag v0.35.0: serving/docker/partition/sm_neo_quantize.py,
+#: NeoQuantizationService.write_properties). Before, AutoFP8 wrote an `fp8` checkpoint and left the option.
+FIRST_COMPRESSED_TENSORS_LMI = (0, 35, 0)
+
+#: An LMI DLC tag starts with its DJL/LMI version: `0.36.0-lmi18.0.0-cu128`.
+_LMI_TAG = re.compile(r"(\d+\.\d+\.\d+)-lmi")
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
+    """An LMI version as the config and the SDK's tables name it, comparable: `0.36.0` -> (0, 36, 0)."""
     return tuple(int(part) for part in version.split("."))
 
 
@@ -121,6 +132,12 @@ def _sdk_cuda13_ami_rule() -> tuple[str, frozenset[str]]:
 def tag_of(uri: str) -> str:
     """The tag of an image URI (`…/djl-inference:0.38.0-lmi29.0.0-cu130` -> `0.38.0-lmi29.0.0-cu130`)."""
     return uri.rpartition(":")[2] if ":" in uri.rpartition("/")[2] else ""
+
+
+def lmi_version(image: str) -> tuple[int, ...] | None:
+    """The DJL/LMI version of an LMI DLC URI (`.../djl-inference:0.36.0-lmi18.0.0-cu128`), None if unknown."""
+    match = _LMI_TAG.match(tag_of(image))
+    return version_tuple(match.group(1)) if match else None
 
 
 def inference_ami_version(tag: str, instance_type: str) -> str | None:

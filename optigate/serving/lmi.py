@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Protocol
 
+from optigate.config.lmi_options import options_set, render_value
 from optigate.config.models import (
     DraftModelSpeculation,
     Eagle3Speculation,
@@ -18,6 +19,7 @@ from optigate.config.models import (
     Serving,
     SpeculativeDecoding,
 )
+from optigate.serving import images
 
 MODEL_DIR = "/opt/ml/model"  # where SageMaker mounts ModelDataSource
 
@@ -68,28 +70,12 @@ def speculative_config(speculative: SpeculativeDecoding, model_prefix: str) -> d
     return config
 
 
-#: The first LMI (DJL) version whose vLLM (0.12+) takes the attention backend as the engine argument
-#: --attention-backend (OPTION_ATTENTION_BACKEND); older ones read vLLM's VLLM_ATTENTION_BACKEND variable
-#: (optigate.deployment.rules.engine_switch_problems says which versions and why).
-ATTENTION_BACKEND_ENGINE_ARG_VERSION = (0, 36, 0)
-
-
-def render_engine_switches(serving: Serving, image_version: str) -> dict[str, str]:
-    """The vLLM engine switches of `serving` as LMI passes them to vLLM: `OPTION_<ENGINE_ARG>` for an EngineArgs
-    field (vllm_user_guide.md in deepjavalibrary/djl-serving, "Advanced vLLM Configurations"); a switch left at
-    vLLM's default renders nothing."""
-    env: dict[str, str] = {}
-    if serving.enforce_eager:
-        env["OPTION_ENFORCE_EAGER"] = "true"
-    if serving.enable_expert_parallel:
-        env["OPTION_ENABLE_EXPERT_PARALLEL"] = "true"
-    if serving.max_num_batched_tokens is not None:
-        # LMI's own name for vLLM's max_num_batched_tokens (documented since LMI 0.24.0).
-        env["OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS"] = str(serving.max_num_batched_tokens)
-    if serving.attention_backend is not None:
-        engine_arg = tuple(int(p) for p in image_version.split(".")) >= ATTENTION_BACKEND_ENGINE_ARG_VERSION
-        env["OPTION_ATTENTION_BACKEND" if engine_arg else "VLLM_ATTENTION_BACKEND"] = serving.attention_backend
-    return env
+def render_engine_switches(serving: Serving, family: str, image_version: str) -> dict[str, str]:
+    """The typed engine options `serving` sets, under the variable the LMI container of `family` and `image_version`
+    reads for each (the table: optigate.config.lmi_options); an option left at vLLM's default renders nothing."""
+    read = [(option, value) for _, option, value in options_set(serving) if family in option.families]
+    running = images.version_tuple(image_version) if read else ()
+    return {option.environment_name(running): render_value(value) for option, value in read}
 
 
 def render_environment(resolved: LmiSettings, model_prefix: str) -> dict[str, str]:
@@ -117,11 +103,11 @@ def render_environment(resolved: LmiSettings, model_prefix: str) -> dict[str, st
             env["OPTION_MAX_LORAS"] = str(resolved.lora.max_loras)
             env["OPTION_MAX_LORA_RANK"] = str(resolved.lora.max_lora_rank)
             env["OPTION_MAX_CPU_LORAS"] = str(resolved.lora.max_cpu_loras or resolved.lora.max_loras)
-        env.update(render_engine_switches(serving, resolved.image_version))
     elif family == "lmi-trtllm":
         env["OPTION_MAX_INPUT_LEN"] = str(resolved.max_model_len)
     elif family == "lmi-neuronx":
         env["OPTION_N_POSITIONS"] = str(resolved.max_model_len)
+    env.update(render_engine_switches(serving, family, resolved.image_version))
     if serving.quantization is not None:
         env["OPTION_QUANTIZE"] = QUANTIZE_OPTION[serving.quantization]
     env.update(serving.environment)

@@ -4,17 +4,22 @@ them, and a gate candidate that changes one."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
+from typing import get_args
 
 import pytest
 
+from optigate.config.lmi_options import LMI_OPTIONS, NOT_READ_BY, reference_rows, version_text
 from optigate.config.loader import ConfigError, load_team
-from optigate.config.models import serving_with
+from optigate.config.models import ContainerFamily, Serving, serving_with
+from optigate.config.rules import RENDERED_OPTIONS
 from optigate.deployment import load_resolved_team
 from optigate.deployment.serving import resolve_serving
 from optigate.plan import plan
 from optigate.plan.architecture import ModelArchitecture, load_architecture
 from optigate.plan.expected import eager_overhead
 from optigate.plan.memory import GIB, weight_footprint
+from optigate.serving import images
 
 DENSE = textwrap.dedent(
     """\
@@ -67,12 +72,64 @@ def _refusal(tmp_path, base: str, serving_extra: str, tail: str = "") -> str:
     return str(caught.value)
 
 
-# --------------------------------------------------------------------------- rendering, one field at a time
+# --------------------------------------------------------------------------- the option table, one row per option
 
 
-def test_enforce_eager_renders_as_lmi_pass_through_option(tmp_path):
-    env = _env(tmp_path, DENSE, "enforce_eager: true\n")
-    assert env["OPTION_ENFORCE_EAGER"] == "true"
+@dataclass(frozen=True)
+class Row:
+    """What a team writes under `serving` for one option, what the newest LMI renders for it, and the first LMI
+    version that reads it as LMI or vLLM documents it (optigate.config.lmi_options cites where)."""
+
+    setting: str
+    rendered: dict[str, str]
+    since: str
+    base: str = DENSE
+
+
+#: One row per option of optigate.config.lmi_options (a new option fails test_every_option_has_a_row until added).
+ROWS = {
+    "enforce_eager": Row("enforce_eager: true", {"OPTION_ENFORCE_EAGER": "true"}, "0.27.0"),
+    "attention_backend": Row("attention_backend: FLASHINFER", {"OPTION_ATTENTION_BACKEND": "FLASHINFER"}, "0.34.0"),
+    "enable_expert_parallel": Row(
+        "enable_expert_parallel: true",
+        {"OPTION_ENABLE_EXPERT_PARALLEL": "true", "OPTION_TENSOR_PARALLEL_DEGREE": "4"},
+        "0.33.0",
+        MOE,
+    ),
+    "max_num_batched_tokens": Row(
+        "max_num_batched_tokens: 4096", {"OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS": "4096"}, "0.24.0"
+    ),
+}
+
+
+def test_every_option_has_a_row():
+    assert list(ROWS) == list(LMI_OPTIONS)
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_an_option_renders_under_the_name_lmi_reads(tmp_path, name):
+    row = ROWS[name]
+    env = _env(tmp_path, row.base, row.setting + "\n")
+    assert {key: env.get(key) for key in row.rendered} == row.rendered
+    others = set(LMI_OPTIONS[name].environment_names) - set(row.rendered)
+    assert not others & set(env)  # one variable per option: never two names LMI reads for one setting
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_an_option_is_read_from_its_documented_lmi_version(tmp_path, name):
+    row = ROWS[name]
+    assert version_text(LMI_OPTIONS[name].since) == row.since
+    older = [v for v in images.known_versions("lmi") if images.version_tuple(v) < LMI_OPTIONS[name].since]
+    if not older:  # every LMI image in the SDK's tables reads it
+        return
+    message = _refusal(tmp_path, row.base, f"container: {{version: {older[0]}}}\n{row.setting}\n")
+    assert (
+        f"serving.{name}: the vLLM of LMI {older[0]} does not read {name}; pin container.version {row.since} or "
+        "newer, or remove it" in message
+    )
+
+
+def test_enforce_eager_false_is_vllms_default_and_renders_nothing(tmp_path):
     assert "OPTION_ENFORCE_EAGER" not in _env(tmp_path, DENSE, "enforce_eager: false\n")
 
 
@@ -83,16 +140,9 @@ def test_attention_backend_is_the_engine_argument_on_lmi_036_and_the_variable_be
     assert old["VLLM_ATTENTION_BACKEND"] == "FLASHINFER" and "OPTION_ATTENTION_BACKEND" not in old
 
 
-def test_expert_parallel_renders_for_a_moe_model_on_several_gpus(tmp_path):
-    env = _env(tmp_path, MOE, "enable_expert_parallel: true\n")
-    assert env["OPTION_ENABLE_EXPERT_PARALLEL"] == "true"
-    assert env["OPTION_TENSOR_PARALLEL_DEGREE"] == "4"
-
-
 def test_max_num_batched_tokens_renders_under_lmis_own_name(tmp_path):
     env = _env(tmp_path, DENSE, "max_num_batched_tokens: 4096\n")
-    assert env["OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS"] == "4096"
-    assert "OPTION_MAX_NUM_BATCHED_TOKENS" not in env
+    assert "OPTION_MAX_NUM_BATCHED_TOKENS" not in env  # vLLM's name, which LMI also reads
 
 
 def test_unset_switches_render_nothing(tmp_path):
@@ -104,7 +154,26 @@ def test_unset_switches_render_nothing(tmp_path):
         "OPTION_ENABLE_EXPERT_PARALLEL",
         "OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS",
     }
-    assert not switches & set(env)
+    every_name = {name for option in LMI_OPTIONS.values() for name in option.environment_names}
+    assert switches <= every_name
+    assert not every_name & set(env)
+
+
+def test_the_table_names_only_known_families_and_says_why_the_others_read_nothing():
+    families = set(get_args(ContainerFamily))
+    for option in LMI_OPTIONS.values():
+        assert option.families and set(option.families) <= families
+        assert families - set(option.families) <= set(NOT_READ_BY)
+
+
+def test_the_reference_rows_come_from_the_table():
+    rows = reference_rows()
+    assert len(rows) == len(LMI_OPTIONS)
+    backend = next(row for row in rows if row.startswith("| `serving.attention_backend` |"))
+    assert "`VLLM_ATTENTION_BACKEND` (LMI 0.34.0 to before 0.36.0), `OPTION_ATTENTION_BACKEND` (LMI 0.36.0+)" in backend
+    assert "| lmi | vLLM's attention kernels" in backend
+    for name, row in zip(LMI_OPTIONS, rows, strict=True):
+        assert Serving.model_fields[name].description in row
 
 
 # --------------------------------------------------------------------------- refusals
@@ -117,14 +186,11 @@ def test_unset_switches_render_nothing(tmp_path):
         ("lmi-neuronx", "ml.inf2.24xlarge", "Neuron compiler"),
     ],
 )
-@pytest.mark.parametrize(
-    "setting", ["enforce_eager: true", "attention_backend: FLASH_ATTN", "max_num_batched_tokens: 4096"]
-)
-def test_switches_are_refused_on_containers_that_do_not_run_vllm(tmp_path, family, instance, reason, setting):
+@pytest.mark.parametrize("name", list(ROWS))
+def test_switches_are_refused_on_containers_that_do_not_run_vllm(tmp_path, family, instance, reason, name):
     base = DENSE.replace("ml.g6.2xlarge", instance)
-    message = _refusal(tmp_path, base, f"container: {{family: {family}}}\n{setting}\n")
-    field = setting.split(":")[0]
-    assert f"serving.{field}: {field} is vLLM's" in message
+    message = _refusal(tmp_path, base, f"container: {{family: {family}}}\n{ROWS[name].setting}\n")
+    assert f"serving.{name}: {name} is vLLM's" in message
     assert f"container family {family} does not read" in message and reason in message
     assert "use container family lmi" in message
 
@@ -170,6 +236,12 @@ def test_attention_backend_is_refused_where_the_lmi_vllm_does_not_take_it(tmp_pa
 def test_a_switch_set_raw_in_the_environment_is_refused_for_its_typed_field(tmp_path, raw, field):
     message = _refusal(tmp_path, DENSE, f"environment:\n  {raw}: 'true'\n")
     assert f"serving.environment.{raw}: {raw} is rendered from serving.{field}; set that field instead" in message
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_every_name_lmi_reads_for_an_option_is_refused_raw(name):
+    for raw in LMI_OPTIONS[name].environment_names:
+        assert RENDERED_OPTIONS[raw] == f"serving.{name}"
 
 
 def test_fewer_batched_tokens_than_sequences_is_refused(tmp_path):

@@ -152,3 +152,23 @@ def test_every_variant_of_the_example_app_names_the_ami_its_image_needs(example_
             twin = calls["CreateTwinConfig"].parameters["ProductionVariants"][0]
             check(f"{name} CreateTwinConfig", twin, live_image or _model_of({}, models))
     assert checked >= 20 and needing >= 10, (checked, needing)  # the example's CUDA 13 images need the AMI
+
+
+@pytest.mark.parametrize(
+    ("image", "version"),
+    [
+        ("763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130", (0, 36, 0)),
+        ("727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/djl-inference:0.29.0-lmi11.0.0-cu124", (0, 29, 0)),
+        ("localhost:5000/djl-inference:0.35.0-lmi16.0.0-cu128", (0, 35, 0)),  # a registry port is not the tag
+        ("123456789012.dkr.ecr.us-east-1.amazonaws.com/custom:latest", None),
+        ("123456789012.dkr.ecr.us-east-1.amazonaws.com/djl-inference", None),  # no tag at all
+        ("123456789012.dkr.ecr.us-east-1.amazonaws.com/tgi:2.0.1-tgi2.0.1-gpu", None),  # versioned, but not LMI
+    ],
+)
+def test_the_lmi_version_of_an_image_is_read_from_its_tag(image, version):
+    assert images.lmi_version(image) == version
+
+
+def test_lmi_versions_compare_as_numbers_not_text():
+    assert images.version_tuple("0.36.0") > images.version_tuple("0.9.0")
+    assert images.lmi_version("x/djl-inference:0.36.0-lmi27.0.0-cu130") >= images.FIRST_COMPRESSED_TENSORS_LMI

@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from optigate import naming
 from optigate.deployment.compilation import compiled_for
+from optigate.serving.images import FIRST_COMPRESSED_TENSORS_LMI, lmi_version
 from optigate.serving.lmi import MODEL_DIR
 
 #: The optimization job's own bounds (its StoppingCondition): at most 10 h of work, and at most 2 h
@@ -27,12 +27,6 @@ OPTIMIZATION_MAX_POLLS = math.ceil(
     / OPTIMIZATION_POLL_SECONDS
 )
 
-#: LMI read `option.quantize=fp8` from the optimization job's serving.properties as `compressed-tensors` from
-#: 0.35.0 on: the job quantizes with llm-compressor and rewrites the option (djl-serving commit d4f5ee7,
-#: "AutoFP8 to llmcompressor migration", first in tag v0.35.0: serving/docker/partition/sm_neo_quantize.py,
-#: NeoQuantizationService.write_properties). Before, AutoFP8 wrote an `fp8` checkpoint and left the option.
-FIRST_COMPRESSED_TENSORS_LMI = (0, 35, 0)
-
 
 @cache
 def _configs_with_image() -> frozenset[str]:
@@ -42,12 +36,6 @@ def _configs_with_image() -> frozenset[str]:
 
     union = botocore.session.get_session().get_service_model("sagemaker").shape_for("OptimizationConfig")
     return frozenset(name for name, shape in union.members.items() if "Image" in getattr(shape, "members", {}))
-
-
-def lmi_version(image: str) -> tuple[int, ...] | None:
-    """The DJL/LMI version of an LMI DLC URI (`.../djl-inference:0.36.0-lmi18.0.0-cu128`), None if unknown."""
-    match = re.search(r":(\d+)\.(\d+)\.(\d+)-lmi", image)
-    return tuple(int(part) for part in match.groups()) if match else None
 
 
 def job_serving_options(optimization_configs: list[dict[str, Any]] | None, image: str) -> dict[str, str]:
