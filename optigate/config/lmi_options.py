@@ -218,6 +218,25 @@ class VllmEngineSwitches(BaseModel):
         "one engine step processes, the chunk a long prompt is prefilled in. Sizes the activation reserve (memory) "
         "and the number of prefill steps (TTFT). Unset: vLLM's default for the GPU. Container family lmi only.",
     )
+    # LMI passes the variable through to vLLM, true as --enable-prefix-caching and false as
+    # --no-enable-prefix-caching (djl_python/properties_manager/vllm_rb_properties.py, construct_vllm_args_list).
+    # Cached blocks are KV blocks no sequence holds any more, so the KV capacity the planner sizes is unchanged.
+    enable_prefix_caching: Annotated[
+        bool | None,
+        LmiOption(
+            engine_argument="vLLM's --enable-prefix-caching",
+            names={(0, 29, 0): "OPTION_ENABLE_PREFIX_CACHING"},
+            source=f"{VLLM_USER_GUIDE}: option.enable_prefix_caching from LMI 0.29.0 (djl-serving #2239), and "
+            "OPTION_ENABLE_PREFIX_CACHING=true as the guide's pass-through example",
+        ),
+    ] = Field(
+        None,
+        description="OPTION_ENABLE_PREFIX_CACHING (vLLM --enable-prefix-caching): reuse the KV cache of a prompt "
+        "prefix an earlier request computed (a shared system prompt, a chat's history), so those tokens skip "
+        "prefill. Unset: vLLM's default (on in the vLLM V1 engine of LMI 0.33.0+, off before); false turns it off. "
+        "The planner does not model cache hits (they depend on the traffic), the gate measures them. LMI 0.29.0+, "
+        "container family lmi only.",
+    )
 
 
 def _option_of(name: str) -> LmiOption:

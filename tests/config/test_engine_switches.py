@@ -99,6 +99,7 @@ ROWS = {
     "max_num_batched_tokens": Row(
         "max_num_batched_tokens: 4096", {"OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS": "4096"}, "0.24.0"
     ),
+    "enable_prefix_caching": Row("enable_prefix_caching: false", {"OPTION_ENABLE_PREFIX_CACHING": "false"}, "0.29.0"),
 }
 
 
