@@ -31,7 +31,7 @@ import numpy as np
 
 from optigate import stats
 from optigate.config.models import EvaluationGate
-from optigate.judge import EVALUATION_WORDS, Check, Direction, Outcome, classify
+from optigate.judge import EVALUATION_WORDS, Check, Direction, Outcome, classify, estimate_only
 
 ALL = "all"
 LONG_CONTEXT = "long_context"
@@ -105,21 +105,9 @@ def metric_check(
     moves = "drops" if higher_is_better else "rises"
 
     def check(outcome: Outcome, note: str) -> Check:
-        means = float(baseline.mean()), float(candidate.mean())
-        return Check(
-            metric,
-            outcome,
-            mean_delta,
-            tolerance,
-            note,
-            low,
-            high,
-            slice=slice_name,
-            n=n,
-            baseline=means[0],
-            candidate=means[1],
-            higher_is_better=higher_is_better,
-        )
+        base, cand = float(baseline.mean()), float(candidate.mean())
+        return Check(metric, outcome, mean_delta, tolerance, note, low, high, slice=slice_name, n=n, baseline=base,
+                     candidate=cand, higher_is_better=higher_is_better)  # fmt: skip
 
     # The interval judged runs from the pessimistic end (never narrower than one record's weight) to
     # the estimate; the threshold is the tolerated change on the harmful side.
@@ -131,7 +119,7 @@ def metric_check(
         judged = stats.Interval(mean_delta, mean_delta, max(high, mean_delta + granularity))
     if tolerance == 0:
         # "Not increased": discrete events, judged on the counts themselves (the estimate alone).
-        outcome = classify(stats.Interval(mean_delta, mean_delta, mean_delta), threshold, direction)
+        outcome = classify(estimate_only(mean_delta), threshold, direction)
         failed = outcome is Outcome.FAIL
         return check(outcome, f"{moves} by {abs(mean_delta):.1%} (no change allowed)" if failed else "")
     outcome = classify(judged, threshold, direction)
