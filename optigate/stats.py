@@ -38,8 +38,17 @@ import numpy as np
 
 #: Two-sided confidence of every interval unless a caller asks for another.
 CONFIDENCE = 0.95
-#: Bootstrap replicates unless a caller asks for another count.
+# Replicate counts, one per kind of interval. Each is the count its verdicts were tested and
+# calibrated at: a seeded verdict depends on it, so none changes without recalibrating.
+#: A percentile interval (its ends are tail percentiles of the replicates): the default, and every
+#: gate check's count (a replicate of a two-level resample weighs every request of a level).
 REPLICATES = 1000
+#: A normal interval (`bench compare`): only the replicates' standard deviation is used, and it
+#: settles within a few hundred, where a percentile interval at Holm's levels would need tens of thousands.
+SE_REPLICATES = 400
+#: The quality evaluation's paired interval of a mean over records: a replicate is one mean of a few
+#: hundred records, cheap enough for twice the default and steadier ends at the tolerance it resolves.
+PAIRED_REPLICATES = 2000
 #: The default seed: results are reproducible unless a caller passes its own seed or generator.
 SEED = 0
 #: Values drawn per block of one-sample resamples (bounds memory for long series).

@@ -23,8 +23,9 @@ multiplicity control below asks for confidence levels up to 1 − 0.05 / 39 (two
 interval that far out needs tens of thousands of replicates and still wobbles; a normal interval on
 the bootstrap SE needs a few hundred, and it always contains its estimate by construction.
 
-**Four words.** Each metric has a practical margin (default ±3 % of the baseline, per metric via a
-mapping, ``gate.benchmark.equivalence_margin_pct`` in the gate):
+**Four words** (the judge's comparison of two sides, :func:`optigate.judge.compare_change`). Each metric
+has a practical margin (default ±3 % of the baseline, per metric via a mapping,
+``gate.benchmark.equivalence_margin_pct`` in the gate):
 
 - ``better`` / ``worse``: the interval excludes "no change" (the data show a change, at the
   confidence the multiplicity control asks for) *and* the estimate lies beyond the margin (the
@@ -75,12 +76,11 @@ import numpy as np
 
 from optigate import stats
 from optigate.bench.metrics import RunSamples
+from optigate.judge import Direction, Outcome, compare_change
 
 METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 QUANTILES = (50, 90, 99)
 THROUGHPUT = "output_tokens_per_s"
-#: Replicates per interval (the SE of a normal interval: a few hundred are plenty).
-BOOTSTRAP_REPLICATES = 400
 #: Family-wise error rate of better/worse claims across everything one call compares.
 FAMILY_ALPHA = 0.05
 #: Confidence of an interval when nothing else is compared (one delta).
@@ -98,7 +98,7 @@ MIN_TAIL_UNITS = 5
 RUN_TO_RUN_DRIFT_PCT = 2.0
 #: One-second buckets a side needs (its blocks pooled, one in every block) for a throughput interval.
 MIN_THROUGHPUT_BUCKETS = 5
-VERDICTS = ("better", "worse", "equivalent", "inconclusive")
+VERDICTS = (Outcome.BETTER, Outcome.WORSE, Outcome.EQUIVALENT, Outcome.INCONCLUSIVE)
 
 MarginLike = float | Mapping[str, float]
 
@@ -114,7 +114,7 @@ class Delta:
     low: float
     high: float
     lower_is_better: bool = True
-    verdict: str = "inconclusive"  # better | worse | equivalent | inconclusive
+    verdict: Outcome = Outcome.INCONCLUSIVE  # better | worse | equivalent | inconclusive
     margin_pct: float = DEFAULT_MARGIN_PCT
     confidence: float = CONFIDENCE  # of the interval shown (Holm's level for this delta)
     p_value: float = math.nan  # two-sided, of "no change" (before Holm)
@@ -125,10 +125,13 @@ class Delta:
         return self.delta / self.baseline if self.baseline and math.isfinite(self.baseline) else math.nan
 
     def to_dict(self) -> dict[str, Any]:
-        return {key: _finite(value) for key, value in {**asdict(self), "relative": self.relative}.items()}
+        return {key: _plain(value) for key, value in {**asdict(self), "relative": self.relative}.items()}
 
 
-def _finite(value: Any) -> Any:
+def _plain(value: Any) -> Any:
+    """JSON's own types: a non-finite float is None, an outcome its word."""
+    if isinstance(value, Outcome):
+        return value.value
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
@@ -145,7 +148,7 @@ class _Raw:
     lower_is_better: bool
     margin_pct: float
     note: str = ""
-    forced: str | None = None  # a verdict without statistics (a failed side)
+    forced: Outcome | None = None  # a verdict without statistics (a failed side)
 
     @property
     def delta(self) -> float:
@@ -157,11 +160,6 @@ class _Raw:
         if self.se > 0:
             return abs(self.delta) / self.se
         return math.inf if self.delta else 0.0
-
-    @property
-    def beyond_margin(self) -> bool:
-        """The estimate lies beyond the practical margin (a change large enough to matter)."""
-        return abs(self.delta) > abs(self.baseline) * self.margin_pct / 100
 
     @property
     def judged(self) -> bool:
@@ -208,7 +206,7 @@ def error_rate(blocks: Sequence[RunSamples]) -> float | None:
 def _latency(
     metric: str, base: Sequence[RunSamples], cand: Sequence[RunSamples], level: int, margin: float, rng: Any
 ) -> list[_Raw]:
-    def raw(statistic: str, b: float, c: float, se: float, note: str = "", forced: str | None = None) -> _Raw:
+    def raw(statistic: str, b: float, c: float, se: float, note: str = "", forced: Outcome | None = None) -> _Raw:
         return _Raw(metric, statistic, level, b, c, se, True, margin, note, forced)
 
     labels = [f"p{q}" for q in QUANTILES]
@@ -217,7 +215,7 @@ def _latency(
         note = {(True, True): "both sides failed", (True, False): "baseline failed"}.get(
             (base_failed, cand_failed), "candidate failed"
         )
-        forced = "worse" if cand_failed and not base_failed else "inconclusive"
+        forced = Outcome.WORSE if cand_failed and not base_failed else Outcome.INCONCLUSIVE
         return [raw(s, math.nan, math.nan, math.nan, note, forced) for s in labels]
     points: list[np.ndarray] = []
     replicates: list[np.ndarray | None] = []
@@ -236,7 +234,7 @@ def _latency(
                 counts = None  # no request structure recorded: one value per unit
         units.append(len(pooled) if counts is None else sum(1 for c in counts for n in c if n > 0))
         point, reps = stats.two_level_percentile_replicates(
-            values, QUANTILES, counts=counts, replicates=BOOTSTRAP_REPLICATES, rng=rng
+            values, QUANTILES, counts=counts, replicates=stats.SE_REPLICATES, rng=rng
         )
         points.append(point)
         replicates.append(reps)
@@ -277,7 +275,7 @@ def throughput_difference(
     cand: Sequence[RunSamples],
     *,
     rng: stats.SeedLike = 0,
-    replicates: int = BOOTSTRAP_REPLICATES,
+    replicates: int = stats.SE_REPLICATES,
 ) -> ThroughputDifference:
     """Each side's throughput and the two-level bootstrap SE of the difference (blocks, then one-second
     buckets inside them): one rule for `bench compare` and the gate's throughput check. A side needs
@@ -309,14 +307,16 @@ def assumed_drift_se(baseline: float, baseline_blocks: int, candidate_blocks: in
 
 
 def _throughput(base: Sequence[RunSamples], cand: Sequence[RunSamples], level: int, margin: float, rng: Any) -> _Raw:
-    def raw(b: float, c: float, se: float, note: str = "", forced: str | None = None) -> _Raw:
+    def raw(b: float, c: float, se: float, note: str = "", forced: Outcome | None = None) -> _Raw:
         return _Raw(THROUGHPUT, "mean", level, b, c, se, False, margin, note, forced)
 
     base_failed, cand_failed = _side_failed(base), _side_failed(cand)
     if cand_failed and not base_failed:
-        return raw(math.nan, math.nan, math.nan, "candidate failed", "worse")
+        return raw(math.nan, math.nan, math.nan, "candidate failed", Outcome.WORSE)
     if base_failed:
-        return raw(math.nan, math.nan, math.nan, "baseline failed" + (" (both)" if cand_failed else ""), "inconclusive")
+        return raw(
+            math.nan, math.nan, math.nan, "baseline failed" + (" (both)" if cand_failed else ""), Outcome.INCONCLUSIVE
+        )
     difference = throughput_difference(base, cand, rng=rng)
     if difference.short:
         note = (
@@ -347,7 +347,7 @@ def _raw_level(
     return raws
 
 
-def judge(raws: Sequence[_Raw], alpha: float = FAMILY_ALPHA) -> list[Delta]:
+def holm_verdicts(raws: Sequence[_Raw], alpha: float = FAMILY_ALPHA) -> list[Delta]:
     """Holm's step-down over the judged deltas, then each verdict read off its interval."""
     judged = sorted((i for i, r in enumerate(raws) if r.judged), key=lambda i: -raws[i].distance)
     m = len(judged)
@@ -364,7 +364,7 @@ def judge(raws: Sequence[_Raw], alpha: float = FAMILY_ALPHA) -> list[Delta]:
         if index in level:
             deltas.append(_delta(raw, level[index]))
         else:
-            verdict = raw.forced or "inconclusive"
+            verdict = raw.forced or Outcome.INCONCLUSIVE
             deltas.append(
                 Delta(
                     raw.metric,
@@ -390,13 +390,8 @@ def _delta(raw: _Raw, z: float) -> Delta:
     half = z * raw.se
     low, high = raw.delta - half, raw.delta + half
     margin = abs(raw.baseline) * raw.margin_pct / 100
-    if (low > 0 or high < 0) and raw.beyond_margin:
-        improved = (raw.delta < 0) == raw.lower_is_better
-        verdict = "better" if improved else "worse"
-    elif -margin <= low and high <= margin:
-        verdict = "equivalent"
-    else:
-        verdict = "inconclusive"
+    direction = Direction.AT_MOST if raw.lower_is_better else Direction.AT_LEAST
+    verdict = compare_change(stats.Interval(raw.delta, low, high), margin, direction)
     distance = raw.distance
     p_value = 2 * (1 - NormalDist().cdf(distance)) if math.isfinite(distance) else 0.0
     return Delta(
@@ -431,7 +426,7 @@ def compare_blocks(
     concurrency differs.
     """
     rng = stats.generator(seed)
-    return judge(_raw_level(baseline, candidate, margin_pct, rng))
+    return holm_verdicts(_raw_level(baseline, candidate, margin_pct, rng))
 
 
 def compare_levels(
@@ -449,7 +444,7 @@ def compare_levels(
     raws: list[_Raw] = []
     for level in sorted(set(baseline) & set(candidate)):
         raws += _raw_level(baseline[level], candidate[level], margin_pct, rng)
-    return judge(raws)
+    return holm_verdicts(raws)
 
 
 def compare_runs(baseline: RunSamples, candidate: RunSamples, seed: int = 0) -> list[Delta]:

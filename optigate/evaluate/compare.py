@@ -12,6 +12,11 @@ lower-is-better with its own tolerance, default 0):
 - **unresolved** otherwise: the data is too small (or too noisy) to tell whether the drop is
   within t; the verdict says so and how many records would be needed, instead of passing.
 
+These are the one judge's rule (:func:`optigate.judge.classify`) on the interval from the pessimistic
+end to the estimate: its optimistic half is never credited, so a measured drop beyond t fails even
+when the noisy interval reaches back inside it. "unresolved" is the evaluation's word for the judge's
+INCONCLUSIVE (:data:`optigate.judge.EVALUATION_WORDS`).
+
 The candidate passes only when no check fails and the whole-dataset checks pass; slices too
 small to resolve are listed as warnings. No records (or no scores) is **unresolved**, never a pass.
 """
@@ -19,39 +24,46 @@ small to resolve are listed as warnings. No records (or no scores) is **unresolv
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from optigate import stats
 from optigate.config.models import EvaluationGate
+from optigate.judge import EVALUATION_WORDS, Check, Direction, Outcome, classify, estimate_only
 
 ALL = "all"
 LONG_CONTEXT = "long_context"
-#: Replicates per interval; each caller keeps its own count until the verdicts issue calibrates them.
-REPLICATES = 2000
 #: The config's defaults (a frozen model, so one shared instance is safe as a default).
 DEFAULT_THRESHOLDS = EvaluationGate()
 
 
-@dataclass(frozen=True)
-class Check:
-    metric: str
-    slice: str
-    n: int
-    baseline: float
-    candidate: float
-    delta: float
-    low: float
-    high: float
-    tolerance: float
-    higher_is_better: bool
-    status: str  # pass | fail | unresolved
-    note: str = ""
+#: Slack on the tolerance: a drop of exactly t, in floating point, is within it.
+SLACK = 1e-12
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+
+def status(check: Check) -> str:
+    """The evaluation's word for a check's outcome: pass, fail or unresolved."""
+    return EVALUATION_WORDS[check.outcome]
+
+
+def check_dict(check: Check) -> dict[str, Any]:
+    """A check as verdict.json writes it."""
+    return {
+        "metric": check.name,
+        "slice": check.slice,
+        "n": check.n,
+        "baseline": check.baseline,
+        "candidate": check.candidate,
+        "delta": check.measured,
+        "low": check.low,
+        "high": check.high,
+        "tolerance": check.threshold,
+        "higher_is_better": check.higher_is_better,
+        "status": status(check),
+        "note": check.detail,
+    }
 
 
 @dataclass
@@ -71,11 +83,11 @@ class Verdict:
             "passed": self.passed,
             "reasons": self.reasons,
             "warnings": self.warnings,
-            "checks": [c.to_dict() for c in self.checks],
+            "checks": [check_dict(c) for c in self.checks],
         }
 
 
-def judge(
+def metric_check(
     metric: str,
     slice_name: str,
     baseline: np.ndarray,
@@ -86,27 +98,35 @@ def judge(
 ) -> Check:
     n = len(baseline)
     # Records resampled with both of their scores: the interval of the mean per-record delta.
-    mean_delta, low, high = stats.paired_mean_difference(baseline, candidate, replicates=REPLICATES, rng=rng)
+    mean_delta, low, high = stats.paired_mean_difference(
+        baseline, candidate, replicates=stats.PAIRED_REPLICATES, rng=rng
+    )
     granularity = 1.0 / n
     moves = "drops" if higher_is_better else "rises"
 
-    def check(status: str, note: str) -> Check:
-        means = float(baseline.mean()), float(candidate.mean())
-        return Check(metric, slice_name, n, *means, mean_delta, low, high, tolerance, higher_is_better, status, note)
+    def check(outcome: Outcome, note: str) -> Check:
+        base, cand = float(baseline.mean()), float(candidate.mean())
+        return Check(metric, outcome, mean_delta, tolerance, note, low, high, slice=slice_name, n=n, baseline=base,
+                     candidate=cand, higher_is_better=higher_is_better)  # fmt: skip
 
-    # Orient so that "harm" is negative.
+    # The interval judged runs from the pessimistic end (never narrower than one record's weight) to
+    # the estimate; the threshold is the tolerated change on the harmful side.
     if higher_is_better:
-        harm, worst = mean_delta, min(low, mean_delta - granularity)
+        direction, threshold = Direction.AT_LEAST, -tolerance - SLACK
+        judged = stats.Interval(mean_delta, min(low, mean_delta - granularity), mean_delta)
     else:
-        harm, worst = -mean_delta, min(-high, -mean_delta - granularity)
+        direction, threshold = Direction.AT_MOST, tolerance + SLACK
+        judged = stats.Interval(mean_delta, mean_delta, max(high, mean_delta + granularity))
     if tolerance == 0:
-        # "Not increased": discrete events, judged on the counts themselves.
-        status = "fail" if harm < -1e-12 else "pass"
-        return check(status, f"{moves} by {abs(mean_delta):.1%} (no change allowed)" if status == "fail" else "")
-    if harm < -tolerance - 1e-12:
-        status, note = "fail", f"{moves} by {abs(mean_delta):.1%} (tolerance {tolerance:.1%})"
-    elif worst >= -tolerance - 1e-12:
-        status, note = "pass", ""
+        # "Not increased": discrete events, judged on the counts themselves (the estimate alone).
+        outcome = classify(estimate_only(mean_delta), threshold, direction)
+        failed = outcome is Outcome.FAIL
+        return check(outcome, f"{moves} by {abs(mean_delta):.1%} (no change allowed)" if failed else "")
+    outcome = classify(judged, threshold, direction)
+    if outcome is Outcome.FAIL:
+        note = f"{moves} by {abs(mean_delta):.1%} (tolerance {tolerance:.1%})"
+    elif outcome is Outcome.PASS:
+        note = ""
     else:
         needed = math.ceil(1 / tolerance) if tolerance > 0 else None
         width = max(high - low, granularity)
@@ -118,8 +138,7 @@ def judge(
             note += f"; at least {needed} records are needed"
         elif width > tolerance:
             note += "; more records or less noise are needed"
-        status = "unresolved"
-    return check(status, note)
+    return check(outcome, note)
 
 
 def slices_of(records: list[dict[str, Any]], thresholds: EvaluationGate) -> dict[str, list[int]]:
@@ -158,33 +177,33 @@ def compare(
             cand = np.array([candidate[i][metric] for i in rows], dtype=float)
             lower = metric in lower_is_better
             tolerance = thresholds.max_refusal_rate_increase if lower else thresholds.max_metric_drop_abs
-            checks.append(judge(metric, slice_name, base, cand, tolerance, not lower, rng))
+            checks.append(metric_check(metric, slice_name, base, cand, tolerance, not lower, rng))
     if not any(c.slice == ALL for c in checks):
         # Zero records, or records without a score both models got: nothing was measured, so nothing passes.
         what = f"no scored records ({len(records)} in the dataset)" if records else "no records"
         needed = math.ceil(1 / thresholds.max_metric_drop_abs) if thresholds.max_metric_drop_abs > 0 else 1
         return Verdict(
-            "unresolved",
+            EVALUATION_WORDS[Outcome.INCONCLUSIVE],
             checks,
             [f"{what}: cannot resolve {thresholds.max_metric_drop_abs:.1%}; at least {needed} records are needed"],
         )
-    failures = [c for c in checks if c.status == "fail"]
-    overall_unresolved = [c for c in checks if c.slice == ALL and c.status == "unresolved"]
-    reasons = [f"{c.metric} on {c.slice}: {c.note}" for c in failures]
+    failures = [c for c in checks if c.outcome is Outcome.FAIL]
+    overall_unresolved = [c for c in checks if c.slice == ALL and c.inconclusive]
+    reasons = [f"{c.name} on {c.slice}: {c.detail}" for c in failures]
     unresolved_by_slice: dict[str, list[Check]] = {}
     for c in checks:
-        if c.status == "unresolved" and c.slice != ALL:
-            unresolved_by_slice.setdefault(c.slice, []).append(c)
+        if c.inconclusive and c.slice != ALL:
+            unresolved_by_slice.setdefault(str(c.slice), []).append(c)
     warnings = [
-        f"{name}: {group[0].n} records cannot resolve {group[0].tolerance:.1%} ({', '.join(c.metric for c in group)}); "
+        f"{name}: {group[0].n} records cannot resolve {group[0].threshold:.1%} ({', '.join(c.name for c in group)}); "
         "a drop there would have to exceed the tolerance to fail"
         for name, group in unresolved_by_slice.items()
     ]
     if failures:
-        status = "fail"
+        outcome = Outcome.FAIL
     elif overall_unresolved:
-        status = "unresolved"
-        reasons = [f"{c.metric} on the whole dataset: {c.note}" for c in overall_unresolved]
+        outcome = Outcome.INCONCLUSIVE
+        reasons = [f"{c.name} on the whole dataset: {c.detail}" for c in overall_unresolved]
     else:
-        status = "pass"
-    return Verdict(status, checks, reasons, warnings)
+        outcome = Outcome.PASS
+    return Verdict(EVALUATION_WORDS[outcome], checks, reasons, warnings)

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from optigate.config.models import EvaluationGate
-from optigate.evaluate.compare import ALL, Check, Verdict, slices_of
+from optigate.evaluate.compare import ALL, Verdict, slices_of, status
 from optigate.evaluate.scoring import targets
+from optigate.judge import Check
 
 SPOT_CHECK_SIZE = 50
 SLICES_READ = 2
@@ -80,7 +81,7 @@ def slice_scores(
         primary = next((m for m in QUALITY_METRICS if m in harms), worst_metric)
         scored = both[primary]
         mine = [c for c in checks if c.slice == name]
-        status = min((c.status for c in mine), key=lambda s: STATUS_ORDER.get(s, 0), default="unresolved")
+        worst = min((status(c) for c in mine), key=lambda s: STATUS_ORDER.get(s, 0), default="unresolved")
         rows.append(
             SliceScores(
                 slice=name,
@@ -90,8 +91,8 @@ def slice_scores(
                 metric=primary,
                 baseline=_mean([baseline[i][primary] for i in scored]),
                 candidate=_mean([candidate[i][primary] for i in scored]),
-                status=status,
-                notes=[f"{c.metric}: {c.note}" for c in mine if c.status != "pass" and c.note],
+                status=worst,
+                notes=[f"{c.name}: {c.detail}" for c in mine if not c.passed and c.detail],
             )
         )
     return sorted(rows, key=lambda s: (s.slice != ALL, -s.regression, s.slice))

@@ -12,15 +12,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from optigate.gate.decision import GateVerdict
+from optigate.gate.decision.wording import WORDS
 
-_UNITS = {
-    "p99_ttft": "ms",
-    "p99_itl": "ms",
-    "throughput_gain": "%",
-    "tokens_per_chunk_gain": "%",
-    "error_rate": "fraction",
-    "shadow_error_rate": "fraction",
-}
+#: How each check's figures are shown, by check name (its words say).
+_UNITS = {str(name): words.unit for name, words in WORDS.items() if words.unit}
 
 
 # One line per rule group, as the page has always carried them.

@@ -20,7 +20,7 @@ from optigate.bench.compare import (
     compare_blocks,
     compare_levels,
     compare_runs,
-    judge,
+    holm_verdicts,
     margin_for,
     workload_difference,
 )
@@ -167,7 +167,7 @@ def test_holm_steps_down_and_the_verdict_is_read_off_the_interval():
         _Raw("ttft_ms", "p99", 1, 100.0, 100.5, 0.5, True, 3.0),  # well inside the margin
         _Raw("e2e_ms", "p50", 1, 100.0, 96.0, 2.0, True, 3.0),  # 2 SEs: Holm stops here
     ]
-    first, second, third, fourth = judge(raws)
+    first, second, third, fourth = holm_verdicts(raws)
     assert first.verdict == "better" and first.confidence == pytest.approx(1 - 0.05 / 4)
     assert second.verdict == "better" and second.confidence == pytest.approx(1 - 0.05 / 3)
     assert fourth.verdict == "inconclusive" and fourth.confidence == pytest.approx(1 - 0.05 / 2)
@@ -181,9 +181,9 @@ def test_a_clear_change_inside_the_margin_is_not_labelled():
     """Significant (20 SEs from no change) but 2 % of the baseline: a real change too small to matter."""
     from optigate.bench.compare import _Raw
 
-    [small] = judge([_Raw("ttft_ms", "p50", 1, 100.0, 98.0, 0.1, True, 3.0)])
+    [small] = holm_verdicts([_Raw("ttft_ms", "p50", 1, 100.0, 98.0, 0.1, True, 3.0)])
     assert small.high < 0 and small.verdict == "equivalent"
-    [straddling] = judge([_Raw("ttft_ms", "p50", 1, 100.0, 97.5, 0.4, True, 3.0)])
+    [straddling] = holm_verdicts([_Raw("ttft_ms", "p50", 1, 100.0, 97.5, 0.4, True, 3.0)])
     assert straddling.high < 0 and straddling.low < -3 and straddling.verdict == "inconclusive"
 
 
@@ -312,7 +312,8 @@ def test_the_gate_reads_throughput_from_bench_compares_rule():
     bench compare's delta as a share of the baseline, and its interval the spread of the ratio's
     replicates, never below the assumed drift on the ratio's scale."""
     from optigate.bench.compare import THROUGHPUT, assumed_drift_se, throughput_difference
-    from optigate.gate.decision.checks import REPLICATES, throughput_check
+    from optigate.gate.decision.checks import throughput_check
+    from optigate.stats import REPLICATES
 
     def width(base, cand):
         difference = throughput_difference(base, cand, rng=[0, 4, 3], replicates=REPLICATES)
@@ -329,7 +330,7 @@ def test_the_gate_reads_throughput_from_bench_compares_rule():
         check = throughput_check(4, base, cand, 5.0, seed=0)
         delta = next(d for d in compare_blocks(base, cand) if d.metric == THROUGHPUT)
         assert check.measured == pytest.approx(100 * delta.relative)
-        assert check.ci_high - check.ci_low == pytest.approx(2 * 1.959964 * max(spread, drift), rel=1e-4)
+        assert check.high - check.low == pytest.approx(2 * 1.959964 * max(spread, drift), rel=1e-4)
     short = [block(1, [150.0] * 12, [[10.0] * 3] * 12)]  # about 2 s: too few one-second buckets for both
     assert not throughput_check(1, short, short, 5.0, seed=0).passed
     assert "buckets" in next(d for d in compare_blocks(short, short) if d.metric == THROUGHPUT).note

@@ -6,7 +6,7 @@ import pytest
 
 from optigate.config.models import EvaluationGate
 from optigate.evaluate import scoring
-from optigate.evaluate.compare import compare, slices_of
+from optigate.evaluate.compare import compare, slices_of, status
 from optigate.evaluate.spotcheck import select
 
 
@@ -48,7 +48,7 @@ def test_a_drop_hidden_in_one_slice_fails_and_names_it():
         candidate[i] = 0.0
     verdict = compare(records, _scores(baseline), _scores(candidate))
     assert verdict.status == "fail"
-    failing = {(c.metric, c.slice) for c in verdict.checks if c.status == "fail"}
+    failing = {(c.name, c.slice) for c in verdict.checks if status(c) == "fail"}
     assert failing == {("qa_exact_match", "category=hard")}
     assert verdict.reasons == ["qa_exact_match on category=hard: drops by 3.0% (tolerance 1.0%)"]
 
@@ -68,10 +68,10 @@ def test_noise_within_tolerance_but_a_wide_interval_is_unresolved():
     candidate = [0.0 if i % 20 == 0 else 1.0 for i in range(120)]  # 6 worse...
     baseline = [0.0 if i % 20 == 10 else b for i, b in enumerate(baseline)]  # ...and 6 better
     verdict = compare(records, _scores(baseline), _scores(candidate))
-    check = next(c for c in verdict.checks if c.slice == "all" and c.metric == "qa_exact_match")
-    assert check.delta == pytest.approx(0.0)
+    check = next(c for c in verdict.checks if c.slice == "all" and c.name == "qa_exact_match")
+    assert check.measured == pytest.approx(0.0)
     assert check.low < -0.01 < 0.01 < check.high
-    assert check.status == "unresolved" and verdict.status == "unresolved"
+    assert status(check) == "unresolved" and verdict.status == "unresolved"
 
 
 def test_the_interval_covers_the_observed_delta():
@@ -81,10 +81,10 @@ def test_the_interval_covers_the_observed_delta():
     check = next(
         c
         for c in compare(records, _scores(baseline), _scores(candidate)).checks
-        if c.slice == "all" and c.metric == "qa_exact_match"
+        if c.slice == "all" and c.name == "qa_exact_match"
     )
-    assert check.delta == pytest.approx(-0.1)
-    assert check.low < -0.1 < check.high and check.status == "fail"
+    assert check.measured == pytest.approx(-0.1)
+    assert check.low < -0.1 < check.high and status(check) == "fail"
 
 
 def test_long_context_slice_comes_from_prompt_tokens():

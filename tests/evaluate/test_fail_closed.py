@@ -245,7 +245,7 @@ def test_a_candidate_that_misses_zero_references_fails(tmp_path):
     right = AnswerTable({r["id"]: "0" for r in records})
     wrong = AnswerTable({r["id"]: ("1" if int(r["id"]) < 10 else "0") for r in records})
     verdict = job.evaluate(records, right, wrong, EvaluationGate(), tmp_path / "out", score=score_with_tables)
-    check = next(c for c in verdict.checks if c.metric == "qa_exact_match" and c.slice == "all")
+    check = next(c for c in verdict.checks if c.name == "qa_exact_match" and c.slice == "all")
     assert (check.baseline, check.candidate) == (1.0, pytest.approx(0.95))
     assert verdict.status == "fail"
     same = job.evaluate(records, right, right, EvaluationGate(), tmp_path / "same", score=score_with_tables)

@@ -62,7 +62,7 @@ def test_a_faster_candidate_with_quality_evidence_is_approved(baseline, faster):
         ("quality", None),
     ]
     gain = check(verdict, "throughput_gain")
-    assert 30 < gain.measured < 50 and gain.ci_low >= 10 and gain.ci_low <= gain.measured <= gain.ci_high
+    assert 30 < gain.measured < 50 and gain.low >= 10 and gain.low <= gain.measured <= gain.high
     assert verdict.summary == "APPROVED chat/dev: all 5 checks pass"
 
 
@@ -83,17 +83,17 @@ def test_p99_ttft_just_under_the_budget_with_an_interval_across_it_is_inconclusi
     budget = p99 * 1.01
     verdict = decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "p99_ttft_ms_budget": budget}))
     ttft = check(verdict, "p99_ttft")
-    assert ttft.measured == pytest.approx(p99) and ttft.ci_low < ttft.measured < budget < ttft.ci_high
+    assert ttft.measured == pytest.approx(p99) and ttft.low < ttft.measured < budget < ttft.high
     assert ttft.outcome == "inconclusive" and not ttft.passed
     assert verdict.outcome == "INCONCLUSIVE" and not verdict.approved and verdict.failed == ()
     [reason] = verdict.reasons
     assert reason.startswith("p99_ttft at concurrency 4 is inconclusive: candidate p99 TTFT ")
-    assert f"{p99:,.1f} ms" in reason and f"{ttft.ci_high:,.1f} ms" in reason and f"budget {budget:,.1f} ms" in reason
+    assert f"{p99:,.1f} ms" in reason and f"{ttft.high:,.1f} ms" in reason and f"budget {budget:,.1f} ms" in reason
     assert verdict.summary.startswith("INCONCLUSIVE chat/dev: 1 of 5 checks cannot tell (p99_ttft@c4); none fails.")
     # The same data clears a budget above the whole interval, and fails one below it.
-    relaxed = decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "p99_ttft_ms_budget": ttft.ci_high + 1}))
+    relaxed = decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "p99_ttft_ms_budget": ttft.high + 1}))
     assert check(relaxed, "p99_ttft").outcome == "pass" and relaxed.outcome == "APPROVED"
-    strict = decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "p99_ttft_ms_budget": ttft.ci_low - 1}))
+    strict = decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "p99_ttft_ms_budget": ttft.low - 1}))
     assert check(strict, "p99_ttft").outcome == "fail" and strict.outcome == "REJECTED"
     assert strict.reasons[0].startswith("p99_ttft at concurrency 4 fails: candidate p99 TTFT is ")
 
@@ -102,10 +102,10 @@ def test_p99_itl_uses_a_cluster_bootstrap_over_requests(baseline, faster):
     run = faster["runs"][0]
     itl = check(decide(inputs(baseline, faster)), "p99_itl")
     assert itl.measured == pytest.approx(run["itl_ms"]["p99"])
-    assert itl.ci_low <= itl.measured <= itl.ci_high <= THRESHOLDS["p99_itl_ms_budget"]
-    straddled = decide(inputs(baseline, faster, thresholds={**THRESHOLDS, "p99_itl_ms_budget": itl.ci_low}))
+    assert itl.low <= itl.measured <= itl.high <= THRESHOLDS["p99_itl_ms_budget"]
+    straddled = decide(inputs(baseline, faster, thresholds={**THRESHOLDS, "p99_itl_ms_budget": itl.low}))
     assert check(straddled, "p99_itl").outcome == "inconclusive"
-    tight = decide(inputs(baseline, faster, thresholds={**THRESHOLDS, "p99_itl_ms_budget": itl.ci_low * 0.99}))
+    tight = decide(inputs(baseline, faster, thresholds={**THRESHOLDS, "p99_itl_ms_budget": itl.low * 0.99}))
     assert check(tight, "p99_itl").outcome == "fail"
     assert "p99_itl at concurrency 4 fails: candidate p99 ITL is" in tight.reasons[0]
 
@@ -129,9 +129,7 @@ def test_throughput_gain_against_a_ten_percent_minimum(baseline, gain, approved)
         [reason] = verdict.reasons
         assert reason.startswith("throughput_gain at concurrency 4 fails: output throughput gain is +")
         assert (
-            f"{result.measured:+.1f} %" in reason
-            and "+10.0 % minimum" in reason
-            and f"{result.ci_low:+.1f} %" in reason
+            f"{result.measured:+.1f} %" in reason and "+10.0 % minimum" in reason and f"{result.low:+.1f} %" in reason
         )
 
 
@@ -139,7 +137,7 @@ def test_a_gain_whose_interval_straddles_the_minimum_is_inconclusive(baseline):
     candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.12), seed=5))
     verdict = decide(inputs(baseline, candidate))
     result = check(verdict, "throughput_gain")
-    assert result.ci_high > result.measured > 10 > result.ci_low and not result.passed
+    assert result.high > result.measured > 10 > result.low and not result.passed
     assert result.outcome == "inconclusive" and "straddles the minimum" in result.detail
     assert verdict.outcome == "INCONCLUSIVE" and not verdict.approved
 
@@ -196,7 +194,7 @@ def test_tokens_per_chunk_gain_only_with_speculative_decoding(baseline, sizes, p
         assert reason.startswith("tokens_per_chunk_gain at concurrency 4 fails: mean tokens-per-chunk gain is +")
         assert "+20.0 % minimum" in reason and "slows decoding" in reason
     else:
-        assert result.measured == pytest.approx(100) and result.ci_low >= 20
+        assert result.measured == pytest.approx(100) and result.low >= 20
     # Without speculative decoding in the change there is no such check.
     plain = decide(inputs(baseline, candidate, change={"quantization": "fp8"}))
     assert all(c.name != "tokens_per_chunk_gain" for c in plain.checks)
@@ -496,7 +494,7 @@ def test_blocks_are_pooled_for_figures_and_resampled_for_intervals():
     verdict = decide(inputs(blocks(*base_runs), blocks(*steady)))
     assert verdict.outcome == "APPROVED", verdict.reasons
     gain = check(verdict, "throughput_gain")
-    assert "3 and 3 blocks" in gain.detail and gain.ci_low <= gain.measured <= gain.ci_high
+    assert "3 and 3 blocks" in gain.detail and gain.low <= gain.measured <= gain.high
     # The figure is the mean of the blocks' throughput; the latency figures pool every block's samples.
     [level] = verdict.levels
     mean = np.mean([run["output_tokens_per_s"] for run in base_runs])
@@ -506,7 +504,7 @@ def test_blocks_are_pooled_for_figures_and_resampled_for_intervals():
     # A candidate block that drifted (a busy neighbour) widens the interval instead of deciding.
     drifted = [*steady[:2], synthetic_run(4, itl_ms=itl_for_gain(-0.10), ttft_ms=120.0, seed=6)]
     wide = check(decide(inputs(blocks(*base_runs), blocks(*drifted))), "throughput_gain")
-    assert wide.ci_high - wide.ci_low > 2 * (gain.ci_high - gain.ci_low)
+    assert wide.high - wide.low > 2 * (gain.high - gain.low)
     # The p99 budget checks judge the blocks pooled (their intervals resample blocks, then requests).
     assert "3 blocks" in check(verdict, "p99_itl").detail
 

@@ -5,15 +5,15 @@ Rooms:
 
 - :mod:`.inputs`: :class:`GateInputs` (what the gate decides on, JSON-shaped) and the thresholds,
   read as the config's ``BenchmarkGate`` (a misspelt key is refused, not ignored);
-- :mod:`.checks`: :class:`Check` and one function per check (what each check measures and when
-  it passes is documented there);
-- :mod:`.wording`: the sentences of the verdict: threshold texts and one reason per failed check;
+- :mod:`.wording`: the checks by name (:class:`CheckName`, in order) and each one's words: the unit of
+  its figures, its threshold text and the reason it failed;
+- :mod:`.checks`: one function per check, each returning the judge's :class:`~optigate.judge.Check`
+  (what each check measures and when it passes is documented there);
 - :mod:`.verdict`: :class:`GateVerdict` and :func:`decide`, which runs the checks per
   concurrency level and adds costs and the planner's prediction next to the measurement; the
   outcome is APPROVED, REJECTED or INCONCLUSIVE (a person decides).
 """
 
-from optigate.gate.decision.checks import Check
 from optigate.gate.decision.inputs import GateInputs, speculative_method
 from optigate.gate.decision.verdict import (
     APPROVED,
@@ -24,6 +24,8 @@ from optigate.gate.decision.verdict import (
     cost_per_million,
     decide,
 )
+from optigate.gate.decision.wording import CheckName
+from optigate.judge import Check
 
 __all__ = [
     "APPROVED",
@@ -31,6 +33,7 @@ __all__ = [
     "REJECTED",
     "UNDECIDED",
     "Check",
+    "CheckName",
     "GateInputs",
     "GateVerdict",
     "cost_per_million",

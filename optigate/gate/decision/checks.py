@@ -3,9 +3,12 @@
 Checks, evaluated at every concurrency level both benchmarks measured (``concurrency`` on the
 check), each a :class:`Check` whose ``measured``, ``threshold`` and interval are in the unit named
 below. A check has one of three outcomes, as a canary judge's: ``pass``, ``fail`` or
-``inconclusive``. A check with an interval passes when the interval lies wholly on the right side
-of its threshold, fails when it lies wholly on the wrong side, and is inconclusive when it straddles
-the threshold (the data cannot tell). Missing evidence still fails closed.
+``inconclusive``, read by the one judge (:func:`optigate.judge.classify`): a check with an interval
+passes when the interval lies wholly on the right side of its threshold, fails when it lies wholly on
+the wrong side, and is inconclusive when it straddles the threshold (the data cannot tell); a figure
+without an interval (an error rate, a count) passes or fails. Missing evidence still fails closed.
+The checks' names, order and words are :class:`~optigate.gate.decision.wording.CheckName` and its
+:data:`~optigate.gate.decision.wording.WORDS`.
 
 Each side is measured in one or more interleaved **blocks** per level (the baseline twin, then the
 candidate, A B A B ...). Intervals resample blocks, then requests (or one-second buckets) inside
@@ -53,7 +56,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
@@ -63,66 +65,36 @@ from optigate import stats
 from optigate.bench.compare import MIN_THROUGHPUT_BUCKETS, assumed_drift_se, throughput_difference
 from optigate.bench.metrics import RunSamples, merge
 from optigate.config.models import BenchmarkGate
-from optigate.gate.decision.wording import error_text, ms, pct
+from optigate.gate.decision.wording import CheckName, error_text, ms, pct
+from optigate.judge import EVALUATION_WORDS, Check, Direction, Outcome, classify, estimate_only
 
 CONFIDENCE = stats.CONFIDENCE
-#: Replicates per interval; each caller keeps its own count until the verdicts issue calibrates them.
-REPLICATES = 1000
-#: The order checks are listed in (within a concurrency level); also part of each check's seed.
-CHECK_ORDER = (
-    "coverage",
-    "p99_ttft",
-    "p99_itl",
-    "throughput_gain",
-    "error_rate",
-    "tokens_per_chunk_gain",
-    "shadow_traffic",
-    "shadow_error_rate",
-    "quality",
-)
+#: Every check's order, as a list: an index is part of each check's seed.
+_ORDER = list(CheckName)
+#: The quality evaluation's status words, read back to outcomes.
+_EVALUATION_OUTCOMES = {word: outcome for outcome, word in EVALUATION_WORDS.items()}
 
 
-PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+def check_dict(check: Check) -> dict[str, Any]:
+    """A check as the gate's report writes it."""
+    return json_safe(
+        {
+            "name": str(check.name),
+            "concurrency": check.concurrency,
+            "passed": check.passed,
+            "outcome": check.outcome.value,
+            "measured": check.measured,
+            "threshold": check.threshold,
+            "ci_low": check.low,
+            "ci_high": check.high,
+            "detail": check.detail,
+        }
+    )
 
 
-@dataclass(frozen=True)
-class Check:
-    """One check's result: ``passed``, or not (``inconclusive`` when the evidence straddles the
-    threshold rather than contradicting it; see :attr:`outcome`)."""
-
-    name: str
-    measured: float | str | None
-    threshold: float | str | None
-    passed: bool
-    detail: str
-    ci_low: float | None = None
-    ci_high: float | None = None
-    concurrency: int | None = None
-    inconclusive: bool = False
-
-    def __post_init__(self) -> None:
-        if self.passed and self.inconclusive:
-            raise ValueError(f"check {self.name}: passed and inconclusive at once")
-
-    @property
-    def outcome(self) -> str:
-        """``pass``, ``fail`` or ``inconclusive``."""
-        return PASS if self.passed else INCONCLUSIVE if self.inconclusive else FAIL
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_safe(
-            {
-                "name": self.name,
-                "concurrency": self.concurrency,
-                "passed": self.passed,
-                "outcome": self.outcome,
-                "measured": self.measured,
-                "threshold": self.threshold,
-                "ci_low": self.ci_low,
-                "ci_high": self.ci_high,
-                "detail": self.detail,
-            }
-        )
+def failed(name: CheckName, threshold: float | str | None, detail: str, level: int | None = None) -> Check:
+    """A check that failed without a figure (missing evidence fails closed)."""
+    return Check(name, Outcome.FAIL, None, threshold, detail, concurrency=level)
 
 
 def json_safe(value: Any) -> Any:
@@ -141,8 +113,8 @@ def json_safe(value: Any) -> Any:
 
 
 def sort_key(check: Check) -> tuple[bool, int, int]:
-    """Per-level checks by level, then the run-wide ones; within each, in CHECK_ORDER."""
-    return (check.concurrency is None, check.concurrency or 0, CHECK_ORDER.index(check.name))
+    """Per-level checks by level, then the run-wide ones; within each, in CheckName's order."""
+    return (check.concurrency is None, check.concurrency or 0, _ORDER.index(CheckName(check.name)))
 
 
 # --------------------------------------------------------------------------- coverage
@@ -158,9 +130,9 @@ def coverage_checks(
         missing = " and ".join(label for label, runs in sides if level not in runs)
         if missing:
             detail = f"concurrency {level} is in the gate's levels but the {missing} benchmark did not measure it"
-            checks.append(Check("coverage", None, level, False, detail, concurrency=level))
+            checks.append(failed(CheckName.COVERAGE, level, detail, level))
     if not set(base_runs) & set(cand_runs):
-        checks.append(Check("coverage", None, None, False, "no concurrency level was measured by both benchmarks"))
+        checks.append(failed(CheckName.COVERAGE, None, "no concurrency level was measured by both benchmarks"))
     return checks
 
 
@@ -183,7 +155,7 @@ def level_checks(
     method: str | None,
     seed: int,
 ) -> list[Check]:
-    """The checks at one level both benchmarks measured (each side in one or more blocks), in CHECK_ORDER.
+    """The checks at one level both benchmarks measured (each side in one or more blocks), in CheckName's order.
 
     Fail closed: when either benchmark had no successful request here, every latency check
     fails with ``measured`` None and says which.
@@ -191,26 +163,28 @@ def level_checks(
     base, cand = pool(base_blocks), pool(cand_blocks)
     empty = no_success(base, cand)
 
-    def closed(name: str, threshold: float) -> Check:
-        return Check(name, None, threshold, False, empty or "", concurrency=level)
+    def closed(name: CheckName, threshold: float) -> Check:
+        return failed(name, threshold, empty or "", level)
 
     checks: list[Check] = []
     ttft_budget, itl_budget = thresholds.p99_ttft_ms_budget, thresholds.p99_itl_ms_budget
     if ttft_budget is not None:
-        ttft = "p99_ttft", "TTFT", [b.ttft_ms for b in cand_blocks], None, ttft_budget, level, seed
-        checks.append(closed("p99_ttft", ttft_budget) if empty else latency_check(*ttft))
+        ttft = CheckName.P99_TTFT, "TTFT", [b.ttft_ms for b in cand_blocks], None, ttft_budget, level, seed
+        checks.append(closed(CheckName.P99_TTFT, ttft_budget) if empty else latency_check(*ttft))
     if itl_budget is not None:
         itl_blocks, itl_counts = [b.itl_ms for b in cand_blocks], [b.itl_counts for b in cand_blocks]
-        itl = "p99_itl", "ITL", itl_blocks, itl_counts, itl_budget, level, seed
-        checks.append(closed("p99_itl", itl_budget) if empty else latency_check(*itl))
+        itl = CheckName.P99_ITL, "ITL", itl_blocks, itl_counts, itl_budget, level, seed
+        checks.append(closed(CheckName.P99_ITL, itl_budget) if empty else latency_check(*itl))
     minimum = thresholds.min_throughput_gain_pct
     gain = level, base_blocks, cand_blocks, minimum, seed
-    checks.append(closed("throughput_gain", minimum) if empty else throughput_check(*gain))
+    checks.append(closed(CheckName.THROUGHPUT_GAIN, minimum) if empty else throughput_check(*gain))
     checks.append(error_check(level, cand, thresholds.max_error_rate))
     if method is not None:
         minimum = thresholds.min_tokens_per_chunk_gain_pct
         speculation = level, base, cand, minimum, method, seed
-        checks.append(closed("tokens_per_chunk_gain", minimum) if empty else tokens_per_chunk_check(*speculation))
+        checks.append(
+            closed(CheckName.TOKENS_PER_CHUNK_GAIN, minimum) if empty else tokens_per_chunk_check(*speculation)
+        )
     return checks
 
 
@@ -225,13 +199,13 @@ def no_success(base: RunSamples, cand: RunSamples) -> str | None:
     return " and ".join(empty) if empty else None
 
 
-def check_seed(seed: int, level: int, check: str) -> list[int]:
+def check_seed(seed: int, level: int, check: CheckName) -> list[int]:
     """Each check's own stream: its interval does not depend on which other checks ran."""
-    return [seed, level, CHECK_ORDER.index(check)]
+    return [seed, level, _ORDER.index(check)]
 
 
 def latency_check(
-    name: str,
+    name: CheckName,
     label: str,
     blocks: Sequence[list[float]],
     counts: Sequence[list[int]] | None,
@@ -244,27 +218,31 @@ def latency_check(
     them: requests when every block's counts add up to its samples, else one sample each."""
     samples = sum(len(block) for block in blocks)
     if not samples:
-        return Check(name, None, budget, False, f"no {label} samples from the candidate", concurrency=level)
+        return failed(name, budget, f"no {label} samples from the candidate", level)
     clustered = counts is not None and all(
         len(c) > 0 and sum(c) == len(block) for c, block in zip(counts, blocks, strict=True)
     )
     point, replicates = stats.two_level_percentile_replicates(
-        blocks, [99], counts=counts if clustered else None, replicates=REPLICATES, rng=check_seed(seed, level, name)
+        blocks,
+        [99],
+        counts=counts if clustered else None,
+        replicates=stats.REPLICATES,
+        rng=check_seed(seed, level, name),
     )
     p99 = float(point[0])
     low, high = stats.percentile_interval(replicates[:, 0], CONFIDENCE)
     low, high = min(low, p99), max(high, p99)  # an interval always contains its estimate
-    passed, failed = high <= budget, low > budget
+    outcome = classify(stats.Interval(p99, low, high), budget, Direction.AT_MOST)
     blocks_text = f", {len(blocks)} blocks" if len(blocks) > 1 else ""
     detail = (
         f"candidate p99 {label} {ms(p99)} (95 % CI {ms(low)} to {ms(high)}, {samples} samples{blocks_text}) "
         f"vs budget {ms(budget)}"
     )
-    if failed:
+    if outcome is Outcome.FAIL:
         detail += ": over the budget, the whole interval"
-    elif not passed:
+    elif outcome is Outcome.INCONCLUSIVE:
         detail += ": the interval straddles the budget (cannot tell)"
-    return Check(name, p99, budget, passed, detail, low, high, level, inconclusive=not passed and not failed)
+    return Check(name, outcome, p99, budget, detail, low, high, level)
 
 
 def mean_throughput(blocks: Sequence[RunSamples]) -> float:
@@ -284,20 +262,20 @@ def throughput_check(
     Each side's figure and two-level replicates come from `bench compare`'s own rule
     (``throughput_difference``); the interval is on the spread of the ratio's replicates, never below
     the assumed run-to-run drift on the ratio's scale."""
-    name = "throughput_gain"
+    name = CheckName.THROUGHPUT_GAIN
     difference = throughput_difference(
-        base_blocks, cand_blocks, rng=check_seed(seed, level, name), replicates=REPLICATES
+        base_blocks, cand_blocks, rng=check_seed(seed, level, name), replicates=stats.REPLICATES
     )
     if difference.short:
         detail = (
             f"measurement window too short for a throughput interval ({difference.short} one-second buckets, "
             f"at least {MIN_THROUGHPUT_BUCKETS} a side needed, one in every block)"
         )
-        return Check(name, None, minimum_pct, False, detail, concurrency=level)
+        return failed(name, minimum_pct, detail, level)
     base_mean, cand_mean = difference.baseline, difference.candidate
     base_reps, cand_reps = difference.baseline_replicates, difference.candidate_replicates
     if not base_mean > 0 or base_reps is None or cand_reps is None or not (base_reps > 0).all():
-        return Check(name, None, minimum_pct, False, "no baseline throughput to compare with", concurrency=level)
+        return failed(name, minimum_pct, "no baseline throughput to compare with", level)
     gain = 100 * (cand_mean / base_mean - 1)
     # The spread of the ratio's replicates (the baseline's noise scaled by the ratio), never below
     # the assumed run-to-run drift's on the same scale: (c/b) x 2 % x sqrt(1/n_b + 1/n_c).
@@ -315,42 +293,43 @@ def throughput_check(
 
 
 def _gain_check(
-    name: str, gain: float, low: float, high: float, minimum_pct: float, detail: str, level: int, why: str = ""
+    name: CheckName, gain: float, low: float, high: float, minimum_pct: float, detail: str, level: int, why: str = ""
 ) -> Check:
     """A gain whose interval must reach the minimum: wholly at or above passes, wholly below fails,
     straddling it is inconclusive."""
-    passed, failed = low >= minimum_pct, high < minimum_pct
-    if failed:
+    outcome = classify(stats.Interval(gain, low, high), minimum_pct, Direction.AT_LEAST)
+    if outcome is Outcome.FAIL:
         detail += f": below the minimum, the whole interval{why}"
-    elif not passed:
+    elif outcome is Outcome.INCONCLUSIVE:
         detail += ": the interval straddles the minimum (cannot tell)"
-    return Check(name, gain, minimum_pct, passed, detail, low, high, level, inconclusive=not passed and not failed)
+    return Check(name, outcome, gain, minimum_pct, detail, low, high, level)
 
 
 def error_check(level: int, cand: RunSamples, maximum: float) -> Check:
     """Failed candidate requests over measured requests, at most the maximum."""
-    name = "error_rate"
+    name = CheckName.ERROR_RATE
     if not cand.requests:
-        return Check(name, None, maximum, False, "no measured candidate requests", concurrency=level)
-    failed = sum(cand.errors.values())
-    rate = failed / cand.requests
-    passed = rate <= maximum
-    detail = f"{failed} of {cand.requests} candidate requests failed"
+        return failed(name, maximum, "no measured candidate requests", level)
+    errors = sum(cand.errors.values())
+    rate = errors / cand.requests
+    detail = f"{errors} of {cand.requests} candidate requests failed"
     if cand.errors:
         detail += f" ({error_text(cand)[2:]})"
-    return Check(name, rate, maximum, passed, detail, concurrency=level)
+    return Check(
+        name, classify(estimate_only(rate), maximum, Direction.AT_MOST), rate, maximum, detail, concurrency=level
+    )
 
 
 def tokens_per_chunk_check(
     level: int, base: RunSamples, cand: RunSamples, minimum_pct: float, method: str, seed: int
 ) -> Check:
     """Speculative decoding's gain in mean tokens per chunk: the lower end of its interval must reach the minimum."""
-    name = "tokens_per_chunk_gain"
+    name = CheckName.TOKENS_PER_CHUNK_GAIN
     base_mean = float(np.mean(base.tokens_per_chunk)) if base.tokens_per_chunk else 0.0
     if not base_mean > 0 or not cand.tokens_per_chunk:
-        return Check(name, None, minimum_pct, False, "no tokens-per-chunk samples to compare", concurrency=level)
+        return failed(name, minimum_pct, "no tokens-per-chunk samples to compare", level)
     mean, low, high = stats.bootstrap_mean(
-        cand.tokens_per_chunk, replicates=REPLICATES, confidence=CONFIDENCE, rng=check_seed(seed, level, name)
+        cand.tokens_per_chunk, replicates=stats.REPLICATES, confidence=CONFIDENCE, rng=check_seed(seed, level, name)
     )
     gain, gain_low, gain_high = (100 * (value / base_mean - 1) for value in (mean, low, high))
     detail = (
@@ -366,21 +345,22 @@ def tokens_per_chunk_check(
 
 def quality_check(evaluation: Mapping[str, Any] | None) -> Check:
     """Passes only on a passing quality evaluation; unresolved is inconclusive; failed or missing evidence fails."""
-    name = "quality"
+    name, required = CheckName.QUALITY, EVALUATION_WORDS[Outcome.PASS]
     if evaluation is None:
-        return Check(name, None, "pass", False, "no quality evidence: the evaluation did not run")
+        return failed(name, required, "no quality evidence: the evaluation did not run")
     status = str(evaluation.get("status", "")).lower() or None
     reasons = "; ".join(str(r) for r in evaluation.get("reasons") or [])
-    if status == "pass":
-        return Check(name, status, "pass", True, "quality evaluation passed: every metric within its tolerance")
-    if status == "unresolved":
-        because = f": {reasons}" if reasons else " (the data cannot tell)"
-        return Check(name, status, "pass", False, f"quality evaluation unresolved{because}", inconclusive=True)
-    if status == "fail":
+    outcome = _EVALUATION_OUTCOMES.get(status or "")
+    if outcome is Outcome.PASS:
+        detail = "quality evaluation passed: every metric within its tolerance"
+    elif outcome is Outcome.INCONCLUSIVE:
+        detail = f"quality evaluation {status}" + (f": {reasons}" if reasons else " (the data cannot tell)")
+    elif outcome is Outcome.FAIL:
         detail = "quality evaluation failed" + (f": {reasons}" if reasons else "")
     else:
+        outcome = Outcome.FAIL
         detail = f"quality evaluation has no recognised status ({evaluation.get('status')!r}): fails closed"
-    return Check(name, status, "pass", False, detail)
+    return Check(name, outcome, status, required, detail)
 
 
 def shadow_checks(shadow: Mapping[str, Any], thresholds: BenchmarkGate) -> list[Check]:
@@ -389,14 +369,16 @@ def shadow_checks(shadow: Mapping[str, Any], thresholds: BenchmarkGate) -> list[
     side = shadow.get("shadow") or {}
     invocations = side.get("invocations")
     minimum, maximum = thresholds.min_shadow_requests, thresholds.max_error_rate
-    if not invocations or invocations < minimum:
+    # None, or too few: fails closed.
+    if not invocations or classify(estimate_only(invocations), minimum, Direction.AT_LEAST) is not Outcome.PASS:
         seen = 0 if not invocations else int(invocations)
         detail = f"{seen} live requests mirrored to the shadow in the {window}: too few to judge it"
-        traffic = Check("shadow_traffic", seen, minimum, False, detail)
-        return [traffic, Check("shadow_error_rate", None, maximum, False, "no mirrored traffic to measure")]
+        traffic = Check(CheckName.SHADOW_TRAFFIC, Outcome.FAIL, seen, minimum, detail)
+        return [traffic, failed(CheckName.SHADOW_ERROR_RATE, maximum, "no mirrored traffic to measure")]
     detail = f"{int(invocations)} live requests mirrored to the shadow in the {window}"
-    traffic = Check("shadow_traffic", int(invocations), minimum, True, detail)
+    traffic = Check(CheckName.SHADOW_TRAFFIC, Outcome.PASS, int(invocations), minimum, detail)
     errors = side.get("errors_5xx") or 0
     rate = errors / invocations
     detail = f"{int(errors)} of {int(invocations)} mirrored requests failed with 5XX"
-    return [traffic, Check("shadow_error_rate", rate, maximum, rate <= maximum, detail)]
+    outcome = classify(estimate_only(rate), maximum, Direction.AT_MOST)
+    return [traffic, Check(CheckName.SHADOW_ERROR_RATE, outcome, rate, maximum, detail)]

@@ -16,9 +16,7 @@ from optigate.bench.compare import Delta, compare_blocks
 from optigate.bench.metrics import RunSamples
 from optigate.config.models import BenchmarkGate, CrossCheckTolerance
 from optigate.gate.decision.checks import (
-    FAIL,
-    INCONCLUSIVE,
-    Check,
+    check_dict,
     coverage_checks,
     json_safe,
     level_checks,
@@ -30,7 +28,8 @@ from optigate.gate.decision.checks import (
     sort_key,
 )
 from optigate.gate.decision.inputs import BENCHMARK_ONLY_KEYS, GateInputs, blocks_by_level, speculative_method
-from optigate.gate.decision.wording import label, reason
+from optigate.gate.decision.wording import CheckName, label, reason
+from optigate.judge import Check, Outcome
 
 APPROVED, REJECTED, UNDECIDED = "APPROVED", "REJECTED", "INCONCLUSIVE"
 OUTCOMES = (APPROVED, REJECTED, UNDECIDED)
@@ -56,11 +55,11 @@ class GateVerdict:
 
     @property
     def failed(self) -> tuple[Check, ...]:
-        return tuple(c for c in self.checks if c.outcome == FAIL)
+        return tuple(c for c in self.checks if c.outcome is Outcome.FAIL)
 
     @property
     def inconclusive(self) -> tuple[Check, ...]:
-        return tuple(c for c in self.checks if c.outcome == INCONCLUSIVE)
+        return tuple(c for c in self.checks if c.outcome is Outcome.INCONCLUSIVE)
 
     @property
     def outcome(self) -> str:
@@ -91,7 +90,7 @@ class GateVerdict:
                 "outcome": self.outcome,
                 "summary": self.summary,
                 "reasons": list(self.reasons),
-                "checks": [c.to_dict() for c in self.checks],
+                "checks": [check_dict(c) for c in self.checks],
                 "cost_per_million_output_tokens": list(self.cost_per_million_output_tokens),
                 "prediction_vs_measurement": self.prediction_vs_measurement,
                 "levels": list(self.levels),
@@ -129,7 +128,7 @@ def decide(inputs: GateInputs) -> GateVerdict:
         checks += at_level
 
         base_fig, cand_fig = _figures(base_blocks), _figures(cand_blocks)
-        gain = next((c.measured for c in at_level if c.name == "throughput_gain"), None)
+        gain = next((c.measured for c in at_level if c.name == CheckName.THROUGHPUT_GAIN), None)
         if gain is None and not empty and base_fig["output_tokens_per_s"] > 0:
             gain = 100 * (cand_fig["output_tokens_per_s"] / base_fig["output_tokens_per_s"] - 1)
         levels.append({"concurrency": level, "baseline": base_fig, "candidate": cand_fig, "throughput_gain_pct": gain})
@@ -191,9 +190,9 @@ def compare(
 def outcome_of(checks: Sequence[Check]) -> str:
     """Any fail REJECTED; else any inconclusive INCONCLUSIVE; else APPROVED (no checks: REJECTED)."""
     outcomes = {c.outcome for c in checks}
-    if not checks or FAIL in outcomes:
+    if not checks or Outcome.FAIL in outcomes:
         return REJECTED
-    return UNDECIDED if INCONCLUSIVE in outcomes else APPROVED
+    return UNDECIDED if Outcome.INCONCLUSIVE in outcomes else APPROVED
 
 
 def cost_per_million(

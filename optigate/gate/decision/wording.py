@@ -1,14 +1,31 @@
-"""The verdict's sentences: figures with their units, the threshold each check applies, and one
-reason per failed check that names the check, where, the measured value and the threshold."""
+"""The gate's checks by name, in order, each with its words: the unit of its figures, the threshold it
+applies and the sentence of its failure. A new check is one :class:`CheckName` member and one
+:data:`WORDS` entry here, and one function in :mod:`.checks`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
 from optigate.bench.metrics import RunSamples
+from optigate.judge import Check
 
-if TYPE_CHECKING:  # checks.py words its details with the helpers below
-    from optigate.gate.decision.checks import Check
+
+class CheckName(StrEnum):
+    """The gate's checks, in the order they are listed within a level; the order is also part of each
+    check's seed (:func:`optigate.gate.decision.checks.check_seed`), so a new check goes last."""
+
+    COVERAGE = "coverage"
+    P99_TTFT = "p99_ttft"
+    P99_ITL = "p99_itl"
+    THROUGHPUT_GAIN = "throughput_gain"
+    ERROR_RATE = "error_rate"
+    TOKENS_PER_CHUNK_GAIN = "tokens_per_chunk_gain"
+    SHADOW_TRAFFIC = "shadow_traffic"
+    SHADOW_ERROR_RATE = "shadow_error_rate"
+    QUALITY = "quality"
 
 
 # Typed Any: they word a check's figures, typed float | str | None, where the check says a number.
@@ -30,18 +47,102 @@ def label(check: Check) -> str:
     return check.name if check.concurrency is None else f"{check.name}@c{check.concurrency}"
 
 
-def threshold_text(check: Check) -> str:
-    if check.name in ("p99_ttft", "p99_itl"):
-        return f"budget {ms(check.threshold)} on the upper end of the 95 % interval"
-    if check.name in ("throughput_gain", "tokens_per_chunk_gain"):
-        return f"minimum {pct(check.threshold)} on the lower end of the 95 % interval"
-    if check.name in ("error_rate", "shadow_error_rate"):
-        return f"maximum {check.threshold:.2%}"
-    if check.name == "shadow_traffic":
-        return f"at least {check.threshold:.0f} mirrored requests"
-    if check.name == "quality":
-        return "status pass"
+#: The sentence of a failed check, given the check and where it ran ("" or " at concurrency 4").
+Failure = Callable[[Check, str], str]
+
+
+@dataclass(frozen=True)
+class Words:
+    """How the verdict words one check."""
+
+    threshold: Callable[[Check], str]  # the threshold as the verdict states it
+    failure: Failure  # the reason it failed (an inconclusive check's reason is common to all)
+    unit: str | None = None  # how the report shows its figures: "ms", "%" or "fraction"
+
+
+def _budget(check: Check) -> str:
+    return f"budget {ms(check.threshold)} on the upper end of the 95 % interval"
+
+
+def _minimum(check: Check) -> str:
+    return f"minimum {pct(check.threshold)} on the lower end of the 95 % interval"
+
+
+def _maximum(check: Check) -> str:
+    return f"maximum {check.threshold:.2%}"
+
+
+def _closed_without_figure(failure: Failure) -> Failure:
+    """A figure's failure; a check that has no figure failed closed (missing evidence)."""
+
+    def sentence(check: Check, where: str) -> str:
+        if check.measured is None:
+            return f"{check.name}{where} fails closed: {check.detail}; {WORDS[CheckName(check.name)].threshold(check)}."
+        return failure(check, where)
+
+    return sentence
+
+
+def _latency_failure(check: Check, where: str) -> str:
+    metric = "TTFT" if check.name == CheckName.P99_TTFT else "ITL"
+    return (
+        f"{check.name}{where} fails: candidate p99 {metric} is {ms(check.measured)} with a 95 % interval up to "
+        f"{ms(check.high)}, over the {ms(check.threshold)} budget that the whole interval must stay within."
+    )
+
+
+def _gain_failure(check: Check, where: str) -> str:
+    throughput = check.name == CheckName.THROUGHPUT_GAIN
+    what = "output throughput gain" if throughput else "mean tokens-per-chunk gain"
+    tail = "" if throughput else " (speculation accepting this few drafted tokens slows decoding)"
+    return (
+        f"{check.name}{where} fails: {what} is {pct(check.measured)} "
+        f"with a 95 % interval down to {pct(check.low)}, "
+        f"below the {pct(check.threshold)} minimum that the whole interval must reach{tail}."
+    )
+
+
+def _error_rate_failure(check: Check, where: str) -> str:
+    return (
+        f"{check.name}{where} fails: {check.detail}, an error rate of {check.measured:.2%}, "
+        f"above the {check.threshold:.2%} maximum."
+    )
+
+
+def _shadow_traffic_threshold(check: Check) -> str:
+    return f"at least {check.threshold:.0f} mirrored requests"
+
+
+def _coverage_threshold(check: Check) -> str:
     return f"concurrency {check.threshold}" if check.threshold is not None else "a level measured by both"
+
+
+_LATENCY = Words(_budget, _closed_without_figure(_latency_failure), "ms")
+_GAIN = Words(_minimum, _closed_without_figure(_gain_failure), "%")
+_ERROR_RATE = Words(_maximum, _closed_without_figure(_error_rate_failure), "fraction")
+
+#: Every check's words, in :class:`CheckName`'s order.
+WORDS: dict[CheckName, Words] = {
+    CheckName.COVERAGE: Words(_coverage_threshold, lambda check, where: f"coverage{where} fails: {check.detail}."),
+    CheckName.P99_TTFT: _LATENCY,
+    CheckName.P99_ITL: _LATENCY,
+    CheckName.THROUGHPUT_GAIN: _GAIN,
+    CheckName.ERROR_RATE: _ERROR_RATE,
+    CheckName.TOKENS_PER_CHUNK_GAIN: _GAIN,
+    CheckName.SHADOW_TRAFFIC: Words(
+        _shadow_traffic_threshold,
+        lambda check, where: f"shadow_traffic fails closed: {check.detail}; {_shadow_traffic_threshold(check)}.",
+    ),
+    CheckName.SHADOW_ERROR_RATE: _ERROR_RATE,
+    CheckName.QUALITY: Words(
+        lambda check: "status pass",
+        lambda check, where: f"quality fails: {check.detail} (required: status pass).",
+    ),
+}
+
+
+def threshold_text(check: Check) -> str:
+    return WORDS[CheckName(check.name)].threshold(check)
 
 
 def reason(check: Check) -> str:
@@ -49,32 +150,4 @@ def reason(check: Check) -> str:
     where = f" at concurrency {check.concurrency}" if check.concurrency is not None else ""
     if check.inconclusive:
         return f"{check.name}{where} is inconclusive: {check.detail}; {threshold_text(check)}."
-    if check.name == "quality":
-        return f"quality fails: {check.detail} (required: {threshold_text(check)})."
-    if check.name == "coverage":
-        return f"coverage{where} fails: {check.detail}."
-    if check.measured is None:
-        return f"{check.name}{where} fails closed: {check.detail}; {threshold_text(check)}."
-    if check.name in ("p99_ttft", "p99_itl"):
-        metric = "TTFT" if check.name == "p99_ttft" else "ITL"
-        return (
-            f"{check.name}{where} fails: candidate p99 {metric} is {ms(check.measured)} with a 95 % interval up to "
-            f"{ms(check.ci_high)}, over the {ms(check.threshold)} budget that the whole interval must stay within."
-        )
-    if check.name in ("throughput_gain", "tokens_per_chunk_gain"):
-        throughput = check.name == "throughput_gain"
-        what = "output throughput gain" if throughput else "mean tokens-per-chunk gain"
-        tail = "" if throughput else " (speculation accepting this few drafted tokens slows decoding)"
-        return (
-            f"{check.name}{where} fails: {what} is {pct(check.measured)} "
-            f"with a 95 % interval down to {pct(check.ci_low)}, "
-            f"below the {pct(check.threshold)} minimum that the whole interval must reach{tail}."
-        )
-    if check.name in ("error_rate", "shadow_error_rate"):
-        return (
-            f"{check.name}{where} fails: {check.detail}, an error rate of {check.measured:.2%}, "
-            f"above the {check.threshold:.2%} maximum."
-        )
-    if check.name == "shadow_traffic":
-        return f"shadow_traffic fails closed: {check.detail}; {threshold_text(check)}."
-    return f"{check.name}{where} fails: {check.detail}."
+    return WORDS[CheckName(check.name)].failure(check, where)
