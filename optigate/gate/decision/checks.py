@@ -54,7 +54,6 @@ every latency check at that level (``p99_ttft``, ``p99_itl``, ``throughput_gain`
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 from typing import Any
@@ -66,6 +65,7 @@ from optigate.bench.compare import MIN_THROUGHPUT_BUCKETS, assumed_drift_se, thr
 from optigate.bench.metrics import RunSamples, merge
 from optigate.config.models import BenchmarkGate
 from optigate.gate.decision.wording import CheckName, error_text, ms, pct
+from optigate.jsonsafe import json_safe
 from optigate.judge import EVALUATION_WORDS, Check, Direction, Outcome, classify, estimate_only
 
 CONFIDENCE = stats.CONFIDENCE
@@ -95,21 +95,6 @@ def check_dict(check: Check) -> dict[str, Any]:
 def failed(name: CheckName, threshold: float | str | None, detail: str, level: int | None = None) -> Check:
     """A check that failed without a figure (missing evidence fails closed)."""
     return Check(name, Outcome.FAIL, None, threshold, detail, concurrency=level)
-
-
-def json_safe(value: Any) -> Any:
-    """JSON-safe: non-finite floats become None, numpy scalars plain Python, tuples lists."""
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    return value
 
 
 def sort_key(check: Check) -> tuple[bool, int, int]:

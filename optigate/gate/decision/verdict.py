@@ -30,6 +30,7 @@ from optigate.gate.decision.checks import (
 from optigate.gate.decision.inputs import BENCHMARK_ONLY_KEYS, GateInputs, blocks_by_level, speculative_method
 from optigate.gate.decision.wording import CheckName, label, reason
 from optigate.judge import Check, Outcome
+from optigate.plan.cost import cost_per_million_tokens
 
 APPROVED, REJECTED, UNDECIDED = "APPROVED", "REJECTED", "INCONCLUSIVE"
 OUTCOMES = (APPROVED, REJECTED, UNDECIDED)
@@ -201,7 +202,7 @@ def cost_per_million(
     """USD per million output tokens: endpoint price per second / endpoint output tokens per second."""
     if price_per_hour_usd is None or not output_tokens_per_s or output_tokens_per_s <= 0:
         return None
-    return price_per_hour_usd * instance_count / 3600.0 / output_tokens_per_s * 1e6
+    return cost_per_million_tokens(price_per_hour_usd * instance_count / 3600.0, 1.0, output_tokens_per_s)
 
 
 def _figures(blocks: Sequence[RunSamples]) -> dict[str, Any]:
