@@ -88,9 +88,9 @@ def _synth(optimize: bool, outdir: Path, shadow: bool = False, **spec_overrides)
     from optigate.constructs.common import secure_bucket
     from optigate.constructs.evaluation_job import EvaluationJob
     from optigate.constructs.gate import GateResources, LiveConfig, OptimizationGate
-    from optigate.deployment.gate import ShadowPlan
     from optigate.constructs.lmi_model import LmiModel
     from optigate.constructs.tuned_endpoint import TunedEndpoint, VariantSettings
+    from optigate.deployment.gate import ShadowPlan
     from optigate.stacks.app import FEATURE_FLAGS, enable_nag
 
     app = App(outdir=str(outdir), context=FEATURE_FLAGS)
