@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from optigate.deployment.gate import GatePlan, job_serving_options
+from optigate.deployment.gate import GatePlan
+from optigate.deployment.optimization import job_serving_options
 from optigate.promote.resolve import deployable_container, newest_approved
 from optigate.testing.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
 from optigate.testing.harness import REGION, GateHarness

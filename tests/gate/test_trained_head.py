@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from optigate.deployment.gate import TrainedHead
+from optigate.deployment.optimization import TrainedHead
 from optigate.testing.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
 from optigate.testing.harness import REGION, GateHarness
 from optigate.testing.optional_reads import unguarded_optional_reads

@@ -19,11 +19,11 @@ from optigate.constructs.common import function_role
 from optigate.constructs.gate import grants
 from optigate.constructs.gate.resources import GateResources
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, SdkTask, poll_loop, run_name, sdk_task
-from optigate.deployment.gate import (
+from optigate.deployment.gate import GatePlan
+from optigate.deployment.optimization import (
     OPTIMIZATION_MAX_PENDING_SECONDS,
     OPTIMIZATION_MAX_RUNTIME_SECONDS,
     TRAINED_HEAD_DIR,
-    GatePlan,
 )
 from optigate.lambdas import handler_source
 

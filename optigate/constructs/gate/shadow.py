@@ -101,8 +101,7 @@ def mirror_live_traffic(
                         "ModelName.$": candidate,
                         "InstanceType": plan.instance_type,
                         "InitialInstanceCount": 1,
-                        # Relative to the production variant's weight of 1: the mirrored share.
-                        "InitialVariantWeight": shadow.sampling_percentage / 100,
+                        "InitialVariantWeight": shadow.variant_weight,
                         "ModelDataDownloadTimeoutInSeconds": download,
                         "ContainerStartupHealthCheckTimeoutInSeconds": startup,
                         **({"InferenceAmiVersion": plan.candidate_ami_version} if plan.candidate_ami_version else {}),
@@ -151,7 +150,7 @@ def mirror_live_traffic(
                                     {"Name": "VariantName", "Value": variant},
                                 ],
                             },
-                            "Period": shadow.window_minutes * 60,
+                            "Period": shadow.window_seconds,
                             "Stat": "p99" if key == "latency" else "Sum",
                         },
                     }
