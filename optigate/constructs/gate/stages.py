@@ -17,10 +17,10 @@ from optigate.deployment.gate import GatePlan
 
 
 def cleanup_and_end(scope: Construct, plan: GatePlan, topic_arn: str, key_arn: str) -> sfn.IChainable:
-    """Delete what the run created (each delete catches its own error: a resource never created
-    is fine to miss), then notify and end: Succeed (APPROVED), or Fail with the failure, the
-    rejection (CandidateRejected) or an inconclusive verdict (`Inconclusive`: the model package waits
-    in PendingManualApproval, so the pipeline's action fails and a person decides)."""
+    """Stop the run's optimization job if it still runs, delete what the run created (each step catches
+    its own error: a resource never created is fine to miss), then notify and end: Succeed (APPROVED),
+    or Fail with the failure, the rejection (CandidateRejected) or an inconclusive verdict (`Inconclusive`:
+    the model package waits in PendingManualApproval, so the pipeline's action fails and a person decides)."""
     # The twin runs CloudFormation's model: its endpoint and config go, the model stays.
     deletes: list[tuple[str, str, str, naming.RunKind]] = [
         ("Endpoint", "deleteEndpoint", "EndpointName", "cand"),
@@ -45,6 +45,19 @@ def cleanup_and_end(scope: Construct, plan: GatePlan, topic_arn: str, key_arn: s
         )
         for kind, action, parameter, name in deletes
     ]
+    if plan.optimization_configs:
+        # An optimization job still running when the run ends (its Describe kept failing, or its Create's answer
+        # was lost) would run on for hours on the job's instance: stop it first. A finished or never-created
+        # job's stop fails, which is caught like a delete's.
+        stop_job = sdk_task(
+            scope,
+            "CleanupStopOptimizationJob",
+            "aws-sdk:sagemaker:stopOptimizationJob",
+            {"OptimizationJobName.$": run_name(plan, "opt")},
+            grants=[grants.optimization_jobs(scope, plan)],
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        states.insert(0, stop_job)
     # The topic is encrypted with the gate's key.
     publish = [grants.publish(topic_arn), grants.use_key(key_arn)]
     notify_failure = sdk_task(
