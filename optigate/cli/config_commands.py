@@ -72,6 +72,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
     console.print(summary_table(deployments))
     for deployment in deployments:
         print_details(deployment)
+        if args.gate:
+            print_gate(deployment)
     return 0
 
 
@@ -176,6 +178,45 @@ def print_details(deployment) -> None:
         console.print(Padding(escape(f"• {note}"), (0, 0, 0, 4)), highlight=False)
 
 
+def gate_lines(plan) -> list[str]:
+    """What a team's gate measures (its GatePlan), one line each."""
+    workers = f"{plan.shards} worker{'s' if plan.shards > 1 else ''}"
+    levels = ", ".join(str(c) for c in plan.measured_concurrency)
+    per_worker = ", ".join(str(c) for c in plan.levels)
+    requests = ", ".join(str(plan.shards * r) for r in plan.requests_per_level)
+    per_worker_requests = ", ".join(str(r) for r in plan.requests_per_level)
+    thresholds = ", ".join(f"{key}={value}" for key, value in plan.thresholds.items() if key != "concurrency")
+    lines = [
+        f"levels (measured concurrency): {levels} ({workers} × {per_worker} streams)",
+        f"requests per level and block: {requests} ({workers} × {per_worker_requests})",
+        f"blocks per level: {plan.blocks} (baseline twin, then candidate, interleaved)",
+        f"prompt/output tokens: {plan.prompt_tokens}/{plan.max_new_tokens}",
+        f"on: {plan.instance_count} × {plan.instance_type}",
+        f"thresholds: {thresholds or '-'}",
+    ]
+    if plan.optimization_configs:
+        lines.append("optimization job: " + ", ".join(kind for config in plan.optimization_configs for kind in config))
+    if plan.shadow:
+        lines.append(f"shadow: {plan.shadow.sampling_percentage}% of live traffic for {plan.shadow.window_minutes} min")
+    if plan.cross_check:
+        lines.append(f"cross-check: SageMaker's managed benchmark, tokenizer {plan.cross_check.tokenizer}")
+    lines.append(f"fingerprint: {plan.fingerprint}")
+    return lines
+
+
+def print_gate(deployment) -> None:
+    """`summary --gate`: what the team's gate will measure here, when it has one."""
+    from rich.markup import escape
+    from rich.padding import Padding
+
+    plan = deployment.gate
+    if plan is None:
+        return
+    console.print("  gate (what it measures):", highlight=False)
+    for line in gate_lines(plan):
+        console.print(Padding(escape(line), (0, 0, 0, 4)), highlight=False)
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     """Write the JSON schema of the config files and the configuration reference, or check that both are current."""
     from optigate.config.reference import stale_reference, write_reference
@@ -204,6 +245,7 @@ def add_summary_parser(commands: argparse._SubParsersAction) -> None:
     summary = commands.add_parser("summary", help="print what would be deployed per environment and team")
     summary.add_argument("--config", default="config", help="config folder (default: config)")
     summary.add_argument("--env", default=None, help="environment(s), comma-separated (default: all)")
+    summary.add_argument("--gate", action="store_true", help="also print what each team's gate will measure")
     summary.set_defaults(handler=cmd_summary)
 
 

@@ -5,12 +5,14 @@ read the same resolution.
 """
 
 from optigate.deployment.environment import Deployment, deploy, effective_overrides
+from optigate.deployment.gate import GatePlan, resolve_gate
 from optigate.deployment.project import ResolvedProject, load_resolved_project, load_resolved_team
 from optigate.deployment.serving import ResolvedServing, resolve_serving
 from optigate.deployment.team import ResolvedTeam, resolve_team
 
 __all__ = [
     "Deployment",
+    "GatePlan",
     "ResolvedProject",
     "ResolvedServing",
     "ResolvedTeam",
@@ -18,6 +20,7 @@ __all__ = [
     "effective_overrides",
     "load_resolved_project",
     "load_resolved_team",
+    "resolve_gate",
     "resolve_serving",
     "resolve_team",
 ]

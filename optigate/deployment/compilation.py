@@ -1,7 +1,7 @@
 """A compiled gate candidate (`gate.candidate: {compile: true}`): what SageMaker's optimization job compiles it for,
 and what cannot work.
 
-The job gets a ModelCompilationConfig (botocore: {Image, OverrideEnvironment}); GateSpec pins its Image to the
+The job gets a ModelCompilationConfig (botocore: {Image, OverrideEnvironment}); GatePlan pins its Image to the
 candidate's LMI image, whose container picks the compiler (djl-serving serving/docker/partition/sm_neo_dispatcher.py:
 TensorRT-LLM in the TensorRT-LLM container, Neuron in the Neuron one). The compile step reads every `OPTION_*` variable
 as `option.*` (utils.update_kwargs_with_env_vars) and writes them into the output's serving.properties

@@ -7,10 +7,12 @@ overrides, names, the served package of the lock) to the team's one resolution.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from optigate import naming
 from optigate.config.cross_checks import effective_overrides
 from optigate.config.models import Environment, EnvironmentOverrides, TeamConfig
+from optigate.deployment.gate import GatePlan, resolve_gate
 from optigate.deployment.serving import ResolvedServing
 from optigate.deployment.team import ResolvedTeam
 from optigate.promote.lock import ServedPackage
@@ -48,6 +50,11 @@ class Deployment:
     @property
     def candidate(self) -> ResolvedServing | None:
         return self.resolved_team.candidate
+
+    @cached_property
+    def gate(self) -> GatePlan | None:
+        """What the team's gate measures and proves here (None without a gate candidate), resolved once."""
+        return resolve_gate(self.resolved_team, self.environment, served=self.served, pipeline=self.pipeline)
 
     @property
     def image_uri(self) -> str:

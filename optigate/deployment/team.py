@@ -104,7 +104,7 @@ def optimization_configs(
     and compilation in one job on TensorRT-LLM: the SDK's optimize does the same (fp8/awq, config rules). Quantization
     and EAGLE in one job: the API's shape allows it (a list of single-technique items) and no document forbids it, but
     no run has confirmed it (see README, "EAGLE heads trained by the gate"). The TrainingDataSource depends on the
-    environment (its capture bucket): GateSpec.optimization_job_configs adds it."""
+    environment (its capture bucket): GatePlan.optimization_job_configs adds it."""
     configs: list[dict[str, Any]] = []
     quantize = team.gate.candidate.get("quantization")
     if quantize and quantize != team.serving.quantization:

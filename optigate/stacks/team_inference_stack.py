@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import json
-import math
-
 from aws_cdk import Aws, CfnOutput, Stack, Tags
 from aws_cdk import Environment as CdkEnvironment
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from optigate import naming
-from optigate.config.models import CROSS_CHECK_KEYS, DataCapture, TeamConfig, split_s3_uri
-from optigate.config.rules import cross_check_tokenizer
+from optigate.config.models import DataCapture, TeamConfig
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
 from optigate.constructs.common import secure_bucket
 from optigate.constructs.evaluation_job import EvaluationJob
-from optigate.constructs.gate import GateSpec, OptimizationGate, ShadowStage, TrainedHead
-from optigate.constructs.gate.spec import CrossCheck
+from optigate.constructs.gate import GateResources, LiveConfig, OptimizationGate
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, ComponentScaling, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
@@ -30,9 +25,9 @@ from optigate.constructs.tuned_endpoint import (
     VariantSettings,
 )
 from optigate.deployment import Deployment, ResolvedServing
+from optigate.deployment.gate import GatePlan
 from optigate.serving import images
 
-STREAMS_PER_WORKER = 64  # what one Lambda worker of the benchmark fleet holds accurately
 #: Where an optimization job (running as the model role) writes its logs. No page names the group: SageMaker
 #: jobs log to /aws/sagemaker/<Kind>Jobs, one stream per job named after it, and the LMI optimization runs
 #: the Neo compilation entry points, so both candidates are granted (streams of this gate's jobs only).
@@ -164,7 +159,7 @@ class TeamInferenceStack(Stack):
                 )
 
         if deployment.candidate is not None:
-            self.gate = self._gate(deployment, model_prefix)
+            self.gate = self._gate(deployment)
         CfnOutput(
             self,
             "ServedModel",
@@ -179,31 +174,26 @@ class TeamInferenceStack(Stack):
         for key, value in team.tags.items():
             Tags.of(self).add(key, value)
 
-    def _gate(self, deployment: Deployment, model_prefix: str) -> OptimizationGate:
-        """The team's gate: benchmark fleet, evaluation job and the state machine that proves the candidate."""
-        team, environment = deployment.team, deployment.environment
-        candidate = deployment.candidate
-        dataset = team.gate.evaluation.dataset_s3_uri
-        if candidate is None or dataset is None:  # the config rules refuse a gate candidate without a dataset
-            raise ValueError(f"{team.team}: a gate needs a resolved candidate and an evaluation dataset")
+    def _gate(self, deployment: Deployment) -> OptimizationGate:
+        """The team's gate as its plan says (optigate.deployment.gate): a results bucket and key, the benchmark
+        fleet, the evaluation job and the state machine that proves the candidate."""
+        plan = deployment.gate
+        if plan is None:
+            raise ValueError(f"{deployment.team.team}: a gate needs a resolved candidate")
         key = kms.Key(
             self, "GateKey", enable_key_rotation=True, description=f"optigate gate of {deployment.endpoint_name}"
         )
         bucket = secure_bucket(self, "GateResults", key, purpose="optigate's gate (benchmarks, evaluations, reports)")
-        benchmark = team.gate.benchmark
-        level = max(benchmark.concurrency)
-        shards = max(1, math.ceil(level / STREAMS_PER_WORKER))
-        per_shard = tuple(sorted({max(1, math.ceil(c / shards)) for c in benchmark.concurrency}))
         # Each run's baseline twin and candidate (optigate.naming), never the live endpoint; both run as
         # the model's role.
-        invocable = naming.invocable_endpoints(team.team, environment.name)
+        invocable = naming.invocable_endpoints(plan.team, plan.environment)
         self.model.grant_logs(invocable)
         fleet = BenchmarkFleet(
             self,
             "Benchmark",
             target=FleetTarget(deployment.endpoint_name),
             endpoints=invocable,
-            shards=shards,
+            shards=plan.shards,
             results_bucket=bucket,
             encryption_key=key,
         )
@@ -211,52 +201,22 @@ class TeamInferenceStack(Stack):
             self,
             "Evaluation",
             endpoints=invocable,
-            dataset_uri=dataset.replace("{region}", environment.region),
+            dataset_uri=plan.evaluation_dataset_uri,
             output_bucket=bucket,
             encryption_key=key,
-            thresholds=team.gate.evaluation,
+            thresholds=deployment.team.gate.evaluation,
         )
-        change = deployment.resolved_team.change
-        optimization = deployment.resolved_team.optimization_configs
-        spec = GateSpec(
-            team=team.team,
-            environment=environment.name,
-            live_endpoint=deployment.endpoint_name,
+        resources = GateResources(
             model_role_arn=self.model.role.role_arn,
-            instance_type=candidate.serving.instance_type,
-            instance_pools=tuple(pool.instance_type for pool in candidate.pools),
-            baseline_model_uri=model_prefix,
-            candidate_image=candidate.image_uri(environment.region),
-            candidate_environment=candidate.environment,
-            change=json.loads(json.dumps(change, default=str)),
             baseline_model_name=self.model.model_name,
-            # Each level runs on every worker: the measured concurrency is shards x streams per worker.
-            thresholds={
-                **benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens", "blocks", *CROSS_CHECK_KEYS}),
-                "concurrency": [shards * c for c in per_shard],
-            },
-            optimization_configs=optimization,
-            levels=per_shard,
-            blocks=benchmark.blocks,
-            prompt_tokens=benchmark.prompt_tokens,
-            max_new_tokens=benchmark.max_new_tokens,
-            price_per_hour_usd=candidate.price_per_hour_usd,
-            prediction=candidate.prediction(),
-            startup_timeouts=(
-                candidate.model_data_download_timeout_seconds,
-                candidate.container_startup_health_check_timeout_seconds,
-            ),
-            shadow=self._shadow_stage(team),
-            pipeline=deployment.pipeline,
-            candidate_ami_version=candidate.inference_ami_version,
-            # The twin runs the live model (the team's or an approved package's image) on the candidate's type.
-            baseline_ami_version=images.inference_ami_version(
-                images.tag_of(self.model.image_uri), candidate.serving.instance_type
-            ),
-            trained_head=self._trained_head(deployment),
-            cross_check=self._cross_check(team, shards),
+            bucket=bucket,
+            key=key,
+            fleet=fleet,
+            evaluation=evaluation,
+            live_config=self._live_config(plan),
+            training_data_uri=self._training_data(plan),
         )
-        if optimization:
+        if plan.optimization_configs:
             # The optimization job runs as the model role and writes the candidate's artifacts,
             # which the candidate model (same role) then reads.
             optimized = bucket.arn_for_objects("optimized/*")
@@ -275,37 +235,30 @@ class TeamInferenceStack(Stack):
                 conditions={"StringLike": {"s3:prefix": ["optimized/*"]}},
             )
             nag.allow(self.model.role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [key.key_arn])
-            self.model.grant_job_logs(OPTIMIZATION_JOB_LOG_GROUPS, spec.run_name_pattern("opt"))
-        return OptimizationGate(
-            self, "Gate", spec=spec, fleet=fleet, evaluation=evaluation, bucket=bucket, encryption_key=key
-        )
+            self.model.grant_job_logs(OPTIMIZATION_JOB_LOG_GROUPS, plan.run_name_pattern("opt"))
+        return OptimizationGate(self, "Gate", plan=plan, resources=resources)
 
-    def _trained_head(self, deployment: Deployment) -> TrainedHead | None:
-        """The EAGLE head the gate's optimization job trains, from this environment's data capture or an S3
-        prefix/manifest; the job runs as the model role, which may then read that data (and nothing else of it)."""
-        head = deployment.resolved_team.trained_head
+    def _training_data(self, plan: GatePlan) -> str | None:
+        """The model role (which the gate's optimization job runs as) may read the EAGLE head's training data, and
+        nothing else of it: this environment's data capture, or the plan's S3 prefix/manifest folder. Returns the
+        capture's S3 URI (a token) when the head trains from data capture."""
+        head = plan.trained_head
         if head is None:
             return None
-        region = deployment.environment.region
-        if head.train_from == "data_capture":
+        location = head.data_location
+        uri: str | None = None
+        if location is None:
             # The config rules refuse a capture the job cannot read (KMS, base64, off, not OpenAI/ShareGPT).
-            prefix = self.endpoint.capture_prefix() if isinstance(self.endpoint, TunedEndpoint) else None
-            bucket = self.endpoint.capture_bucket if isinstance(self.endpoint, TunedEndpoint) else None
-            if prefix is None or bucket is None:
-                raise ValueError(
-                    f"{deployment.team.team}: train_from data_capture, but {deployment.endpoint_name} captures nothing"
-                )
-            objects = bucket.arn_for_objects(f"capture/{deployment.endpoint_name}/*")
-            bucket_arn, listed = bucket.bucket_arn, f"capture/{deployment.endpoint_name}/*"
-            uri, train_from = prefix, "data_capture"
+            endpoint = self.endpoint if isinstance(self.endpoint, TunedEndpoint) else None
+            uri = endpoint.capture_prefix() if endpoint is not None else None
+            if endpoint is None or uri is None or endpoint.capture_bucket is None:
+                raise ValueError(f"{plan.team}: train_from data_capture, but {plan.live_endpoint} captures nothing")
+            listed = f"capture/{plan.live_endpoint}/*"
+            objects = endpoint.capture_bucket.arn_for_objects(listed)
+            bucket_arn = endpoint.capture_bucket.bucket_arn
         else:
-            uri = train_from = head.train_from.replace("{region}", region)
-            name, key = split_s3_uri(uri)
-            # A manifest's objects are read from its folder (its `prefix` entry must lie there).
-            folder = key if head.s3_data_type == "S3Prefix" else key.rpartition("/")[0]
-            folder = folder if head.s3_data_type == "S3Prefix" or not folder else folder + "/"
-            objects = f"arn:{Aws.PARTITION}:s3:::{name}/{folder}*"
-            bucket_arn, listed = f"arn:{Aws.PARTITION}:s3:::{name}", f"{folder}*"
+            name, listed = location
+            objects, bucket_arn = f"arn:{Aws.PARTITION}:s3:::{name}/{listed}", f"arn:{Aws.PARTITION}:s3:::{name}"
         nag.allow(
             self.model.role,
             ["s3:GetObject"],
@@ -314,34 +267,18 @@ class TeamInferenceStack(Stack):
             "optimization job (running as the model role) reads.",
         )
         nag.allow(self.model.role, ["s3:ListBucket"], [bucket_arn], conditions={"StringLike": {"s3:prefix": [listed]}})
-        return TrainedHead(
-            train_from=train_from,
-            training_data={"S3Uri": uri, "S3DataType": head.s3_data_type},
-            num_speculative_tokens=head.num_speculative_tokens,
-        )
+        return uri
 
-    @staticmethod
-    def _cross_check(team: TeamConfig, shards: int) -> CrossCheck | None:
-        """SageMaker's managed benchmark beside the gate's own, when the team asks for it (the config rules have
-        refused what it cannot target, and a cross-check without a tokenizer)."""
-        benchmark = team.gate.benchmark
-        tokenizer = cross_check_tokenizer(team)
-        if benchmark.cross_check != "sagemaker" or tokenizer is None:
+    def _live_config(self, plan: GatePlan) -> LiveConfig | None:
+        """The live endpoint's config, which the gate's shadow stage leaves for the window and returns to."""
+        if plan.shadow is None:
             return None
-        return CrossCheck(tokenizer=tokenizer, tolerance=benchmark.cross_check_tolerance.model_dump(), shards=shards)
-
-    def _shadow_stage(self, team: TeamConfig) -> ShadowStage | None:
-        """With a shadow rollout the gate also mirrors live traffic to its candidate on the live endpoint."""
-        rollout = team.rollout
-        if rollout.strategy != "shadow" or rollout.shadow is None or not isinstance(self.endpoint, TunedEndpoint):
-            return None
-        config = self.endpoint.config
-        return ShadowStage(
-            live_config_name=config.attr_endpoint_config_name,
-            live_config_arn=config.ref,
-            live_config_request=self.endpoint.config_request(),
-            sampling_percentage=rollout.shadow.sampling_percentage,
-            window_minutes=rollout.shadow.window_minutes,
+        if not isinstance(self.endpoint, TunedEndpoint):
+            raise ValueError(f"{plan.team}: a shadow stage needs a TunedEndpoint")
+        return LiveConfig(
+            name=self.endpoint.config.attr_endpoint_config_name,
+            arn=self.endpoint.config.ref,
+            request=self.endpoint.config_request(),
         )
 
     @staticmethod

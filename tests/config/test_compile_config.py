@@ -184,21 +184,19 @@ def test_the_shadow_candidate_cannot_compile(tmp_path):
 
 
 def _spec(team: ResolvedTeam):
-    from optigate.constructs.gate.spec import GateSpec
+    from optigate.deployment.gate import GatePlan
 
     candidate = team.candidate
-    return GateSpec(
+    return GatePlan(
         team="demo",
         environment="dev",
         live_endpoint="demo-dev",
-        model_role_arn="arn:aws:iam::123456789012:role/demo",
         instance_type=candidate.serving.instance_type,
         baseline_model_uri="s3://acme-models/m/",
         candidate_image=candidate.image_uri("us-east-1"),
         candidate_environment=candidate.environment,
         change=team.change,
         thresholds={},
-        baseline_model_name="demo-dev-model",
         optimization_configs=team.optimization_configs,
     )
 

@@ -41,29 +41,28 @@ def slow_candidate(emulators):
 # --------------------------------------------------------------------------- the gate stacks
 
 
-def _spec(optimize: bool, shadow=None, baseline_model: str = "chat-dev-model", **overrides):
+def _spec(optimize: bool, shadow=None, **overrides):
     import dataclasses
 
-    from optigate.constructs.gate import GateSpec
+    from optigate.deployment.gate import GatePlan
 
-    spec = GateSpec(
+    spec = GatePlan(
         team="chat",
         environment="dev",
         live_endpoint="chat-dev",
-        model_role_arn=f"arn:aws:iam::{ACCOUNT}:role/chat-dev-model",
         instance_type="ml.g6.2xlarge",
         baseline_model_uri="s3://acme-models/llama-3.1-8b/",
         candidate_image=LIVE_IMAGE,
         candidate_environment={"OPTION_QUANTIZE": "fp8", "OPTION_MAX_MODEL_LEN": "8192"},
         change={"quantization": "fp8"},
         thresholds=THRESHOLDS,
-        baseline_model_name=baseline_model,
         optimization_configs=[{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}]
         if optimize
         else None,
         # Three interleaved blocks (A B A B A B), together long enough for a throughput interval: the
         # decision needs >= 5 one-second buckets a side, its blocks pooled.
         levels=(2,),
+        shards=2,
         blocks=3,
         requests_per_slot=28,
         prompt_tokens=16,
@@ -80,7 +79,7 @@ def _spec(optimize: bool, shadow=None, baseline_model: str = "chat-dev-model", *
 
 def _synth(optimize: bool, outdir: Path, shadow: bool = False, **spec_overrides) -> dict[str, Any]:
     """A stack with the live endpoint CloudFormation owns, a fleet, an evaluation job and the gate (its
-    spec with `spec_overrides`), synthesized with cdk-nag (which raises on any unacknowledged finding)."""
+    plan with `spec_overrides`), synthesized with cdk-nag (which raises on any unacknowledged finding)."""
     from aws_cdk import App, Stack
     from aws_cdk import aws_kms as kms
 
@@ -88,9 +87,10 @@ def _synth(optimize: bool, outdir: Path, shadow: bool = False, **spec_overrides)
     from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
     from optigate.constructs.common import secure_bucket
     from optigate.constructs.evaluation_job import EvaluationJob
-    from optigate.constructs.gate import OptimizationGate, ShadowStage
+    from optigate.constructs.gate import GateResources, LiveConfig, OptimizationGate
     from optigate.constructs.lmi_model import LmiModel
     from optigate.constructs.tuned_endpoint import TunedEndpoint, VariantSettings
+    from optigate.deployment.gate import ShadowPlan
     from optigate.stacks.app import FEATURE_FLAGS, enable_nag
 
     app = App(outdir=str(outdir), context=FEATURE_FLAGS)
@@ -105,17 +105,9 @@ def _synth(optimize: bool, outdir: Path, shadow: bool = False, **spec_overrides)
         name_prefix="chat-dev",
     )
     live = TunedEndpoint(stack, "Live", model=model, variant=VariantSettings("ml.g6.2xlarge"), endpoint_name="chat-dev")
-    stage = (
-        ShadowStage(
-            live.config.attr_endpoint_config_name,
-            live.config.ref,
-            live.config_request(),
-            sampling_percentage=20,
-            window_minutes=60,
-        )
-        if shadow
-        else None
-    )
+    stage = ShadowPlan(sampling_percentage=20, window_minutes=60) if shadow else None
+    live_config = LiveConfig(live.config.attr_endpoint_config_name, live.config.ref, live.config_request())
+    plan = _spec(optimize, stage, **spec_overrides)
     key = kms.Key(stack, "Key", enable_key_rotation=True)
     bucket = secure_bucket(stack, "Results", key, purpose="optigate's gate")
     # The gate's own endpoints only: the live one is never load-tested (naming.invocable_endpoints).
@@ -125,7 +117,7 @@ def _synth(optimize: bool, outdir: Path, shadow: bool = False, **spec_overrides)
         "Fleet",
         target=FleetTarget("chat-dev"),
         endpoints=invocable,
-        shards=2,
+        shards=plan.shards,
         results_bucket=bucket,
         encryption_key=key,
     )
@@ -141,11 +133,16 @@ def _synth(optimize: bool, outdir: Path, shadow: bool = False, **spec_overrides)
     OptimizationGate(
         stack,
         "Gate",
-        spec=_spec(optimize, stage, model.model_name, **spec_overrides),
-        fleet=fleet,
-        evaluation=evaluation,
-        bucket=bucket,
-        encryption_key=key,
+        plan=plan,
+        resources=GateResources(
+            model_role_arn=f"arn:aws:iam::{ACCOUNT}:role/chat-dev-model",
+            baseline_model_name=model.model_name,
+            bucket=bucket,
+            key=key,
+            fleet=fleet,
+            evaluation=evaluation,
+            live_config=live_config if shadow else None,
+        ),
     )
     enable_nag(app)
     app.synth()
@@ -169,7 +166,7 @@ class GateTemplates:
 
 @pytest.fixture(scope="session")
 def gate_spec() -> Callable[..., Any]:
-    """`gate_spec(optimize, shadow=None, **overrides)`: the GateSpec the gate tests synthesize."""
+    """`gate_spec(optimize, shadow=None, **overrides)`: the GatePlan the gate tests synthesize."""
     return _spec
 
 

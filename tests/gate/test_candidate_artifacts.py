@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from optigate.constructs.gate.spec import GateSpec, job_serving_options
+from optigate.deployment.gate import GatePlan
+from optigate.deployment.optimization import job_serving_options
 from optigate.promote.resolve import deployable_container, newest_approved
 from optigate.testing.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
 from optigate.testing.harness import REGION, GateHarness
@@ -183,10 +184,10 @@ def test_a_missing_head_fails_closed_before_the_candidate_model(eagle_template, 
 
 
 @pytest.fixture
-def eagle_spec(gate_spec) -> Callable[..., GateSpec]:
+def eagle_spec(gate_spec) -> Callable[..., GatePlan]:
     """`eagle_spec(**overrides)`: the spec of an fp8 job's candidate served with the baseline's EAGLE-3 head."""
 
-    def spec(**overrides) -> GateSpec:
+    def spec(**overrides) -> GatePlan:
         return gate_spec(True, **{"candidate_environment": EAGLE_ENVIRONMENT, **overrides})
 
     return spec

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from optigate.constructs.gate.spec import CrossCheck
+from optigate.deployment.gate import CrossCheck
 from optigate.testing.asl import sdk_calls
 from optigate.testing.gate_layout import gate_layout
 from optigate.testing.gate_run import GateRun, evaluation_writer
@@ -40,7 +40,7 @@ def managed_figures(request: dict) -> dict[str, float]:
 
 @pytest.fixture(scope="module")
 def template(gate_synth, tmp_path_factory):
-    check = CrossCheck(tokenizer="acme/llama-8b", tolerance=TOLERANCE, shards=2, poll_seconds=0, max_polls=5)
+    check = CrossCheck(tokenizer="acme/llama-8b", tolerance=TOLERANCE, poll_seconds=0, max_polls=5)
     return gate_synth(False, tmp_path_factory.mktemp("gate-xc"), cross_check=check)
 
 
@@ -91,7 +91,7 @@ def test_the_workload_config_is_a_stack_resource_per_level_with_the_gates_worklo
 def test_a_changed_workload_is_a_new_config_name(gate_spec):
     import dataclasses
 
-    check = CrossCheck(tokenizer="acme/llama-8b", tolerance=TOLERANCE, shards=2)
+    check = CrossCheck(tokenizer="acme/llama-8b", tolerance=TOLERANCE)
     one = dataclasses.replace(gate_spec(False), cross_check=check).cross_check_levels()[0]
     longer = dataclasses.replace(gate_spec(False), cross_check=check, max_new_tokens=64).cross_check_levels()[0]
     assert one.config_name != longer.config_name and one.config_name[:-9] == longer.config_name[:-9]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from optigate.constructs.gate import TrainedHead
+from optigate.deployment.optimization import TrainedHead
 from optigate.testing.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
 from optigate.testing.harness import REGION, GateHarness
 from optigate.testing.optional_reads import unguarded_optional_reads
@@ -49,7 +49,7 @@ def head_template(tmp_path_factory, gate_synth) -> dict[str, Any]:
         candidate_environment={"OPTION_QUANTIZE": "fp8", "OPTION_MAX_MODEL_LEN": "8192"},
         change={"quantization": "fp8", "speculative_decoding": {"method": "eagle", "train_from": TRAINING["S3Uri"]}},
         optimization_configs=[FP8, EAGLE],
-        trained_head=TrainedHead(train_from=TRAINING["S3Uri"], training_data=TRAINING, num_speculative_tokens=3),
+        trained_head=TrainedHead(train_from=TRAINING["S3Uri"], s3_data_type="S3Prefix", num_speculative_tokens=3),
     )
 
 
@@ -211,20 +211,24 @@ def test_the_new_calls_validate_against_botocore_and_read_optional_members_safel
 
 def test_the_fingerprint_names_the_training_data_and_method(gate_spec):
     def spec(**head) -> Any:
-        trained = TrainedHead(**{"train_from": "data_capture", "training_data": TRAINING, **head})
+        trained = TrainedHead(**{"train_from": "data_capture", "s3_data_type": "S3Prefix", **head})
         return gate_spec(True, optimization_configs=[FP8, EAGLE], trained_head=trained)
 
     base = spec().fingerprint
     assert spec(train_from="s3://acme-traffic/other/").fingerprint != base
-    assert spec(training_data={**TRAINING, "S3DataType": "ManifestFile"}).fingerprint != base
+    assert spec(s3_data_type="ManifestFile").fingerprint != base
     assert spec(method="eagle-other").fingerprint != base
     assert spec(num_speculative_tokens=5).fingerprint != base
-    # The capture bucket's name is a CloudFormation token: not part of the proof (train_from says data_capture).
-    assert spec(training_data={**TRAINING, "S3Uri": "s3://${Token[TOKEN.1]}/capture/chat-dev/"}).fingerprint == base
+    # The capture bucket's name is a CloudFormation token: not part of the plan, so not of the proof (train_from says
+    # data_capture); the constructs give it to the job.
+    token = "s3://${Token[TOKEN.1]}/capture/chat-dev/"
+    job = spec().optimization_job_configs(token)
+    assert job is not None and job[1]["ModelSpeculativeDecodingConfig"]["TrainingDataSource"]["S3Uri"] == token
+    assert spec().fingerprint == base
 
 
 def test_an_eagle_item_needs_a_trained_head_and_back(gate_spec):
     with pytest.raises(ValueError, match="needs a trained_head"):
         gate_spec(True, optimization_configs=[FP8, EAGLE])
     with pytest.raises(ValueError, match="needs a trained_head"):
-        gate_spec(True, trained_head=TrainedHead(train_from="data_capture", training_data=TRAINING))
+        gate_spec(True, trained_head=TrainedHead(train_from="data_capture"))

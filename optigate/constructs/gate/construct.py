@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_ecr_assets as ecr_assets
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
@@ -16,22 +14,21 @@ from constructs import Construct
 from optigate import naming
 from optigate.constructs import nag
 from optigate.constructs.assets import image_context
-from optigate.constructs.benchmark_fleet import BenchmarkFleet
+from optigate.constructs.benchmark_fleet import generated_policy_reason
 from optigate.constructs.common import function_role
-from optigate.constructs.evaluation_job import EvaluationJob
-from optigate.constructs.gate import access, cross_check, proof, shadow, stages
-from optigate.constructs.gate.spec import GateSpec
-from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, run_name, sdk_task, start_run
+from optigate.constructs.gate import access, cross_check, grants, proof, shadow, stages
+from optigate.constructs.gate.candidate import Stager, candidate_source
+from optigate.constructs.gate.resources import GateResources
+from optigate.constructs.gate.tasks import CleanupPath, apply_grants, run_name, start_run
+from optigate.deployment.gate import GatePlan
 
 
 class OptimizationGate(Construct):
     """The gate of one team in one environment (see the package docstring).
 
-    :param spec: what to prove and the thresholds, from the team's config.
-    :param fleet: the BenchmarkFleet that loads baseline and candidate.
-    :param evaluation: the EvaluationJob comparing their answers.
-    :param bucket: where reports and optimized artifacts go (the fleet's and evaluation's bucket).
-    :param encryption_key: encrypts artifacts, reports and the notification topic.
+    :param plan: what to measure and prove, resolved from the team's config (optigate.deployment.gate).
+    :param resources: what the stack created that the gate uses (the model role, the live model and config,
+        the results bucket and key, the benchmark fleet, the evaluation job).
     :param model_package_group: @default a new group named after team and environment
     """
 
@@ -40,24 +37,24 @@ class OptimizationGate(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        spec: GateSpec,
-        fleet: BenchmarkFleet,
-        evaluation: EvaluationJob,
-        bucket: s3.IBucket,
-        encryption_key: kms.IKey,
+        plan: GatePlan,
+        resources: GateResources,
         model_package_group: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.spec = spec
-        self.bucket = bucket
-        self.key = encryption_key
-        self.group_name = model_package_group or naming.package_group(spec.team, spec.environment)
+        if plan.shadow is not None and resources.live_config is None:
+            raise ValueError(f"the gate of {plan.prefix} has a shadow stage but no live endpoint config")
+        self.plan = plan
+        self.resources = resources
+        self.bucket = resources.bucket
+        self.key = resources.key
+        self.group_name = model_package_group or naming.package_group(plan.team, plan.environment)
         self.group = sagemaker.CfnModelPackageGroup(
             self,
             "Group",
             model_package_group_name=self.group_name,
-            model_package_group_description=f"optigate: proven candidates of {spec.team} in {spec.environment}",
-            model_package_group_policy=access.group_policy(self, spec, self.group_name),
+            model_package_group_description=f"optigate: proven candidates of {plan.team} in {plan.environment}",
+            model_package_group_policy=access.group_policy(self, plan, self.group_name),
         )
         # Retained: the group holds every verdict (the audit trail of what was proven and promoted), and
         # DeleteModelPackageGroup refuses a group that still has versions, which would fail stack deletion.
@@ -65,24 +62,28 @@ class OptimizationGate(Construct):
         self.topic = sns.Topic(
             self,
             "Notifications",
-            master_key=encryption_key,
-            display_name=f"optigate gate {spec.prefix}",
+            master_key=resources.key,
+            display_name=f"optigate gate {plan.prefix}",
             enforce_ssl=True,
         )
         self.decider = self._decider()
-        # The function that stages the candidate's files an optimization job does not write, if any
-        # (stages.stage_candidate_files sets it while the definition is built).
-        self.stager: lambda_.Function | None = None
+        # The function that stages the candidate's files an optimization job does not write, if any (created
+        # while the definition is built, by the first stage that needs it).
+        self.stager = Stager(self, plan, resources.bucket, resources.key)
         # SageMaker's managed benchmark beside the gate's own, when configured: its role and workload configs.
-        self.cross_check_role = cross_check.job_role(self) if spec.cross_check else None
-        self.workload_configs = cross_check.workload_configs(self) if spec.cross_check else []
-        self.state_machine = self._state_machine(fleet, evaluation)
-        if self.cross_check_role is not None:
-            cross_check.grant(self, self.cross_check_role, self.workload_configs)
-        if self.stager is not None:
-            nag.allow(self.state_machine.role, ["lambda:InvokeFunction"], [self.stager.function_arn])
-        access.grant_gate(self, fleet, evaluation)
-        self.invoker = access.pipeline_access(self) if spec.pipeline else None
+        self.cross_check_role = (
+            cross_check.job_role(self, plan, resources.bucket, resources.key) if plan.cross_check else None
+        )
+        self.workload_configs = cross_check.workload_configs(self, plan) if plan.cross_check else []
+        self.state_machine = self._state_machine()
+        # What every task's call needs (each carries its grant), and the evaluation's processing job.
+        apply_grants(self, self.state_machine.role, [grants.run_evaluation(plan, resources.evaluation)])
+        nag.acknowledge_generated_wildcards(self.state_machine, generated_policy_reason)
+        self.invoker = (
+            access.pipeline_access(self, plan, self.state_machine.state_machine_arn, self.group_name)
+            if plan.pipeline
+            else None
+        )
 
     # ------------------------------------------------------------------ the decision Lambda
 
@@ -95,7 +96,7 @@ class OptimizationGate(Construct):
             why_wildcard="Reads benchmark and evaluation results and writes reports in the gate's own results bucket.",
         )
         nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [self.key.key_arn])
-        if self.spec.cross_check:
+        if self.plan.cross_check:
             # The managed benchmark's output.tar.gz is found by listing the job's output prefix.
             nag.allow(
                 role,
@@ -123,20 +124,22 @@ class OptimizationGate(Construct):
             memory_size=1024,
             role=role,
             log_group=log_group,
-            description=f"optigate gate decision for {self.spec.prefix}",
+            description=f"optigate gate decision for {self.plan.prefix}",
         )
 
     # ------------------------------------------------------------------ definition
 
-    def _state_machine(self, fleet: BenchmarkFleet, evaluation: EvaluationJob) -> sfn.StateMachine:
-        spec = self.spec
-        deletes = stages.cleanup_and_end(self)
+    def _state_machine(self) -> sfn.StateMachine:
+        plan, resources = self.plan, self.resources
+        bucket_name = resources.bucket.bucket_name
+        deletes = stages.cleanup_and_end(self, plan, self.topic.topic_arn, resources.key.key_arn)
         restore_path: tuple[sfn.Choice, sfn.Choice] | None = None  # (the restore, where it leads on)
-        if spec.shadow:
+        live = resources.live_config
+        if plan.shadow and live is not None:
             # With a shadow, every path first returns the live endpoint to its CloudFormation
             # config; AfterRestore then leads on (wired below, once the decision exists).
             after_restore = sfn.Choice(self, "AfterRestore")
-            restore = shadow.restore_live(self, spec, then=after_restore)
+            restore = shadow.restore_live(self, plan, live, then=after_restore)
             restore_path = (restore, after_restore)
             cleanup = CleanupPath(
                 self,
@@ -144,109 +147,63 @@ class OptimizationGate(Construct):
             )
         else:
             cleanup = CleanupPath(self, deletes)
-        start_candidate, candidate_ready = stages.candidate_source(self, cleanup)
+        start_candidate, candidate_ready = candidate_source(self, plan, resources, self.stager, cleanup)
 
         # ---- stage on a temporary endpoint
-        create_model = cleanup.guarded(
-            sdk_task(
-                self,
-                "CreateCandidateModel",
-                "sagemaker:createModel",
-                {
-                    "ModelName.$": run_name(spec, "cand"),
-                    "ExecutionRoleArn": spec.model_role_arn,
-                    "EnableNetworkIsolation": True,
-                    "PrimaryContainer": spec.candidate_container(),
-                },
-                result_path=sfn.JsonPath.DISCARD,
-            )
-        )
+        create_model = stages.candidate_model(self, plan, cleanup, resources.model_role_arn)
         create_config, create_endpoint = stages.temporary_endpoint(
-            self, cleanup, "cand", "Candidate", {"ModelName.$": run_name(spec, "cand")}
+            self, plan, cleanup, "cand", "Candidate", {"ModelName.$": run_name(plan, "cand")}
         )
 
         # ---- the baseline's twin: the live model, the candidate's instance type and count, no users
-        create_twin_config, create_twin = stages.baseline_twin(self, cleanup)
+        create_twin_config, create_twin = stages.baseline_twin(self, plan, cleanup, resources.baseline_model_name)
 
         # ---- benchmark, evaluate, (mirror live traffic,) decide, record
-        benchmark = stages.benchmark_levels(self, fleet, cleanup)
+        benchmark = stages.benchmark_levels(self, plan, resources.fleet, cleanup)
         evaluate = cleanup.guarded(
-            evaluation.task(
+            resources.evaluation.task(
                 self,
                 "Evaluate",
-                job_name=run_name(spec, "eval"),
-                baseline=run_name(spec, "twin"),
-                candidate=run_name(spec, "cand"),
+                job_name=run_name(plan, "eval"),
+                baseline=run_name(plan, "twin"),
+                candidate=run_name(plan, "cand"),
                 result_path=sfn.JsonPath.DISCARD,
             )
         )
-        decide = cleanup.guarded(stages.decide(self))
-        twin_ready = stages.endpoint_ready(self, cleanup, "twin", then=benchmark)
-        endpoint_ready = poll_loop(
-            self,
-            PollStates(
-                reset="ResetEndpointPolls",
-                wait="WaitForEndpoint",
-                count="CountEndpointPoll",
-                choice="CandidateInService?",
-            ),
-            describe=cleanup.guarded(
-                sdk_task(
-                    self,
-                    "DescribeCandidateEndpoint",
-                    "aws-sdk:sagemaker:describeEndpoint",
-                    {"EndpointName.$": run_name(spec, "cand")},
-                    result_path="$.endpoint",
-                )
-            ),
-            until=[
-                (sfn.Condition.string_equals("$.endpoint.EndpointStatus", "InService"), twin_ready),
-                (
-                    sfn.Condition.string_equals("$.endpoint.EndpointStatus", "Failed"),
-                    cleanup.fail_with_reason(
-                        "CandidateEndpointFailed",
-                        "CandidateEndpointFailed",
-                        "candidate endpoint",
-                        "$.endpoint.EndpointStatus",
-                        "$.endpoint.FailureReason",
-                    ),
-                ),
-            ],
-            timed_out=cleanup.fail_with(
-                "CandidateEndpointTimedOut",
-                "CandidateEndpointTimedOut",
-                f"the candidate endpoint was not InService within {spec.max_polls} polls of {spec.poll_seconds} s",
-            ),
-            poll_seconds=spec.poll_seconds,
-            max_polls=spec.max_polls,
-        )
+        decide = cleanup.guarded(stages.decide(self, plan, self.decider, bucket_name, live))
+        twin_ready = stages.endpoint_ready(self, plan, cleanup, "twin", then=benchmark)
+        candidate_in_service = stages.endpoint_ready(self, plan, cleanup, "cand", then=twin_ready)
         candidate_ready.next(create_model).next(create_config).next(create_endpoint).next(create_twin_config).next(
             create_twin
-        ).next(endpoint_ready.entry)
+        ).next(candidate_in_service)
         if self.cross_check_role is not None:
-            benchmark.next(cross_check.cross_check_states(self, self.cross_check_role, then=evaluate))
+            benchmark.next(
+                cross_check.cross_check_states(self, plan, self.cross_check_role, bucket_name, then=evaluate)
+            )
         else:
             benchmark.next(evaluate)
-        if restore_path is not None:
+        if restore_path is not None and live is not None:
             restore, after_restore = restore_path
             # After the restore: the deletes when cleaning up or failed, else on to the decision.
             cleaning_or_failed = sfn.Condition.or_(
                 sfn.Condition.is_present("$.cleaning"), sfn.Condition.is_present("$.failure")
             )
             after_restore.when(cleaning_or_failed, deletes).otherwise(decide)
-            evaluate.next(shadow.mirror_live_traffic(self, spec, cleanup, then=restore))
+            evaluate.next(shadow.mirror_live_traffic(self, plan, live, cleanup, then=restore))
         else:
             evaluate.next(decide)
-        decide.next(proof.record_verdict(self, cleanup))
+        decide.next(proof.record_verdict(self, plan, self.group_name, bucket_name, cleanup))
 
-        definition = sfn.Chain.start(start_run(self)).next(proof.unless_proven(self, cleanup, start_candidate))
+        definition = sfn.Chain.start(start_run(self)).next(
+            proof.unless_proven(self, plan, self.group_name, cleanup, start_candidate)
+        )
         log_group = logs.LogGroup(
             self, "Logs", retention=logs.RetentionDays.THREE_MONTHS, removal_policy=RemovalPolicy.DESTROY
         )
         return sfn.StateMachine(
             self,
             "StateMachine",
-            state_machine_name=naming.gate_state_machine_name(spec.team, spec.environment),
+            state_machine_name=naming.gate_state_machine_name(plan.team, plan.environment),
             definition_body=sfn.DefinitionBody.from_chainable(definition),
             state_machine_type=sfn.StateMachineType.STANDARD,
             tracing_enabled=True,

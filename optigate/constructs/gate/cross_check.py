@@ -22,20 +22,21 @@ chat completions API and models without a tokenizer AIPerf can download (optigat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
 
 from optigate import naming
 from optigate.constructs import nag
-from optigate.constructs.gate.spec import CrossCheckLevel
-from optigate.constructs.gate.tasks import PollStates, poll_loop, run_name, sdk_task
-
-if TYPE_CHECKING:
-    from optigate.constructs.gate.construct import OptimizationGate
+from optigate.constructs.gate.grants import PASSED_TO_SAGEMAKER, sagemaker_arn
+from optigate.constructs.gate.tasks import Grant, PollStates, poll_loop, run_name, sdk_task
+from optigate.deployment.gate import CrossCheckLevel, GatePlan
 
 SIDES: tuple[tuple[str, naming.RunKind, str], ...] = (
     ("baseline", "twin", "Baseline"),
@@ -52,46 +53,45 @@ def result_path(side: str, concurrency: int) -> str:
     return f"$.xc_{side}_c{concurrency}"
 
 
-def job_name(gate: OptimizationGate, side: str, concurrency: int) -> str:
+def job_name(plan: GatePlan, side: str, concurrency: int) -> str:
     """The job's name as a Step Functions expression formatting the run id into it."""
-    return f"States.Format('{gate.spec.cross_check_job_template(side, concurrency)}', $.run.id)"
+    return f"States.Format('{plan.cross_check_job_template(side, concurrency)}', $.run.id)"
 
 
-def _output_location(gate: OptimizationGate, side: str, concurrency: int) -> str:
-    template = f"s3://{gate.bucket.bucket_name}/{OUTPUT_PREFIX}/{{}}/{side}-c{concurrency}/"
+def _output_location(bucket_name: str, side: str, concurrency: int) -> str:
+    template = f"s3://{bucket_name}/{OUTPUT_PREFIX}/{{}}/{side}-c{concurrency}/"
     return f"States.Format('{template}', $.run.id)"
 
 
-def workload_configs(gate: OptimizationGate) -> list[sagemaker.CfnAIWorkloadConfig]:
+def workload_configs(scope: Construct, plan: GatePlan) -> list[sagemaker.CfnAIWorkloadConfig]:
     """One AWS::SageMaker::AIWorkloadConfig per benchmarked level, named with its workload's hash (every property
     is create-only, so a changed workload is a new resource with a new name)."""
     return [
         sagemaker.CfnAIWorkloadConfig(
-            gate,
+            scope,
             f"Workload{level.concurrency}",
             ai_workload_config_name=level.config_name,
             ai_workload_configs=sagemaker.CfnAIWorkloadConfig.AIWorkloadConfigsProperty(
                 workload_spec=sagemaker.CfnAIWorkloadConfig.WorkloadSpecProperty(inline=level.workload)
             ),
         )
-        for level in gate.spec.cross_check_levels()
+        for level in plan.cross_check_levels()
     ]
 
 
-def job_role(gate: OptimizationGate) -> iam.Role:
+def job_role(scope: Construct, plan: GatePlan, bucket: s3.IBucket, key: kms.IKey) -> iam.Role:
     """What the managed job runs as: invoke the run's two temporary endpoints (never the live one), write its
     output prefix in the gate's bucket (encrypted with the gate's key), and write its logs."""
-    spec = gate.spec
-    stack = Stack.of(gate)
+    stack = Stack.of(scope)
     role = iam.Role(
-        gate,
+        scope,
         "CrossCheckRole",
         assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-        description=f"SageMaker's managed benchmark of the gate of {spec.prefix} (the cross-check)",
+        description=f"SageMaker's managed benchmark of the gate of {plan.prefix} (the cross-check)",
     )
     endpoints = [
         f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:endpoint/{pattern.lower()}"
-        for pattern in naming.invocable_endpoints(spec.team, spec.environment)
+        for pattern in naming.invocable_endpoints(plan.team, plan.environment)
     ]
     nag.allow(
         role,
@@ -103,13 +103,13 @@ def job_role(gate: OptimizationGate) -> iam.Role:
     nag.allow(
         role,
         ["s3:PutObject"],
-        [gate.bucket.arn_for_objects(f"{OUTPUT_PREFIX}/*")],
+        [bucket.arn_for_objects(f"{OUTPUT_PREFIX}/*")],
         why_wildcard="The managed jobs' outputs, crosscheck/<run>/<side>-c<level>/; the run id is known only at run "
         "time.",
     )
     # Decrypt too: a multipart upload to an SSE-KMS bucket reads the data key back (S3 user guide, "Multipart
     # upload and permissions": kms:Decrypt and kms:GenerateDataKey).
-    nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [gate.key.key_arn])
+    nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [key.key_arn])
     nag.allow(
         role,
         ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
@@ -119,46 +119,50 @@ def job_role(gate: OptimizationGate) -> iam.Role:
     return role
 
 
-def grant(gate: OptimizationGate, role: iam.Role, configs: list[sagemaker.CfnAIWorkloadConfig]) -> None:
-    """The state machine runs, polls and stops its jobs, reads the workload configs and passes the job role."""
-    spec = gate.spec
-    stack = Stack.of(gate)
-    machine = gate.state_machine.role
-    pattern = naming.cross_check_job_pattern(spec.team, spec.environment).lower()
-    nag.allow(
-        machine,
-        ["sagemaker:CreateAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob", "sagemaker:StopAIBenchmarkJob"],
-        [f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:ai-benchmark-job/{pattern}"],
+def _jobs_grant(scope: Construct, plan: GatePlan) -> Grant:
+    """The state machine runs, polls and stops the run's managed jobs."""
+    pattern = naming.cross_check_job_pattern(plan.team, plan.environment).lower()
+    return Grant(
+        ("sagemaker:CreateAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob", "sagemaker:StopAIBenchmarkJob"),
+        (sagemaker_arn(scope, f"ai-benchmark-job/{pattern}"),),
         why_wildcard="The managed benchmark jobs are named <team>-<env>-xc-<run>-<side><level>; the run id is known "
         "only at run time.",
     )
-    nag.allow(
-        machine,
-        ["sagemaker:DescribeAIWorkloadConfig"],
-        [
-            f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:ai-workload-config/{c.ai_workload_config_name}"
-            for c in configs
-        ],
-    )
-    nag.allow(
-        machine,
-        ["iam:PassRole"],
-        [role.role_arn],
-        conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
-    )
 
 
-def _unavailable(gate: OptimizationGate, name: str, path: str, reason: dict[str, Any]) -> sfn.Pass:
-    return sfn.Pass(gate, name, parameters=reason, result_path=path)
+def _create_grants(scope: Construct, plan: GatePlan, role: iam.IRole) -> list[Grant]:
+    """A job's creation also reads its workload config and passes the job role."""
+    return [
+        _jobs_grant(scope, plan),
+        Grant(
+            ("sagemaker:DescribeAIWorkloadConfig",),
+            tuple(
+                sagemaker_arn(scope, f"ai-workload-config/{level.config_name}") for level in plan.cross_check_levels()
+            ),
+        ),
+        Grant(("iam:PassRole",), (role.role_arn,), conditions=PASSED_TO_SAGEMAKER),
+    ]
+
+
+def _unavailable(scope: Construct, name: str, path: str, reason: dict[str, Any]) -> sfn.Pass:
+    return sfn.Pass(scope, name, parameters=reason, result_path=path)
 
 
 def _one_job(
-    gate: OptimizationGate, role: iam.Role, level: CrossCheckLevel, side: str, kind: naming.RunKind, label: str
+    scope: Construct,
+    plan: GatePlan,
+    role: iam.IRole,
+    bucket_name: str,
+    level: CrossCheckLevel,
+    side: str,
+    kind: naming.RunKind,
+    label: str,
 ) -> tuple[sfn.IChainable, list[sfn.INextable]]:
     """One side's managed job at one level: its first state and the states that end it (to chain on)."""
-    spec = gate.spec
-    check = spec.cross_check
-    assert check is not None
+    check = plan.cross_check
+    if check is None:
+        raise ValueError(f"the gate of {plan.prefix} has no cross-check")
+    jobs = _jobs_grant(scope, plan)
     c = level.concurrency
     prefix = f"CrossCheck{label}C{c}"
     path = result_path(side, c)
@@ -170,29 +174,30 @@ def _one_job(
 
     not_started = end(
         _unavailable(
-            gate,
+            scope,
             f"{prefix}NotStarted",
             path,
             {"status": "NotStarted", "reason.$": "States.Format('CreateAIBenchmarkJob: {}', $.xc_error.Cause)"},
         )
     )
     create = sdk_task(
-        gate,
+        scope,
         f"{prefix}Create",
         "aws-sdk:sagemaker:createAIBenchmarkJob",
         {
-            "AIBenchmarkJobName.$": job_name(gate, side, c),
-            "BenchmarkTarget": {"Endpoint": {"Identifier.$": run_name(spec, kind)}},
-            "OutputConfig": {"S3OutputLocation.$": _output_location(gate, side, c)},
+            "AIBenchmarkJobName.$": job_name(plan, side, c),
+            "BenchmarkTarget": {"Endpoint": {"Identifier.$": run_name(plan, kind)}},
+            "OutputConfig": {"S3OutputLocation.$": _output_location(bucket_name, side, c)},
             "AIWorkloadConfigIdentifier": level.config_name,
             "RoleArn": role.role_arn,
         },
+        grants=_create_grants(scope, plan, role),
         result_path=sfn.JsonPath.DISCARD,
     )
     create.add_catch(not_started, errors=["States.ALL"], result_path="$.xc_error")
     completed = end(
         sfn.Pass(
-            gate,
+            scope,
             f"{prefix}Completed",
             parameters={"status": "Completed", "output.$": "$.xc_job.OutputConfig.S3OutputLocation"},
             result_path=path,
@@ -200,17 +205,17 @@ def _one_job(
     )
     status = "$.xc_job.AIBenchmarkJobStatus"
     explained = end(
-        _unavailable(gate, f"{prefix}Ended", path, {"status.$": status, "reason.$": "$.xc_job.FailureReason"})
+        _unavailable(scope, f"{prefix}Ended", path, {"status.$": status, "reason.$": "$.xc_job.FailureReason"})
     )
-    unexplained = end(_unavailable(gate, f"{prefix}EndedWithoutReason", path, {"status.$": status}))
+    unexplained = end(_unavailable(scope, f"{prefix}EndedWithoutReason", path, {"status.$": status}))
     ended = (
-        sfn.Choice(gate, f"{prefix}Reason?")
+        sfn.Choice(scope, f"{prefix}Reason?")
         .when(sfn.Condition.is_present("$.xc_job.FailureReason"), explained)
         .otherwise(unexplained)
     )
     timed_out = end(
         _unavailable(
-            gate,
+            scope,
             f"{prefix}TimedOut",
             path,
             {
@@ -222,7 +227,7 @@ def _one_job(
     )
     not_stopped = end(
         _unavailable(
-            gate,
+            scope,
             f"{prefix}NotStopped",
             path,
             {
@@ -233,10 +238,11 @@ def _one_job(
         )
     )
     stop = sdk_task(
-        gate,
+        scope,
         f"{prefix}Stop",
         "aws-sdk:sagemaker:stopAIBenchmarkJob",
-        {"AIBenchmarkJobName.$": job_name(gate, side, c)},
+        {"AIBenchmarkJobName.$": job_name(plan, side, c)},
+        grants=[jobs],
         result_path=sfn.JsonPath.DISCARD,
     )
     stop.add_catch(not_stopped, errors=["States.ALL"], result_path="$.xc_error")
@@ -244,31 +250,33 @@ def _one_job(
     # A Describe that keeps failing: stop the job (it must not load the endpoint beside the next one), then say so.
     lost = end(
         _unavailable(
-            gate,
+            scope,
             f"{prefix}Lost",
             path,
             {"status": "Unknown", "reason.$": "States.Format('DescribeAIBenchmarkJob: {}', $.xc_error.Cause)"},
         )
     )
     stop_lost = sdk_task(
-        gate,
+        scope,
         f"{prefix}StopLost",
         "aws-sdk:sagemaker:stopAIBenchmarkJob",
-        {"AIBenchmarkJobName.$": job_name(gate, side, c)},
+        {"AIBenchmarkJobName.$": job_name(plan, side, c)},
+        grants=[jobs],
         result_path=sfn.JsonPath.DISCARD,
     )
     stop_lost.add_catch(lost, errors=["States.ALL"], result_path="$.xc_stop_error")
     stop_lost.next(lost)
     describe = sdk_task(
-        gate,
+        scope,
         f"{prefix}Describe",
         "aws-sdk:sagemaker:describeAIBenchmarkJob",
-        {"AIBenchmarkJobName.$": job_name(gate, side, c)},
+        {"AIBenchmarkJobName.$": job_name(plan, side, c)},
+        grants=[jobs],
         result_path="$.xc_job",
     )
     describe.add_catch(stop_lost, errors=["States.ALL"], result_path="$.xc_error")
     loop = poll_loop(
-        gate,
+        scope,
         PollStates(reset=f"{prefix}ResetPolls", wait=f"{prefix}Wait", count=f"{prefix}Count", choice=f"{prefix}Done?"),
         describe=describe,
         until=[
@@ -289,13 +297,15 @@ def _one_job(
     return create, ends
 
 
-def cross_check_states(gate: OptimizationGate, role: iam.Role, then: sfn.IChainable) -> sfn.IChainable:
+def cross_check_states(
+    scope: Construct, plan: GatePlan, role: iam.IRole, bucket_name: str, then: sfn.IChainable
+) -> sfn.IChainable:
     """Every level's managed jobs, one after the other (baseline twin, then candidate), then `then`."""
     first: sfn.IChainable | None = None
     previous_ends: list[sfn.INextable] = []
-    for level in gate.spec.cross_check_levels():
+    for level in plan.cross_check_levels():
         for side, kind, label in SIDES:
-            start, ends = _one_job(gate, role, level, side, kind, label)
+            start, ends = _one_job(scope, plan, role, bucket_name, level, side, kind, label)
             if first is None:
                 first = start
             for state in previous_ends:
@@ -308,17 +318,18 @@ def cross_check_states(gate: OptimizationGate, role: iam.Role, then: sfn.IChaina
     return first
 
 
-def stop_all(gate: OptimizationGate, then: sfn.IChainable) -> sfn.IChainable:
+def stop_all(scope: Construct, plan: GatePlan, then: sfn.IChainable) -> sfn.IChainable:
     """The cleanup's first steps: stop every managed job of the run (a job that finished or never started makes
     its stop fail, which is caught), then `then`."""
     stops: list[sfn.CustomState] = []
-    for level in gate.spec.cross_check_levels():
+    for level in plan.cross_check_levels():
         for side, _, label in SIDES:
             stop = sdk_task(
-                gate,
+                scope,
                 f"CleanupStopCrossCheck{label}C{level.concurrency}",
                 "aws-sdk:sagemaker:stopAIBenchmarkJob",
-                {"AIBenchmarkJobName.$": job_name(gate, side, level.concurrency)},
+                {"AIBenchmarkJobName.$": job_name(plan, side, level.concurrency)},
+                grants=[_jobs_grant(scope, plan)],
                 result_path=sfn.JsonPath.DISCARD,
             )
             stops.append(stop)
@@ -330,19 +341,18 @@ def stop_all(gate: OptimizationGate, then: sfn.IChainable) -> sfn.IChainable:
     return stops[0]
 
 
-def decide_payload(gate: OptimizationGate) -> dict[str, Any]:
+def decide_payload(plan: GatePlan) -> dict[str, Any]:
     """The decision Lambda's `cross_check` member: the tolerance and each job's outcome."""
-    spec = gate.spec
-    if spec.cross_check is None:
+    if plan.cross_check is None:
         return {}
     jobs = [
         {
             "concurrency": level.concurrency,
             "side": side,
-            "job.$": job_name(gate, side, level.concurrency),
+            "job.$": job_name(plan, side, level.concurrency),
             "result.$": result_path(side, level.concurrency),
         }
-        for level in spec.cross_check_levels()
+        for level in plan.cross_check_levels()
         for side, _, _ in SIDES
     ]
-    return {"cross_check": {"tolerance": spec.cross_check.tolerance, "jobs": jobs}}
+    return {"cross_check": {"tolerance": plan.cross_check.tolerance, "jobs": jobs}}

@@ -5,54 +5,54 @@ not judged again."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
 
-from optigate.constructs.gate.tasks import CleanupPath, sdk_task
+from optigate.constructs.gate import grants
+from optigate.constructs.gate.tasks import CleanupPath, SdkTask, sdk_task
+from optigate.deployment.gate import GatePlan
 from optigate.promote.lock import compiled_for_metadata
 
-if TYPE_CHECKING:
-    from optigate.constructs.gate.construct import OptimizationGate
 
-
-def record_verdict(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.Choice:
+def record_verdict(
+    scope: Construct, plan: GatePlan, group_name: str, bucket_name: str, cleanup: CleanupPath
+) -> sfn.Choice:
     """The verdict as a model package carrying the fingerprint and the report, then the cleanup:
     APPROVED Approved, INCONCLUSIVE PendingManualApproval (never promoted by itself; a person's
     approval in the registry starts the pipeline as any approval does), anything else Rejected."""
-    spec = gate.spec
 
-    def record(name: str, status: str) -> sfn.CustomState:
+    def record(name: str, status: str) -> SdkTask:
         return cleanup.guarded(
             sdk_task(
-                gate,
+                scope,
                 name,
                 "aws-sdk:sagemaker:createModelPackage",
                 {
-                    "ModelPackageGroupName": gate.group_name,
+                    "ModelPackageGroupName": group_name,
                     "ModelPackageDescription.$": "$.decision.summary",
                     "ModelApprovalStatus": status,
                     "InferenceSpecification": {
-                        "Containers": [spec.candidate_container()],
-                        "SupportedRealtimeInferenceInstanceTypes": spec.supported_instance_types,
+                        "Containers": [plan.candidate_container()],
+                        "SupportedRealtimeInferenceInstanceTypes": plan.supported_instance_types,
                         "SupportedContentTypes": ["application/json"],
                         "SupportedResponseMIMETypes": ["application/json", "application/jsonlines"],
                     },
                     "CustomerMetadataProperties": {
-                        "report.$": "States.Format('s3://" + gate.bucket.bucket_name + "/{}', $.decision.report_key)",
+                        "report.$": "States.Format('s3://" + bucket_name + "/{}', $.decision.report_key)",
                         "gate_run.$": "$.run.id",
-                        "fingerprint": spec.fingerprint,
+                        "fingerprint": plan.fingerprint,
                         # What a compiled engine is built for, so that a later team file can say it must be recompiled.
-                        **({"compiled_for": compiled_for_metadata(spec.compiled_for)} if spec.compiled_for else {}),
+                        **({"compiled_for": compiled_for_metadata(plan.compiled_for)} if plan.compiled_for else {}),
                     },
                 },
+                grants=[grants.group_packages(scope, group_name)],
                 result_path="$.model_package",
                 result_selector={"arn.$": "$.ModelPackageArn"},
             )
         )
 
     return (
-        sfn.Choice(gate, "Approved?")
+        sfn.Choice(scope, "Approved?")
         .when(
             sfn.Condition.boolean_equals("$.decision.approved", True),
             record("RecordApproved", "Approved").next(cleanup.entry),
@@ -65,32 +65,36 @@ def record_verdict(gate: OptimizationGate, cleanup: CleanupPath) -> sfn.Choice:
     )
 
 
-def unless_proven(gate: OptimizationGate, cleanup: CleanupPath, start: sfn.IChainable) -> sfn.IChainable:
+def unless_proven(
+    scope: Construct, plan: GatePlan, group_name: str, cleanup: CleanupPath, start: sfn.IChainable
+) -> sfn.IChainable:
     """The newest package of the group carries the fingerprint of the candidate it judged: the
     same candidate, Approved, passes at once (a pipeline re-run costs seconds, not a benchmark);
     Rejected, fails at once with the earlier verdict; still PendingManualApproval (inconclusive,
     nobody has decided yet), fails at once with `Inconclusive`. Input {"force": true} proves it again."""
-    fingerprint = gate.spec.fingerprint
+    fingerprint = plan.fingerprint
     last = cleanup.guarded(
         sdk_task(
-            gate,
+            scope,
             "FindLastProof",
             "aws-sdk:sagemaker:listModelPackages",
             {
-                "ModelPackageGroupName": gate.group_name,
+                "ModelPackageGroupName": group_name,
                 "SortBy": "CreationTime",
                 "SortOrder": "Descending",
                 "MaxResults": 1,
             },
+            grants=[grants.LIST_MODEL_PACKAGES],
             result_path="$.last",
             result_selector={"arns.$": "$.ModelPackageSummaryList[*].ModelPackageArn"},
         )
     )
     describe = sdk_task(
-        gate,
+        scope,
         "DescribeLastProof",
         "aws-sdk:sagemaker:describeModelPackage",
         {"ModelPackageName.$": "States.ArrayGetItem($.last.arns, 0)"},
+        grants=[grants.group_packages(scope, group_name)],
         # The whole answer, no ResultSelector: approval status, description and metadata are optional
         # in DescribeModelPackage's output, and selecting an absent one is a States.Runtime error that no
         # Catch handles (one package registered by hand would break every later run). The Choice tests them.
@@ -106,19 +110,19 @@ def unless_proven(gate: OptimizationGate, cleanup: CleanupPath, start: sfn.IChai
         sfn.Condition.is_present("$.last_proof.ModelApprovalStatus"),
     )
     proven = sfn.Pass(
-        gate,
+        scope,
         "AlreadyProven",
         parameters={
             "approved": True,
             "unchanged": True,
             "model_package_arn.$": "$.last_proof.ModelPackageArn",
-            "summary.$": f"States.Format('UNCHANGED {gate.spec.prefix}: candidate {fingerprint} was approved before "
+            "summary.$": f"States.Format('UNCHANGED {plan.prefix}: candidate {fingerprint} was approved before "
             "({}); nothing to prove', $.last_proof.ModelPackageArn)",
         },
         result_path="$.decision",
-    ).next(sfn.Succeed(gate, "CandidateAlreadyProven", output_path="$.decision"))
+    ).next(sfn.Succeed(scope, "CandidateAlreadyProven", output_path="$.decision"))
     rejected = sfn.Fail(
-        gate,
+        scope,
         "CandidateRejectedBefore",
         error="CandidateRejectedBefore",
         cause_path=f"States.Format('candidate {fingerprint} is unchanged since it was rejected ({{}}): {{}}. "
@@ -126,7 +130,7 @@ def unless_proven(gate: OptimizationGate, cleanup: CleanupPath, start: sfn.IChai
         "$.last_proof.ModelPackageArn, $.last_proof.ModelPackageDescription)",
     )
     undecided = sfn.Fail(
-        gate,
+        scope,
         "CandidateUndecidedBefore",
         error="Inconclusive",
         cause_path=f"States.Format('candidate {fingerprint} is unchanged since its verdict was inconclusive ({{}}): "
@@ -138,7 +142,7 @@ def unless_proven(gate: OptimizationGate, cleanup: CleanupPath, start: sfn.IChai
         return sfn.Condition.and_(same, sfn.Condition.string_equals("$.last_proof.ModelApprovalStatus", status))
 
     judged = (
-        sfn.Choice(gate, "SameCandidateAsLastProof?")
+        sfn.Choice(scope, "SameCandidateAsLastProof?")
         .when(status_is("Approved"), proven)
         .when(status_is("Rejected"), rejected)
         .when(status_is("PendingManualApproval"), undecided)
@@ -146,5 +150,5 @@ def unless_proven(gate: OptimizationGate, cleanup: CleanupPath, start: sfn.IChai
     )
     describe.next(judged)
     return sfn.Chain.start(last).next(
-        sfn.Choice(gate, "ProvenBefore?").when(sfn.Condition.is_present("$.last.arns[0]"), describe).otherwise(start)
+        sfn.Choice(scope, "ProvenBefore?").when(sfn.Condition.is_present("$.last.arns[0]"), describe).otherwise(start)
     )

@@ -7,8 +7,10 @@ from aws_cdk import Duration
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from optigate.constructs.gate.spec import GateSpec, ShadowStage
-from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, run_name, sdk_task
+from optigate.constructs.gate import grants
+from optigate.constructs.gate.resources import LiveConfig
+from optigate.constructs.gate.tasks import CleanupPath, Grant, PollStates, SdkTask, poll_loop, run_name, sdk_task
+from optigate.deployment.gate import GatePlan, ShadowPlan
 
 #: Both updates of the live endpoint keep the instance count autoscaling gave its production variant
 #: (and its weight): without it SageMaker applies the config's InitialInstanceCount, and a gate run during
@@ -16,15 +18,25 @@ from optigate.constructs.gate.tasks import CleanupPath, PollStates, poll_loop, r
 RETAIN_SCALED_COUNT = {"RetainAllVariantProperties": True}
 
 
-def _shadow_of(spec: GateSpec) -> ShadowStage:
-    if spec.shadow is None:
-        raise ValueError(f"the gate of {spec.prefix} has no shadow stage")
-    return spec.shadow
+def _shadow_of(plan: GatePlan) -> ShadowPlan:
+    if plan.shadow is None:
+        raise ValueError(f"the gate of {plan.prefix} has no shadow stage")
+    return plan.shadow
 
 
-def _describe_live(scope: Construct, spec: GateSpec, name: str) -> sfn.CustomState:
+def _live_grants(scope: Construct, plan: GatePlan, live: LiveConfig) -> list[Grant]:
+    """Moving the live endpoint between configs: its describe and update, and a grant on the config's keys."""
+    return [grants.live_endpoint(scope, plan, live), *grants.live_config_keys(scope, live)]
+
+
+def _describe_live(scope: Construct, plan: GatePlan, live: LiveConfig, name: str) -> SdkTask:
     return sdk_task(
-        scope, name, "aws-sdk:sagemaker:describeEndpoint", {"EndpointName": spec.live_endpoint}, result_path="$.live"
+        scope,
+        name,
+        "aws-sdk:sagemaker:describeEndpoint",
+        {"EndpointName": plan.live_endpoint},
+        grants=[grants.live_endpoint(scope, plan, live)],
+        result_path="$.live",
     )
 
 
@@ -45,18 +57,22 @@ def _live_on(status: str, config: str | None = None, *, config_path: str | None 
     return on_status
 
 
-def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, then: sfn.IChainable) -> sfn.IChainable:
+def mirror_live_traffic(
+    scope: Construct, plan: GatePlan, live: LiveConfig, cleanup: CleanupPath, then: sfn.IChainable
+) -> sfn.IChainable:
     """Release the temporary endpoints (candidate and baseline twin), put the candidate as shadow on the
     live endpoint, mirror traffic for the window, read per-variant CloudWatch metrics, then `then` (the restore)."""
-    shadow = _shadow_of(spec)
-    download, startup = spec.startup_timeouts
-    candidate, shadow_config = run_name(spec, "cand"), run_name(spec, "shadow")
+    shadow = _shadow_of(plan)
+    download, startup = plan.startup_timeouts
+    candidate, shadow_config = run_name(plan, "cand"), run_name(plan, "shadow")
+    temporary = grants.temporary_resources(scope, plan)
     release = cleanup.guarded(
         sdk_task(
             scope,
             "ReleaseCandidateEndpoint",
             "aws-sdk:sagemaker:deleteEndpoint",
             {"EndpointName.$": candidate},
+            grants=[temporary],
             result_path=sfn.JsonPath.DISCARD,
         )
     )
@@ -65,33 +81,34 @@ def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, 
             scope,
             "ReleaseTwinEndpoint",
             "aws-sdk:sagemaker:deleteEndpoint",
-            {"EndpointName.$": run_name(spec, "twin")},
+            {"EndpointName.$": run_name(plan, "twin")},
+            grants=[temporary],
             result_path=sfn.JsonPath.DISCARD,
         )
     )
-    check_live = cleanup.guarded(_describe_live(scope, spec, "DescribeLiveEndpoint"))
+    check_live = cleanup.guarded(_describe_live(scope, plan, live, "DescribeLiveEndpoint"))
     create_config = cleanup.guarded(
         sdk_task(
             scope,
             "CreateShadowConfig",
             "sagemaker:createEndpointConfig",
             {
-                **shadow.live_config_request,
+                **live.request,
                 "EndpointConfigName.$": shadow_config,
                 "ShadowProductionVariants": [
                     {
                         "VariantName": shadow.variant_name,
                         "ModelName.$": candidate,
-                        "InstanceType": spec.instance_type,
+                        "InstanceType": plan.instance_type,
                         "InitialInstanceCount": 1,
-                        # Relative to the production variant's weight of 1: the mirrored share.
-                        "InitialVariantWeight": shadow.sampling_percentage / 100,
+                        "InitialVariantWeight": shadow.variant_weight,
                         "ModelDataDownloadTimeoutInSeconds": download,
                         "ContainerStartupHealthCheckTimeoutInSeconds": startup,
-                        **({"InferenceAmiVersion": spec.candidate_ami_version} if spec.candidate_ami_version else {}),
+                        **({"InferenceAmiVersion": plan.candidate_ami_version} if plan.candidate_ami_version else {}),
                     }
                 ],
             },
+            grants=[temporary],
             result_path=sfn.JsonPath.DISCARD,
         )
     )
@@ -104,7 +121,8 @@ def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, 
             scope,
             "PutShadowOnLiveEndpoint",
             "aws-sdk:sagemaker:updateEndpoint",  # the SDK integration passes RetainAllVariantProperties on
-            {"EndpointName": spec.live_endpoint, "EndpointConfigName.$": "$.shadow.config", **RETAIN_SCALED_COUNT},
+            {"EndpointName": plan.live_endpoint, "EndpointConfigName.$": "$.shadow.config", **RETAIN_SCALED_COUNT},
+            grants=_live_grants(scope, plan, live),
             result_path=sfn.JsonPath.DISCARD,
         )
     )
@@ -128,15 +146,15 @@ def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, 
                                 "Namespace": "AWS/SageMaker",
                                 "MetricName": metric,
                                 "Dimensions": [
-                                    {"Name": "EndpointName", "Value": spec.live_endpoint},
+                                    {"Name": "EndpointName", "Value": plan.live_endpoint},
                                     {"Name": "VariantName", "Value": variant},
                                 ],
                             },
-                            "Period": shadow.window_minutes * 60,
+                            "Period": shadow.window_seconds,
                             "Stat": "p99" if key == "latency" else "Sum",
                         },
                     }
-                    for side, variant in (("production", shadow.production_variant), ("shadow", shadow.variant_name))
+                    for side, variant in (("production", live.production_variant), ("shadow", shadow.variant_name))
                     for key, metric in (
                         ("invocations", "Invocations"),
                         ("errors", "Invocation5XXErrors"),
@@ -146,13 +164,14 @@ def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, 
             },
             # The whole answer, not a ResultSelector: MetricDataResults is optional in GetMetricData's output
             # (selecting it when absent is a States.Runtime error no Catch handles); the decision reads it.
+            grants=[grants.VARIANT_METRICS],
             result_path="$.shadow_metrics",
         )
     )
     in_service = poll_loop(
         scope,
         PollStates(reset="ResetShadowPolls", wait="WaitForShadow", count="CountShadowPoll", choice="ShadowInService?"),
-        describe=cleanup.guarded(_describe_live(scope, spec, "DescribeShadowedEndpoint")),
+        describe=cleanup.guarded(_describe_live(scope, plan, live, "DescribeShadowedEndpoint")),
         until=[
             (_live_on("InService", config_path="$.shadow.config"), started),
             (
@@ -173,14 +192,14 @@ def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, 
         timed_out=cleanup.fail_with(
             "ShadowTimedOut",
             "ShadowTimedOut",
-            f"the shadow config was not InService within {spec.max_polls} polls of {spec.poll_seconds} s",
+            f"the shadow config was not InService within {plan.max_polls} polls of {plan.poll_seconds} s",
         ),
-        poll_seconds=spec.poll_seconds,
-        max_polls=spec.max_polls,
+        poll_seconds=plan.poll_seconds,
+        max_polls=plan.max_polls,
     )
     at_rest = (
         sfn.Choice(scope, "LiveEndpointAtRest?")
-        .when(_live_on("InService", shadow.live_config_name), create_config)
+        .when(_live_on("InService", live.name), create_config)
         .otherwise(
             cleanup.fail_with(
                 "LiveEndpointBusy",
@@ -195,10 +214,10 @@ def mirror_live_traffic(scope: Construct, spec: GateSpec, cleanup: CleanupPath, 
     return sfn.Chain.start(release).next(release_twin).next(check_live).next(at_rest)
 
 
-def restore_live(scope: Construct, spec: GateSpec, then: sfn.IChainable) -> sfn.Choice:
+def restore_live(scope: Construct, plan: GatePlan, live: LiveConfig, then: sfn.IChainable) -> sfn.Choice:
     """Return the live endpoint to the config CloudFormation created, waiting out an update in
     flight; bounded. Restored or not (the reason in `$.failure`), the way on is `then`."""
-    shadow = _shadow_of(spec)
+    _shadow_of(plan)
     restored = sfn.Pass(
         scope, "LiveEndpointRestored", result=sfn.Result.from_boolean(True), result_path="$.shadow.restored"
     ).next(then)
@@ -207,19 +226,20 @@ def restore_live(scope: Construct, spec: GateSpec, then: sfn.IChainable) -> sfn.
         "LiveEndpointNotRestored",
         parameters={
             "Error": "LiveEndpointNotRestored",
-            "Cause": f"the live endpoint {spec.live_endpoint} could not be returned to its CloudFormation config "
-            f"{shadow.live_config_name}; restore it: aws sagemaker update-endpoint "
-            f"--endpoint-name {spec.live_endpoint} --endpoint-config-name {shadow.live_config_name}",
+            "Cause": f"the live endpoint {plan.live_endpoint} could not be returned to its CloudFormation config "
+            f"{live.name}; restore it: aws sagemaker update-endpoint "
+            f"--endpoint-name {plan.live_endpoint} --endpoint-config-name {live.name}",
         },
         result_path="$.failure",
     ).next(then)
-    describe = _describe_live(scope, spec, "DescribeLiveForRestore")
+    describe = _describe_live(scope, plan, live, "DescribeLiveForRestore")
     describe.add_catch(failed, errors=["States.ALL"], result_path="$.restore_error")
     update = sdk_task(
         scope,
         "RestoreLiveEndpoint",
         "aws-sdk:sagemaker:updateEndpoint",
-        {"EndpointName": spec.live_endpoint, "EndpointConfigName": shadow.live_config_name, **RETAIN_SCALED_COUNT},
+        {"EndpointName": plan.live_endpoint, "EndpointConfigName": live.name, **RETAIN_SCALED_COUNT},
+        grants=_live_grants(scope, plan, live),
         result_path=sfn.JsonPath.DISCARD,
     )
     update.add_catch(failed, errors=["States.ALL"], result_path="$.restore_error")
@@ -233,11 +253,11 @@ def restore_live(scope: Construct, spec: GateSpec, then: sfn.IChainable) -> sfn.
             choice="LiveEndpointOnOriginalConfig?",
         ),
         describe=describe,
-        until=[(_live_on("InService", shadow.live_config_name), restored)],
+        until=[(_live_on("InService", live.name), restored)],
         timed_out=failed,
         then=[(sfn.Condition.or_(_live_on("InService"), _live_on("Failed")), update)],
-        poll_seconds=spec.poll_seconds,
-        max_polls=spec.max_polls,
+        poll_seconds=plan.poll_seconds,
+        max_polls=plan.max_polls,
         counter="$.restore_polls",
         describe_first=True,
     )

@@ -1,19 +1,64 @@
-"""The gate's building blocks: an AWS SDK task that retries throttling, the way to the cleanup
-that every error and failure takes, and one bounded poll loop (wait, describe, count, decide)."""
+"""The gate's building blocks: an AWS SDK task that retries throttling and carries the IAM grant its
+call needs, the way to the cleanup that every error and failure takes, and one bounded poll loop (wait,
+describe, count, decide)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from aws_cdk import Aws, Duration
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from optigate import naming
-from optigate.constructs import retries
-from optigate.constructs.gate.spec import GateSpec
+from optigate.constructs import nag, retries
+from optigate.deployment.gate import GatePlan
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One IAM statement a task's call needs (optigate.constructs.nag.allow: a wildcard needs its reason)."""
+
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
+    conditions: dict[str, Any] | None = field(default=None, hash=False)
+    why_wildcard: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Equal statements, wherever declared, are applied once (their acknowledgements too)."""
+        return json.dumps([self.actions, self.resources, self.conditions, self.why_wildcard], sort_keys=True)
+
+    def apply(self, role: iam.IRole) -> None:
+        nag.allow(
+            role, list(self.actions), list(self.resources), why_wildcard=self.why_wildcard, conditions=self.conditions
+        )
+
+
+@dataclass(frozen=True)
+class ConstructGrant:
+    """A grant a construct makes itself (`function.grant_invoke`, `EvaluationJob.grant_run`), applied once per `key`."""
+
+    key: str
+    apply: Callable[[iam.IRole], object]
+
+
+TaskGrant = Grant | ConstructGrant
+State = TypeVar("State", bound=sfn.CustomState)
+
+
+class SdkTask(sfn.CustomState):
+    """A Task state and the grants its call needs (applied to the state machine's role by :func:`apply_grants`)."""
+
+    def __init__(
+        self, scope: Construct, name: str, *, state_json: dict[str, Any], grants: Sequence[TaskGrant] = ()
+    ) -> None:
+        super().__init__(scope, name, state_json=state_json)
+        self.grants = tuple(grants)
 
 
 def sdk_task(
@@ -22,11 +67,13 @@ def sdk_task(
     resource: str,
     parameters: dict[str, Any],
     *,
+    grants: Sequence[TaskGrant],
     result_path: str | None = None,
     result_selector: dict[str, Any] | None = None,
-) -> sfn.CustomState:
+) -> SdkTask:
     """A Task state calling `arn:<partition>:states:::<resource>`, retrying what its kind of
-    integration raises for throttling and transient faults (optigate.constructs.retries)."""
+    integration raises for throttling and transient faults (optigate.constructs.retries), with the
+    `grants` its call needs."""
     state: dict[str, Any] = {
         "Type": "Task",
         "Resource": f"arn:{Aws.PARTITION}:states:::{resource}",
@@ -36,7 +83,18 @@ def sdk_task(
     state["Retry"] = [retries.retry_for(state["Resource"])]
     if result_selector:
         state["ResultSelector"] = result_selector
-    return sfn.CustomState(scope, name, state_json=state)
+    return SdkTask(scope, name, state_json=state, grants=grants)
+
+
+def apply_grants(scope: Construct, role: iam.IRole, more: Iterable[TaskGrant] = ()) -> None:
+    """Grant `role` what every task under `scope` needs, and `more` (for states that are not SdkTasks), each once."""
+    grants: dict[str, TaskGrant] = {}
+    for child in scope.node.find_all():
+        if isinstance(child, SdkTask):
+            grants.update((grant.key, grant) for grant in child.grants)
+    grants.update((grant.key, grant) for grant in more)
+    for grant in grants.values():
+        grant.apply(role)
 
 
 def start_run(scope: Construct) -> sfn.Pass:
@@ -44,10 +102,10 @@ def start_run(scope: Construct) -> sfn.Pass:
     return sfn.Pass(scope, "Init", parameters={"id.$": naming.RUN_ID_EXPRESSION}, result_path="$.run")
 
 
-def run_name(spec: GateSpec, kind: naming.RunKind) -> str:
+def run_name(plan: GatePlan, kind: naming.RunKind) -> str:
     """The name a run gives its `kind` of resource (optigate.naming), as a Step Functions expression
     that formats the run id `$.run.id` into it."""
-    return f"States.Format('{spec.run_name_template(kind)}', $.run.id)"
+    return f"States.Format('{plan.run_name_template(kind)}', $.run.id)"
 
 
 @dataclass(frozen=True)
@@ -58,7 +116,7 @@ class CleanupPath:
     scope: Construct
     entry: sfn.IChainable
 
-    def guarded(self, state: sfn.CustomState) -> sfn.CustomState:
+    def guarded(self, state: State) -> State:
         state.add_catch(self.entry, errors=["States.ALL"], result_path="$.failure")
         return state
 
@@ -107,7 +165,7 @@ def poll_loop(
     scope: Construct,
     names: PollStates,
     *,
-    describe: sfn.CustomState,
+    describe: SdkTask,
     until: Sequence[tuple[sfn.Condition, sfn.IChainable]],
     timed_out: sfn.IChainable,
     poll_seconds: int,

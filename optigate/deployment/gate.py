@@ -1,4 +1,12 @@
-"""What one team's gate proves, resolved from its config at synth time (no CDK here)."""
+"""What one team's gate will measure and prove in one environment, resolved from its config (no CDK here).
+
+`resolve_gate` is the one place the gate's numbers are made: the benchmark fleet's shards and the streams
+per worker at each level, the requests per level, the thresholds at the concurrency actually measured,
+the optimization job, the trained head, the shadow stage, the cross-check's workloads and the fingerprint.
+The stack only creates the resources and passes the plan on (optigate.constructs.gate); `optigate summary
+--gate` prints it. What is only known as a CloudFormation token (the model role, the live model and
+config, the buckets) is not here: the constructs add it (optigate.constructs.gate.resources).
+"""
 
 from __future__ import annotations
 
@@ -6,130 +14,57 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 from optigate import naming
+from optigate.config.models import CROSS_CHECK_KEYS, Environment
+from optigate.config.rules import cross_check_tokenizer
 from optigate.deployment.compilation import compiled_for
-from optigate.serving.images import FIRST_COMPRESSED_TENSORS_LMI, lmi_version
+from optigate.deployment.optimization import (
+    OPTIMIZATION_MAX_POLLS,
+    OPTIMIZATION_POLL_SECONDS,
+    TrainedHead,
+    configs_with_image,
+    job_serving_options,
+)
+from optigate.deployment.team import ResolvedTeam
+from optigate.promote.lock import ServedPackage
+from optigate.serving import images
 from optigate.serving.lmi import MODEL_DIR
 
-#: The optimization job's own bounds (its StoppingCondition): at most 10 h of work, and at most 2 h
-#: waiting for capacity (a p5 may not be free). SageMaker stops the job at either; the gate polls it
-#: for that long plus a grace for the stop, so the job's bound, not the gate's poll count, ends a
-#: slow or queued job.
-OPTIMIZATION_MAX_RUNTIME_SECONDS = 36_000
-OPTIMIZATION_MAX_PENDING_SECONDS = 7_200
-OPTIMIZATION_STOP_GRACE_SECONDS = 1_800
-OPTIMIZATION_POLL_SECONDS = 300
-OPTIMIZATION_MAX_POLLS = math.ceil(
-    (OPTIMIZATION_MAX_RUNTIME_SECONDS + OPTIMIZATION_MAX_PENDING_SECONDS + OPTIMIZATION_STOP_GRACE_SECONDS)
-    / OPTIMIZATION_POLL_SECONDS
-)
-
-
-@cache
-def _configs_with_image() -> frozenset[str]:
-    """The members of SageMaker's OptimizationConfig that name the image their job runs (botocore's model):
-    quantization, compilation and sharding do; speculative decoding has no Image."""
-    import botocore.session
-
-    union = botocore.session.get_session().get_service_model("sagemaker").shape_for("OptimizationConfig")
-    return frozenset(name for name, shape in union.members.items() if "Image" in getattr(shape, "members", {}))
-
-
-def job_serving_options(optimization_configs: list[dict[str, Any]] | None, image: str) -> dict[str, str]:
-    """The `OPTION_*` values an optimization job run on `image` freezes into its output's serving.properties,
-    which the candidate then serves with, over its environment ("Configurations specified in the
-    serving.properties files will override configurations specified in environment variables":
-    djl-serving serving/docs/lmi/deployment_guide/configurations.md).
-
-    The job's container writes every `OPTION_*` variable it saw as `option.*` (djl-serving
-    serving/docker/partition/properties_manager.py and utils.update_kwargs_with_env_vars), and since LMI
-    0.35.0 `option.quantize=fp8` as `compressed-tensors` (:data:`FIRST_COMPRESSED_TENSORS_LMI`). The gate
-    passes only each config's OverrideEnvironment, so those are the options. A compiling job (ModelCompilationConfig:
-    TensorRT-LLM or Neuron) writes its options as it read them (sm_neo_trt_llm_partition.py generate_properties_file,
-    sm_neo_neuron_partition.py write_properties): an fp8 engine stays `fp8`; the llm-compressor rewrite is the vLLM
-    container's quantization step only."""
-    options: dict[str, str] = {}
-    for config in optimization_configs or []:
-        for settings in config.values():
-            options |= {
-                k: str(v) for k, v in settings.get("OverrideEnvironment", {}).items() if k.startswith("OPTION_")
-            }
-    compiles = any("ModelCompilationConfig" in config for config in optimization_configs or [])
-    if options.get("OPTION_QUANTIZE") == "fp8" and not compiles:
-        version = lmi_version(image)
-        if version is None:
-            raise ValueError(
-                f"cannot tell which quantize option an fp8 optimization job on {image} writes (not an LMI DLC tag)"
-            )
-        if version >= FIRST_COMPRESSED_TENSORS_LMI:
-            options["OPTION_QUANTIZE"] = "compressed-tensors"
-    return options
-
-
-#: Where the gate puts a trained head the optimization job left outside its optimized model's prefix, under the
-#: candidate's prefix (the head must be under the model prefix: AWS::SageMaker::Model has no
-#: AdditionalModelDataSources, so CloudFormation can deploy one prefix only).
-TRAINED_HEAD_DIR = "speculative_head"
+#: What one Lambda worker of the benchmark fleet holds accurately: a level above it is split over workers.
+STREAMS_PER_WORKER = 64
+#: Each worker sends `requests_per_slot` requests per stream at each level, and at least this many.
+MIN_REQUESTS_PER_LEVEL = 32
 
 
 @dataclass(frozen=True)
-class TrainedHead:
-    """An EAGLE head the gate's optimization job trains (ModelSpeculativeDecodingConfig, Technique EAGLE).
-
-    :param train_from: what the team configured, region resolved: "data_capture" or an S3 URI. Part of the
-        fingerprint (the capture bucket's name is a CloudFormation token and is not).
-    :param training_data: TrainingDataSource as the job gets it, {S3Uri, S3DataType}; S3Uri may be a token.
-    :param num_speculative_tokens: vLLM's num_speculative_tokens in OPTION_SPECULATIVE_CONFIG.
-    :param method: "eagle", as configured; vLLM's method (eagle or eagle3) is read from the trained head, because
-        the service chooses EAGLE-2 or EAGLE-3 per architecture.
-    """
-
-    train_from: str
-    training_data: dict[str, str]
-    num_speculative_tokens: int = 3
-    method: str = "eagle"
-
-    @property
-    def proof(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "train_from": self.train_from,
-            "data_type": self.training_data["S3DataType"],
-            "num_speculative_tokens": self.num_speculative_tokens,
-        }
-
-
-@dataclass(frozen=True)
-class ShadowStage:
+class ShadowPlan:
     """Mirror live traffic to the candidate: a shadow variant on the live endpoint for a window.
 
     The gate puts a temporary endpoint config (the live production variants, unchanged, plus the
     candidate as shadow) on the live endpoint and afterwards returns the endpoint to the config
-    CloudFormation created, on every path. A shadow's responses are discarded and it cannot be
-    invoked directly, so the benchmark and the evaluation run on a temporary endpoint first.
+    CloudFormation created, on every path (that config is a token: GateResources.live_config). A shadow's
+    responses are discarded and it cannot be invoked directly, so the benchmark and the evaluation run on
+    a temporary endpoint first.
 
-    :param live_config_name: the endpoint config CloudFormation created for the live endpoint.
-    :param live_config_arn: its ARN (SageMaker lower-cases names in ARNs; CloudFormation's Ref has it right).
-    :param live_config_request: that config as a CreateEndpointConfig request without name and
-        shadow (TunedEndpoint.config_request()). A shadow CloudFormation runs is replaced for the window.
     :param sampling_percentage: share of live requests mirrored, 1-100.
     :param window_minutes: how long traffic is mirrored before the metrics are read.
     """
 
-    live_config_name: str
-    live_config_arn: str
-    live_config_request: dict[str, Any]
     sampling_percentage: int
     window_minutes: int
     variant_name: str = "GateCandidate"
 
     @property
-    def production_variant(self) -> str:
-        """The live variant whose traffic is mirrored (the first of the live config)."""
-        return self.live_config_request["ProductionVariants"][0]["VariantName"]
+    def variant_weight(self) -> float:
+        """The shadow variant's weight, relative to the production variant's weight of 1: the mirrored share."""
+        return self.sampling_percentage / 100
+
+    @property
+    def window_seconds(self) -> int:
+        """The window as one metric period: each variant's figures over the whole window."""
+        return self.window_minutes * 60
 
 
 #: How often and how long the gate polls a managed benchmark job: one level of one side is a few minutes of
@@ -144,13 +79,10 @@ class CrossCheck:
 
     :param tokenizer: the Hugging Face tokenizer id AIPerf downloads (config rules resolve it).
     :param tolerance: gate.benchmark.cross_check_tolerance, for the report.
-    :param shards: the benchmark fleet's workers: a level's concurrency is shards x streams per worker, and
-        the managed job loads the endpoint with that total, the same as optigate's benchmark.
     """
 
     tokenizer: str
     tolerance: dict[str, float]
-    shards: int = 1
     poll_seconds: int = CROSS_CHECK_POLL_SECONDS
     max_polls: int = CROSS_CHECK_MAX_POLLS
 
@@ -166,26 +98,26 @@ class CrossCheckLevel:
 
 
 @dataclass(frozen=True)
-class GateSpec:
-    """What one team's gate proves, resolved from its config at synth time."""
+class GatePlan:
+    """What one team's gate measures and proves in one environment (see the module docstring)."""
 
     team: str
     environment: str
     live_endpoint: str
-    model_role_arn: str
     instance_type: str
     baseline_model_uri: str
     candidate_image: str
     candidate_environment: dict[str, str]
     change: dict[str, Any]
+    # The decision's thresholds, their `concurrency` the total streams each level measures (shards x levels).
     thresholds: dict[str, Any]
-    # The live endpoint's model (CloudFormation's; the gate never deletes it): the baseline twin runs it.
-    baseline_model_name: str
     optimization_configs: list[dict[str, Any]] | None = None
     # Streams per fleet worker at each benchmarked level, run one level after the other; each
-    # worker sends `requests_per_slot` requests per stream (at least 32) at each level.
+    # worker sends `requests_per_slot` requests per stream (at least MIN_REQUESTS_PER_LEVEL) at each level.
     levels: tuple[int, ...] = (16,)
     requests_per_slot: int = 4
+    # The benchmark fleet's workers: each level runs on every worker.
+    shards: int = 1
     # Interleaved blocks per level: the twin then the candidate, `blocks` times (A B A B ...), each
     # block sending the level's requests.
     blocks: int = 1
@@ -197,7 +129,7 @@ class GateSpec:
     price_per_hour_usd: float | None = None
     prediction: dict[str, Any] = field(default_factory=dict)
     startup_timeouts: tuple[int, int] = (1200, 1200)
-    shadow: ShadowStage | None = None
+    shadow: ShadowPlan | None = None
     # The promotion pipeline's (account, region): it may run this gate, read its model packages,
     # and hears of every approval.
     pipeline: tuple[str, str] | None = None
@@ -215,6 +147,8 @@ class GateSpec:
     instance_pools: tuple[str, ...] = ()
     # An EAGLE head the optimization job trains (its optimization_configs then hold ModelSpeculativeDecodingConfig).
     trained_head: TrainedHead | None = None
+    # The evaluation's dataset, region resolved.
+    evaluation_dataset_uri: str = ""
 
     def __post_init__(self) -> None:
         speculative = any("ModelSpeculativeDecodingConfig" in c for c in self.optimization_configs or [])
@@ -233,6 +167,29 @@ class GateSpec:
         """The IAM pattern matching every run's `kind` of resource."""
         return naming.run_name_pattern(self.team, self.environment, kind)
 
+    # ------------------------------------------------------------------ the benchmark
+
+    @property
+    def requests_per_level(self) -> tuple[int, ...]:
+        """One block's requests per worker at each of `levels`."""
+        return tuple(max(MIN_REQUESTS_PER_LEVEL, self.requests_per_slot * c) for c in self.levels)
+
+    @property
+    def measured_concurrency(self) -> tuple[int, ...]:
+        """The total streams at each level: every worker runs the level's streams."""
+        return tuple(self.shards * c for c in self.levels)
+
+    @property
+    def benchmark_items(self) -> list[dict[str, int]]:
+        """Each (level, block) the benchmark runs, in order: streams and requests per worker, and the block."""
+        return [
+            {"per_shard": c, "block": block, "requests": requests}
+            for c, requests in zip(self.levels, self.requests_per_level, strict=True)
+            for block in range(self.blocks)
+        ]
+
+    # ------------------------------------------------------------------ the candidate
+
     @property
     def compiled_for(self) -> dict[str, str] | None:
         """What the job compiles the candidate's engine for (instance type, TP, maximum length, batch), None when it
@@ -248,17 +205,18 @@ class GateSpec:
         options = job_serving_options(self.optimization_configs, self.candidate_image)
         return dict(sorted({**self.candidate_environment, **options}.items()))
 
-    def optimization_job_configs(self) -> list[dict[str, Any]] | None:
+    def optimization_job_configs(self, training_data_uri: str | None = None) -> list[dict[str, Any]] | None:
         """The optimization configs as the job gets them: each that can name its image runs on the
         candidate's (the team's pinned LMI), so the job writes what that image serves. Speculative
-        decoding names no image (botocore); the candidate still serves the candidate's image."""
+        decoding names no image (botocore); the candidate still serves the candidate's image.
+        `training_data_uri`: the capture's S3 URI when a trained head trains from data capture."""
         if not self.optimization_configs:
             return None
         pinned = []
         for config in self.optimization_configs:
             out = {}
             for kind, settings in config.items():
-                if kind in _configs_with_image():
+                if kind in configs_with_image():
                     image = settings.get("Image", self.candidate_image)
                     if image != self.candidate_image:
                         raise ValueError(
@@ -266,7 +224,7 @@ class GateSpec:
                         )
                     settings = {**settings, "Image": image}
                 if kind == "ModelSpeculativeDecodingConfig" and self.trained_head is not None:
-                    settings = {**settings, "TrainingDataSource": dict(self.trained_head.training_data)}
+                    settings = {**settings, "TrainingDataSource": self.trained_head.training_data(training_data_uri)}
                 out[kind] = settings
             pinned.append(out)
         return pinned
@@ -308,19 +266,24 @@ class GateSpec:
             },
         }
 
+    @property
+    def supported_instance_types(self) -> list[str]:
+        """Where the promoted model may run: every instance pool, else the one type the gate measured on."""
+        return list(self.instance_pools) or [self.instance_type]
+
+    # ------------------------------------------------------------------ the cross-check
+
     def cross_check_levels(self) -> tuple[CrossCheckLevel, ...]:
         """The managed benchmark's workload per level: the same prompt and output lengths, streaming, total
-        concurrency and one block's requests as optigate's benchmark of that level (stages.benchmark_levels),
+        concurrency and one block's requests as optigate's benchmark of that level (:attr:`benchmark_items`),
         fixed lengths (stddev 0) as optigate sends them. AIPerf parameters: the SageMaker SDK's
         `Workload.synthetic` (sagemaker/serve/ai_inference_recommender/workload.py) and
         https://docs.aws.amazon.com/sagemaker/latest/dg/generative-ai-inference-recommendations-workload-config.html."""
         if self.cross_check is None:
             return ()
-        shards = self.cross_check.shards
         levels = []
-        for per_shard in self.levels:
-            concurrency = shards * per_shard
-            requests = shards * max(32, self.requests_per_slot * per_shard)
+        for concurrency, per_shard_requests in zip(self.measured_concurrency, self.requests_per_level, strict=True):
+            requests = self.shards * per_shard_requests
             spec = {
                 "benchmark": {"type": "aiperf"},
                 "parameters": {
@@ -344,10 +307,7 @@ class GateSpec:
         """A run's managed benchmark job of `side` at `concurrency` (total streams), `{}` for the run id."""
         return naming.cross_check_job_template(self.team, self.environment, side, concurrency)
 
-    @property
-    def supported_instance_types(self) -> list[str]:
-        """Where the promoted model may run: every instance pool, else the one type the gate measured on."""
-        return list(self.instance_pools) or [self.instance_type]
+    # ------------------------------------------------------------------ the proof
 
     @property
     def fingerprint(self) -> str:
@@ -375,3 +335,88 @@ class GateSpec:
         if self.instance_pools:  # where the promoted model may run: a new pool is checked and proven again
             proof["instance_pools"] = list(self.instance_pools)
         return hashlib.sha256(json.dumps(proof, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def resolve_gate(
+    resolved_team: ResolvedTeam,
+    environment: Environment,
+    *,
+    served: ServedPackage | None = None,
+    pipeline: tuple[str, str] | None = None,
+) -> GatePlan | None:
+    """The gate of `resolved_team` in `environment`, None without a gate candidate. `served`: the package the
+    environment's lock names (the live model, which the baseline's twin runs); `pipeline`: the promotion
+    pipeline's (account, region)."""
+    team, candidate = resolved_team.team, resolved_team.candidate
+    if candidate is None:
+        return None
+    region = environment.region
+    dataset = team.gate.evaluation.dataset_s3_uri
+    if dataset is None:  # the config rules refuse a gate candidate without a dataset
+        raise ValueError(f"{team.team}: a gate needs a resolved candidate and an evaluation dataset")
+    benchmark = team.gate.benchmark
+    shards = max(1, math.ceil(max(benchmark.concurrency) / STREAMS_PER_WORKER))
+    levels = tuple(sorted({max(1, math.ceil(c / shards)) for c in benchmark.concurrency}))
+    # The live model's image (the team's, or an approved package's): the baseline's twin runs it.
+    if served is not None:
+        live_image = served.image
+    elif resolved_team.baseline is not None:
+        live_image = resolved_team.baseline.image_uri(region)
+    else:
+        raise ValueError(f"team {team.team} did not resolve: {resolved_team.problems}")
+    rollout = team.rollout
+    shadow = (
+        ShadowPlan(rollout.shadow.sampling_percentage, rollout.shadow.window_minutes)
+        # A team with adapters serves inference components, which take no shadow variant.
+        if rollout.strategy == "shadow" and rollout.shadow is not None and not team.adapters
+        else None
+    )
+    head = resolved_team.trained_head
+    tokenizer = cross_check_tokenizer(team)
+    return GatePlan(
+        team=team.team,
+        environment=environment.name,
+        live_endpoint=naming.endpoint_name(team.team, environment.name),
+        instance_type=candidate.serving.instance_type,
+        instance_pools=tuple(pool.instance_type for pool in candidate.pools),
+        baseline_model_uri=team.model.source.artifact_uri.replace("{region}", region),
+        candidate_image=candidate.image_uri(region),
+        candidate_environment=candidate.environment,
+        change=json.loads(json.dumps(resolved_team.change, default=str)),
+        thresholds={
+            **benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens", "blocks", *CROSS_CHECK_KEYS}),
+            "concurrency": [shards * c for c in levels],
+        },
+        optimization_configs=resolved_team.optimization_configs,
+        levels=levels,
+        shards=shards,
+        blocks=benchmark.blocks,
+        prompt_tokens=benchmark.prompt_tokens,
+        max_new_tokens=benchmark.max_new_tokens,
+        price_per_hour_usd=candidate.price_per_hour_usd,
+        prediction=candidate.prediction(),
+        startup_timeouts=(
+            candidate.model_data_download_timeout_seconds,
+            candidate.container_startup_health_check_timeout_seconds,
+        ),
+        shadow=shadow,
+        pipeline=pipeline,
+        candidate_ami_version=candidate.inference_ami_version,
+        # The twin runs the live model on the candidate's type.
+        baseline_ami_version=images.inference_ami_version(images.tag_of(live_image), candidate.serving.instance_type),
+        trained_head=(
+            TrainedHead(
+                train_from=head.train_from.replace("{region}", region),
+                s3_data_type=head.s3_data_type,
+                num_speculative_tokens=head.num_speculative_tokens,
+            )
+            if head is not None
+            else None
+        ),
+        cross_check=(
+            CrossCheck(tokenizer=tokenizer, tolerance=benchmark.cross_check_tolerance.model_dump())
+            if benchmark.cross_check == "sagemaker" and tokenizer is not None
+            else None
+        ),
+        evaluation_dataset_uri=dataset.replace("{region}", region),
+    )
