@@ -39,7 +39,7 @@ def main() -> int:
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO))  # this checkout's optigate, whatever is installed
-    from optigate.testing.config_mutants import Mutant, Outcome, check_mutant, mutants, prepare_project
+    from tests.fixtures.config_mutants import Mutant, Outcome, check_mutant, mutants, prepare_project
 
     counts: Counter[str] = Counter()
     tracebacks: dict[str, list[tuple[Mutant, Outcome]]] = {}

@@ -14,7 +14,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     from optigate.config.loader import ConfigError
 
     try:
-        from optigate.testing import rehearse as rehearsal  # needs moto: the dev extra
+        from optigate.rehearse import rehearsal  # needs moto: the dev extra
     except ImportError as error:
         raise CliError(f"rehearse needs the dev extra (pip install -e .[dev]): {error}", exit_code=2) from error
     try:

@@ -18,8 +18,8 @@ import tempfile
 
 from hypothesis import HealthCheck, given, settings
 
-from optigate.testing.config_mutants import SLOW_SECONDS, Mutant, check_mutant, mutants, prepare_project
 from tests.conftest import CONFIG
+from tests.fixtures.config_mutants import SLOW_SECONDS, Mutant, check_mutant, mutants, prepare_project
 
 _WORKDIR = tempfile.TemporaryDirectory(prefix="optigate-fuzz-")
 _PROJECT = prepare_project(CONFIG, _WORKDIR.name)
@@ -47,7 +47,7 @@ def test_the_checker_reports_a_traceback_an_issue_without_a_line_and_a_slow_exam
     """The property above can fail: each of its failures, seeded, is reported as such."""
     from optigate import deployment
     from optigate.config import loader
-    from optigate.testing import config_mutants
+    from tests.fixtures import config_mutants
 
     chat = Mutant("teams/chat.yaml", _ORIGINALS["teams/chat.yaml"], ("unchanged",))
     assert check_mutant(_PROJECT, chat, _ORIGINALS).kind == "valid"

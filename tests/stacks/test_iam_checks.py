@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from optigate import naming
-from optigate.testing.iam_checks import (
+from tests.template_rules.iam_checks import (
     SAMPLE_UUID,
     Finding,
     Stack,
@@ -394,7 +394,7 @@ def test_a_handler_call_its_role_does_not_grant_is_reported(tmp_path):
 def test_the_benchmark_worker_needs_both_invoke_actions(app_stacks):
     """The worker signs InvokeEndpointWithResponseStream by hand (optigate.bench.client); its API
     reference says the caller also needs sagemaker:InvokeEndpoint: both are looked for."""
-    from optigate.testing.iam_checks import handler_calls, handler_source
+    from tests.template_rules.iam_checks import handler_calls, handler_source
 
     stack = app_stacks[0]
     worker = next(

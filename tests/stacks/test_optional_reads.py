@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from optigate.testing.optional_reads import Finding, iter_findings, unguarded_optional_reads
+from tests.template_rules.optional_reads import Finding, iter_findings, unguarded_optional_reads
 
 DESCRIBE_JOB = "arn:aws:states:::aws-sdk:sagemaker:describeOptimizationJob"
 
@@ -211,7 +211,7 @@ def test_an_index_into_a_selected_list_needs_a_guard():
 
 def _definitions(templates: dict[str, dict]) -> dict[str, dict]:
     """`stack/logical id` -> definition, for every state machine of every template."""
-    from optigate.testing.template import placeholder_definition, state_machines
+    from optigate.rehearse.template import placeholder_definition, state_machines
 
     return {
         f"{stack}/{logical}": placeholder_definition(template, logical)
@@ -225,7 +225,7 @@ def test_a_bypassed_guard_of_a_real_gate_is_reported(example_app):
     tests `IsPresent: true` and the states behind it read unguarded; some of them must be reported."""
     import copy
 
-    from optigate.testing.asl import iter_states
+    from optigate.rehearse.asl import iter_states
 
     definitions = _definitions(example_app.templates)
     caught = set()

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from optigate.testing.template import render_definition, resources_of_type, state_machines
+from optigate.rehearse.template import render_definition, resources_of_type, state_machines
 
 WORKER, MERGE, DECIDE, STAGE = "worker", "merge", "decide", "stage"
 _PROBE: Final = "cfn-token:"  # a rendered token that names its resource: cfn-token:<LogicalId>[.<Attribute>]

@@ -59,8 +59,8 @@ from typing import Any
 
 from botocore.model import ListShape, MapShape, Shape, StructureShape
 
-from optigate.testing.asl import SERVICE_NAMES
-from optigate.testing.validation import service_model
+from optigate.rehearse.asl import SERVICE_NAMES
+from optigate.rehearse.validation import service_model
 
 # --------------------------------------------------------------------------- types of values
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from optigate.testing.sagemaker.state import Operations, Progress, SageMakerError, arn_of, endpoint_of, not_found, now
-from optigate.testing.scenario import resolve_outcome
+from optigate.rehearse.sagemaker.state import Operations, Progress, SageMakerError, arn_of, endpoint_of, not_found, now
+from optigate.rehearse.scenario import resolve_outcome
 
 
 class InferenceComponentOperations(Operations):

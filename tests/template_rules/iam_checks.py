@@ -58,8 +58,8 @@ from typing import Any, Final
 import botocore.session
 from botocore import xform_name
 
-from optigate.testing.asl import iter_states
-from optigate.testing.template import render_definition, resources_of_type, state_machines
+from optigate.rehearse.asl import iter_states
+from optigate.rehearse.template import render_definition, resources_of_type, state_machines
 
 #: What `States.UUID()` evaluates to in the check: its first group is a run id (optigate.naming.RUN_ID_LENGTH).
 SAMPLE_UUID: Final = "3f9a0c7e-5b1d-4e2a-9c8f-0123456789ab"

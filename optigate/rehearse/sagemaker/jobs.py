@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from optigate.testing.sagemaker.state import Operations, Progress, SageMakerError, arn_of, not_found, now, snake
-from optigate.testing.scenario import DEFAULT_IMAGE, resolve_outcome
+from optigate.rehearse.sagemaker.state import Operations, Progress, SageMakerError, arn_of, not_found, now, snake
+from optigate.rehearse.scenario import DEFAULT_IMAGE, resolve_outcome
 
 _OPTIMIZATION_RUNNING = ("STARTING", "INPROGRESS", "STOPPING")
 

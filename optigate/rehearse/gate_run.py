@@ -19,10 +19,10 @@ from typing import Any, Final
 import boto3
 
 from optigate.config.models import split_s3_uri
-from optigate.testing.asl import iter_states, sdk_calls
-from optigate.testing.gate_layout import DECIDE, MERGE, STAGE, WORKER, GateLayout, gate_layout
-from optigate.testing.harness import ACCOUNT_ID, REGION, GateHarness, active_harness
-from optigate.testing.template import render_definition, render_value, resources_of_type
+from optigate.rehearse.asl import iter_states, sdk_calls
+from optigate.rehearse.gate_layout import DECIDE, MERGE, STAGE, WORKER, GateLayout, gate_layout
+from optigate.rehearse.harness import ACCOUNT_ID, REGION, GateHarness, active_harness
+from optigate.rehearse.template import render_definition, render_value, resources_of_type
 
 BUCKET: Final = "optigate-rehearsal"
 #: The gate's wait while live traffic is mirrored to a shadow: CloudWatch windows are whole seconds.

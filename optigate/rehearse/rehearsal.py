@@ -23,10 +23,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from optigate.testing.gate_layout import DECIDE
-from optigate.testing.gate_run import HANDLER_FOLDERS, GateRun, evaluation_writer, lambda_handlers, load_handler
-from optigate.testing.harness import REGION, GateHarness
-from optigate.testing.scenario import Scenario
+from optigate.rehearse.gate_layout import DECIDE
+from optigate.rehearse.gate_run import HANDLER_FOLDERS, GateRun, evaluation_writer, lambda_handlers, load_handler
+from optigate.rehearse.harness import REGION, GateHarness
+from optigate.rehearse.scenario import Scenario
 
 # Emulated behaviour of the live endpoint and of a faster or slower candidate.
 BASELINE: Final = {"ttft_ms": {"mean": 150, "jitter": 8}, "itl_ms": {"mean": 15, "jitter": 1}}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from moto.sagemaker import models as sm_models
 
-from optigate.testing.sagemaker.state import (
+from optigate.rehearse.sagemaker.state import (
     Operations,
     Progress,
     SageMakerError,
@@ -14,7 +14,7 @@ from optigate.testing.sagemaker.state import (
     not_found,
     now,
 )
-from optigate.testing.scenario import Outcome, resolve_outcome
+from optigate.rehearse.scenario import Outcome, resolve_outcome
 
 
 class EndpointOperations(Operations):

@@ -40,15 +40,15 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service impor
 )
 from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
 
-from optigate.testing.cloudwatch import percentile_statistics, publish_variant_traffic
-from optigate.testing.lambda_runtime import UnknownFunction
-from optigate.testing.sagemaker import SageMakerError
-from optigate.testing.sagemaker.state import json_default
-from optigate.testing.sync_service import StateTaskServiceSageMaker
-from optigate.testing.validation import validate_request
+from optigate.rehearse.cloudwatch import percentile_statistics, publish_variant_traffic
+from optigate.rehearse.lambda_runtime import UnknownFunction
+from optigate.rehearse.sagemaker import SageMakerError
+from optigate.rehearse.sagemaker.state import json_default
+from optigate.rehearse.sync_service import StateTaskServiceSageMaker
+from optigate.rehearse.validation import validate_request
 
 if TYPE_CHECKING:
-    from optigate.testing.harness import GateHarness
+    from optigate.rehearse.harness import GateHarness
 
 # --------------------------------------------------------------------------- the active harness
 

@@ -39,11 +39,11 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.sagemaker import models as sm_models
 
-from optigate.testing import patches
-from optigate.testing.lambda_runtime import InProcessLambdas
-from optigate.testing.sagemaker import SageMakerEmulator
-from optigate.testing.scenario import Scenario
-from optigate.testing.validation import check_definition
+from optigate.rehearse import patches
+from optigate.rehearse.lambda_runtime import InProcessLambdas
+from optigate.rehearse.sagemaker import SageMakerEmulator
+from optigate.rehearse.scenario import Scenario
+from optigate.rehearse.validation import check_definition
 
 ACCOUNT_ID: Final = "123456789012"
 REGION: Final = "us-east-1"

@@ -15,7 +15,7 @@ answers the operations it emulates and advances the status of endpoints and jobs
 - ``emulator``: :class:`SageMakerEmulator`, all of them behind one ``handle``
 """
 
-from optigate.testing.sagemaker.emulator import SageMakerEmulator
-from optigate.testing.sagemaker.state import SageMakerError
+from optigate.rehearse.sagemaker.emulator import SageMakerEmulator
+from optigate.rehearse.sagemaker.state import SageMakerError
 
 __all__ = ["SageMakerEmulator", "SageMakerError"]

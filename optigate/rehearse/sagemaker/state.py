@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from moto.sagemaker import models as sm_models
 
-from optigate.testing.scenario import Outcome, Scenario
+from optigate.rehearse.scenario import Outcome, Scenario
 
 if TYPE_CHECKING:
-    from optigate.testing.harness import GateHarness
+    from optigate.rehearse.harness import GateHarness
 
 
 def now() -> _dt.datetime:

@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from optigate.testing.harness import GateHarness
+    from optigate.rehearse.harness import GateHarness
 
 _BATCH = 500  # PutMetricData's limit of data points per call
 

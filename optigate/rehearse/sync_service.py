@@ -26,8 +26,8 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
 
-from optigate.testing.sagemaker.state import snake
-from optigate.testing.validation import service_model
+from optigate.rehearse.sagemaker.state import snake
+from optigate.rehearse.validation import service_model
 
 # Step Functions' optimized SageMaker integrations (docs: connect-sagemaker.html), and which take `.sync`.
 # Everything else must go through `arn:aws:states:::aws-sdk:sagemaker:<action>`; Step Functions rejects an

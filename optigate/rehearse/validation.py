@@ -17,7 +17,7 @@ import botocore.session
 from botocore.model import ListShape, MapShape, ServiceModel, Shape, StringShape, StructureShape
 from botocore.validate import ParamValidator
 
-from optigate.testing.asl import sdk_calls
+from optigate.rehearse.asl import sdk_calls
 
 _SESSION = botocore.session.get_session()
 _MODELS: dict[str, ServiceModel] = {}

@@ -24,8 +24,8 @@ from typing import Any
 
 import yaml
 
-from optigate.testing.sagemaker.state import Operations, Progress, SageMakerError, arn_of, now
-from optigate.testing.scenario import resolve_outcome
+from optigate.rehearse.sagemaker.state import Operations, Progress, SageMakerError, arn_of, now
+from optigate.rehearse.scenario import resolve_outcome
 
 _TERMINAL = ("Completed", "Failed", "Stopped")
 #: What the emulated AIPerf reports when the scenario gives no figures.

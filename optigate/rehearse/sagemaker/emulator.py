@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from optigate.testing.sagemaker.benchmarks import AIBenchmarkOperations
-from optigate.testing.sagemaker.components import InferenceComponentOperations
-from optigate.testing.sagemaker.endpoints import EndpointOperations
-from optigate.testing.sagemaker.jobs import JobOperations
-from optigate.testing.sagemaker.state import RegionState, snake
+from optigate.rehearse.sagemaker.benchmarks import AIBenchmarkOperations
+from optigate.rehearse.sagemaker.components import InferenceComponentOperations
+from optigate.rehearse.sagemaker.endpoints import EndpointOperations
+from optigate.rehearse.sagemaker.jobs import JobOperations
+from optigate.rehearse.sagemaker.state import RegionState, snake
 
 if TYPE_CHECKING:
-    from optigate.testing.harness import GateHarness
+    from optigate.rehearse.harness import GateHarness
 
 
 class SageMakerEmulator(EndpointOperations, JobOperations, InferenceComponentOperations, AIBenchmarkOperations):

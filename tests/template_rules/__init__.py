@@ -1,0 +1,1 @@
+"""Checks of synthesized CloudFormation templates, offline: a rule pack used by the tests."""
