@@ -36,7 +36,7 @@ def _lambda_files(handler: str, extra_modules: tuple[str, ...] = ()) -> dict[str
 
 
 def _package_files() -> dict[str, Path]:
-    """The optigate package as an image copies it: sources and package data, without the test harness."""
+    """The optigate package as an image copies it: sources and package data, without the offline rehearsal."""
     files = {}
     for path in sorted(PACKAGE.rglob("*")):
         relative = path.relative_to(PACKAGE)

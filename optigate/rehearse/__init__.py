@@ -1,6 +1,8 @@
-"""Test support shipped with the package: offline execution of optigate's state machines on moto (the
-tests and `optigate rehearse`). Everything but `asl`, `template` and `gate_layout` needs the dev extra
-(moto), so nothing is imported here.
+"""`optigate rehearse`: optigate's state machines executed offline on moto, with SageMaker emulated (the
+command, and the gate tests). The modules that drive moto (``harness``, ``patches``, ``sync_service``,
+``sagemaker``, ``gate_run``, ``rehearsal``) need the rehearse extra (`pip install 'optigate[rehearse]'`);
+nothing is imported here, so the template readers (``asl``, ``template``, ``validation``, ``gate_layout``)
+work without it.
 
 - ``asl``: the states and AWS API calls of a Step Functions definition
 - ``template``: a synthesized template's state machines, tokens rendered
@@ -14,5 +16,5 @@ tests and `optigate rehearse`). Everything but `asl`, `template` and `gate_layou
 - ``harness``: ``GateHarness``
 - ``gate_layout``: the gate, its fleet and their functions in a template, found by structure
 - ``gate_run``: ``GateRun``, a stack's gate created and executed in a harness; ``compress``
-- ``rehearse``: ``optigate rehearse``: a team's gate, offline, with emulated endpoints
+- ``rehearsal``: ``optigate rehearse``: a team's gate, offline, with emulated endpoints
 """

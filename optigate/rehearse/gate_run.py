@@ -2,7 +2,7 @@
 the definitions `cdk deploy` would create, with CloudFormation's values filled in offline, the waits
 compressed, and the Lambda handlers of the repository run in-process.
 
-Every part of the definition is found by its structure (optigate.testing.gate_layout, and the
+Every part of the definition is found by its structure (optigate.rehearse.gate_layout, and the
 Task/Wait/Map states below), never by state names or logical ids.
 """
 

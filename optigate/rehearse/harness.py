@@ -5,12 +5,12 @@ moto 5.x can execute an ASL definition (``mock_aws(config={"stepfunctions": {"ex
 but three gaps stop optigate's gate machine from running there:
 
 * Lambda functions are invoked in Docker. :class:`GateHarness` routes ``lambda:Invoke`` to Python
-  callables instead (``lambda_handlers``; optigate.testing.lambda_runtime).
+  callables instead (``lambda_handlers``; optigate.rehearse.lambda_runtime).
 * The optimized ``arn:aws:states:::sagemaker:*`` integration is unsupported by moto's executor. The
-  harness registers its own task service for ``sagemaker`` (optigate.testing.sync_service).
+  harness registers its own task service for ``sagemaker`` (optigate.rehearse.sync_service).
 * moto's SageMaker backend lacks operations and behaves unlike AWS: every request is validated against
-  botocore's service model (optigate.testing.validation), the missing APIs are emulated and the status
-  of endpoints and jobs advances as a :class:`Scenario` says (optigate.testing.sagemaker).
+  botocore's service model (optigate.rehearse.validation), the missing APIs are emulated and the status
+  of endpoints and jobs advances as a :class:`Scenario` says (optigate.rehearse.sagemaker).
 
 Usage::
 
@@ -20,7 +20,7 @@ Usage::
         assert result["status"] == "FAILED"
         assert h.sagemaker_resources()["endpoints"] == {}
 
-Nothing here touches moto's files: everything is a ``unittest.mock.patch`` (optigate.testing.patches)
+Nothing here touches moto's files: everything is a ``unittest.mock.patch`` (optigate.rehearse.patches)
 applied in ``__enter__`` and undone in ``__exit__``. Only one harness may be active at a time.
 """
 
@@ -92,7 +92,7 @@ class GateHarness:
         self.published_traffic: set[tuple[str, str]] = set()  # (endpoint, variant) whose metrics are out
         self.live_endpoints: set[str] = set()  # created by create_live_endpoint, as CloudFormation would
         self.baseline_models: set[str] = set()  # what the live endpoints serve (CloudFormation's models)
-        self.benchmarked: list[dict[str, Any]] = []  # each benchmark worker's endpoint (optigate.testing.gate_run)
+        self.benchmarked: list[dict[str, Any]] = []  # each benchmark worker's endpoint (optigate.rehearse.gate_run)
         self.lock = threading.RLock()  # one SageMaker request at a time
         self._stack: ExitStack | None = None
         self._state_machines: dict[str, str] = {}

@@ -1,15 +1,15 @@
 """What GateHarness changes in moto while it is active, each a ``unittest.mock.patch`` (nothing touches
 moto's files), and the one harness they serve.
 
-- Step Functions: the optimized ``sagemaker`` task service (optigate.testing.sync_service); the
+- Step Functions: the optimized ``sagemaker`` task service (optigate.rehearse.sync_service); the
   ``states:startExecution`` integration's PascalCase parameters and answers, as the service has them.
 - Every SDK request a state machine makes is validated against botocore first (a bad one is a
   ValidationException, as the service would answer, not a serializer crash).
 - SageMaker: moto's request handler validates each request, then asks the emulator
-  (optigate.testing.sagemaker); instance types are left to botocore's enum (moto's list is old);
+  (optigate.rehearse.sagemaker); instance types are left to botocore's enum (moto's list is old);
   UpdateModelPackage keeps the metadata a request does not name (moto drops it; AWS adds and removes).
 - CloudWatch: percentile statistics, and the scenario's variant traffic published before a read.
-- Lambda: invocations run in-process (optigate.testing.lambda_runtime).
+- Lambda: invocations run in-process (optigate.rehearse.lambda_runtime).
 - Catchers and retriers on ``States.ALL`` do not match ``States.Runtime`` or
   ``States.DataLimitExceeded``, as in the service (moto matched them).
 """

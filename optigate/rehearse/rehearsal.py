@@ -1,13 +1,13 @@
 """`optigate rehearse`: the whole gate of one team, offline, with emulated endpoints.
 
 The team's stack is synthesized, and its gate and benchmark-fleet definitions run for real in
-moto's Step Functions executor (optigate.testing.harness, via optigate.testing.gate_run): the Lambda
+moto's Step Functions executor (optigate.rehearse.harness, via optigate.rehearse.gate_run): the Lambda
 handlers in-process, the benchmark workers against two local emulator processes (the live endpoint
 and the candidate), SageMaker, S3 and SNS in moto. Waits are compressed to zero and the benchmark is
 scaled down, so a rehearsal takes seconds; everything else is the definition that `cdk deploy` would
 create.
 
-This needs the dev extra (moto): importing this module fails without it.
+This needs the rehearse extra (moto: `pip install 'optigate[rehearse]'`): importing this module fails without it.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ class Scenario:
     on_optimization_job: Callable[[dict], dict | None] | None = None
     # An EAGLE-training optimization job (ModelSpeculativeDecodingConfig) reaching COMPLETED writes these files
     # under `<S3OutputLocation>eagle_head/` and registers its OutputConfig.SageMakerModel with this environment
-    # (None: the emulated layout, see optigate.testing.sagemaker.jobs.EAGLE_HEAD_CHANNEL). The real layout is not
+    # (None: the emulated layout, see optigate.rehearse.sagemaker.jobs.EAGLE_HEAD_CHANNEL). The real layout is not
     # documented; the emulated one is an assumption until a live run records it.
     eagle_head_files: dict[str, bytes] = field(
         default_factory=lambda: {

@@ -1,7 +1,7 @@
 """Property: any mutant of the example config files is valid or refused with ConfigIssues, fast (issue 14).
 
 Each example mutates one example file (environments.yaml or a team file; text-level and data-level
-mutations, the hostile snippets of the issue: `optigate.testing.config_mutants`) and runs what
+mutations, the hostile snippets of the issue: `tests.fixtures.config_mutants`) and runs what
 `optigate validate` runs: the whole folder (loader, rules, the planner over each team, cross-file checks)
 and the mutated file alone. It must either pass or raise ConfigError whose issues all name a file and a
 line; never another exception. Each example must take under 2 s, measured as CPU time

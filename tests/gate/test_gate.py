@@ -1,5 +1,5 @@
 """The gate's synthesized definition: lint-clean, every SDK call valid for botocore, and executed
-for real through moto's Step Functions executor (optigate.testing.harness) with the project's
+for real through moto's Step Functions executor (optigate.rehearse.harness) with the project's
 Lambda handlers in-process, the benchmark hitting emulator processes and S3/SNS in moto."""
 
 from __future__ import annotations

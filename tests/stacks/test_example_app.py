@@ -432,7 +432,7 @@ def test_the_model_role_reads_the_training_capture_and_no_other_capture(example_
 def test_gate_images_are_staged_with_everything_their_dockerfiles_copy(example_app):
     """No Docker at synth: the image contexts are only staged, from the installed package. Each holds
     every COPY source of its Dockerfile (so `cdk deploy` can build it) and nothing of the developer's
-    machine or the test harness."""
+    machine or the offline rehearsal (optigate.rehearse)."""
     import re
 
     stack = "optigate-dev-chat"
@@ -446,7 +446,7 @@ def test_gate_images_are_staged_with_everything_their_dockerfiles_copy(example_a
             line.split()[1] for line in (folder / "Dockerfile").read_text().splitlines() if line.startswith("COPY ")
         ]
         assert sources and all((folder / source).exists() for source in sources), (first_line, sources)
-        assert (folder / "optigate" / "__init__.py").exists() and not (folder / "optigate" / "testing").exists()
+        assert (folder / "optigate" / "__init__.py").exists() and not (folder / "optigate" / "rehearse").exists()
         assert (
             not (folder / ".venv").exists()
             and not (folder / "node_modules").exists()

@@ -1,4 +1,4 @@
-"""The template-wide IAM checks (optigate.testing.iam_checks) over every stack of the example app and
+"""The template-wide IAM checks (tests.template_rules) over every stack of the example app and
 of the pipeline (its own stack and every stage's team stacks), and each check shown to catch a seeded
 mistake: a misspelled action, a missing grant, a resource pattern that does not match the name the
 call will use (wrong environment, untruncated name, upper case that SageMaker lower-cases), a name read

@@ -1,6 +1,6 @@
 """No unguarded optional reads (issue 13): a JSONPath that reads a member an AWS API may leave out of its
 answer fails the state with States.Runtime, which no Catch handles. The check
-(optigate.testing.optional_reads) walks each definition with botocore's output shapes; these tests seed the
+(tests.template_rules) walks each definition with botocore's output shapes; these tests seed the
 mistakes it must report and the guards it must accept."""
 
 from __future__ import annotations

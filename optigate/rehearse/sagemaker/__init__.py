@@ -3,9 +3,9 @@
 moto's SageMaker backend lacks UpdateEndpoint, optimization jobs and inference components, drops
 fields such as ``ShadowProductionVariants``, rejects current instance types and reports endpoints
 InService / processing jobs Completed at once. :class:`SageMakerEmulator` sees every request first
-(optigate.testing.patches routes moto's request handler through it, after botocore validation): it
+(optigate.rehearse.patches routes moto's request handler through it, after botocore validation): it
 answers the operations it emulates and advances the status of endpoints and jobs as the
-:class:`~optigate.testing.scenario.Scenario` says, one step per Describe call; moto answers the rest.
+:class:`~optigate.rehearse.scenario.Scenario` says, one step per Describe call; moto answers the rest.
 
 - ``state``: errors, a resource's progress, the emulator's state per region
 - ``endpoints``: models, endpoint configs, endpoints (create, update, shadow variants)

@@ -91,7 +91,7 @@ class RegionState:
     optimization_seen: set[str] = field(default_factory=set)
     inference_components: dict[str, dict] = field(default_factory=dict)
     inference_component_progress: dict[str, Progress] = field(default_factory=dict)
-    # SageMaker's managed benchmark (optigate.testing.sagemaker.benchmarks)
+    # SageMaker's managed benchmark (optigate.rehearse.sagemaker.benchmarks)
     ai_workload_configs: dict[str, dict] = field(default_factory=dict)
     ai_benchmark_jobs: dict[str, dict] = field(default_factory=dict)
     ai_benchmark_progress: dict[str, Progress] = field(default_factory=dict)
