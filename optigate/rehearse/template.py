@@ -1,9 +1,10 @@
 """A synthesized CloudFormation template read offline: its state machines, and their definitions (or
-any property) with the CloudFormation tokens (Ref, Fn::GetAtt, Fn::Sub, Fn::Join) rendered.
+any property) with the CloudFormation functions evaluated (Ref, Fn::GetAtt, Fn::Sub, Fn::Join, Fn::Select,
+Fn::Split): the one token renderer of the rehearsal and of the tests' template rules.
 
-Values come from a `substitutions` mapping: `LogicalId` (a Ref, also of a pseudo parameter such as
-`AWS::Region`) or `LogicalId.Attribute` (a GetAtt) to a value, and `*` to a fallback
-`f(logical_id, attribute_or_None)` for everything else.
+What a Ref or Fn::GetAtt stands for comes from a lookup `f(logical_id, attribute_or_None)`, or from a
+`substitutions` mapping: `LogicalId` (a Ref, also of a pseudo parameter such as `AWS::Region`) or
+`LogicalId.Attribute` (a GetAtt) to a value, and `*` to a fallback lookup for everything else.
 """
 
 from __future__ import annotations
@@ -42,12 +43,26 @@ def placeholders(template: dict[str, Any] | None = None) -> dict[str, Callable[[
     return {"*": fallback}
 
 
+Lookup = Callable[[str, str | None], Any]
+
+
+def lookup_of(substitutions: Substitutions) -> Lookup:
+    """`substitutions` as a lookup; its values are rendered as text, as CloudFormation's functions yield text."""
+    fallback = substitutions["*"]
+
+    def lookup(logical: str, attribute: str | None) -> str:
+        key = logical if attribute is None else f"{logical}.{attribute}"
+        return str(substitutions[key] if key in substitutions else fallback(logical, attribute))
+
+    return lookup
+
+
 def render_definition(template: dict[str, Any], logical_id: str, substitutions: Substitutions) -> dict[str, Any]:
     """A state machine's definition (parsed) with its tokens replaced by `substitutions`."""
     body = state_machines(template)[logical_id]["Properties"]["DefinitionString"]
     if isinstance(body, str):
         return json.loads(body)
-    return json.loads(_resolve(body, substitutions))
+    return json.loads(render(body, lookup_of(substitutions)))
 
 
 def placeholder_definition(template: dict[str, Any], logical_id: str | None = None) -> dict[str, Any]:
@@ -56,34 +71,45 @@ def placeholder_definition(template: dict[str, Any], logical_id: str | None = No
 
 
 def render_value(value: Any, substitutions: Substitutions) -> Any:
-    """A template property with its tokens replaced."""
-    if isinstance(value, dict):
-        if len(value) == 1 and next(iter(value)) in ("Ref", "Fn::GetAtt", "Fn::Sub", "Fn::Join"):
-            return _resolve(value, substitutions)
-        return {k: render_value(v, substitutions) for k, v in value.items()}
+    """A template property with its tokens replaced by `substitutions`."""
+    return render(value, lookup_of(substitutions))
+
+
+def render(value: Any, lookup: Lookup) -> Any:
+    """A template value with CloudFormation's functions evaluated (Ref, GetAtt, Sub, Join, Select, Split);
+    another function is rendered as `unresolved:<function>`."""
     if isinstance(value, list):
-        return [render_value(v, substitutions) for v in value]
-    return value
-
-
-def _resolve(token: dict[str, Any], substitutions: Substitutions) -> str:
-    if "Ref" in token:
-        logical = token["Ref"]
-        return str(substitutions[logical] if logical in substitutions else substitutions["*"](logical, None))
-    if "Fn::GetAtt" in token:
-        logical, attribute = token["Fn::GetAtt"]
-        key = f"{logical}.{attribute}"
-        return str(substitutions[key] if key in substitutions else substitutions["*"](logical, attribute))
-    if "Fn::Sub" in token:
-        text = token["Fn::Sub"] if isinstance(token["Fn::Sub"], str) else token["Fn::Sub"][0]
+        return [render(v, lookup) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) != 1 or not next(iter(value)).startswith(("Ref", "Fn::")):
+        return {k: render(v, lookup) for k, v in value.items()}
+    function, argument = next(iter(value.items()))
+    if function == "Ref":
+        return lookup(argument, None)
+    if function == "Fn::GetAtt":
+        logical, attribute = argument if isinstance(argument, list) else argument.split(".", 1)
+        return lookup(logical, attribute)
+    if function == "Fn::Join":
+        separator, parts = argument
+        return separator.join(str(p) for p in render(parts, lookup))
+    if function == "Fn::Select":
+        index, items = argument
+        return render(items, lookup)[int(render(index, lookup))]
+    if function == "Fn::Split":
+        separator, text = argument
+        return str(render(text, lookup)).split(separator)
+    if function == "Fn::Sub":
+        text, variables = (argument, {}) if isinstance(argument, str) else argument
+        variables = render(variables, lookup)
 
         def variable(match: re.Match[str]) -> str:
             name = match.group(1)
-            inner = {"Fn::GetAtt": name.split(".", 1)} if "." in name else {"Ref": name}
-            return _resolve(inner, substitutions)
+            if name in variables:
+                return str(variables[name])
+            if "." in name and not name.startswith("AWS::"):
+                return str(lookup(*name.split(".", 1)))
+            return str(lookup(name, None))
 
-        return re.sub(r"\$\{([^}]+)\}", variable, text)
-    if "Fn::Join" in token:
-        separator, parts = token["Fn::Join"]
-        return separator.join(p if isinstance(p, str) else _resolve(p, substitutions) for p in parts)
-    raise ValueError(f"cannot render {token!r}")
+        return re.sub(r"\$\{([^}!]+)\}", variable, text)
+    return f"unresolved:{function}"
