@@ -132,7 +132,7 @@ def test_the_compilation_and_its_record_validate_against_botocore(compiled_templ
     from optigate.rehearse.gate_layout import gate_layout
     from optigate.rehearse.template import render_definition
     from optigate.rehearse.validation import parameter_errors
-    from tests.template_rules.optional_reads import unguarded_optional_reads
+    from tests.template_rules.rules.sfn_optional_reads_guarded import unguarded_optional_reads
 
     def generic(logical, attribute):
         return f"arn:aws:iam::123456789012:role/{logical}" if attribute else logical

@@ -202,7 +202,7 @@ def test_a_failure_after_the_cross_check_still_stops_no_running_job_and_cleans_u
 
 
 def _iam_stack(template: dict):
-    from tests.template_rules.iam_checks import Stack
+    from tests.template_rules.assembly import Stack
 
     return Stack("Gate", template, ACCOUNT_ID, REGION)
 
@@ -212,7 +212,15 @@ def test_the_iam_check_grants_the_managed_benchmark_calls_and_catches_a_missing_
     check must still resolve each call's job ARN and report a grant that is taken away."""
     import copy
 
-    from tests.template_rules.iam_checks import action_exists, unknown_actions, unpermitted_calls
+    from tests.template_rules import registry
+    from tests.template_rules.iam.database import action_exists
+    from tests.template_rules.rules import iam_actions_exist, lambda_calls_permitted, state_machine_calls_permitted
+
+    def unknown_actions(stack):
+        return registry.findings(stack, iam_actions_exist.ID)
+
+    def unpermitted_calls(stack):
+        return registry.findings(stack, state_machine_calls_permitted.ID, lambda_calls_permitted.ID)
 
     assert action_exists("sagemaker:CreateAIBenchmarkJob") and not action_exists("sagemaker:CreateAIBenchmarkJobs")
     denied = [f for f in unpermitted_calls(_iam_stack(template)) if f.kind == "denied"]

@@ -20,7 +20,7 @@ from optigate.rehearse.sagemaker.jobs import EAGLE_HEAD_CHANNEL
 from optigate.rehearse.scenario import Outcome, Scenario
 from optigate.rehearse.template import render_definition
 from optigate.rehearse.validation import parameter_errors
-from tests.template_rules.optional_reads import unguarded_optional_reads
+from tests.template_rules.rules.sfn_optional_reads_guarded import unguarded_optional_reads
 
 TRAFFIC_BUCKET, TRAFFIC_KEY = "acme-traffic", "chat/"
 TRAINING = {"S3Uri": f"s3://{TRAFFIC_BUCKET}/{TRAFFIC_KEY}", "S3DataType": "S3Prefix"}

@@ -235,7 +235,7 @@ def test_every_state_machine_of_every_stage_retries_what_its_integration_raises(
     """The retry table (optigate.constructs.retries) holds for the stacks the pipeline deploys, too."""
     from optigate.rehearse.asl import retry_problems
     from optigate.rehearse.template import placeholder_definition, state_machines
-    from tests.template_rules.iam_checks import load_stacks
+    from tests.template_rules.assembly import load_stacks
 
     machines = 0
     for stack in load_stacks(assembly):

@@ -1,4 +1,6 @@
-"""No unguarded optional reads: every JSONPath a state reads from an AWS API's answer must reach a member
+"""Every JSONPath a state machine reads from an AWS API's answer is guarded (no unguarded optional reads).
+
+Every JSONPath a state reads from an AWS API's answer must reach a member
 the answer always has, or one the state machine set on every path to that state, or one behind a Choice
 that tested it with ``IsPresent``.
 
@@ -52,74 +54,35 @@ How a definition is walked (a forward data-flow analysis over the states of each
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
 
-from botocore.model import ListShape, MapShape, Shape, StructureShape
+from botocore.model import ListShape
 
-from optigate.rehearse.asl import SERVICE_NAMES
-from optigate.rehearse.validation import service_model
+from optigate.rehearse.template import placeholder_definition, state_machines
+from tests.template_rules.assembly import Stack
+from tests.template_rules.dataflow.json_paths import WILDCARD, parse_path, paths_in
+from tests.template_rules.dataflow.values import (
+    MAP_ITEM,
+    MAX_DEPTH,
+    OPAQUE,
+    Api,
+    Facts,
+    ListOf,
+    Path,
+    Record,
+    bounded,
+    build,
+    merge,
+    read,
+    rebase,
+    record_paths,
+    same,
+    task_result,
+    write,
+)
 
-# --------------------------------------------------------------------------- types of values
-
-
-@dataclass(frozen=True)
-class Opaque:
-    """JSON whose members the check does not know (execution input, a Lambda's answer, an error)."""
-
-
-OPAQUE = Opaque()
-
-
-@dataclass(frozen=True, eq=False)
-class Api:
-    """A value of a botocore shape inside an API's answer; `always` names members present whenever the
-    Task succeeded although the model marks them optional, `opaque` members hold arbitrary JSON."""
-
-    shape: Shape
-    origin: str  # "sagemaker DescribeOptimizationJob", for the report
-    always: frozenset[str] = frozenset()
-    opaque: frozenset[str] = frozenset()
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Api)
-            and self.shape is other.shape
-            and (self.origin, self.always, self.opaque) == (other.origin, other.always, other.opaque)
-        )
-
-    def __hash__(self) -> int:
-        return hash((id(self.shape), self.origin, self.always, self.opaque))
-
-
-@dataclass(frozen=True)
-class Record:
-    """A JSON object the definition built (Parameters, ResultSelector, Result): its fields are set."""
-
-    fields: tuple[tuple[str, frozenset[Any]], ...]
-
-    def get(self, key: str) -> frozenset[Any] | None:
-        for name, types in self.fields:
-            if name == key:
-                return types
-        return None
-
-
-@dataclass(frozen=True)
-class ListOf:
-    """An array (an indefinite path's result): it may be empty."""
-
-    items: frozenset[Any]
-
-
-Type = Opaque | Api | Record | ListOf
-Path = tuple[str | int, ...]  # member names and list indexes below `$`
-MAP_ITEM = "$$MapItem"  # pseudo-root of a Map iteration's item in the facts
-MAX_DEPTH = 4  # records nested deeper become opaque (keeps loops that re-wrap a value finite)
-
-# --------------------------------------------------------------------------- findings
+ID: Final = "SFN-OptionalReadGuarded"
 
 
 @dataclass(frozen=True, order=True)
@@ -128,337 +91,11 @@ class Finding:
     where: str  # "Parameters.image.$", "Choices[1].Variable", "ResultSelector.arns.$"
     path: str  # the JSONPath as written
     why: str
+    machine: str = ""  # "<stack>/<state machine logical id>" when found by `check`
 
     def __str__(self) -> str:
-        return f"{self.state} ({self.where}) reads {self.path}: {self.why}"
-
-
-# --------------------------------------------------------------------------- JSONPath
-
-
-WILDCARD = object()  # [*], .*, filters, slices, recursive descent, functions: the path is indefinite here
-_TOKEN = re.compile(
-    r"\.\.|\.\*|\[\*\]|\.([A-Za-z_][\w\-]*)(\(\))?|\[(\d+)\]|\['([^']*)'\]|\[\"([^\"]*)\"\]|\[[^\]]*\]|\.([^.\[]+)"
-)
-
-
-def parse_path(text: str) -> list[Any] | None:
-    """`$.a.b[0]['c d'][*]` -> ["a", "b", 0, "c d", WILDCARD]; None for context-object (`$$`) paths."""
-    if text.startswith("$$") or not text.startswith("$"):
-        return None
-    segments: list[Any] = []
-    position = 1
-    while position < len(text):
-        match = _TOKEN.match(text, position)
-        if match is None:
-            segments.append(WILDCARD)  # something this parser does not know: stop checking there
-            break
-        position = match.end()
-        name, call, index, quoted, double, other = match.groups()
-        if call:
-            segments.append(WILDCARD)
-            break
-        if name is not None:
-            segments.append(name)
-        elif index is not None:
-            segments.append(int(index))
-        elif quoted is not None or double is not None:
-            segments.append(quoted if quoted is not None else double)
-        elif other is not None:
-            segments.append(other)
-        else:
-            segments.append(WILDCARD)
-            break
-    return segments
-
-
-def show(path: Iterable[Any]) -> str:
-    text = "$"
-    for segment in path:
-        text += f"[{segment}]" if isinstance(segment, int) else ("[*]" if segment is WILDCARD else f".{segment}")
-    return text
-
-
-_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'")
-_PATH_ARGUMENT = re.compile(r"\$\$?(?:\.[A-Za-z0-9_\-]+|\.\*|\[[^\]]*\])*")
-
-
-_ARRAY_GET_ITEM = re.compile(r"States\.ArrayGetItem\(\s*(\$[^,()\s]*)\s*,\s*(\d+)\s*\)")
-
-
-def paths_in(value: str) -> list[str]:
-    """The JSONPaths a `.$` value reads: itself, or every path argument of an intrinsic function
-    (`States.ArrayGetItem($.a, 0)` counts as reading `$.a[0]`: an index past the end is taken to fail the state
-    like a missing member; not verified against the service)."""
-    if not value.startswith("States."):
-        return [value]
-    text = _ARRAY_GET_ITEM.sub(lambda m: f"{m.group(1)}[{m.group(2)}]", _QUOTED.sub("''", value))
-    return [p for p in _PATH_ARGUMENT.findall(text) if p]
-
-
-# --------------------------------------------------------------------------- facts
-
-
-@dataclass
-class Facts:
-    roots: dict[Path, frozenset[Any]]
-    present: frozenset[Path]
-
-    def copy(self) -> Facts:
-        return Facts(dict(self.roots), self.present)
-
-    def knows(self, path: Path) -> bool:
-        """`path` exists on every path here (a path below it that exists implies it)."""
-        if not path:
-            return True
-        size = len(path)
-        return any(p[:size] == path for p in self.present)
-
-    def with_present(self, paths: Iterable[Path]) -> Facts:
-        return Facts(dict(self.roots), self.present | frozenset(paths))
-
-
-def _merge(a: Facts | None, b: Facts) -> Facts:
-    if a is None:
-        return b.copy()
-    roots = dict(a.roots)
-    for path, types in b.roots.items():
-        roots[path] = roots.get(path, frozenset()) | types
-    return Facts(roots, a.present & b.present)
-
-
-def _same(a: Facts | None, b: Facts) -> bool:
-    return a is not None and a.roots == b.roots and a.present == b.present
-
-
-def _record_paths(types: frozenset[Any], base: Path) -> set[Path]:
-    """Paths a value makes present: its root, and every field of a record on all of its alternatives."""
-    out = {base}
-    records = [t for t in types if isinstance(t, Record)]
-    if records and len(records) == len(types):
-        keys = set.intersection(*({name for name, _ in r.fields} for r in records))
-        for key in keys:
-            inner = frozenset().union(*(r.get(key) or frozenset() for r in records))
-            out |= _record_paths(inner, (*base, key))
-    return out
-
-
-def write(facts: Facts, at: Path, value: frozenset[Any]) -> Facts:
-    """`value` written at `at` (ResultPath): what was below is replaced, the parents now exist."""
-    size = len(at)
-    roots = {p: t for p, t in facts.roots.items() if p[:size] != at}
-    roots[at] = value
-    present = {p for p in facts.present if p[:size] != at}
-    present |= {at[:i] for i in range(size)}
-    present |= _record_paths(value, at)
-    return Facts(roots, frozenset(present))
-
-
-# --------------------------------------------------------------------------- what an SDK result holds
-
-
-def _member(shape: StructureShape, name: str) -> str | None:
-    if name in shape.members:
-        return name
-    for member in shape.members:
-        if member[:1].lower() + member[1:] == name[:1].lower() + name[1:]:
-            return member
-    return None
-
-
-def _api(service: str, operation: str, **extra: Any) -> frozenset[Any]:
-    try:
-        model = service_model(service)
-    except Exception:  # a service botocore does not know: nothing to check against
-        return frozenset({OPAQUE})
-    if operation not in model.operation_names:
-        return frozenset({OPAQUE})
-    shape = model.operation_model(operation).output_shape
-    if shape is None:
-        return frozenset({Record(())})
-    return frozenset({Api(shape, f"{service} {operation}", **extra)})
-
-
-# SDK integrations name some services differently from botocore
-_SDK_SERVICES = {**SERVICE_NAMES, "cloudwatchlogs": "logs", "eventbridge": "events"}
-
-
-def task_result(resource: str) -> frozenset[Any]:
-    """The types a Task's raw result may have (before ResultSelector)."""
-    if ":states:::" not in resource:
-        return frozenset({OPAQUE})  # a Lambda or activity ARN: the function's own answer
-    integration = resource.split(":states:::", 1)[1]
-    if integration.startswith("aws-sdk:"):
-        _, service, action = integration.split(":", 2)
-        return _api(_SDK_SERVICES.get(service, service), action[:1].upper() + action[1:])
-    service, action = integration.split(":", 1)
-    action, _, pattern = action.partition(".")
-    operation = action[:1].upper() + action[1:]
-    service = _SDK_SERVICES.get(service, service)
-    if pattern.startswith("waitForTaskToken"):
-        return frozenset({OPAQUE})
-    if pattern.startswith("sync"):
-        if service == "sagemaker" and operation.startswith("Create"):
-            return _api(service, "Describe" + operation.removeprefix("Create"))
-        if service == "stepfunctions" and operation == "StartExecution":
-            return _api(service, "DescribeExecution", always=frozenset({"output"}), opaque=frozenset({"output"}))
-        return frozenset({OPAQUE})
-    if service == "lambda" and operation == "Invoke":
-        return _api(service, operation, always=frozenset({"Payload"}), opaque=frozenset({"Payload"}))
-    return _api(service, operation)
-
-
-# --------------------------------------------------------------------------- reading
-
-
-def walk(
-    types: frozenset[Any], rest: list[Any], base: Path, facts: Facts, problems: list[str] | None
-) -> frozenset[Any]:
-    """The types at `base + rest`, from `types` at `base`; appends why a step may find nothing."""
-    out: set[Any] = set()
-    for start in types:
-        current: frozenset[Any] = frozenset({start})
-        path = base
-        for segment in rest:
-            if segment is WILDCARD:
-                current = frozenset({ListOf(frozenset({OPAQUE}))})
-                break
-            step: set[Any] = set()
-            for value in current:
-                step |= _step(value, segment, path, facts, problems)
-            path = (*path, segment)
-            current = frozenset(step)
-            if current == frozenset({OPAQUE}):
-                break
-        out |= current
-    return frozenset(out)
-
-
-def _origin(value: Api) -> str:
-    return f"{value.shape.name} ({value.origin})" if value.origin else value.shape.name
-
-
-def _step(value: Any, segment: str | int, at: Path, facts: Facts, problems: list[str] | None) -> set[Any]:
-    here = (*at, segment)
-
-    def complain(why: str) -> None:
-        if problems is not None and not facts.knows(here):
-            problems.append(why)
-
-    if isinstance(value, Opaque):
-        return {OPAQUE}
-    if isinstance(value, Record):
-        if isinstance(segment, str) and (found := value.get(segment)) is not None:
-            return set(found)
-        complain(f"{show(here)} is not set on every path to this state")
-        return {OPAQUE}
-    if isinstance(value, ListOf):
-        if isinstance(segment, int):
-            complain(f"{show(here)}: the array may be empty")
-            return set(value.items)
-        complain(f"{show(here)}: {show(at)} is an array")
-        return {OPAQUE}
-    shape = value.shape
-    if isinstance(shape, StructureShape):
-        if not isinstance(segment, str):
-            complain(f"{show(here)}: {show(at)} is a {shape.name} structure, not an array")
-            return {OPAQUE}
-        member = _member(shape, segment)
-        if member is None:
-            complain(f"{show(here)}: {_origin(value)} has no member {segment}")
-            return {OPAQUE}
-        if member in value.opaque:
-            return {OPAQUE}
-        if member not in shape.required_members and member not in value.always:
-            complain(f"{show(here)}: {member} is optional in {_origin(value)}")
-        return {Api(shape.members[member], value.origin)}
-    if isinstance(shape, ListShape):
-        if isinstance(segment, int):
-            complain(f"{show(here)}: the list {show(at)} ({shape.name}) may be empty")
-            return {Api(shape.member, value.origin)}
-        complain(f"{show(here)}: {show(at)} is a list ({shape.name})")
-        return {OPAQUE}
-    if isinstance(shape, MapShape):
-        complain(f"{show(here)}: {show(at)} is a map ({shape.name}); the key may be absent")
-        return {Api(shape.value, value.origin)}
-    if shape.type_name == "string" and shape.metadata.get("jsonvalue"):
-        return {OPAQUE}
-    complain(f"{show(here)}: {show(at)} is a {shape.type_name}, it has no members")
-    return {OPAQUE}
-
-
-def read(facts: Facts, text: str, problems: list[str] | None) -> frozenset[Any]:
-    """The types a JSONPath may yield, with the reasons it may fail appended to `problems`."""
-    segments = parse_path(text)
-    if segments is None:
-        return frozenset({OPAQUE})
-    definite: list[Any] = []
-    for segment in segments:
-        if segment is WILDCARD:
-            break
-        definite.append(segment)
-    # the deepest root at or above the path (a deeper write replaced what an older one put there)
-    root = max((p for p in facts.roots if tuple(definite[: len(p)]) == p), key=len, default=None)
-    if root is None:
-        return frozenset({OPAQUE})
-    return walk(facts.roots[root], segments[len(root) :], root, facts, problems)
-
-
-def rebase(facts: Facts, text: str | None) -> Facts:
-    """The facts of the value at a path (InputPath/OutputPath), as the new `$`."""
-    if text is None or text == "$":
-        return facts
-    segments = parse_path(text)
-    if segments is None or WILDCARD in segments:
-        return Facts({(): frozenset({OPAQUE})}, frozenset({()}))
-    at = tuple(segments)
-    size = len(at)
-    roots = {p[size:]: t for p, t in facts.roots.items() if p[:size] == at}
-    if () not in roots:
-        roots[()] = read(facts, text, None)
-    present = frozenset({p[size:] for p in facts.present if p[:size] == at} | {()})
-    return Facts(roots, present)
-
-
-# --------------------------------------------------------------------------- building values
-
-
-def build(template: Any, facts: Facts, reads: list[tuple[str, str]], where: str, depth: int = 0) -> frozenset[Any]:
-    """The value a Parameters/ItemSelector/ResultSelector template builds; its reads go to `reads`."""
-    if isinstance(template, dict):
-        fields = []
-        for key, value in template.items():
-            if key.endswith(".$") and isinstance(value, str):
-                for text in paths_in(value):
-                    reads.append((f"{where}.{key}", text))
-                if value.startswith("States."):
-                    types = frozenset({OPAQUE})
-                elif value.startswith("$$.Map.Item.Value"):
-                    types = read(facts, f"$.{MAP_ITEM}" + value.removeprefix("$$.Map.Item.Value"), None)
-                else:
-                    types = read(facts, value, None)
-                fields.append((key.removesuffix(".$"), types))
-            else:
-                fields.append((key, build(value, facts, reads, f"{where}.{key}", depth + 1)))
-        return frozenset({Record(tuple(fields))}) if depth < MAX_DEPTH else frozenset({OPAQUE})
-    if isinstance(template, list):
-        for i, value in enumerate(template):
-            build(value, facts, reads, f"{where}[{i}]", depth + 1)
-    return frozenset({OPAQUE})
-
-
-def _bounded(types: frozenset[Any], depth: int = 0) -> frozenset[Any]:
-    """Records nested deeper than MAX_DEPTH become opaque."""
-    out: set[Any] = set()
-    for t in types:
-        if isinstance(t, Record):
-            if depth >= MAX_DEPTH:
-                out.add(OPAQUE)
-            else:
-                out.add(Record(tuple((k, _bounded(v, depth + 1)) for k, v in t.fields)))
-        else:
-            out.add(t)
-    return frozenset(out)
+        where = f"{self.machine}: " if self.machine else ""
+        return f"{where}{self.state} ({self.where}) reads {self.path}: {self.why}"
 
 
 # --------------------------------------------------------------------------- Choice rules
@@ -636,7 +273,7 @@ def _transfer(scope: _Scope, name: str, state: dict[str, Any], facts: Facts, rep
                 inner_input = build(selector, _with_item(effective, item), reads, "ItemSelector")
             processor = state.get("ItemProcessor") or state.get("Iterator") or {}
             if report and processor:
-                inner = Facts({(): inner_input}, frozenset(_record_paths(inner_input, ())))
+                inner = Facts({(): inner_input}, frozenset(record_paths(inner_input, ())))
                 scope.findings += analyze_scope(processor, inner, item)
         else:
             if report:
@@ -653,7 +290,7 @@ def _transfer(scope: _Scope, name: str, state: dict[str, Any], facts: Facts, rep
         return []
     if kind in ("Pass", "Task", "Map", "Parallel"):
         # a Pass without Parameters, Result, InputPath and ResultPath passes its input on (result None)
-        after = facts if result is None else _apply_result(facts, state, _bounded(result))
+        after = facts if result is None else _apply_result(facts, state, bounded(result))
     else:
         after = facts
     if "OutputPath" in state and state["OutputPath"] is not None:
@@ -702,8 +339,8 @@ def analyze_scope(definition: dict[str, Any], entry: Facts, item: frozenset[Any]
         if state is None:
             continue
         for target, out in _transfer(scope, name, state, facts_in[name], report=False):
-            merged = _merge(facts_in.get(target), out)
-            if not _same(facts_in.get(target), merged):
+            merged = merge(facts_in.get(target), out)
+            if not same(facts_in.get(target), merged):
                 facts_in[target] = merged
                 work.append(target)
     for name, facts in facts_in.items():
@@ -719,8 +356,10 @@ def unguarded_optional_reads(definition: dict[str, Any] | str) -> list[Finding]:
     return analyze_scope(definition, entry)
 
 
-def iter_findings(definitions: dict[str, dict[str, Any]]) -> Iterator[tuple[str, Finding]]:
-    """(name, finding) for named definitions."""
-    for label, definition in definitions.items():
-        for finding in unguarded_optional_reads(definition):
-            yield label, finding
+def check(stack: Stack) -> list[Finding]:
+    """Each unguarded read of each state machine of the stack (tokens rendered as placeholders)."""
+    return [
+        replace(finding, machine=f"{stack.name}/{logical}")
+        for logical in state_machines(stack.template)
+        for finding in unguarded_optional_reads(placeholder_definition(stack.template, logical))
+    ]
