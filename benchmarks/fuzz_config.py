@@ -3,7 +3,7 @@
     python benchmarks/fuzz_config.py --mutants 5000 --seed 14
 
 The mutants and the checker are the ones of tests/config/test_config_fuzz.py
-(`optigate.testing.config_mutants`). Prints the count per outcome (valid, ConfigError, an issue without
+(`tests.fixtures.config_mutants`). Prints the count per outcome (valid, ConfigError, an issue without
 a line, traceback, over 2 s of CPU time), each distinct traceback with the smallest mutant that raised
 it, and the slowest mutant. Exits 1 if any mutant raised a traceback, ran over 2 s or gave an issue
 without a line.
@@ -39,7 +39,7 @@ def main() -> int:
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO))  # this checkout's optigate, whatever is installed
-    from optigate.testing.config_mutants import Mutant, Outcome, check_mutant, mutants, prepare_project
+    from tests.fixtures.config_mutants import Mutant, Outcome, check_mutant, mutants, prepare_project
 
     counts: Counter[str] = Counter()
     tracebacks: dict[str, list[tuple[Mutant, Outcome]]] = {}

@@ -30,7 +30,7 @@ def main() -> int:
     parser.add_argument("--burners", type=int, default=2, help="CPU-bound processes beside them (default: 2)")
     args = parser.parse_args()
 
-    from optigate.testing.rehearse import rehearse, synthesize_team
+    from optigate.rehearse.rehearsal import rehearse, synthesize_team
 
     template, deployment = synthesize_team(args.team, args.env, args.config)
     stop = multiprocessing.Event()

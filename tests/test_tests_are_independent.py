@@ -1,5 +1,6 @@
-"""Test modules do not import each other: what several tests share is harness code (optigate.testing)
-or a fixture (a conftest.py). tests/conftest.py's path constants are the one exception."""
+"""Test modules do not import each other: what several tests share is a fixture (a conftest.py), a data
+builder (tests/fixtures) or a template rule (tests/template_rules). tests/conftest.py's path constants are
+the one exception."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 ALLOWED = {"tests.conftest"}
+SHARED = ("tests.fixtures", "tests.template_rules")  # helper packages, not test modules
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -26,10 +28,16 @@ def _imported_modules(path: Path) -> set[str]:
     return modules
 
 
+def _shared(module: str) -> bool:
+    """A module of a helper package (its own tests excluded), or tests/conftest.py."""
+    in_helper = any(module == package or module.startswith(f"{package}.") for package in SHARED)
+    return module in ALLOWED or (in_helper and not module.rpartition(".")[2].startswith("test_"))
+
+
 def test_no_test_module_imports_another():
     offenders = {}
     for path in sorted(TESTS.rglob("*.py")):
-        imported = sorted(m for m in _imported_modules(path) if m.split(".")[0] == "tests" and m not in ALLOWED)
+        imported = sorted(m for m in _imported_modules(path) if m.split(".")[0] == "tests" and not _shared(m))
         if imported:
             offenders[str(path.relative_to(TESTS.parent))] = imported
     assert offenders == {}

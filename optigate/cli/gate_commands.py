@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+from types import ModuleType
 
-from optigate.cli.errors import CliError
+from optigate.cli.errors import CliError, UsageError
 from optigate.cli.output import console
+
+#: How to install what `optigate rehearse` needs beyond optigate itself (moto): pyproject.toml's `rehearse` extra.
+REHEARSE_EXTRA = "pip install 'optigate[rehearse]'"
 
 
 def cmd_rehearse(args: argparse.Namespace) -> int:
     """The team's whole gate offline: emulated endpoints, moto for AWS, the real definition."""
     from optigate.config.loader import ConfigError
 
-    try:
-        from optigate.testing import rehearse as rehearsal  # needs moto: the dev extra
-    except ImportError as error:
-        raise CliError(f"rehearse needs the dev extra (pip install -e .[dev]): {error}", exit_code=2) from error
+    rehearsal = _rehearsal()
     try:
         template, deployment = rehearsal.synthesize_team(args.team, args.env, args.config)
     except ConfigError:
@@ -87,6 +88,20 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     return exit_code
 
 
+def _rehearsal() -> ModuleType:
+    """optigate.rehearse.rehearsal, or one line naming the extra when a package it needs is not installed."""
+    try:
+        from optigate.rehearse import rehearsal
+    except ModuleNotFoundError as error:
+        missing = error.name or str(error)
+        if missing.partition(".")[0] == "optigate":  # a module of optigate itself: a broken install, not the extra
+            raise
+        raise UsageError(
+            f"optigate rehearse needs the rehearse extra ({missing} is missing): {REHEARSE_EXTRA}"
+        ) from error
+    return rehearsal
+
+
 def _outcome(execution: dict) -> str:
     """APPROVED (the execution succeeded), INCONCLUSIVE (it failed with `Inconclusive`), else REJECTED."""
     if execution["status"] == "SUCCEEDED":
@@ -96,7 +111,7 @@ def _outcome(execution: dict) -> str:
 
 def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
     rehearse = commands.add_parser(
-        "rehearse", help="run a team's gate offline against emulated endpoints (needs the dev extra)"
+        "rehearse", help="run a team's gate offline against emulated endpoints (needs the rehearse extra)"
     )
     rehearse.add_argument("--team", required=True, help="the team's name (`team:` of a file in config/teams; required)")
     rehearse.add_argument("--env", default=None, help="environment (default: the first in environments.yaml)")

@@ -22,8 +22,8 @@ CONTAINERS = PACKAGE / "containers"
 # What the benchmark handlers import: the standard library, botocore/boto3 (in the Lambda
 # runtime) and these modules, none of which needs a compiled dependency.
 BENCH_MODULES = ("__init__.py", "client.py", "eventstream.py", "load.py", "metrics.py", "payloads.py", "runner.py")
-# Never part of an image: the offline test harness and caches.
-_NOT_SHIPPED = ("testing", "__pycache__")
+# Never part of an image: the offline rehearsal (moto) and caches.
+_NOT_SHIPPED = ("rehearse", "__pycache__")
 
 
 def _lambda_files(handler: str, extra_modules: tuple[str, ...] = ()) -> dict[str, Path]:
@@ -36,7 +36,7 @@ def _lambda_files(handler: str, extra_modules: tuple[str, ...] = ()) -> dict[str
 
 
 def _package_files() -> dict[str, Path]:
-    """The optigate package as an image copies it: sources and package data, without the test harness."""
+    """The optigate package as an image copies it: sources and package data, without the offline rehearsal."""
     files = {}
     for path in sorted(PACKAGE.rglob("*")):
         relative = path.relative_to(PACKAGE)

@@ -17,7 +17,7 @@ from optigate.advise.findings import DONE, NOT_NOW, PROVING, RECOMMENDED, TRIED
 from optigate.cli import main
 from optigate.config.models import serving_with
 from optigate.deployment import load_resolved_team, resolve_serving, resolve_team
-from optigate.testing.config_files import minimal_team
+from tests.fixtures.config_files import minimal_team
 
 DATASET = "s3://acme-eval/demo/"
 
@@ -294,7 +294,7 @@ def project(tmp_path: Path, serving: str = "max_model_len: 4096\n", candidate: s
 def gate_report(config: Path, gain: float, team_name: str = "demo") -> Path:
     """The verdict the gate's decision writes for the team's candidate (the decision's own functions)."""
     from optigate.gate import GateInputs, decide, render_json
-    from optigate.testing.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
+    from tests.fixtures.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
 
     resolved = load_resolved_team(config / "teams" / "team.yaml")
     thresholds = {**THRESHOLDS, "concurrency": [1, 4]}

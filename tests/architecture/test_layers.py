@@ -122,6 +122,33 @@ def test_pure_layers_never_import_cdk():
     assert offenders == []
 
 
+def test_the_rehearsal_is_a_late_layer_only_the_cli_imports():
+    """optigate.rehearse executes what the stacks synthesize (it reads a synthesized template, runs the Lambda
+    handlers, and synthesizes a team itself): it may import those layers, and only the CLI imports it."""
+    graph = package_graph()
+    below = {"config", "deployment", "constructs", "stacks", "bench", "lambdas"}
+    assert graph["optigate.rehearse"] <= {f"optigate.{name}" for name in below}
+    assert {source for source, targets in graph.items() if "optigate.rehearse" in targets} == {"optigate.cli"}
+
+
+def test_only_the_rehearsal_imports_moto():
+    """moto comes with the rehearse extra: the rest of the package runs without it."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.relative_to(PACKAGE).parts[0] == "rehearse":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            if any(name.split(".")[0] == "moto" for name in names):
+                offenders.append(str(path.relative_to(PACKAGE)))
+    assert offenders == []
+
+
 def test_sample_app_resolves_each_team_once(tmp_path, monkeypatch):
     from optigate.deployment import project, serving
     from optigate.stacks.app import build_app

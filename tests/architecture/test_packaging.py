@@ -3,15 +3,18 @@
 Nothing in the package may read files above itself (Lambda handlers, Dockerfiles and requirements
 ship as package data). The wheel is built offline from this checkout and installed into a folder
 of its own; the synth runs from a copy of the sample config in an empty directory, with the wheel's
-optigate shadowing the checkout's editable install (asserted).
+optigate shadowing the checkout's editable install (asserted). The wheel ships the offline rehearsal
+(optigate.rehearse, its packages in the `rehearse` extra) and nothing of the test suite.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,7 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 SYNTH = """
 import json, sys
 from pathlib import Path
+sys.modules["tests"] = None  # no `tests` package at all (the checkout's is not on the path here anyway)
 import optigate
+import optigate.rehearse.rehearsal  # the rehearsal imports from the wheel alone
 from optigate.stacks.app import build_app
 
 app = build_app("config", outdir="cdk.out")
@@ -49,6 +54,7 @@ def test_an_installed_wheel_synthesizes_a_config_outside_the_checkout(tmp_path):
     subprocess.run(install, check=True, capture_output=True, timeout=300)
     assert (site / "optigate" / "containers" / "gate-decide" / "Dockerfile").exists()
     assert (site / "optigate" / "lambdas" / "benchmark" / "handler.py").exists()
+    _assert_ships_the_rehearsal_and_no_test_kit(wheel, site)
 
     work.mkdir()
     shutil.copytree(REPO / "config", work / "config", ignore=shutil.ignore_patterns("locks"))
@@ -67,3 +73,30 @@ def test_an_installed_wheel_synthesizes_a_config_outside_the_checkout(tmp_path):
     assert len(report["templates"]) == 9
     assets = json.loads((work / "cdk.out" / "optigate-dev-chat.assets.json").read_text())
     assert len(assets["dockerImages"]) == 2 and assets["files"]  # image contexts and Lambda code staged
+
+
+def _imported_roots(path: Path) -> set[str]:
+    """The top-level package of every absolute import in a module, at any depth."""
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def _assert_ships_the_rehearsal_and_no_test_kit(wheel: Path, site: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not any(name.startswith(("optigate/testing/", "tests/")) for name in names)
+    assert {"optigate/rehearse/__init__.py", "optigate/rehearse/rehearsal.py", "optigate/rehearse/harness.py"} <= set(
+        names
+    )
+    assert {"optigate/rehearse/sagemaker/emulator.py", "optigate/rehearse/gate_run.py"} <= set(names)
+    rehearse = sorted((site / "optigate" / "rehearse").rglob("*.py"))
+    assert len(rehearse) > 10
+    assert [path.name for path in rehearse if "tests" in _imported_roots(path)] == []
+    metadata = next(name for name in names if name.endswith(".dist-info/METADATA"))
+    lines = zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
+    assert "Provides-Extra: rehearse" in lines
+    assert any(line.startswith("Requires-Dist: moto[all]") and 'extra == "rehearse"' in line for line in lines)

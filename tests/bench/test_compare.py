@@ -25,7 +25,7 @@ from optigate.bench.compare import (
     workload_difference,
 )
 from optigate.bench.metrics import RunSamples
-from optigate.testing.simulated_blocks import Shape, simulated_block
+from tests.fixtures.simulated_blocks import Shape, simulated_block
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from optigate.bench.compare import compare_levels
-from optigate.testing.simulated_blocks import Shape, simulated_side
+from tests.fixtures.simulated_blocks import Shape, simulated_side
 
 LEVELS = (1, 16)
 TOKENS = 64

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from optigate.cli import main
-from optigate.testing.synthetic_runs import report_side
+from tests.fixtures.synthetic_runs import report_side
 
 
 def test_compare_cli_names_the_sides_by_label(tmp_path):

@@ -223,6 +223,32 @@ def test_rehearse_an_unknown_environment_lists_the_known_ones():
     assert "no environment 'qa'; known: dev, staging, prod" in line and '"' not in line
 
 
+def _without(module: str, *args: str) -> subprocess.CompletedProcess:
+    """`optigate *args` in a fresh process where `module` cannot be imported, as if it were not installed."""
+    code = (
+        "import runpy, sys\n"
+        f"sys.modules[{module!r}] = None  # import raises ModuleNotFoundError, as for a package not installed\n"
+        f"sys.argv = ['optigate', *{list(args)!r}]\n"
+        "runpy.run_module('optigate.cli', run_name='__main__')\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO, env=_offline_env()
+    )
+
+
+def test_rehearse_without_the_rehearse_extra_names_it_and_exits_2():
+    result = _without("moto", "rehearse", "--team", "chat", "--config", str(CONFIG))
+    line = one_line(result, 2)
+    assert line == "✗ optigate rehearse needs the rehearse extra (moto is missing): pip install 'optigate[rehearse]'"
+    assert result.stdout == ""  # nothing synthesized, nothing rehearsed
+
+
+def test_rehearse_with_a_module_of_optigate_missing_is_not_blamed_on_the_extra():
+    result = _without("optigate.rehearse.rehearsal", "rehearse", "--team", "chat", "--config", str(CONFIG))
+    line = one_line(result, 2)
+    assert "unexpected ModuleNotFoundError" in line and "optigate[rehearse]" not in line
+
+
 def test_summary_answers_about_the_env_it_was_given():
     line = one_line(optigate("summary", "--env", "production", "--config", str(CONFIG)), 2)
     assert "--env production" in line and "known: dev, staging, prod" in line and "-c env" not in line

@@ -161,7 +161,7 @@ def test_evaluate_help_comes_without_the_evaluation_environment(capsys, monkeypa
 
 def test_a_gate_reports_each_state_as_it_is_entered():
     """The rehearsal's harness tells its caller each state while the execution still runs."""
-    from optigate.testing.harness import GateHarness
+    from optigate.rehearse.harness import GateHarness
 
     definition = {
         "StartAt": "First",

@@ -89,7 +89,7 @@ def test_a_candidate_quantized_by_a_job_must_be_on_an_instance_type_the_job_take
     """CreateOptimizationJob's DeploymentInstanceType is narrower than the endpoints' types (botocore)."""
     from optigate.config.models import Serving
     from optigate.deployment.team import optimization_job_problems
-    from optigate.testing.config_files import minimal_team
+    from tests.fixtures.config_files import minimal_team
 
     def team(quantization: str | None):
         from optigate.config.loader import load_team

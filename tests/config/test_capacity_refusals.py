@@ -12,7 +12,7 @@ from optigate.deployment import load_resolved_team
 from optigate.plan.architecture import load_architecture
 from optigate.plan.catalog import get_instance
 from optigate.plan.team import derive_settings
-from optigate.testing.config_files import minimal_team
+from tests.fixtures.config_files import minimal_team
 
 GIB = 2**30
 

@@ -14,7 +14,7 @@ from optigate.config.loader import ConfigError
 from optigate.deployment import load_resolved_team
 from optigate.deployment.compilation import compiled_for, recompile_note
 from optigate.deployment.team import ResolvedTeam
-from optigate.testing.config_files import minimal_team
+from tests.fixtures.config_files import minimal_team
 
 TRTLLM = "container: {family: lmi-trtllm}\n"
 

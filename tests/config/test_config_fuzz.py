@@ -1,7 +1,7 @@
 """Property: any mutant of the example config files is valid or refused with ConfigIssues, fast (issue 14).
 
 Each example mutates one example file (environments.yaml or a team file; text-level and data-level
-mutations, the hostile snippets of the issue: `optigate.testing.config_mutants`) and runs what
+mutations, the hostile snippets of the issue: `tests.fixtures.config_mutants`) and runs what
 `optigate validate` runs: the whole folder (loader, rules, the planner over each team, cross-file checks)
 and the mutated file alone. It must either pass or raise ConfigError whose issues all name a file and a
 line; never another exception. Each example must take under 2 s, measured as CPU time
@@ -18,8 +18,8 @@ import tempfile
 
 from hypothesis import HealthCheck, given, settings
 
-from optigate.testing.config_mutants import SLOW_SECONDS, Mutant, check_mutant, mutants, prepare_project
 from tests.conftest import CONFIG
+from tests.fixtures.config_mutants import SLOW_SECONDS, Mutant, check_mutant, mutants, prepare_project
 
 _WORKDIR = tempfile.TemporaryDirectory(prefix="optigate-fuzz-")
 _PROJECT = prepare_project(CONFIG, _WORKDIR.name)
@@ -47,7 +47,7 @@ def test_the_checker_reports_a_traceback_an_issue_without_a_line_and_a_slow_exam
     """The property above can fail: each of its failures, seeded, is reported as such."""
     from optigate import deployment
     from optigate.config import loader
-    from optigate.testing import config_mutants
+    from tests.fixtures import config_mutants
 
     chat = Mutant("teams/chat.yaml", _ORIGINALS["teams/chat.yaml"], ("unchanged",))
     assert check_mutant(_PROJECT, chat, _ORIGINALS).kind == "valid"

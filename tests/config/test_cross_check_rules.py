@@ -8,7 +8,7 @@ import pytest
 from optigate.config.loader import ConfigError
 from optigate.config.models import CrossCheckTolerance
 from optigate.deployment import load_resolved_team
-from optigate.testing.config_files import minimal_team
+from tests.fixtures.config_files import minimal_team
 
 GATE = """\
 gate:

@@ -14,7 +14,7 @@ from optigate.cli import config_commands, main, plan_command
 from optigate.config.loader import ConfigError
 from optigate.deployment import load_resolved_team
 from optigate.plan.team import derive_settings
-from optigate.testing.config_files import minimal_team
+from tests.fixtures.config_files import minimal_team
 
 
 def _team(tmp_path, architecture, primary, pools, serving_extra="", tail=""):

@@ -19,7 +19,7 @@ from optigate.plan.architecture import ModelArchitecture, known_models, load_arc
 from optigate.plan.parallel import default_degree, valid_degrees
 from optigate.plan.team import TRTLLM_KV_CACHE_FREE_GPU_MEM_FRACTION, architecture_for, weights_gb
 from optigate.plan.timeouts import minimum_timeouts, sized_timeouts
-from optigate.testing.config_files import minimal_team
+from tests.fixtures.config_files import minimal_team
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

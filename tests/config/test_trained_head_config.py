@@ -13,8 +13,8 @@ from optigate.config.loader import ConfigError, load_project, load_team
 from optigate.config.models import DataCapture, EagleTraining, Environment, EnvironmentOverrides
 from optigate.deployment import load_resolved_project
 from optigate.deployment.team import optimization_configs, refused_combination
-from optigate.testing.config_files import minimal_team
 from tests.conftest import CONFIG, edited_config
+from tests.fixtures.config_files import minimal_team
 
 CHAT_PROD_CAPTURE = """        data_capture:
           percentage: 5

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from optigate.testing.asl import sdk_calls
-from optigate.testing.template import placeholder_definition
-from optigate.testing.validation import parameter_errors as validate
+from optigate.rehearse.asl import sdk_calls
+from optigate.rehearse.template import placeholder_definition
+from optigate.rehearse.validation import parameter_errors as validate
 
 
 @pytest.fixture(scope="module")

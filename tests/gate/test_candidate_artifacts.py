@@ -14,9 +14,9 @@ import pytest
 from optigate.deployment.gate import GatePlan
 from optigate.deployment.optimization import job_serving_options
 from optigate.promote.resolve import deployable_container, newest_approved
-from optigate.testing.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
-from optigate.testing.harness import REGION, GateHarness
-from optigate.testing.scenario import Scenario
+from optigate.rehearse.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
+from optigate.rehearse.harness import REGION, GateHarness
+from optigate.rehearse.scenario import Scenario
 
 MODEL_BUCKET, MODEL_KEY = "acme-models", "llama-3.1-8b/"  # the gate stack's baseline_model_uri
 SPECULATIVE = {"method": "eagle3", "model": "/opt/ml/model/eagle3", "num_speculative_tokens": 3}

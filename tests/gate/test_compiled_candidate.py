@@ -11,9 +11,9 @@ import pytest
 
 from optigate.promote.lock import parse_compiled_for
 from optigate.promote.resolve import newest_approved
-from optigate.testing.gate_run import BUCKET, GateRun, evaluation_writer
-from optigate.testing.harness import REGION, GateHarness
-from optigate.testing.scenario import Outcome, Scenario
+from optigate.rehearse.gate_run import BUCKET, GateRun, evaluation_writer
+from optigate.rehearse.harness import REGION, GateHarness
+from optigate.rehearse.scenario import Outcome, Scenario
 
 TRTLLM_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.33.0-tensorrtllm0.21.0-cu128"
 ENVIRONMENT = {
@@ -107,7 +107,7 @@ def test_a_failed_compilation_fails_closed_and_cleans_up(compiled_template, emul
 def test_a_compilation_the_container_cannot_run_fails_the_job(tmp_path, gate_synth, emulators, gate_handlers):
     """The emulated job fails a compilation whose image compiles nothing (a vLLM image): the gate then reports the
     job's reason. (optigate never sends one: the config refuses compile: true on family lmi.)"""
-    from optigate.testing.gate_run import LIVE_IMAGE
+    from optigate.rehearse.gate_run import LIVE_IMAGE
 
     template = gate_synth(
         True,
@@ -128,11 +128,11 @@ def test_a_compilation_the_container_cannot_run_fails_the_job(tmp_path, gate_syn
 def test_the_compilation_and_its_record_validate_against_botocore(compiled_template):
     import re
 
-    from optigate.testing.asl import sdk_calls
-    from optigate.testing.gate_layout import gate_layout
-    from optigate.testing.optional_reads import unguarded_optional_reads
-    from optigate.testing.template import render_definition
-    from optigate.testing.validation import parameter_errors
+    from optigate.rehearse.asl import sdk_calls
+    from optigate.rehearse.gate_layout import gate_layout
+    from optigate.rehearse.template import render_definition
+    from optigate.rehearse.validation import parameter_errors
+    from tests.template_rules.rules.sfn_optional_reads_guarded import unguarded_optional_reads
 
     def generic(logical, attribute):
         return f"arn:aws:iam::123456789012:role/{logical}" if attribute else logical

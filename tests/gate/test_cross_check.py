@@ -215,7 +215,7 @@ def test_an_unreadable_export_is_unavailable_not_an_agreement():
 
 def _gate_inputs(candidate_ttft: float, cross_check: dict | None):
     from optigate.gate import GateInputs
-    from optigate.testing.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
+    from tests.fixtures.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
 
     return GateInputs(
         team="chat",

@@ -1,5 +1,5 @@
 """The gate's synthesized definition: lint-clean, every SDK call valid for botocore, and executed
-for real through moto's Step Functions executor (optigate.testing.harness) with the project's
+for real through moto's Step Functions executor (optigate.rehearse.harness) with the project's
 Lambda handlers in-process, the benchmark hitting emulator processes and S3/SNS in moto."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from optigate.testing.asl import sdk_calls
-from optigate.testing.gate_layout import gate_layout
-from optigate.testing.gate_run import LIVE_IMAGE, GateRun, evaluation_writer
-from optigate.testing.harness import ACCOUNT_ID, REGION, GateHarness
-from optigate.testing.scenario import Outcome, Scenario
-from optigate.testing.template import render_definition
-from optigate.testing.validation import parameter_errors
+from optigate.rehearse.asl import sdk_calls
+from optigate.rehearse.gate_layout import gate_layout
+from optigate.rehearse.gate_run import LIVE_IMAGE, GateRun, evaluation_writer
+from optigate.rehearse.harness import ACCOUNT_ID, REGION, GateHarness
+from optigate.rehearse.scenario import Outcome, Scenario
+from optigate.rehearse.template import render_definition
+from optigate.rehearse.validation import parameter_errors
 from tests.conftest import statelint
 
 

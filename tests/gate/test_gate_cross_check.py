@@ -9,14 +9,14 @@ import json
 import pytest
 
 from optigate.deployment.gate import CrossCheck
-from optigate.testing.asl import sdk_calls
-from optigate.testing.gate_layout import gate_layout
-from optigate.testing.gate_run import GateRun, evaluation_writer
-from optigate.testing.harness import ACCOUNT_ID, REGION, GateHarness
-from optigate.testing.sagemaker.benchmarks import ai_benchmark_jobs
-from optigate.testing.scenario import Outcome, Scenario
-from optigate.testing.template import render_definition, resources_of_type
-from optigate.testing.validation import parameter_errors
+from optigate.rehearse.asl import sdk_calls
+from optigate.rehearse.gate_layout import gate_layout
+from optigate.rehearse.gate_run import GateRun, evaluation_writer
+from optigate.rehearse.harness import ACCOUNT_ID, REGION, GateHarness
+from optigate.rehearse.sagemaker.benchmarks import ai_benchmark_jobs
+from optigate.rehearse.scenario import Outcome, Scenario
+from optigate.rehearse.template import render_definition, resources_of_type
+from optigate.rehearse.validation import parameter_errors
 
 # Tolerances for the emulator endpoints on a busy 2-core machine (the config's defaults are for real endpoints):
 # the test judges that both figures are read and compared, not the machine's noise.
@@ -202,17 +202,25 @@ def test_a_failure_after_the_cross_check_still_stops_no_running_job_and_cleans_u
 
 
 def _iam_stack(template: dict):
-    from optigate.testing.iam_checks import Stack
+    from tests.template_rules.assembly import Stack
 
     return Stack("Gate", template, ACCOUNT_ID, REGION)
 
 
 def test_the_iam_check_grants_the_managed_benchmark_calls_and_catches_a_missing_grant(template):
-    """policy-sentry does not know the AI benchmark actions yet (optigate.testing.iam_checks supplements them): the
+    """policy-sentry does not know the AI benchmark actions yet (tests.template_rules supplements them): the
     check must still resolve each call's job ARN and report a grant that is taken away."""
     import copy
 
-    from optigate.testing.iam_checks import action_exists, unknown_actions, unpermitted_calls
+    from tests.template_rules import registry
+    from tests.template_rules.iam.database import action_exists
+    from tests.template_rules.rules import iam_actions_exist, lambda_calls_permitted, state_machine_calls_permitted
+
+    def unknown_actions(stack):
+        return registry.findings(stack, iam_actions_exist.ID)
+
+    def unpermitted_calls(stack):
+        return registry.findings(stack, state_machine_calls_permitted.ID, lambda_calls_permitted.ID)
 
     assert action_exists("sagemaker:CreateAIBenchmarkJob") and not action_exists("sagemaker:CreateAIBenchmarkJobs")
     denied = [f for f in unpermitted_calls(_iam_stack(template)) if f.kind == "denied"]

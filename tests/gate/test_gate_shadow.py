@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from optigate.testing.gate_run import GateRun, evaluation_writer
-from optigate.testing.harness import REGION, GateHarness, active_harness
-from optigate.testing.scenario import Outcome, Scenario
+from optigate.rehearse.gate_run import GateRun, evaluation_writer
+from optigate.rehearse.harness import REGION, GateHarness, active_harness
+from optigate.rehearse.scenario import Outcome, Scenario
 
 TRAFFIC = {
     "AllTraffic": {

@@ -1,4 +1,4 @@
-"""The emulated managed benchmark (optigate.testing.sagemaker.benchmarks): AI workload configs and AI benchmark
+"""The emulated managed benchmark (optigate.rehearse.sagemaker.benchmarks): AI workload configs and AI benchmark
 jobs answer and progress as the service does, and a Completed job leaves an export the gate can read."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from optigate.gate.cross_check import parse_profile, read_archive
-from optigate.testing.harness import ACCOUNT_ID, GateHarness
-from optigate.testing.sagemaker.benchmarks import ai_benchmark_jobs
-from optigate.testing.scenario import Outcome, Scenario
+from optigate.rehearse.harness import ACCOUNT_ID, GateHarness
+from optigate.rehearse.sagemaker.benchmarks import ai_benchmark_jobs
+from optigate.rehearse.scenario import Outcome, Scenario
 
 ROLE = f"arn:aws:iam::{ACCOUNT_ID}:role/xc"
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"

@@ -7,9 +7,9 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from optigate.testing.harness import ACCOUNT_ID, GateHarness
-from optigate.testing.scenario import DEFAULT_IMAGE, Outcome, Scenario
-from optigate.testing.validation import validate_request
+from optigate.rehearse.harness import ACCOUNT_ID, GateHarness
+from optigate.rehearse.scenario import DEFAULT_IMAGE, Outcome, Scenario
+from optigate.rehearse.validation import validate_request
 
 ROLE = f"arn:aws:iam::{ACCOUNT_ID}:role/sagemaker"
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.30.0-lmi12.0.0-cu124"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from optigate import naming
 from optigate.constructs.retries import MAX_ATTEMPTS
-from optigate.testing.asl import sdk_calls
-from optigate.testing.gate_run import GateRun, evaluation_writer
-from optigate.testing.harness import REGION, GateHarness
-from optigate.testing.scenario import Outcome, Scenario
-from optigate.testing.template import placeholder_definition, state_machines
-from optigate.testing.validation import parameter_errors
+from optigate.rehearse.asl import sdk_calls
+from optigate.rehearse.gate_run import GateRun, evaluation_writer
+from optigate.rehearse.harness import REGION, GateHarness
+from optigate.rehearse.scenario import Outcome, Scenario
+from optigate.rehearse.template import placeholder_definition, state_machines
+from optigate.rehearse.validation import parameter_errors
 
 
 def _definition(template):

@@ -18,8 +18,8 @@ def test_a_pooled_candidate_is_recorded_for_every_pool_and_pools_are_part_of_the
 
 
 def test_the_model_package_names_every_pool(gate_spec, gate_synth, tmp_path):
-    from optigate.testing.asl import sdk_calls
-    from optigate.testing.template import placeholder_definition, state_machines
+    from optigate.rehearse.asl import sdk_calls
+    from optigate.rehearse.template import placeholder_definition, state_machines
 
     spec = gate_spec(False)
     template = gate_synth(False, tmp_path, instance_pools=(spec.instance_type, "ml.g6e.2xlarge"))

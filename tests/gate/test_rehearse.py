@@ -11,21 +11,21 @@ from optigate.cli import main
 
 @pytest.fixture(scope="module")
 def chat(example_config):
-    from optigate.testing.rehearse import synthesize_team
+    from optigate.rehearse.rehearsal import synthesize_team
 
     return synthesize_team("chat", "dev", example_config)
 
 
 @pytest.fixture(scope="module")
 def faster(chat):
-    from optigate.testing.rehearse import rehearse
+    from optigate.rehearse.rehearsal import rehearse
 
     return rehearse(*chat, "faster")
 
 
 @pytest.fixture(scope="module")
 def slower(chat):
-    from optigate.testing.rehearse import rehearse
+    from optigate.rehearse.rehearsal import rehearse
 
     return rehearse(*chat, "slower")
 
@@ -56,7 +56,7 @@ def test_a_faster_candidate_is_approved_and_recorded(faster):
 
 def test_the_rehearsal_benchmarks_one_level_of_at_most_sixteen_streams(faster):
     """chat's levels are 1, 8 and 32: a rehearsal benchmarks 8, so the host's CPU is not what it measures."""
-    from optigate.testing.gate_run import rehearsal_level
+    from optigate.rehearse.gate_run import rehearsal_level
 
     assert rehearsal_level([1, 8, 32], 16) == 8 and rehearsal_level([32, 64], 16) == 32
     assert rehearsal_level([1, 16, 64], None) == 64
@@ -76,7 +76,7 @@ def test_a_slower_candidate_is_rejected_on_its_p99_ttft(slower):
 def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
     chat, faster, slower, example_config, monkeypatch, capsys
 ):
-    from optigate.testing import rehearse as rehearsal
+    from optigate.rehearse import rehearsal
 
     results = {"faster": faster, "slower": slower}
     monkeypatch.setattr(rehearsal, "synthesize_team", lambda team, environment, config: chat)
@@ -100,7 +100,7 @@ def test_the_cli_exits_1_for_a_wrong_verdict_and_3_for_an_inconclusive_one(
 ):
     """The exit code says whether the rehearsal showed the gate working: 0 as expected, 1 a verdict the
     wrong way round, 3 the gate could not tell (an inconclusive verdict is never a pass)."""
-    from optigate.testing import rehearse as rehearsal
+    from optigate.rehearse import rehearsal
 
     inconclusive = {**faster, "execution": {**faster["execution"], "status": "FAILED", "error": "Inconclusive"}}
     monkeypatch.setattr(rehearsal, "synthesize_team", lambda team, environment, config: chat)

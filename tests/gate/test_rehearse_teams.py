@@ -9,7 +9,7 @@ def _path(result) -> str:
 
 
 def test_speculation_whose_drafts_are_rejected_does_not_pass(example_config):
-    from optigate.testing.rehearse import FASTER, rehearse, synthesize_team
+    from optigate.rehearse.rehearsal import FASTER, rehearse, synthesize_team
 
     template, deployment = synthesize_team("chat", "dev", example_config)
     # Faster per token, but one token per chunk: the drafts of the EAGLE head the job trained are never accepted.
@@ -32,7 +32,7 @@ def test_speculation_whose_drafts_are_rejected_does_not_pass(example_config):
 
 def test_rehearse_a_shadow_rollout_restores_the_live_endpoint(example_config):
     """research: the candidate goes through an optimization job, then mirrors live traffic as a shadow."""
-    from optigate.testing.rehearse import rehearse, synthesize_team
+    from optigate.rehearse.rehearsal import rehearse, synthesize_team
 
     result = rehearse(*synthesize_team("research", "dev", example_config), "faster")
     assert result["execution"]["status"] == "SUCCEEDED", result["report"]

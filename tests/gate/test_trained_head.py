@@ -3,7 +3,7 @@ the job quantizes and trains in one run, registers its output model (OutputConfi
 where the head is from that model, serves it from the candidate's own prefix with OPTION_SPECULATIVE_CONFIG, records
 exactly that container in the model package, and deletes the registered model on every path.
 
-The emulated job's output layout (optigate.testing.sagemaker.jobs.EAGLE_HEAD_CHANNEL) is an assumption: the real
+The emulated job's output layout (optigate.rehearse.sagemaker.jobs.EAGLE_HEAD_CHANNEL) is an assumption: the real
 one is not documented."""
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from optigate.deployment.optimization import TrainedHead
-from optigate.testing.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
-from optigate.testing.harness import REGION, GateHarness
-from optigate.testing.optional_reads import unguarded_optional_reads
-from optigate.testing.sagemaker.jobs import EAGLE_HEAD_CHANNEL
-from optigate.testing.scenario import Outcome, Scenario
-from optigate.testing.template import render_definition
-from optigate.testing.validation import parameter_errors
+from optigate.rehearse.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
+from optigate.rehearse.harness import REGION, GateHarness
+from optigate.rehearse.sagemaker.jobs import EAGLE_HEAD_CHANNEL
+from optigate.rehearse.scenario import Outcome, Scenario
+from optigate.rehearse.template import render_definition
+from optigate.rehearse.validation import parameter_errors
+from tests.template_rules.rules.sfn_optional_reads_guarded import unguarded_optional_reads
 
 TRAFFIC_BUCKET, TRAFFIC_KEY = "acme-traffic", "chat/"
 TRAINING = {"S3Uri": f"s3://{TRAFFIC_BUCKET}/{TRAFFIC_KEY}", "S3DataType": "S3Prefix"}
@@ -192,8 +192,8 @@ def test_a_registered_model_that_does_not_say_where_the_head_is_fails_before_any
 
 
 def test_the_new_calls_validate_against_botocore_and_read_optional_members_safely(head_template):
-    from optigate.testing.asl import sdk_calls
-    from optigate.testing.gate_layout import gate_layout
+    from optigate.rehearse.asl import sdk_calls
+    from optigate.rehearse.gate_layout import gate_layout
 
     def generic(logical, attribute):
         return f"arn:aws:iam::123456789012:role/{logical}" if attribute else logical

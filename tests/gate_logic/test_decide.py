@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from optigate.config.models import BenchmarkGate
 from optigate.gate import GateInputs, decide, render_html, render_json
 from optigate.gate.decision import cost_per_million, speculative_method
-from optigate.testing.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
+from tests.fixtures.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import pytest
 from moto import mock_aws
 
 from optigate.lambdas import handler_source
-from optigate.testing.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
 from tests.conftest import REPO
+from tests.fixtures.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
 
 BUCKET = "gate-results"
 

@@ -10,7 +10,7 @@ import pytest
 
 from optigate.bench.report import plot_pngs
 from optigate.gate import GateInputs, decide, render_html
-from optigate.testing.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
+from tests.fixtures.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
 
 WORKLOAD = {**THRESHOLDS, "concurrency": [1, 4], "blocks": 2}
 

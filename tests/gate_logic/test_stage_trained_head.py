@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from optigate.testing.gate_run import load_handler
+from optigate.rehearse.gate_run import load_handler
 
 OUTPUT = "s3://gate/optimized/run1/"
 ENVIRONMENT = {"OPTION_QUANTIZE": "fp8"}

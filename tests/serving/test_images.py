@@ -115,8 +115,8 @@ def test_every_variant_of_the_example_app_names_the_ami_its_image_needs(example_
     """Every variant CloudFormation creates, and every endpoint config the gate creates, runs on the AMI
     its image needs on its instance type: a CUDA 13 image on a default host fails to start
     (CannotStartContainerError: docs.aws.amazon.com/sagemaker/latest/dg/inference-gpu-drivers.html)."""
-    from optigate.testing.asl import sdk_calls
-    from optigate.testing.template import placeholder_definition, resources_of_type, state_machines
+    from optigate.rehearse.asl import sdk_calls
+    from optigate.rehearse.template import placeholder_definition, resources_of_type, state_machines
 
     assert example_app.error is None
     checked, needing = 0, 0

@@ -12,10 +12,10 @@ from typing import Any
 
 import botocore.session
 
+from optigate.rehearse.asl import iter_states
+from optigate.rehearse.gate_layout import gate_layout
+from optigate.rehearse.template import placeholder_definition, state_machines
 from optigate.serving.lmi import MODEL_DIR
-from optigate.testing.asl import iter_states
-from optigate.testing.gate_layout import gate_layout
-from optigate.testing.template import placeholder_definition, state_machines
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -38,8 +38,8 @@ def test_every_autoscaled_endpoint_keeps_its_instance_count_through_an_update(ex
 
 
 def test_the_gate_keeps_the_live_instance_count_in_both_updates(example_app):
-    from optigate.testing.asl import iter_states
-    from optigate.testing.template import placeholder_definition, state_machines
+    from optigate.rehearse.asl import iter_states
+    from optigate.rehearse.template import placeholder_definition, state_machines
 
     updates = 0
     for stack, template in example_app.templates.items():

@@ -106,7 +106,7 @@ def test_every_streaming_invoke_grant_also_allows_invoke_endpoint(example_app):
 
 def test_every_state_machine_of_every_stack_passes_statelint(example_app, tmp_path):
     """Every definition (gate, benchmark fleet, evaluation), not only the gate's."""
-    from optigate.testing.template import placeholder_definition, state_machines
+    from optigate.rehearse.template import placeholder_definition, state_machines
 
     checked = []
     for stack, template in example_app.templates.items():
@@ -122,8 +122,8 @@ def test_every_state_machine_of_every_stack_passes_statelint(example_app, tmp_pa
 def test_every_task_of_every_state_machine_retries_what_its_integration_raises(example_app):
     """The retry names come from one table (optigate.constructs.retries), per kind of integration."""
     from optigate.constructs.retries import TRANSIENT, integration_kind
-    from optigate.testing.asl import iter_states, retry_problems
-    from optigate.testing.template import placeholder_definition, state_machines
+    from optigate.rehearse.asl import iter_states, retry_problems
+    from optigate.rehearse.template import placeholder_definition, state_machines
 
     kinds = set()
     for stack, template in example_app.templates.items():
@@ -138,7 +138,7 @@ def test_a_retry_of_another_integrations_error_name_is_reported():
     """The seeded mistake of issue 13: throttling of an optimized SageMaker call listed as
     SageMaker.ThrottlingException, a name only the SDK integration could raise."""
     from optigate.constructs import retries
-    from optigate.testing.asl import retry_problems
+    from optigate.rehearse.asl import retry_problems
 
     def task(resource: str, errors: list[str]) -> dict:
         retry = {"ErrorEquals": errors, "IntervalSeconds": 2, "MaxAttempts": 5, "BackoffRate": 1.5}
@@ -319,7 +319,7 @@ def test_research_gate_quantizes_and_chat_gate_trains_an_eagle_head_from_its_cap
 def test_every_optimization_job_ends_by_its_own_bounds_before_the_gate_stops_polling(example_app):
     """The job's StoppingCondition (runtime plus time pending for capacity) fits inside the gate's
     polling (polls x wait); else a queued or slow job trips the gate's own time-out while it still runs."""
-    from optigate.testing.template import placeholder_definition, state_machines
+    from optigate.rehearse.template import placeholder_definition, state_machines
 
     jobs = 0
     for stack, template in example_app.templates.items():
@@ -346,7 +346,7 @@ def test_the_role_an_optimization_job_runs_as_may_write_the_jobs_log_streams(exa
     from fnmatch import fnmatchcase
 
     from optigate import naming
-    from optigate.testing.template import render_definition, render_value, state_machines
+    from optigate.rehearse.template import render_definition, render_value, state_machines
 
     def names(logical, attribute):
         return f"role:{logical}" if attribute == "Arn" else logical
@@ -377,8 +377,8 @@ def test_the_role_an_optimization_job_runs_as_may_write_the_jobs_log_streams(exa
 
 
 def test_the_gate_benchmarks_every_configured_concurrency_level_in_turn(example_app):
-    from optigate.testing.template import render_definition as render
-    from optigate.testing.template import state_machines
+    from optigate.rehearse.template import render_definition as render
+    from optigate.rehearse.template import state_machines
 
     template = example_app.templates["optigate-prod-chat"]
     gate_id = next(
@@ -432,7 +432,7 @@ def test_the_model_role_reads_the_training_capture_and_no_other_capture(example_
 def test_gate_images_are_staged_with_everything_their_dockerfiles_copy(example_app):
     """No Docker at synth: the image contexts are only staged, from the installed package. Each holds
     every COPY source of its Dockerfile (so `cdk deploy` can build it) and nothing of the developer's
-    machine or the test harness."""
+    machine or the offline rehearsal (optigate.rehearse)."""
     import re
 
     stack = "optigate-dev-chat"
@@ -446,7 +446,7 @@ def test_gate_images_are_staged_with_everything_their_dockerfiles_copy(example_a
             line.split()[1] for line in (folder / "Dockerfile").read_text().splitlines() if line.startswith("COPY ")
         ]
         assert sources and all((folder / source).exists() for source in sources), (first_line, sources)
-        assert (folder / "optigate" / "__init__.py").exists() and not (folder / "optigate" / "testing").exists()
+        assert (folder / "optigate" / "__init__.py").exists() and not (folder / "optigate" / "rehearse").exists()
         assert (
             not (folder / ".venv").exists()
             and not (folder / "node_modules").exists()

@@ -64,7 +64,7 @@ def test_the_plan_needs_no_cdk():
 
 
 def _gate_definition(template: dict[str, Any], name: str) -> dict[str, Any]:
-    from optigate.testing.template import placeholder_definition, state_machines
+    from optigate.rehearse.template import placeholder_definition, state_machines
 
     for logical, machine in state_machines(template).items():
         if machine["Properties"].get("StateMachineName") == name:
@@ -73,7 +73,7 @@ def _gate_definition(template: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _fleet_shards(template: dict[str, Any]) -> set[int]:
-    from optigate.testing.template import placeholder_definition, state_machines
+    from optigate.rehearse.template import placeholder_definition, state_machines
 
     shards = set()
     for logical in state_machines(template):
@@ -89,7 +89,7 @@ def _fleet_shards(template: dict[str, Any]) -> set[int]:
 
 def test_the_state_machines_carry_the_plan(plans, stage_templates):
     from optigate import naming
-    from optigate.testing.template import resources_of_type
+    from optigate.rehearse.template import resources_of_type
 
     assert len(plans) >= 3  # a gate in every environment of at least one team
     for stack, plan in plans.items():

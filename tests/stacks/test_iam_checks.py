@@ -1,4 +1,5 @@
-"""The template-wide IAM checks (optigate.testing.iam_checks) over every stack of the example app and
+"""The template rules on IAM (tests/template_rules: IAM-ActionExists, IAM-StateMachineCallPermitted,
+IAM-LambdaCallPermitted) over every stack of the example app and
 of the pipeline (its own stack and every stage's team stacks), and each check shown to catch a seeded
 mistake: a misspelled action, a missing grant, a resource pattern that does not match the name the
 call will use (wrong environment, untruncated name, upper case that SageMaker lower-cases), a name read
@@ -13,18 +14,20 @@ from typing import Any
 import pytest
 
 from optigate import naming
-from optigate.testing.iam_checks import (
-    SAMPLE_UUID,
-    Finding,
-    Stack,
-    evaluate,
-    known_input,
-    load_stacks,
-    permitted,
-    role_grants,
-    unknown_actions,
-    unpermitted_calls,
-)
+from tests.template_rules import registry
+from tests.template_rules.assembly import Stack, load_stacks
+from tests.template_rules.iam.parameters import SAMPLE_UUID, evaluate, known_input
+from tests.template_rules.iam.policies import Finding, permitted, role_grants
+from tests.template_rules.rules import iam_actions_exist, lambda_calls_permitted, state_machine_calls_permitted
+
+
+def unknown_actions(stack: Stack) -> list[Finding]:
+    return registry.findings(stack, iam_actions_exist.ID)
+
+
+def unpermitted_calls(stack: Stack) -> list[Finding]:
+    return registry.findings(stack, state_machine_calls_permitted.ID, lambda_calls_permitted.ID)
+
 
 # A read the check cannot compute, handled here: the gate's last proof is the first ARN ListModelPackages
 # returns for the team's own group, `model-package/<group>/<version>`.
@@ -394,7 +397,7 @@ def test_a_handler_call_its_role_does_not_grant_is_reported(tmp_path):
 def test_the_benchmark_worker_needs_both_invoke_actions(app_stacks):
     """The worker signs InvokeEndpointWithResponseStream by hand (optigate.bench.client); its API
     reference says the caller also needs sagemaker:InvokeEndpoint: both are looked for."""
-    from optigate.testing.iam_checks import handler_calls, handler_source
+    from tests.template_rules.iam.handlers import handler_calls, handler_source
 
     stack = app_stacks[0]
     worker = next(

@@ -1,7 +1,7 @@
 """No unguarded optional reads (issue 13): a JSONPath that reads a member an AWS API may leave out of its
-answer fails the state with States.Runtime, which no Catch handles. The check
-(optigate.testing.optional_reads) walks each definition with botocore's output shapes; these tests seed the
-mistakes it must report and the guards it must accept."""
+answer fails the state with States.Runtime, which no Catch handles. The template rule SFN-OptionalReadGuarded
+(tests/template_rules/rules/sfn_optional_reads_guarded.py) walks each definition with botocore's output shapes;
+these tests seed the mistakes it must report and the guards it must accept."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
-from optigate.testing.optional_reads import Finding, iter_findings, unguarded_optional_reads
+from tests.template_rules import registry
+from tests.template_rules.assembly import Stack
+from tests.template_rules.rules import sfn_optional_reads_guarded
+from tests.template_rules.rules.sfn_optional_reads_guarded import Finding, unguarded_optional_reads
 
 DESCRIBE_JOB = "arn:aws:states:::aws-sdk:sagemaker:describeOptimizationJob"
 
@@ -211,7 +214,7 @@ def test_an_index_into_a_selected_list_needs_a_guard():
 
 def _definitions(templates: dict[str, dict]) -> dict[str, dict]:
     """`stack/logical id` -> definition, for every state machine of every template."""
-    from optigate.testing.template import placeholder_definition, state_machines
+    from optigate.rehearse.template import placeholder_definition, state_machines
 
     return {
         f"{stack}/{logical}": placeholder_definition(template, logical)
@@ -225,7 +228,7 @@ def test_a_bypassed_guard_of_a_real_gate_is_reported(example_app):
     tests `IsPresent: true` and the states behind it read unguarded; some of them must be reported."""
     import copy
 
-    from optigate.testing.asl import iter_states
+    from optigate.rehearse.asl import iter_states
 
     definitions = _definitions(example_app.templates)
     caught = set()
@@ -251,19 +254,25 @@ def pipeline_stages(stage_templates) -> dict[str, dict]:
     return stage_templates
 
 
-def _report_all(definitions: dict[str, dict]) -> list[str]:
-    return [f"{label}: {finding}" for label, finding in iter_findings(definitions)]
+def _report_all(templates: dict[str, dict]) -> list[str]:
+    """The rule's findings over every state machine of every template, through the rule pack."""
+    rule = sfn_optional_reads_guarded.ID
+    return [
+        str(finding)
+        for name, template in templates.items()
+        for finding in registry.findings(Stack(name, template), rule)
+    ]
 
 
 def test_no_state_machine_of_the_example_app_reads_an_optional_member_unguarded(example_app):
     definitions = _definitions(example_app.templates)
     assert len(definitions) >= len(example_app.templates)  # gates and benchmark fleets
-    problems = _report_all(definitions)
+    problems = _report_all(example_app.templates)
     assert not problems, "\n".join(problems)
 
 
 def test_no_state_machine_of_the_pipeline_stages_reads_an_optional_member_unguarded(pipeline_stages):
     definitions = _definitions(pipeline_stages)
     assert definitions
-    problems = _report_all(definitions)
+    problems = _report_all(pipeline_stages)
     assert not problems, "\n".join(problems)

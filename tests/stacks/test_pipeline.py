@@ -233,9 +233,9 @@ def test_a_codecommit_source_and_a_single_environment(tmp_path, pipeline_synth):
 
 def test_every_state_machine_of_every_stage_retries_what_its_integration_raises(assembly):
     """The retry table (optigate.constructs.retries) holds for the stacks the pipeline deploys, too."""
-    from optigate.testing.asl import retry_problems
-    from optigate.testing.iam_checks import load_stacks
-    from optigate.testing.template import placeholder_definition, state_machines
+    from optigate.rehearse.asl import retry_problems
+    from optigate.rehearse.template import placeholder_definition, state_machines
+    from tests.template_rules.assembly import load_stacks
 
     machines = 0
     for stack in load_stacks(assembly):

@@ -15,9 +15,9 @@ from optigate.bench.compare import compare_blocks
 from optigate.bench.metrics import RunSamples
 from optigate.evaluate.compare import compare
 from optigate.gate.decision import GateInputs, decide
-from optigate.testing.simulated_blocks import Shape, simulated_block
-from optigate.testing.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
 from tests.bench.test_compare import block
+from tests.fixtures.simulated_blocks import Shape, simulated_block
+from tests.fixtures.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
 
 
 def bench_verdicts() -> dict[str, list[tuple[str, str, int, str]]]:

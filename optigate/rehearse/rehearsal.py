@@ -1,0 +1,223 @@
+"""`optigate rehearse`: the whole gate of one team, offline, with emulated endpoints.
+
+The team's stack is synthesized, and its gate and benchmark-fleet definitions run for real in
+moto's Step Functions executor (optigate.rehearse.harness, via optigate.rehearse.gate_run): the Lambda
+handlers in-process, the benchmark workers against two local emulator processes (the live endpoint
+and the candidate), SageMaker, S3 and SNS in moto. Waits are compressed to zero and the benchmark is
+scaled down, so a rehearsal takes seconds; everything else is the definition that `cdk deploy` would
+create.
+
+This needs the rehearse extra (moto: `pip install 'optigate[rehearse]'`): importing this module fails without it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+from optigate.rehearse.gate_layout import DECIDE
+from optigate.rehearse.gate_run import HANDLER_FOLDERS, GateRun, evaluation_writer, lambda_handlers, load_handler
+from optigate.rehearse.harness import REGION, GateHarness
+from optigate.rehearse.scenario import Scenario
+
+# Emulated behaviour of the live endpoint and of a faster or slower candidate.
+BASELINE: Final = {"ttft_ms": {"mean": 150, "jitter": 8}, "itl_ms": {"mean": 15, "jitter": 1}}
+FASTER: Final = {"ttft_ms": {"mean": 110, "jitter": 6}, "itl_ms": {"mean": 9, "jitter": 0.8}}
+SLOWER: Final = {"ttft_ms": {"mean": 900, "jitter": 30}, "itl_ms": {"mean": 25, "jitter": 2}}
+# The most concurrent streams a rehearsal benchmarks (one level; see rehearse()).
+MAX_CONCURRENCY: Final = 16
+# Budgets the host allowance applies to: (benchmark metric, gate.benchmark key).
+BUDGETS: Final = (("ttft_ms", "p99_ttft_ms_budget"), ("itl_ms", "p99_itl_ms_budget"))
+
+
+def emulated_p99(distribution: dict[str, Any], samples: int = 20_000) -> float:
+    """The p99 of the latency distribution an emulator is told to serve (sampled with its own code)."""
+    from optigate.bench.emulator_config import Distribution
+
+    rng = random.Random(0)
+    drawn = sorted(Distribution.parse(distribution).sample(rng) for _ in range(samples))
+    return drawn[int(0.99 * samples)]
+
+
+def host_compensated_decide(baseline: dict[str, Any], allowance: dict[str, float]) -> Callable[[dict, Any], Any]:
+    """The decision handler, with each latency budget raised by what the host added to the baseline.
+
+    A rehearsal runs the client, both emulators and moto on one host; a busy host stalls them all,
+    adding latency to the requests of both sides, and judged against absolute budgets that noise
+    would decide the verdict. The baseline twin shows what the host added: its measured p99 minus the
+    p99 of the distribution its emulator serves. That much is added to each budget (never taken off),
+    recorded in `allowance` and printed. The deployed gate has no such step: on AWS the endpoints do
+    not share the benchmark's CPU.
+    """
+    import boto3
+    import numpy as np
+
+    from optigate.bench.metrics import RunSamples
+    from optigate.lambdas.gate_decide.handler import read_benchmark
+
+    decide = load_handler(HANDLER_FOLDERS[DECIDE])
+
+    def handler(event: dict, context: Any) -> Any:
+        runs = read_benchmark(boto3.client("s3"), event["bucket"], event, "baseline")["runs"]
+        thresholds = dict(event.get("thresholds") or {})
+        for metric, budget in BUDGETS:
+            measured = [getattr(RunSamples.from_result(run), metric) for run in runs]
+            worst = max((float(np.percentile(values, 99)) for values in measured if len(values)), default=None)
+            extra = 0.0 if worst is None else max(0.0, worst - emulated_p99(baseline[metric]))
+            allowance[metric] = extra
+            if thresholds.get(budget) is not None:
+                thresholds[budget] = float(thresholds[budget]) + extra
+        return decide({**event, "thresholds": thresholds}, context)
+
+    return handler
+
+
+def synthesize_team(
+    team_name: str, environment: str | None = None, config_dir: str | Path = "config"
+) -> tuple[dict[str, Any], Any]:
+    """The team's stack template (without cdk-nag, which the tests run) and its Deployment."""
+    from optigate.deployment import deploy, load_resolved_project
+
+    project = load_resolved_project(config_dir)
+    if team_name not in project.teams:
+        raise KeyError(f"no team '{team_name}'; known: {', '.join(sorted(project.teams))}")
+    environments = project.environments
+    chosen = next((e for e in environments if e.name == environment), None) if environment else environments[0]
+    if chosen is None:
+        raise KeyError(f"no environment '{environment}'; known: {', '.join(e.name for e in environments)}")
+    deployment = deploy(project.teams[team_name], chosen)
+    if deployment.candidate is None:
+        raise ValueError(f"team '{team_name}' has no gate.candidate: there is nothing to prove")
+    from aws_cdk import App  # after the checks above: a misspelt team or environment starts no Node process
+
+    from optigate.stacks.app import FEATURE_FLAGS
+    from optigate.stacks.team_inference_stack import TeamInferenceStack
+
+    outdir = tempfile.mkdtemp(prefix="optigate-rehearsal-")
+    app = App(outdir=outdir, context=FEATURE_FLAGS)
+    TeamInferenceStack(app, deployment)
+    app.synth()
+    return json.loads(Path(outdir, f"{deployment.stack_name}.template.json").read_text()), deployment
+
+
+@contextmanager
+def _offline_aws() -> Iterator[None]:
+    """Fake credentials and a region for the in-process handlers; moto answers every call.
+    moto's executor logs each failed state at ERROR: quiet it, the rehearsal prints the path."""
+    names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION")
+    saved = {k: os.environ.get(k) for k in names}
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "rehearsal",
+            "AWS_SECRET_ACCESS_KEY": "rehearsal",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+        }
+    )
+    os.environ.pop("AWS_SESSION_TOKEN", None)
+    logger = logging.getLogger("moto.stepfunctions")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def variant_traffic(deployment: Any, candidate: dict[str, Any], live_requests: int = 2000) -> dict[str, dict[str, Any]]:
+    """CloudWatch figures of a mirror window: the live variant's requests, the sampled share of them
+    on the shadow, and ModelLatency (a whole response, microseconds) from each side's behaviour."""
+    shadow = deployment.team.rollout.shadow
+    percentage = shadow.sampling_percentage if shadow else 0
+    tokens = deployment.team.gate.benchmark.max_new_tokens
+    rng = random.Random(0)
+
+    def latencies(behaviour: dict[str, Any]) -> list[float]:
+        ttft, itl = behaviour["ttft_ms"], behaviour["itl_ms"]
+        return [
+            1000 * (rng.gauss(ttft["mean"], ttft["jitter"]) + tokens * rng.gauss(itl["mean"], itl["jitter"]))
+            for _ in range(100)
+        ]
+
+    return {
+        "AllTraffic": {"Invocations": live_requests, "Invocation5XXErrors": 0, "ModelLatency": latencies(BASELINE)},
+        "GateCandidate": {
+            "Invocations": live_requests * percentage // 100,
+            "Invocation5XXErrors": 0,
+            "ModelLatency": latencies(candidate),
+        },
+    }
+
+
+@contextmanager
+def emulators(candidate: dict[str, Any], speculative: bool) -> Iterator[tuple[str, str]]:
+    """Emulator processes of the live endpoint (BASELINE) and of the candidate: their URLs."""
+    from optigate.bench.harness import emulator_process
+
+    if speculative and "tokens_per_chunk" not in candidate:
+        candidate = {**candidate, "tokens_per_chunk": [1, 2, 3, 2]}  # drafts accepted about half the time
+    with (
+        emulator_process({"default": BASELINE}) as baseline_url,
+        emulator_process({"default": candidate}) as candidate_url,
+    ):
+        yield baseline_url, candidate_url
+
+
+def rehearsal_rounds(total: int, blocks: int) -> int:
+    """Requests per stream in each of `blocks` blocks, for about `total` per stream in all."""
+    return total if blocks <= 1 else math.ceil(total / blocks) + 1
+
+
+def rehearse(
+    template: dict[str, Any],
+    deployment: Any,
+    candidate: str,
+    *,
+    behaviour: dict[str, Any] | None = None,
+    on_state: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the gate once with a `faster` or `slower` emulated candidate (or an explicit emulator
+    `behaviour`); returns what happened (GateRun.execute's result)."""
+    team = deployment.team
+    speculative = bool(team.gate.candidate.get("speculative_decoding"))
+    # The rehearsal benchmarks one level (the deployed gate runs every level): the highest up to
+    # MAX_CONCURRENCY streams, so what is measured is the emulated server rather than the host's CPU
+    # (at 64 streams a 9 ms ITL is 7,000 frames a second through one Python client, and a busy host
+    # stalled the faster side more than the baseline twin). In the team's interleaved blocks: about
+    # the requests of one long run per side, shared by the blocks (each block gets one round more, as
+    # its first and last requests fall outside its measurement window), enough for >= 5 one-second
+    # throughput buckets on the faster side, its blocks pooled.
+    rounds = rehearsal_rounds(16 if candidate == "faster" else 12, team.gate.benchmark.blocks)
+    compress_options = {
+        "rounds": rounds,
+        "max_new_tokens": 32,
+        "top_level_only": True,
+        "max_concurrency": MAX_CONCURRENCY,
+    }
+    behaviour = behaviour or (FASTER if candidate == "faster" else SLOWER)
+    allowance: dict[str, float] = {}
+    with emulators(behaviour, speculative) as (baseline_url, candidate_url), _offline_aws():
+        scenario = Scenario(
+            on_processing_job=evaluation_writer("pass"), variant_traffic=variant_traffic(deployment, behaviour)
+        )
+        handlers = lambda_handlers(baseline_url, candidate_url, decide=host_compensated_decide(BASELINE, allowance))
+        with GateHarness(lambda_handlers=handlers, scenario=scenario, region=REGION) as harness:
+            run = GateRun(template, harness, compress_options)
+            run.seed_baseline_files()  # the team's model bucket holds the folders the gate stages (an EAGLE-3 head)
+            run.seed_training_data()  # the capture (or prefix) an EAGLE head trains from holds traffic
+            result = run.execute(on_state=on_state)
+    result["host_allowance_ms"] = allowance
+    return result

@@ -1,0 +1,135 @@
+"""Each template rule on a compliant and a non-compliant template fragment (cdk-nag's layout: one pair per
+rule). Every rule of the registry must have its pair here; the synthesized templates are checked in
+tests/stacks/test_iam_checks.py and tests/stacks/test_optional_reads.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.template_rules import registry
+from tests.template_rules.assembly import Stack
+from tests.template_rules.rules import (
+    iam_actions_exist,
+    lambda_calls_permitted,
+    sfn_optional_reads_guarded,
+    state_machine_calls_permitted,
+)
+
+ENDPOINT = "arn:aws:sagemaker:us-east-1:111111111111:endpoint/"
+
+
+def _allow(action: str, resource: str) -> dict[str, Any]:
+    return {"Effect": "Allow", "Action": action, "Resource": resource}
+
+
+def _role(name: str, statements: list[dict[str, Any]]) -> dict[str, Any]:
+    """A role and the policy attached to it."""
+    return {
+        name: {"Type": "AWS::IAM::Role", "Properties": {}},
+        f"{name}Policy": {
+            "Type": "AWS::IAM::Policy",
+            "Properties": {"Roles": [{"Ref": name}], "PolicyDocument": {"Statement": statements}},
+        },
+    }
+
+
+def _machine(states: dict[str, Any], statements: list[dict[str, Any]]) -> Stack:
+    """One state machine, starting at `Describe`, whose role holds `statements`."""
+    definition = {"StartAt": "Describe", "States": states}
+    machine = {
+        "Type": "AWS::StepFunctions::StateMachine",
+        "Properties": {"RoleArn": {"Fn::GetAtt": ["Role", "Arn"]}, "DefinitionString": json.dumps(definition)},
+    }
+    return Stack("fragment", {"Resources": {**_role("Role", statements), "Machine": machine}})
+
+
+def _describe_endpoint(then: dict[str, Any] | None = None) -> dict[str, Any]:
+    task = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::aws-sdk:sagemaker:describeEndpoint",
+        "Parameters": {"EndpointName": "chat"},
+        "ResultPath": "$.endpoint",
+    }
+    return {"Describe": {**task, "Next": "Then"}, "Then": then} if then else {"Describe": {**task, "End": True}}
+
+
+def _policy_naming(action: str) -> Stack:
+    return Stack("fragment", {"Resources": _role("Role", [_allow(action, "*")])})
+
+
+def _lambda(statements: list[dict[str, Any]], folder: Path) -> Stack:
+    """One zip function whose handler writes to S3, with its asset in `folder`."""
+    asset = folder / "asset.abc123"
+    asset.mkdir(exist_ok=True)
+    (asset / "handler.py").write_text(
+        "import boto3\n\n\ndef handler(event, context):\n"
+        '    boto3.client("s3").put_object(Bucket=event["bucket"], Key="k", Body=b"")\n'
+    )
+    function = {
+        "Type": "AWS::Lambda::Function",
+        "Properties": {
+            "Handler": "handler.handler",
+            "Role": {"Fn::GetAtt": ["FnRole", "Arn"]},
+            "Code": {"S3Bucket": "assets", "S3Key": "abc123.zip"},
+        },
+    }
+    return Stack("fragment", {"Resources": {**_role("FnRole", statements), "Fn": function}}, assets={"abc123": asset})
+
+
+def _reads(path: str) -> dict[str, Any]:
+    """DescribeEndpoint, then a Pass that reads `path` of its answer."""
+    return _describe_endpoint({"Type": "Pass", "Parameters": {"read.$": path}, "End": True})
+
+
+DESCRIBE = _allow("sagemaker:DescribeEndpoint", ENDPOINT + "chat")
+DESCRIBE_ANOTHER = _allow("sagemaker:DescribeEndpoint", ENDPOINT + "code")
+
+#: rule id -> (a compliant fragment, a non-compliant one, what the finding must say), each built in a folder.
+EXAMPLES: dict[str, tuple[Callable[[Path], Stack], Callable[[Path], Stack], str]] = {
+    iam_actions_exist.ID: (
+        lambda _: _policy_naming("s3:GetObject"),
+        lambda _: _policy_naming("s3:GetObjekt"),
+        "s3:GetObjekt is no IAM action",
+    ),
+    state_machine_calls_permitted.ID: (
+        lambda _: _machine(_describe_endpoint(), [DESCRIBE]),
+        lambda _: _machine(_describe_endpoint(), [DESCRIBE_ANOTHER]),
+        f"sagemaker:DescribeEndpoint on {ENDPOINT}chat",
+    ),
+    lambda_calls_permitted.ID: (
+        lambda folder: _lambda([_allow("s3:PutObject", "arn:aws:s3:::bucket/*")], folder),
+        lambda folder: _lambda([_allow("s3:GetObject", "arn:aws:s3:::bucket/*")], folder),
+        "s3:PutObject",
+    ),
+    sfn_optional_reads_guarded.ID: (
+        lambda _: _machine(_reads("$.endpoint.EndpointStatus"), [DESCRIBE]),
+        lambda _: _machine(_reads("$.endpoint.FailureReason"), [DESCRIBE]),
+        "FailureReason is optional in DescribeEndpointOutput",
+    ),
+}
+
+
+def test_every_rule_has_a_compliant_and_a_non_compliant_example():
+    assert sorted(EXAMPLES) == sorted(rule.id for rule in registry.RULES)
+    assert len({rule.id for rule in registry.RULES}) == len(registry.RULES)
+
+
+@pytest.mark.parametrize("rule_id", sorted(EXAMPLES))
+def test_the_compliant_fragment_passes_every_rule(rule_id, tmp_path):
+    compliant, _, _ = EXAMPLES[rule_id]
+    assert [str(f) for f in registry.findings(compliant(tmp_path))] == []
+
+
+@pytest.mark.parametrize("rule_id", sorted(EXAMPLES))
+def test_the_non_compliant_fragment_is_reported_by_its_rule_alone(rule_id, tmp_path):
+    _, non_compliant, said = EXAMPLES[rule_id]
+    stack = non_compliant(tmp_path)
+    found = [str(f) for f in registry.findings(stack, rule_id)]
+    assert found and all(said in line for line in found), found
+    others = [rule.id for rule in registry.RULES if rule.id != rule_id and registry.findings(stack, rule.id)]
+    assert others == []
