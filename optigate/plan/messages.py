@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .catalog import GIB
+from .suggestion import Suggestion
 
-if TYPE_CHECKING:  # problems imports this module to write its messages
-    from .problems import Suggestion
+if TYPE_CHECKING:
     from .sizing import MemoryPlan, PlanInputs
 
 

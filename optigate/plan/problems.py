@@ -18,6 +18,7 @@ from .memory import weight_precision as lookup_weight_precision
 from .messages import describe_problem
 from .search import cheapest_fitting_instance
 from .sizing import MemoryPlan, PlanInputs, memory_plan
+from .suggestion import Suggestion
 
 PROBLEM_KINDS = (
     "weights_do_not_fit",
@@ -31,23 +32,6 @@ SUGGESTION_SETTINGS = ("weight_precision", "kv_cache_dtype", "max_model_len", "m
 
 # Lighter weight precisions tried, in order, when the weights do not fit.
 _LIGHTER_WEIGHTS = ("fp8", "awq")
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    """One change that fixes a plan problem, with the figures of the plan after the change.
-
-    ``setting`` is the ``plan()`` keyword to change (one of ``SUGGESTION_SETTINGS``) and ``value``
-    its new value; figures that do not apply to the change are None.
-    """
-
-    setting: str
-    value: str | int
-    kv_capacity_tokens: int | None = None
-    concurrent_sequences: int | None = None  # sequences of the typical length the KV cache then holds
-    weights_gib_per_accelerator: float | None = None
-    tensor_parallel: int | None = None
-    price_per_hour_usd: float | None = None
 
 
 @dataclass(frozen=True)
