@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optigate import naming
-from optigate.config.cross_checks import effective_overrides
 from optigate.config.models import Environment, EnvironmentOverrides, TeamConfig
+from optigate.config.rules.cross_file import effective_overrides
 from optigate.deployment.serving import ResolvedServing
 from optigate.deployment.team import ResolvedTeam
 from optigate.promote.lock import ServedPackage
