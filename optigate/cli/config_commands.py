@@ -36,23 +36,28 @@ def cmd_validate(args: argparse.Namespace) -> int:
             failures.append(error)
     print_advisories(advised)
     if failures:  # every broken file is reported, not only the first; exit 1: validate's verdict is "invalid"
-        raise InvalidConfig(failures, exit_code=1)
+        raise InvalidConfig(failures, exit_code=1, with_rules=True)
     console.print(f"[green]✓[/green] {checked} config file(s) valid")
     return 0
 
 
 def print_advisories(advised) -> None:
-    """One line per advisory of a valid team (a combination the docs are silent on), at its file and line."""
+    """One line per advisory of a valid team (a combination the docs are silent on), at its file and line, with its
+    rule's ID; those the team acknowledged are counted instead."""
     from rich.markup import escape
 
     from optigate.config.reader import format_path, read_yaml
+    from optigate.deployment.registry import unacknowledged
 
     for file, resolved_team in advised:
-        if not resolved_team.advisories:
+        notes, acknowledged = unacknowledged(resolved_team.team, resolved_team.advisories)
+        if acknowledged:
+            console.print(f"{escape(file)}: {acknowledged} note(s) acknowledged", highlight=False, soft_wrap=True)
+        if not notes:
             continue
         document = read_yaml(Path(file))
-        for advisory in resolved_team.advisories:
-            where = f"{file}:{document.line_of(advisory.path) or 1} {format_path(advisory.path)}"
+        for advisory in notes:
+            where = f"{file}:{document.line_of(advisory.path) or 1} {format_path(advisory.path)} [{advisory.rule_id}]"
             message = f"[yellow]note[/yellow] {escape(where)}: {escape(advisory.message)}"
             console.print(message, highlight=False, soft_wrap=True)
 
@@ -220,17 +225,19 @@ def print_gate(deployment) -> None:
 def cmd_schema(args: argparse.Namespace) -> int:
     """Write the JSON schema of the config files and the configuration reference, or check that both are current."""
     from optigate.config.reference import stale_reference, write_reference
+    from optigate.config.rules.reference import stale_rules_reference, write_rules_reference
     from optigate.config.schema import stale_schemas, write_schemas
+    from optigate.deployment.registry import every_rule
 
     if args.check:
         stale = [f"out of date in {args.out}: {', '.join(names)}"] if (names := stale_schemas(args.out)) else []
-        if stale_reference(args.docs):
-            stale.append(f"{args.docs} is out of date")
+        stale += [f"{docs} is out of date" for docs in (args.docs,) if stale_reference(docs)]
+        stale += [f"{docs} is out of date" for docs in (args.rules,) if stale_rules_reference(docs, every_rule())]
         if stale:
             raise CliError("; ".join(stale) + "; run `optigate schema`")
         console.print(f"[green]✓[/green] schemas in {args.out} match the models")
         return 0
-    for path in [*write_schemas(args.out), write_reference(args.docs)]:
+    for path in [*write_schemas(args.out), write_reference(args.docs), write_rules_reference(args.rules, every_rule())]:
         console.print(f"wrote {path}")
     return 0
 
@@ -255,5 +262,6 @@ def add_schema_parser(commands: argparse._SubParsersAction) -> None:
     schema.add_argument(
         "--docs", default="docs/configuration.md", help="the configuration reference (default: docs/configuration.md)"
     )
-    schema.add_argument("--check", action="store_true", help="fail if the files differ from the models")
+    schema.add_argument("--rules", default="docs/rules.md", help="the rules reference (default: docs/rules.md)")
+    schema.add_argument("--check", action="store_true", help="fail if the files differ from the models and rules")
     schema.set_defaults(handler=cmd_schema)

@@ -47,14 +47,17 @@ class UsageError(CliError):
 
 
 class InvalidConfig(CliError):
-    """Config files with problems: every issue on its own line, then how many, for each failed load."""
+    """Config files with problems: every issue on its own line, then how many, for each failed load.
+    `with_rules`: each issue with the ID of the rule that reports it (`optigate validate`)."""
 
-    def __init__(self, failures: Sequence[ConfigError], exit_code: int = USAGE_EXIT):
+    def __init__(self, failures: Sequence[ConfigError], exit_code: int = USAGE_EXIT, *, with_rules: bool = False):
         super().__init__("\n".join(str(failure) for failure in failures), exit_code)
         self.failures = list(failures)
+        self.with_rules = with_rules
 
     def print_to(self, console: Console) -> None:
         for failure in self.failures:
             for issue in failure.issues:
-                console.print(f"[red]✗[/red] {escape(str(issue))}", highlight=False, soft_wrap=True)
+                line = issue.text(with_rule=self.with_rules)
+                console.print(f"[red]✗[/red] {escape(line)}", highlight=False, soft_wrap=True)
             console.print(f"[red]{len(failure.issues)} problem(s)[/red]")

@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from optigate.config.cross_checks import check_capture_training, check_overrides, check_regions
 from optigate.config.models import Calibration, CalibrationFile, EnvironmentsFile, TeamConfig
 from optigate.config.reader import (
     ConfigError,
@@ -33,7 +32,16 @@ from optigate.config.reader import (
     shown,
 )
 from optigate.config.reader import display_name as _display_name
-from optigate.config.rules import Problem, check_environments, check_team
+from optigate.config.rules import (
+    Problem,
+    check_capture_training,
+    check_environments,
+    check_overrides,
+    check_regions,
+    check_team,
+)
+from optigate.config.rules.cross_file import TEAM_IN_ENVIRONMENT_EXISTS, TEAM_NAME_ONCE
+from optigate.config.rules.registry import rule_of_model_error
 
 # Checks of a later layer on a parsed team (see load_team).
 TeamChecks = Callable[[TeamConfig], list[Problem]]
@@ -162,12 +170,24 @@ def issues_from_validation_error(
         if is_noise:
             continue
         entry = ConfigIssue(
-            document.file, document.line_of(path), format_path(path), _message(item, root, document.data)
+            document.file,
+            document.line_of(path),
+            format_path(path),
+            _message(item, root, document.data),
+            _rule_id(item),
         )
         if (entry.path, entry.message) not in seen:
             seen.add((entry.path, entry.message))
             issues.append(entry)
     return issues
+
+
+def _rule_id(error: ErrorDetails) -> str | None:
+    """The ID of the registered rule a model validator's error reports (pure shape and type errors have none)."""
+    if error["type"] != "value_error":
+        return None
+    found = rule_of_model_error(str(error.get("ctx", {}).get("error", "")))
+    return found.id if found else None
 
 
 # --------------------------------------------------------------------------- public API
@@ -264,7 +284,10 @@ def _without_unknown_keys(data: Any) -> TeamConfig | None:
 
 def _issues(document: YamlDocument, problems: list[Problem]) -> list[ConfigIssue]:
     """Problems as issues at their lines, in file order (a problem without a line comes first)."""
-    issues = [ConfigIssue(document.file, document.line_of(p.path), format_path(p.path), p.message) for p in problems]
+    issues = [
+        ConfigIssue(document.file, document.line_of(p.path), format_path(p.path), p.message, p.rule_id)
+        for p in problems
+    ]
     return sorted(issues, key=lambda issue: issue.line or 0)
 
 
@@ -312,7 +335,11 @@ def load_project(config_dir: str | Path = "config", *, team_checks: TeamChecks |
         if team.team in teams:
             issues.append(
                 ConfigIssue(
-                    _display_name(path), 1, "team", f"team name '{team.team}' is also used by {files[team.team]}"
+                    _display_name(path),
+                    1,
+                    "team",
+                    f"team name '{team.team}' is also used by {files[team.team]}",
+                    TEAM_NAME_ONCE.id,
                 )
             )
             continue
@@ -336,6 +363,7 @@ def load_project(config_dir: str | Path = "config", *, team_checks: TeamChecks |
                             document.line_of(where),
                             format_path(where),
                             f"no team file defines team '{name}'{hint}",
+                            TEAM_IN_ENVIRONMENT_EXISTS.id,
                         )
                     )
     if issues or environments is None:

@@ -4,8 +4,8 @@
 The pydantic models *are* the schema: `optigate schema` writes them as JSON schema for editors.
 Field names follow the SageMaker SDK and the LMI container documentation so that users coming from
 a notebook recognise them. Shape and type checks live here; rules over several fields live in
-`optigate.config.rules`, and rules that need the instance catalog, the image tables or the capacity
-plan in `optigate.deployment.rules`, so each problem can be reported at its own YAML path and line.
+`optigate.config.rules` (each registered with its ID), and rules that need the instance catalog, the image
+tables or the capacity plan in `optigate.deployment.rules`, so each problem is reported at its own YAML path and line.
 """
 
 from __future__ import annotations
@@ -489,6 +489,17 @@ class CalibrationFile(Strict):
 # --------------------------------------------------------------------------- files
 
 
+class Acknowledgement(Strict):
+    """A note the team has read and accepts, as cdk-nag's suppressions: `optigate validate` no longer prints it.
+    Only a note can be acknowledged, never a refusal (docs/rules.md lists which rule is which)."""
+
+    id: str = Field(description="The note's rule ID as `optigate validate` prints it, e.g. OG262.")
+    reason: str = Field(
+        description="Why the team accepts the note, for the next reader: at least 40 characters, e.g. what was "
+        "tested and where."
+    )
+
+
 class TeamConfig(Strict):
     """One team's endpoint: `config/teams/<team>.yaml`."""
 
@@ -500,6 +511,11 @@ class TeamConfig(Strict):
     rollout: Rollout = Rollout()
     gate: Gate = Gate()
     tags: dict[str, str] = Field(default_factory=dict)
+    acknowledge: list[Acknowledgement] = Field(
+        default_factory=list,
+        description="Notes of `optigate validate` the team accepts, each by rule ID with a reason; an acknowledged "
+        "note is not printed (validate says how many were).",
+    )
     # config/calibration.yaml beside the team's file, set by the loader: the planner's expected figures use it.
     _calibrations: tuple[Calibration, ...] = PrivateAttr(default=())
 
@@ -595,6 +611,10 @@ class Environment(Strict):
     )
 
 
+PIPELINE_NEEDS_REPOSITORY = "source.repository is required"
+PIPELINE_NEEDS_ONE_SOURCE = "set either connection_arn (a CodeStar connection) or codecommit: true"
+
+
 class PipelineSource(Strict):
     """Where the pipeline takes the repository from: a CodeStar (CodeConnections) connection to
     GitHub/GitLab/Bitbucket, or a CodeCommit repository."""
@@ -611,11 +631,11 @@ class PipelineSource(Strict):
     branch: str = "main"
 
     @model_validator(mode="after")
-    def _one_kind(self) -> PipelineSource:
+    def _one_kind(self) -> PipelineSource:  # rules OG611 and OG612 (optigate.config.rules.environments)
         if not self.repository:
-            raise ValueError("source.repository is required")
+            raise ValueError(PIPELINE_NEEDS_REPOSITORY)
         if self.codecommit == (self.connection_arn is not None):
-            raise ValueError("set either connection_arn (a CodeStar connection) or codecommit: true")
+            raise ValueError(PIPELINE_NEEDS_ONE_SOURCE)
         return self
 
 

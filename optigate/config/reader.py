@@ -73,6 +73,7 @@ class ConfigIssue:
     line: int | None
     path: str
     message: str
+    rule: str | None = None  # the ID of the rule that reports it (optigate.config.rules.registry), if one does
 
     def __post_init__(self) -> None:
         # Whatever a layer quotes, a message stays readable (a 200 KB value is never echoed whole).
@@ -83,8 +84,14 @@ class ConfigIssue:
                 object.__setattr__(self, name, cut + text[-200:])
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, *, with_rule: bool = False) -> str:
+        """`file:line path: message`; `with_rule` adds the rule's ID before the colon (`... path [OG307]: ...`),
+        so that the file and line stay first for editors."""
         where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where} {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+        where += f" {self.path}" if self.path else ""
+        return f"{where} [{self.rule}]: {self.message}" if with_rule and self.rule else f"{where}: {self.message}"
 
 
 class ConfigError(Exception):

@@ -20,11 +20,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from optigate.config.models import TeamConfig
-from optigate.config.rules import GATE_CANDIDATE, Problem
+from optigate.config.rules import GATE_CANDIDATE, Problem, Severity, rule
 from optigate.deployment.serving import ResolvedServing
 
 #: The options an engine is compiled for, by container family, as optigate renders them
 #: (optigate.serving.lmi.render_environment; LMI's TensorRT-LLM and Neuron option names).
+COMPILED_ON_SERVED_FAMILY = rule("OG414", "a compiled candidate runs on the instance family the team serves")
+COMPILED_AS_SERVED = rule("OG415", "a compiled candidate has the tensor-parallel degree and length the team serves")
+NOTE_SDK_REFUSES_LLAMA_3_1_COMPILATION = rule(
+    "OG421", "the SDK (not the API) refuses compiling Llama 3.1+ on GPUs", Severity.NOTE
+)
+
 COMPILED_OPTIONS = {
     "lmi-trtllm": ("OPTION_TENSOR_PARALLEL_DEGREE", "OPTION_MAX_INPUT_LEN", "OPTION_MAX_ROLLING_BATCH_SIZE"),
     "lmi-neuronx": ("OPTION_TENSOR_PARALLEL_DEGREE", "OPTION_N_POSITIONS", "OPTION_MAX_ROLLING_BATCH_SIZE"),
@@ -71,6 +77,7 @@ def compilation_problems(baseline: ResolvedServing, candidate: ResolvedServing) 
                 f"{candidate.instance.accelerator}), and the team serves {here} ({baseline.instance.accelerator}): a "
                 "promotion would deploy it there. Compile on the family you serve (remove instance_type from the "
                 "candidate), or move serving.instance_type first, prove that, then compile",
+                COMPILED_ON_SERVED_FAMILY,
             )
         )
     for what, field, ours, theirs in (
@@ -86,6 +93,7 @@ def compilation_problems(baseline: ResolvedServing, candidate: ResolvedServing) 
                     f"serves only the {what} it is compiled for, so the engine and the serving config are one. Set "
                     f"serving.{field}: {ours} and prove that first, or pin serving.{field} so both sides agree, then "
                     "compile",
+                    COMPILED_AS_SERVED,
                 )
             )
     return problems
@@ -155,5 +163,6 @@ def compile_advisories(team: TeamConfig, candidate: ResolvedServing | None) -> l
             "client ('Compilation is not supported for models greater than Llama-3.0 with a GPU instance'); the API "
             "reference states no such limit and LMI's TensorRT-LLM guide lists Llama 3.1, so the gate runs the job, "
             "and a failed compilation fails the gate with the job's reason",
+            NOTE_SDK_REFUSES_LLAMA_3_1_COMPILATION,
         )
     ]

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from optigate import naming
-from optigate.config.cross_checks import effective_overrides
 from optigate.config.models import Environment, EnvironmentOverrides, TeamConfig
+from optigate.config.rules.cross_file import effective_overrides
 from optigate.deployment.gate import GatePlan, resolve_gate
 from optigate.deployment.serving import ResolvedServing
 from optigate.deployment.team import ResolvedTeam

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from optigate.config.models import Serving, TeamConfig
 from optigate.config.reader import format_path
-from optigate.config.rules import PathT, Problem, instance_pool_problems
+from optigate.config.rules import PathT, Problem, Severity, instance_pool_problems, rule
 from optigate.deployment.serving import ResolvedPool, ResolvedServing
 from optigate.plan import catalog, parallel
 from optigate.plan.architecture import ModelArchitecture
@@ -29,6 +29,14 @@ from optigate.serving import images
 SingleVariant = Callable[[TeamConfig, ModelArchitecture, Serving, PathT], tuple[ResolvedServing | None, list[Problem]]]
 
 USER_GUIDE = "https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html"
+
+POOL_STORAGE_ONE_KIND = rule("OG257", "the pools of a variant store the model on one kind of storage (NVMe or EBS)")
+POOL_AMI_ONE_VERSION = rule("OG258", "the pools of a variant run the image on one host AMI")
+NOTE_POOLS_WITH_SHADOW = rule("OG261", "instance pools beside a shadow variant are undocumented", Severity.NOTE)
+NOTE_POOLS_WITH_MANAGED_SCALING = rule(
+    "OG262", "instance pools with scale_to_zero (ManagedInstanceScaling) are undocumented", Severity.NOTE
+)
+NOTE_GATE_MEASURES_PRIMARY_POOL = rule("OG263", "the gate measures the priority-1 pool only", Severity.NOTE)
 
 
 def has_pools(serving: Serving) -> bool:
@@ -61,6 +69,7 @@ def _at_pool(
                 (*path, "instance_pools", index),
                 f"{pool.instance_type} (priority {pool.priority}){what}: {problem.message.rstrip('.')}; "
                 "or remove this pool (every pool runs the one container environment)",
+                problem.rule,
             )
         )
     return out
@@ -79,6 +88,7 @@ def _storage_problems(serving: Serving, path: PathT) -> list[Problem]:
             f"{pool.instance_type} stores the model on {kind[not primary]} and {serving.instance_type} on "
             f"{kind[primary]}: one endpoint config cannot both omit KmsKeyId (required with instance storage) and "
             "encrypt EBS volumes with the team's key; choose pools of one kind",
+            POOL_STORAGE_ONE_KIND,
         )
         for index, pool in enumerate(pools)
         if index and catalog.has_instance_storage(pool.instance_type) != primary
@@ -104,6 +114,7 @@ def _ami_problems(serving: Serving, path: PathT) -> list[Problem]:
             f"{pool.instance_type} runs {tag} on {name(needed)} and {serving.instance_type} on {name(primary)} "
             "(the SageMaker SDK's AMI rule for CUDA 13 images); a variant has one InferenceAmiVersion: choose pools "
             "that run on the same AMI, or pin a container version both run",
+            POOL_AMI_ONE_VERSION,
         )
         for index, pool in enumerate(serving.instance_pools or [])
         if index and (needed := images.inference_ami_version(tag, pool.instance_type)) != primary
@@ -229,6 +240,7 @@ def pool_advisories(team: TeamConfig) -> list[Problem]:
                 where,
                 "undocumented: a shadow variant beside a production variant with instance pools is not described in "
                 f"the SageMaker docs ({USER_GUIDE}); the shadow variant runs on {serving.instance_type} only",
+                NOTE_POOLS_WITH_SHADOW,
             )
         )
     scaling = serving.autoscaling
@@ -239,6 +251,7 @@ def pool_advisories(team: TeamConfig) -> list[Problem]:
                 "undocumented: instance pools with ManagedInstanceScaling (scale_to_zero) are not described together; "
                 f"the docs support pools with inference components ({USER_GUIDE}); first deploy to a non-production "
                 "environment",
+                NOTE_POOLS_WITH_MANAGED_SCALING,
             )
         )
     if team.gate.candidate:
@@ -247,6 +260,7 @@ def pool_advisories(team: TeamConfig) -> list[Problem]:
                 where,
                 f"the gate benchmarks the candidate and its baseline twin on {serving.instance_type} (priority 1) "
                 "only; the other pools are checked by the planner, not measured",
+                NOTE_GATE_MEASURES_PRIMARY_POOL,
             )
         )
     return notes

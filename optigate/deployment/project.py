@@ -13,7 +13,9 @@ from pathlib import Path
 from optigate import naming
 from optigate.config.loader import ConfigError, ConfigIssue, Project, load_project, load_team
 from optigate.config.models import Environment
+from optigate.config.rules.cross_file import RESOURCE_NAMES_DISTINCT
 from optigate.deployment.environment import Deployment, deploy
+from optigate.deployment.registry import acknowledgement_problems
 from optigate.deployment.team import ResolvedTeam, resolve_team
 from optigate.promote.lock import read_lock
 
@@ -65,7 +67,7 @@ def load_resolved_project(config_dir: str | Path = "config") -> ResolvedProject:
     def check(team):
         result = resolve_team(team)
         resolved[id(team)] = result
-        return list(result.problems)
+        return list(result.problems) + acknowledgement_problems(team)
 
     project = load_project(config_dir, team_checks=check)
     clashes = _name_clashes(project)
@@ -88,6 +90,7 @@ def _name_clashes(project: Project) -> list[ConfigIssue]:
             "team",
             f"team '{first[0]}' in environment '{first[1]}' and team '{second[0]}' in environment '{second[1]}' "
             f"would share resource names ({', '.join(kinds)}); rename one of the teams",
+            RESOURCE_NAMES_DISTINCT.id,
         )
         for (first, second), kinds in shared.items()
     ]
@@ -99,7 +102,7 @@ def load_resolved_team(path: str | Path) -> ResolvedTeam:
 
     def check(team):
         resolved.append(resolve_team(team))
-        return list(resolved[-1].problems)
+        return list(resolved[-1].problems) + acknowledgement_problems(team)
 
     load_team(path, team_checks=check)
     return resolved[-1]

@@ -1,7 +1,8 @@
-"""Rules that need the instance catalog, the SDK's image tables or the capacity plan.
+"""Rules that need the instance catalog, the SDK's image tables or the capacity plan, registered with their IDs.
 
 They run while a team is resolved (`optigate.deployment.team.resolve_team`), on the settings that
-will be deployed, and return `Problem`s at YAML paths like the config rules do.
+will be deployed, and return `Problem`s at YAML paths like the config rules do. `every_rule()` is the
+whole registry: the config rules and these, and those of the other deployment modules.
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ from optigate.config.lmi_options import (
     version_text,
 )
 from optigate.config.models import Serving, TeamConfig, serving_with
-from optigate.config.rules import PathT, Problem, architecture_fields_problems, check_serving, did_you_mean
+from optigate.config.rules import (
+    PathT,
+    Problem,
+    Rule,
+    architecture_fields_problems,
+    check_serving,
+    did_you_mean,
+    rule,
+)
 from optigate.plan import architecture, catalog, parallel
 from optigate.plan.architecture import ModelArchitecture
 from optigate.plan.planner import Suggestion
@@ -31,11 +40,42 @@ FP8_MIN_COMPUTE_CAPABILITY = 8.9  # Ada (L4, L40S) and Hopper have FP8 tensor co
 NVFP4_MIN_COMPUTE_CAPABILITY = 10.0  # Blackwell
 FP8_INSTANCES = "ml.g6 (L4), ml.g6e (L40S) or ml.p5 (H100)"
 
-# which serving field a planner problem points at
+UNKNOWN_ARCHITECTURE = rule("OG108", "a named architecture is one the planner knows")
+LENGTH_WITHIN_POSITIONS = rule("OG109", "max_model_len is at most the model's max_position_embeddings")
+TIMEOUTS_FIT_WEIGHTS = rule("OG110", "the download and startup timeouts leave time for the model's weights")
+TENSOR_PARALLEL_SHARDS_HEADS = rule("OG111", "an explicit tensor_parallel_degree shards the model's heads")
+CONTAINER_VERSION_KNOWN = rule("OG301", "container.version is in the SageMaker SDK's image tables")
+INSTANCE_TYPE_KNOWN = rule("OG302", "instance_type is in optigate's instance catalog")
+NEURONX_ON_NEURON = rule("OG303", "lmi-neuronx runs on Inferentia/Trainium only")
+NEURON_NEEDS_NEURONX = rule("OG304", "an Inferentia/Trainium instance runs lmi-neuronx")
+TENSOR_PARALLEL_FITS_INSTANCE = rule("OG305", "tensor_parallel_degree is a degree the instance's accelerators run")
+NO_QUANTIZATION_ON_NEURON = rule("OG306", "no quantization on lmi-neuronx")
+FP8_NEEDS_FP8_CORES = rule("OG307", "fp8 on a GPU with FP8 tensor cores, or allow_weight_only_fp8")
+NVFP4_NEEDS_BLACKWELL = rule("OG308", "nvfp4 on Blackwell")
+TRTLLM_QUANTIZATIONS = rule("OG309", "lmi-trtllm takes fp8 or awq only")
+NO_FP8_KV_CACHE_ON_NEURON = rule("OG310", "no FP8 KV cache on lmi-neuronx")
+SPECULATION_NEEDS_LMI = rule("OG311", "speculative decoding on container family lmi")
+SPECULATION_NEEDS_LMI_15 = rule("OG312", "speculative decoding needs LMI v15 (0.33.0) or newer")
+LORA_NEEDS_LMI = rule("OG313", "LoRA adapters on container family lmi")
+NO_VOLUME_ON_INSTANCE_STORAGE = rule("OG314", "no volume_size_gb on an instance with NVMe storage")
+SWITCH_READ_BY_VERSION = rule("OG315", "a typed vLLM engine switch only on an LMI version that reads it")
+SWITCH_VALUE_READ_BY_VERSION = rule("OG316", "an engine switch value only on an LMI version that has it")
+SWITCH_NEEDS_MIXTURE_OF_EXPERTS = rule("OG317", "an expert-parallel switch only for a mixture-of-experts model")
+SWITCH_NEEDS_SEVERAL_GPUS = rule("OG318", "a multi-GPU switch only where the model runs on more than one GPU")
+WEIGHTS_FIT = rule("OG321", "the weights fit the instance's accelerator memory")
+ONE_SEQUENCE_FITS = rule("OG322", "the KV cache holds one sequence of max_model_len")
+BATCH_FITS = rule("OG323", "the KV cache holds max_batch_size sequences of max_model_len")
+
+# which serving field a planner problem points at, and the rule it breaks
 PLAN_PROBLEM_FIELD = {
     "weights_do_not_fit": "instance_type",
     "kv_cannot_hold_one_sequence": "max_model_len",
     "batch_times_length_does_not_fit": "max_batch_size",
+}
+PLAN_PROBLEM_RULE = {
+    "weights_do_not_fit": WEIGHTS_FIT,
+    "kv_cannot_hold_one_sequence": ONE_SEQUENCE_FITS,
+    "batch_times_length_does_not_fit": BATCH_FITS,
 }
 
 
@@ -43,14 +83,15 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
     """Container, instance and precision rules on one serving block."""
     problems: list[Problem] = []
 
-    def add(sub: PathT, message: str) -> None:
-        problems.append(Problem((*path, *sub), message))
+    def add(broken: Rule, sub: PathT, message: str) -> None:
+        problems.append(Problem((*path, *sub), message, broken))
 
     family = serving.container.family
     version = serving.container.version or images.default_version(family)
     versions = images.known_versions(family)
     if version not in versions:
         add(
+            CONTAINER_VERSION_KNOWN,
             ("container", "version"),
             f"{family} has no version {version} in the SageMaker SDK's image tables; known: {', '.join(versions)}",
         )
@@ -60,6 +101,7 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
     except KeyError:
         names = [i.instance_type for i in catalog.all_instances()]
         add(
+            INSTANCE_TYPE_KNOWN,
             ("instance_type",),
             "unknown or unsupported instance type "
             f"'{serving.instance_type}'{did_you_mean(serving.instance_type, names)}",
@@ -68,12 +110,14 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
 
     if family == "lmi-neuronx" and instance.platform != "neuron":
         add(
+            NEURONX_ON_NEURON,
             ("container", "family"),
             "lmi-neuronx runs only on Inferentia/Trainium (ml.inf2, ml.trn1), "
             f"not on {instance.instance_type} ({instance.accelerator}); use family lmi",
         )
     if instance.platform == "neuron" and family != "lmi-neuronx":
         add(
+            NEURON_NEEDS_NEURONX,
             ("container", "family"),
             f"{instance.instance_type} has {instance.accelerator} accelerators, which only the "
             "lmi-neuronx container can use; set container.family: lmi-neuronx or choose a GPU instance",
@@ -84,12 +128,17 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
     if tp is not None and tp not in degrees:
         units = f"{instance.tp_units} {parallel.unit_name(instance)}"
         why = "is not a degree the Neuron runtime runs within" if instance.is_neuron else "does not divide"
-        add(("tensor_parallel_degree",), f"{tp} {why} the {units} of {instance.instance_type}; use one of {degrees}")
+        add(
+            TENSOR_PARALLEL_FITS_INSTANCE,
+            ("tensor_parallel_degree",),
+            f"{tp} {why} the {units} of {instance.instance_type}; use one of {degrees}",
+        )
 
     cc = instance.compute_capability
     quantization = serving.quantization
     if quantization is not None and instance.platform == "neuron":
         add(
+            NO_QUANTIZATION_ON_NEURON,
             ("quantization",),
             f"{quantization} is not served by lmi-neuronx on {instance.instance_type}; "
             "remove quantization or choose a GPU instance",
@@ -101,6 +150,7 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
         and not serving.allow_weight_only_fp8
     ):
         add(
+            FP8_NEEDS_FP8_CORES,
             ("quantization",),
             f"FP8 W8A8 needs compute capability >= 8.9, and {instance.accelerator} on "
             f"{instance.instance_type} has {cc}: vLLM would fall back to FP8 weight-only (less memory, "
@@ -108,29 +158,37 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
         )
     elif quantization == "nvfp4" and (cc is None or cc < NVFP4_MIN_COMPUTE_CAPABILITY):
         add(
+            NVFP4_NEEDS_BLACKWELL,
             ("quantization",),
             f"NVFP4 needs Blackwell (compute capability >= 10.0), and {instance.accelerator} on "
             f"{instance.instance_type} has {cc}; use fp8 on Ada/Hopper or awq/gptq, or choose ml.p6-b200.48xlarge",
         )
     if quantization is not None and family == "lmi-trtllm" and quantization in ("gptq", "nvfp4"):
         add(
+            TRTLLM_QUANTIZATIONS,
             ("quantization",),
             f"{quantization} is not offered by optigate's lmi-trtllm rendering; "
             "use fp8 or awq, or container family lmi",
         )
 
     if serving.kv_cache_dtype != "auto" and instance.platform == "neuron":
-        add(("kv_cache_dtype",), "an FP8 KV cache is not available with lmi-neuronx; use auto")
+        add(
+            NO_FP8_KV_CACHE_ON_NEURON,
+            ("kv_cache_dtype",),
+            "an FP8 KV cache is not available with lmi-neuronx; use auto",
+        )
 
     if serving.speculative_decoding is not None:
         if family != "lmi":
             add(
+                SPECULATION_NEEDS_LMI,
                 ("speculative_decoding",),
                 "speculative decoding is configured through vLLM's OPTION_SPECULATIVE_CONFIG, "
                 f"which only container family lmi reads (not {family})",
             )
         elif images.version_tuple(version) < images.FIRST_VLLM_SPECULATIVE_CONFIG_VERSION and version in versions:
             add(
+                SPECULATION_NEEDS_LMI_15,
                 ("container", "version"),
                 "OPTION_SPECULATIVE_CONFIG needs LMI v15 (container version 0.33.0) or newer, "
                 f"got {version}; the older OPTION_SPECULATIVE_DRAFT_MODEL belonged to lmi-dist",
@@ -139,6 +197,7 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
     lora = serving.lora
     if (lora is not None or has_adapters) and family != "lmi":
         add(
+            LORA_NEEDS_LMI,
             ("lora",) if lora else (),
             "LoRA adapters are served through vLLM's multi-LoRA support, "
             f"which only container family lmi offers (not {family})",
@@ -146,6 +205,7 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
 
     if serving.volume_size_gb is not None and instance.has_instance_storage:
         add(
+            NO_VOLUME_ON_INSTANCE_STORAGE,
             ("volume_size_gb",),
             f"{instance.instance_type} stores models on its NVMe instance storage, "
             "where SageMaker refuses VolumeSizeInGB; remove volume_size_gb",
@@ -163,7 +223,7 @@ def architecture_problems(team: TeamConfig) -> tuple[ModelArchitecture | None, l
                 f"unknown architecture '{spec}'; give a known name or the fields of the model's config.json"
                 f"{did_you_mean(spec, names)}"
             )
-            return None, [Problem(("model", "architecture"), message)]
+            return None, [Problem(("model", "architecture"), message, UNKNOWN_ARCHITECTURE)]
     elif architecture_fields_problems(spec):
         return None, []  # reported by the config rules
     return architecture_for(spec), []
@@ -178,12 +238,13 @@ def serving_architecture_problems(arch: ModelArchitecture, serving: Serving, pat
                 (*path, "max_model_len"),
                 f"{serving.max_model_len} exceeds the model's max_position_embeddings "
                 f"({arch.max_position_embeddings}); vLLM refuses to start; use at most {arch.max_position_embeddings}",
+                LENGTH_WITHIN_POSITIONS,
             )
         )
     download = serving.model_data_download_timeout_seconds
     startup = serving.container_startup_health_check_timeout_seconds
     for field_name, message in timeout_refusals(weights_gb(arch, serving), download, startup).items():
-        problems.append(Problem((*path, field_name), message))
+        problems.append(Problem((*path, field_name), message, TIMEOUTS_FIT_WEIGHTS))
     return problems
 
 
@@ -204,6 +265,7 @@ def engine_switch_problems(arch: ModelArchitecture, serving: Serving, path: Path
             (*path, name),
             f"the vLLM of LMI {version} does not read {name}; pin container.version {version_text(option.since)} or "
             "newer, or remove it",
+            SWITCH_READ_BY_VERSION,
         )
         for name, option, _ in read
         if running < option.since
@@ -211,28 +273,30 @@ def engine_switch_problems(arch: ModelArchitecture, serving: Serving, path: Path
     for name, option, value in read:
         refusal = _check_refusal(arch, serving, option, value, running, version)
         if refusal is not None:
-            problems.append(Problem((*path, name), refusal))
+            problems.append(Problem((*path, name), *refusal))
     return problems
 
 
 def _check_refusal(
     arch: ModelArchitecture, serving: Serving, option: LmiOption, value: object, running: tuple[int, ...], version: str
-) -> str | None:
+) -> tuple[str, Rule] | None:
     """The first of an option's deployment checks the settings fail (a later check presumes the earlier ones)."""
     for check in option.checks:
         if isinstance(check, ValueSince):
             if value == check.value and option.since <= running < check.since:
-                return check.message.format(version=version, since=version_text(check.since))
+                return check.message.format(
+                    version=version, since=version_text(check.since)
+                ), SWITCH_VALUE_READ_BY_VERSION
         elif isinstance(check, NeedsMixtureOfExperts):
             if not arch.is_moe:
-                return check.message.format(model=arch.name)
+                return check.message.format(model=arch.name), SWITCH_NEEDS_MIXTURE_OF_EXPERTS
         elif isinstance(check, NeedsSeveralGpus):
             try:
                 tp = deployed_tensor_parallel(arch, serving, catalog.get_instance(serving.instance_type))
             except KeyError:
                 return None  # an unknown instance type: reported by hardware_problems
             if tp <= 1:
-                return check.message
+                return check.message, SWITCH_NEEDS_SEVERAL_GPUS
     return None
 
 
@@ -242,7 +306,7 @@ def tensor_parallel_problems(arch: ModelArchitecture, serving: Serving, path: Pa
     if tp is None:
         return []
     why = parallel.refusal(arch, catalog.get_instance(serving.instance_type), tp)
-    return [] if why is None else [Problem((*path, "tensor_parallel_degree"), why)]
+    return [] if why is None else [Problem((*path, "tensor_parallel_degree"), why, TENSOR_PARALLEL_SHARDS_HEADS)]
 
 
 # The serving field each kind of planner fix changes.
@@ -295,5 +359,5 @@ def capacity_problems(resolved_plan, serving: Serving, path: PathT) -> list[Prob
             continue
         if getattr(serving, field_name) is None:  # derived by optigate: point at what the user chose
             field_name = "instance_type"
-        problems.append(Problem((*path, field_name), problem.message))
+        problems.append(Problem((*path, field_name), problem.message, PLAN_PROBLEM_RULE[problem.kind]))
     return problems

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from optigate.config.models import EagleTraining, Serving, TeamConfig
-from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem
+from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem, rule
 from optigate.deployment import compilation, pools, rules
 from optigate.deployment.serving import ResolvedServing, resolve_serving
 from optigate.plan import catalog
@@ -121,6 +121,9 @@ def optimization_configs(
     return configs or None
 
 
+OPTIMIZATION_JOB_INSTANCE = rule("OG413", "an optimization job runs on an instance type CreateOptimizationJob takes")
+
+
 def optimization_job_problems(team: TeamConfig, candidate: Serving) -> list[Problem]:
     """An optimization job runs on the candidate's instance type, and accepts fewer types than endpoints
     (CreateOptimizationJob's DeploymentInstanceType in botocore's model)."""
@@ -148,6 +151,7 @@ def optimization_job_problems(team: TeamConfig, candidate: Serving) -> list[Prob
             f"the SageMaker optimization job that {what} cannot run on {candidate.instance_type} "
             "(CreateOptimizationJob's DeploymentInstanceType); give the candidate an instance type it takes, "
             "e.g. ml.p5.48xlarge, or prove a candidate that needs no job",
+            OPTIMIZATION_JOB_INSTANCE,
         )
     ]
 

@@ -66,12 +66,12 @@ def test_an_unknown_upper_case_candidate_key_is_an_issue_not_a_traceback(tmp_pat
     assert "did you mean 'quantization'?" in issue.message
 
 
-def test_the_readmes_example_a_typo_and_a_rule_problem_in_one_run(tmp_path, capsys, monkeypatch):
-    """The README shows two problems of one file, a schema error and a rule's: both are reported, as shown."""
+def test_the_guides_example_a_typo_and_a_rule_problem_in_one_run(tmp_path, capsys, monkeypatch):
+    """The user guide shows two problems of one file, a schema error and a rule's: both are reported, as shown."""
     from optigate.cli import main
     from tests.conftest import REPO
 
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "guide.md").read_text()
     intro = readme.index("all problems at once (a typo does not hide")
     block = readme[readme.index("```\n", intro) + 4 : readme.index("\n```", readme.index("```\n", intro) + 4)]
     expected = block.splitlines()

@@ -59,8 +59,8 @@ def test_validate_cli_reports_every_broken_file_with_its_line(tmp_path, capsys):
     config = _broken_copy(tmp_path)
     assert main(["validate", str(config)]) == 1
     err = capsys.readouterr().err
-    assert "chat.yaml:" in err and "serving.quantization: FP8 W8A8 needs compute capability >= 8.9" in err
-    assert "support.yaml:" in err and "adapters[0].s3_uri" in err
+    assert "chat.yaml:" in err and "serving.quantization [OG307]: FP8 W8A8 needs compute capability >= 8.9" in err
+    assert "support.yaml:" in err and "adapters[0].s3_uri [OG214]: " in err
     assert "2 problem(s)" in err
 
 

@@ -210,7 +210,7 @@ def test_validate_notes_combinations_the_docs_are_silent_on(tmp_path, monkeypatc
     monkeypatch.setattr(config_commands, "console", recorded)
     assert main(["validate", str(path)]) == 0
     text = recorded.export_text()
-    assert "note" in text and "serving.instance_pools: undocumented: a shadow variant" in text
+    assert "note" in text and "serving.instance_pools [OG261]: undocumented: a shadow variant" in text
     assert "1 config file(s) valid" in text
 
 

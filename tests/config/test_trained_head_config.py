@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from optigate.config.cross_checks import effective_overrides
 from optigate.config.loader import ConfigError, load_project, load_team
 from optigate.config.models import DataCapture, EagleTraining, Environment, EnvironmentOverrides
+from optigate.config.rules.cross_file import effective_overrides
 from optigate.deployment import load_resolved_project
 from optigate.deployment.team import optimization_configs, refused_combination
 from tests.conftest import CONFIG, edited_config

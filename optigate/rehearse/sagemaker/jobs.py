@@ -25,7 +25,7 @@ def _prefix(uri: str, channel: str | None = None) -> dict:
 def _training_data_problem(region: str, source: dict | None) -> str | None:
     """Why the emulated job cannot read its TrainingDataSource (None: it can, or SageMaker's own data is used).
     Missing data fails the job; SSE-KMS objects fail it too (optigate's reading of "unencrypted captured data",
-    unverified: see optigate.config.cross_checks.capture_training_refusals)."""
+    unverified: see optigate.config.rules.cross_file.capture_training_refusals)."""
     if source is None:
         return None
     import boto3

@@ -1,4 +1,4 @@
-"""Rules across files: each environment's overrides against each team they apply to, and regions
+"""Cross-file rules: each environment's overrides against each team they apply to, and regions
 against the SDK's own tables. A single file can be valid while the pair synthesizes nonsense
 (`MinCapacity 2, MaxCapacity 1`) or fails only at synth (`Unsupported region`).
 
@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from functools import cache
 
 from optigate.config.models import DataCapture, Environment, EnvironmentOverrides, EnvironmentsFile, TeamConfig
-from optigate.config.rules import Problem, did_you_mean
+from optigate.config.rules.registry import Problem, did_you_mean, rule
+
+REGION_HAS_SAGEMAKER = rule("OG603", "each environment's region has SageMaker (botocore's tables)")
+OVERRIDE_HAS_EFFECT = rule("OG604", "autoscaling overrides only for a team with serving.autoscaling")
+MAX_CAPACITY_AT_LEAST_MIN = rule("OG605", "an overridden autoscaling maximum is at least the team's minimum")
+INSTANCE_COUNT_AT_MOST_MAX = rule("OG606", "an overridden instance_count is at most the autoscaling maximum")
+CAPTURE_TRAINABLE = rule("OG607", "an EAGLE head trained from data capture has a capture the optimization job reads")
+TEAM_IN_ENVIRONMENT_EXISTS = rule("OG608", "each team an environment overrides has a team file")
+TEAM_NAME_ONCE = rule("OG609", "each team name is used by one team file")
+RESOURCE_NAMES_DISTINCT = rule("OG610", "no two (team, environment) pairs share resource names")
 
 CAPTURE_KEYS = frozenset({"data_capture", "data_capture_percentage"})
 
@@ -67,6 +76,7 @@ def check_regions(environments: EnvironmentsFile) -> list[Problem]:
                     ("environments", index, "region"),
                     f"SageMaker has no endpoint in region '{environment.region}' (botocore's tables)"
                     + _region_hint(environment.region, sorted(regions)),
+                    REGION_HAS_SAGEMAKER,
                 )
             )
     return problems
@@ -95,6 +105,7 @@ def check_overrides(environments: EnvironmentsFile, teams: Mapping[str, TeamConf
                             Problem(
                                 where.override(key),
                                 f"has no effect: team '{name}' has no serving.autoscaling",
+                                OVERRIDE_HAS_EFFECT,
                             )
                         )
                 continue
@@ -107,6 +118,7 @@ def check_overrides(environments: EnvironmentsFile, teams: Mapping[str, TeamConf
                         where.override("autoscaling_max_capacity"),
                         f"{maximum} is below team '{name}'s serving.autoscaling.min_capacity ({minimum}) "
                         f"in {environment.name}: raise it to at least {minimum}, or lower the team's minimum",
+                        MAX_CAPACITY_AT_LEAST_MIN,
                     )
                 )
             count = overrides.instance_count
@@ -116,6 +128,7 @@ def check_overrides(environments: EnvironmentsFile, teams: Mapping[str, TeamConf
                         where.override("instance_count"),
                         f"{count} instances exceed team '{name}'s autoscaling maximum ({maximum}) in "
                         f"{environment.name}: autoscaling would remove them at once",
+                        INSTANCE_COUNT_AT_MOST_MAX,
                     )
                 )
     return problems
@@ -218,7 +231,11 @@ def check_capture_training(environments: EnvironmentsFile, teams: Mapping[str, T
                     path = where.override("data_capture_percentage")
                 else:
                     path = ("environments", index, "overrides", "data_capture")
-                problems.append(Problem(path, f"team '{name}' trains its EAGLE head from data capture: {message}"))
+                problems.append(
+                    Problem(
+                        path, f"team '{name}' trains its EAGLE head from data capture: {message}", CAPTURE_TRAINABLE
+                    )
+                )
     return problems
 
 

@@ -1,0 +1,41 @@
+"""Config rules over the parsed files alone, one module per area, each rule registered with its ID.
+
+Each check returns `Problem(path, message, rule)`; the loader turns the path into a file line. A message says
+what is wrong and what to do instead, in one sentence where possible. Rules that need the instance catalog,
+the SDK's image tables or the capacity plan live in `optigate.deployment.rules` and register the same way
+(the config layer imports neither `optigate.plan` nor `optigate.serving`).
+"""
+
+from optigate.config.rules.cross_file import check_capture_training, check_overrides, check_regions, effective_overrides
+from optigate.config.rules.environments import check_environments
+from optigate.config.rules.gate import CROSS_CHECK_FAMILIES, GATE_CANDIDATE, cross_check_tokenizer
+from optigate.config.rules.model import architecture_fields_problems
+from optigate.config.rules.registry import REGISTRY, PathT, Problem, Rule, Severity, did_you_mean, rule
+from optigate.config.rules.rollout import SHADOW_CANDIDATE
+from optigate.config.rules.serving import RENDERED_OPTIONS, check_serving, instance_pool_problems
+from optigate.config.rules.team import candidate_problems, check_team
+
+__all__ = [
+    "CROSS_CHECK_FAMILIES",
+    "GATE_CANDIDATE",
+    "REGISTRY",
+    "RENDERED_OPTIONS",
+    "SHADOW_CANDIDATE",
+    "PathT",
+    "Problem",
+    "Rule",
+    "Severity",
+    "architecture_fields_problems",
+    "candidate_problems",
+    "check_capture_training",
+    "check_environments",
+    "check_overrides",
+    "check_regions",
+    "check_serving",
+    "check_team",
+    "cross_check_tokenizer",
+    "did_you_mean",
+    "effective_overrides",
+    "instance_pool_problems",
+    "rule",
+]

@@ -1,0 +1,532 @@
+"""Every registered rule, table-driven as cdk-nag's rule tests: a non-compliant config that the rule reports (its ID
+asserted) and its compliant twin, the closest config that passes every rule. A registered rule without a case fails."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from optigate.config.loader import ConfigError, load_team
+from optigate.deployment import load_resolved_project, load_resolved_team
+from optigate.deployment.registry import every_rule
+from tests.conftest import edited_config
+
+BASE: dict[str, Any] = {
+    "team": "demo",
+    "model": {"source": {"s3_uri": "s3://acme-models/llama-3.1-8b/"}, "architecture": "llama-3.1-8b"},
+    "serving": {"instance_type": "ml.g6.2xlarge", "max_model_len": 8192},
+    "rollout": {"strategy": "canary"},
+    "gate": {"benchmark": {"concurrency": [1, 8, 32]}},
+}
+DROP = object()  # a patch value that removes the key
+#: llama-3.1-8b's config.json fields
+FIELDS = {
+    "num_hidden_layers": 32,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "intermediate_size": 14336,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+}
+DATASET = {"evaluation": {"dataset_s3_uri": "s3://acme-eval/chat/eval.jsonl"}}
+TRTLLM = {"container": {"family": "lmi-trtllm"}}
+NEURON = {"container": {"family": "lmi-neuronx"}, "instance_type": "ml.inf2.24xlarge", "max_model_len": 4096}
+MOE = {"model": {"architecture": "qwen3-30b-a3b"}}
+ADAPTER = {"name": "triage", "s3_uri": "s3://acme-models/adapters/triage.tar.gz"}
+POOLS = [{"instance_type": "ml.g6.2xlarge", "priority": 1}, {"instance_type": "ml.g6.4xlarge", "priority": 2}]
+CROSS_CHECK = {"benchmark": {"cross_check": "sagemaker", "cross_check_tokenizer": "meta-llama/Llama-3.1-8B"}}
+REASON = "reviewed with the platform team: the shadow variant runs on the primary pool only"
+
+
+def arch(**changes: Any) -> dict[str, Any]:
+    fields = {**FIELDS, **changes}
+    return {"model": {"architecture": {k: v for k, v in fields.items() if v is not DROP}}}
+
+
+def serving(*blocks: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """A serving patch: the blocks (NEURON, TRTLLM) updated by the fields."""
+    merged: dict[str, Any] = {}
+    for block in (*blocks, fields):
+        merged.update(block)
+    return {"serving": merged}
+
+
+def gate(candidate: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {"gate": {"candidate": candidate, **DATASET, **more}}
+
+
+def both(*patches: dict[str, Any]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for patch in patches:
+        merged = _merged(merged, patch)
+    return merged
+
+
+def _merged(base: Any, patch: Any) -> Any:
+    if not isinstance(base, dict) or not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(base)
+    for key, value in patch.items():
+        if value is DROP:
+            out.pop(key, None)
+        else:
+            out[key] = _merged(out.get(key), value)
+    return out
+
+
+SIZED = {"moe_intermediate_size": 512}  # experts small enough for the mixture to fit ml.g6.2xlarge
+HEADS_30 = arch(num_attention_heads=30, num_key_value_heads=6, head_dim=128)  # shards over 2 GPUs, not 4
+
+# (rule ID, the team patch that breaks it, its compliant twin)
+TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    (
+        "OG101",
+        {
+            "model": {
+                "source": {"hugging_face": {"model_id": "meta-llama/Llama-3.1-8B", "s3_uri": "s3://acme-models/hf/"}}
+            }
+        },
+        {},
+    ),
+    ("OG102", arch(intermediate_size=DROP), arch()),
+    ("OG103", arch(num_key_value_heads=5), arch(num_key_value_heads=4)),
+    ("OG104", arch(hidden_size=4100), arch(hidden_size=4100, head_dim=128)),
+    ("OG105", arch(num_local_experts=8, **SIZED), arch(num_local_experts=8, num_experts_per_tok=2, **SIZED)),
+    ("OG106", arch(num_experts_per_tok=2, **SIZED), arch(num_local_experts=8, num_experts_per_tok=2, **SIZED)),
+    (
+        "OG107",
+        arch(num_local_experts=8, num_experts_per_tok=9, **SIZED),
+        arch(num_local_experts=8, num_experts_per_tok=8, **SIZED),
+    ),
+    ("OG108", {"model": {"architecture": "llama-3.1-8bb"}}, {"model": {"architecture": "llama-3.1-8b"}}),
+    (
+        "OG109",
+        arch(max_position_embeddings=4096),
+        both(arch(max_position_embeddings=4096), serving(max_model_len=4096)),
+    ),
+    ("OG110", serving(model_data_download_timeout_seconds=120), serving(model_data_download_timeout_seconds=600)),
+    (
+        "OG111",
+        both(HEADS_30, serving(instance_type="ml.g6.12xlarge", tensor_parallel_degree=4)),
+        both(HEADS_30, serving(instance_type="ml.g6.12xlarge", tensor_parallel_degree=2)),
+    ),
+    (
+        "OG201",
+        serving(speculative_decoding={"method": "draft", "model_s3_uri": "s3://acme-drafts/llama-3.2-1b/"}),
+        serving(speculative_decoding={"method": "draft", "model_s3_uri": "s3://acme-models/llama-3.1-8b/draft/"}),
+    ),
+    ("OG202", serving(lora={"max_loras": 4, "max_cpu_loras": 2}), serving(lora={"max_loras": 4, "max_cpu_loras": 4})),
+    ("OG203", serving(TRTLLM, gpu_memory_utilization=0.9), serving(TRTLLM)),
+    ("OG204", serving(TRTLLM, kv_cache_dtype="fp8"), serving(TRTLLM, kv_cache_dtype="auto")),
+    ("OG205", serving(TRTLLM, allow_weight_only_fp8=True), serving(TRTLLM)),
+    ("OG206", serving(TRTLLM, enforce_eager=True), serving(enforce_eager=True)),
+    (
+        "OG207",
+        serving(max_batch_size=8, max_num_batched_tokens=4),
+        serving(max_batch_size=8, max_num_batched_tokens=8),
+    ),
+    ("OG208", serving(model_data_download_timeout_seconds=30), serving(model_data_download_timeout_seconds=3600)),
+    (
+        "OG209",
+        serving(autoscaling={"min_capacity": 3, "max_capacity": 2}),
+        serving(autoscaling={"min_capacity": 2, "max_capacity": 2}),
+    ),
+    (
+        "OG210",
+        serving(autoscaling={"max_capacity": 2, "scale_to_zero": True}),
+        both(serving(autoscaling={"max_capacity": 2, "scale_to_zero": True}), {"adapters": [ADAPTER]}),
+    ),
+    (
+        "OG211",
+        serving(autoscaling={"min_capacity": 0, "max_capacity": 2}),
+        serving(autoscaling={"min_capacity": 1, "max_capacity": 2}),
+    ),
+    (
+        "OG212",
+        serving(environment={"OPTION_MAX_MODEL_LEN": "4096"}),
+        serving(environment={"OPTION_TRUST_REMOTE_CODE": "true"}),
+    ),
+    ("OG213", serving(environment={"hf_token_file": "x"}), serving(environment={"HF_TOKEN_FILE": "x"})),
+    ("OG214", {"adapters": [{**ADAPTER, "s3_uri": "s3://acme-models/adapters/triage.zip"}]}, {"adapters": [ADAPTER]}),
+    ("OG215", {"adapters": [ADAPTER, ADAPTER]}, {"adapters": [ADAPTER, {**ADAPTER, "name": "reply"}]}),
+    (
+        "OG251",
+        serving(instance_provision_timeout_seconds=600),
+        serving(instance_pools=POOLS, instance_provision_timeout_seconds=600),
+    ),
+    ("OG252", serving(instance_pools=POOLS[:1]), serving(instance_pools=POOLS)),
+    (
+        "OG253",
+        serving(instance_pools=[{**POOLS[1], "priority": 1}, {**POOLS[0], "priority": 2}]),
+        serving(instance_pools=POOLS),
+    ),
+    ("OG254", serving(instance_pools=[POOLS[0], {**POOLS[0], "priority": 2}]), serving(instance_pools=POOLS)),
+    ("OG255", serving(instance_pools=[POOLS[0], {**POOLS[1], "priority": 1}]), serving(instance_pools=POOLS)),
+    ("OG256", serving(instance_pools=[POOLS[0], {**POOLS[1], "priority": 3}]), serving(instance_pools=POOLS)),
+    (
+        "OG257",
+        serving(
+            NEURON,
+            instance_type="ml.inf2.48xlarge",
+            tensor_parallel_degree=8,
+            instance_pools=[
+                {"instance_type": "ml.inf2.48xlarge", "priority": 1},
+                {"instance_type": "ml.trn1.32xlarge", "priority": 2},
+            ],
+        ),
+        serving(
+            NEURON,
+            instance_type="ml.inf2.48xlarge",
+            tensor_parallel_degree=8,
+            instance_pools=[
+                {"instance_type": "ml.inf2.48xlarge", "priority": 1},
+                {"instance_type": "ml.inf2.24xlarge", "priority": 2},
+            ],
+        ),
+    ),
+    (
+        "OG258",
+        serving(
+            instance_type="ml.p5.48xlarge",
+            tensor_parallel_degree=8,
+            instance_pools=[
+                {"instance_type": "ml.p5.48xlarge", "priority": 1},
+                {"instance_type": "ml.p6-b200.48xlarge", "priority": 2},
+            ],
+        ),
+        serving(
+            instance_type="ml.p5.48xlarge",
+            tensor_parallel_degree=8,
+            instance_pools=[
+                {"instance_type": "ml.p5.48xlarge", "priority": 1},
+                {"instance_type": "ml.p5e.48xlarge", "priority": 2},
+            ],
+        ),
+    ),
+    ("OG301", serving(container={"version": "0.1.0"}), serving(container={"version": "0.36.0"})),
+    ("OG302", serving(instance_type="ml.g9.2xlarge"), serving(instance_type="ml.g6.2xlarge")),
+    ("OG303", serving(container={"family": "lmi-neuronx"}), serving(NEURON)),
+    ("OG304", serving(instance_type="ml.inf2.24xlarge", max_model_len=4096), serving(NEURON)),
+    (
+        "OG305",
+        serving(instance_type="ml.g6.12xlarge", tensor_parallel_degree=3),
+        serving(instance_type="ml.g6.12xlarge", tensor_parallel_degree=2),
+    ),
+    ("OG306", serving(NEURON, quantization="fp8"), serving(NEURON)),
+    (
+        "OG307",
+        serving(instance_type="ml.g5.2xlarge", quantization="fp8"),
+        serving(instance_type="ml.g5.2xlarge", quantization="fp8", allow_weight_only_fp8=True),
+    ),
+    ("OG308", serving(quantization="nvfp4"), serving(quantization="fp8")),
+    ("OG309", serving(TRTLLM, quantization="gptq"), serving(TRTLLM, quantization="awq")),
+    ("OG310", serving(NEURON, kv_cache_dtype="fp8"), serving(NEURON, kv_cache_dtype="auto")),
+    (
+        "OG311",
+        serving(TRTLLM, speculative_decoding={"method": "ngram"}),
+        serving(speculative_decoding={"method": "ngram"}),
+    ),
+    (
+        "OG312",
+        serving(container={"version": "0.32.0"}, speculative_decoding={"method": "ngram"}),
+        serving(container={"version": "0.33.0"}, speculative_decoding={"method": "ngram"}),
+    ),
+    ("OG313", serving(TRTLLM, lora={"max_loras": 2}), serving(lora={"max_loras": 2})),
+    ("OG314", serving(volume_size_gb=100), serving(NEURON, volume_size_gb=100)),
+    (
+        "OG315",
+        serving(container={"version": "0.28.0"}, enable_prefix_caching=True),
+        serving(container={"version": "0.29.0"}, enable_prefix_caching=True),
+    ),
+    (
+        "OG316",
+        serving(container={"version": "0.34.0"}, attention_backend="TRITON_ATTN"),
+        serving(container={"version": "0.35.0"}, attention_backend="TRITON_ATTN"),
+    ),
+    (
+        "OG317",
+        serving(instance_type="ml.g6.12xlarge", tensor_parallel_degree=2, enable_expert_parallel=True),
+        both(MOE, serving(instance_type="ml.g6e.12xlarge", tensor_parallel_degree=2, enable_expert_parallel=True)),
+    ),
+    (
+        "OG318",
+        both(
+            MOE,
+            serving(
+                instance_type="ml.g6e.12xlarge",
+                tensor_parallel_degree=1,
+                quantization="fp8",
+                enable_expert_parallel=True,
+            ),
+        ),
+        both(
+            MOE,
+            serving(
+                instance_type="ml.g6e.12xlarge",
+                tensor_parallel_degree=2,
+                quantization="fp8",
+                enable_expert_parallel=True,
+            ),
+        ),
+    ),
+    ("OG321", {"model": {"architecture": "llama-3.1-70b"}}, {"model": {"architecture": "llama-3.1-8b"}}),
+    ("OG322", serving(max_model_len=131072), serving(max_model_len=8192)),
+    ("OG323", serving(max_batch_size=256), serving(max_batch_size=4)),
+    ("OG401", both(gate({"max_batch_size": 16}), {"adapters": [ADAPTER]}), gate({"max_batch_size": 16})),
+    ("OG402", {"gate": {"candidate": {"max_batch_size": 16}}}, gate({"max_batch_size": 16})),
+    ("OG403", {"gate": {"benchmark": {"concurrency": [8, 1]}}}, {"gate": {"benchmark": {"concurrency": [1, 8]}}}),
+    ("OG404", {"gate": CROSS_CHECK}, gate({"max_batch_size": 16}, **CROSS_CHECK)),
+    (
+        "OG405",
+        gate({"container": {"family": "lmi-trtllm"}}, **CROSS_CHECK),
+        gate({"max_batch_size": 16}, **CROSS_CHECK),
+    ),
+    (
+        "OG406",
+        gate({"max_batch_size": 16}, benchmark={"cross_check": "sagemaker"}),
+        gate({"max_batch_size": 16}, **CROSS_CHECK),
+    ),
+    (
+        "OG407",
+        serving(speculative_decoding={"method": "eagle", "train_from": "s3://acme-models/llama-3.1-8b/sharegpt/"}),
+        serving(speculative_decoding={"method": "eagle3", "model_s3_uri": "s3://acme-models/llama-3.1-8b/eagle3/"}),
+    ),
+    ("OG408", serving(compile=True), serving(compile=False)),
+    ("OG409", gate({"compile": True}), gate({"compile": True, **TRTLLM})),
+    (
+        "OG410",
+        both(serving(speculative_decoding={"method": "ngram"}), gate({"compile": True, **TRTLLM})),
+        gate({"compile": True, **TRTLLM}),
+    ),
+    (
+        "OG411",
+        gate({"compile": True, **TRTLLM, "quantization": "gptq"}),
+        gate({"compile": True, **TRTLLM, "quantization": "fp8"}),
+    ),
+    ("OG412", gate({**TRTLLM, "quantization": "fp8"}), gate({"compile": True, **TRTLLM, "quantization": "fp8"})),
+    ("OG414", gate({"compile": True, **TRTLLM, "instance_type": "ml.g6e.2xlarge"}), gate({"compile": True, **TRTLLM})),
+    ("OG415", gate({"compile": True, **TRTLLM, "max_model_len": 4096}), gate({"compile": True, **TRTLLM})),
+    (
+        "OG501",
+        {"rollout": {"strategy": "shadow"}},
+        {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10}}},
+    ),
+    (
+        "OG502",
+        {"rollout": {"shadow": {"sampling_percentage": 10}}},
+        {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10}}},
+    ),
+    (
+        "OG503",
+        {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10}}, "adapters": [ADAPTER]},
+        {"adapters": [ADAPTER]},
+    ),
+    (
+        "OG701",
+        {"acknowledge": [{"id": "OG999", "reason": REASON}]},
+        {"acknowledge": [{"id": "OG261", "reason": REASON}]},
+    ),
+    (
+        "OG702",
+        {"acknowledge": [{"id": "OG307", "reason": REASON}]},
+        {"acknowledge": [{"id": "OG261", "reason": REASON}]},
+    ),
+    (
+        "OG703",
+        {"acknowledge": [{"id": "OG261", "reason": "tested"}]},
+        {"acknowledge": [{"id": "OG261", "reason": REASON}]},
+    ),
+]
+SHADOW = {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10}}}
+# (note ID, the team patch that makes the note, its twin without it)
+NOTE_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    ("OG261", both(SHADOW, serving(instance_pools=POOLS)), SHADOW),
+    (
+        "OG262",
+        both(
+            serving(instance_pools=POOLS, autoscaling={"min_capacity": 0, "max_capacity": 2, "scale_to_zero": True}),
+            {"adapters": [ADAPTER]},
+        ),
+        both(
+            serving(instance_pools=POOLS, autoscaling={"min_capacity": 1, "max_capacity": 2}), {"adapters": [ADAPTER]}
+        ),
+    ),
+    ("OG263", both(serving(instance_pools=POOLS), gate({"max_batch_size": 16})), gate({"max_batch_size": 16})),
+    (
+        "OG421",
+        gate({"compile": True, **TRTLLM}),
+        both({"model": {"architecture": "qwen2.5-7b"}}, gate({"compile": True, **TRTLLM})),
+    ),
+]
+CAPTURE = "          encryption: s3_managed\n"
+# (rule ID, the edits of the example config (file, old, new) that break it, those of its compliant twin)
+PROJECT_CASES: list[tuple[str, list[tuple[str, str, str]], list[tuple[str, str, str]]]] = [
+    (
+        "OG601",
+        [("environments.yaml", "- name: staging", "- name: dev")],
+        [("environments.yaml", "- name: staging", "- name: qa")],
+    ),
+    (
+        "OG602",
+        [
+            (
+                "environments.yaml",
+                "        instance_count: 2\n",
+                "        instance_count: 2\n        data_capture_percentage: 5\n",
+            )
+        ],
+        [("environments.yaml", "        instance_count: 2\n", "        instance_count: 3\n")],
+    ),
+    (
+        "OG603",
+        [("environments.yaml", "region: us-west-2", "region: us-wset-2")],
+        [("environments.yaml", "region: us-west-2", "region: eu-west-1")],
+    ),
+    (
+        "OG604",
+        [
+            (
+                "environments.yaml",
+                "    teams:\n      # chat",
+                "    teams:\n      research:\n        autoscaling_max_capacity: 2\n      # chat",
+            )
+        ],
+        [
+            (
+                "environments.yaml",
+                "    teams:\n      # chat",
+                "    teams:\n      research:\n        instance_count: 2\n      # chat",
+            )
+        ],
+    ),
+    (
+        "OG605",
+        [("teams/chat.yaml", "    min_capacity: 1\n", "    min_capacity: 2\n")],
+        [
+            ("environments.yaml", "autoscaling_max_capacity: 1", "autoscaling_max_capacity: 2"),
+            ("teams/chat.yaml", "    min_capacity: 1\n", "    min_capacity: 2\n"),
+        ],
+    ),
+    (
+        "OG606",
+        [("environments.yaml", "        instance_count: 2\n", "        instance_count: 5\n")],
+        [("environments.yaml", "        instance_count: 2\n", "        instance_count: 4\n")],
+    ),
+    (
+        "OG607",
+        [("environments.yaml", CAPTURE, CAPTURE.replace("s3_managed", "kms"))],
+        [("environments.yaml", "request_format: openai_chat", "request_format: sharegpt")],
+    ),
+    (
+        "OG608",
+        [
+            (
+                "environments.yaml",
+                "      chat:\n        data_capture:\n          percentage: 50",
+                "      chats:\n        data_capture:\n          percentage: 50",
+            )
+        ],
+        [("environments.yaml", "percentage: 50", "percentage: 40")],
+    ),
+    (
+        "OG609",
+        [("teams/research.yaml", "team: research", "team: chat")],
+        [("teams/research.yaml", "team: research", "team: analysis")],
+    ),
+    (
+        "OG610",
+        [
+            ("teams/research.yaml", "team: research", "team: chat-x"),
+            ("environments.yaml", "- name: prod", "- name: x-dev"),
+        ],
+        [
+            ("teams/research.yaml", "team: research", "team: chat-x"),
+            ("environments.yaml", "- name: prod", "- name: x-prod"),
+        ],
+    ),
+    (
+        "OG611",
+        [("environments.yaml", "    repository: acme/optigate-config\n", "")],
+        [("environments.yaml", "repository: acme/optigate-config", "repository: acme/llm-config")],
+    ),
+    (
+        "OG612",
+        [("environments.yaml", "    branch: main\n", "    branch: main\n    codecommit: true\n")],
+        [("environments.yaml", "    branch: main\n", "    branch: release\n")],
+    ),
+]
+
+
+class _NoAliases(yaml.SafeDumper):
+    """Values written out (a config file may not use YAML aliases)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _team_file(tmp_path: Path, patch: dict[str, Any]) -> Path:
+    path = tmp_path / "team.yaml"
+    path.write_text(yaml.dump(_merged(BASE, patch), Dumper=_NoAliases, sort_keys=False))
+    return path
+
+
+def _team_rules(tmp_path: Path, patch: dict[str, Any]) -> tuple[list[str | None], list[str | None]]:
+    """(the rule IDs of the refusals, the rule IDs of the notes) of BASE with `patch`."""
+    try:
+        resolved = load_resolved_team(_team_file(tmp_path, patch))
+    except ConfigError as error:
+        return [issue.rule for issue in error.issues], []
+    return [], [note.rule_id for note in resolved.advisories]
+
+
+def _project_rules(tmp_path: Path, edits: list[tuple[str, str, str]]) -> list[str | None]:
+    config = tmp_path / "config"
+    for file, old, new in edits:
+        config = edited_config(tmp_path, file, old, new)
+    try:
+        load_resolved_project(config)
+    except ConfigError as error:
+        return [issue.rule for issue in error.issues]
+    return []
+
+
+@pytest.mark.parametrize(("rule_id", "broken", "twin"), TEAM_CASES, ids=[case[0] for case in TEAM_CASES])
+def test_a_team_rule_refuses_its_case_and_passes_its_twin(tmp_path, rule_id, broken, twin):
+    assert rule_id in _team_rules(tmp_path, broken)[0]
+    assert _team_rules(tmp_path, twin)[0] == []
+
+
+@pytest.mark.parametrize(("rule_id", "noted", "twin"), NOTE_CASES, ids=[case[0] for case in NOTE_CASES])
+def test_a_note_is_said_for_its_case_and_not_for_its_twin(tmp_path, rule_id, noted, twin):
+    refused, notes = _team_rules(tmp_path, noted)
+    assert refused == [] and rule_id in notes
+    refused, notes = _team_rules(tmp_path, twin)
+    assert refused == [] and rule_id not in notes
+
+
+@pytest.mark.parametrize(("rule_id", "broken", "twin"), PROJECT_CASES, ids=[case[0] for case in PROJECT_CASES])
+def test_a_project_rule_refuses_its_case_and_passes_its_twin(tmp_path, rule_id, broken, twin):
+    assert rule_id in _project_rules(tmp_path / "broken", broken)
+    assert _project_rules(tmp_path / "twin", twin) == []
+
+
+def test_an_optimization_job_runs_on_an_instance_type_the_job_takes(tmp_path):
+    """OG413: every type in the catalog is one CreateOptimizationJob takes today, so no team file reaches the rule;
+    it is asked directly with a type botocore's enum lacks (ml.p5.4xlarge)."""
+    from optigate.config.models import Serving
+    from optigate.deployment.team import optimization_job_problems
+
+    team = load_team(_team_file(tmp_path, gate({"quantization": "fp8"})), rules=False)
+    (problem,) = optimization_job_problems(team, Serving(instance_type="ml.p5.4xlarge"))
+    assert problem.rule_id == "OG413"
+    assert optimization_job_problems(team, Serving(instance_type="ml.p5.48xlarge")) == []
+
+
+def test_every_registered_rule_has_a_case():
+    cases = [case[0] for case in TEAM_CASES + NOTE_CASES] + [case[0] for case in PROJECT_CASES] + ["OG413"]
+    assert sorted(found.id for found in every_rule()) == sorted(cases)
