@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from optigate.rehearse.harness import GateHarness
+from optigate.rehearse.context import Harness
 
 _BATCH = 500  # PutMetricData's limit of data points per call
 
 
-def publish_variant_traffic(harness: GateHarness, params: dict) -> None:
+def publish_variant_traffic(harness: Harness, params: dict) -> None:
     """Scenario.variant_traffic of the variants on InService endpoints, inside the window a GetMetricData
     request (`params`) reads, each variant once per harness."""
     if not harness.scenario.variant_traffic:

@@ -49,7 +49,11 @@ ACCOUNT_ID: Final = "123456789012"
 REGION: Final = "us-east-1"
 ROLE_ARN: Final = f"arn:aws:iam::{ACCOUNT_ID}:role/optigate-test"
 
-active_harness = patches.active_harness
+
+def active_harness() -> GateHarness | None:
+    """The GateHarness now active (the patches see it as a context.Harness), if any."""
+    harness = patches.active_harness()
+    return harness if isinstance(harness, GateHarness) else None
 
 
 class GateHarness:

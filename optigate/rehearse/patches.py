@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from unittest import mock
 
 from botocore.exceptions import ClientError
@@ -41,27 +41,25 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service impor
 from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
 
 from optigate.rehearse.cloudwatch import percentile_statistics, publish_variant_traffic
+from optigate.rehearse.context import Harness
 from optigate.rehearse.lambda_runtime import UnknownFunction
 from optigate.rehearse.sagemaker import SageMakerError
 from optigate.rehearse.sagemaker.state import json_default
 from optigate.rehearse.sync_service import StateTaskServiceSageMaker
 from optigate.rehearse.validation import validate_request
 
-if TYPE_CHECKING:
-    from optigate.rehearse.harness import GateHarness
-
 # --------------------------------------------------------------------------- the active harness
 
-_ACTIVE: GateHarness | None = None
+_ACTIVE: Harness | None = None
 _ACTIVE_LOCK = threading.Lock()
 
 
-def active_harness() -> GateHarness | None:
+def active_harness() -> Harness | None:
     """The GateHarness now active (patches and in-process handlers reach it here), if any."""
     return _ACTIVE
 
 
-def activate(harness: GateHarness) -> None:
+def activate(harness: Harness) -> None:
     global _ACTIVE
     with _ACTIVE_LOCK:
         if _ACTIVE is not None:
@@ -75,7 +73,7 @@ def deactivate() -> None:
         _ACTIVE = None
 
 
-def apply_patches(stack: ExitStack, harness: GateHarness) -> None:
+def apply_patches(stack: ExitStack, harness: Harness) -> None:
     """Enter every patch on `stack` (closing the stack undoes them)."""
     sfn_service = state_task_service_sfn.StateTaskServiceSfn
     patch = mock.patch.object
@@ -172,7 +170,7 @@ def _keep_package_metadata(original):
 # --------------------------------------------------------------------------- Step Functions
 
 
-def _state_task_service_for(original, harness: GateHarness):
+def _state_task_service_for(original, harness: Harness):
     def state_task_service_for(service_name: str):
         if service_name == "sagemaker":
             return StateTaskServiceSageMaker(validating_client_for(boto_client_for), strict=harness.strict_integrations)

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from optigate.rehearse.context import Harness
 from optigate.rehearse.sagemaker.benchmarks import AIBenchmarkOperations
 from optigate.rehearse.sagemaker.components import InferenceComponentOperations
 from optigate.rehearse.sagemaker.endpoints import EndpointOperations
 from optigate.rehearse.sagemaker.jobs import JobOperations
 from optigate.rehearse.sagemaker.state import RegionState, snake
 
-if TYPE_CHECKING:
-    from optigate.rehearse.harness import GateHarness
-
 
 class SageMakerEmulator(EndpointOperations, JobOperations, InferenceComponentOperations, AIBenchmarkOperations):
     """Sits in front of moto's SageMakerResponse. ``handle`` returns a result dict for emulated operations,
     or None to let moto answer (after any state bookkeeping)."""
 
-    def __init__(self, harness: GateHarness):
+    def __init__(self, harness: Harness):
         self.harness = harness
         self.calls: list[tuple[str, dict]] = []  # (action, request), every SageMaker request in order
         self._regions: dict[tuple[str, str], RegionState] = {}

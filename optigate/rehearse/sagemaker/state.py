@@ -7,14 +7,12 @@ import datetime as _dt
 import json
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from moto.sagemaker import models as sm_models
 
+from optigate.rehearse.context import Harness
 from optigate.rehearse.scenario import Outcome, Scenario
-
-if TYPE_CHECKING:
-    from optigate.rehearse.harness import GateHarness
 
 
 def now() -> _dt.datetime:
@@ -104,7 +102,7 @@ class Operations:
     An operation ``Action`` is emulated by a method ``_op_action(backend, state, params)`` that returns
     the result dict, or None to let moto answer (after its own bookkeeping)."""
 
-    harness: GateHarness
+    harness: Harness
 
     @property
     def scenario(self) -> Scenario:
