@@ -34,8 +34,27 @@ print(json.dumps({"package": optigate.__file__, "templates": templates}))
 """
 
 
+def _source_copy(target: Path) -> Path:
+    """The checkout's files as git sees them (tracked, and new ones not ignored): setuptools reuses a checkout's
+    build/ folder, whose leftovers from an older tree (a module since removed) would otherwise ship."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    return target
+
+
 def test_an_installed_wheel_synthesizes_a_config_outside_the_checkout(tmp_path):
     wheels, site, work = tmp_path / "wheels", tmp_path / "site", tmp_path / "work"
+    source = _source_copy(tmp_path / "source")
     build = [
         sys.executable,
         "-m",
@@ -46,7 +65,7 @@ def test_an_installed_wheel_synthesizes_a_config_outside_the_checkout(tmp_path):
         "--no-build-isolation",
         "-w",
         str(wheels),
-        str(REPO),
+        str(source),
     ]
     subprocess.run(build, check=True, capture_output=True, timeout=300)
     (wheel,) = wheels.glob("optigate-*.whl")
