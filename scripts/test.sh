@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 set -euo pipefail
 
 # Lint and types first: seconds, and a failure names the line.
-ruff check optigate tests benchmarks app.py
-ruff format --check --quiet optigate tests benchmarks app.py
+ruff check optigate tests benchmarks scripts app.py
+ruff format --check --quiet optigate tests benchmarks scripts app.py
 mypy
 
 # Two workers: the gate and benchmark tests mostly wait on emulated endpoints.
