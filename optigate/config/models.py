@@ -1,3 +1,4 @@
+# Over 400 lines: the one config schema, every key with its reference description, in the order the files nest.
 """The configuration schema: what a team says in `config/teams/<team>.yaml` and what
 `config/environments.yaml` says about each environment.
 
