@@ -305,7 +305,8 @@ class Autoscaling(Strict):
         10,
         ge=1,
         le=1_000_000,
-        description="Target of SageMakerVariantInvocationsPerInstance (or ...PerCopy for components).",
+        description="Target of SageMakerVariantInvocationsPerInstance; with adapters, of concurrent requests per copy "
+        "(SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution).",
     )
     scale_to_zero: bool = Field(
         False, description="Inference components only: scale copies to zero when idle and back on demand."
@@ -536,7 +537,8 @@ class BenchmarkGate(Strict):
         256,
         ge=1,
         le=MAX_TOKENS,
-        description="Output tokens of every benchmark request (the rest as prompt_tokens says).",
+        description="Output tokens of every benchmark request; with both latency budgets it also sizes the rollback "
+        "alarm (see p99_ttft_ms_budget).",
     )
     p99_ttft_ms_budget: float | None = Field(
         None,
