@@ -1,3 +1,4 @@
+# Over 400 lines: the one config schema, every key with its reference description, in the order the files nest.
 """The configuration schema: what a team says in `config/teams/<team>.yaml` and what
 `config/environments.yaml` says about each environment.
 
@@ -79,8 +80,14 @@ class ModelSource(Strict):
     s3_uri: S3Uri | None = Field(
         None, description="Uncompressed model artifacts (a Hugging Face layout) under this prefix."
     )
-    jumpstart: JumpStartSource | None = None
-    hugging_face: HuggingFaceSource | None = None
+    jumpstart: JumpStartSource | None = Field(
+        None, description="A SageMaker JumpStart model, served from its uncompressed artifacts in the JumpStart bucket."
+    )
+    hugging_face: HuggingFaceSource | None = Field(
+        None,
+        description="A Hugging Face Hub model, served from the copy of its weights at s3_uri (synth never contacts "
+        "the hub); its model_id is also the managed cross-check's default tokenizer.",
+    )
 
     @property
     def artifact_uri(self) -> str:
@@ -96,9 +103,17 @@ class ModelSource(Strict):
 class ArchitectureFields(Strict):
     """The fields of a Hugging Face `config.json` the planner needs (names as in config.json)."""
 
-    num_hidden_layers: int = Field(gt=0, le=1024)
-    hidden_size: int = Field(gt=0, le=MAX_WIDTH)
-    num_attention_heads: int = Field(gt=0, le=MAX_HEADS)
+    num_hidden_layers: int = Field(
+        gt=0,
+        le=1024,
+        description="Decoder layers, as in the model's config.json; the weights and KV cache scale with it.",
+    )
+    hidden_size: int = Field(gt=0, le=MAX_WIDTH, description="The model's width, as in the model's config.json.")
+    num_attention_heads: int = Field(
+        gt=0,
+        le=MAX_HEADS,
+        description="Query heads per layer, as in the model's config.json; tensor_parallel_degree must divide it.",
+    )
     num_key_value_heads: int | None = Field(
         None, gt=0, le=MAX_HEADS, description="Defaults to num_attention_heads (no GQA)."
     )
@@ -108,24 +123,50 @@ class ArchitectureFields(Strict):
         le=8192,
         description="Defaults to hidden_size / num_attention_heads, which must then be a whole number.",
     )
-    intermediate_size: int | None = Field(None, gt=0, le=MAX_WIDTH)
-    vocab_size: int = Field(gt=0, le=MAX_TOKENS)
-    max_position_embeddings: int = Field(gt=0, le=MAX_TOKENS)
-    tie_word_embeddings: bool = False
+    intermediate_size: int | None = Field(
+        None,
+        gt=0,
+        le=MAX_WIDTH,
+        description="MLP width of a layer, as in the model's config.json; derived from num_parameters when omitted "
+        "(give one of the two).",
+    )
+    vocab_size: int = Field(
+        gt=0,
+        le=MAX_TOKENS,
+        description="Vocabulary size, as in the model's config.json: sizes the embeddings, lm_head and the logits.",
+    )
+    max_position_embeddings: int = Field(
+        gt=0,
+        le=MAX_TOKENS,
+        description="The longest context the model takes, as in the model's config.json: serving.max_model_len may "
+        "not exceed it, and a derived one is capped by it.",
+    )
+    tie_word_embeddings: bool = Field(
+        False,
+        description="As in the model's config.json: true when lm_head shares the embedding's weights (counted once).",
+    )
     num_local_experts: int | None = Field(
         None, gt=0, le=MAX_HEADS, description="MoE: experts per layer (give num_experts_per_tok with it)."
     )
     num_experts_per_tok: int | None = Field(
         None, gt=0, le=MAX_HEADS, description="MoE: experts routed per token (give num_local_experts with it)."
     )
-    moe_intermediate_size: int | None = Field(None, gt=0, le=MAX_WIDTH)
+    moe_intermediate_size: int | None = Field(
+        None,
+        gt=0,
+        le=MAX_WIDTH,
+        description="MoE: one expert's MLP width, as in the model's config.json; defaults to intermediate_size.",
+    )
     num_parameters: int | None = Field(
         None, gt=0, le=10**14, description="Published parameter count; computed from the fields when omitted."
     )
 
 
 class ModelSpec(Strict):
-    source: ModelSource
+    source: ModelSource = Field(
+        description="Where the weights are: exactly one of s3_uri, jumpstart, hugging_face. `{region}` in any of "
+        "its S3 URIs becomes the environment's region."
+    )
     architecture: str | ArchitectureFields = Field(
         description="A known architecture name (see `optigate plan --list-models`) or the fields of the "
         "model's config.json."
@@ -149,26 +190,54 @@ class Container(Strict):
     )
 
 
+SPECULATIVE_TOKENS = (
+    "Tokens the drafter proposes per step, which the model verifies in one pass "
+    "(vLLM's num_speculative_tokens in OPTION_SPECULATIVE_CONFIG)."
+)
+
+
 class NgramSpeculation(Strict):
-    method: Literal["ngram", "suffix"]
-    num_speculative_tokens: int = Field(4, ge=1, le=16)
+    method: Literal["ngram", "suffix"] = Field(
+        description="Drafts without a draft model: ngram is vLLM's prompt lookup (n-grams of the prompt), suffix "
+        "vLLM's suffix decoding (suffix trees of prompts and earlier outputs)."
+    )
+    num_speculative_tokens: int = Field(
+        4,
+        ge=1,
+        le=16,
+        description=SPECULATIVE_TOKENS,
+    )
     prompt_lookup_max: int = Field(4, ge=1, le=16, description="ngram only: longest n-gram to match.")
     prompt_lookup_min: int = Field(1, ge=1, le=16, description="ngram only: shortest n-gram to match.")
 
 
 class DraftModelSpeculation(Strict):
-    method: Literal["draft"]
+    method: Literal["draft"] = Field(
+        description="A smaller draft model proposes the tokens (vLLM's method draft_model)."
+    )
     model_s3_uri: S3Uri = Field(
         description="Draft model weights. Must lie under the main model's S3 prefix: CloudFormation's "
         "AWS::SageMaker::Model has no AdditionalModelDataSources, so the draft is shipped with the model."
     )
-    num_speculative_tokens: int = Field(4, ge=1, le=16)
+    num_speculative_tokens: int = Field(
+        4,
+        ge=1,
+        le=16,
+        description=SPECULATIVE_TOKENS,
+    )
 
 
 class Eagle3Speculation(Strict):
-    method: Literal["eagle3"]
+    method: Literal["eagle3"] = Field(
+        description="An EAGLE-3 head trained for the model proposes the tokens (vLLM's method eagle3)."
+    )
     model_s3_uri: S3Uri = Field(description="EAGLE-3 head weights, under the main model's S3 prefix.")
-    num_speculative_tokens: int = Field(3, ge=1, le=16)
+    num_speculative_tokens: int = Field(
+        3,
+        ge=1,
+        le=16,
+        description=SPECULATIVE_TOKENS,
+    )
 
 
 class EagleTraining(Strict):
@@ -177,7 +246,9 @@ class EagleTraining(Strict):
     EAGLE-2 or an EAGLE-3 head depends on the model's architecture; the gate reads which from the trained head
     and renders vLLM's `method` from it."""
 
-    method: Literal["eagle"]
+    method: Literal["eagle"] = Field(
+        description="A head the gate's optimization job trains (only under gate.candidate)."
+    )
     train_from: Literal["data_capture"] | S3Uri = Field(
         description="data_capture: the environment's own endpoint data capture (which must be readable by the job: "
         "see the environment's data_capture settings); or an S3 prefix (ending in /) or manifest file of ShareGPT, "
@@ -188,7 +259,13 @@ class EagleTraining(Strict):
         description="TrainingDataSource.S3DataType; derived when unset: ManifestFile for a key ending in .manifest "
         "or manifest.json, else S3Prefix.",
     )
-    num_speculative_tokens: int = Field(3, ge=1, le=16)
+    num_speculative_tokens: int = Field(
+        3,
+        ge=1,
+        le=16,
+        description="Tokens the trained head proposes per step (vLLM's num_speculative_tokens in the candidate's "
+        "OPTION_SPECULATIVE_CONFIG).",
+    )
 
     @property
     def s3_data_type(self) -> str:
@@ -217,18 +294,33 @@ class Autoscaling(Strict):
     min_capacity: int = Field(
         1, ge=0, le=MAX_CAPACITY, description="Instances (or base-model copies with adapters); 0 needs scale_to_zero."
     )
-    max_capacity: int = Field(1, ge=1, le=MAX_CAPACITY)
+    max_capacity: int = Field(
+        1,
+        ge=1,
+        le=MAX_CAPACITY,
+        description="The scalable target's MaxCapacity: most instances (copies with adapters) scaling may reach; an "
+        "environment's autoscaling_max_capacity replaces it.",
+    )
     target_invocations_per_instance: int = Field(
         10,
         ge=1,
         le=1_000_000,
-        description="Target of SageMakerVariantInvocationsPerInstance (or ...PerCopy for components).",
+        description="Target of SageMakerVariantInvocationsPerInstance; with adapters, of concurrent requests per copy "
+        "(SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution).",
     )
     scale_to_zero: bool = Field(
         False, description="Inference components only: scale copies to zero when idle and back on demand."
     )
-    scale_in_cooldown_seconds: int = Field(300, ge=0, le=86_400)
-    scale_out_cooldown_seconds: int = Field(60, ge=0, le=86_400)
+    scale_in_cooldown_seconds: int = Field(
+        300, ge=0, le=86_400, description="Target tracking's ScaleInCooldown: seconds after a scale-in before the next."
+    )
+    scale_out_cooldown_seconds: int = Field(
+        60,
+        ge=0,
+        le=86_400,
+        description="Target tracking's ScaleOutCooldown: seconds after a scale-out before the next (also the "
+        "cooldown of the step that scales copies out from zero).",
+    )
 
 
 #: VariantInstanceProvisionTimeoutInSeconds' range (ProductionVariant in the SageMaker API reference).
@@ -255,9 +347,17 @@ class ServingCore(Strict):
     """The serving fields listed before the vLLM engine switches: `Serving` is this, then the switches
     (optigate.config.lmi_options, one table), then its own fields, in that order."""
 
-    container: Container = Container()
+    container: Container = Field(
+        Container(), description="The LMI container: its family (the engine) and its version (the image)."
+    )
     instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="e.g. ml.g6.2xlarge")
-    instance_count: int = Field(1, ge=1, le=100)
+    instance_count: int = Field(
+        1,
+        ge=1,
+        le=100,
+        description="ProductionVariant InitialInstanceCount (autoscaling, when set, moves it afterwards); an "
+        "environment's overrides.instance_count replaces it.",
+    )
     instance_pools: list[InstancePool] | None = Field(
         None,
         max_length=MAX_INSTANCE_POOLS,
@@ -302,7 +402,12 @@ class ServingCore(Strict):
         description="Accept FP8 on GPUs without FP8 tensor cores (A10G, A100), where vLLM runs it weight-only "
         "(container family lmi only).",
     )
-    speculative_decoding: SpeculativeDecoding | None = None
+    speculative_decoding: SpeculativeDecoding | None = Field(
+        None,
+        description="vLLM speculative decoding by `method`, rendered as OPTION_SPECULATIVE_CONFIG JSON (LMI v15, "
+        "0.33.0, or newer; container family lmi only). Method eagle (a head the gate trains) only under "
+        "gate.candidate.",
+    )
     compile: bool = Field(
         False,
         description="gate.candidate only: the gate's SageMaker optimization job compiles the candidate ahead of time "
@@ -325,8 +430,16 @@ class Serving(VllmEngineSwitches, ServingCore):  # fields: ServingCore's, the sw
     volume_size_gb: int | None = Field(
         None, ge=1, le=512, description="EBS volume; only for instances without NVMe instance storage."
     )
-    routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] = "LEAST_OUTSTANDING_REQUESTS"
-    autoscaling: Autoscaling | None = None
+    routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] = Field(
+        "LEAST_OUTSTANDING_REQUESTS",
+        description="ProductionVariant RoutingConfig.RoutingStrategy: LEAST_OUTSTANDING_REQUESTS sends each request to "
+        "the instance with the fewest in flight (suits long, uneven LLM requests); RANDOM picks one at random.",
+    )
+    autoscaling: Autoscaling | None = Field(
+        None,
+        description="Application Auto Scaling target tracking of the variant's instances (with adapters, of the base "
+        "inference component's copies). Unset: the instance count stays fixed.",
+    )
     environment: dict[str, str] = Field(
         default_factory=dict, description="Extra container environment (OPTION_*), applied last."
     )
@@ -357,9 +470,22 @@ class CanaryRollout(Strict):
 
 
 class Rollout(Strict):
-    strategy: Literal["none", "canary", "shadow"] = "canary"
-    canary: CanaryRollout = CanaryRollout()
-    shadow: ShadowRollout | None = None
+    strategy: Literal["none", "canary", "shadow"] = Field(
+        "canary",
+        description="How a new model reaches the live endpoint (CloudFormation's blue/green update; not with "
+        "adapters). canary: canary.traffic_percentage of the instances first, the rest after canary.wait_minutes; "
+        "shadow: the same, plus a shadow variant running shadow.candidate on mirrored live requests, and the gate "
+        "mirrors live traffic to its own candidate too; none: no small canary (half the instances first, a single "
+        "one at once), the same bake time.",
+    )
+    canary: CanaryRollout = Field(
+        CanaryRollout(),
+        description="The blue/green update's canary size (strategies canary and shadow) and bake time (every "
+        "strategy).",
+    )
+    shadow: ShadowRollout | None = Field(
+        None, description="With strategy shadow only, and required then: what the shadow variant runs and receives."
+    )
     auto_rollback: bool = Field(True, description="Roll back on 5XX / model-latency alarms during a blue/green update.")
 
 
@@ -393,14 +519,58 @@ CROSS_CHECK_KEYS = frozenset({"cross_check", "cross_check_tolerance", "cross_che
 
 class BenchmarkGate(Strict):
     concurrency: list[Annotated[int, Field(le=4096)]] = Field(
-        default_factory=lambda: [1, 16, 64], min_length=1, max_length=64
+        default_factory=lambda: [1, 16, 64],
+        min_length=1,
+        max_length=64,
+        description="Concurrent streams (distinct, increasing) at which the gate benchmarks the baseline twin and the "
+        "candidate, one level after the other; every check is judged at each level, and a level not measured fails. "
+        "Above 64 streams every level is split over several benchmark workers, rounded up to a multiple of them.",
     )
-    prompt_tokens: int = Field(1024, ge=1, le=MAX_TOKENS)
-    max_new_tokens: int = Field(256, ge=1, le=MAX_TOKENS)
-    p99_ttft_ms_budget: float | None = Field(None, gt=0, le=MAX_BUDGET_MS)
-    p99_itl_ms_budget: float | None = Field(None, gt=0, le=MAX_BUDGET_MS)
-    min_throughput_gain_pct: float = Field(10.0, ge=0, le=MAX_GAIN_PCT)
-    max_error_rate: float = Field(0.01, ge=0, le=1)
+    prompt_tokens: int = Field(
+        1024,
+        ge=1,
+        le=MAX_TOKENS,
+        description="Prompt tokens of every benchmark request; with max_new_tokens, the typical request the planner "
+        "sizes an unset max_model_len and max_batch_size for.",
+    )
+    max_new_tokens: int = Field(
+        256,
+        ge=1,
+        le=MAX_TOKENS,
+        description="Output tokens of every benchmark request; with both latency budgets it also sizes the rollback "
+        "alarm (see p99_ttft_ms_budget).",
+    )
+    p99_ttft_ms_budget: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_BUDGET_MS,
+        description="p99 time to first token (ms) the candidate must keep at every level: passes when the 95 % "
+        "interval lies within it, fails when beyond, inconclusive in between; a level without a successful request "
+        "fails. Unset: no TTFT check. With p99_itl_ms_budget it also sets the rollback alarm on p99 ModelLatency: "
+        "2 x (this + p99_itl_ms_budget x max_new_tokens); without both, 60 s.",
+    )
+    p99_itl_ms_budget: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_BUDGET_MS,
+        description="p99 inter-token latency (ms) the candidate must keep at every level, judged like "
+        "p99_ttft_ms_budget (whole requests resampled). Unset: no ITL check.",
+    )
+    min_throughput_gain_pct: float = Field(
+        10.0,
+        ge=0,
+        le=MAX_GAIN_PCT,
+        description="Gain (%) of the candidate's output tokens/s over the baseline twin's required at every level: "
+        "passes when the 95 % interval's lower end reaches it, fails when its upper end is below, else inconclusive; "
+        "too few one-second buckets, or no successful request, fail.",
+    )
+    max_error_rate: float = Field(
+        0.01,
+        ge=0,
+        le=1,
+        description="Largest share of the candidate's benchmark requests that may fail, at every level; with a shadow "
+        "rollout also the largest 5XX share of the requests mirrored to the shadow.",
+    )
     blocks: int = Field(
         3,
         ge=1,
@@ -449,10 +619,27 @@ class BenchmarkGate(Strict):
 
 
 class EvaluationGate(Strict):
-    dataset_s3_uri: S3Uri | None = None
+    dataset_s3_uri: S3Uri | None = Field(
+        None,
+        description="S3 prefix holding the evaluation dataset, one .jsonl file of records (model_input, target_output, "
+        "optional category and prompt_tokens) the baseline twin and the candidate both answer; required with "
+        "gate.candidate. `{region}` becomes the environment's region.",
+    )
     max_metric_drop_abs: float = Field(0.01, ge=0, le=1, description="Every task metric within this absolute drop.")
-    max_refusal_rate_increase: float = Field(0.0, ge=0, le=1)
-    long_context_prompt_tokens: int = Field(4096, ge=1, le=MAX_TOKENS)
+    max_refusal_rate_increase: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Largest rise of the refusal rate (a fraction, candidate over baseline) in the whole dataset and "
+        "every slice; 0: it may not rise. A pass needs the pessimistic end of the interval within it.",
+    )
+    long_context_prompt_tokens: int = Field(
+        4096,
+        ge=1,
+        le=MAX_TOKENS,
+        description="Records whose prompts are longer than this form the long-context slice, judged on its own like "
+        "each category.",
+    )
 
 
 class Gate(Strict):
@@ -461,8 +648,15 @@ class Gate(Strict):
         description="The change the gate proves: overrides of `serving` (e.g. quantization: fp8, or a "
         "speculative_decoding block). Empty: no gate for this team.",
     )
-    benchmark: BenchmarkGate = BenchmarkGate()
-    evaluation: EvaluationGate = EvaluationGate()
+    benchmark: BenchmarkGate = Field(
+        BenchmarkGate(),
+        description="How the gate benchmarks the baseline twin and the candidate, and the thresholds its checks apply.",
+    )
+    evaluation: EvaluationGate = Field(
+        EvaluationGate(),
+        description="The quality evaluation (fmeval) of the twin and the candidate on the same records, and its "
+        "tolerances.",
+    )
 
 
 class Calibration(Strict):
@@ -473,7 +667,10 @@ class Calibration(Strict):
     instance_type: str = Field(description="The instance the gate measured on.")
     accelerator: str = Field(description="Its accelerator (the catalog's name, e.g. L4); the efficiency applies to it.")
     weight_precision: str = Field(description="The planner's weight precision (bf16, fp8, awq, ...).")
-    engine: Literal["vllm", "trtllm", "neuron"]
+    engine: Literal["vllm", "trtllm", "neuron"] = Field(
+        description="The engine it was measured with: vllm (container family lmi), trtllm (lmi-trtllm), neuron "
+        "(lmi-neuronx)."
+    )
     bandwidth_efficiency: float = Field(gt=0, le=1, description="Fraction of the datasheet bandwidth reached.")
     measured_tpot_ms: float = Field(gt=0, description="The candidate's p50 TPOT at concurrency 1.")
     bound_tpot_ms: float = Field(gt=0, description="The roofline bound of that plan at batch 1.")
@@ -483,7 +680,11 @@ class Calibration(Strict):
 class CalibrationFile(Strict):
     """`config/calibration.yaml`: what the team's own gate runs measured, newest last."""
 
-    calibrations: list[Calibration] = Field(default_factory=list)
+    calibrations: list[Calibration] = Field(
+        default_factory=list,
+        description="Written by `optigate plan --calibrate`, newest last: the planner uses the newest for an "
+        "accelerator, weight format and engine.",
+    )
 
 
 # --------------------------------------------------------------------------- files
@@ -504,13 +705,24 @@ class TeamConfig(Strict):
     """One team's endpoint: `config/teams/<team>.yaml`."""
 
     team: ResourceName = Field(description="Used in stack and resource names: optigate-<env>-<team>.")
-    description: str = ""
-    model: ModelSpec
-    serving: Serving
-    adapters: list[Adapter] = Field(default_factory=list)
-    rollout: Rollout = Rollout()
-    gate: Gate = Gate()
-    tags: dict[str, str] = Field(default_factory=dict)
+    description: str = Field("", description="Free text for readers of the file; optigate does not use it.")
+    model: ModelSpec = Field(description="The model served: where its weights are and its architecture.")
+    serving: Serving = Field(
+        description="The live endpoint's instances, LMI container and engine options: the baseline that a gate or "
+        "shadow candidate overrides."
+    )
+    adapters: list[Adapter] = Field(
+        default_factory=list,
+        description="LoRA adapters on the one base model: the endpoint then serves through inference components (a "
+        "base component and one per adapter) and serving.lora is derived from them; container family lmi only, "
+        "without a gate candidate or a shadow rollout.",
+    )
+    rollout: Rollout = Field(Rollout(), description="How CloudFormation rolls a new model out to the live endpoint.")
+    gate: Gate = Field(Gate(), description="The change the gate proves and the thresholds it judges it by.")
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="Tags on every resource of the team's stacks, beside optigate:team and optigate:environment.",
+    )
     acknowledge: list[Acknowledgement] = Field(
         default_factory=list,
         description="Notes of `optigate validate` the team accepts, each by rule ID with a reason; an acknowledged "
@@ -575,8 +787,19 @@ class DataCapture(Strict):
 
 
 class EnvironmentOverrides(Strict):
-    instance_count: int | None = Field(None, ge=1, le=100)
-    autoscaling_max_capacity: int | None = Field(None, ge=1, le=MAX_CAPACITY)
+    instance_count: int | None = Field(
+        None,
+        ge=1,
+        le=100,
+        description="Replaces serving.instance_count here; at most the autoscaling maximum of an autoscaled endpoint.",
+    )
+    autoscaling_max_capacity: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CAPACITY,
+        description="Replaces serving.autoscaling.max_capacity here; only for a team with serving.autoscaling, and at "
+        "least its min_capacity.",
+    )
     suspend_autoscaling: bool | None = Field(
         None,
         description="Deploy once with this to change serving.instance_type of an autoscaled endpoint, then again "
@@ -602,10 +825,19 @@ class EnvironmentOverrides(Strict):
 
 class Environment(Strict):
     name: ResourceName
-    account: str = Field(pattern=r"^\d{12}$")
-    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+    account: str = Field(
+        pattern=r"^\d{12}$",
+        description="The AWS account the environment lives in; stacks get an explicit env, so synth makes no lookups.",
+    )
+    region: str = Field(
+        pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$",
+        description="The region the environment lives in (one botocore lists SageMaker in); `{region}` in a team's S3 "
+        "URIs becomes it.",
+    )
     requires_approval: bool = Field(False, description="A manual approval precedes promotion into this environment.")
-    overrides: EnvironmentOverrides = EnvironmentOverrides()
+    overrides: EnvironmentOverrides = Field(
+        EnvironmentOverrides(), description="Overrides for every team in this environment (`teams` for one team)."
+    )
     teams: dict[str, EnvironmentOverrides] = Field(
         default_factory=dict, description="Per-team overrides in this environment, by team name."
     )
@@ -620,7 +852,10 @@ class PipelineSource(Strict):
     GitHub/GitLab/Bitbucket, or a CodeCommit repository."""
 
     connection_arn: str | None = Field(
-        None, pattern=r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:\d{12}:connection/[\w-]+$"
+        None,
+        pattern=r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:\d{12}:connection/[\w-]+$",
+        description="A CodeStar (CodeConnections) connection to GitHub, GitLab or Bitbucket, authorised in the "
+        "console once; give it or codecommit: true.",
     )
     repository: str | None = Field(
         None, description="owner/name with a connection; the repository name with CodeCommit."
@@ -628,7 +863,7 @@ class PipelineSource(Strict):
     codecommit: bool = Field(
         False, description="true: `repository` is a CodeCommit repository in the pipeline account."
     )
-    branch: str = "main"
+    branch: str = Field("main", description="The branch the pipeline builds and deploys.")
 
     @model_validator(mode="after")
     def _one_kind(self) -> PipelineSource:  # rules OG611 and OG612 (optigate.config.rules.environments)
@@ -643,12 +878,17 @@ class Pipeline(Strict):
     """The CDK Pipelines stack that promotes through the environments in order."""
 
     account: str = Field(pattern=r"^\d{12}$", description="The tools account that runs the pipeline.")
-    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
-    source: PipelineSource
+    region: str = Field(
+        pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$", description="The region of the tools account the pipeline runs in."
+    )
+    source: PipelineSource = Field(description="The repository the pipeline takes the config and code from.")
 
 
 class EnvironmentsFile(Strict):
     """`config/environments.yaml`: the environments in promotion order."""
 
-    environments: list[Environment] = Field(min_length=1)
+    environments: list[Environment] = Field(
+        min_length=1,
+        description="In promotion order: the pipeline deploys and gates them one after the other, as its stages.",
+    )
     pipeline: Pipeline | None = Field(None, description="Optional: the promotion pipeline (optigate-pipeline stack).")
