@@ -34,8 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout: optigate, and tests/fixtures
 
-from optigate.bench.compare import RUN_TO_RUN_DRIFT_PCT, Delta, compare_levels
+from optigate.bench.compare import Delta, compare_levels
 from optigate.bench.metrics import RunSamples
+from optigate.bench.throughput import RUN_TO_RUN_DRIFT_PCT
 from tests.fixtures.simulated_blocks import GATE_BLOCKS, GATE_LEVELS, Shape, simulated_side
 
 Side = Mapping[int, Sequence[RunSamples]]

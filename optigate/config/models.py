@@ -1,3 +1,4 @@
+# Over 400 lines: the config files' schema, one pydantic model per block, read top to bottom as the files are.
 """The configuration schema: what a team says in `config/teams/<team>.yaml` and what
 `config/environments.yaml` says about each environment.
 
