@@ -112,10 +112,10 @@ def report_ab(name: str, metric: str, results: list[list[Delta]]) -> bool:
 def real_pairs(pairs: int) -> list[list[Delta]]:
     """A/A on two identical emulator processes, blocks interleaved A B A B A B."""
     from optigate.bench.client import Target
-    from optigate.bench.emulator import run_loop
-    from optigate.bench.harness import emulator_process
+    from optigate.bench.emulator_process import emulator_process
     from optigate.bench.load import LoadSpec
     from optigate.bench.runner import run_levels
+    from optigate.bench.runtime_emulator import run_loop
 
     config = {
         "default": {
