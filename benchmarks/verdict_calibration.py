@@ -34,8 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout: optigate, and tests/fixtures
 
-from optigate.bench.compare import RUN_TO_RUN_DRIFT_PCT, Delta, compare_levels
+from optigate.bench.compare import Delta, compare_levels
 from optigate.bench.metrics import RunSamples
+from optigate.bench.throughput import RUN_TO_RUN_DRIFT_PCT
 from tests.fixtures.simulated_blocks import GATE_BLOCKS, GATE_LEVELS, Shape, simulated_side
 
 Side = Mapping[int, Sequence[RunSamples]]
@@ -111,10 +112,10 @@ def report_ab(name: str, metric: str, results: list[list[Delta]]) -> bool:
 def real_pairs(pairs: int) -> list[list[Delta]]:
     """A/A on two identical emulator processes, blocks interleaved A B A B A B."""
     from optigate.bench.client import Target
-    from optigate.bench.emulator import run_loop
-    from optigate.bench.harness import emulator_process
+    from optigate.bench.emulator_process import emulator_process
     from optigate.bench.load import LoadSpec
     from optigate.bench.runner import run_levels
+    from optigate.bench.runtime_emulator import run_loop
 
     config = {
         "default": {

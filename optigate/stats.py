@@ -2,7 +2,7 @@
 
 Every interval optigate reports is a percentile-bootstrap interval computed here, whether it is
 a benchmark delta (`optigate.bench.compare`), a gate check (`optigate.gate.decision`) or a quality
-comparison (`optigate.evaluate.compare`). The functions are pure: numpy arrays (or sequences) in,
+comparison (`optigate.evaluate.quality_verdict`). The functions are pure: numpy arrays (or sequences) in,
 floats or arrays out, randomness only through the ``rng`` argument, so a seed reproduces a result.
 
 Statistics are *vectorised*: a callable that maps a 2-D array holding one resample per row to

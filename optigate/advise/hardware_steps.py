@@ -19,7 +19,7 @@ from optigate.advise.findings import (
 from optigate.plan.catalog import all_instances
 from optigate.plan.cost import cost_per_month
 from optigate.plan.speculation import expected_tpot_at
-from optigate.plan.team import architecture_for
+from optigate.plan.team_plan import architecture_for
 
 # --------------------------------------------------------------------------- 4. compile
 
@@ -100,7 +100,7 @@ def step_compile(ctx: Context) -> Finding:
 def _faster_instance(ctx: Context, budget: float) -> tuple[str | None, list[str]]:
     """The cheapest instance of the same platform whose re-plan (through the rules) meets `budget` at the real
     concurrency, cheapest expected $ per 1M output tokens first; and the refusals on the way."""
-    from optigate.plan.compare import compare
+    from optigate.plan.instance_comparison import compare
 
     plan, base = ctx.plan, ctx.baseline
     platform = base.instance.platform
@@ -197,7 +197,7 @@ def step_instance(ctx: Context) -> Finding:
 
 def admit_block_with_tp(ctx: Context, instance_type: str) -> dict[str, Any]:
     """The instance block for a team that pins its tensor-parallel degree: the degree the new instance plans."""
-    from optigate.plan.team import deployed_tensor_parallel
+    from optigate.plan.team_plan import deployed_tensor_parallel
 
     serving = ctx.baseline.serving.model_copy(update={"instance_type": instance_type, "tensor_parallel_degree": None})
     tp = deployed_tensor_parallel(architecture_for(ctx.team.model.architecture), serving)

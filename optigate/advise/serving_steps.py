@@ -18,7 +18,7 @@ from optigate.advise.findings import (
 from optigate.config.models import NgramSpeculation, TeamConfig
 from optigate.deployment.rules import FP8_MIN_COMPUTE_CAPABILITY
 from optigate.plan.speculation import expected_tpot_at, speculation_ceiling
-from optigate.plan.team import HEADROOM, MIN_DERIVED_MAX_MODEL_LEN, architecture_for, plan_serving
+from optigate.plan.team_plan import HEADROOM, MIN_DERIVED_MAX_MODEL_LEN, architecture_for, plan_serving
 
 #: A step is offered again only when its proposal changes the serving block this much or more (max_model_len).
 LENGTH_RATIO = 2

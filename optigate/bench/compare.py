@@ -1,8 +1,6 @@
+# Over 400 lines: the rules turning intervals into words (margins, Holm, fail-closed minimums) read together.
 """Baseline vs candidate: one verdict per metric that knows its noise (used by `bench compare`, the
 gate's decision and the reports).
-
-(Over 400 lines on purpose: the rules that turn intervals into words — margins, Holm, the minimums
-that fail closed — are read together, and splitting them would hide one rule from the others.)
 
 **Blocks.** Each side may be measured in several runs ("blocks", e.g. interleaved A B A B A B).
 A side's figure is its pooled percentile (latency) or the mean of its blocks' throughput. Its
@@ -76,11 +74,16 @@ import numpy as np
 
 from optigate import stats
 from optigate.bench.metrics import RunSamples
+from optigate.bench.throughput import (
+    MIN_THROUGHPUT_BUCKETS,
+    THROUGHPUT,
+    assumed_drift_se,
+    throughput_difference,
+)
 from optigate.judge import Direction, Outcome, compare_change
 
 METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 QUANTILES = (50, 90, 99)
-THROUGHPUT = "output_tokens_per_s"
 #: Family-wise error rate of better/worse claims across everything one call compares.
 FAMILY_ALPHA = 0.05
 #: Confidence of an interval when nothing else is compared (one delta).
@@ -93,11 +96,6 @@ MIN_REQUESTS = 10
 #: p90 50. The bootstrap of an extreme order statistic keeps redrawing the same few top values and
 #: understates its spread; real A/A runs on a busy host labelled p99 better/worse below this.
 MIN_TAIL_UNITS = 5
-#: Run-to-run drift (sigma, percent of the baseline) a side's mean over its blocks is assumed to carry
-#: at least: the SE of a delta is never below this much drift's (see "Blocks" above).
-RUN_TO_RUN_DRIFT_PCT = 2.0
-#: One-second buckets a side needs (its blocks pooled, one in every block) for a throughput interval.
-MIN_THROUGHPUT_BUCKETS = 5
 VERDICTS = (Outcome.BETTER, Outcome.WORSE, Outcome.EQUIVALENT, Outcome.INCONCLUSIVE)
 
 MarginLike = float | Mapping[str, float]
@@ -173,22 +171,6 @@ def margin_for(margin_pct: MarginLike, metric: str) -> float:
     return float(margin_pct)
 
 
-def throughput_buckets(run: RunSamples, seconds: float = 1.0) -> np.ndarray:
-    """Output tokens per second in the whole one-second buckets of the measurement window."""
-    bounds = run.window()
-    if bounds is None:
-        return np.array([])
-    start, end = bounds
-    count = int((end - start) // seconds)
-    if count < 1:
-        return np.array([])
-    edges = start + np.arange(count + 1) * seconds
-    times = np.array([t for t, _ in run.token_arrivals])
-    tokens = np.array([k for _, k in run.token_arrivals], dtype=float)
-    histogram, _ = np.histogram(times, bins=edges, weights=tokens)
-    return histogram / seconds
-
-
 def _successes(blocks: Sequence[RunSamples]) -> int:
     return sum(len(block.ttft_ms) for block in blocks)
 
@@ -255,55 +237,6 @@ def _latency(
         else:
             out.append(raw(label, float(base_point[i]), float(cand_point[i]), float(spread[i])))
     return out
-
-
-@dataclass(frozen=True)
-class ThroughputDifference:
-    """Output tokens/s of each side (the mean of its blocks'), the SE of their difference, and each
-    side's two-level replicates (for a ratio's spread: the gate judges a relative gain)."""
-
-    baseline: float
-    candidate: float
-    se: float  # NaN: no interval (see short)
-    short: str = ""  # which side had too few one-second buckets
-    baseline_replicates: np.ndarray | None = None
-    candidate_replicates: np.ndarray | None = None
-
-
-def throughput_difference(
-    base: Sequence[RunSamples],
-    cand: Sequence[RunSamples],
-    *,
-    rng: stats.SeedLike = 0,
-    replicates: int = stats.SE_REPLICATES,
-) -> ThroughputDifference:
-    """Each side's throughput and the two-level bootstrap SE of the difference (blocks, then one-second
-    buckets inside them): one rule for `bench compare` and the gate's throughput check. A side needs
-    :data:`MIN_THROUGHPUT_BUCKETS` buckets, its blocks pooled, and one in every block; else no SE.
-    The SE is the bootstrap's alone: :func:`assumed_drift_se` is the floor callers apply."""
-    draw = stats.generator(rng)
-    sides: list[tuple[float, np.ndarray | None]] = []
-    short = []
-    for name, blocks in (("baseline", base), ("candidate", cand)):
-        points = [float(block.to_result(include_samples=False)[THROUGHPUT]) for block in blocks]
-        buckets = [throughput_buckets(block) for block in blocks]
-        if sum(len(b) for b in buckets) < MIN_THROUGHPUT_BUCKETS or any(not len(b) for b in buckets):
-            empty = " (a block has none)" if any(not len(b) for b in buckets) else ""
-            short.append(f"{name} {sum(len(b) for b in buckets)}{empty}")
-            sides.append((float(np.mean(points)), None))
-            continue
-        sides.append(stats.two_level_mean_replicates(points, buckets, replicates=replicates, rng=draw))
-    (base_point, base_reps), (cand_point, cand_reps) = sides
-    if base_reps is None or cand_reps is None:
-        return ThroughputDifference(base_point, cand_point, math.nan, ", ".join(short))
-    se = float(np.std(cand_reps - base_reps, ddof=1))
-    return ThroughputDifference(base_point, cand_point, se, "", base_reps, cand_reps)
-
-
-def assumed_drift_se(baseline: float, baseline_blocks: int, candidate_blocks: int) -> float:
-    """The SE of a difference that carries only the assumed run-to-run drift (see "Blocks" above)."""
-    drift = RUN_TO_RUN_DRIFT_PCT / 100 * abs(baseline)
-    return drift * math.sqrt(1 / baseline_blocks + 1 / candidate_blocks)
 
 
 def _throughput(base: Sequence[RunSamples], cand: Sequence[RunSamples], level: int, margin: float, rng: Any) -> _Raw:

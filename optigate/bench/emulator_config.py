@@ -1,6 +1,6 @@
 """What the emulator is told to do (`optigate emulate --config`, `EmulatorConfig.parse`): latency
 distributions, payload format and injected faults per endpoint, variant and inference component.
-Plain dataclasses, no server: `optigate.bench.emulator` serves what these describe. The settings with a help
+Plain dataclasses, no server: `optigate.bench.runtime_emulator` serves what these describe. The settings with a help
 text are `optigate emulate`'s options too (`command_line_options`)."""
 
 from __future__ import annotations

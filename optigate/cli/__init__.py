@@ -9,12 +9,14 @@ import sys
 from optigate.cli import (
     advise_command,
     bench_command,
-    config_commands,
     emulate_command,
     evaluate_command,
-    gate_commands,
     plan_command,
+    rehearse_command,
     resolve_command,
+    schema_command,
+    summary_command,
+    validate_command,
 )
 from optigate.cli.errors import USAGE_EXIT, CliError, InvalidConfig, UsageError, one_line
 from optigate.cli.output import stderr
@@ -29,16 +31,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OptigateParser(prog="optigate", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OptigateParser)
     # In the order `optigate --help` lists them.
-    config_commands.add_validate_parser(commands)
-    config_commands.add_summary_parser(commands)
+    validate_command.add_validate_parser(commands)
+    summary_command.add_summary_parser(commands)
     plan_command.add_plan_parser(commands)
     advise_command.add_advise_parser(commands)
     bench_command.add_bench_parser(commands)
     evaluate_command.add_evaluate_parser(commands)
-    gate_commands.add_rehearse_parser(commands)
+    rehearse_command.add_rehearse_parser(commands)
     emulate_command.add_emulate_parser(commands)
     resolve_command.add_resolve_parser(commands)
-    config_commands.add_schema_parser(commands)
+    schema_command.add_schema_parser(commands)
     return parser
 
 

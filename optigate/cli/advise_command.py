@@ -79,7 +79,7 @@ def _print_reading(reading) -> None:
 def cmd_advise(args: argparse.Namespace) -> int:
     """The next step of the sequence for a team; with --from-report, whether the last one paid off."""
     from optigate.advise import CannotAdvise, advise
-    from optigate.advise import report as gate_report
+    from optigate.advise import from_report as gate_report
     from optigate.deployment import deploy, load_resolved_project
     from optigate.gate.decision import APPROVED, REJECTED
 

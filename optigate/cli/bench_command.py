@@ -29,10 +29,10 @@ BENCH_COLUMNS = (
 
 
 def _bench_table(data: dict, title: str) -> Table:
-    """The runs of one result (optigate.bench.report's summary rows) in 100 columns, figures never broken."""
+    """The runs of one result (optigate.bench.html_report's summary rows) in 100 columns, figures never broken."""
     from rich import box
 
-    from optigate.bench.report import summary_rows
+    from optigate.bench.html_report import summary_rows
 
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, caption="latencies in ms")
     for header in BENCH_COLUMNS:
@@ -229,9 +229,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import signal
 
     from optigate.bench.client import Target
-    from optigate.bench.emulator import run_loop
     from optigate.bench.load import LoadSpec
     from optigate.bench.runner import run_levels
+    from optigate.bench.runtime_emulator import run_loop
 
     levels = _check_bench_arguments(args)
     target = Target(
@@ -288,7 +288,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.json:
         console.print(f"wrote {args.json}")
     if args.report and data["runs"]:
-        from optigate.bench.report import default_label, write_report
+        from optigate.bench.html_report import default_label, write_report
 
         console.print(f"wrote {write_report([(default_label(data), data)], args.report)}")
     kept = f"; the measured levels are in {args.json}" if args.json else ""

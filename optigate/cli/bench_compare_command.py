@@ -103,7 +103,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
     from rich import box
 
     from optigate.bench.compare import compare_levels, error_rate, levels_of, workload_difference
-    from optigate.bench.report import side_labels, write_report
+    from optigate.bench.html_report import side_labels, write_report
 
     baselines = _read_results(args.baseline, "baseline")
     candidates = _read_results(args.candidate, "candidate")

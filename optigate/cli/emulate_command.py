@@ -40,10 +40,10 @@ def _emulator_data(path: str | None) -> dict:
 
 
 def cmd_emulate(args: argparse.Namespace) -> int:
-    """A local SageMaker-runtime emulator on loopback (see optigate.bench.emulator)."""
+    """A local SageMaker-runtime emulator on loopback (see optigate.bench.runtime_emulator)."""
     import errno
 
-    from optigate.bench.emulator import EmulatorConfig, serve
+    from optigate.bench.runtime_emulator import EmulatorConfig, serve
 
     data = _emulator_data(args.config)
     default = data.setdefault("default", {})

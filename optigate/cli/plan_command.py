@@ -185,9 +185,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """Capacity and roofline for a team file, or ad hoc for a model on an instance."""
     from optigate.deployment import load_resolved_team
     from optigate.plan.architecture import known_models, load_architecture
-    from optigate.plan.compare import compare
+    from optigate.plan.instance_comparison import compare
     from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION
-    from optigate.plan.team import plan_longest_held
+    from optigate.plan.team_plan import plan_longest_held
 
     if args.list_models:
         for name in known_models():

@@ -1,3 +1,4 @@
+# Over 400 lines: one safe YAML reader; every limit it enforces is checked in one pass over one event stream.
 """Read a config file safely: bounded, core-schema YAML with the line of every key and list item.
 
 A config file is written by hand, by every product team, so the reader takes any bytes and either

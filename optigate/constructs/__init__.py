@@ -4,10 +4,11 @@ They live inside the package because a top-level `constructs/` folder would shad
 `constructs` library that aws-cdk-lib imports.
 """
 
+from optigate.constructs.blue_green import BlueGreenSettings
 from optigate.constructs.lmi_model import LmiModel, ModelNetwork
 from optigate.constructs.lora_adapters import AdapterSpec, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
-from optigate.constructs.tuned_endpoint import BlueGreenSettings, TunedEndpoint, VariantSettings
+from optigate.constructs.tuned_endpoint import TunedEndpoint, VariantSettings
 
 __all__ = [
     "AdapterSpec",

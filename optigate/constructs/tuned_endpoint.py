@@ -13,12 +13,10 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from optigate.constructs import nag
+from optigate.constructs.blue_green import BlueGreenSettings, deployment_config, rollback_alarms
 from optigate.constructs.common import secure_bucket, target_tracking
 from optigate.constructs.lmi_model import LmiModel
 from optigate.plan.catalog import has_instance_storage
-
-#: The API maximum of BlueGreenUpdatePolicy.MaximumExecutionTimeoutInSeconds (botocore's SageMaker model).
-MAX_BLUE_GREEN_SECONDS = 28800
 
 
 def _api(value: Any) -> Any:
@@ -133,24 +131,6 @@ class VariantSettings:
 
 
 @dataclass(frozen=True)
-class BlueGreenSettings:
-    """Blue/green updates: a new fleet, traffic shifted in a canary step, rolled back on alarms.
-
-    :param canary_percentage: share of capacity that takes traffic first. @default 10
-    :param wait_minutes: bake time after each shift and before the old fleet goes. @default 10
-    :param auto_rollback: roll back when the 5XX or latency alarm fires. @default True
-    :param max_5xx_per_minute: errors per minute that count as failure. @default 1
-    :param p99_model_latency_ms: p99 ModelLatency that counts as failure. @default 60000
-    """
-
-    canary_percentage: int = 10
-    wait_minutes: int = 10
-    auto_rollback: bool = True
-    max_5xx_per_minute: int = 1
-    p99_model_latency_ms: float = 60000
-
-
-@dataclass(frozen=True)
 class ScalingSettings:
     """Target tracking on invocations per instance. @default min 1, max 1, 10 invocations/instance."""
 
@@ -194,7 +174,7 @@ class TunedEndpoint(Construct):
         variant: VariantSettings,
         endpoint_name: str,
         encryption_key: kms.IKey | None = None,
-        blue_green: BlueGreenSettings | None = BlueGreenSettings(),
+        blue_green: BlueGreenSettings | None = BlueGreenSettings(),  # noqa: B008 (frozen: one shared default is safe)
         data_capture_percentage: int = 0,
         data_capture: CaptureSettings | None = None,
         scaling: ScalingSettings | None = None,
@@ -225,13 +205,13 @@ class TunedEndpoint(Construct):
             data_capture_config=data_capture_config,
         )
 
-        self.alarms = self._alarms(blue_green)
+        self.alarms = rollback_alarms(self, endpoint_name, variant, blue_green, self.metric)
         self.endpoint = sagemaker.CfnEndpoint(
             self,
             "Endpoint",
             endpoint_name=endpoint_name,
             endpoint_config_name=self.config.attr_endpoint_config_name,
-            deployment_config=self._deployment_config(blue_green),
+            deployment_config=deployment_config(self.variant, blue_green, self.alarms),
             # A new config (a promotion) would otherwise reset a scaled-out variant to InitialInstanceCount:
             # retained, the update keeps the count Application Auto Scaling set (UpdateEndpoint's
             # RetainAllVariantProperties, which CloudFormation passes on an update).
@@ -367,104 +347,6 @@ class TunedEndpoint(Construct):
             },
             statistic=statistic,
             period=Duration.minutes(1),
-        )
-
-    def _watched(self, name: str, statistic: str) -> cloudwatch.IMetric:
-        """What a rollback alarm reads. With instance pools every metric gains an InstanceType dimension (user guide,
-        realtime-endpoints-heterogeneous, "Monitor instance pools"; AWS ML blog "Capacity-aware inference", 2026-05-04);
-        whether SageMaker still publishes the {EndpointName, VariantName} series beside the per-type ones is not
-        documented. CloudWatch treats each dimension set as its own metric, so the alarm reads both: the variant's
-        series and the per-type series summed (counts) or their maximum (a percentile), whichever is higher."""
-        metric = self.metric(name, statistic)
-        types = self.variant.instance_types if self.variant.instance_pools else ()
-        if not types:
-            return metric
-        per_type = {
-            f"t{i}": cloudwatch.Metric(
-                namespace="AWS/SageMaker",
-                metric_name=name,
-                dimensions_map={
-                    "EndpointName": self.endpoint_name,
-                    "VariantName": self.variant.variant_name,
-                    "InstanceType": instance_type,
-                },
-                statistic=statistic,
-                period=Duration.minutes(1),
-            )
-            for i, instance_type in enumerate(types)
-        }
-        # FILL over an array, SUM/MAX of an array per timestamp and IF on time series: metric math functions
-        # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html).
-        pooled = f"{'SUM' if statistic == 'Sum' else 'MAX'}(FILL([{', '.join(per_type)}], 0))"
-        return cloudwatch.MathExpression(
-            expression=f"IF(FILL(variant, 0) > {pooled}, FILL(variant, 0), {pooled})",
-            using_metrics={"variant": metric, **per_type},
-            period=Duration.minutes(1),
-            label=f"{name} ({statistic}) of the variant or of its instance pools",
-        )
-
-    def _alarms(self, blue_green: BlueGreenSettings | None) -> list[cloudwatch.Alarm]:
-        settings = blue_green or BlueGreenSettings()
-        errors = cloudwatch.Alarm(
-            self,
-            "Errors5xx",
-            metric=self._watched("Invocation5XXErrors", "Sum"),
-            threshold=settings.max_5xx_per_minute,
-            evaluation_periods=2,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"{self.endpoint_name}: model errors; rolls back a blue/green update",
-        )
-        latency = cloudwatch.Alarm(
-            self,
-            "ModelLatencyP99",
-            metric=self._watched("ModelLatency", "p99"),
-            threshold=settings.p99_model_latency_ms * 1000,  # ModelLatency is reported in microseconds
-            evaluation_periods=3,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"{self.endpoint_name}: p99 model latency over budget; rolls back a blue/green update",
-        )
-        return [errors, latency]
-
-    def _deployment_config(
-        self, blue_green: BlueGreenSettings | None
-    ) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
-        if blue_green is None:
-            return None
-        wait = blue_green.wait_minutes * 60
-        count = self.variant.instance_count
-        if count >= 2:
-            # INSTANCE_COUNT so the canary is at least one whole instance and at most half the fleet.
-            canary = max(1, min(count // 2, round(count * blue_green.canary_percentage / 100)))
-            routing = sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
-                type="CANARY",
-                canary_size=sagemaker.CfnEndpoint.CapacitySizeProperty(type="INSTANCE_COUNT", value=canary),
-                wait_interval_in_seconds=wait,
-            )
-        else:
-            # A single instance cannot be split: shift at once, bake, and keep the old fleet until then.
-            routing = sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
-                type="ALL_AT_ONCE", wait_interval_in_seconds=wait
-            )
-        startup = (
-            self.variant.model_data_download_timeout_seconds
-            + self.variant.container_startup_health_check_timeout_seconds
-        )
-        timeout = min(MAX_BLUE_GREEN_SECONDS, startup + 3 * wait + 1800)
-        return sagemaker.CfnEndpoint.DeploymentConfigProperty(
-            blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
-                traffic_routing_configuration=routing,
-                termination_wait_in_seconds=wait,
-                maximum_execution_timeout_in_seconds=timeout,
-            ),
-            auto_rollback_configuration=(
-                sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
-                    alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=alarm.alarm_name) for alarm in self.alarms]
-                )
-                if blue_green.auto_rollback
-                else None
-            ),
         )
 
     def _autoscaling(self, scaling: ScalingSettings) -> None:

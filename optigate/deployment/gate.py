@@ -20,6 +20,7 @@ from optigate import naming
 from optigate.config.models import CROSS_CHECK_KEYS, Environment
 from optigate.config.rules import cross_check_tokenizer
 from optigate.deployment.compilation import compiled_for
+from optigate.deployment.cross_check import CrossCheck, CrossCheckLevel, workload_levels
 from optigate.deployment.optimization import (
     OPTIMIZATION_MAX_POLLS,
     OPTIMIZATION_POLL_SECONDS,
@@ -65,36 +66,6 @@ class ShadowPlan:
     def window_seconds(self) -> int:
         """The window as one metric period: each variant's figures over the whole window."""
         return self.window_minutes * 60
-
-
-#: How often and how long the gate polls a managed benchmark job: one level of one side is a few minutes of
-#: load plus the job's own start-up; after an hour the gate stops it and reports the cross-check unavailable.
-CROSS_CHECK_POLL_SECONDS = 60
-CROSS_CHECK_MAX_POLLS = 60
-
-
-@dataclass(frozen=True)
-class CrossCheck:
-    """SageMaker's managed benchmark (CreateAIBenchmarkJob, NVIDIA AIPerf) beside the gate's own, per level.
-
-    :param tokenizer: the Hugging Face tokenizer id AIPerf downloads (config rules resolve it).
-    :param tolerance: gate.benchmark.cross_check_tolerance, for the report.
-    """
-
-    tokenizer: str
-    tolerance: dict[str, float]
-    poll_seconds: int = CROSS_CHECK_POLL_SECONDS
-    max_polls: int = CROSS_CHECK_MAX_POLLS
-
-
-@dataclass(frozen=True)
-class CrossCheckLevel:
-    """One benchmarked level as the managed job runs it: one AIWorkloadConfig (one concurrency each)."""
-
-    concurrency: int  # total streams, as optigate's benchmark measures the level
-    request_count: int  # one block's requests, every worker's together
-    workload: str  # the WorkloadSpec's Inline JSON
-    config_name: str  # the AIWorkloadConfig's name (lowercase, with the workload's hash)
 
 
 @dataclass(frozen=True)
@@ -274,34 +245,18 @@ class GatePlan:
     # ------------------------------------------------------------------ the cross-check
 
     def cross_check_levels(self) -> tuple[CrossCheckLevel, ...]:
-        """The managed benchmark's workload per level: the same prompt and output lengths, streaming, total
-        concurrency and one block's requests as optigate's benchmark of that level (:attr:`benchmark_items`),
-        fixed lengths (stddev 0) as optigate sends them. AIPerf parameters: the SageMaker SDK's
-        `Workload.synthetic` (sagemaker/serve/ai_inference_recommender/workload.py) and
-        https://docs.aws.amazon.com/sagemaker/latest/dg/generative-ai-inference-recommendations-workload-config.html."""
+        """The managed benchmark's workload per level (:func:`optigate.deployment.cross_check.workload_levels`)."""
         if self.cross_check is None:
             return ()
-        levels = []
-        for concurrency, per_shard_requests in zip(self.measured_concurrency, self.requests_per_level, strict=True):
-            requests = self.shards * per_shard_requests
-            spec = {
-                "benchmark": {"type": "aiperf"},
-                "parameters": {
-                    "tokenizer": self.cross_check.tokenizer,
-                    "concurrency": concurrency,
-                    "request_count": requests,
-                    "prompt_input_tokens_mean": self.prompt_tokens,
-                    "prompt_input_tokens_stddev": 0,
-                    "output_tokens_mean": self.max_new_tokens,
-                    "output_tokens_stddev": 0,
-                    "streaming": True,
-                },
-                "tooling": {"api_standard": "openai"},
-            }
-            workload = json.dumps(spec, sort_keys=True, separators=(",", ":"))
-            name = naming.workload_config_name(self.team, self.environment, concurrency, workload)
-            levels.append(CrossCheckLevel(concurrency, requests, workload, name))
-        return tuple(levels)
+        requests = [self.shards * per_shard for per_shard in self.requests_per_level]
+        return workload_levels(
+            self.cross_check,
+            self.team,
+            self.environment,
+            zip(self.measured_concurrency, requests, strict=True),
+            self.prompt_tokens,
+            self.max_new_tokens,
+        )
 
     def cross_check_job_template(self, side: str, concurrency: int) -> str:
         """A run's managed benchmark job of `side` at `concurrency` (total streams), `{}` for the run id."""

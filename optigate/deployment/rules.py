@@ -32,7 +32,7 @@ from optigate.config.rules import (
 from optigate.plan import architecture, catalog, parallel
 from optigate.plan.architecture import ModelArchitecture
 from optigate.plan.planner import Suggestion
-from optigate.plan.team import architecture_for, deployed_tensor_parallel, weights_gb
+from optigate.plan.team_plan import architecture_for, deployed_tensor_parallel, weights_gb
 from optigate.plan.timeouts import timeout_refusals
 from optigate.serving import images
 

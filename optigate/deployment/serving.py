@@ -15,7 +15,7 @@ from optigate.deployment import rules
 from optigate.plan.catalog import Instance, get_instance
 from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION
 from optigate.plan.planner import PlanResult
-from optigate.plan.team import (
+from optigate.plan.team_plan import (
     architecture_for,
     default_tensor_parallel_note,
     deployed_tensor_parallel,

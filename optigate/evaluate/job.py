@@ -24,9 +24,9 @@ from typing import Any
 
 from optigate.config.models import EvaluationGate
 from optigate.evaluate import spotcheck
-from optigate.evaluate.compare import Verdict, compare
 from optigate.evaluate.dataset import load_dataset
 from optigate.evaluate.errors import INPUT_ERROR_EXIT, InputError, endpoint_problem
+from optigate.evaluate.quality_verdict import Verdict, compare
 
 __all__ = ["EXIT_CODES", "evaluate", "load_dataset", "main"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from optigate.config.models import EvaluationGate
-from optigate.evaluate.compare import ALL, Verdict, slices_of, status
+from optigate.evaluate.quality_verdict import ALL, Verdict, slices_of, status
 from optigate.evaluate.scoring import targets
 from optigate.judge import Check
 

@@ -165,7 +165,7 @@ def variant_traffic(deployment: Any, candidate: dict[str, Any], live_requests: i
 @contextmanager
 def emulators(candidate: dict[str, Any], speculative: bool) -> Iterator[tuple[str, str]]:
     """Emulator processes of the live endpoint (BASELINE) and of the candidate: their URLs."""
-    from optigate.bench.harness import emulator_process
+    from optigate.bench.emulator_process import emulator_process
 
     if speculative and "tokens_per_chunk" not in candidate:
         candidate = {**candidate, "tokens_per_chunk": [1, 2, 3, 2]}  # drafts accepted about half the time

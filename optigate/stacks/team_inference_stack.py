@@ -11,19 +11,14 @@ from optigate import naming
 from optigate.config.models import DataCapture, TeamConfig
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
+from optigate.constructs.blue_green import BlueGreenSettings
 from optigate.constructs.common import secure_bucket
 from optigate.constructs.evaluation_job import EvaluationJob
 from optigate.constructs.gate import GateResources, LiveConfig, OptimizationGate
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, ComponentScaling, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
-from optigate.constructs.tuned_endpoint import (
-    BlueGreenSettings,
-    CaptureSettings,
-    ScalingSettings,
-    TunedEndpoint,
-    VariantSettings,
-)
+from optigate.constructs.tuned_endpoint import CaptureSettings, ScalingSettings, TunedEndpoint, VariantSettings
 from optigate.deployment import Deployment, ResolvedServing
 from optigate.deployment.gate import GatePlan
 from optigate.serving import images

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from optigate.bench.harness import emulator_process
+from optigate.bench.emulator_process import emulator_process
 from optigate.cli import main
 
 BASELINE = {"default": {"ttft_ms": 60, "itl_ms": 6, "itl_ms_per_active_stream": 0.5}}
@@ -251,7 +251,9 @@ def test_emulate_offers_the_settings_with_a_help_text_as_options(monkeypatch):
     assert "(default: 150)" in offered["ttft_ms"].help and "(default: 1)" in offered["tokens_per_chunk"].help
 
     served = {}
-    monkeypatch.setattr("optigate.bench.emulator.serve", lambda config, **kw: served.setdefault("config", config))
+    monkeypatch.setattr(
+        "optigate.bench.runtime_emulator.serve", lambda config, **kw: served.setdefault("config", config)
+    )
     args = build_parser().parse_args(["emulate", "--ttft-ms", "90", "--tokens-per-chunk", "3", "--reset-rate", "0.1"])
     assert emulate_command.cmd_emulate(args) == 0
     config: EmulatorConfig = served["config"]

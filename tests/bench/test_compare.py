@@ -293,7 +293,7 @@ def test_a_tail_percentile_needs_requests_beyond_it():
 
 def test_blocks_that_happen_to_agree_still_carry_the_assumed_drift():
     """Three identical blocks a side show no drift at all; the interval still assumes 2 % per block."""
-    from optigate.bench.compare import RUN_TO_RUN_DRIFT_PCT, assumed_drift_se
+    from optigate.bench.throughput import RUN_TO_RUN_DRIFT_PCT, assumed_drift_se
 
     rng = stats.generator(11)
     one = block(1, list(rng.lognormal(np.log(150), 0.01, 400)))
@@ -311,7 +311,7 @@ def test_the_gate_reads_throughput_from_bench_compares_rule():
     """One rule for the throughput difference (blocks, buckets, too-short windows): the gate's gain is
     bench compare's delta as a share of the baseline, and its interval the spread of the ratio's
     replicates, never below the assumed drift on the ratio's scale."""
-    from optigate.bench.compare import THROUGHPUT, assumed_drift_se, throughput_difference
+    from optigate.bench.throughput import THROUGHPUT, assumed_drift_se, throughput_difference
     from optigate.gate.decision.checks import throughput_check
     from optigate.stats import REPLICATES
 

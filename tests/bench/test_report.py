@@ -14,7 +14,7 @@ import pytest
 
 from optigate.bench import plots
 from optigate.bench.compare import compare_results
-from optigate.bench.report import bench_verdict, compare_verdict, default_label, side_labels, write_report
+from optigate.bench.html_report import bench_verdict, compare_verdict, default_label, side_labels, write_report
 from tests.fixtures.synthetic_runs import REPORT_LOAD, bench, report_side, synthetic_run
 
 LEVELS = (1, 4)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from optigate.bench.harness import emulator_process
+from optigate.bench.emulator_process import emulator_process
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from optigate.cli import bench_command, bench_compare_command, build_parser, config_commands, main, plan_command
+from optigate.cli import bench_command, bench_compare_command, build_parser, main, plan_command, summary_command
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config"
@@ -30,7 +30,7 @@ def _render(monkeypatch, module, argv: list[str]) -> str:
 
 
 def test_summary_fits_100_columns_with_stack_names_whole(monkeypatch):
-    text = _render(monkeypatch, config_commands, ["summary", "--config", str(CONFIG)])
+    text = _render(monkeypatch, summary_command, ["summary", "--config", str(CONFIG)])
     for env in ("dev", "staging", "prod"):
         for team in ("chat", "research", "support"):
             assert f"optigate-{env}-{team}" in text and f"{team}-{env}" in text

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from optigate.cli import config_commands, main
+from optigate.cli import main, summary_command
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 WIDTH = 100
@@ -15,7 +15,7 @@ WIDTH = 100
 
 def _summary(monkeypatch, *flags: str) -> str:
     recorded = Console(width=WIDTH, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
-    monkeypatch.setattr(config_commands, "console", recorded)
+    monkeypatch.setattr(summary_command, "console", recorded)
     main(["summary", "--config", str(CONFIG), "--env", "dev", *flags])
     text = recorded.export_text()
     assert not [line for line in text.splitlines() if len(line) > WIDTH]

@@ -11,7 +11,7 @@ from optigate.config.loader import ConfigError, load_team
 from optigate.deployment import load_resolved_team
 from optigate.plan.architecture import load_architecture
 from optigate.plan.catalog import get_instance
-from optigate.plan.team import derive_settings
+from optigate.plan.team_plan import derive_settings
 from tests.fixtures.config_files import minimal_team
 
 GIB = 2**30

@@ -10,10 +10,10 @@ import textwrap
 import pytest
 from rich.console import Console
 
-from optigate.cli import config_commands, main, plan_command
+from optigate.cli import main, plan_command, validate_command
 from optigate.config.loader import ConfigError
 from optigate.deployment import load_resolved_team
-from optigate.plan.team import derive_settings
+from optigate.plan.team_plan import derive_settings
 from tests.fixtures.config_files import minimal_team
 
 
@@ -207,7 +207,7 @@ def test_validate_notes_combinations_the_docs_are_silent_on(tmp_path, monkeypatc
     path = _team(tmp_path, "llama-3.1-8b", "ml.g6e.2xlarge", pools, tail=tail)
     assert load_resolved_team(path).advisories
     recorded = Console(width=100, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
-    monkeypatch.setattr(config_commands, "console", recorded)
+    monkeypatch.setattr(validate_command, "console", recorded)
     assert main(["validate", str(path)]) == 0
     text = recorded.export_text()
     assert "note" in text and "serving.instance_pools [OG261]: undocumented: a shadow variant" in text

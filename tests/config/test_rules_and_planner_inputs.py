@@ -17,7 +17,7 @@ from optigate.deployment import load_resolved_team
 from optigate.plan import catalog
 from optigate.plan.architecture import ModelArchitecture, known_models, load_architecture
 from optigate.plan.parallel import default_degree, valid_degrees
-from optigate.plan.team import TRTLLM_KV_CACHE_FREE_GPU_MEM_FRACTION, architecture_for, weights_gb
+from optigate.plan.team_plan import TRTLLM_KV_CACHE_FREE_GPU_MEM_FRACTION, architecture_for, weights_gb
 from optigate.plan.timeouts import minimum_timeouts, sized_timeouts
 from tests.fixtures.config_files import minimal_team
 

@@ -459,7 +459,7 @@ def test_duplicate_adapter_names_are_refused():
 def test_the_blue_green_timeout_cap_is_the_apis_own_maximum():
     import botocore.session
 
-    from optigate.constructs.tuned_endpoint import MAX_BLUE_GREEN_SECONDS
+    from optigate.constructs.blue_green import MAX_BLUE_GREEN_SECONDS
 
     shape = botocore.session.get_session().get_service_model("sagemaker").shape_for("BlueGreenUpdatePolicy")
     assert shape.members["MaximumExecutionTimeoutInSeconds"].metadata["max"] == MAX_BLUE_GREEN_SECONDS

@@ -6,7 +6,7 @@ import pytest
 
 from optigate.config.models import EvaluationGate
 from optigate.evaluate import scoring
-from optigate.evaluate.compare import compare, slices_of, status
+from optigate.evaluate.quality_verdict import compare, slices_of, status
 from optigate.evaluate.spotcheck import select
 
 

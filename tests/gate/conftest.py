@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from optigate.bench.harness import emulator_process
+from optigate.bench.emulator_process import emulator_process
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
 LIVE_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"

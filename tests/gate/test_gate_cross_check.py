@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from optigate.deployment.gate import CrossCheck
+from optigate.deployment.cross_check import CrossCheck
 from optigate.rehearse.asl import sdk_calls
 from optigate.rehearse.gate_layout import gate_layout
 from optigate.rehearse.gate_run import GateRun, evaluation_writer

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from optigate.bench.report import plot_pngs
+from optigate.bench.html_report import plot_pngs
 from optigate.gate import GateInputs, decide, render_html
 from tests.fixtures.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
 

@@ -16,8 +16,8 @@ import yaml
 from optigate.cli import main
 from optigate.config.models import Calibration
 from optigate.plan import calibration, get_instance, plan
-from optigate.plan.compare import compare
 from optigate.plan.expected import DATA, efficiency_for, literature_efficiency
+from optigate.plan.instance_comparison import compare
 
 REPO = Path(__file__).resolve().parents[2]
 

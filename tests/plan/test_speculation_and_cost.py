@@ -8,7 +8,7 @@ from optigate.plan import load_architecture, plan
 from optigate.plan.catalog import get_instance
 from optigate.plan.cost import cost_per_million_tokens, cost_per_month
 from optigate.plan.speculation import SpeculationCeiling, expected_tpot_at, speculation_ceiling
-from optigate.plan.team import LENGTH_GRANULE, plan_longest_held
+from optigate.plan.team_plan import LENGTH_GRANULE, plan_longest_held
 
 
 def test_break_even_acceptance_is_where_speculation_gains_nothing():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from optigate.evaluate.compare import status
+from optigate.evaluate.quality_verdict import status
 from optigate.gate.decision.checks import quality_check
 from optigate.gate.decision.wording import WORDS, CheckName
 from optigate.judge import EVALUATION_WORDS, Check, Direction, Outcome, classify, compare_change, estimate_only

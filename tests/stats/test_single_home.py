@@ -12,9 +12,9 @@ import optigate
 PACKAGE = Path(optigate.__file__).resolve().parent
 HOME = PACKAGE / "stats.py"
 CALLERS = {
-    "bench compare": [PACKAGE / "bench" / "compare.py"],
+    "bench compare": [PACKAGE / "bench" / "compare.py", PACKAGE / "bench" / "throughput.py"],
     "gate decision": sorted((PACKAGE / "gate" / "decision").glob("*.py")),
-    "evaluation compare": [PACKAGE / "evaluate" / "compare.py"],
+    "evaluation compare": [PACKAGE / "evaluate" / "quality_verdict.py"],
 }
 #: Names only numpy resampling or interval code uses (stdlib `random` has no `integers`).
 RESAMPLING_CALLS = {"default_rng", "integers", "nanpercentile", "bootstrap"}

@@ -13,7 +13,7 @@ import numpy as np
 from optigate import stats
 from optigate.bench.compare import compare_blocks
 from optigate.bench.metrics import RunSamples
-from optigate.evaluate.compare import compare
+from optigate.evaluate.quality_verdict import compare
 from optigate.gate.decision import GateInputs, decide
 from tests.bench.test_compare import block
 from tests.fixtures.simulated_blocks import Shape, simulated_block

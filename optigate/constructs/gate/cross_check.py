@@ -36,7 +36,8 @@ from optigate import naming
 from optigate.constructs import nag
 from optigate.constructs.gate.grants import PASSED_TO_SAGEMAKER, sagemaker_arn
 from optigate.constructs.gate.tasks import Grant, PollStates, poll_loop, run_name, sdk_task
-from optigate.deployment.gate import CrossCheckLevel, GatePlan
+from optigate.deployment.cross_check import CrossCheckLevel
+from optigate.deployment.gate import GatePlan
 
 SIDES: tuple[tuple[str, naming.RunKind, str], ...] = (
     ("baseline", "twin", "Baseline"),

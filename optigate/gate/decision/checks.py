@@ -25,7 +25,7 @@ drift from run to run widens an interval instead of deciding; every interval con
 - ``throughput_gain`` (%): candidate vs baseline output tokens/s, each side the mean of its blocks'
   throughput; the interval (normal, on the SE of two-level replicates: blocks, then one-second
   buckets, never below the SE of `bench compare`'s assumed run-to-run drift) of the relative gain,
-  computed by :func:`optigate.bench.compare.throughput_difference`; passes when its *lower* end
+  computed by :func:`optigate.bench.throughput.throughput_difference`; passes when its *lower* end
   reaches ``min_throughput_gain_pct``, fails when its *upper* end is below it, and is inconclusive
   in between. Fewer than ``MIN_THROUGHPUT_BUCKETS`` one-second buckets on a side (its blocks
   pooled), or a block without a whole bucket, give no usable interval and fail.
@@ -61,8 +61,8 @@ from typing import Any
 import numpy as np
 
 from optigate import stats
-from optigate.bench.compare import MIN_THROUGHPUT_BUCKETS, assumed_drift_se, throughput_difference
 from optigate.bench.metrics import RunSamples, merge
+from optigate.bench.throughput import MIN_THROUGHPUT_BUCKETS, assumed_drift_se, throughput_difference
 from optigate.config.models import BenchmarkGate
 from optigate.gate.decision.wording import CheckName, error_text, ms, pct
 from optigate.jsonsafe import json_safe

@@ -127,7 +127,7 @@ def cross_check_jobs(s3, cross_check: dict | None) -> dict | None:
 def _plots(s3, bucket: str, prefix: str, baseline: dict, candidate: dict) -> list[tuple[str, bytes]]:
     """The benchmark plots next to the report, and their bytes to embed in it. They illustrate; the
     numbers decide, so a plot that cannot be drawn is logged, not fatal."""
-    from optigate.bench.report import write_plots
+    from optigate.bench.html_report import write_plots
 
     try:
         with tempfile.TemporaryDirectory() as folder:

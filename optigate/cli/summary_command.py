@@ -1,65 +1,13 @@
-"""`optigate validate`, `summary` and `schema`: the config files, checked, resolved and described."""
+"""`optigate summary`: what would be deployed per environment and team, with every value optigate chose."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from rich.table import Table
 
-from optigate.cli.errors import CliError, InvalidConfig, UsageError
+from optigate.cli.errors import UsageError
 from optigate.cli.output import console
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    """Check config files without synthesizing: a folder (environments + teams) or single files."""
-    from optigate.config.loader import ConfigError, load_environments
-    from optigate.deployment import load_resolved_project, load_resolved_team
-
-    failures: list[ConfigError] = []
-    checked = 0
-    advised = []
-    for raw in args.paths:
-        path = Path(raw)
-        try:
-            if path.is_dir():
-                project = load_resolved_project(path)
-                checked += 1 + len(project.teams)
-                advised += [(project.project.team_files[name], team) for name, team in project.teams.items()]
-            elif path.name.startswith("environments."):
-                load_environments(path)
-                checked += 1
-            else:
-                advised.append((str(path), load_resolved_team(path)))
-                checked += 1
-        except ConfigError as error:
-            failures.append(error)
-    print_advisories(advised)
-    if failures:  # every broken file is reported, not only the first; exit 1: validate's verdict is "invalid"
-        raise InvalidConfig(failures, exit_code=1, with_rules=True)
-    console.print(f"[green]✓[/green] {checked} config file(s) valid")
-    return 0
-
-
-def print_advisories(advised) -> None:
-    """One line per advisory of a valid team (a combination the docs are silent on), at its file and line, with its
-    rule's ID; those the team acknowledged are counted instead."""
-    from rich.markup import escape
-
-    from optigate.config.reader import format_path, read_yaml
-    from optigate.deployment.registry import unacknowledged
-
-    for file, resolved_team in advised:
-        notes, acknowledged = unacknowledged(resolved_team.team, resolved_team.advisories)
-        if acknowledged:
-            console.print(f"{escape(file)}: {acknowledged} note(s) acknowledged", highlight=False, soft_wrap=True)
-        if not notes:
-            continue
-        document = read_yaml(Path(file))
-        for advisory in notes:
-            where = f"{file}:{document.line_of(advisory.path) or 1} {format_path(advisory.path)} [{advisory.rule_id}]"
-            message = f"[yellow]note[/yellow] {escape(where)}: {escape(advisory.message)}"
-            console.print(message, highlight=False, soft_wrap=True)
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
@@ -222,46 +170,9 @@ def print_gate(deployment) -> None:
         console.print(Padding(escape(line), (0, 0, 0, 4)), highlight=False)
 
 
-def cmd_schema(args: argparse.Namespace) -> int:
-    """Write the JSON schema of the config files and the configuration reference, or check that both are current."""
-    from optigate.config.reference import stale_reference, write_reference
-    from optigate.config.rules.reference import stale_rules_reference, write_rules_reference
-    from optigate.config.schema import stale_schemas, write_schemas
-    from optigate.deployment.registry import every_rule
-
-    if args.check:
-        stale = [f"out of date in {args.out}: {', '.join(names)}"] if (names := stale_schemas(args.out)) else []
-        stale += [f"{docs} is out of date" for docs in (args.docs,) if stale_reference(docs)]
-        stale += [f"{docs} is out of date" for docs in (args.rules,) if stale_rules_reference(docs, every_rule())]
-        if stale:
-            raise CliError("; ".join(stale) + "; run `optigate schema`")
-        console.print(f"[green]✓[/green] schemas in {args.out} match the models")
-        return 0
-    for path in [*write_schemas(args.out), write_reference(args.docs), write_rules_reference(args.rules, every_rule())]:
-        console.print(f"wrote {path}")
-    return 0
-
-
-def add_validate_parser(commands: argparse._SubParsersAction) -> None:
-    validate = commands.add_parser("validate", help="check config files without synthesizing")
-    validate.add_argument("paths", nargs="*", default=["config"], help="config folder or files (default: config)")
-    validate.set_defaults(handler=cmd_validate)
-
-
 def add_summary_parser(commands: argparse._SubParsersAction) -> None:
     summary = commands.add_parser("summary", help="print what would be deployed per environment and team")
     summary.add_argument("--config", default="config", help="config folder (default: config)")
     summary.add_argument("--env", default=None, help="environment(s), comma-separated (default: all)")
     summary.add_argument("--gate", action="store_true", help="also print what each team's gate will measure")
     summary.set_defaults(handler=cmd_summary)
-
-
-def add_schema_parser(commands: argparse._SubParsersAction) -> None:
-    schema = commands.add_parser("schema", help="write the JSON schema and the reference of the config files")
-    schema.add_argument("--out", default="config/schema", help="folder of the schema files (default: config/schema)")
-    schema.add_argument(
-        "--docs", default="docs/configuration.md", help="the configuration reference (default: docs/configuration.md)"
-    )
-    schema.add_argument("--rules", default="docs/rules.md", help="the rules reference (default: docs/rules.md)")
-    schema.add_argument("--check", action="store_true", help="fail if the files differ from the models and rules")
-    schema.set_defaults(handler=cmd_schema)

@@ -341,7 +341,7 @@ def emulator_of(runner: web.AppRunner) -> Emulator:
 
 
 def serve(config: EmulatorConfig, host: str = LOOPBACK, port: int = 8080, ready: Any = None) -> None:
-    """Run until interrupted (the `optigate emulate` command and the subprocess harness)."""
+    """Run until interrupted (the `optigate emulate` command and optigate.bench.emulator_process)."""
     if host not in (LOOPBACK, "localhost", "::1"):
         raise ValueError("the emulator binds to loopback only")
 

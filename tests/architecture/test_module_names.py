@@ -1,0 +1,56 @@
+"""Names that say what they are: no two modules of optigate share a file name (two `compare.py` in two meanings
+make every import and every traceback ambiguous), except where one name means one thing in each place."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "optigate"
+
+#: File names several modules may share, each with why the one name is right in every place.
+SHARED_NAMES = {
+    "__init__.py": "Python's: a package's own module",
+    "__main__.py": "Python's: what `python -m <package>` runs",
+    "handler.py": "each Lambda's entry point (optigate/lambdas/<function>/handler.py), named as the runtime calls it",
+    "cross_check.py": "SageMaker's managed benchmark, in each layer that handles it (plan, resources, reading)",
+}
+#: Folders whose modules may share names with modules elsewhere: each is the rules of the config area it names.
+SHARED_FOLDERS = {"config/rules": "each module is the rules of the config area it names (team.py: the team file's)"}
+
+#: Collisions found when this check came, left to their own change (renaming them was not part of it): the check
+#: fails on any other collision, and when one of these is gone, so that it leaves this list too.
+NOT_YET_RENAMED = {"runner.py", "errors.py", "bounds.py"}
+
+
+def name_collisions(package: Path = PACKAGE) -> dict[str, list[str]]:
+    """Each file name more than one module of `package` has, with those modules (paths from the package's parent)."""
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(package.rglob("*.py")):
+        folder = path.parent.relative_to(package).as_posix()
+        if path.name in SHARED_NAMES or folder in SHARED_FOLDERS:
+            continue
+        by_name[path.name].append(path.relative_to(package.parent).as_posix())
+    return {name: paths for name, paths in by_name.items() if len(paths) > 1}
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    collisions = name_collisions()
+    new = {name: paths for name, paths in collisions.items() if name not in NOT_YET_RENAMED}
+    assert not new, f"rename these to say what each is: {new}"
+    renamed = NOT_YET_RENAMED - set(collisions)
+    assert not renamed, f"renamed: take these out of NOT_YET_RENAMED: {renamed}"
+
+
+def test_the_check_finds_a_collision(tmp_path: Path) -> None:
+    package = tmp_path / "optigate"
+    for folder in ("bench", "evaluate", "lambdas/a", "lambdas/b", "config/rules"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    for module in ("bench/compare.py", "evaluate/compare.py", "lambdas/a/handler.py", "lambdas/b/handler.py"):
+        (package / module).write_text("")
+    (package / "config" / "rules" / "team.py").write_text("")
+    (package / "team.py").write_text("")
+    assert name_collisions(package) == {"compare.py": ["optigate/bench/compare.py", "optigate/evaluate/compare.py"]}
+    (package / "evaluate" / "compare.py").rename(package / "evaluate" / "quality_verdict.py")
+    assert name_collisions(package) == {}
