@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from optigate.config.bounds import MAX_TOKENS
+from optigate.config.limits import MAX_TOKENS
 
 #: An LMI (DJL) container version, (0, 36, 0) for 0.36.0 (optigate.serving.images.version_tuple parses one).
 LmiVersion = tuple[int, ...]

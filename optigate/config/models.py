@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
 
-from optigate.config.bounds import MAX_BUDGET_MS, MAX_CAPACITY, MAX_GAIN_PCT, MAX_HEADS, MAX_TOKENS, MAX_WIDTH
+from optigate.config.limits import MAX_BUDGET_MS, MAX_CAPACITY, MAX_GAIN_PCT, MAX_HEADS, MAX_TOKENS, MAX_WIDTH
 from optigate.config.lmi_options import VllmEngineSwitches
 
 S3_URI_PATTERN = r"^s3://[a-z0-9{][a-z0-9.\-{}]{1,80}[a-z0-9}](/.*)?$"

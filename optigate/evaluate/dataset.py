@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from optigate.evaluate.errors import InputError
+from optigate.evaluate.input_errors import InputError
 from optigate.evaluate.scoring import estimate_tokens
 
 PROMPT_KEYS = ("model_input", "prompt", "question")

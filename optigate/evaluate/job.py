@@ -25,7 +25,7 @@ from typing import Any
 from optigate.config.models import EvaluationGate
 from optigate.evaluate import spotcheck
 from optigate.evaluate.dataset import load_dataset
-from optigate.evaluate.errors import INPUT_ERROR_EXIT, InputError, endpoint_problem
+from optigate.evaluate.input_errors import INPUT_ERROR_EXIT, InputError, endpoint_problem
 from optigate.evaluate.quality_verdict import Verdict, compare
 
 __all__ = ["EXIT_CODES", "evaluate", "load_dataset", "main"]
@@ -246,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
     thresholds = thresholds_of(args)
     runners: list[Any] = [None, None]
     if records:  # no records: no endpoint is called, the verdict is unresolved
-        from optigate.evaluate.runner import EndpointSpec, SageMakerEndpointRunner
+        from optigate.evaluate.model_runner import EndpointSpec, SageMakerEndpointRunner
 
         runners = [
             SageMakerEndpointRunner(

@@ -18,10 +18,6 @@ SHARED_NAMES = {
 #: Folders whose modules may share names with modules elsewhere: each is the rules of the config area it names.
 SHARED_FOLDERS = {"config/rules": "each module is the rules of the config area it names (team.py: the team file's)"}
 
-#: Collisions found when this check came, left to their own change (renaming them was not part of it): the check
-#: fails on any other collision, and when one of these is gone, so that it leaves this list too.
-NOT_YET_RENAMED = {"runner.py", "errors.py", "bounds.py"}
-
 
 def name_collisions(package: Path = PACKAGE) -> dict[str, list[str]]:
     """Each file name more than one module of `package` has, with those modules (paths from the package's parent)."""
@@ -36,10 +32,7 @@ def name_collisions(package: Path = PACKAGE) -> dict[str, list[str]]:
 
 def test_no_two_modules_share_a_file_name() -> None:
     collisions = name_collisions()
-    new = {name: paths for name, paths in collisions.items() if name not in NOT_YET_RENAMED}
-    assert not new, f"rename these to say what each is: {new}"
-    renamed = NOT_YET_RENAMED - set(collisions)
-    assert not renamed, f"renamed: take these out of NOT_YET_RENAMED: {renamed}"
+    assert not collisions, f"rename these to say what each is: {collisions}"
 
 
 def test_the_check_finds_a_collision(tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 from optigate.config.models import EvaluationGate
-from optigate.evaluate.errors import InputError
+from optigate.evaluate.input_errors import InputError
 from optigate.evaluate.job import evaluate, load_dataset
-from optigate.evaluate.runner import EndpointSpec, SageMakerEndpointRunner
+from optigate.evaluate.model_runner import EndpointSpec, SageMakerEndpointRunner
 
 SCENARIOS = {
     # name: (baseline endpoint, candidate endpoint, dataset file, streaming)

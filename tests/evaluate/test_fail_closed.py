@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from optigate.config.models import EvaluationGate
 from optigate.evaluate import job, scoring, spotcheck
 from optigate.evaluate.dataset import load_dataset
-from optigate.evaluate.errors import InputError
+from optigate.evaluate.input_errors import InputError
 from optigate.evaluate.quality_verdict import compare
 from tests.conftest import REPO
 
