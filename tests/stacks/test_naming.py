@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from optigate import naming
 from optigate.config.models import ResourceName
 from optigate.constructs.gate.cross_check import SIDES as CROSS_CHECK_SIDES
+from optigate.rehearse.template import render
 from tests.conftest import CONFIG, resources_of
 
 NAME_PATTERN = ResourceName.__metadata__[0].pattern  # the config's pattern for team and environment names
@@ -224,21 +225,19 @@ def _environments() -> list[tuple[str, str, str]]:
 
 
 def _render(value, region: str, account: str) -> str:
-    """A CloudFormation string value with the pseudo parameters filled in and other tokens as `<token>`."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and "Fn::Join" in value:
-        separator, parts = value["Fn::Join"]
-        return separator.join(_render(part, region, account) for part in parts)
+    """A CloudFormation string value with the pseudo parameters filled in and other references as `<token>`
+    (optigate's one renderer, optigate.rehearse.template)."""
     pseudo = {
         "AWS::Partition": "aws",
         "AWS::Region": region,
         "AWS::AccountId": account,
         "AWS::URLSuffix": "amazonaws.com",
     }
-    if isinstance(value, dict) and value.get("Ref") in pseudo:
-        return pseudo[value["Ref"]]
-    return "<token>"
+
+    def lookup(logical: str, attribute: str | None) -> str:
+        return pseudo.get(logical, "<token>") if attribute is None else "<token>"
+
+    return str(render(value, lookup))
 
 
 def _statements(template: dict, role_logical_id: str, region: str, account: str) -> list[tuple[list[str], list[str]]]:
