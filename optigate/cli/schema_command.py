@@ -3,27 +3,39 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from optigate.cli.errors import CliError
 from optigate.cli.output import console
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    """Write the JSON schema of the config files and the configuration reference, or check that both are current."""
-    from optigate.config.reference import stale_reference, write_reference
-    from optigate.config.rules.reference import stale_rules_reference, write_rules_reference
+    """Write the JSON schema of the config files (and, with --docs, optigate's reference pages), or check that they
+    are current."""
+    from optigate.config.reference import REFERENCE_PATH, stale_reference, write_reference
+    from optigate.config.rules.reference import RULES_REFERENCE_PATH, stale_rules_reference, write_rules_reference
     from optigate.config.schema import stale_schemas, write_schemas
     from optigate.deployment.registry import every_rule
 
+    # The reference pages are optigate's own docs: written only when asked, never into a user's project.
+    docs = Path(args.docs) if args.docs else None
+    reference = docs / REFERENCE_PATH.name if docs else None
+    rules = docs / RULES_REFERENCE_PATH.name if docs else None
+    again = "optigate schema" + (f" --docs {args.docs}" if docs else "")
     if args.check:
         stale = [f"out of date in {args.out}: {', '.join(names)}"] if (names := stale_schemas(args.out)) else []
-        stale += [f"{docs} is out of date" for docs in (args.docs,) if stale_reference(docs)]
-        stale += [f"{docs} is out of date" for docs in (args.rules,) if stale_rules_reference(docs, every_rule())]
+        if reference is not None and stale_reference(reference):
+            stale.append(f"{reference} is out of date")
+        if rules is not None and stale_rules_reference(rules, every_rule()):
+            stale.append(f"{rules} is out of date")
         if stale:
-            raise CliError("; ".join(stale) + "; run `optigate schema`")
+            raise CliError("; ".join(stale) + f"; run `{again}`")
         console.print(f"[green]✓[/green] schemas in {args.out} match the models")
         return 0
-    for path in [*write_schemas(args.out), write_reference(args.docs), write_rules_reference(args.rules, every_rule())]:
+    written = write_schemas(args.out)
+    if reference is not None and rules is not None:
+        written += [write_reference(reference), write_rules_reference(rules, every_rule())]
+    for path in written:
         console.print(f"wrote {path}")
     return 0
 
@@ -32,8 +44,11 @@ def add_schema_parser(commands: argparse._SubParsersAction) -> None:
     schema = commands.add_parser("schema", help="write the JSON schema and the reference of the config files")
     schema.add_argument("--out", default="config/schema", help="folder of the schema files (default: config/schema)")
     schema.add_argument(
-        "--docs", default="docs/configuration.md", help="the configuration reference (default: docs/configuration.md)"
+        "--docs",
+        default=None,
+        metavar="FOLDER",
+        help="also optigate's reference pages, configuration.md and rules.md, in this folder (in optigate's "
+        "checkout: --docs docs)",
     )
-    schema.add_argument("--rules", default="docs/rules.md", help="the rules reference (default: docs/rules.md)")
     schema.add_argument("--check", action="store_true", help="fail if the files differ from the models and rules")
     schema.set_defaults(handler=cmd_schema)

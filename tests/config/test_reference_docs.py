@@ -14,7 +14,7 @@ from tests.conftest import REPO
 
 def test_the_configuration_reference_is_current():
     committed = (REPO / REFERENCE_PATH).read_text()
-    assert committed == render_reference(), "run `optigate schema` and commit docs/configuration.md"
+    assert committed == render_reference(), "run `optigate schema --docs docs` and commit docs/configuration.md"
 
 
 def _models_in(annotation) -> list[type[BaseModel]]:
@@ -73,7 +73,7 @@ def test_a_changed_model_makes_the_committed_reference_stale():
 
 def test_schema_writes_the_reference_and_check_fails_when_it_is_stale(tmp_path, capsys):
     schemas, reference = tmp_path / "schema", tmp_path / "docs" / "configuration.md"
-    options = ["--out", str(schemas), "--docs", str(reference)]
+    options = ["--out", str(schemas), "--docs", str(reference.parent)]
     assert main(["schema", *options]) == 0
     assert f"wrote {reference}" in capsys.readouterr().out
     assert reference.read_text() == render_reference()
@@ -83,7 +83,7 @@ def test_schema_writes_the_reference_and_check_fails_when_it_is_stale(tmp_path, 
 
     reference.write_text(reference.read_text().replace("Bake time", "Baking time"))
     assert main(["schema", "--check", *options]) == 1
-    assert f"{reference} is out of date; run `optigate schema`" in capsys.readouterr().err
+    assert f"{reference} is out of date; run `optigate schema --docs {reference.parent}`" in capsys.readouterr().err
     reference.unlink()
     assert main(["schema", "--check", *options]) == 1
 
@@ -96,3 +96,16 @@ def test_anchors_are_the_ones_github_gives():
         "promotion-only-what-the-gate-proved-dev--staging--prod"
     )
     assert github_anchor("`config/teams/<team>.yaml`") == "configteamsteamyaml"
+
+
+def test_schema_writes_no_docs_into_a_users_project(tmp_path, capsys, monkeypatch):
+    """In a user's project `optigate schema` writes and checks the JSON schema only: the reference pages are
+    optigate's own docs (--docs)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["schema"]) == 0
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()) == [
+        "config/schema/calibration.schema.json",
+        "config/schema/environments.schema.json",
+        "config/schema/team.schema.json",
+    ]
+    assert main(["schema", "--check"]) == 0
