@@ -13,9 +13,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
     """Write the JSON schema of the config files (and, with --docs, optigate's reference pages), or check that they
     are current."""
     from optigate.config.reference import REFERENCE_PATH, stale_reference, write_reference
-    from optigate.config.rules.reference import RULES_REFERENCE_PATH, stale_rules_reference, write_rules_reference
+    from optigate.config.rules.rules_reference import RULES_REFERENCE_PATH, stale_rules_reference, write_rules_reference
     from optigate.config.schema import stale_schemas, write_schemas
-    from optigate.deployment.registry import every_rule
+    from optigate.deployment.all_rules import every_rule
 
     # The reference pages are optigate's own docs: written only when asked, never into a user's project.
     docs = Path(args.docs) if args.docs else None
@@ -48,7 +48,7 @@ def add_schema_parser(commands: argparse._SubParsersAction) -> None:
         default=None,
         metavar="FOLDER",
         help="also optigate's reference pages, configuration.md and rules.md, in this folder (in optigate's "
-        "checkout: --docs docs)",
+        "checkout: --docs docs; default: none, a user's project has no use for them)",
     )
     schema.add_argument("--check", action="store_true", help="fail if the files differ from the models and rules")
     schema.set_defaults(handler=cmd_schema)

@@ -45,7 +45,7 @@ def print_advisories(advised) -> None:
     from rich.markup import escape
 
     from optigate.config.reader import format_path, read_yaml
-    from optigate.deployment.registry import unacknowledged
+    from optigate.deployment.all_rules import unacknowledged
 
     for file, resolved_team in advised:
         notes, acknowledged = unacknowledged(resolved_team.team, resolved_team.advisories)

@@ -866,7 +866,7 @@ class PipelineSource(Strict):
     branch: str = Field("main", description="The branch the pipeline builds and deploys.")
 
     @model_validator(mode="after")
-    def _one_kind(self) -> PipelineSource:  # rules OG611 and OG612 (optigate.config.rules.environments)
+    def _one_kind(self) -> PipelineSource:  # rules OG611 and OG612 (optigate.config.rules.environment_rules)
         if not self.repository:
             raise ValueError(PIPELINE_NEEDS_REPOSITORY)
         if self.codecommit == (self.connection_arn is not None):

@@ -14,8 +14,8 @@ from optigate import naming
 from optigate.config.loader import ConfigError, ConfigIssue, Project, load_project, load_team
 from optigate.config.models import Environment
 from optigate.config.rules.cross_file import RESOURCE_NAMES_DISTINCT
+from optigate.deployment.all_rules import acknowledgement_problems
 from optigate.deployment.environment import Deployment, deploy
-from optigate.deployment.registry import acknowledgement_problems
 from optigate.deployment.team import ResolvedTeam, resolve_team
 from optigate.promote.lock import read_lock
 

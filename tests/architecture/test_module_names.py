@@ -15,16 +15,13 @@ SHARED_NAMES = {
     "handler.py": "each Lambda's entry point (optigate/lambdas/<function>/handler.py), named as the runtime calls it",
     "cross_check.py": "SageMaker's managed benchmark, in each layer that handles it (plan, resources, reading)",
 }
-#: Folders whose modules may share names with modules elsewhere: each is the rules of the config area it names.
-SHARED_FOLDERS = {"config/rules": "each module is the rules of the config area it names (team.py: the team file's)"}
 
 
 def name_collisions(package: Path = PACKAGE) -> dict[str, list[str]]:
     """Each file name more than one module of `package` has, with those modules (paths from the package's parent)."""
     by_name: dict[str, list[str]] = defaultdict(list)
     for path in sorted(package.rglob("*.py")):
-        folder = path.parent.relative_to(package).as_posix()
-        if path.name in SHARED_NAMES or folder in SHARED_FOLDERS:
+        if path.name in SHARED_NAMES:
             continue
         by_name[path.name].append(path.relative_to(package.parent).as_posix())
     return {name: paths for name, paths in by_name.items() if len(paths) > 1}
@@ -44,6 +41,10 @@ def test_the_check_finds_a_collision(tmp_path: Path) -> None:
         (package / module).write_text("")
     (package / "config" / "rules" / "team.py").write_text("")
     (package / "team.py").write_text("")
-    assert name_collisions(package) == {"compare.py": ["optigate/bench/compare.py", "optigate/evaluate/compare.py"]}
+    assert name_collisions(package) == {
+        "compare.py": ["optigate/bench/compare.py", "optigate/evaluate/compare.py"],
+        "team.py": ["optigate/config/rules/team.py", "optigate/team.py"],
+    }
     (package / "evaluate" / "compare.py").rename(package / "evaluate" / "quality_verdict.py")
+    (package / "config" / "rules" / "team.py").rename(package / "config" / "rules" / "team_rules.py")
     assert name_collisions(package) == {}

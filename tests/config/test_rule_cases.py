@@ -12,7 +12,7 @@ import yaml
 
 from optigate.config.loader import ConfigError, load_team
 from optigate.deployment import load_resolved_project, load_resolved_team
-from optigate.deployment.registry import every_rule
+from optigate.deployment.all_rules import every_rule
 from tests.conftest import edited_config
 
 BASE: dict[str, Any] = {

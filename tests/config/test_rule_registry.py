@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from optigate.cli import main
 from optigate.config.rules import REGISTRY, Problem, Severity, rule
-from optigate.config.rules.reference import RULES_REFERENCE_PATH, render_rules_reference
-from optigate.deployment.registry import every_rule
+from optigate.config.rules.rules_reference import RULES_REFERENCE_PATH, render_rules_reference
+from optigate.deployment.all_rules import every_rule
 from tests.conftest import REPO
 
 RULE_IDS = REPO / "tests" / "config" / "rule_ids.txt"
@@ -36,7 +36,9 @@ def test_a_problem_carries_its_rules_id():
 
 def test_the_rules_reference_is_current():
     committed = (REPO / RULES_REFERENCE_PATH).read_text()
-    assert committed == render_rules_reference(every_rule()), "run `optigate schema --docs docs` and commit docs/rules.md"
+    assert committed == render_rules_reference(every_rule()), (
+        "run `optigate schema --docs docs` and commit docs/rules.md"
+    )
     for found in every_rule():
         severity = "**note**" if found.severity is Severity.NOTE else "refusal"
         assert f"| {found.id} | {severity} | " in committed

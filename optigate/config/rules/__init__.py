@@ -7,13 +7,13 @@ the SDK's image tables or the capacity plan live in `optigate.deployment.rules` 
 """
 
 from optigate.config.rules.cross_file import check_capture_training, check_overrides, check_regions, effective_overrides
-from optigate.config.rules.environments import check_environments
-from optigate.config.rules.gate import CROSS_CHECK_FAMILIES, GATE_CANDIDATE, cross_check_tokenizer
-from optigate.config.rules.model import architecture_fields_problems
+from optigate.config.rules.environment_rules import check_environments
+from optigate.config.rules.gate_rules import CROSS_CHECK_FAMILIES, GATE_CANDIDATE, cross_check_tokenizer
+from optigate.config.rules.model_rules import architecture_fields_problems
 from optigate.config.rules.registry import REGISTRY, PathT, Problem, Rule, Severity, did_you_mean, rule
-from optigate.config.rules.rollout import SHADOW_CANDIDATE
-from optigate.config.rules.serving import RENDERED_OPTIONS, check_serving, instance_pool_problems
-from optigate.config.rules.team import candidate_problems, check_team
+from optigate.config.rules.rollout_rules import SHADOW_CANDIDATE
+from optigate.config.rules.serving_rules import RENDERED_OPTIONS, check_serving, instance_pool_problems
+from optigate.config.rules.team_rules import candidate_problems, check_team
 
 __all__ = [
     "CROSS_CHECK_FAMILIES",

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ValidationError
 
 from optigate.config import models
 from optigate.config.models import Serving, TeamConfig, serving_with
-from optigate.config.rules.gate import (
+from optigate.config.rules.gate_rules import (
     GATE_CANDIDATE,
     compile_problems,
     concurrency_problems,
@@ -16,10 +16,10 @@ from optigate.config.rules.gate import (
     gate_problems,
     trained_head_problems,
 )
-from optigate.config.rules.model import architecture_problems, source_problems
+from optigate.config.rules.model_rules import architecture_problems, source_problems
 from optigate.config.rules.registry import PathT, Problem, did_you_mean
-from optigate.config.rules.rollout import SHADOW_CANDIDATE, rollout_problems
-from optigate.config.rules.serving import adapter_problems, check_serving
+from optigate.config.rules.rollout_rules import SHADOW_CANDIDATE, rollout_problems
+from optigate.config.rules.serving_rules import adapter_problems, check_serving
 
 #: The config's pydantic models by name (how pydantic names a union member in an error's location).
 MODEL_NAMES = frozenset(
