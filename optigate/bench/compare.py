@@ -96,7 +96,6 @@ MIN_REQUESTS = 10
 #: p90 50. The bootstrap of an extreme order statistic keeps redrawing the same few top values and
 #: understates its spread; real A/A runs on a busy host labelled p99 better/worse below this.
 MIN_TAIL_UNITS = 5
-VERDICTS = (Outcome.BETTER, Outcome.WORSE, Outcome.EQUIVALENT, Outcome.INCONCLUSIVE)
 
 MarginLike = float | Mapping[str, float]
 

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from optigate.bench.compare import Delta, workload_difference
-from optigate.bench.plots import PLOT_NAMES, Results, figures, png
-
-PLOTS = PLOT_NAMES
+from optigate.bench.plots import Results, figures, png
 
 # --------------------------------------------------------------------------- labels and workload
 

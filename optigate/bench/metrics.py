@@ -198,7 +198,7 @@ class RunSamples:
         return []
 
     def to_result(self, include_samples: bool = True) -> dict[str, Any]:
-        """The JSON contract of one run (see the README); raw samples make shards mergeable."""
+        """The JSON contract of one run (docs/guide.md, the streaming benchmark); raw samples make shards mergeable."""
         bounds = self.window()
         window = bounds[1] - bounds[0] if bounds else 0.0
         tokens_in_window = completed_in_window = busy = 0.0

@@ -35,7 +35,6 @@ FENCE_SPREADS = 3.0
 MIN_RELATIVE_SPAN = 0.2
 #: Line styles by side: baseline, candidate, then any further side.
 SIDE_STYLES = ("-", "--", ":", "-.")
-SIDE_NAMES = ("solid", "dashed", "dotted", "dash-dot")
 FIGSIZE = (8.4, 4.6)
 DPI = 110
 PLOT_NAMES = ("ttft_cdf.png", "itl_cdf.png", "throughput_vs_concurrency.png", "latency_vs_throughput.png")

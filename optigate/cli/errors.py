@@ -2,7 +2,7 @@
 
 Commands raise these (or let `ConfigError` from the loader through) instead of printing and returning
 a code themselves, so that every failure is worded and rendered in one place: one line saying what
-happened and what to do. Exit codes follow the README: 0 pass, 1 a negative verdict, 2 a usage or
+happened and what to do. Exit codes follow the user guide (docs/guide.md): 0 pass, 1 a negative verdict, 2 a usage or
 input error, 3 cannot resolve (inconclusive, or an answer that needs what is not there, such as AWS
 credentials).
 """

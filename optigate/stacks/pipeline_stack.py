@@ -30,8 +30,9 @@ from constructs import Construct
 from optigate import naming
 from optigate.config.models import Environment, Pipeline
 from optigate.constructs import nag
-from optigate.constructs.gate import approval_event_pattern, gate_invoker_role_name, gate_state_machine_name
+from optigate.constructs.gate import approval_event_pattern
 from optigate.deployment import Deployment
+from optigate.naming import gate_invoker_role_name, gate_state_machine_name
 from optigate.promote.lock import package_group
 from optigate.stacks.team_inference_stack import TeamInferenceStack
 

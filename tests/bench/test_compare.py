@@ -25,33 +25,10 @@ from optigate.bench.compare import (
     workload_difference,
 )
 from optigate.bench.metrics import RunSamples
+from tests.fixtures.explicit_runs import block
 from tests.fixtures.simulated_blocks import Shape, simulated_block
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def block(concurrency: int, ttft: list[float], itl: list[list[float]] | None = None, start: float = 0.0) -> RunSamples:
-    """A run from explicit TTFTs and per-request ITL gaps; requests one after another from `start`."""
-    run = RunSamples(concurrency)
-    t = start
-    for index, first in enumerate(ttft):
-        gaps = itl[index] if itl else [10.0]
-        arrivals = [t + first / 1000]
-        for gap in gaps:
-            arrivals.append(arrivals[-1] + gap / 1000)
-        run.ttft_ms.append(first)
-        run.itl_ms.extend(gaps)
-        run.itl_counts.append(len(gaps))
-        e2e = (arrivals[-1] - t) * 1000
-        run.e2e_ms.append(e2e)
-        run.tpot_ms.append((e2e - first) / len(gaps))
-        run.queue_ms.append(0.0)
-        run.completions.append((arrivals[-1], len(gaps) + 1))
-        run.finishes.append(arrivals[-1])
-        run.intervals.append((t, arrivals[-1], True))
-        run.token_arrivals.extend((a, 1) for a in arrivals)
-        t = arrivals[-1]
-    return run
 
 
 positive = st.floats(min_value=0.5, max_value=5000, allow_nan=False, allow_infinity=False)

@@ -12,6 +12,7 @@ import pytest
 
 from optigate.config.models import CrossCheckTolerance
 from optigate.gate.cross_check import ExportError, compare, parse_profile, read_archive
+from optigate.gate.decision.checks import check_dict
 
 #: A `profile_export_aiperf.json` as AIPerf documents it: docs/tutorials/working-with-profile-exports.md
 #: ("Aggregated Statistics (JSON)", "Complete File Structure") in https://github.com/ai-dynamo/aiperf: metric
@@ -254,7 +255,7 @@ def test_the_cross_check_never_changes_the_verdict(candidate_ttft, managed):
     assert without.outcome == ("APPROVED" if candidate_ttft < 500 else "REJECTED")
     with_it = decide(_gate_inputs(candidate_ttft, managed))
     assert with_it.outcome == without.outcome and with_it.summary == without.summary
-    assert [c.to_dict() for c in with_it.checks] == [c.to_dict() for c in without.checks]
+    assert [check_dict(c) for c in with_it.checks] == [check_dict(c) for c in without.checks]
     assert with_it.cross_check is not None and without.cross_check is None
 
 

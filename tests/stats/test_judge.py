@@ -3,7 +3,7 @@ by `bench compare`, the gate's checks and the quality evaluation; each consumer'
 inputs are what they were before the judge existed.
 
 verdicts_before_the_judge.json holds those verdicts as the package wrote them at commit 5d24b44 (three
-judges, before optigate.judge): verdict_scenarios.py was run against that commit's optigate/, unchanged
+judges, before optigate.judge): tests/fixtures/verdict_scenarios.py was run against that commit's optigate/, unchanged
 but for one alias (bench.compare's Holm function was called ``judge`` there, ``holm_verdicts`` now).
 """
 
@@ -20,7 +20,7 @@ from optigate.gate.decision.checks import quality_check
 from optigate.gate.decision.wording import WORDS, CheckName
 from optigate.judge import EVALUATION_WORDS, Check, Direction, Outcome, classify, compare_change, estimate_only
 from optigate.stats import Interval
-from tests.stats import verdict_scenarios
+from tests.fixtures import verdict_scenarios
 
 NAN = math.nan
 PASS, FAIL, UNSURE = Outcome.PASS, Outcome.FAIL, Outcome.INCONCLUSIVE

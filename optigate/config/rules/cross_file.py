@@ -237,10 +237,3 @@ def check_capture_training(environments: EnvironmentsFile, teams: Mapping[str, T
                     )
                 )
     return problems
-
-
-def check_project(environments: EnvironmentsFile, teams: Mapping[str, TeamConfig]) -> list[Problem]:
-    """Every cross-file rule; paths are in environments.yaml."""
-    return (
-        check_regions(environments) + check_overrides(environments, teams) + check_capture_training(environments, teams)
-    )

@@ -26,13 +26,10 @@ Names come from optigate.naming.
 from optigate.constructs.gate.access import approval_event_pattern
 from optigate.constructs.gate.construct import OptimizationGate
 from optigate.constructs.gate.resources import GateResources, LiveConfig
-from optigate.naming import gate_invoker_role_name, gate_state_machine_name
 
 __all__ = [
     "GateResources",
     "LiveConfig",
     "OptimizationGate",
     "approval_event_pattern",
-    "gate_invoker_role_name",
-    "gate_state_machine_name",
 ]

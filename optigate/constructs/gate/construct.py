@@ -19,7 +19,7 @@ from optigate.constructs.common import function_role
 from optigate.constructs.gate import access, cross_check, grants, proof, shadow, stages
 from optigate.constructs.gate.candidate import Stager, candidate_source
 from optigate.constructs.gate.resources import GateResources
-from optigate.constructs.gate.tasks import CleanupPath, apply_grants, run_name, start_run
+from optigate.constructs.gate.tasks import CleanupPath, apply_grants, run_name, sdk_task, start_run
 from optigate.deployment.gate import GatePlan
 
 
@@ -76,8 +76,8 @@ class OptimizationGate(Construct):
         )
         self.workload_configs = cross_check.workload_configs(self, plan) if plan.cross_check else []
         self.state_machine = self._state_machine()
-        # What every task's call needs (each carries its grant), and the evaluation's processing job.
-        apply_grants(self, self.state_machine.role, [grants.run_evaluation(plan, resources.evaluation)])
+        # What every task's call needs: each task carries its grant.
+        apply_grants(self, self.state_machine.role)
         nag.acknowledge_generated_wildcards(self.state_machine, generated_policy_reason)
         self.invoker = (
             access.pipeline_access(self, plan, self.state_machine.state_machine_arn, self.group_name)
@@ -161,12 +161,12 @@ class OptimizationGate(Construct):
         # ---- benchmark, evaluate, (mirror live traffic,) decide, record
         benchmark = stages.benchmark_levels(self, plan, resources.fleet, cleanup)
         evaluate = cleanup.guarded(
-            resources.evaluation.task(
+            sdk_task(
                 self,
                 "Evaluate",
-                job_name=run_name(plan, "eval"),
-                baseline=run_name(plan, "twin"),
-                candidate=run_name(plan, "cand"),
+                "sagemaker:createProcessingJob.sync",
+                resources.evaluation.request(run_name(plan, "eval"), run_name(plan, "twin"), run_name(plan, "cand")),
+                grants=[grants.run_evaluation(plan, resources.evaluation)],
                 result_path=sfn.JsonPath.DISCARD,
             )
         )

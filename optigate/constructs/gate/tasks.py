@@ -5,7 +5,7 @@ describe, count, decide)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -86,13 +86,12 @@ def sdk_task(
     return SdkTask(scope, name, state_json=state, grants=grants)
 
 
-def apply_grants(scope: Construct, role: iam.IRole, more: Iterable[TaskGrant] = ()) -> None:
-    """Grant `role` what every task under `scope` needs, and `more` (for states that are not SdkTasks), each once."""
+def apply_grants(scope: Construct, role: iam.IRole) -> None:
+    """Grant `role` what every task under `scope` needs, each grant once."""
     grants: dict[str, TaskGrant] = {}
     for child in scope.node.find_all():
         if isinstance(child, SdkTask):
             grants.update((grant.key, grant) for grant in child.grants)
-    grants.update((grant.key, grant) for grant in more)
     for grant in grants.values():
         grant.apply(role)
 
