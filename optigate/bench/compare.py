@@ -80,6 +80,7 @@ from optigate.bench.throughput import (
     assumed_drift_se,
     throughput_difference,
 )
+from optigate.jsonsafe import json_safe
 from optigate.judge import Direction, Outcome, compare_change
 
 METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
@@ -122,14 +123,9 @@ class Delta:
         return self.delta / self.baseline if self.baseline and math.isfinite(self.baseline) else math.nan
 
     def to_dict(self) -> dict[str, Any]:
-        return {key: _plain(value) for key, value in {**asdict(self), "relative": self.relative}.items()}
-
-
-def _plain(value: Any) -> Any:
-    """JSON's own types: a non-finite float is None, an outcome its word."""
-    if isinstance(value, Outcome):
-        return value.value
-    return None if isinstance(value, float) and not math.isfinite(value) else value
+        """JSON's own types (optigate.jsonsafe); the verdict as its word."""
+        fields = json_safe({**asdict(self), "relative": self.relative})
+        return {**fields, "verdict": str(self.verdict)}
 
 
 @dataclass
