@@ -66,16 +66,14 @@ WEIGHTS_FIT = rule("OG321", "the weights fit the instance's accelerator memory")
 ONE_SEQUENCE_FITS = rule("OG322", "the KV cache holds one sequence of max_model_len")
 BATCH_FITS = rule("OG323", "the KV cache holds max_batch_size sequences of max_model_len")
 
-# which serving field a planner problem points at, and the rule it breaks
-PLAN_PROBLEM_FIELD = {
-    "weights_do_not_fit": "instance_type",
-    "kv_cannot_hold_one_sequence": "max_model_len",
-    "batch_times_length_does_not_fit": "max_batch_size",
-}
-PLAN_PROBLEM_RULE = {
-    "weights_do_not_fit": WEIGHTS_FIT,
-    "kv_cannot_hold_one_sequence": ONE_SEQUENCE_FITS,
-    "batch_times_length_does_not_fit": BATCH_FITS,
+#: Every kind of planner problem (optigate.plan.PROBLEM_KINDS): the serving field it points at and the rule it
+#: breaks, or None where another rule reports it first (a length beyond the model's positions: OG109, checked
+#: before the plan, with the model's own figure).
+PLAN_PROBLEM_RULES: dict[str, tuple[str, Rule] | None] = {
+    "weights_do_not_fit": ("instance_type", WEIGHTS_FIT),
+    "kv_cannot_hold_one_sequence": ("max_model_len", ONE_SEQUENCE_FITS),
+    "max_model_len_exceeds_position_embeddings": None,
+    "batch_times_length_does_not_fit": ("max_batch_size", BATCH_FITS),
 }
 
 
@@ -354,10 +352,11 @@ def capacity_problems(resolved_plan, serving: Serving, path: PathT) -> list[Prob
         return []
     problems = []
     for problem in resolved_plan.problems:
-        field_name = PLAN_PROBLEM_FIELD.get(problem.kind)
-        if field_name is None:
+        reported = PLAN_PROBLEM_RULES[problem.kind]  # a new kind of problem must be placed here (KeyError)
+        if reported is None:
             continue
+        field_name, broken = reported
         if getattr(serving, field_name) is None:  # derived by optigate: point at what the user chose
             field_name = "instance_type"
-        problems.append(Problem((*path, field_name), problem.message, PLAN_PROBLEM_RULE[problem.kind]))
+        problems.append(Problem((*path, field_name), problem.message, broken))
     return problems
