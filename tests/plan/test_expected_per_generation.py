@@ -90,4 +90,7 @@ def test_each_catalog_gpu_generation_gets_its_own_fit_or_a_figure_that_says_it_i
 def test_hopper_is_fitted_on_hopper_rows_not_carried_over_from_the_a100():
     efficiency = literature_efficiency(get_instance("ml.p5.48xlarge"), "bf16", "vllm")
     assert "carried over" not in efficiency.source
-    assert efficiency.step_overhead_ms != literature_efficiency(get_instance("ml.p4de.24xlarge"), "bf16", "vllm").step_overhead_ms
+    assert (
+        efficiency.step_overhead_ms
+        != literature_efficiency(get_instance("ml.p4de.24xlarge"), "bf16", "vllm").step_overhead_ms
+    )
