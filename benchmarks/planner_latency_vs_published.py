@@ -15,11 +15,12 @@ run reports, per generation, the rows and the median and worst error of both spl
 catalog's generations without a row (their figures are carried over). The target (issue 25): every
 generation's held-out median <= 15 %, worst <= 40 %, for batch-1 decode of the modelled engine.
 
-Which rows count: vLLM rows run with CUDA graphs (the engine LMI's vLLM backend is). Rows measured
-without CUDA graphs (enforce_eager), other engines (SGLang, TGI, lmdeploy, gpt-fast, transformers,
-NIM) and GPUs that are not in SageMaker's catalog are printed for information, not in the target.
-The enforce_eager rows are planned with `enforce_eager=True`; `--derive` also prints the eager cost
-per layer they imply against the graph-mode fit (efficiency.yaml's `eager_mode`).
+Which rows count: vLLM rows run with CUDA graphs (the engine LMI's vLLM backend is) on a SageMaker GPU, or on
+a GPU of PROXY_GPU that stands in for one (the L40 for the L40S: same chip and memory). Rows measured without
+CUDA graphs (enforce_eager), other engines (SGLang, TGI, lmdeploy, gpt-fast, transformers, NIM) and other GPUs
+are printed for information, not in the target. The enforce_eager rows are planned with `enforce_eager=True`;
+`--derive` also prints the eager cost per layer they imply against the graph-mode fit (efficiency.yaml's
+`eager_mode`).
 
     python benchmarks/planner_latency_vs_published.py [--derive]
 """
@@ -79,6 +80,10 @@ ARCHITECTURES = {
     "neuralmagic/DeepSeek-R1-Distill-Qwen-32B": "qwen2.5-32b",
     "neuralmagic/DeepSeek-R1-Distill-Llama-8B": "llama-3.1-8b",
     "neuralmagic/DeepSeek-R1-Distill-Llama-70B": "llama-3.3-70b",
+    "ibm-granite/granite-3.1-8b": "granite-3.1-8b",
+    "ibm-granite/granite-3.1-2b": "granite-3.1-2b",
+    "neuralmagic/granite-3.1-8b": "granite-3.1-8b",
+    "neuralmagic/granite-3.1-2b": "granite-3.1-2b",
 }
 # The published weight format -> the planner's weight precision.
 PRECISIONS = {
@@ -100,6 +105,14 @@ CATALOG_GPU = {
     # H100 SXM (p5's). The Red Hat single-stream rows on "H100" cannot be the PCIe card: their 8B and 32B bf16
     # TPOTs (7.4, 26.0 ms) are below what PCIe's 2.0 TB/s allows (8.0, 32.7 ms for the weights alone).
     "H100-80GB": "ml.p5.48xlarge",
+}
+# GPUs SageMaker does not offer whose rows stand in for a catalog GPU of the same generation and memory: the L40
+# has the L40S's AD102 chip and memory (48 GB GDDR6 at 864 GB/s) at half its tensor throughput (NVIDIA's L40/L40S
+# datasheet table: BF16 181.05 vs 362.05 dense TFLOPS, FP8 362 vs 733; reproduced at
+# https://www.mullet.se/product.html?product_id=355414), which a batch-1 decode step does not reach. The only
+# published vLLM batch-1 rows on Ada found are on the L40, so they are the Ada fit, counted in the target.
+PROXY_GPU = {
+    "L40-48GB": ("ml.g6e.xlarge", {"accelerator": "L40", "bf16_dense_tflops": 181.05, "fp8_dense_tflops": 362.0})
 }
 # H20 (not offered by SageMaker): NVIDIA HGX H20 figures as published by NVIDIA partners (96 GB HBM3,
 # 4.0 TB/s, 148 dense BF16 TFLOPS, 296 FP8): only for the informative SGLang rows.
@@ -140,7 +153,8 @@ def _held_out(row: dict[str, str]) -> bool:
 
 
 def _generation(gpu: str) -> str:
-    return GENERATION[get_instance(CATALOG_GPU[gpu]).accelerator] if gpu in CATALOG_GPU else ""
+    known = gpu in CATALOG_GPU or gpu in PROXY_GPU
+    return GENERATION[instance_for({"gpu": gpu, "tensor_parallel": "1"}).accelerator] if known else ""
 
 
 def cases() -> list[Case]:
@@ -156,7 +170,7 @@ def cases() -> list[Case]:
                 why = f"engine {row['engine'].split(' ')[0]} (not modelled)"
             elif "eager" in row["quote"].lower():
                 why = "measured without CUDA graphs (enforce_eager): these rows set the eager cost, 0 % by construction"
-            elif row["gpu"] not in CATALOG_GPU:
+            elif row["gpu"] not in CATALOG_GPU and row["gpu"] not in PROXY_GPU:
                 why = f"{row['gpu']} is not a SageMaker GPU"
             generation = _generation(row["gpu"])
             found.append(Case(row, architecture, measured, _held_out(row), not why, why, generation))
@@ -178,6 +192,10 @@ def instance_for(row: dict[str, str]) -> Instance:
     tp = int(row["tensor_parallel"])
     if row["gpu"] in CATALOG_GPU:
         return replace(get_instance(CATALOG_GPU[row["gpu"]]), accelerator_count=tp, price_per_hour_usd=None)
+    if row["gpu"] in PROXY_GPU:
+        base, figures = PROXY_GPU[row["gpu"]]
+        proxy = replace(get_instance(base), instance_type=f"adhoc:{row['gpu']}", **figures)  # type: ignore[arg-type]
+        return replace(proxy, accelerator_count=tp, price_per_hour_usd=None)
     if row["gpu"] == "H20-96GB":
         return Instance(
             instance_type="adhoc:H20",
@@ -359,7 +377,7 @@ def unmeasured() -> list[str]:
     """SageMaker catalog GPUs with no modelled row of their own."""
     from optigate.plan.catalog import all_instances
 
-    measured = {get_instance(CATALOG_GPU[c.row["gpu"]]).accelerator for c in cases() if c.counted}
+    measured = {instance_for(c.row).accelerator for c in cases() if c.counted}
     return sorted({i.accelerator for i in all_instances() if i.platform == "gpu"} - measured)
 
 

@@ -52,7 +52,7 @@ def test_the_published_h100_batch1_tpot_of_an_8b_model_is_expected_within_15_per
 def test_every_generation_with_rows_meets_the_held_out_target_and_is_reported():
     bench = _benchmark()
     errors = bench.report(bench.cases())
-    assert {"ampere", "hopper"} <= set(errors)
+    assert {"ada", "ampere", "hopper"} <= set(errors)
     for generation, splits in errors.items():
         assert len(splits["held-out"]) >= 2, generation  # a held-out split that means something
         assert statistics.median(splits["held-out"]) <= 15.0, generation
@@ -81,7 +81,7 @@ def test_each_catalog_gpu_generation_gets_its_own_fit_or_a_figure_that_says_it_i
             continue
         efficiency = literature_efficiency(instance, "bf16", "vllm")
         generation = GENERATION[instance.accelerator]
-        if generation in ("ampere", "hopper"):
+        if generation in ("ada", "ampere", "hopper"):
             assert f"of the {generation.capitalize()} rows" in " ".join(efficiency.source.split()), instance
         else:
             assert "carried over" in efficiency.source, instance
