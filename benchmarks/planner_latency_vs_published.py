@@ -22,6 +22,9 @@ are printed for information, not in the target. The enforce_eager rows are plann
 `--derive` also prints the eager cost per layer they imply against the graph-mode fit (efficiency.yaml's
 `eager_mode`).
 
+Red Hat's single-stream rows give a request's latency (256-token prompt, 1024 generated tokens, rounded to 0.1 s);
+their tpot_ms is that latency / 1024: the prefill it includes is under 1 % of it, the rounding at most 1 %.
+
     python benchmarks/planner_latency_vs_published.py [--derive]
 """
 
