@@ -46,6 +46,7 @@ GENERATION = {
     "A100-80GB": "ampere",
     "L4": "ada",
     "L40S": "ada",
+    "L40": "ada",  # not offered by SageMaker; its published rows stand in for the L40S (benchmarks/)
     "H100": "hopper",
     "H200": "hopper",
     "B200": "blackwell",
