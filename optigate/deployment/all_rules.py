@@ -7,7 +7,7 @@ from collections.abc import Collection
 
 from optigate.config.models import TeamConfig
 from optigate.config.rules import REGISTRY, Problem, Rule, Severity, did_you_mean, rule
-from optigate.deployment import compilation, pools, rules  # noqa: F401  (they register their rules on import)
+from optigate.deployment import compilation, pools, reference_gaps, rules  # noqa: F401  (they register their rules)
 from optigate.deployment import team as resolution  # noqa: F401  (OG413)
 
 

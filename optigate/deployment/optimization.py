@@ -11,10 +11,11 @@ from typing import Any
 from optigate.config.models import split_s3_uri
 from optigate.serving.images import FIRST_COMPRESSED_TENSORS_LMI, lmi_version
 
-#: The optimization job's own bounds (its StoppingCondition): at most 10 h of work, and at most 2 h
-#: waiting for capacity (a p5 may not be free). SageMaker stops the job at either; the gate polls it
-#: for that long plus a grace for the stop, so the job's bound, not the gate's poll count, ends a
-#: slow or queued job.
+#: The optimization job's bounds: at most 10 h of work (its StoppingCondition's MaxRuntimeInSeconds, which SageMaker
+#: enforces), and at most 2 h waiting for capacity (a p5 may not be free). The job is sent no pending bound: the
+#: SageMaker SDK's optimize() sends MaxRuntimeInSeconds only and no reference documents MaxPendingTimeInSeconds for an
+#: optimization job (tests/template_rules/rules/optimization_stopping_condition.py). The gate polls for runtime plus
+#: pending plus a grace for the stop, and stops a job still queued or running when its polls run out.
 OPTIMIZATION_MAX_RUNTIME_SECONDS = 36_000
 OPTIMIZATION_MAX_PENDING_SECONDS = 7_200
 OPTIMIZATION_STOP_GRACE_SECONDS = 1_800

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from optigate.config.models import EagleTraining, Serving, TeamConfig
 from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem, rule
-from optigate.deployment import compilation, pools, rules
+from optigate.deployment import compilation, pools, reference_gaps, rules
 from optigate.deployment.serving import ResolvedServing, resolve_serving
 from optigate.plan import catalog
 from optigate.plan.architecture import ModelArchitecture
@@ -221,4 +221,5 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
         candidate_problems += compilation.compilation_problems(baseline, candidate)
     problems = shadow_problems + candidate_problems
     advisories = pools.pool_advisories(team) + compilation.compile_advisories(team, candidate)
+    advisories += reference_gaps.reference_gap_notes(team, baseline, shadow, candidate, trained_head(team))
     return ResolvedTeam(team, baseline, shadow, candidate, tuple(problems), tuple(advisories))

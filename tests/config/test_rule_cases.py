@@ -343,6 +343,17 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ),
 ]
 SHADOW = {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10}}}
+B200 = "ml.p6-b200.48xlarge"
+HUB = {
+    "model": {
+        "source": {
+            "s3_uri": DROP,
+            "hugging_face": {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "s3_uri": "s3://acme-models/llama/"},
+        }
+    }
+}
+EAGLE_FROM_CAPTURE = {"method": "eagle", "train_from": "data_capture"}
+EAGLE_FROM_S3 = {"method": "eagle", "train_from": "s3://acme-data/chat/sharegpt/"}
 # (note ID, the team patch that makes the note, its twin without it)
 NOTE_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("OG261", both(SHADOW, serving(instance_pools=POOLS)), SHADOW),
@@ -362,6 +373,15 @@ NOTE_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         gate({"compile": True, **TRTLLM}),
         both({"model": {"architecture": "qwen2.5-7b"}}, gate({"compile": True, **TRTLLM})),
     ),
+    # the newest LMI (cu130) on a family the SDK names no CUDA 13 host AMI for; twin: a cu128 LMI there
+    ("OG331", serving(instance_type=B200), serving(instance_type=B200, container={"version": "0.35.0"})),
+    (
+        "OG422",
+        {**HUB, **gate({"max_batch_size": 16}, benchmark={"cross_check": "sagemaker"})},
+        {**HUB, **gate({"max_batch_size": 16}, **CROSS_CHECK)},
+    ),
+    ("OG423", gate({"speculative_decoding": EAGLE_FROM_CAPTURE}), gate({"speculative_decoding": EAGLE_FROM_S3})),
+    ("OG424", gate({"speculative_decoding": EAGLE_FROM_S3}), gate({"max_batch_size": 16})),
 ]
 CAPTURE = "          encryption: s3_managed\n"
 # (rule ID, the edits of the example config (file, old, new) that break it, those of its compliant twin)

@@ -316,9 +316,32 @@ def test_research_gate_quantizes_and_chat_gate_trains_an_eagle_head_from_its_cap
     assert '"DescribeOptimizedModel":' in chat and '"StageTrainedHead":' in chat
 
 
-def test_every_optimization_job_ends_by_its_own_bounds_before_the_gate_stops_polling(example_app):
-    """The job's StoppingCondition (runtime plus time pending for capacity) fits inside the gate's
-    polling (polls x wait); else a queued or slow job trips the gate's own time-out while it still runs."""
+@pytest.mark.parametrize("which", ["example_app", "stage_templates"])
+def test_every_optimization_job_sends_the_stopping_condition_keys_the_sdk_sends(which, request):
+    """The template rule SFN-OptimizationStoppingCondition over every template of the example app and of the
+    pipeline's stages: each CreateOptimizationJob's StoppingCondition has the keys the SageMaker SDK's optimize()
+    sends (MaxRuntimeInSeconds only), not MaxPendingTimeInSeconds, which no reference documents for the job."""
+    from tests.template_rules import registry
+    from tests.template_rules.assembly import Stack
+    from tests.template_rules.rules import optimization_stopping_condition
+
+    found = request.getfixturevalue(which)
+    templates = found.templates if which == "example_app" else found
+    jobs = sum(json.dumps(t).count("createOptimizationJob") for t in templates.values())
+    assert jobs  # research optimizes
+    problems = [
+        str(finding)
+        for name, template in templates.items()
+        for finding in registry.findings(Stack(name, template), optimization_stopping_condition.ID)
+    ]
+    assert problems == []
+
+
+def test_every_optimization_job_ends_before_the_gate_stops_polling(example_app):
+    """The job's own bound (MaxRuntimeInSeconds) plus the time the gate allows it to wait for capacity fits inside
+    the gate's polling (polls x wait); the gate stops a job still queued or running when its polls run out
+    (StopOptimizationJob), which is what bounds pending time now that the job is sent no pending bound."""
+    from optigate.deployment.optimization import OPTIMIZATION_MAX_PENDING_SECONDS
     from optigate.rehearse.template import placeholder_definition, state_machines
 
     jobs = 0
@@ -329,14 +352,13 @@ def test_every_optimization_job_ends_by_its_own_bounds_before_the_gate_stops_pol
                 continue
             jobs += 1
             bounds = states["CreateOptimizationJob"]["Parameters"]["StoppingCondition"]
-            assert bounds.get("MaxPendingTimeInSeconds"), stack
             wait = states["WaitForOptimization"]["Seconds"]
             (limit,) = [
                 rule["NumericGreaterThanEquals"]
                 for rule in states["OptimizationDone?"]["Choices"]
                 if "NumericGreaterThanEquals" in rule
             ]
-            assert wait * limit > bounds["MaxRuntimeInSeconds"] + bounds["MaxPendingTimeInSeconds"], stack
+            assert wait * limit > bounds["MaxRuntimeInSeconds"] + OPTIMIZATION_MAX_PENDING_SECONDS, stack
     assert jobs  # research optimizes
 
 

@@ -13,6 +13,7 @@ from tests.template_rules.assembly import Stack
 from tests.template_rules.rules import (
     iam_actions_exist,
     lambda_calls_permitted,
+    optimization_stopping_condition,
     sfn_optional_reads_guarded,
     state_machine_calls_permitted,
 )
@@ -31,7 +32,13 @@ class Rule:
 
 RULES: tuple[Rule, ...] = tuple(
     Rule.of(module)
-    for module in (iam_actions_exist, state_machine_calls_permitted, lambda_calls_permitted, sfn_optional_reads_guarded)
+    for module in (
+        iam_actions_exist,
+        state_machine_calls_permitted,
+        lambda_calls_permitted,
+        sfn_optional_reads_guarded,
+        optimization_stopping_condition,
+    )
 )
 BY_ID = {rule.id: rule for rule in RULES}
 

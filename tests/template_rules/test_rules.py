@@ -16,6 +16,7 @@ from tests.template_rules.assembly import Stack
 from tests.template_rules.rules import (
     iam_actions_exist,
     lambda_calls_permitted,
+    optimization_stopping_condition,
     sfn_optional_reads_guarded,
     state_machine_calls_permitted,
 )
@@ -86,6 +87,19 @@ def _reads(path: str) -> dict[str, Any]:
     return _describe_endpoint({"Type": "Pass", "Parameters": {"read.$": path}, "End": True})
 
 
+def _create_optimization_job(bounds: dict[str, Any]) -> dict[str, Any]:
+    """CreateOptimizationJob with `bounds` as its StoppingCondition, permitted to the machine's role."""
+    task = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::aws-sdk:sagemaker:createOptimizationJob",
+        "Parameters": {"OptimizationJobName": "job", "StoppingCondition": bounds},
+        "ResultPath": None,
+        "End": True,
+    }
+    return {"Describe": task}
+
+
+CREATE_JOB = _allow("sagemaker:CreateOptimizationJob", "arn:aws:sagemaker:us-east-1:111111111111:optimization-job/job")
 DESCRIBE = _allow("sagemaker:DescribeEndpoint", ENDPOINT + "chat")
 DESCRIBE_ANOTHER = _allow("sagemaker:DescribeEndpoint", ENDPOINT + "code")
 
@@ -110,6 +124,13 @@ EXAMPLES: dict[str, tuple[Callable[[Path], Stack], Callable[[Path], Stack], str]
         lambda _: _machine(_reads("$.endpoint.EndpointStatus"), [DESCRIBE]),
         lambda _: _machine(_reads("$.endpoint.FailureReason"), [DESCRIBE]),
         "FailureReason is optional in DescribeEndpointOutput",
+    ),
+    optimization_stopping_condition.ID: (
+        lambda _: _machine(_create_optimization_job({"MaxRuntimeInSeconds": 3600}), [CREATE_JOB]),
+        lambda _: _machine(
+            _create_optimization_job({"MaxRuntimeInSeconds": 3600, "MaxPendingTimeInSeconds": 7200}), [CREATE_JOB]
+        ),
+        "sends StoppingCondition keys ['MaxPendingTimeInSeconds', 'MaxRuntimeInSeconds']",
     ),
 }
 

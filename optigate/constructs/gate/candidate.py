@@ -109,10 +109,10 @@ def candidate_source(
                         else {}
                     ),
                 },
-                "StoppingCondition": {
-                    "MaxRuntimeInSeconds": OPTIMIZATION_MAX_RUNTIME_SECONDS,
-                    "MaxPendingTimeInSeconds": OPTIMIZATION_MAX_PENDING_SECONDS,
-                },
+                # The keys the SageMaker SDK's optimize() sends (aws/sagemaker-python-sdk a248126,
+                # sagemaker-serve/src/sagemaker/serve/model_builder_utils.py): no reference documents
+                # MaxPendingTimeInSeconds for an optimization job; the poll loop below bounds time pending.
+                "StoppingCondition": {"MaxRuntimeInSeconds": OPTIMIZATION_MAX_RUNTIME_SECONDS},
             },
             grants=[
                 jobs,
@@ -146,8 +146,8 @@ def candidate_source(
             "OptimizationTimedOut",
             "OptimizationTimedOut",
             f"the optimization job did not finish within {plan.optimization_max_polls} polls of "
-            f"{plan.optimization_poll_seconds} s (its own bounds: {OPTIMIZATION_MAX_PENDING_SECONDS} s pending, "
-            f"{OPTIMIZATION_MAX_RUNTIME_SECONDS} s running)",
+            f"{plan.optimization_poll_seconds} s ({OPTIMIZATION_MAX_RUNTIME_SECONDS} s running, its own bound, and "
+            f"{OPTIMIZATION_MAX_PENDING_SECONDS} s waiting for capacity, the gate's)",
         )
     )
     from_job = sfn.Pass(
