@@ -14,6 +14,7 @@ from tests.template_rules.rules import (
     iam_actions_exist,
     lambda_calls_permitted,
     sfn_optional_reads_guarded,
+    sfn_sdk_actions_supported,
     state_machine_calls_permitted,
 )
 
@@ -31,7 +32,13 @@ class Rule:
 
 RULES: tuple[Rule, ...] = tuple(
     Rule.of(module)
-    for module in (iam_actions_exist, state_machine_calls_permitted, lambda_calls_permitted, sfn_optional_reads_guarded)
+    for module in (
+        iam_actions_exist,
+        state_machine_calls_permitted,
+        lambda_calls_permitted,
+        sfn_optional_reads_guarded,
+        sfn_sdk_actions_supported,
+    )
 )
 BY_ID = {rule.id: rule for rule in RULES}
 
