@@ -51,3 +51,10 @@ def test_the_example_app_exercises_the_cross_check(app_stacks):
     """research runs SageMaker's managed benchmark: its gate is among the checked templates."""
     research = next(s for s in app_stacks if s.name == "optigate-prod-research")
     assert any(r["Type"] == "AWS::SageMaker::AIWorkloadConfig" for r in research.template["Resources"].values())
+
+
+def test_the_list_names_exactly_what_the_state_machines_call(app_stacks, pipeline_stacks):
+    """No stale entry: every supported action on the list is called by some state machine of the example
+    project (an entry nothing uses would keep an unchecked claim alive)."""
+    listed = sfn_sdk_actions_supported.supported()
+    assert _actions(app_stacks) | _actions(pipeline_stacks) == listed
