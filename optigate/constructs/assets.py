@@ -77,3 +77,46 @@ def image_context(image: str) -> str:
     files = {path.name: path for path in sorted(folder.iterdir()) if path.is_file()}
     files.update(_package_files())
     return str(stage(f"image-{image}", files))
+
+
+#: The SDK and everything it imports, bundled whole: the Lambda guide warns that a package mixing its own SDK with
+#: the runtime's dependencies (urllib3, say) breaks when Lambda updates the runtime's copies.
+SDK_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
+#: What botocore reads besides a service's own model (its endpoints, partitions, retry and default configuration).
+_BOTOCORE_DATA = ("_retry.json", "endpoints.json", "partitions.json", "sdk-default-configuration.json")
+
+
+def bundled_sdk(operations: dict[str, tuple[str, ...]]) -> dict[str, Path]:
+    """boto3, botocore and their dependencies as installed with optigate, to stage at a Lambda function's root
+    (destination -> source), botocore's data trimmed to the services of `operations`. The Python runtime "searches
+    the $LAMBDA_TASK_ROOT (/var/task) directory first. If you include a version of a runtime-included library
+    ..., your version will take precedence" (https://docs.aws.amazon.com/lambda/latest/dg/python-image.html), so the
+    handler imports these, not the runtime's possibly older SDK. Raises if the installed botocore's model lacks an
+    operation of `operations` ({service: (Operation, ...)}): no asset ships without it."""
+    import importlib
+
+    import botocore
+    import botocore.session
+
+    session = botocore.session.get_session()
+    for service, names in operations.items():
+        missing = sorted(set(names) - set(session.get_service_model(service).operation_names))
+        if missing:
+            raise ValueError(f"botocore {botocore.__version__} has no {service} {missing}: upgrade boto3")
+    files: dict[str, Path] = {}
+    for name in SDK_PACKAGES:
+        module = Path(str(importlib.import_module(name).__file__)).resolve()
+        if module.name != "__init__.py":  # a single-file module (six)
+            files[module.name] = module
+            continue
+        root = module.parent
+        for path in sorted(root.rglob("*")):
+            relative = path.relative_to(root)
+            parts = relative.parts
+            if not path.is_file() or "__pycache__" in parts or path.suffix == ".pyc":
+                continue
+            trimmed = name == "botocore" and parts[0] == "data" and len(parts) > 1
+            if trimmed and parts[1] not in _BOTOCORE_DATA and parts[1] not in operations:
+                continue
+            files[f"{name}/{relative.as_posix()}"] = path
+    return files

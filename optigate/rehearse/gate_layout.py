@@ -5,7 +5,9 @@
 - the **fleet** is the state machine it starts;
 - the fleet's **worker** is the function its Map runs for each shard, its **merge** the function it
   invokes afterwards, at the top level; the gate's **decide** is the function the gate invokes and
-  whose result it keeps, its **stage** one whose result it discards (it copies a candidate's files).
+  whose result it keeps, its **stage** one whose result it discards (it copies a candidate's files);
+- the gate's **cross-check** function is the one it invokes with a managed benchmark job `operation`
+  (optigate/lambdas/ai_benchmark_jobs), when the gate has a cross-check.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, Final
 
 from optigate.rehearse.template import render_definition, resources_of_type, state_machines
 
-WORKER, MERGE, DECIDE, STAGE = "worker", "merge", "decide", "stage"
+WORKER, MERGE, DECIDE, STAGE, CROSS_CHECK = "worker", "merge", "decide", "stage", "cross_check"
 _PROBE: Final = "cfn-token:"  # a rendered token that names its resource: cfn-token:<LogicalId>[.<Attribute>]
 _PARTITION: Final = {"AWS::Partition": "aws"}  # so that integration ARNs read as such
 
@@ -25,7 +27,7 @@ _PARTITION: Final = {"AWS::Partition": "aws"}  # so that integration ARNs read a
 class GateLayout:
     gate: str  # logical id of the gate's state machine
     fleet: str  # logical id of the benchmark fleet's state machine
-    functions: dict[str, str]  # Lambda function logical id -> WORKER | MERGE | DECIDE | STAGE
+    functions: dict[str, str]  # Lambda function logical id -> WORKER | MERGE | DECIDE | STAGE | CROSS_CHECK
 
 
 def _probe(logical: str, attribute: str | None) -> str:
@@ -61,6 +63,17 @@ def _invoked_function(task: dict[str, Any]) -> str | None:
     return None
 
 
+def _runs_benchmark_jobs(task: dict[str, Any]) -> bool:
+    """The Task asks its function for a managed benchmark job operation (Create/Describe/StopAIBenchmarkJob)."""
+    payload = (
+        task.get("Parameters", {}).get("Payload")
+        if task.get("Resource", "").endswith(":states:::lambda:invoke")
+        else None
+    )
+    operation = payload.get("operation") if isinstance(payload, dict) else None
+    return isinstance(operation, str) and operation.endswith("AIBenchmarkJob")
+
+
 def _started_machine(task: dict[str, Any]) -> str | None:
     if ":states:::states:startExecution" in task.get("Resource", ""):
         return _probed(task.get("Parameters", {}).get("StateMachineArn"))
@@ -78,11 +91,15 @@ def gate_layout(template: dict[str, Any]) -> GateLayout:
     starts: dict[str, set[str]] = {}
     invokes: dict[str, list[tuple[str, bool]]] = {}
     discards: set[str] = set()  # functions whose result the invoking Task discards (ResultPath null)
+    benchmark_jobs: set[str] = set()  # functions the gate asks for managed benchmark job operations
     for logical in state_machines(template):
         definition = render_definition(template, logical, {**_PARTITION, "*": _probe})
         tasks = list(_tasks(definition))
         starts[logical] = {m for task, _ in tasks if (m := _started_machine(task)) is not None}
         invokes[logical] = [(f, in_map) for task, in_map in tasks if (f := _invoked_function(task)) in functions]
+        benchmark_jobs |= {
+            f for task, _ in tasks if _runs_benchmark_jobs(task) and (f := _invoked_function(task)) in functions
+        }
         discards |= {
             f
             for task, _ in tasks
@@ -96,7 +113,11 @@ def gate_layout(template: dict[str, Any]) -> GateLayout:
     # (copies) or returns the candidate (a trained head).
     images = {f for f, r in resources_of_type(template, "AWS::Lambda::Function").items() if _is_image(r)}
     roles = {
-        function: STAGE if function in discards or (images and function not in images) else DECIDE
+        function: CROSS_CHECK
+        if function in benchmark_jobs
+        else STAGE
+        if function in discards or (images and function not in images)
+        else DECIDE
         for function, _ in invokes[gate]
     }
     roles |= {function: WORKER if in_map else MERGE for function, in_map in invokes[fleet]}

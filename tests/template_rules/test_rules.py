@@ -18,6 +18,7 @@ from tests.template_rules.rules import (
     lambda_calls_permitted,
     optimization_stopping_condition,
     sfn_optional_reads_guarded,
+    sfn_sdk_actions_supported,
     state_machine_calls_permitted,
 )
 
@@ -57,6 +58,13 @@ def _describe_endpoint(then: dict[str, Any] | None = None) -> dict[str, Any]:
         "ResultPath": "$.endpoint",
     }
     return {"Describe": {**task, "Next": "Then"}, "Then": then} if then else {"Describe": {**task, "End": True}}
+
+
+def _describe_benchmark_job() -> dict[str, Any]:
+    """DescribeAIBenchmarkJob through the SDK integration (not on the list of supported actions)."""
+    resource = "arn:aws:states:::aws-sdk:sagemaker:describeAIBenchmarkJob"
+    task = {"Type": "Task", "Resource": resource, "Parameters": {"AIBenchmarkJobName": "chat"}, "End": True}
+    return {"Describe": task}
 
 
 def _policy_naming(action: str) -> Stack:
@@ -101,6 +109,9 @@ def _create_optimization_job(bounds: dict[str, Any]) -> dict[str, Any]:
 
 CREATE_JOB = _allow("sagemaker:CreateOptimizationJob", "arn:aws:sagemaker:us-east-1:111111111111:optimization-job/job")
 DESCRIBE = _allow("sagemaker:DescribeEndpoint", ENDPOINT + "chat")
+DESCRIBE_JOB = _allow(
+    "sagemaker:DescribeAIBenchmarkJob", "arn:aws:sagemaker:us-east-1:111111111111:ai-benchmark-job/chat"
+)
 DESCRIBE_ANOTHER = _allow("sagemaker:DescribeEndpoint", ENDPOINT + "code")
 
 #: rule id -> (a compliant fragment, a non-compliant one, what the finding must say), each built in a folder.
@@ -132,6 +143,11 @@ EXAMPLES: dict[str, tuple[Callable[[Path], Stack], Callable[[Path], Stack], str]
         ),
         "sends StoppingCondition keys ['MaxPendingTimeInSeconds', 'MaxRuntimeInSeconds']",
     ),
+    sfn_sdk_actions_supported.ID: (
+        lambda _: _machine(_describe_endpoint(), [DESCRIBE]),
+        lambda _: _machine(_describe_benchmark_job(), [DESCRIBE_JOB]),
+        "calls aws-sdk:sagemaker:describeAIBenchmarkJob, which is not on the list of supported actions",
+    ),
 }
 
 
@@ -154,3 +170,65 @@ def test_the_non_compliant_fragment_is_reported_by_its_rule_alone(rule_id, tmp_p
     assert found and all(said in line for line in found), found
     others = [rule.id for rule in registry.RULES if rule.id != rule_id and registry.findings(stack, rule.id)]
     assert others == []
+
+
+# --------------------------------------------------------------------------- the list of supported SDK actions
+
+
+def test_every_listed_sdk_action_is_a_real_operation_with_a_known_basis():
+    """The checked list (SFN-SdkActionSupported): each entry names an operation of botocore's model of its service
+    (Step Functions' action is the operation in camel case) and a basis the file explains; the guide it rests on is
+    the developer guide's supported-services page; nothing is both supported and not listed."""
+    import botocore.session
+
+    listed = sfn_sdk_actions_supported.supported_list()
+    assert (
+        listed["guide"]["url"] == "https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html"
+    )
+    session = botocore.session.get_session()
+    problems = []
+    for entry, basis in listed["supported"].items():
+        service, action = entry.split(":")
+        operation = action[0].upper() + action[1:]
+        if action[0] != action[0].lower() or operation not in session.get_service_model(service).operation_names:
+            problems.append(f"{entry}: no operation {operation} of {service}")
+        if basis not in listed["bases"]:
+            problems.append(f"{entry}: basis {basis!r} is not explained")
+    assert problems == []
+    assert set(listed["supported"]).isdisjoint(listed["not_listed"])
+    assert {"sagemaker:createAIBenchmarkJob", "sagemaker:describeAIBenchmarkJob"} <= set(listed["not_listed"])
+
+
+@pytest.mark.parametrize(
+    ("resource", "expected"),
+    [
+        ("arn:aws:states:::aws-sdk:sagemaker:describeEndpoint", None),
+        ("arn:aws:states:::aws-sdk:sagemaker:createAIBenchmarkJob", "sagemaker:createAIBenchmarkJob"),
+        ("arn:aws:states:::aws-sdk:sagemaker:stopAIBenchmarkJob.waitForTaskToken", "sagemaker:stopAIBenchmarkJob"),
+        ("arn:aws:states:::aws-sdk:sagemaker:describeendpoint", "sagemaker:describeendpoint"),  # case matters
+        ("arn:aws:states:::sagemaker:createEndpoint", None),  # an optimized integration: not this rule's
+        ("arn:aws:states:::lambda:invoke", None),
+    ],
+)
+def test_an_sdk_resource_is_refused_unless_listed(resource, expected):
+    definition = {"StartAt": "T", "States": {"T": {"Type": "Task", "Resource": resource, "End": True}}}
+    assert sfn_sdk_actions_supported.unsupported_calls(definition) == ([("T", expected)] if expected else [])
+
+
+def test_an_unlisted_action_inside_a_map_or_parallel_is_found():
+    inner = {
+        "StartAt": "T",
+        "States": {
+            "T": {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:sagemaker:stopAIBenchmarkJob", "End": True}
+        },
+    }
+    definition = {
+        "StartAt": "P",
+        "States": {
+            "P": {"Type": "Parallel", "Branches": [inner], "Next": "M"},
+            "M": {"Type": "Map", "ItemProcessor": inner, "End": True},
+        },
+    }
+    assert [a for _, a in sfn_sdk_actions_supported.unsupported_calls(definition)] == [
+        "sagemaker:stopAIBenchmarkJob"
+    ] * 2

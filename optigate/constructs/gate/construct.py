@@ -16,7 +16,7 @@ from optigate.constructs import nag
 from optigate.constructs.assets import image_context
 from optigate.constructs.benchmark_fleet import generated_policy_reason
 from optigate.constructs.common import function_role
-from optigate.constructs.gate import access, cross_check, grants, proof, shadow, stages
+from optigate.constructs.gate import access, benchmark_jobs, cross_check, grants, proof, shadow, stages
 from optigate.constructs.gate.candidate import Stager, candidate_source
 from optigate.constructs.gate.resources import GateResources
 from optigate.constructs.gate.tasks import CleanupPath, apply_grants, run_name, sdk_task, start_run
@@ -75,6 +75,10 @@ class OptimizationGate(Construct):
             cross_check.job_role(self, plan, resources.bucket, resources.key) if plan.cross_check else None
         )
         self.workload_configs = cross_check.workload_configs(self, plan) if plan.cross_check else []
+        # The function that runs the managed jobs (not Step Functions' SDK integration: see benchmark_jobs).
+        self.cross_check_jobs = (
+            benchmark_jobs.jobs_function(self, plan, self.cross_check_role) if self.cross_check_role else None
+        )
         self.state_machine = self._state_machine()
         # What every task's call needs: each task carries its grant.
         apply_grants(self, self.state_machine.role)
@@ -132,7 +136,9 @@ class OptimizationGate(Construct):
     def _state_machine(self) -> sfn.StateMachine:
         plan, resources = self.plan, self.resources
         bucket_name = resources.bucket.bucket_name
-        deletes = stages.cleanup_and_end(self, plan, self.topic.topic_arn, resources.key.key_arn)
+        deletes = stages.cleanup_and_end(
+            self, plan, self.topic.topic_arn, resources.key.key_arn, cross_check_jobs=self.cross_check_jobs
+        )
         restore_path: tuple[sfn.Choice, sfn.Choice] | None = None  # (the restore, where it leads on)
         live = resources.live_config
         if plan.shadow and live is not None:
@@ -176,9 +182,11 @@ class OptimizationGate(Construct):
         candidate_ready.next(create_model).next(create_config).next(create_endpoint).next(create_twin_config).next(
             create_twin
         ).next(candidate_in_service)
-        if self.cross_check_role is not None:
+        if self.cross_check_role is not None and self.cross_check_jobs is not None:
             benchmark.next(
-                cross_check.cross_check_states(self, plan, self.cross_check_role, bucket_name, then=evaluate)
+                cross_check.cross_check_states(
+                    self, plan, self.cross_check_role, self.cross_check_jobs, bucket_name, then=evaluate
+                )
             )
         else:
             benchmark.next(evaluate)

@@ -4,7 +4,9 @@ After optigate's benchmark of every level (never at the same time: the two must 
 together), for each level the baseline's twin then the candidate: CreateAIBenchmarkJob with the level's
 AIWorkloadConfig (a CloudFormation resource of the team stack, one per level: a workload config holds one
 concurrency), poll DescribeAIBenchmarkJob until Completed, Failed or Stopped (botocore's AIBenchmarkJobStatus),
-stop it when the polls run out. Each side's outcome lands at `$.xc_<side>_c<level>`:
+stop it when the polls run out. The calls go through a small function (optigate.constructs.gate.benchmark_jobs:
+Step Functions' AWS SDK integration does not list these operations, and an unsupported one would fail the deploy of
+the whole stack). Each side's outcome lands at `$.xc_<side>_c<level>`:
 `{"status": "Completed", "output": <S3OutputLocation>}` or `{"status", "reason"}`; the decision Lambda reads the
 output and puts both engines side by side in the report (optigate.gate.cross_check).
 
@@ -27,6 +29,7 @@ from typing import Any
 from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_stepfunctions as sfn
@@ -34,8 +37,8 @@ from constructs import Construct
 
 from optigate import naming
 from optigate.constructs import nag
-from optigate.constructs.gate.grants import PASSED_TO_SAGEMAKER, sagemaker_arn
-from optigate.constructs.gate.tasks import Grant, PollStates, poll_loop, run_name, sdk_task
+from optigate.constructs.gate.benchmark_jobs import job_task
+from optigate.constructs.gate.tasks import PollStates, poll_loop, run_name
 from optigate.deployment.cross_check import CrossCheckLevel
 from optigate.deployment.gate import GatePlan
 
@@ -120,31 +123,6 @@ def job_role(scope: Construct, plan: GatePlan, bucket: s3.IBucket, key: kms.IKey
     return role
 
 
-def _jobs_grant(scope: Construct, plan: GatePlan) -> Grant:
-    """The state machine runs, polls and stops the run's managed jobs."""
-    pattern = naming.cross_check_job_pattern(plan.team, plan.environment).lower()
-    return Grant(
-        ("sagemaker:CreateAIBenchmarkJob", "sagemaker:DescribeAIBenchmarkJob", "sagemaker:StopAIBenchmarkJob"),
-        (sagemaker_arn(scope, f"ai-benchmark-job/{pattern}"),),
-        why_wildcard="The managed benchmark jobs are named <team>-<env>-xc-<run>-<side><level>; the run id is known "
-        "only at run time.",
-    )
-
-
-def _create_grants(scope: Construct, plan: GatePlan, role: iam.IRole) -> list[Grant]:
-    """A job's creation also reads its workload config and passes the job role."""
-    return [
-        _jobs_grant(scope, plan),
-        Grant(
-            ("sagemaker:DescribeAIWorkloadConfig",),
-            tuple(
-                sagemaker_arn(scope, f"ai-workload-config/{level.config_name}") for level in plan.cross_check_levels()
-            ),
-        ),
-        Grant(("iam:PassRole",), (role.role_arn,), conditions=PASSED_TO_SAGEMAKER),
-    ]
-
-
 def _unavailable(scope: Construct, name: str, path: str, reason: dict[str, Any]) -> sfn.Pass:
     return sfn.Pass(scope, name, parameters=reason, result_path=path)
 
@@ -153,6 +131,7 @@ def _one_job(
     scope: Construct,
     plan: GatePlan,
     role: iam.IRole,
+    jobs: lambda_.IFunction,
     bucket_name: str,
     level: CrossCheckLevel,
     side: str,
@@ -163,7 +142,6 @@ def _one_job(
     check = plan.cross_check
     if check is None:
         raise ValueError(f"the gate of {plan.prefix} has no cross-check")
-    jobs = _jobs_grant(scope, plan)
     c = level.concurrency
     prefix = f"CrossCheck{label}C{c}"
     path = result_path(side, c)
@@ -181,10 +159,11 @@ def _one_job(
             {"status": "NotStarted", "reason.$": "States.Format('CreateAIBenchmarkJob: {}', $.xc_error.Cause)"},
         )
     )
-    create = sdk_task(
+    create = job_task(
         scope,
         f"{prefix}Create",
-        "aws-sdk:sagemaker:createAIBenchmarkJob",
+        jobs,
+        "CreateAIBenchmarkJob",
         {
             "AIBenchmarkJobName.$": job_name(plan, side, c),
             "BenchmarkTarget": {"Endpoint": {"Identifier.$": run_name(plan, kind)}},
@@ -192,26 +171,22 @@ def _one_job(
             "AIWorkloadConfigIdentifier": level.config_name,
             "RoleArn": role.role_arn,
         },
-        grants=_create_grants(scope, plan, role),
-        result_path=sfn.JsonPath.DISCARD,
     )
     create.add_catch(not_started, errors=["States.ALL"], result_path="$.xc_error")
     completed = end(
         sfn.Pass(
             scope,
             f"{prefix}Completed",
-            parameters={"status": "Completed", "output.$": "$.xc_job.OutputConfig.S3OutputLocation"},
+            parameters={"status": "Completed", "output.$": "$.xc_job.output"},
             result_path=path,
         )
     )
-    status = "$.xc_job.AIBenchmarkJobStatus"
-    explained = end(
-        _unavailable(scope, f"{prefix}Ended", path, {"status.$": status, "reason.$": "$.xc_job.FailureReason"})
-    )
+    status = "$.xc_job.status"
+    explained = end(_unavailable(scope, f"{prefix}Ended", path, {"status.$": status, "reason.$": "$.xc_job.reason"}))
     unexplained = end(_unavailable(scope, f"{prefix}EndedWithoutReason", path, {"status.$": status}))
     ended = (
         sfn.Choice(scope, f"{prefix}Reason?")
-        .when(sfn.Condition.is_present("$.xc_job.FailureReason"), explained)
+        .when(sfn.Condition.is_not_null("$.xc_job.reason"), explained)
         .otherwise(unexplained)
     )
     timed_out = end(
@@ -238,13 +213,8 @@ def _one_job(
             },
         )
     )
-    stop = sdk_task(
-        scope,
-        f"{prefix}Stop",
-        "aws-sdk:sagemaker:stopAIBenchmarkJob",
-        {"AIBenchmarkJobName.$": job_name(plan, side, c)},
-        grants=[jobs],
-        result_path=sfn.JsonPath.DISCARD,
+    stop = job_task(
+        scope, f"{prefix}Stop", jobs, "StopAIBenchmarkJob", {"AIBenchmarkJobName.$": job_name(plan, side, c)}
     )
     stop.add_catch(not_stopped, errors=["States.ALL"], result_path="$.xc_error")
     stop.next(timed_out)
@@ -257,22 +227,17 @@ def _one_job(
             {"status": "Unknown", "reason.$": "States.Format('DescribeAIBenchmarkJob: {}', $.xc_error.Cause)"},
         )
     )
-    stop_lost = sdk_task(
-        scope,
-        f"{prefix}StopLost",
-        "aws-sdk:sagemaker:stopAIBenchmarkJob",
-        {"AIBenchmarkJobName.$": job_name(plan, side, c)},
-        grants=[jobs],
-        result_path=sfn.JsonPath.DISCARD,
+    stop_lost = job_task(
+        scope, f"{prefix}StopLost", jobs, "StopAIBenchmarkJob", {"AIBenchmarkJobName.$": job_name(plan, side, c)}
     )
     stop_lost.add_catch(lost, errors=["States.ALL"], result_path="$.xc_stop_error")
     stop_lost.next(lost)
-    describe = sdk_task(
+    describe = job_task(
         scope,
         f"{prefix}Describe",
-        "aws-sdk:sagemaker:describeAIBenchmarkJob",
+        jobs,
+        "DescribeAIBenchmarkJob",
         {"AIBenchmarkJobName.$": job_name(plan, side, c)},
-        grants=[jobs],
         result_path="$.xc_job",
     )
     describe.add_catch(stop_lost, errors=["States.ALL"], result_path="$.xc_error")
@@ -299,14 +264,14 @@ def _one_job(
 
 
 def cross_check_states(
-    scope: Construct, plan: GatePlan, role: iam.IRole, bucket_name: str, then: sfn.IChainable
+    scope: Construct, plan: GatePlan, role: iam.IRole, jobs: lambda_.IFunction, bucket_name: str, then: sfn.IChainable
 ) -> sfn.IChainable:
     """Every level's managed jobs, one after the other (baseline twin, then candidate), then `then`."""
     first: sfn.IChainable | None = None
     previous_ends: list[sfn.INextable] = []
     for level in plan.cross_check_levels():
         for side, kind, label in SIDES:
-            start, ends = _one_job(scope, plan, role, bucket_name, level, side, kind, label)
+            start, ends = _one_job(scope, plan, role, jobs, bucket_name, level, side, kind, label)
             if first is None:
                 first = start
             for state in previous_ends:
@@ -319,21 +284,20 @@ def cross_check_states(
     return first
 
 
-def stop_all(scope: Construct, plan: GatePlan, then: sfn.IChainable) -> sfn.IChainable:
+def stop_all(scope: Construct, plan: GatePlan, jobs: lambda_.IFunction, then: sfn.IChainable) -> sfn.IChainable:
     """The cleanup's first steps: stop every managed job of the run (a job that finished or never started makes
     its stop fail, which is caught), then `then`."""
-    stops: list[sfn.CustomState] = []
-    for level in plan.cross_check_levels():
-        for side, _, label in SIDES:
-            stop = sdk_task(
-                scope,
-                f"CleanupStopCrossCheck{label}C{level.concurrency}",
-                "aws-sdk:sagemaker:stopAIBenchmarkJob",
-                {"AIBenchmarkJobName.$": job_name(plan, side, level.concurrency)},
-                grants=[_jobs_grant(scope, plan)],
-                result_path=sfn.JsonPath.DISCARD,
-            )
-            stops.append(stop)
+    stops: list[sfn.CustomState] = [
+        job_task(
+            scope,
+            f"CleanupStopCrossCheck{label}C{level.concurrency}",
+            jobs,
+            "StopAIBenchmarkJob",
+            {"AIBenchmarkJobName.$": job_name(plan, side, level.concurrency)},
+        )
+        for level in plan.cross_check_levels()
+        for side, _, label in SIDES
+    ]
     if not stops:
         return then
     for state, following in zip(stops, [*stops[1:], then], strict=True):

@@ -16,7 +16,14 @@ from optigate.constructs.gate.tasks import CleanupPath, PollStates, SdkTask, pol
 from optigate.deployment.gate import GatePlan
 
 
-def cleanup_and_end(scope: Construct, plan: GatePlan, topic_arn: str, key_arn: str) -> sfn.IChainable:
+def cleanup_and_end(
+    scope: Construct,
+    plan: GatePlan,
+    topic_arn: str,
+    key_arn: str,
+    *,
+    cross_check_jobs: lambda_.IFunction | None = None,
+) -> sfn.IChainable:
     """Stop the run's optimization job if it still runs, delete what the run created (each step catches
     its own error: a resource never created is fine to miss), then notify and end: Succeed (APPROVED),
     or Fail with the failure, the rejection (CandidateRejected) or an inconclusive verdict (`Inconclusive`:
@@ -106,7 +113,11 @@ def cleanup_and_end(scope: Construct, plan: GatePlan, topic_arn: str, key_arn: s
         state.next(following)
         state.add_catch(following, errors=["States.ALL"], result_path="$.cleanup_error")
     # The managed benchmark's jobs stop first, before their endpoints go (cross_check.stop_all).
-    return cross_check.stop_all(scope, plan, states[0]) if plan.cross_check else states[0]
+    if plan.cross_check is None:
+        return states[0]
+    if cross_check_jobs is None:
+        raise ValueError(f"the gate of {plan.prefix} has a cross-check but no function to stop its jobs")
+    return cross_check.stop_all(scope, plan, cross_check_jobs, states[0])
 
 
 def temporary_endpoint(
