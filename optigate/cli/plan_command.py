@@ -205,7 +205,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         title = f"optigate plan: {resolved_team.team.team}"
         if resolved.pools:
             title += f" on {resolved.instance.instance_type} (priority 1 of {len(resolved.pools)} pools)"
-        _print_plan(resolved.plan, args, title, resolved.notes, pool_rows(resolved))
+        weights = tuple(f"weights {note}" for note in resolved.weights_notes)
+        _print_plan(resolved.plan, args, title, weights + resolved.notes, pool_rows(resolved))
         if resolved.pools and not args.json:
             console.print(pool_table(resolved, "instance pools: one environment on each (roofline lower bounds)"))
         return 0 if resolved.plan.fits else 1

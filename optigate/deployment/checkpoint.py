@@ -34,7 +34,7 @@ class Checkpoint:
     @property
     def note(self) -> str:
         """One line for the summary and the plan."""
-        return f"weights as stored: {self.weights} ({self.known_from})"
+        return f"as stored: {self.weights} ({self.known_from})"
 
 
 def _local_config(team: TeamConfig, local_dir: str) -> tuple[str | None, str, Problem | None]:

@@ -90,6 +90,8 @@ class ResolvedServing:
     downloaded_weights: str = "bf16"
     downloaded_gb: float = 0.0
     startup_quantization_seconds: int | None = None
+    # What the summary and the plan say about the weights: how they are stored, and whether quantized at start-up.
+    weights_notes: tuple[str, ...] = ()
 
     def image_uri(self, region: str) -> str:
         return images.image_uri(self.image_family, self.image_version, region)
@@ -195,15 +197,16 @@ def resolve_serving(
     size_gb = weights_gb(arch, serving)
     fetched_gb = stored_gb(arch, downloaded)
     stored = f"{fetched_gb:.0f} GB downloaded ({downloaded} as stored)"
-    notes.append(checkpoint.note if downloads is None else f"weights as stored: {downloaded} (the optimization job's)")
+    weights_notes = [checkpoint.note if downloads is None else f"as stored: {downloaded} (the optimization job's)"]
     quantize_seconds = None
     if serving.quantization is not None and downloaded in UNQUANTIZED_WEIGHTS and not instance.is_neuron:
         quantize_seconds = startup_quantization_seconds(fetched_gb, size_gb)
-        notes.append(
+        weights_notes.append(
             f"quantized at start-up (+{quantize_seconds} s per cold start): the {downloaded} weights are served as "
-            f"{serving.quantization}, so every cold start and scale-out downloads and loads {fetched_gb - size_gb:.0f} "
-            f"GB more than a {serving.quantization} checkpoint ({DOWNLOAD_SECONDS_PER_GB}+{STARTUP_SECONDS_PER_GB} s "
-            "per GB, the timeouts' rates); the gate's optimization job writes quantized weights once"
+            f"{serving.quantization}, so every cold start and scale-out downloads and loads "
+            f"{fetched_gb - size_gb:.0f} GB more than a checkpoint stored as {serving.quantization} "
+            f"({DOWNLOAD_SECONDS_PER_GB}+{STARTUP_SECONDS_PER_GB} s per GB, the timeouts' rates); the gate's "
+            "optimization job writes quantized weights once"
         )
     download, startup = sized_timeouts(fetched_gb)
     if serving.model_data_download_timeout_seconds is not None:
@@ -233,6 +236,7 @@ def resolve_serving(
         container_startup_health_check_timeout_seconds=startup,
         plan=plan,
         notes=tuple(notes),
+        weights_notes=tuple(weights_notes),
         downloaded_weights=downloaded,
         downloaded_gb=fetched_gb,
         startup_quantization_seconds=quantize_seconds,

@@ -210,14 +210,15 @@ def _single_variant(
     if structural:
         return None, hardware + structural
     hardware += rules.engine_switch_problems(arch, serving, path)
-    hardware += quantization_problems(
-        checkpoint.weights,
-        checkpoint.known_from,
-        serving.quantization,
-        serving.container.family,
-        path,
-        by_job=weights.by_job,
-    )
+    if (*path, "quantization") not in {p.path for p in hardware}:  # one message per field: the hardware's first
+        hardware += quantization_problems(
+            checkpoint.weights,
+            checkpoint.known_from,
+            serving.quantization,
+            serving.container.family,
+            path,
+            by_job=weights.by_job,
+        )
     resolved = resolve_serving(team, serving, checkpoint=checkpoint, downloads=weights.downloads)
     capacity = rules.capacity_problems(resolved.plan, serving, path)
     # The other hardware problems (precision, speculation, adapters, volume) leave the plan meaningful:
