@@ -14,7 +14,7 @@ from optigate.cli import main
 from optigate.config.loader import ConfigError
 from optigate.deployment import load_resolved_project, load_resolved_team
 from optigate.plan.architecture import load_architecture
-from optigate.plan.checkpoints import stored_gb, weights_in_catalog, weights_of_config
+from optigate.plan.memory import weight_footprint
 from optigate.plan.timeouts import DOWNLOAD_SECONDS_PER_GB, sized_timeouts
 from tests.conftest import edited_config
 from tests.fixtures.config_files import minimal_team
@@ -82,6 +82,8 @@ def test_quantized_weights_are_not_quantized_again(tmp_path):
 
 
 def test_the_catalog_knows_pre_quantized_repositories():
+    from optigate.plan.checkpoints import weights_in_catalog
+
     assert weights_in_catalog("meta-llama/Llama-3.1-8B-Instruct")[0] == "bf16"
     assert weights_in_catalog("RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8")[0] == "fp8"
     assert weights_in_catalog("hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4")[0] == "awq"
@@ -89,6 +91,8 @@ def test_the_catalog_knows_pre_quantized_repositories():
 
 
 def test_a_config_json_names_its_weights():
+    from optigate.plan.checkpoints import weights_of_config
+
     assert weights_of_config({"torch_dtype": "bfloat16"}) == "bf16"
     assert weights_of_config({"dtype": "float16"}) == "fp16"
     assert weights_of_config(json.loads((AWQ_CHECKPOINT / "config.json").read_text())) == "awq"
@@ -127,9 +131,8 @@ def test_a_local_dir_is_read_relative_to_the_team_file(tmp_path):
 def test_chat_s_timeouts_are_sized_for_the_bf16_checkpoint_it_downloads(example_config):
     chat = load_resolved_project(example_config).teams["chat"]
     baseline = chat.baseline
-    downloaded = stored_gb(load_architecture("llama-3.1-8b"), "bf16")
-    assert 15.5 < downloaded < 16.5 and baseline.downloaded_gb == pytest.approx(downloaded)
-    assert baseline.weights_gb < 10  # served as fp8
+    downloaded = weight_footprint(load_architecture("llama-3.1-8b"), "bf16").total / 1e9  # all 16 bits
+    assert 15.5 < downloaded < 16.5 and baseline.weights_gb < 10  # served as fp8
     assert (
         baseline.model_data_download_timeout_seconds,
         baseline.container_startup_health_check_timeout_seconds,
@@ -138,13 +141,15 @@ def test_chat_s_timeouts_are_sized_for_the_bf16_checkpoint_it_downloads(example_
     assert "model_data_download_timeout=770s for 16 GB downloaded (bf16 as stored)" in baseline.notes
     # The gate's candidate (an EAGLE head, fp8 inherited) downloads the same checkpoint.
     assert chat.candidate.model_data_download_timeout_seconds == baseline.model_data_download_timeout_seconds
+    assert baseline.downloaded_gb == pytest.approx(downloaded)
 
 
 def test_a_70b_served_as_fp8_gets_at_least_the_minimum_for_its_bf16_download(tmp_path):
     team = minimal_team(tmp_path, "llama-3.3-70b", "ml.p5.48xlarge", "max_model_len: 8192\nquantization: fp8\n")
     resolved = load_resolved_team(team).baseline
-    assert resolved.downloaded_gb > 140 and resolved.weights_gb < 80
-    assert resolved.model_data_download_timeout_seconds >= DOWNLOAD_SECONDS_PER_GB * resolved.downloaded_gb
+    downloaded = weight_footprint(load_architecture("llama-3.3-70b"), "bf16").total / 1e9
+    assert downloaded > 140 and resolved.weights_gb < 80
+    assert resolved.model_data_download_timeout_seconds >= DOWNLOAD_SECONDS_PER_GB * downloaded
 
 
 # --------------------------------------------------------------------------- start-up quantization shown
