@@ -171,6 +171,9 @@ def test_plan_and_summary_say_chat_is_quantized_at_start_up(example_config, caps
     assert main(["summary", "--config", str(example_config), "--env", "dev"]) == 0
     summary = capsys.readouterr().out
     assert _startup_seconds(summary) == seconds
+    assert main(["plan", str(example_config / "teams" / "chat.yaml"), "--json"]) == 0
+    weights = json.loads(capsys.readouterr().out)["weights"]
+    assert weights["as_stored"] == "bf16" and weights["startup_quantization_seconds"] == seconds
 
 
 def test_a_pre_quantized_checkpoint_is_not_quantized_at_start_up(tmp_path, capsys):
