@@ -217,8 +217,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "downloaded_gb": round(resolved.downloaded_gb, 2),
             "startup_quantization_seconds": resolved.startup_quantization_seconds,
         }
-        notes = tuple(f"weights {note}" for note in resolved.weights_notes) + resolved.notes
-        _print_plan(resolved.plan, args, title, notes, pool_rows(resolved), weights)
+        said = tuple(f"weights {note}" for note in resolved.weights_notes) + resolved.notes
+        _print_plan(resolved.plan, args, title, said, pool_rows(resolved), weights)
         if resolved.pools and not args.json:
             console.print(pool_table(resolved, "instance pools: one environment on each (roofline lower bounds)"))
         return 0 if resolved.plan.fits else 1
