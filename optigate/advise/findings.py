@@ -207,7 +207,16 @@ def proposal(ctx: Context, step: int, why: str, block: dict[str, Any], notes: tu
             "the gate stages candidates on a model-backed endpoint, not for teams serving adapters: "
             "change serving directly (validated as such)",
         )
-    replanned = admission.resolved.plan if admission.resolved else None
+    resolved = admission.resolved
+    replanned = resolved.plan if resolved else None
+    seconds = resolved.startup_quantization_seconds if resolved else None
+    if resolved is not None and seconds is not None and ctx.baseline.startup_quantization_seconds is None:
+        notes += (
+            f"quantized at start-up (+{seconds} s per cold start): the endpoint downloads the "
+            f"{resolved.downloaded_weights} checkpoint and quantizes it on every cold start and scale-out; "
+            "a pre-quantized checkpoint (a SageMaker optimization job's output as model.source, with model.weights) "
+            "avoids it",
+        )
     return Finding(
         step, RECOMMENDED, why, admission.block, admission.target, effect(ctx.plan, replanned, ctx.concurrency), notes
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from optigate.advise.admission import gate_can_stage
 from optigate.advise.findings import (
     DONE,
     NEEDS_INPUT,
@@ -135,6 +136,13 @@ def step_quantize(ctx: Context) -> Finding:
         cc = instance.compute_capability
         weight_only = quantization == "fp8" and cc is not None and cc < FP8_MIN_COMPUTE_CAPABILITY
         extra = " (weight-only: less memory, no faster math)" if weight_only else ""
+        seconds = base.startup_quantization_seconds
+        if seconds is not None:  # served quantized, but quantized on every start: visible and costed
+            extra += (
+                f", quantized at start-up from the {base.downloaded_weights} checkpoint (+{seconds} s per cold start "
+                f"and scale-out); a {quantization} checkpoint made once by a SageMaker optimization job (its output "
+                f"as model.source, model.weights: {quantization}) saves that"
+            )
         return Finding(2, DONE, f"the weights are already {quantization} on {instance.accelerator}{extra}")
     cc = instance.compute_capability
     if cc is not None and cc >= FP8_MIN_COMPUTE_CAPABILITY:
@@ -149,6 +157,16 @@ def step_quantize(ctx: Context) -> Finding:
             f"{instance.accelerator} has no FP8 (compute capability {cc:g} < {FP8_MIN_COMPUTE_CAPABILITY}): AWQ "
             "4-bit weights (optigate's config has no INT8 weight option); the SageMaker optimization job makes them"
         )
+        if not gate_can_stage(ctx.team) and base.downloaded_weights != "awq":
+            # No gate to run the job, and LMI's vLLM cannot make AWQ weights at start-up (OG112): not a serving change.
+            return Finding(
+                2,
+                NOT_NOW,
+                f"{why}, but this team's gate cannot stage candidates (adapters) and LMI's vLLM cannot quantize the "
+                f"{base.downloaded_weights} checkpoint to AWQ at start-up: run a SageMaker optimization job once "
+                "(ModelQuantizationConfig, OPTION_QUANTIZE=awq), point model.source at its output and set "
+                "model.weights: awq",
+            )
     notes = ("re-benchmark and re-evaluate: the gate's quality check decides whether the weights keep their answers",)
     return proposal(ctx, 2, why, {"quantization": target}, notes)
 

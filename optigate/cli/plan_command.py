@@ -128,11 +128,18 @@ def pool_table(resolved, title: str) -> Table:
 
 
 def _print_plan(
-    result, args: argparse.Namespace, title: str, extra_notes: tuple[str, ...] = (), pools: list[dict] | None = None
+    result,
+    args: argparse.Namespace,
+    title: str,
+    extra_notes: tuple[str, ...] = (),
+    pools: list[dict] | None = None,
+    weights: dict | None = None,
 ) -> None:
     if args.json:
         data = result.to_dict()
         data["derived"] = list(extra_notes)
+        if weights:
+            data["weights"] = weights
         if pools:
             data["instance_pools"] = pools
         print(json.dumps(data, indent=2, default=str))
@@ -205,7 +212,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
         title = f"optigate plan: {resolved_team.team.team}"
         if resolved.pools:
             title += f" on {resolved.instance.instance_type} (priority 1 of {len(resolved.pools)} pools)"
-        _print_plan(resolved.plan, args, title, resolved.notes, pool_rows(resolved))
+        weights = {
+            "as_stored": resolved.downloaded_weights,
+            "downloaded_gb": round(resolved.downloaded_gb, 2),
+            "startup_quantization_seconds": resolved.startup_quantization_seconds,
+        }
+        said = tuple(f"weights {note}" for note in resolved.weights_notes) + resolved.notes
+        _print_plan(resolved.plan, args, title, said, pool_rows(resolved), weights)
         if resolved.pools and not args.json:
             console.print(pool_table(resolved, "instance pools: one environment on each (roofline lower bounds)"))
         return 0 if resolved.plan.fits else 1

@@ -125,6 +125,10 @@ def print_details(deployment) -> None:
     recompile = recompile_note(served.compiled_for if served else None, deployment.resolved)
     if recompile:
         console.print(Padding(escape(f"note: {recompile}"), (0, 0, 0, 2)), highlight=False)
+    if not served:  # an approved package's weights are the optimization job's, not the team's checkpoint
+        console.print("  weights:", highlight=False)
+        for note in deployment.resolved.weights_notes:
+            console.print(Padding(escape(f"• {note}"), (0, 0, 0, 4)), highlight=False)
     notes = deployment.resolved.notes
     console.print("  chosen by optigate:" + ("" if notes else " nothing"), highlight=False)
     for note in notes:

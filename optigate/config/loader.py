@@ -224,7 +224,7 @@ def load_team(path: str | Path, *, rules: bool = True, team_checks: TeamChecks |
         problems = check_team(known) + (team_checks(known) if team_checks is not None else [])
         issues = schema_error.issues + _issues(document, problems)
         raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0)) from None
-    team.with_calibrations(calibrations_for(Path(path)))
+    team.with_calibrations(calibrations_for(Path(path))).located_in(str(Path(path).parent))
     if not rules:
         return team
     problems = check_team(team)

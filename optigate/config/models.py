@@ -162,6 +162,13 @@ class ArchitectureFields(Strict):
     )
 
 
+#: The weights as stored: a dtype, or the quantization a pre-quantized checkpoint carries (its config.json's
+#: quantization_config). Names as in `serving.quantization` where they are the same format.
+StoredWeights = Literal["bf16", "fp16", "fp32", "fp8", "awq", "gptq", "nvfp4"]
+#: The stored weights that are a dtype, not a quantization: the only ones an engine or a job quantizes.
+UNQUANTIZED_WEIGHTS = frozenset({"bf16", "fp16", "fp32"})
+
+
 class ModelSpec(Strict):
     source: ModelSource = Field(
         description="Where the weights are: exactly one of s3_uri, jumpstart, hugging_face. `{region}` in any of "
@@ -170,6 +177,20 @@ class ModelSpec(Strict):
     architecture: str | ArchitectureFields = Field(
         description="A known architecture name (see `optigate plan --list-models`) or the fields of the "
         "model's config.json."
+    )
+    weights: StoredWeights | None = Field(
+        None,
+        description="The weights as stored at the source (what the endpoint downloads): a dtype (bf16, fp16, fp32) "
+        "or a quantization (fp8, awq, gptq, nvfp4). Known without it for a Hugging Face id in optigate's catalog "
+        "and from local_dir's config.json; otherwise give it (unknown weights are taken as bf16, and said so). It "
+        "decides which serving.quantization the engine can apply at start-up and sizes the timeouts.",
+    )
+    local_dir: str | None = Field(
+        None,
+        min_length=1,
+        description="A folder on this machine with the model's config.json (the checkpoint itself need not be "
+        "there), relative to the team file's folder: optigate reads the weights as stored from its "
+        "quantization_config (quant_method) and torch_dtype. Nothing is fetched from a hub.",
     )
 
 
@@ -731,9 +752,21 @@ class TeamConfig(Strict):
     # config/calibration.yaml beside the team's file, set by the loader: the planner's expected figures use it.
     _calibrations: tuple[Calibration, ...] = PrivateAttr(default=())
 
+    # The folder of the team's file, set by the loader: model.local_dir is relative to it.
+    _folder: str | None = PrivateAttr(default=None)
+
     @property
     def calibrations(self) -> tuple[Calibration, ...]:
         return self._calibrations
+
+    @property
+    def folder(self) -> str | None:
+        return self._folder
+
+    def located_in(self, folder: str) -> TeamConfig:
+        """This team as read from a file in `folder` (the loader sets it once per file)."""
+        self._folder = folder
+        return self
 
     def with_calibrations(self, calibrations: tuple[Calibration, ...]) -> TeamConfig:
         """This team with the project's calibrations (the loader reads them once per config folder)."""

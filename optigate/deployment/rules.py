@@ -27,12 +27,14 @@ from optigate.config.rules import (
     architecture_fields_problems,
     check_serving,
     did_you_mean,
+    quantization_problems,
     rule,
 )
+from optigate.deployment.checkpoint import Checkpoint
 from optigate.plan import architecture, catalog, parallel
 from optigate.plan.architecture import ModelArchitecture
 from optigate.plan.planner import Suggestion
-from optigate.plan.team_plan import architecture_for, deployed_tensor_parallel, weights_gb
+from optigate.plan.team_plan import architecture_for, deployed_tensor_parallel
 from optigate.plan.timeouts import timeout_refusals
 from optigate.serving import images
 
@@ -239,11 +241,17 @@ def serving_architecture_problems(arch: ModelArchitecture, serving: Serving, pat
                 LENGTH_WITHIN_POSITIONS,
             )
         )
+    return problems
+
+
+def timeout_problems(downloaded_gb: float, serving: Serving, path: PathT) -> list[Problem]:
+    """Explicit timeouts too short for the GB the variant downloads (the weights as stored, not as served)."""
     download = serving.model_data_download_timeout_seconds
     startup = serving.container_startup_health_check_timeout_seconds
-    for field_name, message in timeout_refusals(weights_gb(arch, serving), download, startup).items():
-        problems.append(Problem((*path, field_name), message, TIMEOUTS_FIT_WEIGHTS))
-    return problems
+    return [
+        Problem((*path, field_name), message, TIMEOUTS_FIT_WEIGHTS)
+        for field_name, message in timeout_refusals(downloaded_gb, download, startup).items()
+    ]
 
 
 def engine_switch_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> list[Problem]:
@@ -317,9 +325,12 @@ SUGGESTION_FIELD = {
 }
 
 
-def suggestion_admissible(team: TeamConfig, arch: ModelArchitecture, serving: Serving) -> Callable[[Suggestion], bool]:
+def suggestion_admissible(
+    team: TeamConfig, arch: ModelArchitecture, serving: Serving, checkpoint: Checkpoint | None = None
+) -> Callable[[Suggestion], bool]:
     """Whether a planner fix, applied to `serving`, passes every rule that needs no plan: a fix the rules
-    would refuse (FP8 weights on A10G, an FP8 KV cache on Neuron) is never offered."""
+    would refuse (FP8 weights on A10G, an FP8 KV cache on Neuron, AWQ on a bf16 checkpoint) is never offered.
+    `checkpoint`: the weights the variant downloads."""
 
     def admissible(suggestion: Suggestion) -> bool:
         change: dict[str, object] = {SUGGESTION_FIELD[suggestion.setting]: suggestion.value}
@@ -337,6 +348,12 @@ def suggestion_admissible(team: TeamConfig, arch: ModelArchitecture, serving: Se
             or serving_architecture_problems(arch, fixed, ())
             or tensor_parallel_problems(arch, fixed, ())
             or engine_switch_problems(arch, fixed, ())
+            or (
+                checkpoint is not None
+                and quantization_problems(
+                    checkpoint.weights, checkpoint.known_from, fixed.quantization, fixed.container.family, ()
+                )
+            )
         )
 
     return admissible

@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from optigate.config.models import LoraLimits, Serving, TeamConfig
+from optigate.config.models import UNQUANTIZED_WEIGHTS, LoraLimits, Serving, TeamConfig
 from optigate.deployment import rules
+from optigate.deployment.checkpoint import Checkpoint, resolve_checkpoint
 from optigate.plan.catalog import Instance, get_instance
+from optigate.plan.checkpoints import stored_gb
 from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION
 from optigate.plan.planner import PlanResult
 from optigate.plan.team_plan import (
@@ -23,7 +25,12 @@ from optigate.plan.team_plan import (
     plan_serving,
     weights_gb,
 )
-from optigate.plan.timeouts import sized_timeouts
+from optigate.plan.timeouts import (
+    DOWNLOAD_SECONDS_PER_GB,
+    STARTUP_SECONDS_PER_GB,
+    sized_timeouts,
+    startup_quantization_seconds,
+)
 from optigate.serving import images
 from optigate.serving.lmi import render_environment
 
@@ -77,6 +84,14 @@ class ResolvedServing:
     # With serving.instance_pools: every pool in priority order (the first is `instance`), each planned at the
     # settings above; empty for a single instance type.
     pools: tuple[ResolvedPool, ...] = field(default_factory=tuple)
+    # The weights the variant downloads as stored (the team's checkpoint, or what the gate's optimization job
+    # wrote), their GB (what the timeouts are sized to), and what quantizing them at start-up adds to every cold
+    # start (None when the weights are stored as served).
+    downloaded_weights: str = "bf16"
+    downloaded_gb: float = 0.0
+    startup_quantization_seconds: int | None = None
+    # What the summary and the plan say about the weights: how they are stored, and whether quantized at start-up.
+    weights_notes: tuple[str, ...] = ()
 
     def image_uri(self, region: str) -> str:
         return images.image_uri(self.image_family, self.image_version, region)
@@ -125,8 +140,14 @@ class ResolvedServing:
         return self.instance.price_per_hour_usd
 
 
-def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
-    """Concrete settings for `serving` (the team's production block, or a candidate of it)."""
+def resolve_serving(
+    team: TeamConfig, serving: Serving, *, checkpoint: Checkpoint | None = None, downloads: str | None = None
+) -> ResolvedServing:
+    """Concrete settings for `serving` (the team's production block, or a candidate of it). `checkpoint`: the
+    team's stored weights (resolved once by resolve_team; resolved here when not given); `downloads`: the weights
+    this variant downloads when the gate's optimization job writes new ones (default: the checkpoint's)."""
+    checkpoint = checkpoint or resolve_checkpoint(team)[0]
+    downloaded = downloads or checkpoint.weights
     notes: list[str] = []
     instance = get_instance(serving.instance_type)
     arch = architecture_for(team.model.architecture)
@@ -137,7 +158,8 @@ def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
         notes.append(f"container: {family} {version}, the newest in the installed SageMaker SDK's image tables")
     elif images.version_tuple(newest) > images.version_tuple(version):
         notes.append(f"container: {family} {version} as pinned; {newest} is the newest in the SageMaker SDK's tables")
-    admissible = rules.suggestion_admissible(team, arch, serving)  # a fix is offered only if the rules accept it
+    # A fix is offered only if the rules accept it, on the weights this variant downloads.
+    admissible = rules.suggestion_admissible(team, arch, serving, Checkpoint(downloaded, checkpoint.known_from))
 
     plan: PlanResult | None
     if instance.is_neuron:
@@ -173,15 +195,28 @@ def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
         notes.append(f"lora: max_loras={lora.max_loras}, max_cpu_loras={lora.max_cpu_loras} for {count} adapters")
 
     size_gb = weights_gb(arch, serving)
-    download, startup = sized_timeouts(size_gb)
+    fetched_gb = stored_gb(arch, downloaded)
+    stored = f"{fetched_gb:.0f} GB downloaded ({downloaded} as stored)"
+    weights_notes = [checkpoint.note if downloads is None else f"as stored: {downloaded} (the optimization job's)"]
+    quantize_seconds = None
+    if serving.quantization is not None and downloaded in UNQUANTIZED_WEIGHTS and not instance.is_neuron:
+        quantize_seconds = startup_quantization_seconds(fetched_gb, size_gb)
+        weights_notes.append(
+            f"quantized at start-up (+{quantize_seconds} s per cold start): the {downloaded} weights are served as "
+            f"{serving.quantization}, so every cold start and scale-out downloads and loads "
+            f"{fetched_gb - size_gb:.0f} GB more than a checkpoint stored as {serving.quantization} "
+            f"({DOWNLOAD_SECONDS_PER_GB}+{STARTUP_SECONDS_PER_GB} s per GB, the timeouts' rates); the gate's "
+            "optimization job writes quantized weights once"
+        )
+    download, startup = sized_timeouts(fetched_gb)
     if serving.model_data_download_timeout_seconds is not None:
         download = serving.model_data_download_timeout_seconds
     else:
-        notes.append(f"model_data_download_timeout={download}s for {size_gb:.0f} GB of weights")
+        notes.append(f"model_data_download_timeout={download}s for {stored}")
     if serving.container_startup_health_check_timeout_seconds is not None:
         startup = serving.container_startup_health_check_timeout_seconds
     else:
-        notes.append(f"container_startup_health_check_timeout={startup}s for {size_gb:.0f} GB of weights")
+        notes.append(f"container_startup_health_check_timeout={startup}s for {stored}")
     ami = images.inference_ami_version(images.image_tag(family, version), serving.instance_type)
     if ami:
         notes.append(f"inference_ami_version={ami}: the host AMI the SageMaker SDK chooses for a CUDA 13 image")
@@ -201,6 +236,10 @@ def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
         container_startup_health_check_timeout_seconds=startup,
         plan=plan,
         notes=tuple(notes),
+        weights_notes=tuple(weights_notes),
+        downloaded_weights=downloaded,
+        downloaded_gb=fetched_gb,
+        startup_quantization_seconds=quantize_seconds,
     )
     # Container paths are relative to the model prefix, so render from the prefix as written.
     environment = render_environment(resolved, team.model.source.artifact_uri)

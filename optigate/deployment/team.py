@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
 
 from optigate.config.models import EagleTraining, Serving, TeamConfig
-from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem, rule
+from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem, quantization_problems, rule
 from optigate.deployment import compilation, pools, reference_gaps, rules
+from optigate.deployment.checkpoint import Checkpoint, resolve_checkpoint
 from optigate.deployment.serving import ResolvedServing, resolve_serving
 from optigate.plan import catalog
 from optigate.plan.architecture import ModelArchitecture
+from optigate.plan.checkpoints import stored_gb
 
 SERVING: PathT = ("serving",)
 
@@ -160,16 +163,38 @@ def optimization_job_problems(team: TeamConfig, candidate: Serving) -> list[Prob
 BLOCKING = {("instance_type",), ("container",), ("tensor_parallel_degree",)}
 
 
+def job_quantizes(team: TeamConfig) -> bool:
+    """Whether the gate's optimization job quantizes the candidate (a new quantization: optimization_configs)."""
+    quantize = team.gate.candidate.get("quantization")
+    return bool(quantize) and quantize != team.serving.quantization
+
+
+def _job_writes_weights(team: TeamConfig) -> bool:
+    """Whether the candidate downloads weights the gate's optimization job wrote (quantized or compiled), not the
+    team's checkpoint (an EAGLE-only job leaves the base weights at the source)."""
+    return job_quantizes(team) or compiled_family(team) in compilation.COMPILED_OPTIONS
+
+
+@dataclass(frozen=True)
+class _Weights:
+    """What a variant downloads: the team's checkpoint, or (`downloads`) what the optimization job wrote."""
+
+    checkpoint: Checkpoint
+    downloads: str | None = None
+    by_job: bool = False
+
+
 def _variant(
-    team: TeamConfig, arch: ModelArchitecture, serving: Serving, path: PathT
+    team: TeamConfig, arch: ModelArchitecture, serving: Serving, path: PathT, weights: _Weights
 ) -> tuple[ResolvedServing | None, list[Problem]]:
+    single = partial(_single_variant, weights=weights)
     if pools.has_pools(serving):  # every pool through the rules below, with the one shared environment
-        return pools.resolve_pooled(team, arch, serving, path, _single_variant)
-    return _single_variant(team, arch, serving, path)
+        return pools.resolve_pooled(team, arch, serving, path, single)
+    return single(team, arch, serving, path)
 
 
 def _single_variant(
-    team: TeamConfig, arch: ModelArchitecture, serving: Serving, path: PathT
+    team: TeamConfig, arch: ModelArchitecture, serving: Serving, path: PathT, *, weights: _Weights
 ) -> tuple[ResolvedServing | None, list[Problem]]:
     hardware = rules.hardware_problems(serving, path, has_adapters=bool(team.adapters))
     if any(p.path[len(path) : len(path) + 1] in BLOCKING for p in hardware) or (
@@ -180,10 +205,21 @@ def _single_variant(
     structural += [
         p for p in rules.tensor_parallel_problems(arch, serving, path) if p.path not in {q.path for q in structural}
     ]
+    checkpoint = weights.checkpoint
+    structural += rules.timeout_problems(stored_gb(arch, weights.downloads or checkpoint.weights), serving, path)
     if structural:
         return None, hardware + structural
     hardware += rules.engine_switch_problems(arch, serving, path)
-    resolved = resolve_serving(team, serving)
+    if (*path, "quantization") not in {p.path for p in hardware}:  # one message per field: the hardware's first
+        hardware += quantization_problems(
+            checkpoint.weights,
+            checkpoint.known_from,
+            serving.quantization,
+            serving.container.family,
+            path,
+            by_job=weights.by_job,
+        )
+    resolved = resolve_serving(team, serving, checkpoint=checkpoint, downloads=weights.downloads)
     capacity = rules.capacity_problems(resolved.plan, serving, path)
     # The other hardware problems (precision, speculation, adapters, volume) leave the plan meaningful:
     # reported with what the plan finds, one run shows all of them.
@@ -191,7 +227,7 @@ def _single_variant(
 
 
 def _candidate(
-    team: TeamConfig, arch: ModelArchitecture, merge: Callable[[], Serving | None], path: PathT
+    team: TeamConfig, arch: ModelArchitecture, merge: Callable[[], Serving | None], path: PathT, weights: _Weights
 ) -> tuple[ResolvedServing | None, list[Problem]]:
     try:
         serving = merge()
@@ -199,7 +235,10 @@ def _candidate(
         return None, []  # the config rules report a candidate that is not a valid serving block
     if serving is None:
         return None, []
-    return _variant(team, arch, serving, path)
+    if path == GATE_CANDIDATE and _job_writes_weights(team):
+        downloads = serving.quantization or weights.checkpoint.weights
+        weights = _Weights(weights.checkpoint, downloads, by_job=job_quantizes(team))
+    return _variant(team, arch, serving, path, weights)
 
 
 def resolve_team(team: TeamConfig) -> ResolvedTeam:
@@ -208,14 +247,16 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
     if sum(x is not None for x in (source.s3_uri, source.jumpstart, source.hugging_face)) != 1:
         return ResolvedTeam(team, None)  # the config rules report the source
     arch, problems = rules.architecture_problems(team)
-    if arch is None:
+    checkpoint, checkpoint_problems = resolve_checkpoint(team)  # once: every variant downloads from this source
+    if arch is None or checkpoint_problems:
         hardware = rules.hardware_problems(team.serving, SERVING, has_adapters=bool(team.adapters))
-        return ResolvedTeam(team, None, problems=tuple(hardware + problems))
-    baseline, problems = _variant(team, arch, team.serving, SERVING)
+        return ResolvedTeam(team, None, problems=tuple(hardware + problems + checkpoint_problems))
+    weights = _Weights(checkpoint)
+    baseline, problems = _variant(team, arch, team.serving, SERVING, weights)
     if problems or baseline is None:  # a candidate inherits the serving block: report its own problems only
         return ResolvedTeam(team, baseline, problems=tuple(problems))
-    shadow, shadow_problems = _candidate(team, arch, team.shadow_serving, SHADOW_CANDIDATE)
-    candidate, candidate_problems = _candidate(team, arch, team.gate_serving, GATE_CANDIDATE)
+    shadow, shadow_problems = _candidate(team, arch, team.shadow_serving, SHADOW_CANDIDATE, weights)
+    candidate, candidate_problems = _candidate(team, arch, team.gate_serving, GATE_CANDIDATE, weights)
     if candidate is not None:
         candidate_problems += optimization_job_problems(team, candidate.serving)
         candidate_problems += compilation.compilation_problems(baseline, candidate)

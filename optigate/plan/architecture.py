@@ -263,6 +263,11 @@ def _builtin_table() -> dict[str, dict[str, Any]]:
     return yaml.safe_load(text)
 
 
+def builtin_entries() -> dict[str, dict[str, Any]]:
+    """The entries of data/models.yaml as written (optigate.plan.checkpoints reads their weights as stored)."""
+    return _builtin_table()
+
+
 @cache
 def _builtin(name: str) -> ModelArchitecture:
     entry = _builtin_table()[name]

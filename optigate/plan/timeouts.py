@@ -1,5 +1,6 @@
-"""SageMaker's download and start-up timeouts sized to the weights: the default, and the minimum below
-which a team's explicit value is refused.
+"""SageMaker's download and start-up timeouts sized to the weights the endpoint downloads (the checkpoint as
+stored, not as served: a bf16 checkpoint quantized to fp8 at start-up downloads and loads all 16 bits): the
+default, and the minimum below which a team's explicit value is refused.
 
 One sizing for both: S3 to the instance at a conservative ~100 MB/s (10 s per GB), loading, compilation
 and CUDA-graph capture at 15 s per GB. The minimum is that per-GB time alone; the default adds a fixed
@@ -45,7 +46,19 @@ def timeout_refusals(weights_gb: float, download: int | None, startup: int | Non
     for field, value in ((DOWNLOAD_FIELD, download), (STARTUP_FIELD, startup)):
         if value is not None and TIMEOUT_MIN_SECONDS <= value < minimum[field]:
             refused[field] = (
-                f"{value} s is below the {minimum[field]} s that {weights_gb:.0f} GB of weights need "
+                f"{value} s is below the {minimum[field]} s that {weights_gb:.0f} GB of downloaded weights need "
                 f"({rate[field]} s per GB); use at least {minimum[field]}, or leave it unset for {default[field]} s"
             )
     return refused
+
+
+def startup_quantization_seconds(downloaded_gb: float, served_gb: float) -> int:
+    """What quantizing at start-up adds to every cold start and scale-out, against a checkpoint stored as served
+    (what the gate's optimization job writes): the extra GB downloaded and loaded, at the per-GB rates above.
+
+    An estimate at optigate's own conservative rates, not a measurement: djl-serving's vLLM guide says only that
+    "runtime quantization adds additional overhead to the endpoint startup time" and recommends pre-quantizing
+    (serving/docs/lmi/user_guides/vllm_user_guide.md, "Quantization Support"). vLLM's FP8 quantization of the
+    loaded layers is a per-tensor scale and cast on the GPU, not counted separately."""
+    extra = max(0.0, downloaded_gb - served_gb)
+    return int(math.ceil(extra * (DOWNLOAD_SECONDS_PER_GB + STARTUP_SECONDS_PER_GB) / 10) * 10)

@@ -5,6 +5,7 @@ merged serving block; `--from-report` reads the verdict the gate's decision wrot
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -399,3 +400,30 @@ def test_the_summary_fits_100_columns_and_shows_the_block_to_paste(monkeypatch, 
     text = recorded.export_text()
     assert not [line for line in text.splitlines() if len(line) > 100]
     assert "step 2: quantize (next)" in text and "quantization: fp8" in text and "$ per 1M output tokens" in text
+
+
+# --------------------------------------------------------------------------- the checkpoint as stored (issue 25)
+
+ADAPTERS = "adapters:\n  - name: triage\n    s3_uri: s3://acme-adapters/triage.tar.gz\n"
+
+
+def test_an_adapter_team_on_a10g_is_not_told_to_serve_awq_from_its_bf16_checkpoint(tmp_path):
+    path = minimal_team(tmp_path, "llama-3.1-8b", "ml.g5.2xlarge", "max_model_len: 4096\n", ADAPTERS + gate_tail())
+    found = finding(load_resolved_team(path), 2)
+    # No gate runs the optimization job for it, and LMI's vLLM cannot make AWQ at start-up (OG112).
+    assert found.status == NOT_NOW and found.candidate is None
+    assert "cannot quantize the bf16 checkpoint to AWQ at start-up" in found.why
+    assert "model.weights: awq" in found.why
+
+
+def test_runtime_fp8_for_an_adapter_team_is_costed_per_cold_start(tmp_path):
+    path = minimal_team(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", "max_model_len: 4096\n", ADAPTERS + gate_tail())
+    found = finding(load_resolved_team(path), 2)
+    assert found.status == RECOMMENDED and found.target == SERVING and found.candidate == {"quantization": "fp8"}
+    assert any(re.match(r"quantized at start-up \(\+\d+ s per cold start\)", note) for note in found.notes)
+
+
+def test_a_team_quantized_at_start_up_is_told_what_it_costs(tmp_path):
+    found = finding(team(tmp_path, serving="quantization: fp8\nmax_model_len: 4096\n"), 2)
+    assert found.status == DONE
+    assert re.search(r"quantized at start-up from the bf16 checkpoint \(\+\d+ s per cold start", found.why)

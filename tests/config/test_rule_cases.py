@@ -40,6 +40,9 @@ MOE = {"model": {"architecture": "qwen3-30b-a3b"}}
 ADAPTER = {"name": "triage", "s3_uri": "s3://acme-models/adapters/triage.tar.gz"}
 POOLS = [{"instance_type": "ml.g6.2xlarge", "priority": 1}, {"instance_type": "ml.g6.4xlarge", "priority": 2}]
 CROSS_CHECK = {"benchmark": {"cross_check": "sagemaker", "cross_check_tokenizer": "meta-llama/Llama-3.1-8B"}}
+HUGGING_FACE = {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "s3_uri": "s3://acme-models/hf/"}
+#: A folder with an AWQ checkpoint's config.json (what model.local_dir reads).
+AWQ_CHECKPOINT = Path(__file__).parent.parent / "fixtures" / "checkpoints" / "llama-3.1-8b-awq"
 REASON = "reviewed with the platform team: the shadow variant runs on the primary pool only"
 
 
@@ -115,6 +118,13 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         both(HEADS_30, serving(instance_type="ml.g6.12xlarge", tensor_parallel_degree=4)),
         both(HEADS_30, serving(instance_type="ml.g6.12xlarge", tensor_parallel_degree=2)),
     ),
+    ("OG112", serving(quantization="gptq"), both({"model": {"weights": "gptq"}}, serving(quantization="gptq"))),
+    (
+        "OG113",
+        {"model": {"source": {"s3_uri": DROP, "hugging_face": HUGGING_FACE}, "weights": "fp8"}},
+        {"model": {"source": {"s3_uri": DROP, "hugging_face": HUGGING_FACE}, "weights": "bf16"}},
+    ),
+    ("OG114", {"model": {"local_dir": "no-such-folder"}}, {"model": {"local_dir": str(AWQ_CHECKPOINT)}}),
     (
         "OG201",
         serving(speculative_decoding={"method": "draft", "model_s3_uri": "s3://acme-drafts/llama-3.2-1b/"}),

@@ -185,8 +185,8 @@ def test_timeouts_below_what_the_weights_need_are_refused_with_the_minimum(tmp_p
         ("serving.model_data_download_timeout_seconds", 8),
         ("serving.container_startup_health_check_timeout_seconds", 9),
     ]
-    assert f"300 s is below the {download} s that 141 GB of weights need" in issues[0].message
-    assert f"300 s is below the {startup} s that 141 GB of weights need" in issues[1].message
+    assert f"300 s is below the {download} s that 141 GB of downloaded weights need" in issues[0].message
+    assert f"300 s is below the {startup} s that 141 GB of downloaded weights need" in issues[1].message
     assert 600 < download < startup < 3600  # SageMaker's own 600 s default would kill it too
     # The minimum itself is accepted.
     at_minimum = extra.replace("300\ncontainer", f"{download}\ncontainer").replace(": 300\n", f": {startup}\n")
@@ -291,9 +291,16 @@ def test_a_suggested_fix_is_one_the_rules_accept(tmp_path):
     issue = _only_issue(_team_file(tmp_path, "llama-3.3-70b", "ml.g5.12xlarge"))
     assert issue.path == "serving.instance_type"
     assert "FP8" not in issue.message  # A10G has no FP8 tensor cores: the FP8 rule refuses it
-    assert "AWQ weights" in issue.message
+    # Nor AWQ: the checkpoint is taken as bf16, which LMI's vLLM cannot quantize to AWQ at start-up (OG112).
+    assert "AWQ" not in issue.message and "Try: ml.g6e.12xlarge" in issue.message
     # Taking the fix gives a config the rules accept.
-    load_resolved_team(_team_file(tmp_path, "llama-3.3-70b", "ml.g5.12xlarge", "quantization: awq\n"))
+    load_resolved_team(_team_file(tmp_path, "llama-3.3-70b", "ml.g6e.12xlarge"))
+    # An AWQ checkpoint makes AWQ the fix, and taking it is accepted.
+    awq = _team_file(tmp_path, "llama-3.3-70b", "ml.g5.12xlarge")
+    awq.write_text(awq.read_text().replace("  architecture:", "  weights: awq\n  architecture:"))
+    assert "AWQ weights" in _only_issue(awq).message
+    awq.write_text(awq.read_text() + "  quantization: awq\n")
+    load_resolved_team(awq)
 
 
 def test_fp8_is_suggested_on_a10g_once_weight_only_fp8_is_allowed(tmp_path):

@@ -6,6 +6,7 @@ the SDK's image tables or the capacity plan live in `optigate.deployment.rules` 
 (the config layer imports neither `optigate.plan` nor `optigate.serving`).
 """
 
+from optigate.config.rules.checkpoint_rules import quantization_problems
 from optigate.config.rules.cross_file import check_capture_training, check_overrides, check_regions, effective_overrides
 from optigate.config.rules.environment_rules import check_environments
 from optigate.config.rules.gate_rules import CROSS_CHECK_FAMILIES, GATE_CANDIDATE, cross_check_tokenizer
@@ -37,5 +38,6 @@ __all__ = [
     "did_you_mean",
     "effective_overrides",
     "instance_pool_problems",
+    "quantization_problems",
     "rule",
 ]
