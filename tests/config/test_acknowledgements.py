@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from optigate.cli import main
@@ -21,7 +23,8 @@ def _acknowledge(tmp_path, monkeypatch, rule_id: str, reason: str):
 def test_the_example_prints_the_note_with_its_id(capsys):
     assert main(["validate", "config"]) == 0
     out = capsys.readouterr().out
-    assert f"note config/teams/support.yaml:12 serving.instance_pools {NOTE}: undocumented:" in out
+    line = Path("config/teams/support.yaml").read_text().splitlines().index("  instance_pools:") + 1
+    assert f"note config/teams/support.yaml:{line} serving.instance_pools {NOTE}: undocumented:" in out
     assert "acknowledged" not in out
 
 
