@@ -25,6 +25,7 @@ from optigate.plan.team_plan import (
 )
 from optigate.plan.timeouts import sized_timeouts
 from optigate.serving import images
+from optigate.serving.engine_mode import EngineMode, engine_mode
 from optigate.serving.lmi import render_environment
 
 DEFAULT_MAX_BATCH_SIZE = 32
@@ -84,6 +85,11 @@ class ResolvedServing:
     @property
     def image_tag(self) -> str:
         return images.image_tag(self.image_family, self.image_version)
+
+    @property
+    def engine_mode(self) -> EngineMode:
+        """LMI's engine mode this variant runs, and what a client sends it (optigate.serving.engine_mode)."""
+        return engine_mode(self.image_family, self.image_version)
 
     @property
     def inference_ami_version(self) -> str | None:
