@@ -25,7 +25,7 @@ from optigate.plan.team_plan import (
 )
 from optigate.plan.timeouts import sized_timeouts
 from optigate.serving import images
-from optigate.serving.engine_mode import EngineMode, engine_mode
+from optigate.serving.engine_mode import MODE_NOTE, EngineMode, engine_mode
 from optigate.serving.lmi import render_environment
 
 DEFAULT_MAX_BATCH_SIZE = 32
@@ -188,6 +188,8 @@ def resolve_serving(team: TeamConfig, serving: Serving) -> ResolvedServing:
         startup = serving.container_startup_health_check_timeout_seconds
     else:
         notes.append(f"container_startup_health_check_timeout={startup}s for {size_gb:.0f} GB of weights")
+    mode = engine_mode(family, version)
+    notes.append(f"engine mode: {mode.name} ({MODE_NOTE[mode.name]})")
     ami = images.inference_ami_version(images.image_tag(family, version), serving.instance_type)
     if ami:
         notes.append(f"inference_ami_version={ami}: the host AMI the SageMaker SDK chooses for a CUDA 13 image")

@@ -26,7 +26,7 @@ for `stream_options.continuous_usage_stats`, and an empty line for vLLM's `[DONE
 answers LMI's `inputs` schema with one `{"token": {...}}` line per token (output_formatter.py
 _jsonlines_output_formatter). optigate's benchmark sends each mode the request whose stream tells the tokens per
 chunk: chat with continuous usage to async mode (a draft model emits several tokens per chunk; the usage says how
-many), `inputs` to the rolling-batch handler (a line per token).
+many), `inputs` to the rolling-batch handler (a line per token): optigate.bench.payloads says how to speak each.
 """
 
 from __future__ import annotations
@@ -57,8 +57,11 @@ ROLLING_BATCH_BACKEND = {"lmi": "vllm", "lmi-trtllm": "trtllm", "lmi-neuronx": "
 #: The variables an engine mode is rendered as (config rules keep serving.environment off them).
 MODE_VARIABLES = ("OPTION_ROLLING_BATCH", "OPTION_ASYNC_MODE", "OPTION_ENTRYPOINT")
 
-#: The request schema each mode is benchmarked with (see the module docstring).
-REQUEST_SCHEMA: dict[EngineModeName, str] = {ASYNC: "messages", ROLLING_BATCH: "inputs"}
+#: What `optigate summary` says of each mode.
+MODE_NOTE: dict[EngineModeName, str] = {
+    ASYNC: "vLLM's async engine with OpenAI chat/completions streaming, LMI's default since v17",
+    ROLLING_BATCH: "LMI's rolling-batch handler; its vLLM backend is deprecated from LMI v17",
+}
 
 
 @dataclass(frozen=True)
@@ -67,11 +70,6 @@ class EngineMode:
 
     name: EngineModeName
     environment: Mapping[str, str]
-
-    @property
-    def request_schema(self) -> str:
-        """What optigate's benchmark sends this mode: `messages` (chat) or `inputs` (LMI's schema)."""
-        return REQUEST_SCHEMA[self.name]
 
 
 def engine_mode(family: str, version: str) -> EngineMode:
