@@ -91,7 +91,9 @@ def _chat_chunk(obj: dict, state: dict, with_usage: bool) -> LineResult:
     if not with_usage:  # the rolling-batch handler: a token per chunk, never a usage
         return LineResult(error=MISMATCH) if usage else LineResult(tokens=int(has_content), carried_tokens=True)
     if not isinstance(usage, dict) or not isinstance(usage.get("completion_tokens"), int):
-        return LineResult(error=MISMATCH)  # async mode asked for continuous usage: a chunk without it is not its
+        # async mode was asked for continuous usage (vLLM serving_chat.py puts it on every chunk, the role chunk's
+        # at 0): a chunk with text and without it is the rolling batch's, whose tokens per chunk this cannot tell
+        return LineResult(error=MISMATCH) if has_content else LineResult(carried_tokens=True)
     cumulative = usage["completion_tokens"]
     carried = cumulative - state.get("usage_seen", 0)
     state["usage_seen"] = cumulative
