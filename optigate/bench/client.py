@@ -44,8 +44,9 @@ class Target:
         return self.endpoint_url or f"https://runtime.sagemaker.{self.region}.amazonaws.com"
 
 
-def request_body(prompt: str, max_new_tokens: int, schema: str = "inputs", extra: dict | None = None) -> bytes:
-    """Request bodies for LMI's `inputs` + `parameters` schema or its `messages` (OpenAI) schema."""
+def request_body(prompt: str, max_new_tokens: int, schema: str, extra: dict | None = None) -> bytes:
+    """Request bodies for LMI's `inputs` + `parameters` schema or its `messages` (OpenAI) schema; `messages` asks
+    for the usage on every chunk, which tells the tokens a chunk carried (optigate.bench.payloads)."""
     if schema == "messages":
         body: dict = {
             "messages": [{"role": "user", "content": prompt}],
@@ -267,13 +268,14 @@ class StreamResult:
     coalesced_frames: int = 0
 
 
-def decode_stream(exchange: Exchange) -> StreamResult:
+def decode_stream(exchange: Exchange, engine_mode: str, schema: str) -> StreamResult:
     """Turn raw segments into token-carrying frames, each stamped when the read that completed it arrived.
 
     A segment is what one socket read delivered. The frame is the unit, not the read: two frames
     completed by one read are two entries with the same stamp (the second one's gap is ~0, it does
     not take a share of the first one's), and a frame split across reads is stamped at the read
-    that completed it. Tokens are attributed to the frame that completed their line.
+    that completed it. Tokens are attributed to the frame that completed their line. The payload is read as
+    `engine_mode` streams it for a `schema` request (optigate.bench.payloads): another stream is an error.
     """
     request_id = exchange.headers.get("x-amzn-requestid")
     completed = exchange.segments[-1][0] if exchange.segments else None
@@ -286,7 +288,7 @@ def decode_stream(exchange: Exchange) -> StreamResult:
             except ValueError:
                 error_type = ""
         return StreamResult(exchange.sent_at, completed, [], 0, error_type or f"HTTP{exchange.status}", request_id)
-    decoder, parser = IncrementalDecoder(), PayloadParser()
+    decoder, parser = IncrementalDecoder(), PayloadParser(engine_mode, schema)
     chunks: list[tuple[float, int]] = []
     reads: list[int] = []  # which read completed each entry of `chunks`
     error = exchange.error

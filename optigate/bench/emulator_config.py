@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-PAYLOAD_FORMATS = ("lmi", "tgi", "openai")
+from optigate.bench.payloads import ENGINE_MODES
 
 
 @dataclass(frozen=True)
@@ -63,9 +63,12 @@ class Behaviour:
     # Frames handed to the socket in one write: n > 1 sends n frames (each still its own chunk of
     # tokens) back to back, as a server that flushes in bursts, so the client's reads coalesce them.
     frames_per_write: int = 1
-    payload_format: str = field(
-        default="lmi",
-        metadata=_option("streamed payload: LMI jsonlines, TGI SSE or OpenAI", choices=PAYLOAD_FORMATS),
+    engine_mode: str = field(
+        default="async",
+        metadata=_option(
+            "LMI's engine mode, whose stream is emitted: async (vLLM's chat chunks; LMI v17+) or rolling-batch",
+            choices=ENGINE_MODES,
+        ),
     )
     throttle_rate: float = field(default=0.0, metadata=_option("share of requests answered 429 ThrottlingException"))
     model_error_rate: float = field(default=0.0, metadata=_option("share answered 424 ModelError"))
@@ -101,6 +104,8 @@ class Behaviour:
         for key in ("wrong_categories", "refuse_categories"):
             if key in values:
                 values[key] = tuple(values[key])
+        if values.get("engine_mode", ENGINE_MODES[0]) not in ENGINE_MODES:
+            raise ValueError(f"engine_mode {values['engine_mode']!r}: expected one of {', '.join(ENGINE_MODES)}")
         if "tokens_per_chunk" in values:
             chunk = values["tokens_per_chunk"]
             values["tokens_per_chunk"] = tuple(chunk) if isinstance(chunk, (list, tuple)) else (int(chunk),)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from optigate.bench.client import Connection, Exchange, StreamingClient, decode_stream, request_body
 from optigate.bench.metrics import RequestRecord
+from optigate.bench.payloads import DEFAULT_SCHEMA, check_stream
 
 PROMPT_WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "ran", "to", "see", "what", "was", "new")
 
@@ -58,19 +59,34 @@ class LoadSpec:
     max_new_tokens: int = 256
     prompt_tokens: int = 1024
     prompts: tuple[dict, ...] = ()
-    schema: str = "inputs"  # inputs | messages
+    # LMI's engine mode of the target (async | rolling-batch), as resolved for its container: it decides the
+    # request schema (None: the mode's own, optigate.bench.payloads.DEFAULT_SCHEMA) and how the stream is read.
+    engine_mode: str = "async"
+    schema: str | None = None  # inputs | messages
     mode: str = "closed"  # closed | open
     rate: float | None = None  # open loop: requests per second
     warmup: bool = True
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.schema is None:
+            object.__setattr__(self, "schema", DEFAULT_SCHEMA.get(self.engine_mode))
+        check_stream(self.engine_mode, self.request_schema)
+        if self.request_schema == "inputs" and any("messages" in record for record in self.prompts):
+            raise ValueError("chat (messages) prompt records need the messages schema")
+
+    @property
+    def request_schema(self) -> str:
+        return str(self.schema)
 
     def body(self, index: int) -> bytes:
         if self.prompts:
             record = self.prompts[index % len(self.prompts)]
             if "messages" in record:
                 return request_body("", self.max_new_tokens, "messages", {"messages": record["messages"]})
-            return request_body(record.get("inputs") or record["prompt"], self.max_new_tokens, self.schema)
-        return request_body(synthetic_prompt(self.prompt_tokens, self.seed + index), self.max_new_tokens, self.schema)
+            return request_body(record.get("inputs") or record["prompt"], self.max_new_tokens, self.request_schema)
+        prompt = synthetic_prompt(self.prompt_tokens, self.seed + index)
+        return request_body(prompt, self.max_new_tokens, self.request_schema)
 
 
 @dataclass
@@ -119,7 +135,7 @@ class _Run:
     def records(self) -> list[RequestRecord]:
         records = []
         for scheduled_at, warmup, exchange in self.exchanges:
-            result = decode_stream(exchange)
+            result = decode_stream(exchange, self.spec.engine_mode, self.spec.request_schema)
             records.append(
                 RequestRecord(
                     scheduled_at=scheduled_at,

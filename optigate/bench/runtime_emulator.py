@@ -2,13 +2,14 @@
 
 It serves `POST /endpoints/{name}/invocations` and `/invocations-response-stream` the way
 SageMaker does: the streaming response is `application/vnd.amazon.eventstream` with real
-framing (prelude, headers, both CRC32s) carrying LMI jsonlines (or TGI SSE, or OpenAI chunks),
+framing (prelude, headers, both CRC32s) carrying what LMI streams in the configured engine mode for the
+request's schema (optigate.bench.lmi_streams: async mode's chat chunks, the rolling batch's token lines),
 errors come back with `X-Amzn-ErrorType` as boto3 expects, and the target variant and inference
 component headers select per-variant behaviour. boto3 talks to it through `endpoint_url`.
 
 Behaviour per endpoint (and per variant / inference component) is configurable: TTFT and ITL
 distributions, output length, tokens per chunk (speculative decoding), frames per socket write
-(a server that flushes in bursts), payload format, and injected faults (throttling, ModelError,
+(a server that flushes in bursts), LMI's engine mode, and injected faults (throttling, ModelError,
 ModelStreamError mid-stream, connection reset, stall).
 It records when it actually sent each chunk, so a benchmark's measurement error can be computed
 against the emulator's own clock (`GET /_emulator/trace`; same host, same monotonic clock).
@@ -30,41 +31,13 @@ from aiohttp import web
 
 from optigate.bench.emulator_config import Behaviour, EmulatorConfig
 from optigate.bench.eventstream import payload_part, stream_exception
+from optigate.bench.lmi_streams import WORDS, LmiStream
 
 LOOPBACK = "127.0.0.1"
 EMULATOR_KEY: web.AppKey[Emulator] = web.AppKey("emulator")
 
 
 # ----------------------------------------------------------------------------- payloads
-
-WORDS = ("the", "model", "is", "fast", "and", "good", "at", "this", "task", "today")
-
-
-def _token_line(fmt: str, index: int, last: bool, total: int, words: list[str] | None = None) -> bytes:
-    text = " " + (words[index] if words else WORDS[index % len(WORDS)])
-    if fmt == "openai":
-        chunk: dict[str, Any] = {
-            "object": "chat.completion.chunk",
-            "choices": [{"index": 0, "delta": {"content": text}}],
-        }
-        return (json.dumps(chunk) + "\n").encode()
-    token = {"id": 1000 + index % len(WORDS), "text": text, "log_prob": -0.1, "special": False}
-    line: dict[str, Any] = {"token": token}
-    if last:
-        line["generated_text"] = (
-            " ".join(words) if words else "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
-        )
-        line["details"] = {"finish_reason": "length", "generated_tokens": total}
-    prefix = "data: " if fmt == "tgi" else ""
-    return (prefix + json.dumps(line) + ("\n\n" if fmt == "tgi" else "\n")).encode()
-
-
-def _chunk_payload(fmt: str, start: int, count: int, total: int, words: list[str] | None = None) -> bytes:
-    body = b"".join(_token_line(fmt, i, i == total - 1, total, words) for i in range(start, start + count))
-    if fmt == "openai" and start + count == total:
-        usage = {"object": "chat.completion.chunk", "choices": [], "usage": {"completion_tokens": total}}
-        body += (json.dumps(usage) + "\n").encode()
-    return body
 
 
 def _requested_tokens(body: dict[str, Any]) -> int:
@@ -267,15 +240,16 @@ class Emulator:
         self.active_streams += 1
         try:
             return await self._send_tokens(
-                request, response, behaviour, total, sends, (stream_error, reset, stall), words
+                request, response, behaviour, total, sends, (stream_error, reset, stall), words, body
             )
         finally:
             self.active_streams -= 1
 
     async def _send_tokens(
-        self, request, response, behaviour: Behaviour, total: int, sends, faults, words=None
+        self, request, response, behaviour: Behaviour, total: int, sends, faults, words=None, body=None
     ) -> web.StreamResponse:
         stream_error, reset, stall = faults
+        lmi = LmiStream(behaviour.engine_mode, body or {}, total, words)
         rng = self.rng
         loop = asyncio.get_running_loop()
         load = self.active_streams - 1
@@ -312,7 +286,7 @@ class Emulator:
                     return response
                 await asyncio.sleep(behaviour.stall_seconds)  # a stall: the client must time out
                 stall = False
-            burst.append((payload_part(_chunk_payload(behaviour.payload_format, sent, count, total, words)), count))
+            burst.append((payload_part(lmi.chunk(sent, count)), count))
             if len(burst) >= behaviour.frames_per_write:
                 await flush()
             sent += count

@@ -108,6 +108,23 @@ def _prompts(path: str | None) -> tuple[dict, ...]:
         raise UsageError(f"--prompts {path}: {error}") from error
 
 
+def _load_spec(args: argparse.Namespace, concurrency: int) -> Any:
+    from optigate.bench.load import LoadSpec
+
+    return LoadSpec(
+        concurrency=concurrency,
+        requests=None if args.duration else args.requests,
+        duration_s=args.duration,
+        max_new_tokens=args.max_new_tokens,
+        prompt_tokens=args.prompt_tokens,
+        prompts=_prompts(args.prompts),
+        engine_mode=args.engine_mode,
+        schema=args.schema,
+        mode=args.mode,
+        rate=args.rate,
+    )
+
+
 class _LevelProgress:
     """Progress a person can follow: a bar on a terminal; otherwise a line per level and every 10 s on stdout.
 
@@ -216,6 +233,9 @@ def _every_request_failed(data: dict, progress: _LevelProgress, url: str) -> str
         "ConnectionError": f"is the endpoint (or `optigate emulate`) listening at {url}? check --endpoint-url/--region",
         "ThrottlingException": "the endpoint throttled every request: lower --concurrency or raise its capacity",
         "Timeout": "no response within --timeout: raise it, or check the endpoint's health",
+        "StreamFormatMismatch": "the endpoint streams another LMI engine mode's format: check --engine-mode "
+        "(`optigate summary` names the mode of each team's container)",
+        "EmptyStream": "the responses carried no token line: check --engine-mode and --schema",
     }
     advice = next((hint[name] for name in counted if name in hint), "check the endpoint's logs and the target options")
     return f"every request failed ({classes}{'; ' + detail if detail else ''}): {advice}"
@@ -229,7 +249,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import signal
 
     from optigate.bench.client import Target
-    from optigate.bench.load import LoadSpec
     from optigate.bench.runner import run_levels
     from optigate.bench.runtime_emulator import run_loop
 
@@ -242,17 +261,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         args.inference_component,
         args.custom_attributes,
     )
-    spec = LoadSpec(
-        concurrency=levels[0],
-        requests=None if args.duration else args.requests,
-        duration_s=args.duration,
-        max_new_tokens=args.max_new_tokens,
-        prompt_tokens=args.prompt_tokens,
-        prompts=_prompts(args.prompts),
-        schema=args.schema,
-        mode=args.mode,
-        rate=args.rate,
-    )
+    try:
+        spec = _load_spec(args, levels[0])
+    except ValueError as error:  # an engine mode and schema the stream cannot be read exactly in
+        raise UsageError(f"--engine-mode {args.engine_mode} --schema {args.schema or 'default'}: {error}") from error
     progress = _LevelProgress(interactive=stderr.is_terminal)
 
     async def main() -> dict:
@@ -331,7 +343,16 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
         "--prompts", help="JSONL of {prompt|inputs|messages} records instead of synthetic prompts (default: synthetic)"
     )
     bench.add_argument(
-        "--schema", choices=["inputs", "messages"], default="inputs", help="request body: LMI inputs or OpenAI messages"
+        "--engine-mode",
+        choices=["async", "rolling-batch"],
+        default="async",
+        help="LMI's engine mode of the endpoint (`optigate summary` names it): async, LMI's default since v17, is "
+        "sent chat requests; rolling-batch, LMI inputs (default: async)",
+    )
+    bench.add_argument(
+        "--schema",
+        choices=["inputs", "messages"],
+        help="request body: LMI inputs (rolling-batch only) or OpenAI messages (default: the engine mode's)",
     )
     bench.add_argument(
         "--mode",

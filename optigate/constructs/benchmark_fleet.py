@@ -36,7 +36,8 @@ class BenchmarkFleet(Construct):
     """A Standard state machine that benchmarks one endpoint from many Lambda workers at once.
 
     Input: `{"endpoint_name", "run_id", "concurrency_per_shard", "requests_per_shard", "prompt_tokens",
-    "max_new_tokens"}`; the endpoint name must match `endpoints` (IAM allows only those).
+    "max_new_tokens", "engine_mode"}`; the endpoint name must match `endpoints` (IAM allows only those), and
+    `engine_mode` is LMI's engine mode of its container (optigate.serving.engine_mode), which the workers speak.
     One Python Lambda process holds about 64 streams accurately; more concurrency takes more shards.
     Each worker writes its raw samples to S3 (KMS); a merge step combines them exactly and
     writes `benchmarks/<run_id>/result.json`; the output carries the merged summary.
@@ -153,6 +154,7 @@ class BenchmarkFleet(Construct):
             "requests.$": "$.requests_per_shard",
             "prompt_tokens.$": "$.prompt_tokens",
             "max_new_tokens.$": "$.max_new_tokens",
+            "engine_mode.$": "$.engine_mode",
         }
         fan_out = sfn.DistributedMap(
             self,

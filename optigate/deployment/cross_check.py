@@ -51,7 +51,14 @@ def workload_levels(
     same prompt and output lengths, streaming, total concurrency and one block's requests as optigate's benchmark
     of that level (GatePlan.benchmark_items), fixed lengths (stddev 0) as optigate sends them. AIPerf parameters:
     the SageMaker SDK's `Workload.synthetic` (sagemaker/serve/ai_inference_recommender/workload.py) and
-    https://docs.aws.amazon.com/sagemaker/latest/dg/generative-ai-inference-recommendations-workload-config.html."""
+    https://docs.aws.amazon.com/sagemaker/latest/dg/generative-ai-inference-recommendations-workload-config.html.
+
+    The requests are OpenAI chat completions (`api_standard: openai`; AIPerf's chat payload sends
+    `max_completion_tokens`, ai-dynamo/aiperf aiperf/clients/openai/openai_chat.py), which every engine mode optigate
+    renders for LMI accepts (optigate.serving.engine_mode): async mode through vLLM's own OpenAIServingChat, the
+    rolling batch through vLLM's ChatCompletionRequest, reading `max_completion_tokens` (djl-serving 0.34.0-dlc,
+    djl_python/chat_completions/vllm_chat_utils.py). In async mode optigate's own benchmark sends chat requests too
+    (optigate.bench.payloads.DEFAULT_SCHEMA), so both measure the same request path."""
     out = []
     for concurrency, requests in levels:
         spec = {

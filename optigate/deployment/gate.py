@@ -31,6 +31,7 @@ from optigate.deployment.optimization import (
 from optigate.deployment.team import ResolvedTeam
 from optigate.promote.lock import ServedPackage
 from optigate.serving import images
+from optigate.serving.engine_mode import container_mode
 from optigate.serving.lmi import MODEL_DIR
 
 #: What one Lambda worker of the benchmark fleet holds accurately: a level above it is split over workers.
@@ -82,6 +83,11 @@ class GatePlan:
     change: dict[str, Any]
     # The decision's thresholds, their `concurrency` the total streams each level measures (shards x levels).
     thresholds: dict[str, Any]
+    # LMI's engine mode of each side's container (optigate.serving.engine_mode): the stream the benchmark speaks to
+    # it. The candidate's as rendered; the twin's as the live model's environment makes it (a package an earlier
+    # optigate rendered may run the rolling batch).
+    candidate_engine_mode: str
+    baseline_engine_mode: str
     optimization_configs: list[dict[str, Any]] | None = None
     # Streams per fleet worker at each benchmarked level, run one level after the other; each
     # worker sends `requests_per_slot` requests per stream (at least MIN_REQUESTS_PER_LEVEL) at each level.
@@ -312,11 +318,13 @@ def resolve_gate(
     benchmark = team.gate.benchmark
     shards = max(1, math.ceil(max(benchmark.concurrency) / STREAMS_PER_WORKER))
     levels = tuple(sorted({max(1, math.ceil(c / shards)) for c in benchmark.concurrency}))
-    # The live model's image (the team's, or an approved package's): the baseline's twin runs it.
+    # The live model's image and mode (the team's, or an approved package's): the baseline's twin runs it.
     if served is not None:
         live_image = served.image
+        live_mode = container_mode(served.image, served.environment)
     elif resolved_team.baseline is not None:
         live_image = resolved_team.baseline.image_uri(region)
+        live_mode = resolved_team.baseline.engine_mode.name
     else:
         raise ValueError(f"team {team.team} did not resolve: {resolved_team.problems}")
     rollout = team.rollout
@@ -357,6 +365,8 @@ def resolve_gate(
         shadow=shadow,
         pipeline=pipeline,
         candidate_ami_version=candidate.inference_ami_version,
+        candidate_engine_mode=candidate.engine_mode.name,
+        baseline_engine_mode=live_mode,
         # The twin runs the live model on the candidate's type.
         baseline_ami_version=images.inference_ami_version(images.tag_of(live_image), candidate.serving.instance_type),
         trained_head=(

@@ -32,6 +32,7 @@ from optigate.plan.timeouts import (
     startup_quantization_seconds,
 )
 from optigate.serving import images
+from optigate.serving.engine_mode import MODE_NOTE, EngineMode, engine_mode
 from optigate.serving.lmi import render_environment
 
 DEFAULT_MAX_BATCH_SIZE = 32
@@ -99,6 +100,11 @@ class ResolvedServing:
     @property
     def image_tag(self) -> str:
         return images.image_tag(self.image_family, self.image_version)
+
+    @property
+    def engine_mode(self) -> EngineMode:
+        """LMI's engine mode this variant runs, and what a client sends it (optigate.serving.engine_mode)."""
+        return engine_mode(self.image_family, self.image_version)
 
     @property
     def inference_ami_version(self) -> str | None:
@@ -217,6 +223,8 @@ def resolve_serving(
         startup = serving.container_startup_health_check_timeout_seconds
     else:
         notes.append(f"container_startup_health_check_timeout={startup}s for {stored}")
+    mode = engine_mode(family, version)
+    notes.append(f"engine mode: {mode.name} ({MODE_NOTE[mode.name]})")
     ami = images.inference_ami_version(images.image_tag(family, version), serving.instance_type)
     if ami:
         notes.append(f"inference_ami_version={ami}: the host AMI the SageMaker SDK chooses for a CUDA 13 image")

@@ -163,14 +163,19 @@ def variant_traffic(deployment: Any, candidate: dict[str, Any], live_requests: i
 
 
 @contextmanager
-def emulators(candidate: dict[str, Any], speculative: bool) -> Iterator[tuple[str, str]]:
-    """Emulator processes of the live endpoint (BASELINE) and of the candidate: their URLs."""
+def emulators(
+    candidate: dict[str, Any], speculative: bool, engine_modes: tuple[str, str] = ("async", "async")
+) -> Iterator[tuple[str, str]]:
+    """Emulator processes of the live endpoint (BASELINE) and of the candidate: their URLs. Each streams its side's
+    LMI engine mode, `engine_modes` being (baseline's, candidate's) as the gate plan resolves them."""
     from optigate.bench.emulator_process import emulator_process
 
     if speculative and "tokens_per_chunk" not in candidate:
         candidate = {**candidate, "tokens_per_chunk": [1, 2, 3, 2]}  # drafts accepted about half the time
+    baseline_mode, candidate_mode = engine_modes
+    candidate = {"engine_mode": candidate_mode, **candidate}
     with (
-        emulator_process({"default": BASELINE}) as baseline_url,
+        emulator_process({"default": {**BASELINE, "engine_mode": baseline_mode}}) as baseline_url,
         emulator_process({"default": candidate}) as candidate_url,
     ):
         yield baseline_url, candidate_url
@@ -209,7 +214,9 @@ def rehearse(
     }
     behaviour = behaviour or (FASTER if candidate == "faster" else SLOWER)
     allowance: dict[str, float] = {}
-    with emulators(behaviour, speculative) as (baseline_url, candidate_url), _offline_aws():
+    plan = deployment.gate
+    modes = (plan.baseline_engine_mode, plan.candidate_engine_mode) if plan is not None else ("async", "async")
+    with emulators(behaviour, speculative, modes) as (baseline_url, candidate_url), _offline_aws():
         scenario = Scenario(
             on_processing_job=evaluation_writer("pass"), variant_traffic=variant_traffic(deployment, behaviour)
         )

@@ -20,11 +20,11 @@ from optigate.config.models import (
     SpeculativeDecoding,
 )
 from optigate.serving import images
+from optigate.serving.engine_mode import engine_mode
 
 MODEL_DIR = "/opt/ml/model"  # where SageMaker mounts ModelDataSource
 
 QUANTIZE_OPTION = {"fp8": "fp8", "awq": "awq", "gptq": "gptq", "nvfp4": "modelopt_fp4"}
-ROLLING_BATCH = {"lmi": "vllm", "lmi-trtllm": "trtllm", "lmi-neuronx": "auto"}
 
 
 class LmiSettings(Protocol):
@@ -83,7 +83,8 @@ def render_environment(resolved: LmiSettings, model_prefix: str) -> dict[str, st
     serving = resolved.serving
     family = resolved.image_family
     env: dict[str, str] = {
-        "OPTION_ROLLING_BATCH": ROLLING_BATCH[family],
+        # async mode or the rolling-batch handler, as the version's recommender makes it (optigate.serving.engine_mode)
+        **engine_mode(family, resolved.image_version).environment,
         "OPTION_TENSOR_PARALLEL_DEGREE": str(resolved.tensor_parallel_degree),
         "OPTION_MAX_ROLLING_BATCH_SIZE": str(resolved.max_batch_size),
     }

@@ -25,6 +25,7 @@ def emulator_url():
                     {
                         "endpoints": {
                             "ok": {**_FAST, "output_tokens": 5},
+                            "ok-rolling-batch": {**_FAST, "output_tokens": 5, "engine_mode": "rolling-batch"},
                             "throttled": {**_FAST, "throttle_rate": 1.0},
                             "broken": {**_FAST, "model_error_rate": 1.0},
                             "midstream": {**_FAST, "stream_error_rate": 1.0, "fault_after_tokens": 2},

@@ -247,7 +247,7 @@ def test_emulate_offers_the_settings_with_a_help_text_as_options(monkeypatch):
     offered = {action.dest: action for action in emulate._actions}
     for option in options:
         assert offered[option.name].help == option.help and offered[option.name].type is option.type
-    assert offered["payload_format"].choices == ("lmi", "tgi", "openai")
+    assert offered["engine_mode"].choices == ("async", "rolling-batch")  # LMI's modes, each its own stream
     assert "(default: 150)" in offered["ttft_ms"].help and "(default: 1)" in offered["tokens_per_chunk"].help
 
     served = {}
@@ -259,3 +259,22 @@ def test_emulate_offers_the_settings_with_a_help_text_as_options(monkeypatch):
     config: EmulatorConfig = served["config"]
     assert config.default.ttft_ms.mean == 90.0 and config.default.tokens_per_chunk == (3,)
     assert config.default.reset_rate == 0.1 and config.default.itl_ms == Behaviour().itl_ms
+
+
+def test_bench_refuses_to_measure_async_mode_through_lmis_inputs_schema(capsys):
+    args = ["bench", "--endpoint", "chat-dev", "--endpoint-url", "http://127.0.0.1:9", "--engine-mode", "async"]
+    assert main([*args, "--schema", "inputs"]) == 2
+    assert "async mode is measured with messages requests" in capsys.readouterr().err
+
+
+def test_bench_against_the_wrong_engine_mode_fails_every_request_loudly(tmp_path, capsys):
+    """The endpoint runs async mode (the emulator's default); told rolling-batch, nothing is counted as measured."""
+    with emulator_process({"default": {"ttft_ms": 5, "itl_ms": 1}}) as url:
+        target = ["bench", "--endpoint", "chat-dev", "--endpoint-url", url, "--concurrency", "1", "--requests", "3"]
+        code = main(
+            [*target, "--max-new-tokens", "5", "--engine-mode", "rolling-batch", "--json", str(tmp_path / "r.json")]
+        )
+    assert code == 2
+    assert "StreamFormatMismatch" in capsys.readouterr().err
+    (run,) = json.loads((tmp_path / "r.json").read_text())["runs"]
+    assert run["successful_requests"] == 0 and run["errors"] == {"StreamFormatMismatch": 3}

@@ -224,13 +224,35 @@ def _runtime(url):
 
 
 def test_boto3_reads_the_emulators_event_stream(emulator_url):
+    """Async mode (the emulator's default, LMI's since v17) answering a chat request: vLLM's chunks as jsonlines."""
     response = _runtime(emulator_url).invoke_endpoint_with_response_stream(
         EndpointName="ok",
-        Body=json.dumps({"inputs": "hi", "parameters": {"max_new_tokens": 5}}),
+        Body=json.dumps(
+            {
+                "messages": [{"role": "user", "content": "hi"}],
+                "max_tokens": 5,
+                "stream": True,
+                "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+            }
+        ),
+        ContentType="application/json",
+    )
+    lines = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"]).split(b"\n")
+    chunks = [json.loads(line) for line in lines if line]
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert [c["usage"]["completion_tokens"] for c in chunks] == [0, 1, 2, 3, 4, 5, 5]
+    assert chunks[-1]["choices"] == [] and chunks[-2]["choices"][0]["finish_reason"] == "length"
+    assert lines[-2:] == [b"", b""]  # the empty line LMI writes for vLLM's [DONE], then the end
+
+
+def test_boto3_reads_the_rolling_batch_token_lines(emulator_url):
+    response = _runtime(emulator_url).invoke_endpoint_with_response_stream(
+        EndpointName="ok-rolling-batch",
+        Body=json.dumps({"inputs": "hi", "parameters": {"max_new_tokens": 5, "details": True}}),
         ContentType="application/json",
     )
     lines = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"]).splitlines()
-    assert len(lines) == 5
+    assert len(lines) == 5 and set(json.loads(lines[0])) == {"token"}
     assert json.loads(lines[-1])["details"]["generated_tokens"] == 5
 
 

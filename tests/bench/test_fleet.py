@@ -28,6 +28,7 @@ def test_worker_shards_run_against_the_emulator_and_merge_exactly(emulator_url):
     base = {
         "endpoint_name": "ok",
         "endpoint_url": emulator_url,
+        "engine_mode": "async",
         "region": "us-east-1",
         "concurrency": 2,
         "requests": 4,
@@ -58,6 +59,7 @@ def test_worker_counts_errors_without_failing(emulator_url):
             {
                 "endpoint_name": "throttled",
                 "endpoint_url": emulator_url,
+                "engine_mode": "async",
                 "concurrency": 1,
                 "requests": 3,
                 "max_new_tokens": 4,
@@ -68,6 +70,21 @@ def test_worker_counts_errors_without_failing(emulator_url):
             }
         )
     assert output["errors"] == {"ThrottlingException": 3}
+
+
+@pytest.mark.parametrize(("endpoint", "mode"), [("ok", "async"), ("ok-rolling-batch", "rolling-batch")])
+def test_the_worker_talks_to_each_engine_mode_in_its_own_stream(emulator_url, endpoint, mode):
+    with mock_aws():
+        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="results")
+        event = {"endpoint_url": emulator_url, "concurrency": 1, "requests": 2, "max_new_tokens": 5, "run_id": "r"}
+        event.update(bucket="results", shard=0, timeout_s=5, endpoint_name=endpoint)
+        right = _handler("benchmark")({**event, "engine_mode": mode})
+        other = "rolling-batch" if mode == "async" else "async"
+        wrong = _handler("benchmark")({**event, "engine_mode": other})
+        with pytest.raises(ValueError, match="engine_mode"):
+            _handler("benchmark")(event)  # no mode: refused, never guessed
+    assert right["errors"] == {} and right["requests"] == 2
+    assert wrong["errors"] == {"StreamFormatMismatch": 2}  # the wrong mode's stream fails loudly
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +123,8 @@ def test_fleet_state_machine_fans_out_then_merges(fleet_stack):
     shards = definition["States"]["Shards"]
     assert shards["Type"] == "Map" and shards["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
     assert shards["MaxConcurrency"] == 4 and shards["Next"] == "MergeShards"
+    # each worker is told the engine mode of the endpoint's container, which decides the stream it reads
+    assert shards["ItemSelector"]["engine_mode.$"] == "$.engine_mode"
     assert definition["States"]["ShardIndexes"]["Parameters"]["shards.$"] == "States.ArrayRange(0, 3, 1)"
     assert machine["Properties"]["TracingConfiguration"]["Enabled"] is True
     assert machine["Properties"]["LoggingConfiguration"]["Level"] == "ALL"

@@ -34,20 +34,20 @@ def test_a_corrupted_frame_fails_the_message_crc():
 
 
 def test_lmi_line_split_across_payload_parts_counts_once_when_complete():
-    parser = PayloadParser()
+    parser = PayloadParser("rolling-batch")
     line = b'{"token": {"id": 1, "text": " hello"}}\n'
     assert parser.feed(line[:10]) == 0
     assert parser.feed(line[10:]) == 1
 
 
 def test_several_lines_in_one_payload_part_count_each():
-    parser = PayloadParser()
+    parser = PayloadParser("rolling-batch")
     lines = b"".join(b'{"token": {"text": "a"}}\n' for _ in range(3))
     assert parser.feed(lines) == 3
 
 
 def test_final_lmi_details_give_the_server_reported_count():
-    parser = PayloadParser()
+    parser = PayloadParser("rolling-batch")
     parser.feed(
         b'{"token": {"text": "a"}}\n{"token": {"text": '
         b'"b"}, "generated_text": "ab", "details": {"generated_tokens": 7}}\n'
@@ -55,29 +55,28 @@ def test_final_lmi_details_give_the_server_reported_count():
     assert parser.reported_total == 7
 
 
-def test_tgi_server_sent_events():
-    parser = PayloadParser()
-    data = b'data: {"token": {"text": "a"}, "details": null}\n\ndata: {"token": {"text": "b"}}\n\n'
-    assert parser.feed(data) == 2
+def test_server_sent_events_are_not_lmis_stream_in_either_mode():
+    for mode in ("async", "rolling-batch"):
+        parser = PayloadParser(mode)
+        parser.feed(b'data: {"token": {"text": "a"}, "details": null}\n\n')
+        assert parser.errors == ["StreamFormatMismatch"]
 
 
-def test_openai_role_only_and_empty_chunks_are_not_tokens():
-    parser = PayloadParser()
-    role = b'data: {"object": "chat.completion.chunk", "choices": [{"delta": {"role": "assistant"}}]}\n'
-    empty = b'data: {"object": "chat.completion.chunk", "choices": [{"delta": {"content": ""}}]}\n'
-    text = b'data: {"object": "chat.completion.chunk", "choices": [{"delta": {"content": "Hi"}}]}\n'
+def test_chat_role_only_and_empty_chunks_are_not_tokens():
+    parser = PayloadParser("rolling-batch", "messages")
+    role = b'{"object": "chat.completion.chunk", "choices": [{"delta": {"role": "assistant"}}]}\n'
+    empty = b'{"object": "chat.completion.chunk", "choices": [{"delta": {"content": ""}}]}\n'
+    text = b'{"object": "chat.completion.chunk", "choices": [{"delta": {"content": "Hi"}}]}\n'
     assert parser.feed(role) == 0 and parser.feed(empty) == 0 and parser.feed(text) == 1
-    assert parser.feed(b"data: [DONE]\n") == 0
+    assert parser.errors == []
 
 
-def test_openai_continuous_usage_tells_multi_token_chunks():
-    parser = PayloadParser()
+def test_async_continuous_usage_tells_multi_token_chunks():
+    parser = PayloadParser("async")
 
     def chunk(content, total):
-        return (
-            json.dumps({"choices": [{"delta": {"content": content}}], "usage": {"completion_tokens": total}}).encode()
-            + b"\n"
-        )
+        obj = {"object": "chat.completion.chunk", "choices": [{"delta": {"content": content}}]}
+        return json.dumps({**obj, "usage": {"completion_tokens": total}}).encode() + b"\n"
 
     assert parser.feed(chunk("a", 1)) == 1
     assert parser.feed(chunk("bcd", 4)) == 3  # three tokens accepted in one step
@@ -85,9 +84,14 @@ def test_openai_continuous_usage_tells_multi_token_chunks():
 
 
 def test_a_line_without_trailing_newline_is_counted_at_the_end():
-    parser = PayloadParser()
+    parser = PayloadParser("rolling-batch")
     assert parser.feed(b'{"token": {"text": "a"}}') == 0
     assert parser.finish() == 1
+
+
+def _decode(exchange, engine_mode="rolling-batch", schema="inputs"):
+    """The rolling-batch handler's token lines unless a test says otherwise (tests/bench/test_engine_mode_streams)."""
+    return decode_stream(exchange, engine_mode, schema)
 
 
 def _exchange(segments, status=200, headers=None):
@@ -101,7 +105,7 @@ def test_decode_stream_times_each_chunk_by_the_segment_that_completed_it():
     frames = [payload_part(line(0)), payload_part(line(1) + line(2)), payload_part(line(3))]
     blob = b"".join(frames)
     cut = len(frames[0]) + 5  # the second frame straddles two segments
-    result = decode_stream(
+    result = _decode(
         _exchange([(1.0, blob[:cut]), (1.2, blob[cut : len(frames[0]) + len(frames[1])]), (1.3, frames[2])])
     )
     assert result.chunks == [(1.0, 1), (1.2, 2), (1.3, 1)]
@@ -112,8 +116,8 @@ def _token_frame(*indices: int) -> bytes:
     return payload_part(b"".join(b'{"token": {"text": "t%d"}}\n' % i for i in indices))
 
 
-def _frames_of(segments):
-    result = decode_stream(_exchange(segments))
+def _frames_of(segments, schema="inputs"):
+    result = _decode(_exchange(segments), schema=schema)
     assert result.error is None
     return result, RunSamples.from_records(1, [_record(0.0, result.chunks, coalesced_frames=result.coalesced_frames)])
 
@@ -153,7 +157,7 @@ def test_the_frame_that_completes_a_split_frame_in_the_same_read_is_coalesced_wi
 def test_frames_without_tokens_are_not_chunks_and_do_not_make_a_read_coalesced():
     role = payload_part(b'{"object": "chat.completion.chunk", "choices": [{"delta": {"role": "assistant"}}]}\n')
     content = b'{"object": "chat.completion.chunk", "choices": [{"delta": {"content": "Hi"}}]}\n'
-    result, run = _frames_of([(1.0, role + payload_part(content)), (1.1, payload_part(content))])
+    result, run = _frames_of([(1.0, role + payload_part(content)), (1.1, payload_part(content))], "messages")
     assert result.chunks == [(1.0, 1), (1.1, 1)]
     assert result.coalesced_frames == 0
     assert run.to_result()["warnings"] == []
@@ -185,7 +189,7 @@ def test_the_coalesced_share_is_unknown_not_zero_for_results_without_the_count()
 
 
 def test_decode_stream_reports_http_errors_by_type():
-    result = decode_stream(
+    result = _decode(
         _exchange([(1.0, b'{"message": "Rate exceeded"}')], 429, {"x-amzn-errortype": "ThrottlingException:http://x/"})
     )
     assert result.error == "ThrottlingException"

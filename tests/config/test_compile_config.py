@@ -197,6 +197,8 @@ def _spec(team: ResolvedTeam):
         candidate_environment=candidate.environment,
         change=team.change,
         thresholds={},
+        candidate_engine_mode=candidate.engine_mode.name,
+        baseline_engine_mode=candidate.engine_mode.name,
         optimization_configs=team.optimization_configs,
     )
 

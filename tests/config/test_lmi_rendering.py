@@ -44,12 +44,15 @@ def test_fp8_weights_and_kv_cache_render_as_lmi_options(tmp_path):
         )
     )
     assert env == {
+        # LMI's async mode, the default of the newest LMI (optigate.serving.engine_mode)
+        "OPTION_ASYNC_MODE": "true",
+        "OPTION_ENTRYPOINT": "djl_python.lmi_vllm.vllm_async_service",
         "OPTION_GPU_MEMORY_UTILIZATION": "0.92",
         "OPTION_KV_CACHE_DTYPE": "fp8",
         "OPTION_MAX_MODEL_LEN": "8192",
         "OPTION_MAX_ROLLING_BATCH_SIZE": "32",
         "OPTION_QUANTIZE": "fp8",
-        "OPTION_ROLLING_BATCH": "vllm",
+        "OPTION_ROLLING_BATCH": "disable",
         "OPTION_TENSOR_PARALLEL_DEGREE": "1",
     }
 

@@ -56,6 +56,9 @@ def _spec(optimize: bool, shadow=None, **overrides):
         candidate_environment={"OPTION_QUANTIZE": "fp8", "OPTION_MAX_MODEL_LEN": "8192"},
         change={"quantization": "fp8"},
         thresholds=THRESHOLDS,
+        # LIVE_IMAGE's default (optigate.serving.engine_mode): the emulators stream async mode's chat chunks
+        candidate_engine_mode="async",
+        baseline_engine_mode="async",
         optimization_configs=[{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}]
         if optimize
         else None,

@@ -47,7 +47,10 @@ RENDERED_OPTIONS = {
     "OPTION_MAX_LORAS": "serving.lora.max_loras",
     "OPTION_MAX_LORA_RANK": "serving.lora.max_lora_rank",
     "OPTION_MAX_CPU_LORAS": "serving.lora.max_cpu_loras",
-    "OPTION_ROLLING_BATCH": "serving.container.family",
+    # the engine mode: async or the rolling batch, per container family and version (optigate.serving.engine_mode)
+    "OPTION_ROLLING_BATCH": "serving.container",
+    "OPTION_ASYNC_MODE": "serving.container",
+    "OPTION_ENTRYPOINT": "serving.container",
     # the typed engine options: every name the container reads for one (optigate.config.lmi_options)
     **rendered_names(),
     # the maximum length as the TensorRT-LLM and Neuron containers read it (optigate.serving.lmi.render_environment):

@@ -253,7 +253,7 @@ def benchmark_levels(scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cl
     and `<run>-candidate-c<level>-b<block>`."""
     run_fleet = grants.run_fleet(scope, fleet)
 
-    def run(name: str, endpoint: dict[str, str], run: str, result: str) -> SdkTask:
+    def run(name: str, endpoint: dict[str, str], run: str, result: str, engine_mode: str) -> SdkTask:
         return sdk_task(
             scope,
             name,
@@ -262,6 +262,7 @@ def benchmark_levels(scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cl
                 "StateMachineArn": fleet.state_machine.state_machine_arn,
                 "Input": {
                     **endpoint,
+                    "engine_mode": engine_mode,  # each side's container, as resolved: the stream the workers read
                     "run_id.$": f"States.Format('{{}}-{run}-c{{}}-b{{}}', $.run_id, $.per_shard, $.block)",
                     "concurrency_per_shard.$": "$.per_shard",
                     "requests_per_shard.$": "$.requests",
@@ -293,8 +294,16 @@ def benchmark_levels(scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cl
         result_path="$.benchmark",
     )
     per_level.item_processor(
-        sfn.Chain.start(run("BenchmarkBaseline", {"endpoint_name.$": "$.twin"}, "baseline", "$.baseline")).next(
-            run("BenchmarkCandidate", {"endpoint_name.$": "$.candidate"}, "candidate", "$.candidate_result")
+        sfn.Chain.start(
+            run("BenchmarkBaseline", {"endpoint_name.$": "$.twin"}, "baseline", "$.baseline", plan.baseline_engine_mode)
+        ).next(
+            run(
+                "BenchmarkCandidate",
+                {"endpoint_name.$": "$.candidate"},
+                "candidate",
+                "$.candidate_result",
+                plan.candidate_engine_mode,
+            )
         )
     )
     per_level.add_catch(cleanup.entry, errors=["States.ALL"], result_path="$.failure")

@@ -4,8 +4,10 @@ writes its raw samples to S3. The Distributed Map runs N of these side by side.
 Event:
   {"endpoint_name": "...", "region": "us-east-1", "endpoint_url": null, "target_variant": null,
    "inference_component": null, "concurrency": 16, "requests": 64 | "duration_s": 120,
-   "prompt_tokens": 1024, "max_new_tokens": 256, "timeout_s": 120,
+   "prompt_tokens": 1024, "max_new_tokens": 256, "timeout_s": 120, "engine_mode": "async" | "rolling-batch",
    "shard": 0, "run_id": "...", "bucket": "...", "prefix": "benchmarks/"}
+`engine_mode` is LMI's engine mode of the endpoint's container as the gate resolved it: it decides the request
+schema and how the stream is read (optigate.bench.payloads); without it the worker refuses to run.
 Returns a small summary and where the shard's samples are (Step Functions payloads are small).
 """
 
@@ -28,6 +30,8 @@ def shard_key(event: dict) -> str:
 
 
 def handler(event: dict, _context=None) -> dict:
+    if not event.get("engine_mode"):
+        raise ValueError("the benchmark event names no engine_mode: the stream of the endpoint cannot be read")
     target = Target(
         endpoint_name=event["endpoint_name"],
         region=event.get("region") or os.environ.get("AWS_REGION", "us-east-1"),
@@ -41,6 +45,7 @@ def handler(event: dict, _context=None) -> dict:
         duration_s=event.get("duration_s"),
         prompt_tokens=int(event.get("prompt_tokens", 1024)),
         max_new_tokens=int(event.get("max_new_tokens", 256)),
+        engine_mode=str(event["engine_mode"]),
         seed=int(event.get("shard", 0)) * 100_003,
     )
     result = asyncio.run(run_levels(target, [spec.concurrency], spec, timeout=float(event.get("timeout_s", 120))))
