@@ -141,6 +141,23 @@ def test_objects_beyond_copyobjects_limit_are_copied_in_parts():
     assert "optimized/run1/model/model.safetensors" in result["objects"]
 
 
+def test_a_multipart_copy_is_byte_exact_and_aborted_on_failure():
+    body = bytes(range(256)) * (11 * 1024 * 4)  # 11 MiB: three parts of 5 MiB (S3's least but the last)
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        for bucket in ("models", "gate"):
+            s3.create_bucket(Bucket=bucket)
+        s3.put_object(Bucket="models", Key="m/shard.safetensors", Body=body)
+        handler = load_handler("stage_candidate")
+        handler.__globals__.update(MAX_COPY_BYTES=0, PART_BYTES=5 * 1024**2)
+        copy_in_parts = handler.__globals__["copy_in_parts"]
+        copy_in_parts(s3, {"Bucket": "models", "Key": "m/shard.safetensors"}, len(body), "gate", "c/shard.safetensors")
+        assert s3.get_object(Bucket="gate", Key="c/shard.safetensors")["Body"].read() == body
+        with pytest.raises(Exception, match="UploadPartCopy"):
+            copy_in_parts(s3, {"Bucket": "models", "Key": "m/missing"}, len(body), "gate", "c/missing")
+        assert not s3.list_multipart_uploads(Bucket="gate").get("Uploads")
+
+
 @pytest.mark.parametrize(
     ("model", "files", "baseline", "refusal"),
     [

@@ -47,7 +47,7 @@ class Stager:
         role, log_group = function_role(self._scope, "Stage")
         nag.allow(
             role,
-            ["s3:PutObject"],
+            ["s3:PutObject", "s3:AbortMultipartUpload"],  # objects over 5 GB are copied in parts
             [self._bucket.arn_for_objects("optimized/*")],
             why_wildcard="The candidates' prefixes, optimized/<run>/; the run id is known only at run time.",
         )

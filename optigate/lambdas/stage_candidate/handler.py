@@ -40,7 +40,7 @@ Two kinds of event:
    architecture); anything else stops the run before a candidate is created.
 
 Copies are server-side, nothing passes through the function: CopyObject up to its 5 GB, a multipart copy
-(UploadPartCopy, boto3's managed copy) above it; the target bucket's default encryption applies. An object already
+(UploadPartCopy) above it; the target bucket's default encryption applies. An object already
 at the target with the same size is not copied again, so a retried invocation resumes. A source without any object
 fails: the candidate would not start without it.
 """
@@ -53,6 +53,7 @@ from typing import Any
 import boto3
 
 MAX_COPY_BYTES = 5 * 1024**3  # CopyObject's limit; a larger object is copied in parts (UploadPartCopy)
+PART_BYTES = 1024**3  # per UploadPartCopy: between S3's 5 MiB and 5 GiB, and 10,000 parts hold 10 TB
 MODEL_DIR = "/opt/ml/model"  # where SageMaker mounts ModelDataSource
 ADDITIONAL_DIR = "/opt/ml/additional-model-data-sources"  # where it mounts AdditionalModelDataSources channels
 HEAD_OPTIONS = ("OPTION_SPECULATIVE_CONFIG", "OPTION_SPECULATIVE_DRAFT_MODEL")
@@ -89,6 +90,29 @@ def _objects(s3, uri: str) -> list[tuple[str, int]]:
         request["ContinuationToken"] = page["NextContinuationToken"]
 
 
+def copy_in_parts(s3, origin: dict[str, str], size: int, bucket: str, key: str) -> None:
+    """A server-side multipart copy (UploadPartCopy) of an object larger than CopyObject takes; aborted on failure
+    so that no parts are left behind."""
+    upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    try:
+        parts = []
+        for number, start in enumerate(range(0, size, PART_BYTES), start=1):
+            end = min(start + PART_BYTES, size) - 1
+            part = s3.upload_part_copy(
+                Bucket=bucket,
+                Key=key,
+                UploadId=upload,
+                PartNumber=number,
+                CopySource=origin,
+                CopySourceRange=f"bytes={start}-{end}",
+            )
+            parts.append({"PartNumber": number, "ETag": part["CopyPartResult"]["ETag"]})
+        s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": parts})
+    except Exception:
+        s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload)
+        raise
+
+
 def copy_prefix(s3, source: str, target: str) -> tuple[int, int]:
     """Copy every object under `source` to the same relative key under `target`: (objects, bytes)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -107,7 +131,7 @@ def copy_prefix(s3, source: str, target: str) -> tuple[int, int]:
             return  # copied by an earlier invocation
         origin = {"Bucket": source_bucket, "Key": key}
         if size > MAX_COPY_BYTES:
-            s3.copy(origin, target_bucket, target_key)  # multipart UploadPartCopy
+            copy_in_parts(s3, origin, size, target_bucket, target_key)
         else:
             s3.copy_object(Bucket=target_bucket, Key=target_key, CopySource=origin)
 
