@@ -40,9 +40,8 @@ Two kinds of event:
    architecture); anything else stops the run before a candidate is created.
 
 Copies are server-side, nothing passes through the function: CopyObject up to its 5 GB, a multipart copy
-(UploadPartCopy) above it; the target bucket's default encryption applies. An object already
-at the target with the same size is not copied again, so a retried invocation resumes. A source without any object
-fails: the candidate would not start without it.
+(UploadPartCopy) above it; the target bucket's default encryption applies. A source without
+any object fails: the candidate would not start without it.
 """
 
 from __future__ import annotations
@@ -122,13 +121,10 @@ def copy_prefix(s3, source: str, target: str) -> tuple[int, int]:
     objects = _objects(s3, source)
     if not objects:
         raise FileNotFoundError(f"nothing to stage under {source}: the candidate reads it")
-    present = dict(_objects(s3, target))
 
     def copy(item: tuple[str, int]) -> None:
         key, size = item
         target_key = target_prefix + key.removeprefix(source_prefix)
-        if present.get(target_key) == size:
-            return  # copied by an earlier invocation
         origin = {"Bucket": source_bucket, "Key": key}
         if size > MAX_COPY_BYTES:
             copy_in_parts(s3, origin, size, target_bucket, target_key)
