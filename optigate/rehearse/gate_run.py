@@ -230,12 +230,19 @@ class GateRun:
                 sources += [copy["source"] for copy in parameters.get("Payload", {}).get("copies", [])]
         return sources
 
+    def job_sources(self) -> list[str]:
+        """The baseline prefixes the gate's optimization job reads (its ModelSource, rendered)."""
+        definition = render_definition(self.template, self.layout.gate, self.substitutions())
+        jobs = [s for _, s in iter_states(definition) if s.get("Resource", "").endswith(":createOptimizationJob")]
+        return [state["Parameters"]["ModelSource"]["S3"]["S3Uri"] for state in jobs]
+
     def seed_baseline_files(self) -> list[str]:
-        """Put one file into each staged folder of the baseline that is empty in moto S3 (a rehearsal has no
-        model bucket; the team's has an EAGLE-3 head there). The keys written, as s3:// URIs."""
+        """Put one file into each staged folder of the baseline and into the optimization job's source that is
+        empty in moto S3 (a rehearsal has no model bucket; the team's has the weights and an EAGLE-3 head there).
+        The keys written, as s3:// URIs."""
         s3 = self.harness.client("s3")
         written = []
-        for source in self.staged_sources():
+        for source in self.staged_sources() + self.job_sources():
             bucket, prefix = split_s3_uri(source)
             if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
                 s3.create_bucket(Bucket=bucket)

@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from optigate.rehearse.gate_layout import DECIDE
-from optigate.rehearse.gate_run import HANDLER_FOLDERS, GateRun, evaluation_writer, lambda_handlers, load_handler
+from optigate.rehearse.gate_run import (
+    BUCKET,
+    HANDLER_FOLDERS,
+    GateRun,
+    evaluation_writer,
+    lambda_handlers,
+    load_handler,
+)
 from optigate.rehearse.harness import REGION, GateHarness
 from optigate.rehearse.scenario import Scenario
 
@@ -193,9 +200,11 @@ def rehearse(
     *,
     behaviour: dict[str, Any] | None = None,
     on_state: Callable[[str], None] | None = None,
+    trained_head_layout: str = "job_output",
 ) -> dict[str, Any]:
     """Run the gate once with a `faster` or `slower` emulated candidate (or an explicit emulator
-    `behaviour`); returns what happened (GateRun.execute's result)."""
+    `behaviour`); an EAGLE-training job registers its head in `trained_head_layout`
+    (optigate.rehearse.sagemaker.jobs.TRAINED_HEAD_LAYOUTS). Returns what happened (GateRun.execute's result)."""
     team = deployment.team
     speculative = bool(team.gate.candidate.get("speculative_decoding"))
     # The rehearsal benchmarks one level (the deployed gate runs every level): the highest up to
@@ -218,7 +227,9 @@ def rehearse(
     modes = (plan.baseline_engine_mode, plan.candidate_engine_mode) if plan is not None else ("async", "async")
     with emulators(behaviour, speculative, modes) as (baseline_url, candidate_url), _offline_aws():
         scenario = Scenario(
-            on_processing_job=evaluation_writer("pass"), variant_traffic=variant_traffic(deployment, behaviour)
+            on_processing_job=evaluation_writer("pass"),
+            variant_traffic=variant_traffic(deployment, behaviour),
+            trained_head_layout=trained_head_layout,
         )
         handlers = lambda_handlers(baseline_url, candidate_url, decide=host_compensated_decide(BASELINE, allowance))
         with GateHarness(lambda_handlers=handlers, scenario=scenario, region=REGION) as harness:
@@ -226,5 +237,6 @@ def rehearse(
             run.seed_baseline_files()  # the team's model bucket holds the folders the gate stages (an EAGLE-3 head)
             run.seed_training_data()  # the capture (or prefix) an EAGLE head trains from holds traffic
             result = run.execute(on_state=on_state)
+            result["candidate_files"] = harness.s3_objects(BUCKET, "optimized/")
     result["host_allowance_ms"] = allowance
     return result

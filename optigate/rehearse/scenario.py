@@ -57,9 +57,9 @@ class Scenario:
     # Same, for an optimization job reaching COMPLETED (e.g. to write artifacts under S3OutputLocation).
     on_optimization_job: Callable[[dict], dict | None] | None = None
     # An EAGLE-training optimization job (ModelSpeculativeDecodingConfig) reaching COMPLETED writes these files
-    # under `<S3OutputLocation>eagle_head/` and registers its OutputConfig.SageMakerModel with this environment
-    # (None: the emulated layout, see optigate.rehearse.sagemaker.jobs.EAGLE_HEAD_CHANNEL). The real layout is not
-    # documented; the emulated one is an assumption until a live run records it.
+    # as its head, and registers its OutputConfig.SageMakerModel in `trained_head_layout` ("job_output" or "sdk",
+    # optigate.rehearse.sagemaker.jobs.TRAINED_HEAD_LAYOUTS) with this environment (None: the layout's). The real
+    # layout is not documented; the emulated ones are assumptions until a live run records it.
     eagle_head_files: dict[str, bytes] = field(
         default_factory=lambda: {
             "config.json": b'{"architectures": ["LlamaForCausalLMEagle3"]}',
@@ -67,6 +67,7 @@ class Scenario:
         }
     )
     eagle_model_environment: dict[str, str] | None = None
+    trained_head_layout: str = "job_output"
     # What a Completed managed benchmark job's AIPerf reports, by its CreateAIBenchmarkJob request: any of
     # {"ttft_p99_ms", "itl_p99_ms", "output_tokens_per_s"} (the rest from benchmarks.DEFAULT_FIGURES); and an offset
     # added to every job's figures (e.g. {"ttft_p99_ms": 2000.0}), to make the two benchmarks disagree.

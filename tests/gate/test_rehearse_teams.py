@@ -3,6 +3,13 @@ live endpoint behind an optimization job (research)."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
+from optigate.rehearse.gate_run import BUCKET
+from optigate.rehearse.sagemaker.jobs import EAGLE_HEAD_CHANNEL, TRAINED_HEAD_LAYOUTS
+
 
 def _path(result) -> str:
     return " → ".join(result["states"])
@@ -42,3 +49,57 @@ def test_rehearse_a_shadow_rollout_restores_the_live_endpoint(example_config):
     assert {c["name"]: c["passed"] for c in result["report"]["checks"]}["shadow_traffic"] is True
     live = result["live"]["research-dev"]
     assert live["status"] == "InService" and live["config"] == live["original_config"]
+
+
+# --------------------------------------------------------------------------- the trained head's layouts
+# Where an EAGLE-training job leaves the base weights and the head is undocumented: each gate must reach APPROVED on
+# the emulated layout and on the SageMaker Python SDK's (optigate.rehearse.sagemaker.jobs.TRAINED_HEAD_LAYOUTS).
+
+
+@pytest.mark.parametrize("layout", TRAINED_HEAD_LAYOUTS)
+def test_chat_approves_a_trained_head_in_either_layout(example_config, layout):
+    """chat's job only trains a head (no quantization): in the SDK's layout the registered model keeps the base
+    weights at the team's own prefix and the head in channel `draft_model`; the gate copies both into one prefix of
+    the job's output, which the approved package (what a promotion deploys with CloudFormation) names."""
+    from optigate.rehearse.rehearsal import rehearse, synthesize_team
+
+    result = rehearse(*synthesize_team("chat", "dev", example_config), "faster", trained_head_layout=layout)
+    assert result["execution"]["status"] == "SUCCEEDED", (result["execution"].get("cause"), result["report"])
+    assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Approved"]
+    (package,) = result["package_details"]
+    (container,) = package["InferenceSpecification"]["Containers"]
+    assert "AdditionalModelDataSources" not in container  # one prefix: CloudFormation can deploy it
+    prefix = container["ModelDataSource"]["S3DataSource"]["S3Uri"]
+    run = prefix.removeprefix(f"s3://{BUCKET}/").split("/")[:2]
+    assert run[0] == "optimized"
+    speculative = json.loads(container["Environment"]["OPTION_SPECULATIVE_CONFIG"])
+    files = set(result["candidate_files"])
+    if layout == "sdk":
+        # The baseline's files (seeded: config.json) were copied beside the head under the candidate's prefix.
+        assert prefix == f"s3://{BUCKET}/optimized/{run[1]}/model/"
+        assert speculative["model"] == "/opt/ml/model/speculative_head"
+        assert {
+            f"optimized/{run[1]}/model/config.json",
+            f"optimized/{run[1]}/model/speculative_head/config.json",
+        } <= files
+    else:
+        assert prefix == f"s3://{BUCKET}/optimized/{run[1]}/"
+        assert speculative["model"] == f"/opt/ml/model/{EAGLE_HEAD_CHANNEL}"
+        assert f"optimized/{run[1]}/{EAGLE_HEAD_CHANNEL}/config.json" in files
+    assert speculative["method"] == "eagle3" and "OPTION_SPECULATIVE_DRAFT_MODEL" not in container["Environment"]
+    assert sum(len(v) for v in result["left"].values()) == 0
+
+
+@pytest.mark.parametrize("layout", TRAINED_HEAD_LAYOUTS)
+def test_research_approves_in_either_layout(example_config, layout):
+    """research's job only quantizes (its EAGLE-3 head is the baseline's, staged into the job's output): the SDK
+    points such a model at the job's output too (_generate_optimized_core_model), so both layouts serve the same."""
+    from optigate.rehearse.rehearsal import rehearse, synthesize_team
+
+    result = rehearse(*synthesize_team("research", "dev", example_config), "faster", trained_head_layout=layout)
+    assert result["execution"]["status"] == "SUCCEEDED", result["report"]
+    assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Approved"]
+    (package,) = result["package_details"]
+    (container,) = package["InferenceSpecification"]["Containers"]
+    prefix = container["ModelDataSource"]["S3DataSource"]["S3Uri"].removeprefix(f"s3://{BUCKET}/")
+    assert f"{prefix}eagle3/config.json" in result["candidate_files"]

@@ -3,8 +3,8 @@ the job quantizes and trains in one run, registers its output model (OutputConfi
 where the head is from that model, serves it from the candidate's own prefix with OPTION_SPECULATIVE_CONFIG, records
 exactly that container in the model package, and deletes the registered model on every path.
 
-The emulated job's output layout (optigate.rehearse.sagemaker.jobs.EAGLE_HEAD_CHANNEL) is an assumption: the real
-one is not documented."""
+The emulated job's output layouts (optigate.rehearse.sagemaker.jobs.TRAINED_HEAD_LAYOUTS: optigate's assumption and
+the SageMaker Python SDK's) are assumptions: the real one is not documented."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from optigate.deployment.optimization import TrainedHead
 from optigate.rehearse.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
 from optigate.rehearse.harness import REGION, GateHarness
-from optigate.rehearse.sagemaker.jobs import EAGLE_HEAD_CHANNEL
+from optigate.rehearse.sagemaker.jobs import EAGLE_HEAD_CHANNEL, SDK_DRAFT_CHANNEL, TRAINED_HEAD_LAYOUTS
 from optigate.rehearse.scenario import Outcome, Scenario
 from optigate.rehearse.template import render_definition
 from optigate.rehearse.validation import parameter_errors
@@ -53,6 +53,19 @@ def head_template(tmp_path_factory, gate_synth) -> dict[str, Any]:
     )
 
 
+@pytest.fixture(scope="module")
+def eagle_only_template(tmp_path_factory, gate_synth) -> dict[str, Any]:
+    """A candidate whose only change is a trained EAGLE head (chat's): the job rewrites no weights."""
+    return gate_synth(
+        True,
+        tmp_path_factory.mktemp("gate-eagle-only"),
+        candidate_environment={"OPTION_MAX_MODEL_LEN": "8192"},
+        change={"speculative_decoding": {"method": "eagle", "train_from": TRAINING["S3Uri"]}},
+        optimization_configs=[EAGLE],
+        trained_head=TrainedHead(train_from=TRAINING["S3Uri"], s3_data_type="S3Prefix", num_speculative_tokens=3),
+    )
+
+
 def _run(template, emulators, gate_handlers, *, scenario: Scenario | None = None, traffic: bool = True):
     """One short gate run (the evaluation fails: a quick Rejected verdict, recorded as a package) with captured
     traffic under the training prefix (unless `traffic` is False); also the SageMaker requests it made, the
@@ -62,6 +75,7 @@ def _run(template, emulators, gate_handlers, *, scenario: Scenario | None = None
         s3 = harness.client("s3")
         s3.create_bucket(Bucket="acme-models")
         s3.put_object(Bucket="acme-models", Key="llama-3.1-8b/config.json", Body=b"{}")
+        s3.put_object(Bucket="acme-models", Key="llama-3.1-8b/model.safetensors", Body=b"base weights")
         s3.create_bucket(Bucket=TRAFFIC_BUCKET)
         if traffic:
             s3.put_object(Bucket=TRAFFIC_BUCKET, Key=f"{TRAFFIC_KEY}2026/01/01/00/a.jsonl", Body=json.dumps(RECORD))
@@ -131,6 +145,54 @@ def test_the_trained_head_is_served_from_the_candidates_prefix_and_recorded_in_t
     )
     _no_optimized_model_left(result)
     nothing_left(result)
+
+
+def _served(result: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
+    """The recorded package's prefix (relative to the gate bucket), its speculative config, and the run's output.
+    The evaluation fails (a quick Rejected verdict): the package records the container all the same, and the
+    verdict on these layouts is tests/gate/test_rehearse_teams.py's (APPROVED for chat and research)."""
+    assert result["execution"]["error"] == "CandidateRejected", result["execution"].get("cause")
+    (package,) = result["package_details"]
+    (container,) = package["InferenceSpecification"]["Containers"]
+    assert "AdditionalModelDataSources" not in container  # one prefix: CloudFormation deploys it after a promotion
+    assert "OPTION_SPECULATIVE_DRAFT_MODEL" not in container["Environment"]
+    (job,) = result["optimization_requests"]
+    output = job["OutputConfig"]["S3OutputLocation"].removeprefix(f"s3://{BUCKET}/")
+    prefix = container["ModelDataSource"]["S3DataSource"]["S3Uri"].removeprefix(f"s3://{BUCKET}/")
+    return prefix, json.loads(container["Environment"]["OPTION_SPECULATIVE_CONFIG"]), output
+
+
+def test_the_sdk_layout_of_a_head_only_job_is_served_with_the_baseline_copied_beside_the_head(
+    eagle_only_template, emulators, gate_handlers, nothing_left
+):
+    """The SDK's layout: the registered model reads the base weights from the team's own prefix (the job's
+    ModelSource) and the head from channel `draft_model` in the job's output. The gate copies the baseline's every
+    file and the head into `<output>model/`, and measures and records that one prefix."""
+    scenario = Scenario(
+        on_processing_job=evaluation_writer("fail", ["qa_exact_match drops by 4.0%"]), trained_head_layout="sdk"
+    )
+    result = _run(eagle_only_template, emulators, gate_handlers, scenario=scenario)
+    prefix, speculative, output = _served(result)
+    assert prefix == f"{output}model/"
+    assert speculative == {"method": "eagle3", "model": "/opt/ml/model/speculative_head", "num_speculative_tokens": 3}
+    objects = result["candidate_objects"]
+    assert objects[f"{prefix}model.safetensors"] == b"base weights" and f"{prefix}config.json" in objects
+    assert f"{prefix}speculative_head/config.json" in objects and f"{output}{SDK_DRAFT_CHANNEL}/config.json" in objects
+    _no_optimized_model_left(result)
+    nothing_left(result)
+
+
+@pytest.mark.parametrize("layout", TRAINED_HEAD_LAYOUTS)
+def test_a_quantizing_and_training_job_is_served_in_place_in_either_layout(
+    head_template, emulators, gate_handlers, nothing_left, layout
+):
+    """With a quantization in the job, the weights are in its output in both layouts; the head is served in place."""
+    scenario = Scenario(
+        on_processing_job=evaluation_writer("fail", ["qa_exact_match drops by 4.0%"]), trained_head_layout=layout
+    )
+    prefix, speculative, output = _served(_run(head_template, emulators, gate_handlers, scenario=scenario))
+    channel = SDK_DRAFT_CHANNEL if layout == "sdk" else EAGLE_HEAD_CHANNEL
+    assert (prefix, speculative["model"]) == (output, f"/opt/ml/model/{channel}")
 
 
 def test_a_failed_training_job_cleans_up_and_records_the_failure(head_template, emulators, gate_handlers, nothing_left):
@@ -232,3 +294,38 @@ def test_an_eagle_item_needs_a_trained_head_and_back(gate_spec):
         gate_spec(True, optimization_configs=[FP8, EAGLE])
     with pytest.raises(ValueError, match="needs a trained_head"):
         gate_spec(True, trained_head=TrainedHead(train_from="data_capture"))
+
+
+def test_the_stager_may_read_the_baselines_prefix_and_nothing_else_of_its_bucket(head_template):
+    """The SDK's layout leaves the base weights at the team's prefix: the staging function copies them, so its role
+    reads that prefix (objects and listing), no other key of the model bucket, and writes none of it."""
+    resources = head_template["Resources"]
+    (function,) = [
+        r for k, r in resources.items() if "StageCandidateFunction" in k and r["Type"] == "AWS::Lambda::Function"
+    ]
+    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = [
+        statement
+        for r in resources.values()
+        if r["Type"] == "AWS::IAM::Policy" and {"Ref": role} in r["Properties"]["Roles"]
+        for statement in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+    def on_model_bucket(statement) -> bool:
+        return "acme-models" in json.dumps(statement["Resource"])
+
+    reads = sorted(
+        (
+            statement["Action"] if isinstance(statement["Action"], str) else tuple(statement["Action"]),
+            json.dumps(statement.get("Condition")),
+        )
+        for statement in statements
+        if on_model_bucket(statement)
+    )
+    assert reads == [
+        ("s3:GetObject", "null"),
+        ("s3:ListBucket", json.dumps({"StringLike": {"s3:prefix": ["llama-3.1-8b/*"]}})),
+    ]
+    for statement in statements:
+        if on_model_bucket(statement) and statement["Action"] == "s3:GetObject":
+            assert json.dumps(statement["Resource"]).endswith('s3:::acme-models/llama-3.1-8b/*"]]}'), statement

@@ -47,7 +47,7 @@ class Stager:
         role, log_group = function_role(self._scope, "Stage")
         nag.allow(
             role,
-            ["s3:PutObject"],
+            ["s3:PutObject", "s3:AbortMultipartUpload"],  # objects over 5 GB are copied in parts
             [self._bucket.arn_for_objects("optimized/*")],
             why_wildcard="The candidates' prefixes, optimized/<run>/; the run id is known only at run time.",
         )
@@ -213,9 +213,10 @@ def stage_trained_head(
     `<prefix>-optm-<run>`), then the staging function finds the head it says, keeps or copies it under the
     candidate's prefix, reads vLLM's method from the head, and returns `$.candidate`: the prefix and the
     environment with OPTION_SPECULATIVE_CONFIG, which the candidate model and the model package both use
-    (GatePlan.candidate_container). Reads and writes only the job's output, optimized/<run>/: a registered
-    model that puts the weights or the head elsewhere fails the run before any endpoint exists (the layout is
-    undocumented; see optigate/lambdas/stage_candidate)."""
+    (GatePlan.candidate_container). Reads the job's output, optimized/<run>/, and the baseline's own prefix (the
+    SageMaker SDK's layout keeps the base weights there: they are copied beside the head), and writes only under
+    optimized/: a registered model that puts the weights or the head elsewhere fails the run before any endpoint
+    exists (the layout is undocumented; see optigate/lambdas/stage_candidate)."""
     head = plan.trained_head
     if head is None:
         raise ValueError(f"{plan.prefix}: no trained head to stage")
@@ -227,6 +228,19 @@ def stage_trained_head(
         why_wildcard="The optimization jobs' outputs, optimized/<run>/, where the trained head is read from.",
     )
     nag.allow(role, ["s3:ListBucket"], [bucket.bucket_arn], conditions={"StringLike": {"s3:prefix": ["optimized/*"]}})
+    baseline_bucket, baseline_key = split_s3_uri(plan.baseline_model_uri.rstrip("/") + "/")
+    nag.allow(
+        role,
+        ["s3:GetObject"],
+        [f"arn:{Aws.PARTITION}:s3:::{baseline_bucket}/{baseline_key}*"],
+        why_wildcard="The baseline's own prefix: a job that only trained a head leaves the base weights there.",
+    )
+    nag.allow(
+        role,
+        ["s3:ListBucket"],
+        [f"arn:{Aws.PARTITION}:s3:::{baseline_bucket}"],
+        conditions={"StringLike": {"s3:prefix": [f"{baseline_key}*"]}},
+    )
     describe = cleanup.guarded(
         sdk_task(
             scope,
@@ -248,6 +262,7 @@ def stage_trained_head(
                     "trained_head": {
                         "model.$": "$.optimized_model",
                         "output.$": "$.optimization.OutputConfig.S3OutputLocation",
+                        "baseline": plan.baseline_model_uri,
                         "environment": plan.container_environment,
                         "num_speculative_tokens": head.num_speculative_tokens,
                         "head_dir": TRAINED_HEAD_DIR,

@@ -14,25 +14,34 @@ Two kinds of event:
    the candidate's prefix, and render OPTION_SPECULATIVE_CONFIG for it.
 
    Event: {"trained_head": {"model": <DescribeModel output>, "output": "s3://<gate bucket>/optimized/<run>/",
-                            "environment": {<the candidate's OPTION_*>}, "num_speculative_tokens": 3,
-                            "head_dir": "speculative_head"}}
+                            "baseline": "s3://<model bucket>/<model prefix>", "environment": {<the candidate's
+                            OPTION_*>}, "num_speculative_tokens": 3, "head_dir": "speculative_head"}}
    Returns {"model_uri": <the candidate's prefix>, "environment": {... OPTION_SPECULATIVE_CONFIG},
-            "head": <the head's S3 prefix>, "method": "eagle" | "eagle3"}.
+            "head": <the head's S3 prefix>, "method": "eagle" | "eagle3", "layout": "job_output" | "baseline"}.
 
-   Where the job puts the head is not documented (API reference of OptimizationJobOutputConfig; the SageMaker
-   Python SDK never sends ModelSpeculativeDecodingConfig). The registered model is read the way SageMaker serves
-   a model: its container's OPTION_SPECULATIVE_CONFIG `model` (or OPTION_SPECULATIVE_DRAFT_MODEL) is a container
-   path, under /opt/ml/model (the model's own ModelDataSource) or under
-   /opt/ml/additional-model-data-sources/<channel> (that AdditionalModelDataSources channel). Fail-closed: the
-   weights must be an uncompressed S3 prefix and the head must lie in the job's output (the gate may read nothing
-   else); a head outside the weights' prefix is copied under it (CloudFormation's AWS::SageMaker::Model has no
-   AdditionalModelDataSources, so the promoted model serves one prefix). vLLM's method is the one the registered
-   model names, else read from the head's config.json `architectures` (the service trains EAGLE-2 or EAGLE-3
-   heads depending on the architecture); anything else stops the run before a candidate is created.
+   Where the job puts the head is not documented (API reference of OptimizationJobOutputConfig). The registered
+   model is read the way SageMaker serves a model: its container's OPTION_SPECULATIVE_CONFIG `model` (or
+   OPTION_SPECULATIVE_DRAFT_MODEL) is a container path, under /opt/ml/model (the model's own ModelDataSource) or
+   under /opt/ml/additional-model-data-sources/<channel> (that AdditionalModelDataSources channel). Two layouts of
+   the weights are accepted, fail-closed:
+   - "job_output": the weights are an uncompressed S3 prefix inside the job's output (a job that also quantized);
+   - "baseline": the weights are exactly the baseline's own prefix, the job's ModelSource (what the SageMaker
+     Python SDK builds for speculative decoding without a quantization, compilation or sharding job: the base
+     model keeps its source and the draft is the AdditionalModelDataSources channel `draft_model`, named by
+     OPTION_SPECULATIVE_DRAFT_MODEL=/opt/ml/additional-model-data-sources/draft_model/; aws/sagemaker-python-sdk
+     sagemaker-serve/src/sagemaker/serve/model_builder_utils.py, _set_additional_model_source,
+     _generate_channel_name, _optimize_for_hf, at a24812666d258d9d19c9a82d0c9385ca0bd3ba01). The baseline's
+     files are then copied into `<output>model/`, beside which the head is copied: the gate never writes to the
+     team's model prefix, and reads no other S3 than the job's output and the baseline.
+   Either way the head must lie in the job's output, and the model may have no other channel. A head outside the
+   weights' prefix is copied under it (CloudFormation's AWS::SageMaker::Model has no AdditionalModelDataSources,
+   so the promoted model serves one prefix). vLLM's method is the one the registered model names, else read from
+   the head's config.json `architectures` (the service trains EAGLE-2 or EAGLE-3 heads depending on the
+   architecture); anything else stops the run before a candidate is created.
 
-Copies are CopyObject: server-side, nothing passes through the function (one request each, so objects up to
-CopyObject's 5 GB; the target bucket's default encryption applies). A source without any object fails: the
-candidate would not start without it.
+Copies are server-side, nothing passes through the function: CopyObject up to its 5 GB, a multipart copy
+(UploadPartCopy) above it; the target bucket's default encryption applies. A source without
+any object fails: the candidate would not start without it.
 """
 
 from __future__ import annotations
@@ -42,11 +51,14 @@ from typing import Any
 
 import boto3
 
-MAX_COPY_BYTES = 5 * 1024**3  # CopyObject's limit; a larger object needs a multipart UploadPartCopy
+MAX_COPY_BYTES = 5 * 1024**3  # CopyObject's limit; a larger object is copied in parts (UploadPartCopy)
+PART_BYTES = 1024**3  # per UploadPartCopy: between S3's 5 MiB and 5 GiB, and 10,000 parts hold 10 TB
 MODEL_DIR = "/opt/ml/model"  # where SageMaker mounts ModelDataSource
 ADDITIONAL_DIR = "/opt/ml/additional-model-data-sources"  # where it mounts AdditionalModelDataSources channels
 HEAD_OPTIONS = ("OPTION_SPECULATIVE_CONFIG", "OPTION_SPECULATIVE_DRAFT_MODEL")
 METHODS = ("eagle3", "eagle")  # vLLM's speculative methods for EAGLE-3 and EAGLE(-2) heads, most specific first
+BASELINE_COPY_DIR = "model"  # where, under the job's output, the baseline's files are copied when the job kept them
+COPY_WORKERS = 8  # parallel server-side copies: a 70B checkpoint is ~30 objects of up to 5 GB
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
@@ -62,33 +74,66 @@ def _under(uri: str, prefix: str) -> bool:
     return _folder(uri).startswith(_folder(prefix))
 
 
-def copy_prefix(s3, source: str, target: str) -> tuple[int, int]:
-    """Copy every object under `source` to the same relative key under `target`: (objects, bytes)."""
-    source_bucket, source_prefix = split_s3_uri(source)
-    target_bucket, target_prefix = split_s3_uri(target)
-    found = total = 0
-    request = {"Bucket": source_bucket, "Prefix": source_prefix}
+def _objects(s3, uri: str) -> list[tuple[str, int]]:
+    """(key, size) of every object under `uri`, without "folder" markers."""
+    bucket, prefix = split_s3_uri(uri)
+    found: list[tuple[str, int]] = []
+    request = {"Bucket": bucket, "Prefix": prefix}
     while True:
         page = s3.list_objects_v2(**request)
-        for item in page.get("Contents", []):
-            key, size = item["Key"], item["Size"]
-            if key.endswith("/") and size == 0:
-                continue  # a "folder" marker
-            if size > MAX_COPY_BYTES:
-                raise ValueError(f"s3://{source_bucket}/{key} has {size} bytes, more than one CopyObject takes")
-            s3.copy_object(
-                Bucket=target_bucket,
-                Key=target_prefix + key.removeprefix(source_prefix),
-                CopySource={"Bucket": source_bucket, "Key": key},
-            )
-            found += 1
-            total += size
+        found += [
+            (o["Key"], o["Size"]) for o in page.get("Contents", []) if not (o["Key"].endswith("/") and not o["Size"])
+        ]
         if not page.get("IsTruncated"):
-            break
+            return found
         request["ContinuationToken"] = page["NextContinuationToken"]
-    if not found:
+
+
+def copy_in_parts(s3, origin: dict[str, str], size: int, bucket: str, key: str) -> None:
+    """A server-side multipart copy (UploadPartCopy) of an object larger than CopyObject takes; aborted on failure
+    so that no parts are left behind."""
+    upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    try:
+        parts = []
+        for number, start in enumerate(range(0, size, PART_BYTES), start=1):
+            end = min(start + PART_BYTES, size) - 1
+            part = s3.upload_part_copy(
+                Bucket=bucket,
+                Key=key,
+                UploadId=upload,
+                PartNumber=number,
+                CopySource=origin,
+                CopySourceRange=f"bytes={start}-{end}",
+            )
+            parts.append({"PartNumber": number, "ETag": part["CopyPartResult"]["ETag"]})
+        s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": parts})
+    except Exception:
+        s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload)
+        raise
+
+
+def copy_prefix(s3, source: str, target: str) -> tuple[int, int]:
+    """Copy every object under `source` to the same relative key under `target`: (objects, bytes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    source_bucket, source_prefix = split_s3_uri(source)
+    target_bucket, target_prefix = split_s3_uri(target)
+    objects = _objects(s3, source)
+    if not objects:
         raise FileNotFoundError(f"nothing to stage under {source}: the candidate reads it")
-    return found, total
+
+    def copy(item: tuple[str, int]) -> None:
+        key, size = item
+        target_key = target_prefix + key.removeprefix(source_prefix)
+        origin = {"Bucket": source_bucket, "Key": key}
+        if size > MAX_COPY_BYTES:
+            copy_in_parts(s3, origin, size, target_bucket, target_key)
+        else:
+            s3.copy_object(Bucket=target_bucket, Key=target_key, CopySource=origin)
+
+    with ThreadPoolExecutor(max_workers=COPY_WORKERS) as pool:
+        list(pool.map(copy, objects))
+    return len(objects), sum(size for _, size in objects)
 
 
 def _weights(name: str, container: dict[str, Any]) -> str:
@@ -104,8 +149,9 @@ def _weights(name: str, container: dict[str, Any]) -> str:
     return _folder(source["S3Uri"])
 
 
-def _head_location(name: str, container: dict[str, Any], weights: str) -> tuple[str, str | None]:
-    """The head's S3 prefix and the vLLM method the registered model names (or None)."""
+def _head_location(name: str, container: dict[str, Any], weights: str) -> tuple[str, str | None, str | None]:
+    """The head's S3 prefix, the vLLM method the registered model names (or None) and the channel it is served
+    from (None: the model's own prefix)."""
     environment = container.get("Environment", {})
     path, method = None, None
     if "OPTION_SPECULATIVE_CONFIG" in environment:
@@ -120,12 +166,18 @@ def _head_location(name: str, container: dict[str, Any], weights: str) -> tuple[
         )
     path = path.rstrip("/")
     if path == MODEL_DIR or path.startswith(MODEL_DIR + "/"):
-        return _folder(weights + path.removeprefix(MODEL_DIR).lstrip("/")), method
+        return _folder(weights + path.removeprefix(MODEL_DIR).lstrip("/")), method, None
     if path.startswith(ADDITIONAL_DIR + "/"):
         channel, _, rest = path.removeprefix(ADDITIONAL_DIR + "/").partition("/")
         for source in container.get("AdditionalModelDataSources", []):
             if source.get("ChannelName") == channel:
-                return _folder(_folder(source["S3DataSource"]["S3Uri"]) + rest), method
+                data = source.get("S3DataSource", {})
+                if (data.get("S3DataType"), data.get("CompressionType", "None")) != ("S3Prefix", "None"):
+                    raise ValueError(
+                        f"the optimized model {name} reads channel {channel!r} as {data.get('S3DataType')}/"
+                        f"{data.get('CompressionType')}; the gate stages an uncompressed S3 prefix only"
+                    )
+                return _folder(_folder(data["S3Uri"]) + rest), method, channel
         raise ValueError(f"the optimized model {name} serves its head from channel {channel!r}, which it does not have")
     raise ValueError(
         f"the optimized model {name} serves its head from {path}, outside {MODEL_DIR} and {ADDITIONAL_DIR}"
@@ -151,6 +203,18 @@ def _method(s3, head: str, named: str | None) -> str:
     )
 
 
+def _weights_layout(name: str, weights: str, output: str, baseline: str | None) -> str:
+    """Where the registered model's weights are: "job_output" or "baseline" (exactly the job's ModelSource)."""
+    if _under(weights, output):
+        return "job_output"
+    if baseline is not None and weights == _folder(baseline):
+        return "baseline"
+    raise ValueError(
+        f"the optimized model {name} reads its weights from {weights}, neither inside the job's output {output} nor "
+        f"the baseline's own prefix {baseline}; the gate stages only what the job wrote and the baseline"
+    )
+
+
 def stage_trained_head(s3, event: dict[str, Any]) -> dict[str, Any]:
     model = event["model"]
     name = model.get("ModelName", "the optimized model")
@@ -160,20 +224,32 @@ def stage_trained_head(s3, event: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"the optimized model {name} has {len(containers)} containers; the gate serves one")
     (container,) = containers
     weights = _weights(name, container)
-    if not _under(weights, output):
+    layout = _weights_layout(name, weights, output, event.get("baseline"))
+    head, named, channel = _head_location(name, container, weights)
+    others = sorted({s.get("ChannelName") for s in container.get("AdditionalModelDataSources", [])} - {channel})
+    if others:
         raise ValueError(
-            f"the optimized model {name} reads its weights from {weights}, outside the job's output {output}; the "
-            "gate stages only what the job wrote"
+            f"the optimized model {name} reads channels {others} besides its EAGLE head; the gate serves one prefix"
         )
-    head, named = _head_location(name, container, weights)
     if not _under(head, output):
         raise ValueError(f"the EAGLE head of {name} is at {head}, outside the job's output {output}")
     if head == weights:
         raise ValueError(f"the optimized model {name} names its whole prefix {weights} as the EAGLE head")
-    if _under(head, weights):
+    relative = event.get("head_dir", "speculative_head")
+    if layout == "baseline":
+        # The job kept the base weights where they were: copy them beside the head into the job's output.
+        bucket, key = split_s3_uri(weights)
+        if s3.list_objects_v2(Bucket=bucket, Prefix=f"{key}{relative}/", MaxKeys=1).get("KeyCount"):
+            raise ValueError(f"the baseline {weights} already has a {relative}/ folder; the head would mix with it")
+        candidate = f"{output}{BASELINE_COPY_DIR}/"
+        if _under(head, candidate):
+            raise ValueError(f"the EAGLE head of {name} is at {head}, where the baseline's files would be copied")
+        copy_prefix(s3, weights, candidate)
+        copy_prefix(s3, head, f"{candidate}{relative}/")
+        weights = candidate
+    elif _under(head, weights):
         relative = head.removeprefix(weights).rstrip("/")
     else:
-        relative = event.get("head_dir", "speculative_head")
         copy_prefix(s3, head, f"{weights}{relative}/")
     staged = f"{weights}{relative}/"
     bucket, key = split_s3_uri(staged)
@@ -189,7 +265,13 @@ def stage_trained_head(s3, event: dict[str, Any]) -> dict[str, Any]:
         **event["environment"],
         "OPTION_SPECULATIVE_CONFIG": json.dumps(speculative, sort_keys=True, separators=(",", ":")),
     }
-    return {"model_uri": weights, "environment": dict(sorted(environment.items())), "head": staged, "method": method}
+    return {
+        "model_uri": weights,
+        "environment": dict(sorted(environment.items())),
+        "head": staged,
+        "method": method,
+        "layout": layout,
+    }
 
 
 def handler(event: dict, _context=None) -> dict:

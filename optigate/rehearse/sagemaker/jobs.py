@@ -10,12 +10,22 @@ from optigate.rehearse.scenario import DEFAULT_IMAGE, resolve_outcome
 
 _OPTIMIZATION_RUNNING = ("STARTING", "INPROGRESS", "STOPPING")
 
-#: The emulated layout of an EAGLE-training job's output (an assumption: the real one is undocumented). The head is
-#: written to `<S3OutputLocation>eagle_head/` (Scenario.eagle_head_files); the registered model
-#: (OutputConfig.SageMakerModel) reads the job's output as its ModelDataSource and the head as the
-#: AdditionalModelDataSources channel `eagle_head`, which its OPTION_SPECULATIVE_CONFIG names by container path,
-#: without a method (the head's config.json says EAGLE or EAGLE-3).
+#: The emulated layouts of an EAGLE-training job's output (Scenario.trained_head_layout; the real one is
+#: undocumented). The head's files are Scenario.eagle_head_files; the registered model (OutputConfig.SageMakerModel)
+#: names the head by container path, without a method (the head's config.json says EAGLE or EAGLE-3).
+#: - "job_output": the head at `<S3OutputLocation>eagle_head/`, read as the AdditionalModelDataSources channel
+#:   `eagle_head` named by OPTION_SPECULATIVE_CONFIG; the weights are the job's output.
+#: - "sdk": as the SageMaker Python SDK builds a speculative-decoding model (aws/sagemaker-python-sdk
+#:   sagemaker-serve/src/sagemaker/serve/model_builder_utils.py at a24812666d258d9d19c9a82d0c9385ca0bd3ba01): the head
+#:   in channel `draft_model` (_generate_channel_name), here `<S3OutputLocation>draft_model/`, named by
+#:   OPTION_SPECULATIVE_DRAFT_MODEL=/opt/ml/additional-model-data-sources/draft_model/ (_set_additional_model_source);
+#:   the weights are the job's output after a quantization, compilation or sharding (_generate_optimized_core_model
+#:   points the model at S3OutputLocation), else the model's own source, the job's ModelSource (_optimize_for_hf
+#:   runs no job for speculative decoding alone).
+TRAINED_HEAD_LAYOUTS = ("job_output", "sdk")
 EAGLE_HEAD_CHANNEL = "eagle_head"
+SDK_DRAFT_CHANNEL = "draft_model"
+_REWRITES_WEIGHTS = ("ModelQuantizationConfig", "ModelCompilationConfig", "ModelShardingConfig")
 
 
 def _prefix(uri: str, channel: str | None = None) -> dict:
@@ -262,7 +272,7 @@ class JobOperations(Operations):
                 _write_compiled(backend.region_name, output, job["OptimizationConfigs"], compilation)
             container = {"Image": image, "ModelDataUrl": output}
             if eagle is not None:
-                container = self._write_eagle_head(backend, image, output)
+                container = self._write_eagle_head(backend, image, job)
             output_model = job["OutputConfig"].get("SageMakerModel", {}).get("ModelName")
             if output_model and output_model not in backend._models:
                 # The real job registers the optimized model under that name.
@@ -275,25 +285,33 @@ class JobOperations(Operations):
                     tags=None,
                 )
 
-    def _write_eagle_head(self, backend, image: str, output: str) -> dict:
-        """The trained head, in the emulated layout (EAGLE_HEAD_CHANNEL), and the container registered for it."""
+    def _write_eagle_head(self, backend, image: str, job: dict) -> dict:
+        """The trained head, in the scenario's layout (TRAINED_HEAD_LAYOUTS), and the container registered for it."""
         import boto3
 
+        layout = self.scenario.trained_head_layout
+        if layout not in TRAINED_HEAD_LAYOUTS:
+            raise ValueError(f"unknown trained-head layout {layout!r}; one of {TRAINED_HEAD_LAYOUTS}")
+        output = job["OutputConfig"]["S3OutputLocation"]
+        channel = SDK_DRAFT_CHANNEL if layout == "sdk" else EAGLE_HEAD_CHANNEL
         bucket, _, key = output.removeprefix("s3://").partition("/")
         s3 = boto3.client("s3", region_name=backend.region_name)
         for name, body in self.scenario.eagle_head_files.items():
-            s3.put_object(Bucket=bucket, Key=f"{key}{EAGLE_HEAD_CHANNEL}/{name}", Body=body)
+            s3.put_object(Bucket=bucket, Key=f"{key}{channel}/{name}", Body=body)
+        path = f"/opt/ml/additional-model-data-sources/{channel}"
+        weights = output
+        if layout == "sdk":
+            default = {"OPTION_SPECULATIVE_DRAFT_MODEL": f"{path}/"}
+            if not any(kind in config for config in job["OptimizationConfigs"] for kind in _REWRITES_WEIGHTS):
+                weights = job["ModelSource"]["S3"]["S3Uri"]
+        else:
+            default = {"OPTION_SPECULATIVE_CONFIG": json.dumps({"model": path})}
         environment = self.scenario.eagle_model_environment
-        if environment is None:
-            speculative = {"model": f"/opt/ml/additional-model-data-sources/{EAGLE_HEAD_CHANNEL}"}
-            environment = {"OPTION_SPECULATIVE_CONFIG": json.dumps(speculative)}
         return {
             "Image": image,
-            "Environment": environment,
-            "ModelDataSource": {"S3DataSource": _prefix(output)},
-            "AdditionalModelDataSources": [
-                {"ChannelName": EAGLE_HEAD_CHANNEL, "S3DataSource": _prefix(output, EAGLE_HEAD_CHANNEL)}
-            ],
+            "Environment": default if environment is None else environment,
+            "ModelDataSource": {"S3DataSource": _prefix(weights)},
+            "AdditionalModelDataSources": [{"ChannelName": channel, "S3DataSource": _prefix(output, channel)}],
         }
 
     def _op_stop_optimization_job(self, backend, state, params):

