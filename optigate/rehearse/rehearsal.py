@@ -23,15 +23,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
+from optigate.rehearse.gate_handlers import HANDLER_FOLDERS, evaluation_writer, lambda_handlers, load_handler
 from optigate.rehearse.gate_layout import DECIDE
-from optigate.rehearse.gate_run import (
-    BUCKET,
-    HANDLER_FOLDERS,
-    GateRun,
-    evaluation_writer,
-    lambda_handlers,
-    load_handler,
-)
+from optigate.rehearse.gate_run import BUCKET, GateRun
 from optigate.rehearse.harness import REGION, GateHarness
 from optigate.rehearse.scenario import Scenario
 

@@ -191,7 +191,7 @@ def gate_templates(tmp_path_factory) -> GateTemplates:
 def gate_handlers() -> Callable[..., dict[str, Callable]]:
     """`gate_handlers((baseline_url, candidate_url), crash_decide=False)`: the in-process Lambda handlers,
     the decision crashing if asked."""
-    from optigate.rehearse.gate_run import lambda_handlers
+    from optigate.rehearse.gate_handlers import lambda_handlers
 
     def crashing(event, context):
         raise RuntimeError("decide crashed")
@@ -208,7 +208,8 @@ def run_gate(gate_templates, gate_handlers) -> Callable[..., dict[str, Any]]:
     gate variant in a fresh harness; GateRun.execute's result. `short`: four requests per stream, for
     paths whose verdict cannot be an approval anyway (the throughput interval needs >= 5 one-second
     buckets, i.e. the full run)."""
-    from optigate.rehearse.gate_run import GateRun, evaluation_writer
+    from optigate.rehearse.gate_handlers import evaluation_writer
+    from optigate.rehearse.gate_run import GateRun
     from optigate.rehearse.harness import GateHarness
     from optigate.rehearse.scenario import Scenario
 

@@ -14,7 +14,8 @@ import pytest
 from optigate.deployment.gate import GatePlan
 from optigate.deployment.optimization import job_serving_options
 from optigate.promote.resolve import deployable_container, newest_approved
-from optigate.rehearse.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
+from optigate.rehearse.gate_handlers import evaluation_writer
+from optigate.rehearse.gate_run import BUCKET, LIVE_IMAGE, GateRun
 from optigate.rehearse.harness import REGION, GateHarness
 from optigate.rehearse.scenario import Scenario
 

@@ -11,7 +11,8 @@ import pytest
 
 from optigate.promote.lock import parse_compiled_for
 from optigate.promote.resolve import newest_approved
-from optigate.rehearse.gate_run import BUCKET, GateRun, evaluation_writer
+from optigate.rehearse.gate_handlers import evaluation_writer
+from optigate.rehearse.gate_run import BUCKET, GateRun
 from optigate.rehearse.harness import REGION, GateHarness
 from optigate.rehearse.scenario import Outcome, Scenario
 

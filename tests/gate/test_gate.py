@@ -10,8 +10,9 @@ import time
 import pytest
 
 from optigate.rehearse.asl import sdk_calls
+from optigate.rehearse.gate_handlers import evaluation_writer
 from optigate.rehearse.gate_layout import gate_layout
-from optigate.rehearse.gate_run import LIVE_IMAGE, GateRun, evaluation_writer
+from optigate.rehearse.gate_run import LIVE_IMAGE, GateRun
 from optigate.rehearse.harness import ACCOUNT_ID, REGION, GateHarness
 from optigate.rehearse.scenario import Outcome, Scenario
 from optigate.rehearse.template import render_definition

@@ -10,8 +10,9 @@ import pytest
 
 from optigate.deployment.cross_check import CrossCheck
 from optigate.rehearse.asl import iter_states, sdk_calls
+from optigate.rehearse.gate_handlers import evaluation_writer
 from optigate.rehearse.gate_layout import gate_layout
-from optigate.rehearse.gate_run import GateRun, evaluation_writer
+from optigate.rehearse.gate_run import GateRun
 from optigate.rehearse.harness import ACCOUNT_ID, REGION, GateHarness
 from optigate.rehearse.sagemaker.benchmarks import ai_benchmark_jobs
 from optigate.rehearse.scenario import Outcome, Scenario

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from optigate.rehearse.gate_run import GateRun, evaluation_writer
+from optigate.rehearse.gate_handlers import evaluation_writer
+from optigate.rehearse.gate_run import GateRun
 from optigate.rehearse.harness import REGION, GateHarness, active_harness
 from optigate.rehearse.scenario import Outcome, Scenario
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from optigate import naming
 from optigate.constructs.retries import MAX_ATTEMPTS
 from optigate.rehearse.asl import sdk_calls
-from optigate.rehearse.gate_run import GateRun, evaluation_writer
+from optigate.rehearse.gate_handlers import evaluation_writer
+from optigate.rehearse.gate_run import GateRun
 from optigate.rehearse.harness import REGION, GateHarness
 from optigate.rehearse.scenario import Outcome, Scenario
 from optigate.rehearse.template import placeholder_definition, state_machines

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from optigate.deployment.optimization import TrainedHead
-from optigate.rehearse.gate_run import BUCKET, LIVE_IMAGE, GateRun, evaluation_writer
+from optigate.rehearse.gate_handlers import evaluation_writer
+from optigate.rehearse.gate_run import BUCKET, LIVE_IMAGE, GateRun
 from optigate.rehearse.harness import REGION, GateHarness
 from optigate.rehearse.sagemaker.jobs import EAGLE_HEAD_CHANNEL, SDK_DRAFT_CHANNEL, TRAINED_HEAD_LAYOUTS
 from optigate.rehearse.scenario import Outcome, Scenario

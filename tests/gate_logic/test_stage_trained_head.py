@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from optigate.rehearse.gate_run import load_handler
+from optigate.rehearse.gate_handlers import load_handler
 
 OUTPUT = "s3://gate/optimized/run1/"
 BASELINE = "s3://models/llama-3.1-8b/"  # the team's model prefix: the job's ModelSource

@@ -1,0 +1,85 @@
+"""The gate's Lambda handlers run in-process in a rehearsal: each function role's handler from the repository's
+source, the benchmark worker routed to the emulator of the endpoint it measures, and the evaluation's verdict
+written as the processing job would."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import boto3
+
+from optigate.config.models import split_s3_uri
+from optigate.rehearse.gate_layout import CROSS_CHECK, DECIDE, MERGE, STAGE, WORKER
+from optigate.rehearse.harness import REGION, active_harness
+
+#: The handler source folder of each function role (see lambda_source).
+HANDLER_FOLDERS: Final = {
+    WORKER: "benchmark",
+    MERGE: "benchmark_merge",
+    DECIDE: "gate_decide",
+    STAGE: "stage_candidate",
+    CROSS_CHECK: "ai_benchmark_jobs",
+}
+
+
+def lambda_source(folder: str) -> Path:
+    """Where the handler of a Lambda function's source folder is (the one place that knows)."""
+    from optigate.lambdas import handler_source
+
+    return handler_source(folder)
+
+
+def load_handler(folder: str) -> Callable[[dict, Any], Any]:
+    spec = importlib.util.spec_from_file_location(f"optigate_lambda_{folder}", lambda_source(folder))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the Lambda handler of {folder} from {lambda_source(folder)}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.handler
+
+
+def lambda_handlers(baseline_url: str, candidate_url: str, *, decide: Callable | None = None) -> dict[str, Callable]:
+    """In-process handlers by function role. The benchmark worker loads the emulator of its endpoint: an
+    endpoint that serves only models CloudFormation owns (the live endpoint, or the gate's baseline twin
+    of it) is the baseline, any other the candidate. Each invocation is recorded in the harness
+    (``benchmarked``): the endpoint, its status and the models it served at that moment."""
+    worker, merge = load_handler(HANDLER_FOLDERS[WORKER]), load_handler(HANDLER_FOLDERS[MERGE])
+
+    def routed_worker(event: dict, context: Any) -> Any:
+        name = event["endpoint_name"]
+        baseline = False
+        harness = active_harness()
+        if harness is not None:
+            serving = harness.endpoint_serving(name)
+            models = set(serving["models"]) if serving else set()
+            baseline = name in harness.live_endpoints or (bool(models) and models <= harness.baseline_models)
+            harness.benchmarked.append(
+                {"endpoint": name, "run_id": event.get("run_id"), "baseline": baseline, **(serving or {})}
+            )
+        url = baseline_url if baseline else candidate_url
+        return worker({**event, "endpoint_url": url, "timeout_s": 30}, context)
+
+    return {
+        WORKER: routed_worker,
+        MERGE: merge,
+        DECIDE: decide or load_handler(HANDLER_FOLDERS[DECIDE]),
+        STAGE: load_handler(HANDLER_FOLDERS[STAGE]),
+        CROSS_CHECK: load_handler(HANDLER_FOLDERS[CROSS_CHECK]),
+    }
+
+
+def evaluation_writer(status: str, reasons: list[str] | tuple[str, ...] = ()) -> Callable[[dict], None]:
+    """A processing-job hook that writes the evaluation verdict the gate reads."""
+
+    def hook(request: dict) -> None:
+        output = request["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"]
+        bucket, key = split_s3_uri(output)
+        verdict = {"status": status, "passed": status == "pass", "reasons": list(reasons), "warnings": [], "checks": []}
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.put_object(Bucket=bucket, Key=f"{key.rstrip('/')}/verdict.json", Body=json.dumps(verdict))
+
+    return hook
