@@ -155,6 +155,8 @@ def _print_plan(
         console.print(f"  • {note}", highlight=False)
     if result.is_lower_bound:
         basis = result.expected.basis if result.expected else None
+        if result.expected is not None and result.expected.standing:
+            basis = f"{basis}, {result.expected.standing}"
         console.print(
             "  The bound rows are roofline lower bounds; the expected rows add the efficiency engines reach and "
             f"per-step overheads ({basis or 'no expected figure without hardware figures'}).",

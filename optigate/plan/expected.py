@@ -85,6 +85,7 @@ class Efficiency:
     allreduce_us: float  # one all-reduce of a decode step's activations, per layer there are two
     source: str
     calibrated: bool = False
+    standing: str = ""  # what the figures rest on and how far off they may be, in a few words
 
     def __post_init__(self) -> None:
         if not (0 < self.bandwidth <= 1 and 0 < self.flops <= 1):
@@ -136,6 +137,7 @@ def literature_efficiency(instance: Instance, weight_precision: str, engine: str
         step_overhead_ms=float(entry["step_overhead_ms"]),
         allreduce_us=float(allreduce["value"]),
         source=f"{entry['source']}; all-reduce over {link}: {allreduce['source']}",
+        standing=str(entry["standing"]),
     )
 
 
@@ -173,6 +175,7 @@ class ExpectedLatency:
     allreduce_ms_per_step: float
     basis: str  # "literature estimate" or "calibrated by measurement"
     source: str = field(repr=False, default="")
+    standing: str = ""  # of a literature estimate: what it rests on and how far off it may be
     # vLLM --enforce-eager: the launch cost of each step without CUDA graphs (0 with graphs); see eager_overhead.
     eager_overhead_ms_per_step: float = 0.0
     # Engine steps the prompt is prefilled in (chunks of max_num_batched_tokens): each pays the per-step overheads.
@@ -298,6 +301,7 @@ def expected_latency(
         allreduce_ms_per_step=allreduce_ms(arch, efficiency, tp),
         basis="calibrated by measurement" if efficiency.calibrated else "literature estimate",
         source=efficiency.source,
+        standing=efficiency.standing,
         eager_overhead_ms_per_step=eager_ms,
         prefill_steps=steps,
     )

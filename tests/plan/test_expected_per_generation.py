@@ -94,3 +94,22 @@ def test_hopper_is_fitted_on_hopper_rows_not_carried_over_from_the_a100():
         efficiency.step_overhead_ms
         != literature_efficiency(get_instance("ml.p4de.24xlarge"), "bf16", "vllm").step_overhead_ms
     )
+
+
+def test_each_efficiency_says_in_a_few_words_what_it_rests_on_and_the_plan_shows_it(capsys):
+    """The plan a team picks an instance by shows how far its expected figures may be off: the few Ada rows and the
+    carried-over figures say so, and a fitted generation's held-out median is the one the benchmark measures."""
+    from optigate.cli import main
+
+    bench = _benchmark()
+    errors = bench.report(bench.cases())
+    for entry in yaml.safe_load(DATA.read_text())["efficiencies"]:
+        standing = str(entry["standing"])
+        carried = "carried over" in " ".join(str(entry["source"]).split())
+        assert ("carried over" in standing) == carried and "off" in standing if carried else "fitted" in standing
+        held_out = re.search(r"held-out median (\d+) %", standing)
+        if held_out:
+            assert int(held_out.group(1)) == round(statistics.median(errors[entry["generation"]]["held-out"]))
+    assert main(["plan", "config/teams/chat.yaml"]) == 0  # chat serves on an L4 (Ada)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "few, and the L4 is unmeasured" in out
