@@ -17,6 +17,7 @@ from optigate.advise.findings import (
     proposal,
 )
 from optigate.config.models import NgramSpeculation, TeamConfig
+from optigate.deployment.checkpoint import SIXTEEN_BIT
 from optigate.deployment.rules import FP8_MIN_COMPUTE_CAPABILITY
 from optigate.plan.speculation import expected_tpot_at, speculation_ceiling
 from optigate.plan.team_plan import HEADROOM, MIN_DERIVED_MAX_MODEL_LEN, architecture_for, plan_serving
@@ -86,7 +87,13 @@ def step_container_settings(ctx: Context) -> Finding:
     if base.max_batch_size < concurrency:
         within = True
         if budget is not None:  # the deployed curve stops at the deployed batch: re-plan at the concurrency
-            wider = plan_serving(ctx.team, base.serving, max_model_len=base.max_model_len, max_batch_size=concurrency)
+            wider = plan_serving(
+                ctx.team,
+                base.serving,
+                weight_precision=base.served_weights,
+                max_model_len=base.max_model_len,
+                max_batch_size=concurrency,
+            )
             at = expected_tpot_at(wider, concurrency)
             within = at is None or at <= budget
         if holds >= concurrency and within:
@@ -129,7 +136,7 @@ def step_container_settings(ctx: Context) -> Finding:
 def step_quantize(ctx: Context) -> Finding:
     base = ctx.baseline
     instance = base.instance
-    quantization = base.serving.quantization
+    quantization = base.serving.quantization or (base.served_weights if base.served_weights != SIXTEEN_BIT else None)
     if instance.is_neuron:
         return Finding(2, NOT_NOW, f"lmi-neuronx serves no quantized weights in optigate on {instance.instance_type}")
     if quantization is not None:
@@ -140,8 +147,9 @@ def step_quantize(ctx: Context) -> Finding:
         if seconds is not None:  # served quantized, but quantized on every start: visible and costed
             extra += (
                 f", quantized at start-up from the {base.downloaded_weights} checkpoint (+{seconds} s per cold start "
-                f"and scale-out); a {quantization} checkpoint made once by a SageMaker optimization job (its output "
-                f"as model.source, model.weights: {quantization}) saves that"
+                f"and scale-out); a {quantization} checkpoint made once by a SageMaker optimization job saves that: "
+                f"its output as model.source with model.weights: {quantization}, and quantization: {quantization} "
+                "kept or removed (either serves the weights as stored, with no start-up quantization)"
             )
         return Finding(2, DONE, f"the weights are already {quantization} on {instance.accelerator}{extra}")
     cc = instance.compute_capability

@@ -183,7 +183,8 @@ class ModelSpec(Strict):
         description="The weights as stored at the source (what the endpoint downloads): a dtype (bf16, fp16, fp32) "
         "or a quantization (fp8, awq, gptq, nvfp4). Known without it for a Hugging Face id in optigate's catalog "
         "and from local_dir's config.json; otherwise give it (unknown weights are taken as bf16, and said so). It "
-        "decides which serving.quantization the engine can apply at start-up and sizes the timeouts.",
+        "decides which serving.quantization the engine can apply at start-up, the precision served and planned when "
+        "quantization is unset (a quantized checkpoint as stored, else 16 bit), and sizes the timeouts.",
     )
     local_dir: str | None = Field(
         None,
@@ -417,7 +418,12 @@ class ServingCore(Strict):
     kv_cache_dtype: KvCacheDtype = Field(
         "auto", description="OPTION_KV_CACHE_DTYPE; fp8 halves the KV cache. Only with container family lmi."
     )
-    quantization: Quantization | None = Field(None, description="OPTION_QUANTIZE; none serves the checkpoint as is.")
+    quantization: Quantization | None = Field(
+        None,
+        description="The precision served: 16-bit weights are quantized to it at start-up (OPTION_QUANTIZE); weights "
+        "stored in it (model.weights) are served as stored, with no OPTION_QUANTIZE; none serves the checkpoint as "
+        "stored.",
+    )
     allow_weight_only_fp8: bool = Field(
         False,
         description="Accept FP8 on GPUs without FP8 tensor cores (A10G, A100), where vLLM runs it weight-only "

@@ -15,12 +15,31 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from optigate.config.models import TeamConfig
+from optigate.config.models import UNQUANTIZED_WEIGHTS, TeamConfig
 from optigate.config.rules import Problem
 from optigate.config.rules.checkpoint_rules import disagreement, unreadable
 from optigate.plan.checkpoints import weights_in_catalog, weights_of_config
 
 ASSUMED_WEIGHTS = "bf16"
+#: The planner's precision for 16- or 32-bit weights served unquantized (vLLM's dtype auto serves 16 bits).
+SIXTEEN_BIT = "bf16"
+
+
+def served_precision(stored: str, quantization: str | None) -> str:
+    """The precision the engine serves (the planner's name): serving.quantization if set, else the stored format
+    when the checkpoint is quantized (vLLM reads it from the checkpoint's quantization_config), else 16 bit. The one
+    place this is decided: the plan, the timeouts' served GB and the precision rules read it."""
+    if quantization is not None:
+        return quantization
+    return SIXTEEN_BIT if stored in UNQUANTIZED_WEIGHTS else stored
+
+
+def applied_quantization(stored: str, quantization: str | None) -> str | None:
+    """The quantization to apply to the stored weights (OPTION_QUANTIZE: by the engine at start-up, or by the gate's
+    optimization job, which reads the same option); None when they are served as stored. Never set on a quantized
+    checkpoint: djl-serving's vLLM user guide says not to set option.quantize on a pre-quantized model, and vLLM
+    refuses a method other than the checkpoint's (vllm/config/model.py, ModelConfig._verify_quantization)."""
+    return quantization if quantization is not None and stored in UNQUANTIZED_WEIGHTS else None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from optigate.config.rules import (
     quantization_problems,
     rule,
 )
-from optigate.deployment.checkpoint import Checkpoint
+from optigate.deployment.checkpoint import SIXTEEN_BIT, Checkpoint, served_precision
 from optigate.plan import architecture, catalog, parallel
 from optigate.plan.architecture import ModelArchitecture
 from optigate.plan.planner import Suggestion
@@ -79,8 +79,10 @@ PLAN_PROBLEM_RULES: dict[str, tuple[str, Rule] | None] = {
 }
 
 
-def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> list[Problem]:
-    """Container, instance and precision rules on one serving block."""
+def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool, served: str | None = None) -> list[Problem]:
+    """Container, instance and precision rules on one serving block; `served`: the precision the engine serves
+    (optigate.deployment.checkpoint.served_precision: weights stored quantized are served so with quantization
+    unset), else serving.quantization's."""
     problems: list[Problem] = []
 
     def add(broken: Rule, sub: PathT, message: str) -> None:
@@ -135,8 +137,10 @@ def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool) -> l
         )
 
     cc = instance.compute_capability
-    quantization = serving.quantization
-    if quantization is not None and instance.platform == "neuron":
+    quantization: str | None = serving.quantization
+    if served is not None and quantization is None and served != SIXTEEN_BIT:
+        quantization = served  # as stored: the FP8, NVFP4 and TensorRT-LLM rules apply to it the same
+    if serving.quantization is not None and instance.platform == "neuron":
         add(
             NO_QUANTIZATION_ON_NEURON,
             ("quantization",),
@@ -344,7 +348,12 @@ def suggestion_admissible(
         uri = team.model.source.artifact_uri
         return not (
             check_serving(fixed, (), has_adapters=adapters, artifact_uri=uri)
-            or hardware_problems(fixed, (), has_adapters=adapters)
+            or hardware_problems(
+                fixed,
+                (),
+                has_adapters=adapters,
+                served=served_precision(checkpoint.weights, fixed.quantization) if checkpoint else None,
+            )
             or serving_architecture_problems(arch, fixed, ())
             or tensor_parallel_problems(arch, fixed, ())
             or engine_switch_problems(arch, fixed, ())

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from optigate.config.models import UNQUANTIZED_WEIGHTS, LoraLimits, Serving, TeamConfig
+from optigate.config.models import LoraLimits, Serving, TeamConfig
 from optigate.deployment import rules
-from optigate.deployment.checkpoint import Checkpoint, resolve_checkpoint
+from optigate.deployment.checkpoint import Checkpoint, applied_quantization, resolve_checkpoint, served_precision
 from optigate.plan.catalog import Instance, get_instance
 from optigate.plan.checkpoints import stored_gb
 from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION
@@ -93,6 +93,10 @@ class ResolvedServing:
     startup_quantization_seconds: int | None = None
     # What the summary and the plan say about the weights: how they are stored, and whether quantized at start-up.
     weights_notes: tuple[str, ...] = ()
+    # The precision the engine serves (planned and sized at), and the quantization the container is told to apply to
+    # the team's stored weights (OPTION_QUANTIZE; None when they are served as stored): optigate.deployment.checkpoint.
+    served_weights: str = "bf16"
+    quantize: str | None = None
 
     def image_uri(self, region: str) -> str:
         return images.image_uri(self.image_family, self.image_version, region)
@@ -154,6 +158,7 @@ def resolve_serving(
     this variant downloads when the gate's optimization job writes new ones (default: the checkpoint's)."""
     checkpoint = checkpoint or resolve_checkpoint(team)[0]
     downloaded = downloads or checkpoint.weights
+    served = served_precision(downloaded, serving.quantization)
     notes: list[str] = []
     instance = get_instance(serving.instance_type)
     arch = architecture_for(team.model.architecture)
@@ -183,12 +188,17 @@ def resolve_serving(
             )
         try:
             plan = plan_serving(
-                team, serving, max_model_len=max_model_len, max_batch_size=max_batch_size, admissible=admissible
+                team,
+                serving,
+                weight_precision=served,
+                max_model_len=max_model_len,
+                max_batch_size=max_batch_size,
+                admissible=admissible,
             )
         except ValueError:
             plan = None  # an invalid tensor-parallel degree: reported by the hardware rules
     else:
-        derived = derive_settings(team, serving, admissible=admissible)
+        derived = derive_settings(team, serving, weight_precision=served, admissible=admissible)
         tp, max_model_len = derived.tensor_parallel_degree, derived.max_model_len
         max_batch_size, gpu_memory_utilization = derived.max_batch_size, derived.gpu_memory_utilization
         notes += derived.notes
@@ -200,12 +210,12 @@ def resolve_serving(
         lora = LoraLimits(max_loras=min(count, 8), max_cpu_loras=max(count, min(count, 8)))
         notes.append(f"lora: max_loras={lora.max_loras}, max_cpu_loras={lora.max_cpu_loras} for {count} adapters")
 
-    size_gb = weights_gb(arch, serving)
+    size_gb = weights_gb(arch, served)
     fetched_gb = stored_gb(arch, downloaded)
     stored = f"{fetched_gb:.0f} GB downloaded ({downloaded} as stored)"
     weights_notes = [checkpoint.note if downloads is None else f"as stored: {downloaded} (the optimization job's)"]
     quantize_seconds = None
-    if serving.quantization is not None and downloaded in UNQUANTIZED_WEIGHTS and not instance.is_neuron:
+    if applied_quantization(downloaded, serving.quantization) is not None and not instance.is_neuron:
         quantize_seconds = startup_quantization_seconds(fetched_gb, size_gb)
         weights_notes.append(
             f"quantized at start-up (+{quantize_seconds} s per cold start): the {downloaded} weights are served as "
@@ -213,6 +223,11 @@ def resolve_serving(
             f"{fetched_gb - size_gb:.0f} GB more than a checkpoint stored as {serving.quantization} "
             f"({DOWNLOAD_SECONDS_PER_GB}+{STARTUP_SECONDS_PER_GB} s per GB, the timeouts' rates); the gate's "
             "optimization job writes quantized weights once"
+        )
+    elif downloads is None and serving.quantization is not None and serving.quantization == downloaded:
+        weights_notes.append(
+            f"served as stored: vLLM reads the {downloaded} quantization from the checkpoint's quantization_config, "
+            "so no OPTION_QUANTIZE is set"
         )
     download, startup = sized_timeouts(fetched_gb)
     if serving.model_data_download_timeout_seconds is not None:
@@ -248,6 +263,10 @@ def resolve_serving(
         downloaded_weights=downloaded,
         downloaded_gb=fetched_gb,
         startup_quantization_seconds=quantize_seconds,
+        served_weights=served,
+        # On the team's checkpoint, not on what a job wrote: the job reads the same option (and a compiled candidate
+        # carries it into the compile step), and LMI then serves the job's serving.properties over the environment.
+        quantize=applied_quantization(checkpoint.weights, serving.quantization),
     )
     # Container paths are relative to the model prefix, so render from the prefix as written.
     environment = render_environment(resolved, team.model.source.artifact_uri)

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from optigate.config.models import EagleTraining, Serving, TeamConfig
 from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem, quantization_problems, rule
 from optigate.deployment import compilation, pools, reference_gaps, rules
-from optigate.deployment.checkpoint import Checkpoint, resolve_checkpoint
+from optigate.deployment.checkpoint import Checkpoint, resolve_checkpoint, served_precision
 from optigate.deployment.serving import ResolvedServing, resolve_serving
 from optigate.plan import catalog
 from optigate.plan.architecture import ModelArchitecture
@@ -196,7 +196,9 @@ def _variant(
 def _single_variant(
     team: TeamConfig, arch: ModelArchitecture, serving: Serving, path: PathT, *, weights: _Weights
 ) -> tuple[ResolvedServing | None, list[Problem]]:
-    hardware = rules.hardware_problems(serving, path, has_adapters=bool(team.adapters))
+    checkpoint = weights.checkpoint
+    served = served_precision(weights.downloads or checkpoint.weights, serving.quantization)
+    hardware = rules.hardware_problems(serving, path, has_adapters=bool(team.adapters), served=served)
     if any(p.path[len(path) : len(path) + 1] in BLOCKING for p in hardware) or (
         hardware and catalog.get_instance(serving.instance_type).is_neuron
     ):
@@ -205,7 +207,6 @@ def _single_variant(
     structural += [
         p for p in rules.tensor_parallel_problems(arch, serving, path) if p.path not in {q.path for q in structural}
     ]
-    checkpoint = weights.checkpoint
     structural += rules.timeout_problems(stored_gb(arch, weights.downloads or checkpoint.weights), serving, path)
     if structural:
         return None, hardware + structural

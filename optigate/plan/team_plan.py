@@ -25,8 +25,6 @@ LENGTH_GRANULE = 1024  # derived lengths are multiples of this
 # A derived max_model_len leaves room for requests twice the team's typical prompt + output.
 HEADROOM = 2
 
-# quantization (config vocabulary) -> the planner's weight precision
-WEIGHT_PRECISION = {None: "bf16", "fp8": "fp8", "awq": "awq", "gptq": "gptq", "nvfp4": "nvfp4"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
 
 # LMI's TensorRT-LLM default option.kv_cache_free_gpu_mem_fraction (trt_llm_user_guide.md in
@@ -55,10 +53,10 @@ def deployed_tensor_parallel(arch: ModelArchitecture, serving: Serving, instance
     return serving.tensor_parallel_degree or default_degree(arch, instance or get_instance(serving.instance_type))
 
 
-def weights_gb(arch: ModelArchitecture, serving: Serving) -> float:
-    """GB of weights as the planner sizes them (quantized linear layers with their scales; embeddings,
-    lm_head and norms at 16 bit): what the timeouts are sized to."""
-    return weight_footprint(arch, WEIGHT_PRECISION[serving.quantization]).total / 1e9
+def weights_gb(arch: ModelArchitecture, weight_precision: str) -> float:
+    """GB of weights served at `weight_precision` as the planner sizes them (quantized linear layers with their
+    scales; embeddings, lm_head and norms at 16 bit)."""
+    return weight_footprint(arch, weight_precision).total / 1e9
 
 
 def planned_memory_utilization(serving: Serving) -> float:
@@ -84,18 +82,20 @@ def plan_serving(
     team: TeamConfig,
     serving: Serving,
     *,
+    weight_precision: str,
     max_model_len: int | None = None,
     max_batch_size: int | None = None,
     admissible: Admissible | None = None,
 ) -> PlanResult:
-    """Plan `serving` at the tensor-parallel degree optigate deploys; fixes are offered only if `admissible`."""
+    """Plan `serving` at the tensor-parallel degree optigate deploys, its weights served at `weight_precision` (the
+    served precision optigate.deployment.checkpoint resolves); fixes are offered only if `admissible`."""
     instance = get_instance(serving.instance_type)
     arch = architecture_for(team.model.architecture)
     benchmark = team.gate.benchmark
     return plan(
         arch,
         instance,
-        weight_precision=WEIGHT_PRECISION[serving.quantization],
+        weight_precision=weight_precision,
         kv_cache_dtype=KV_CACHE_DTYPE[serving.kv_cache_dtype],
         tensor_parallel=deployed_tensor_parallel(arch, serving, instance),
         gpu_memory_utilization=planned_memory_utilization(serving),
@@ -133,9 +133,9 @@ def plan_longest_held(
 
 
 def derive_settings(
-    team: TeamConfig, serving: Serving | None = None, *, admissible: Admissible | None = None
+    team: TeamConfig, serving: Serving, *, weight_precision: str, admissible: Admissible | None = None
 ) -> DerivedSettings:
-    serving = serving or team.serving
+    """`serving`'s unset settings chosen by the plan of its weights served at `weight_precision`."""
     instance = get_instance(serving.instance_type)
     arch = architecture_for(team.model.architecture)
     benchmark = team.gate.benchmark
@@ -163,6 +163,7 @@ def derive_settings(
         probe = plan_serving(
             team,
             serving,
+            weight_precision=weight_precision,
             max_model_len=min(typical, arch.max_position_embeddings or typical),
             max_batch_size=1,
             admissible=admissible,
@@ -176,7 +177,9 @@ def derive_settings(
             f"(model allows {arch.max_position_embeddings:,}; KV cache holds {probe.kv_capacity_tokens:,} tokens)"
         )
 
-    result = plan_serving(team, serving, max_model_len=max_model_len, admissible=admissible)
+    result = plan_serving(
+        team, serving, weight_precision=weight_precision, max_model_len=max_model_len, admissible=admissible
+    )
     max_batch_size = serving.max_batch_size
     if max_batch_size is None:
         fits = result.max_concurrent_sequences_at_typical_length
@@ -190,7 +193,12 @@ def derive_settings(
             max_batch_size = tokens
             notes.append(f"max_batch_size={tokens}: capped at max_num_batched_tokens (one token of each sequence)")
         result = plan_serving(
-            team, serving, max_model_len=max_model_len, max_batch_size=max_batch_size, admissible=admissible
+            team,
+            serving,
+            weight_precision=weight_precision,
+            max_model_len=max_model_len,
+            max_batch_size=max_batch_size,
+            admissible=admissible,
         )
     return DerivedSettings(max_model_len, max_batch_size, gpu_memory_utilization, tp, tuple(notes), result)
 

@@ -47,6 +47,8 @@ class LmiSettings(Protocol):
     def lora(self) -> LoraLimits | None: ...
     @property
     def image_version(self) -> str: ...
+    @property
+    def quantize(self) -> str | None: ...
 
 
 def container_path(model_prefix: str, uri: str) -> str:
@@ -109,7 +111,7 @@ def render_environment(resolved: LmiSettings, model_prefix: str) -> dict[str, st
     elif family == "lmi-neuronx":
         env["OPTION_N_POSITIONS"] = str(resolved.max_model_len)
     env.update(render_engine_switches(serving, family, resolved.image_version))
-    if serving.quantization is not None:
-        env["OPTION_QUANTIZE"] = QUANTIZE_OPTION[serving.quantization]
+    if resolved.quantize is not None:  # weights stored quantized are served as stored: vLLM reads their config
+        env["OPTION_QUANTIZE"] = QUANTIZE_OPTION[resolved.quantize]
     env.update(serving.environment)
     return dict(sorted(env.items()))

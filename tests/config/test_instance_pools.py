@@ -178,7 +178,10 @@ def test_length_and_batch_are_derived_for_the_pool_that_holds_least_and_it_is_na
     pools = [("ml.g6e.2xlarge", 1), ("ml.g6.2xlarge", 2)]
     resolved = load_resolved_team(_team(tmp_path, "llama-3.1-8b", "ml.g6e.2xlarge", pools)).baseline
     team = load_resolved_team(_team(tmp_path, "llama-3.1-8b", "ml.g6e.2xlarge", pools)).team
-    alone = {t: derive_settings(team, team.serving.model_copy(update={"instance_type": t})) for t, _ in pools}
+    alone = {
+        t: derive_settings(team, team.serving.model_copy(update={"instance_type": t}), weight_precision="bf16")
+        for t, _ in pools
+    }
     assert resolved.max_model_len == min(d.max_model_len for d in alone.values())
     assert alone["ml.g6.2xlarge"].max_batch_size < alone["ml.g6e.2xlarge"].max_batch_size
     assert resolved.max_batch_size <= alone["ml.g6.2xlarge"].max_batch_size

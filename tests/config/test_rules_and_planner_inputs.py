@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from optigate.cli import main
 from optigate.config.loader import ConfigError
-from optigate.config.models import BenchmarkGate, Serving
+from optigate.config.models import BenchmarkGate
 from optigate.deployment import load_resolved_team
 from optigate.plan import catalog
 from optigate.plan.architecture import ModelArchitecture, known_models, load_architecture
@@ -179,7 +179,7 @@ def test_timeouts_below_what_the_weights_need_are_refused_with_the_minimum(tmp_p
     extra = "model_data_download_timeout_seconds: 300\ncontainer_startup_health_check_timeout_seconds: 300\n"
     path = _team_file(tmp_path, "llama-3.3-70b", "ml.p5.48xlarge", extra)
     issues = _issues(path)
-    size = weights_gb(load_architecture("llama-3.3-70b"), Serving(instance_type="ml.p5.48xlarge"))
+    size = weights_gb(load_architecture("llama-3.3-70b"), "bf16")
     download, startup = minimum_timeouts(size)
     assert [(i.path, i.line) for i in issues] == [
         ("serving.model_data_download_timeout_seconds", 8),
@@ -197,8 +197,7 @@ def test_the_guide_timeout_figures_are_the_ones_the_code_computes():
     text = " ".join(GUIDE.read_text().split())
     match = re.search(r"8B: (\d+)/(\d+) s, 70B: (\d+)/(\d+) s\)", text)
     assert match, "the guide states the sized timeouts for 8B and 70B"
-    bf16 = Serving(instance_type="ml.g6.2xlarge")
-    eight, seventy = (weights_gb(load_architecture(name), bf16) for name in ("llama-3.1-8b", "llama-3.3-70b"))
+    eight, seventy = (weights_gb(load_architecture(name), "bf16") for name in ("llama-3.1-8b", "llama-3.3-70b"))
     assert tuple(int(g) for g in match.groups()) == (*sized_timeouts(eight), *sized_timeouts(seventy))
     minimum = re.search(r"below the weights' minimum \(8B: (\d+)/(\d+) s, 70B: (\d+)/(\d+) s", text)
     assert minimum, "the guide states the minimum timeouts"
@@ -295,12 +294,12 @@ def test_a_suggested_fix_is_one_the_rules_accept(tmp_path):
     assert "AWQ" not in issue.message and "Try: ml.g6e.12xlarge" in issue.message
     # Taking the fix gives a config the rules accept.
     load_resolved_team(_team_file(tmp_path, "llama-3.3-70b", "ml.g6e.12xlarge"))
-    # An AWQ checkpoint makes AWQ the fix, and taking it is accepted.
+    # An AWQ checkpoint is served as AWQ, so it is planned so and fits, with quantization unset or set to awq.
     awq = _team_file(tmp_path, "llama-3.3-70b", "ml.g5.12xlarge")
     awq.write_text(awq.read_text().replace("  architecture:", "  weights: awq\n  architecture:"))
-    assert "AWQ weights" in _only_issue(awq).message
+    assert load_resolved_team(awq).baseline.plan.weight_precision == "awq"
     awq.write_text(awq.read_text() + "  quantization: awq\n")
-    load_resolved_team(awq)
+    assert load_resolved_team(awq).baseline.plan.fits
 
 
 def test_fp8_is_suggested_on_a10g_once_weight_only_fp8_is_allowed(tmp_path):

@@ -48,8 +48,9 @@ def quantization_problems(
         # vLLM refuses a quantization other than the checkpoint's ("Quantization method specified in the model config
         # ... does not match ...": vllm/config/model.py, ModelConfig._verify_quantization); a job quantizes 16 bits.
         return refuse(
-            f"{stored}: they are served as {weights} and cannot be quantized again to {quantization}; remove "
-            f"quantization to serve them as stored, or point model.source at a 16-bit checkpoint"
+            f"{stored}: they are served as {weights} and cannot be quantized again to {quantization}; set "
+            f"quantization: {weights} or remove it to serve them as stored, or point model.source at a 16-bit "
+            "checkpoint"
         )
     if by_job:
         if quantization in JOB_QUANTIZATIONS:
