@@ -221,8 +221,8 @@ def resolve_serving(
             f"quantized at start-up (+{quantize_seconds} s per cold start): the {downloaded} weights are served as "
             f"{serving.quantization}, so every cold start and scale-out downloads and loads "
             f"{fetched_gb - size_gb:.0f} GB more than a checkpoint stored as {serving.quantization} "
-            f"({DOWNLOAD_SECONDS_PER_GB}+{STARTUP_SECONDS_PER_GB} s per GB, the timeouts' rates); the gate's "
-            "optimization job writes quantized weights once"
+            f"({DOWNLOAD_SECONDS_PER_GB}+{STARTUP_SECONDS_PER_GB} s per GB, the timeouts' rates); a gate "
+            f"candidate with quantization: {serving.quantization} has its optimization job write them quantized once"
         )
     elif downloads is None and serving.quantization is not None and serving.quantization == downloaded:
         weights_notes.append(
