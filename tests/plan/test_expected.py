@@ -4,10 +4,8 @@ team's own gate report calibrates it (and the plan says so)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,17 +16,13 @@ from optigate.config.models import Calibration
 from optigate.plan import calibration, get_instance, plan
 from optigate.plan.expected import DATA, efficiency_for, literature_efficiency
 from optigate.plan.instance_comparison import compare
+from tests.fixtures.benchmark_scripts import benchmark_script
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _benchmark():
-    script = REPO / "benchmarks" / "planner_latency_vs_published.py"
-    spec = importlib.util.spec_from_file_location("planner_latency", script)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["planner_latency"] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("planner_latency_vs_published")
 
 
 def test_every_efficiency_and_overhead_cites_a_source():

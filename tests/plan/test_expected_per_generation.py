@@ -4,10 +4,8 @@ carried over and how uncertain they are."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import statistics
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,17 +14,13 @@ import yaml
 from optigate.plan import get_instance, plan
 from optigate.plan.catalog import all_instances
 from optigate.plan.expected import DATA, GENERATION, literature_efficiency
+from tests.fixtures.benchmark_scripts import benchmark_script
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _benchmark():
-    script = REPO / "benchmarks" / "planner_latency_vs_published.py"
-    spec = importlib.util.spec_from_file_location("planner_latency_generations", script)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["planner_latency_generations"] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("planner_latency_vs_published")
 
 
 def test_the_published_h100_batch1_tpot_of_an_8b_model_is_expected_within_15_percent():

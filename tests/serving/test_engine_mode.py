@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from optigate.config.loader import load_team
@@ -16,6 +14,7 @@ from optigate.serving.engine_mode import (
     engine_mode,
     recommended_mode,
 )
+from tests.fixtures.config_files import minimal_team
 
 ASYNC_ENV = {
     "OPTION_ROLLING_BATCH": "disable",
@@ -62,22 +61,7 @@ def test_each_pinned_version_renders_its_recommenders_mode(family, version):
 
 
 def _team(tmp_path, container: str):
-    path = tmp_path / "demo.yaml"
-    path.write_text(
-        textwrap.dedent(
-            f"""\
-            team: demo
-            model:
-              source:
-                s3_uri: s3://acme-models/llama-3.1-8b/
-              architecture: llama-3.1-8b
-            serving:
-              instance_type: ml.g6.2xlarge
-              container: {container}
-            """
-        )
-    )
-    return load_team(path)
+    return load_team(minimal_team(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", f"container: {container}\n"))
 
 
 def test_the_newest_lmi_renders_async_mode_not_the_deprecated_rolling_batch(tmp_path):
