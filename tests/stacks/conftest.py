@@ -1,5 +1,6 @@
 """Fixtures of the stack tests: the promotion pipeline's cloud assembly, synthesized once per session
-(the pipeline tests, the IAM checks and the optional-read checks all read it)."""
+(the pipeline tests, the IAM checks and the optional-read checks all read it), and the template-rule view of it and
+of the example app."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CONFIG
+from tests.template_rules.assembly import Stack, load_stacks
 
 
 def synth_pipeline(config_dir: Path, outdir: Path) -> None:
@@ -51,3 +53,15 @@ def stage_templates(assembly) -> dict[str, dict]:
                 path = manifest.parent / f"{name}.template.json"
                 out[artifact["properties"]["stackName"]] = json.loads(path.read_text())
     return out
+
+
+@pytest.fixture(scope="session")
+def app_stacks(example_app) -> list[Stack]:
+    """The example app's stacks, as the template rules read them."""
+    return load_stacks(example_app.outdir)
+
+
+@pytest.fixture(scope="session")
+def pipeline_stacks(assembly) -> list[Stack]:
+    """Every stack of the pipeline's assembly (the pipeline and each stage), as the template rules read them."""
+    return load_stacks(assembly)

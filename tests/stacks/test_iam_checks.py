@@ -15,7 +15,7 @@ import pytest
 
 from optigate import naming
 from tests.template_rules import registry
-from tests.template_rules.assembly import Stack, load_stacks
+from tests.template_rules.assembly import Stack
 from tests.template_rules.iam.parameters import SAMPLE_UUID, evaluate, known_input
 from tests.template_rules.iam.policies import Finding, permitted, role_grants
 from tests.template_rules.rules import iam_actions_exist, lambda_calls_permitted, state_machine_calls_permitted
@@ -32,16 +32,6 @@ def unpermitted_calls(stack: Stack) -> list[Finding]:
 # A read the check cannot compute, handled here: the gate's last proof is the first ARN ListModelPackages
 # returns for the team's own group, `model-package/<group>/<version>`.
 LAST_PROOF = ("DescribeLastProof", "sagemaker:DescribeModelPackage")
-
-
-@pytest.fixture(scope="module")
-def app_stacks(example_app) -> list[Stack]:
-    return load_stacks(example_app.outdir)
-
-
-@pytest.fixture(scope="module")
-def pipeline_stacks(assembly) -> list[Stack]:
-    return load_stacks(assembly)
 
 
 def _team_and_environment(stack: Stack) -> tuple[str, str]:

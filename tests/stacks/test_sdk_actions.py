@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.template_rules import registry
-from tests.template_rules.assembly import Stack, load_stacks
+from tests.template_rules.assembly import Stack
 from tests.template_rules.rules import sfn_sdk_actions_supported
 from tests.template_rules.rules.sfn_sdk_actions_supported import sdk_action
 
@@ -28,16 +28,6 @@ def _actions(stacks: list[Stack]) -> set[str]:
         for _, state in iter_states(placeholder_definition(stack.template, logical))
         if (action := sdk_action(str(state.get("Resource", "")))) is not None
     }
-
-
-@pytest.fixture(scope="module")
-def app_stacks(example_app) -> list[Stack]:
-    return load_stacks(example_app.outdir)
-
-
-@pytest.fixture(scope="module")
-def pipeline_stacks(assembly) -> list[Stack]:
-    return load_stacks(assembly)
 
 
 @pytest.mark.parametrize("which", ["app_stacks", "pipeline_stacks"])
