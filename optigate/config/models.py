@@ -475,9 +475,22 @@ class Serving(VllmEngineSwitches, ServingCore):  # fields: ServingCore's, the sw
 # --------------------------------------------------------------------------- adapters, rollout, gate
 
 
+class AdapterEvaluation(Strict):
+    dataset_s3_uri: S3Uri = Field(
+        description="S3 prefix holding this adapter's evaluation dataset (one .jsonl file, the records of "
+        "gate.evaluation.dataset_s3_uri): the gate evaluates the adapter's component on the baseline twin and the "
+        "candidate with it. `{region}` becomes the environment's region."
+    )
+
+
 class Adapter(Strict):
     name: ResourceName
     s3_uri: S3Uri = Field(description="The adapter as a .tar.gz (adapter_config.json + weights).")
+    evaluation: AdapterEvaluation | None = Field(
+        None,
+        description="The adapter's own evaluation dataset for the gate; without it the adapter is judged on "
+        "gate.evaluation.dataset_s3_uri.",
+    )
 
 
 class ShadowRollout(Strict):
@@ -636,6 +649,13 @@ class BenchmarkGate(Strict):
     )
     cross_check_tolerance: CrossCheckTolerance = Field(
         default_factory=CrossCheckTolerance, description="When the two benchmarks disagree (see CrossCheckTolerance)."
+    )
+    adapter_mix: dict[str, float] | None = Field(
+        None,
+        description="Teams with adapters: the share of benchmark requests each inference component gets, by adapter "
+        "name (`base`: the base model itself), e.g. {base: 1, reply: 3}; weights are relative. Default: the shares "
+        "CloudWatch recorded per component of the live endpoint over the last 7 days (the gate refuses to run "
+        "without either).",
     )
     cross_check_tokenizer: str | None = Field(
         None,

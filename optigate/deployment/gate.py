@@ -347,7 +347,9 @@ def resolve_gate(
         candidate_environment=candidate.environment,
         change=json.loads(json.dumps(resolved_team.change, default=str)),
         thresholds={
-            **benchmark.model_dump(exclude={"prompt_tokens", "max_new_tokens", "blocks", *CROSS_CHECK_KEYS}),
+            **benchmark.model_dump(
+                exclude={"prompt_tokens", "max_new_tokens", "blocks", "adapter_mix", *CROSS_CHECK_KEYS}
+            ),
             "concurrency": [shards * c for c in levels],
         },
         optimization_configs=resolved_team.optimization_configs,
