@@ -149,6 +149,27 @@ def run_name_pattern(team: str, environment: str, kind: RunKind) -> str:
     return run_name_template(team, environment, kind).format("*")
 
 
+#: An adapter team's run serves through inference components on its twin and candidate endpoints: component
+#: `index` (0 the base, 1.. the team's adapters in order) is `<run prefix>-<side letters>c<index>-<run id>`,
+#: the kind `twcNN` / `cacNN` no longer than the longest RunKind, so it fits SageMaker's 63 characters.
+COMPONENT_SIDES: dict[RunKind, str] = {"twin": "tw", "cand": "ca"}
+MAX_RUN_COMPONENTS = 100
+
+
+def run_component_template(team: str, environment: str, side: RunKind, index: int) -> str:
+    """The name a run gives component `index` on its `side` endpoint ("twin" or "cand"), `{}` for the run id."""
+    if side not in COMPONENT_SIDES:
+        raise ValueError(f"inference components run on the twin or the candidate, not on {side!r}")
+    if not 0 <= index < MAX_RUN_COMPONENTS:
+        raise ValueError(f"a run has at most {MAX_RUN_COMPONENTS} components (the base and 99 adapters), not {index}")
+    return f"{run_prefix(team, environment)}-{COMPONENT_SIDES[side]}c{index:02d}-{{}}"
+
+
+def run_component_patterns(team: str, environment: str) -> list[str]:
+    """IAM resource-name patterns matching every run's components, on both sides."""
+    return [f"{run_prefix(team, environment)}-{letters}c*" for letters in COMPONENT_SIDES.values()]
+
+
 def invocable_endpoints(team: str, environment: str) -> list[str]:
     """The endpoints the gate's benchmark fleet and evaluation job invoke: each run's baseline twin
     and candidate (IAM resource-name patterns). Never the live endpoint: production users must not
@@ -169,6 +190,11 @@ def all_names(team: str, environment: str, run_id: str = "0" * RUN_ID_LENGTH) ->
         "gate_invoker_role": gate_invoker_role_name(team, environment),
     }
     names.update({f"run_{kind}": run_name(team, environment, kind, run_id) for kind in RUN_KINDS})
+    sides: tuple[RunKind, ...] = ("twin", "cand")
+    for side in sides:  # the shortest and the longest index
+        for index in (0, MAX_RUN_COMPONENTS - 1):
+            template = run_component_template(team, environment, side, index)
+            names[f"run_{side}_component_{index}"] = template.format(run_id)
     return names
 
 

@@ -49,6 +49,9 @@ class BenchmarkFleet(Construct):
     :param results_bucket: @default a new SSL-only bucket encrypted with `encryption_key`
     :param encryption_key: @default a new key with rotation
     :param worker_timeout: @default 15 minutes (Lambda's maximum; keep a level shorter)
+    :param components: inference-component names the workers may invoke (`*` allowed), e.g.
+        optigate.naming.run_component_patterns; given, the input carries `inference_components`
+        ([{name, adapter, weight}]), over which each worker spreads its requests. @default none
     """
 
     def __init__(
@@ -62,6 +65,7 @@ class BenchmarkFleet(Construct):
         results_bucket: s3.IBucket | None = None,
         encryption_key: kms.IKey | None = None,
         worker_timeout: Duration = WORKER_TIMEOUT,
+        components: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         if shards < 1:
@@ -94,6 +98,16 @@ class BenchmarkFleet(Construct):
                 f":inference-component/{target.inference_component.lower()}"
             )
             nag.allow(worker_role, list(STREAMING_INVOKE_ACTIONS), [component_arn])
+        if components:
+            # InvokeEndpoint with InferenceComponentName is authorized on the component too (the service
+            # authorization reference lists the inference-component resource type for it).
+            nag.allow(
+                worker_role,
+                list(STREAMING_INVOKE_ACTIONS),
+                [f"{sagemaker_arn}:inference-component/{name.lower()}" for name in components],
+                why_wildcard="Inference components named after the team and environment: the gate's per-run "
+                "components on its twin and candidate endpoints.",
+            )
         results = self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")
         nag.allow(
             worker_role,
@@ -110,6 +124,7 @@ class BenchmarkFleet(Construct):
         for role in (worker_role, merger_role):
             nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [self.key.key_arn])
 
+        self.spread_over_components = bool(components)
         self.state_machine = self._state_machine(target)
 
     def _function(
@@ -156,6 +171,8 @@ class BenchmarkFleet(Construct):
             "max_new_tokens.$": "$.max_new_tokens",
             "engine_mode.$": "$.engine_mode",
         }
+        if self.spread_over_components:
+            worker_payload["inference_components.$"] = "$.inference_components"
         fan_out = sfn.DistributedMap(
             self,
             "Shards",

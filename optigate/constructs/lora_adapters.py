@@ -16,6 +16,7 @@ from optigate import naming
 from optigate.constructs.common import target_tracking
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.tuned_endpoint import VariantSettings
+from optigate.deployment.components import ComponentCompute
 from optigate.plan.catalog import has_instance_storage
 
 
@@ -25,22 +26,6 @@ class AdapterSpec:
 
     name: str
     s3_uri: str
-
-
-@dataclass(frozen=True)
-class ComponentCompute:
-    """What one copy of the base model reserves on an instance.
-
-    :param accelerators: GPUs per copy (the tensor parallel degree).
-    :param cpu_cores: @default 2 per accelerator
-    :param min_memory_mb: host memory per copy. @default 4096
-    :param copies: copies at creation. @default 1
-    """
-
-    accelerators: int
-    cpu_cores: int | None = None
-    min_memory_mb: int = 4096
-    copies: int = 1
 
 
 @dataclass(frozen=True)
@@ -156,7 +141,7 @@ class LoraAdapters(Construct):
                 model_name=model.model_name,
                 compute_resource_requirements=sagemaker.CfnInferenceComponent.InferenceComponentComputeResourceRequirementsProperty(
                     number_of_accelerator_devices_required=compute.accelerators,
-                    number_of_cpu_cores_required=compute.cpu_cores or 2 * compute.accelerators,
+                    number_of_cpu_cores_required=compute.cores,
                     min_memory_required_in_mb=compute.min_memory_mb,
                 ),
                 startup_parameters=sagemaker.CfnInferenceComponent.InferenceComponentStartupParametersProperty(

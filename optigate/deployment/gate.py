@@ -20,6 +20,7 @@ from optigate import naming
 from optigate.config.models import CROSS_CHECK_KEYS, Environment
 from optigate.config.rules import cross_check_tokenizer
 from optigate.deployment.compilation import compiled_for
+from optigate.deployment.components import BASE, GateAdapter, GateComponents, component_compute, normalised_mix
 from optigate.deployment.cross_check import CrossCheck, CrossCheckLevel, workload_levels
 from optigate.deployment.optimization import (
     OPTIMIZATION_MAX_POLLS,
@@ -126,6 +127,8 @@ class GatePlan:
     trained_head: TrainedHead | None = None
     # The evaluation's dataset, region resolved.
     evaluation_dataset_uri: str = ""
+    # A team with adapters: both endpoints serve through inference components (optigate.deployment.components).
+    components: GateComponents | None = None
 
     def __post_init__(self) -> None:
         speculative = any("ModelSpeculativeDecodingConfig" in c for c in self.optimization_configs or [])
@@ -248,6 +251,10 @@ class GatePlan:
         """Where the promoted model may run: every instance pool, else the one type the gate measured on."""
         return list(self.instance_pools) or [self.instance_type]
 
+    def component_template(self, side: naming.RunKind, index: int) -> str:
+        """A run's component `index` (0 the base) on its `side` endpoint ("twin" or "cand"), `{}` for the run id."""
+        return naming.run_component_template(self.team, self.environment, side, index)
+
     # ------------------------------------------------------------------ the cross-check
 
     def cross_check_levels(self) -> tuple[CrossCheckLevel, ...]:
@@ -295,6 +302,8 @@ class GatePlan:
             proof["trained_head"] = self.trained_head.proof
         if self.instance_pools:  # where the promoted model may run: a new pool is checked and proven again
             proof["instance_pools"] = list(self.instance_pools)
+        if self.components is not None:
+            proof["components"] = self.components.proof
         return hashlib.sha256(json.dumps(proof, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
@@ -386,4 +395,40 @@ def resolve_gate(
             else None
         ),
         evaluation_dataset_uri=dataset.replace("{region}", region),
+        components=_components(resolved_team, region, dataset.replace("{region}", region)),
     )
+
+
+def _components(resolved_team: ResolvedTeam, region: str, dataset_uri: str) -> GateComponents | None:
+    """An adapter team's components on the gate's endpoints: the base reserves what the candidate's copy needs
+    (the twin's copy the same, so both sides get the same share of the instance), each adapter on it."""
+    team, candidate = resolved_team.team, resolved_team.candidate
+    if not team.adapters or candidate is None:
+        return None
+    new_versions = candidate_adapters(resolved_team)
+    adapters = tuple(
+        GateAdapter(
+            name=adapter.name,
+            index=index,
+            artifact_uri=adapter.s3_uri.replace("{region}", region),
+            candidate_artifact_uri=new_versions.get(adapter.name, adapter.s3_uri).replace("{region}", region),
+            dataset_uri=(
+                adapter.evaluation.dataset_s3_uri.replace("{region}", region) if adapter.evaluation else dataset_uri
+            ),
+        )
+        for index, adapter in enumerate(team.adapters, start=1)
+    )
+    compute = component_compute(candidate, None)
+    labels = (BASE, *(adapter.name for adapter in adapters))
+    return GateComponents(
+        compute=compute,
+        adapters=adapters,
+        mix=normalised_mix(team.gate.benchmark.adapter_mix, labels),
+        base_dataset_uri=dataset_uri,
+    )
+
+
+def candidate_adapters(resolved_team: ResolvedTeam) -> dict[str, str]:
+    """New adapter versions the candidate brings (gate.candidate.adapters), by adapter name."""
+    proposed = resolved_team.team.gate.candidate.get("adapters")
+    return {str(k): str(v) for k, v in proposed.items()} if isinstance(proposed, dict) else {}

@@ -241,7 +241,10 @@ class GateRun:
             props = render_value(self.template["Resources"][config_logical]["Properties"], subs)
             variants = props["ProductionVariants"] + props.get("ShadowProductionVariants", [])
             if not all("ModelName" in v for v in variants):
-                continue  # inference components: no gate stages a shadow there
+                name = render_value(resource["Properties"]["EndpointName"], subs)
+                self._create_live_components(name, config_logical, props)
+                live[name] = config_logical
+                continue
             self.owned.add(config_logical)
             h.baseline_models |= {v["ModelName"] for v in props["ProductionVariants"]}
             request = {
@@ -253,6 +256,42 @@ class GateRun:
             self.owned.add(name)
             live[name] = config_logical
         return live
+
+    def _create_live_components(self, name: str, config_logical: str, props: dict[str, Any]) -> None:
+        """An endpoint serving inference components, as CloudFormation leaves it: its config (no model, a role),
+        the endpoint InService, and its components (the base's model is the baseline) InService."""
+        h, subs = self.harness, self.substitutions()
+        sagemaker = h.client("sagemaker")
+        request = {k: props[k] for k in ("ProductionVariants", "ExecutionRoleArn", "KmsKeyId") if k in props}
+        sagemaker.create_endpoint_config(EndpointConfigName=config_logical, **request)
+        h.create_live_endpoint(name, config_logical)
+        self.owned |= {config_logical, name}
+        components = resources_of_type(self.template, "AWS::SageMaker::InferenceComponent")
+        # Bases first: an adapter names its base.
+        ordered = sorted(components.values(), key=lambda r: "BaseInferenceComponentName" in str(r["Properties"]))
+        for resource in ordered:
+            props = render_value(resource["Properties"], subs)
+            props["EndpointName"] = name
+            model = (props.get("Specification") or {}).get("ModelName")
+            if model:
+                h.baseline_models.add(model)
+            sagemaker.create_inference_component(**props)
+            self.owned.add(props["InferenceComponentName"])
+
+    def live_components(self) -> dict[str, dict[str, Any]]:
+        """Each live endpoint's components now: name -> the model or adapter archive it serves and its copies."""
+        state = self.harness.sagemaker.region_state(self.harness.sagemaker_backend())
+        return {
+            n: {
+                "endpoint": c["EndpointName"],
+                "model": (c.get("Specification") or {}).get("ModelName"),
+                "artifact": ((c.get("Specification") or {}).get("Container") or {}).get("ArtifactUrl"),
+                "base": (c.get("Specification") or {}).get("BaseInferenceComponentName"),
+                "copies": (c.get("RuntimeConfig") or {}).get("CopyCount"),
+            }
+            for n, c in sorted(state.inference_components.items())
+            if c["EndpointName"] in self.live
+        }
 
     def _create_workload_configs(self) -> None:
         """The stack's AI workload configs (SageMaker's managed benchmark), as its CloudFormation creates them."""
@@ -327,8 +366,9 @@ class GateRun:
             },
             # What CloudFormation owns that the run removed (the live endpoint, its config, the models).
             "owned_missing": sorted(self.owned - existing),
-            # The models each live endpoint serves (CloudFormation's).
+            # The models each live endpoint serves (CloudFormation's), and its inference components.
             "live_models": {name: (h.endpoint_serving(name) or {}).get("models", []) for name in self.live},
+            "live_components": self.live_components(),
             # Each benchmark worker's endpoint, as the worker was invoked (see lambda_handlers).
             "benchmarked": list(h.benchmarked),
             "packages": packages,

@@ -278,10 +278,22 @@ class GateHarness:
                 return None
             config = backend.endpoint_configs.get(endpoint.endpoint_config_name)
             variants = config.production_variants if config is not None else []
+            # An endpoint serving inference components: the models of its base components.
+            components = [
+                c
+                for c in self.sagemaker.region_state(backend).inference_components.values()
+                if c.get("EndpointName") == name
+            ]
+            component_models = [
+                (c.get("Specification") or {}).get("ModelName")
+                for c in components
+                if (c.get("Specification") or {}).get("ModelName")
+            ]
             return {
                 "status": endpoint.endpoint_status,
                 "config": endpoint.endpoint_config_name,
-                "models": [v.get("ModelName") for v in variants if v.get("ModelName")],
+                "models": [v.get("ModelName") for v in variants if v.get("ModelName")] + component_models,
+                "components": sorted(str(c.get("InferenceComponentName")) for c in components),
             }
 
     def create_live_endpoint(self, name: str, config_name: str) -> None:

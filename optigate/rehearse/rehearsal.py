@@ -195,10 +195,13 @@ def rehearse(
     behaviour: dict[str, Any] | None = None,
     on_state: Callable[[str], None] | None = None,
     trained_head_layout: str = "job_output",
+    scenario_overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the gate once with a `faster` or `slower` emulated candidate (or an explicit emulator
     `behaviour`); an EAGLE-training job registers its head in `trained_head_layout`
-    (optigate.rehearse.sagemaker.jobs.TRAINED_HEAD_LAYOUTS). Returns what happened (GateRun.execute's result)."""
+    (optigate.rehearse.sagemaker.jobs.TRAINED_HEAD_LAYOUTS); `scenario_overrides` replace fields of the emulated
+    SageMaker's Scenario (e.g. an inference component that fails). Returns what happened (GateRun.execute's result),
+    with the live endpoints' components before the run (`live_components_before`)."""
     team = deployment.team
     speculative = bool(team.gate.candidate.get("speculative_decoding"))
     # The rehearsal benchmarks one level (the deployed gate runs every level): the highest up to
@@ -225,12 +228,16 @@ def rehearse(
             variant_traffic=variant_traffic(deployment, behaviour),
             trained_head_layout=trained_head_layout,
         )
+        for name, value in (scenario_overrides or {}).items():
+            setattr(scenario, name, value)
         handlers = lambda_handlers(baseline_url, candidate_url, decide=host_compensated_decide(BASELINE, allowance))
         with GateHarness(lambda_handlers=handlers, scenario=scenario, region=REGION) as harness:
             run = GateRun(template, harness, compress_options)
             run.seed_baseline_files()  # the team's model bucket holds the folders the gate stages (an EAGLE-3 head)
             run.seed_training_data()  # the capture (or prefix) an EAGLE head trains from holds traffic
+            components_before = run.live_components()
             result = run.execute(on_state=on_state)
+            result["live_components_before"] = components_before
             result["candidate_files"] = harness.s3_objects(BUCKET, "optimized/")
     result["host_allowance_ms"] = allowance
     return result

@@ -16,10 +16,11 @@ from optigate.constructs.common import secure_bucket
 from optigate.constructs.evaluation_job import EvaluationJob
 from optigate.constructs.gate import GateResources, LiveConfig, OptimizationGate
 from optigate.constructs.lmi_model import LmiModel
-from optigate.constructs.lora_adapters import AdapterSpec, ComponentCompute, ComponentScaling, LoraAdapters
+from optigate.constructs.lora_adapters import AdapterSpec, ComponentScaling, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
 from optigate.constructs.tuned_endpoint import CaptureSettings, ScalingSettings, TunedEndpoint, VariantSettings
 from optigate.deployment import Deployment, ResolvedServing
+from optigate.deployment.components import component_compute
 from optigate.deployment.gate import GatePlan
 from optigate.serving import images
 
@@ -80,11 +81,7 @@ class TeamInferenceStack(Stack):
                     AdapterSpec(adapter.name, adapter.s3_uri.replace("{region}", environment.region))
                     for adapter in team.adapters
                 ],
-                compute=ComponentCompute(
-                    accelerators=resolved.tensor_parallel_degree,
-                    min_memory_mb=max(4096, int(resolved.weights_gb * 1024)),
-                    copies=max(1, scaling.min_capacity) if scaling else 1,
-                ),
+                compute=component_compute(resolved, scaling),
                 scaling=(
                     ComponentScaling(
                         min_copies=scaling.min_capacity,
@@ -183,6 +180,12 @@ class TeamInferenceStack(Stack):
         # the model's role.
         invocable = naming.invocable_endpoints(plan.team, plan.environment)
         self.model.grant_logs(invocable)
+        if plan.components is not None:
+            # The run's components run as the model role: their logs, and the adapter versions the candidate serves.
+            self.model.grant_logs(naming.run_component_patterns(plan.team, plan.environment))
+            proposed = [a.candidate_artifact_uri for a in plan.components.adapters if a.changed]
+            if proposed:
+                self.model.grant_read(proposed)
         fleet = BenchmarkFleet(
             self,
             "Benchmark",
@@ -191,6 +194,7 @@ class TeamInferenceStack(Stack):
             shards=plan.shards,
             results_bucket=bucket,
             encryption_key=key,
+            components=naming.run_component_patterns(plan.team, plan.environment) if plan.components else (),
         )
         evaluation = EvaluationJob(
             self,

@@ -287,7 +287,11 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("OG321", {"model": {"architecture": "llama-3.1-70b"}}, {"model": {"architecture": "llama-3.1-8b"}}),
     ("OG322", serving(max_model_len=131072), serving(max_model_len=8192)),
     ("OG323", serving(max_batch_size=256), serving(max_batch_size=4)),
-    ("OG401", both(gate({"max_batch_size": 16}), {"adapters": [ADAPTER]}), gate({"max_batch_size": 16})),
+    (
+        "OG401",
+        both(gate({"max_batch_size": 16}, **CROSS_CHECK), {"adapters": [ADAPTER]}),
+        both(gate({"max_batch_size": 16}), {"adapters": [ADAPTER]}),
+    ),
     ("OG402", {"gate": {"candidate": {"max_batch_size": 16}}}, gate({"max_batch_size": 16})),
     ("OG403", {"gate": {"benchmark": {"concurrency": [8, 1]}}}, {"gate": {"benchmark": {"concurrency": [1, 8]}}}),
     ("OG404", {"gate": CROSS_CHECK}, gate({"max_batch_size": 16}, **CROSS_CHECK)),

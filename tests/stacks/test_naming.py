@@ -317,7 +317,7 @@ def test_the_long_names_synthesize_in_every_environment(long_app):
         naming.stack_name(environment, team) for environment, *_ in _environments() for team in LONG_TEAMS.values()
     }
     assert set(long_app) == expected
-    assert len(list(_gated_stacks(long_app))) == 2 * len(_environments())  # chat's and research's gates
+    assert len(list(_gated_stacks(long_app))) == 3 * len(_environments())  # chat's, research's and support's gates
     assert (
         naming.endpoint_name(LONG_TEAMS["chat"], LONG_ENVIRONMENT) != f"{LONG_TEAMS['chat']}-{LONG_ENVIRONMENT}"
     )  # shortened
@@ -361,6 +361,15 @@ def test_the_gate_uses_the_names_naming_gives(long_app):
         # An EAGLE-training job registers its output model under its own run name (OutputConfig.SageMakerModel).
         kinds |= {"optm"} if "DescribeOptimizedModel" in definition["States"] else set()
         expected = {naming.run_name_template(team, environment, kind) for kind in kinds}
+        # An adapter team's components on each side: the base (00) and one per adapter.
+        components = sum(
+            1 for name in definition["States"] if re.fullmatch(r"CreateTwin(Base|Adapter\d\d)Component", name)
+        )
+        expected |= {
+            naming.run_component_template(team, environment, side, index)
+            for side in ("twin", "cand")
+            for index in range(components)
+        }
         # The managed benchmark's jobs (gate.benchmark.cross_check), one per level and side.
         for config in resources_of(template, "AWS::SageMaker::AIWorkloadConfig").values():
             workload = json.loads(config["Properties"]["AIWorkloadConfigs"]["WorkloadSpec"]["Inline"])
@@ -479,6 +488,7 @@ def test_no_gate_pattern_outlives_the_names(long_app):
         allowed = {naming.run_name_pattern(team, environment, kind) for kind in naming.RUN_KINDS}
         allowed |= {f"{naming.package_group(team, environment)}/*", "*"}
         allowed |= {naming.cross_check_job_pattern(team, environment)}
+        allowed |= set(naming.run_component_patterns(team, environment))
         for _, resources in _statements(template, role, region, account):
             for resource in resources:
                 if resource.startswith(f"arn:aws:sagemaker:{region}:{account}:") and "*" in resource:

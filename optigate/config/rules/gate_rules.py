@@ -10,7 +10,9 @@ from optigate.config.rules.registry import PathT, Problem, rule
 
 GATE_CANDIDATE: PathT = ("gate", "candidate")
 
-GATE_WITHOUT_ADAPTERS = rule("OG401", "a gate candidate only for a team without adapters")
+ADAPTER_GATE_LIMITS = rule(
+    "OG401", "an adapter team's gate candidate trains no EAGLE head and takes no managed cross-check"
+)
 GATE_NEEDS_DATASET = rule("OG402", "a gate candidate comes with an evaluation dataset")
 CONCURRENCY_LEVELS = rule("OG403", "gate.benchmark.concurrency lists distinct positive levels in increasing order")
 CROSS_CHECK_NEEDS_CANDIDATE = rule("OG404", "a managed cross-check only with a gate candidate")
@@ -30,14 +32,27 @@ def gate_problems(team: TeamConfig) -> list[Problem]:
         return []
     problems: list[Problem] = []
     if team.adapters:
-        problems.append(
-            Problem(
-                GATE_CANDIDATE,
-                "the gate stages candidates on a model-backed endpoint; "
-                "teams serving adapters through inference components cannot use it yet",
-                GATE_WITHOUT_ADAPTERS,
+        speculative = team.gate.candidate.get("speculative_decoding")
+        if isinstance(speculative, dict) and speculative.get("method") == "eagle":
+            problems.append(
+                Problem(
+                    (*GATE_CANDIDATE, "speculative_decoding", "method"),
+                    "SageMaker's optimization job documents EAGLE training for a base model alone, not for a base "
+                    "that serves LoRA adapters (whose outputs the head was not trained on); prove the adapters' "
+                    "base change without a trained head, or use a head trained elsewhere (method: eagle3 with `model`)",
+                    ADAPTER_GATE_LIMITS,
+                )
             )
-        )
+        if team.gate.benchmark.cross_check == "sagemaker":
+            problems.append(
+                Problem(
+                    CROSS_CHECK,
+                    "the gate's own benchmark spreads requests over the adapters' inference components by the "
+                    "team's mix; SageMaker's managed benchmark targets components one job each, so its figures would "
+                    "not be the same workload: set cross_check: none for a team with adapters",
+                    ADAPTER_GATE_LIMITS,
+                )
+            )
     if team.gate.evaluation.dataset_s3_uri is None:
         problems.append(
             Problem(

@@ -16,7 +16,7 @@ from optigate.constructs import nag
 from optigate.constructs.assets import image_context
 from optigate.constructs.benchmark_fleet import generated_policy_reason
 from optigate.constructs.common import function_role
-from optigate.constructs.gate import access, benchmark_jobs, cross_check, grants, proof, shadow, stages
+from optigate.constructs.gate import access, benchmark_jobs, components, cross_check, grants, proof, shadow, stages
 from optigate.constructs.gate.candidate import Stager, candidate_source
 from optigate.constructs.gate.resources import GateResources
 from optigate.constructs.gate.tasks import CleanupPath, apply_grants, run_name, sdk_task, start_run
@@ -158,11 +158,13 @@ class OptimizationGate(Construct):
         # ---- stage on a temporary endpoint
         create_model = stages.candidate_model(self, plan, cleanup, resources.model_role_arn)
         create_config, create_endpoint = stages.temporary_endpoint(
-            self, plan, cleanup, "cand", "Candidate", {"ModelName.$": run_name(plan, "cand")}
+            self, plan, cleanup, "cand", "Candidate", {"ModelName.$": run_name(plan, "cand")}, resources.model_role_arn
         )
 
         # ---- the baseline's twin: the live model, the candidate's instance type and count, no users
-        create_twin_config, create_twin = stages.baseline_twin(self, plan, cleanup, resources.baseline_model_name)
+        create_twin_config, create_twin = stages.baseline_twin(
+            self, plan, cleanup, resources.baseline_model_name, resources.model_role_arn
+        )
 
         # ---- benchmark, evaluate, (mirror live traffic,) decide, record
         benchmark = stages.benchmark_levels(self, plan, resources.fleet, cleanup)
@@ -177,7 +179,13 @@ class OptimizationGate(Construct):
             )
         )
         decide = cleanup.guarded(stages.decide(self, plan, self.decider, bucket_name, live))
-        twin_ready = stages.endpoint_ready(self, plan, cleanup, "twin", then=benchmark)
+        # An adapter team's endpoints then get their inference components, which the benchmark loads.
+        loaded: sfn.IChainable = (
+            components.stage_components(self, plan, cleanup, resources.baseline_model_name, then=benchmark)
+            if plan.components is not None
+            else benchmark
+        )
+        twin_ready = stages.endpoint_ready(self, plan, cleanup, "twin", then=loaded)
         candidate_in_service = stages.endpoint_ready(self, plan, cleanup, "cand", then=twin_ready)
         candidate_ready.next(create_model).next(create_config).next(create_endpoint).next(create_twin_config).next(
             create_twin

@@ -182,3 +182,33 @@ def run_evaluation(plan: GatePlan, evaluation: EvaluationJob) -> ConstructGrant:
         f"evaluate {evaluation.node.path}",
         lambda role: evaluation.grant_run(role, job_names=plan.run_name_pattern("eval")),
     )
+
+
+def run_components(scope: Construct, plan: GatePlan) -> Grant:
+    """The run's inference components on its twin and candidate endpoints: created on those endpoints (IAM checks
+    CreateInferenceComponent on the endpoint and on the component), described and deleted."""
+    components = tuple(
+        sagemaker_arn(scope, f"inference-component/{pattern.lower()}")
+        for pattern in naming.run_component_patterns(plan.team, plan.environment)
+    )
+    return Grant(
+        (
+            "sagemaker:CreateInferenceComponent",
+            "sagemaker:DescribeInferenceComponent",
+            "sagemaker:DeleteInferenceComponent",
+            "sagemaker:AddTags",
+        ),
+        (*components, *_run_arns(scope, plan, "endpoint", "cand", "twin")),
+        why_wildcard="A run's inference components are named <team>-<env>-twcNN-<run> and <team>-<env>-cacNN-<run> "
+        "on its <team>-<env>-twin-<run> and -cand-<run> endpoints; the run id is known only at run time.",
+    )
+
+
+def list_components() -> Grant:
+    """ListInferenceComponents has no resource scope (the service authorization reference lists only `*`)."""
+    return Grant(
+        ("sagemaker:ListInferenceComponents",),
+        ("*",),
+        why_wildcard="ListInferenceComponents supports no resource-level permission; the cleanup lists the run's "
+        "components by name to delete what the run created.",
+    )

@@ -10,7 +10,7 @@ from constructs import Construct
 
 from optigate import naming
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
-from optigate.constructs.gate import cross_check, grants
+from optigate.constructs.gate import components, cross_check, grants
 from optigate.constructs.gate.resources import LiveConfig
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, SdkTask, poll_loop, run_name, sdk_task
 from optigate.deployment.gate import GatePlan
@@ -112,22 +112,38 @@ def cleanup_and_end(
     for state, following in zip(states, [*states[1:], after_cleanup], strict=True):
         state.next(following)
         state.add_catch(following, errors=["States.ALL"], result_path="$.cleanup_error")
+    # An adapter team's components go before their endpoints (optigate.constructs.gate.components).
+    first: sfn.IChainable = (
+        components.delete_run_components(scope, plan, then=states[0]) if plan.components is not None else states[0]
+    )
     # The managed benchmark's jobs stop first, before their endpoints go (cross_check.stop_all).
     if plan.cross_check is None:
-        return states[0]
+        return first
     if cross_check_jobs is None:
         raise ValueError(f"the gate of {plan.prefix} has a cross-check but no function to stop its jobs")
-    return cross_check.stop_all(scope, plan, cross_check_jobs, states[0])
+    return cross_check.stop_all(scope, plan, cross_check_jobs, first)
 
 
 def temporary_endpoint(
-    scope: Construct, plan: GatePlan, cleanup: CleanupPath, kind: naming.RunKind, label: str, model: dict[str, str]
+    scope: Construct,
+    plan: GatePlan,
+    cleanup: CleanupPath,
+    kind: naming.RunKind,
+    label: str,
+    model: dict[str, str],
+    model_role_arn: str | None = None,
 ) -> tuple[SdkTask, SdkTask]:
     """A run's endpoint config and endpoint named `<prefix>-<kind>-<run>`, serving `model` (a `ModelName`
-    or `ModelName.$` entry) on the candidate's instance type and count; both guarded by the cleanup."""
+    or `ModelName.$` entry) on the candidate's instance type and count; both guarded by the cleanup. An adapter
+    team's endpoints serve no model but inference components (optigate.constructs.gate.components), which run as
+    `model_role_arn` (the endpoint config's ExecutionRoleArn)."""
     download, startup = plan.startup_timeouts
     ami = plan.candidate_ami_version if kind == "cand" else plan.baseline_ami_version
     temporary = grants.temporary_resources(scope, plan)
+    serves_components = plan.components is not None
+    if serves_components and model_role_arn is None:
+        raise ValueError(f"the gate of {plan.prefix} serves inference components: its endpoints need the model role")
+    role = {"ExecutionRoleArn": model_role_arn} if serves_components else {}
     config = cleanup.guarded(
         sdk_task(
             scope,
@@ -138,7 +154,7 @@ def temporary_endpoint(
                 "ProductionVariants": [
                     {
                         "VariantName": "AllTraffic",
-                        **model,
+                        **({} if serves_components else model),
                         "InstanceType": plan.instance_type,
                         "InitialInstanceCount": plan.instance_count,
                         "ModelDataDownloadTimeoutInSeconds": download,
@@ -146,8 +162,9 @@ def temporary_endpoint(
                         **({"InferenceAmiVersion": ami} if ami else {}),
                     }
                 ],
+                **role,
             },
-            grants=[temporary],
+            grants=[temporary, *([grants.pass_role(model_role_arn)] if model_role_arn and serves_components else [])],
             result_path=sfn.JsonPath.DISCARD,
         )
     )
@@ -184,12 +201,12 @@ def candidate_model(scope: Construct, plan: GatePlan, cleanup: CleanupPath, mode
 
 
 def baseline_twin(
-    scope: Construct, plan: GatePlan, cleanup: CleanupPath, baseline_model_name: str
+    scope: Construct, plan: GatePlan, cleanup: CleanupPath, baseline_model_name: str, model_role_arn: str
 ) -> tuple[SdkTask, SdkTask]:
     """The baseline's twin: an endpoint config and endpoint running the live endpoint's model
     (CloudFormation's) on the candidate's instance type and count, which no production traffic
     reaches. The benchmark and the evaluation load it instead of the live endpoint."""
-    return temporary_endpoint(scope, plan, cleanup, "twin", "Twin", {"ModelName": baseline_model_name})
+    return temporary_endpoint(scope, plan, cleanup, "twin", "Twin", {"ModelName": baseline_model_name}, model_role_arn)
 
 
 #: Each temporary endpoint's wait: its label and its poll loop's states. The candidate's names predate the
@@ -254,6 +271,12 @@ def benchmark_levels(scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cl
     run_fleet = grants.run_fleet(scope, fleet)
 
     def run(name: str, endpoint: dict[str, str], run: str, result: str, engine_mode: str) -> SdkTask:
+        side = "twin" if run == "baseline" else "cand"
+        spread = (
+            {"inference_components": components.benchmark_components(plan, side, "$.run_id")}
+            if plan.components is not None
+            else {}
+        )
         return sdk_task(
             scope,
             name,
@@ -268,6 +291,7 @@ def benchmark_levels(scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cl
                     "requests_per_shard.$": "$.requests",
                     "prompt_tokens": plan.prompt_tokens,
                     "max_new_tokens": plan.max_new_tokens,
+                    **spread,
                 },
             },
             grants=run_fleet,

@@ -60,9 +60,16 @@ class InferenceComponentOperations(Operations):
         return {}
 
     def _op_list_inference_components(self, backend, state, params):
+        # Status moves on whoever looks: a List sees what a Describe would (the gate's waits list).
+        for name, component in state.inference_components.items():
+            progress = state.inference_component_progress.get(name)
+            if progress is not None and progress.remaining is not None and progress.tick():
+                self._finish_component(component, progress)
         items = list(state.inference_components.values())
         if "EndpointNameEquals" in params:
             items = [c for c in items if c["EndpointName"] == params["EndpointNameEquals"]]
+        if "NameContains" in params:
+            items = [c for c in items if params["NameContains"] in c["InferenceComponentName"]]
         if "StatusEquals" in params:
             items = [c for c in items if c["InferenceComponentStatus"] == params["StatusEquals"]]
         keys = (

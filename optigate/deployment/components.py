@@ -1,0 +1,114 @@
+"""An adapter team's inference components, resolved once: what one copy of the base reserves, and the components
+the gate stages on its twin and candidate endpoints (no CDK here; optigate.constructs.lora_adapters wires the live
+ones, optigate.constructs.gate.components the gate's)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from optigate.config.models import Autoscaling
+from optigate.deployment.serving import ResolvedServing
+
+#: The adapter label of the base component in a benchmark mix and in per-adapter results.
+BASE = "base"
+#: Components one ListInferenceComponents page returns (its MaxResults), which the gate's waits count in.
+MAX_RUN_COMPONENTS = 100
+
+
+@dataclass(frozen=True)
+class ComponentCompute:
+    """What one copy of the base model reserves on an instance.
+
+    :param accelerators: GPUs per copy (the tensor parallel degree).
+    :param cpu_cores: @default 2 per accelerator
+    :param min_memory_mb: host memory per copy. @default 4096
+    :param copies: copies at creation. @default 1
+    """
+
+    accelerators: int
+    cpu_cores: int | None = None
+    min_memory_mb: int = 4096
+    copies: int = 1
+
+    @property
+    def cores(self) -> int:
+        return self.cpu_cores or 2 * self.accelerators
+
+
+def component_compute(resolved: ResolvedServing, scaling: Autoscaling | None) -> ComponentCompute:
+    """The base component's reservation: its GPUs, host memory for the weights (at least 4 GiB), and the copies it
+    starts with (one at least: a component at zero copies cannot be created InService)."""
+    return ComponentCompute(
+        accelerators=resolved.tensor_parallel_degree,
+        min_memory_mb=max(4096, int(resolved.weights_gb * 1024)),
+        copies=max(1, scaling.min_capacity) if scaling else 1,
+    )
+
+
+@dataclass(frozen=True)
+class GateAdapter:
+    """One adapter as the gate stages it: the twin's component serves `artifact_uri` (the live version), the
+    candidate's `candidate_artifact_uri` (a new version, or the same archive); both are judged on `dataset_uri`."""
+
+    name: str
+    index: int  # its component's index on each side (0 is the base)
+    artifact_uri: str
+    candidate_artifact_uri: str
+    dataset_uri: str
+
+    @property
+    def changed(self) -> bool:
+        return self.artifact_uri != self.candidate_artifact_uri
+
+
+@dataclass(frozen=True)
+class GateComponents:
+    """An adapter team's gate: the twin and the candidate each serve a base component (one copy reserving
+    `compute`) and every adapter's component on it; the benchmark spreads requests by `mix`, (label, weight)
+    pairs, `None` when the gate reads the live endpoint's shares from CloudWatch at run time."""
+
+    compute: ComponentCompute
+    adapters: tuple[GateAdapter, ...]
+    mix: tuple[tuple[str, float], ...] | None
+    base_dataset_uri: str
+
+    def __post_init__(self) -> None:
+        if self.run_components > MAX_RUN_COMPONENTS:
+            raise ValueError(
+                f"the gate stages the base and each adapter on two endpoints and counts them in one listing of "
+                f"{MAX_RUN_COMPONENTS}: at most {MAX_RUN_COMPONENTS // 2 - 1} adapters, not {len(self.adapters)}"
+            )
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The base and each adapter, in component order."""
+        return (BASE, *(adapter.name for adapter in self.adapters))
+
+    #: The endpoints a run stages components on: the twin and the candidate, a base on each.
+    SIDES = 2
+
+    @property
+    def run_components(self) -> int:
+        """The components a run stages: the base and each adapter, on the twin and on the candidate."""
+        return self.SIDES * len(self.labels)
+
+    @property
+    def proof(self) -> dict[str, object]:
+        """What of the components makes a proof (GatePlan.fingerprint)."""
+        return {
+            "compute": [self.compute.accelerators, self.compute.cores, self.compute.min_memory_mb],
+            "adapters": [[a.name, a.artifact_uri, a.candidate_artifact_uri, a.dataset_uri] for a in self.adapters],
+            "mix": [list(pair) for pair in self.mix] if self.mix is not None else None,
+        }
+
+
+def normalised_mix(mix: dict[str, float] | None, labels: tuple[str, ...]) -> tuple[tuple[str, float], ...] | None:
+    """`gate.benchmark.adapter_mix` in component order, weights summing to 1; labels it leaves out get no requests.
+    None without a mix (the config rules refuse unknown labels and weights that are not positive and finite)."""
+    if mix is None:
+        return None
+    total = sum(mix.values())
+    if not math.isfinite(total) or total <= 0:
+        raise ValueError(f"adapter_mix weights must be positive and finite, got {mix}")
+    return tuple((label, mix[label] / total) for label in labels if label in mix)

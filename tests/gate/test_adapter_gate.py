@@ -1,0 +1,100 @@
+"""The gate of a team that serves LoRA adapters through inference components (the example `support`), executed in
+moto's Step Functions with the emulated SageMaker: twin and candidate endpoints without a model, a base component and
+every adapter's component on each, the benchmark, the evaluation and the cleanup of every component on every path."""
+
+from __future__ import annotations
+
+import pytest
+
+from optigate.rehearse.scenario import Outcome
+
+#: support's adapters (config/teams/support.yaml), in component order after the base.
+ADAPTERS = ("triage", "summarise", "reply")
+
+
+@pytest.fixture(scope="module")
+def support(example_config):
+    from optigate.rehearse.rehearsal import synthesize_team
+
+    return synthesize_team("support", "dev", example_config)
+
+
+def _created_components(result) -> dict[str, list[str]]:
+    """The components each benchmarked endpoint served when the benchmark reached it, by side."""
+    out: dict[str, list[str]] = {}
+    for run in result["benchmarked"]:
+        side = "twin" if run["baseline"] else "cand"
+        out.setdefault(side, run.get("components", []))
+    return out
+
+
+def _nothing_left_and_live_untouched(result) -> None:
+    assert {kind: names for kind, names in result["left"].items() if names} == {}
+    assert result["owned_missing"] == []
+    assert result["live_components"] == result["live_components_before"]
+    assert len(result["live_components"]) == 1 + len(ADAPTERS)
+    assert [(e["status"], e["config"] == e["original_config"]) for e in result["live"].values()] == [
+        ("InService", True)
+    ]
+
+
+def test_the_plan_stages_every_adapter_on_both_sides(support):
+    _, deployment = support
+    plan = deployment.gate
+    assert plan is not None and plan.components is not None
+    assert plan.components.labels == ("base", *ADAPTERS)
+    # Weights from gate.benchmark.adapter_mix {base: 1, triage: 4, summarise: 2, reply: 3}, normalised.
+    assert dict(plan.components.mix or ()) == pytest.approx(
+        {"base": 0.1, "triage": 0.4, "summarise": 0.2, "reply": 0.3}
+    )
+    assert [a.artifact_uri == a.candidate_artifact_uri for a in plan.components.adapters] == [True] * 3
+    assert plan.components.compute.accelerators == 1
+
+
+def test_a_base_candidate_is_staged_beside_a_twin_and_everything_goes_afterwards(support):
+    """The slower candidate: rejected; both endpoints served the base and all three adapters when benchmarked, the
+    twin on the live model, and every component, endpoint and config of the run is gone afterwards."""
+    from optigate.rehearse.rehearsal import rehearse
+
+    result = rehearse(*support, "slower")
+    assert result["execution"]["status"] == "FAILED"
+    assert result["report"]["outcome"] == "REJECTED", result["report"]["summary"]
+    path = result["states"]
+    assert path.index("CreateTwinBaseComponent") < path.index("CreateTwinAdapter01Component")
+    assert path.index("BaseComponentsInService?") < path.index("CreateTwinAdapter01Component")
+    assert path.index("ComponentsInService?") < path.index("BenchmarkLevels")
+    assert path.index("DeleteTwinAdapter01Component") < path.index("DeleteTwinBaseComponent")
+    assert path.index("RunComponentsLeft?") < path.index("DeleteEndpoint")
+    created = _created_components(result)
+    assert sorted(created) == ["cand", "twin"]
+    for side, letters in (("twin", "twc"), ("cand", "cac")):
+        assert [name.split("-")[-2] for name in created[side]] == [f"{letters}{i:02d}" for i in range(4)]
+    twin = next(run for run in result["benchmarked"] if run["baseline"])
+    assert len(set(twin["models"])) == 1 and set(twin["models"]) <= set(result["live_models"]["support-dev"])
+    assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
+    _nothing_left_and_live_untouched(result)
+
+
+def test_an_adapter_component_that_fails_to_start_fails_the_gate_with_its_name_and_cleans_up(support):
+    from optigate.rehearse.rehearsal import rehearse
+
+    def outcome(request):
+        base = request.get("Specification", {}).get("BaseInferenceComponentName")
+        failing = (
+            base is not None
+            and "-cac" in request["InferenceComponentName"]
+            and request["InferenceComponentName"].split("-")[-2] == "cac03"
+        )
+        return (
+            Outcome("Failed", after=1, failure_reason="adapter weights do not match the base")
+            if failing
+            else Outcome("InService", after=0)
+        )
+
+    result = rehearse(*support, "faster", scenario_overrides={"inference_component": outcome})
+    assert result["execution"]["status"] == "FAILED"
+    assert result["execution"]["error"] == "GateFailed"
+    assert "ComponentsFailed" in result["execution"]["cause"] and "cac03" in result["execution"]["cause"]
+    assert "BenchmarkLevels" not in result["states"]
+    assert result["packages"] == []
+    _nothing_left_and_live_untouched(result)
