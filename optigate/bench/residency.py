@@ -2,10 +2,12 @@
 
 vLLM keeps ``max_loras`` adapters in GPU slots and, when a request needs another one, evicts the least recently
 used (vllm-project/vllm, vllm/lora/model_manager.py @ bb1d76e5, ``LRUCacheLoRAModelManager.activate_adapter``:
-``_active_adapters`` is an LRU cache of ``max_loras`` entries whose oldest is removed; the worker's
-``LRUCacheWorkerLoRAManager.add_adapter`` in vllm/lora/worker_manager.py does the same for the CPU cache of
-``max_cpu_loras``). So after adapter A served a request, requests to ``max_loras`` other adapters push A out,
-and A's next request pays the load. Requests to the base model carry no LoRA and leave the slots alone.
+``_active_adapters`` is an LRU cache of ``max_loras`` entries whose oldest is removed). The worker's
+``LRUCacheWorkerLoRAManager.add_adapter`` (vllm/lora/worker_manager.py @ 0030b9ff) does the same for the CPU
+cache of ``max_cpu_loras``: where that equals max_loras (optigate's OPTION_MAX_CPU_LORAS when the team sets
+none), an evicted adapter is read from disk again. So after adapter A served a request, requests to
+``max_loras`` other adapters push A out, and A's next request pays the load. Requests to the base model carry
+no LoRA and leave the slots alone.
 
 Each round measures one adapter A in two trials, in an order drawn from a seeded generator (so drift over time
 cannot pass for a difference):

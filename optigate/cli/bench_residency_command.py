@@ -113,5 +113,7 @@ def add_residency_parser(subcommands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--schema", choices=["inputs", "messages"], help="request body (default: the engine mode's)")
     parser.add_argument("--timeout", type=float, default=60.0, help="per request, seconds")
-    parser.add_argument("--seed", type=int, default=0, help="orders the trials of each round and seeds the prompts")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="orders the trials of each round and seeds the prompts (default: 0)"
+    )
     parser.add_argument("--json", help="write the verdict and every trial here (default: not written)")
