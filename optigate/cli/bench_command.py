@@ -8,7 +8,9 @@ from typing import Any
 from rich.table import Table
 
 from optigate.cli.bench_compare_command import add_compare_parser, cmd_bench_compare
-from optigate.cli.errors import CANNOT_RESOLVE_EXIT, USAGE_EXIT, CliError, UsageError
+from optigate.cli.bench_residency_command import add_residency_parser, cmd_bench_residency
+from optigate.cli.bench_target import check_target_arguments
+from optigate.cli.errors import USAGE_EXIT, CliError, UsageError
 from optigate.cli.output import console, stderr, write_json
 
 #: Short column names so that the table fits 100 columns; errors follow the table, one line per level.
@@ -63,10 +65,8 @@ def _levels(text: str) -> list[int]:
 
 
 def _check_bench_arguments(args: argparse.Namespace) -> list[int]:
-    from urllib.parse import urlsplit
-
     if not args.endpoint:
-        raise UsageError("--endpoint is required: the SageMaker endpoint's name (with --endpoint-url for the emulator)")
+        check_target_arguments(args)  # says what --endpoint is, before any other complaint
     levels = _levels(args.concurrency)
     if args.mode == "open" and not (args.rate and args.rate > 0):
         raise UsageError("--mode open needs --rate: the Poisson arrival rate in requests per second, e.g. --rate 4")
@@ -75,21 +75,7 @@ def _check_bench_arguments(args: argparse.Namespace) -> list[int]:
     for option, value in (("--requests", args.requests), ("--timeout", args.timeout), ("--duration", args.duration)):
         if value is not None and value <= 0:
             raise UsageError(f"{option} {value}: must be positive")
-    if args.endpoint_url:
-        parts = urlsplit(args.endpoint_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(
-                f"--endpoint-url {args.endpoint_url!r}: expected http(s)://host[:port], e.g. http://127.0.0.1:8080"
-            )
-    else:
-        import botocore.session
-
-        if botocore.session.get_session().get_credentials() is None:
-            raise CliError(
-                f"no AWS credentials to sign requests to {args.endpoint} in {args.region}: configure them "
-                "(aws configure, AWS_PROFILE), or give --endpoint-url http://127.0.0.1:PORT for `optigate emulate`",
-                exit_code=CANNOT_RESOLVE_EXIT,
-            )
+    check_target_arguments(args)
     return levels
 
 
@@ -245,6 +231,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """Benchmark a streaming endpoint at each concurrency level."""
     if args.bench_command == "compare":
         return cmd_bench_compare(args)
+    if args.bench_command == "residency":
+        return cmd_bench_residency(args)
     import asyncio
     import signal
 
@@ -369,4 +357,6 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
         "--label", help="this run's name in reports and --json (default: the endpoint, with its variant or component)"
     )
     bench.set_defaults(handler=cmd_bench, bench_command=None)
-    add_compare_parser(bench.add_subparsers(dest="bench_command", title="subcommands"))
+    subcommands = bench.add_subparsers(dest="bench_command", title="subcommands")
+    add_compare_parser(subcommands)
+    add_residency_parser(subcommands)

@@ -134,6 +134,7 @@ def _print_plan(
     extra_notes: tuple[str, ...] = (),
     pools: list[dict] | None = None,
     weights: dict | None = None,
+    residency: dict | None = None,
 ) -> None:
     if args.json:
         data = result.to_dict()
@@ -142,6 +143,8 @@ def _print_plan(
             data["weights"] = weights
         if pools:
             data["instance_pools"] = pools
+        if residency:
+            data["adapter_residency"] = residency
         print(json.dumps(data, indent=2, default=str))
         return
     if result.problems:
@@ -153,6 +156,8 @@ def _print_plan(
     console.print(_plan_table(result, title))
     for note in (*extra_notes, *result.setting_notes, *result.notes):
         console.print(f"  • {note}", highlight=False)
+    if residency:
+        console.print(f"  • LoRA slots: {residency['message']}", highlight=False)
     if result.is_lower_bound:
         basis = result.expected.basis if result.expected else None
         if result.expected is not None and result.expected.standing:
@@ -162,6 +167,27 @@ def _print_plan(
             f"per-step overheads ({basis or 'no expected figure without hardware figures'}).",
             highlight=False,
         )
+
+
+def _adapter_residency(team, resolved) -> dict | None:
+    """For a team with adapters: the LoRA slots its mix needs at the gate's highest concurrency, beside max_loras."""
+    from optigate.plan.adapter_slots import MixError, SlotPlan, team_slots
+
+    if not team.adapters or resolved.lora is None:
+        return None
+    benchmark = team.gate.benchmark
+    try:
+        answer = team_slots(
+            [adapter.name for adapter in team.adapters],
+            benchmark.adapter_mix,
+            concurrency=max(benchmark.concurrency),
+            max_loras=resolved.lora.max_loras,
+        )
+    except MixError as error:
+        raise CliError(f"gate.benchmark.adapter_mix: {error}", exit_code=2) from error
+    if isinstance(answer, SlotPlan):
+        return answer.to_dict()
+    return {"message": answer, "slots_needed": None, "max_loras": resolved.lora.max_loras}
 
 
 def _calibrate(team_file: Path, reports: list[Path]) -> None:
@@ -220,7 +246,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "startup_quantization_seconds": resolved.startup_quantization_seconds,
         }
         said = tuple(f"weights {note}" for note in resolved.weights_notes) + resolved.notes
-        _print_plan(resolved.plan, args, title, said, pool_rows(resolved), weights)
+        residency = _adapter_residency(resolved_team.team, resolved)
+        _print_plan(resolved.plan, args, title, said, pool_rows(resolved), weights, residency)
         if resolved.pools and not args.json:
             console.print(pool_table(resolved, "instance pools: one environment on each (roofline lower bounds)"))
         return 0 if resolved.plan.fits else 1
