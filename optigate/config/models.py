@@ -512,11 +512,14 @@ class CanaryRollout(Strict):
 class Rollout(Strict):
     strategy: Literal["none", "canary", "shadow"] = Field(
         "canary",
-        description="How a new model reaches the live endpoint (CloudFormation's blue/green update; not with "
-        "adapters). canary: canary.traffic_percentage of the instances first, the rest after canary.wait_minutes; "
-        "shadow: the same, plus a shadow variant running shadow.candidate on mirrored live requests, and the gate "
-        "mirrors live traffic to its own candidate too; none: no small canary (half the instances first, a single "
-        "one at once), the same bake time.",
+        description="How a new model reaches the live endpoint (CloudFormation's blue/green update). canary: "
+        "canary.traffic_percentage of the instances first, the rest after canary.wait_minutes; shadow: the same, "
+        "plus a shadow variant running shadow.candidate on mirrored live requests, and the gate mirrors live traffic "
+        "to its own candidate too; none: no small canary (half the instances first, a single one at once), the same "
+        "bake time. With adapters, an update of the base inference component rolls (RollingUpdatePolicy): canary "
+        "replaces canary.traffic_percentage of its copies per batch (5-50), each batch baking canary.wait_minutes; "
+        "none, half the copies per batch; shadow is refused. An adapter component has no copies of its own (it uses "
+        "the base's), so its archive changes in place, without a rolling policy.",
     )
     canary: CanaryRollout = Field(
         CanaryRollout(),
@@ -526,7 +529,9 @@ class Rollout(Strict):
     shadow: ShadowRollout | None = Field(
         None, description="With strategy shadow only, and required then: what the shadow variant runs and receives."
     )
-    auto_rollback: bool = Field(True, description="Roll back on 5XX / model-latency alarms during a blue/green update.")
+    auto_rollback: bool = Field(
+        True, description="Roll back on 5XX / model-latency alarms during a blue/green or rolling update."
+    )
 
 
 class CrossCheckTolerance(Strict):

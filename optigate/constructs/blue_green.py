@@ -3,14 +3,13 @@ it back (EndpointConfig's DeploymentConfig)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
-from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
+
+from optigate.constructs.rollback_alarms import Variant, VariantMetric, rollback_alarms
 
 #: The API maximum of BlueGreenUpdatePolicy.MaximumExecutionTimeoutInSeconds (botocore's SageMaker model).
 MAX_BLUE_GREEN_SECONDS = 28800
@@ -34,91 +33,24 @@ class BlueGreenSettings:
     p99_model_latency_ms: float = 60000
 
 
-class Variant(Protocol):
-    """What a blue/green update reads of the production variant (tuned_endpoint.VariantSettings)."""
-
-    @property
-    def variant_name(self) -> str: ...
-    @property
-    def instance_count(self) -> int: ...
-    @property
-    def instance_pools(self) -> tuple[tuple[str, int], ...]: ...
-    @property
-    def instance_types(self) -> tuple[str, ...]: ...
-    @property
-    def model_data_download_timeout_seconds(self) -> int: ...
-    @property
-    def container_startup_health_check_timeout_seconds(self) -> int: ...
-
-
-def _watched(
-    endpoint_name: str, variant: Variant, metric: Callable[[str, str], cloudwatch.Metric], name: str, statistic: str
-) -> cloudwatch.IMetric:
-    """What a rollback alarm reads. With instance pools every metric gains an InstanceType dimension (user guide,
-    realtime-endpoints-heterogeneous, "Monitor instance pools"; AWS ML blog "Capacity-aware inference", 2026-05-04);
-    whether SageMaker still publishes the {EndpointName, VariantName} series beside the per-type ones is not
-    documented. CloudWatch treats each dimension set as its own metric, so the alarm reads both: the variant's
-    series and the per-type series summed (counts) or their maximum (a percentile), whichever is higher."""
-    variant_metric = metric(name, statistic)
-    types = variant.instance_types if variant.instance_pools else ()
-    if not types:
-        return variant_metric
-    per_type = {
-        f"t{i}": cloudwatch.Metric(
-            namespace="AWS/SageMaker",
-            metric_name=name,
-            dimensions_map={
-                "EndpointName": endpoint_name,
-                "VariantName": variant.variant_name,
-                "InstanceType": instance_type,
-            },
-            statistic=statistic,
-            period=Duration.minutes(1),
-        )
-        for i, instance_type in enumerate(types)
-    }
-    # FILL over an array, SUM/MAX of an array per timestamp and IF on time series: metric math functions
-    # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html).
-    pooled = f"{'SUM' if statistic == 'Sum' else 'MAX'}(FILL([{', '.join(per_type)}], 0))"
-    return cloudwatch.MathExpression(
-        expression=f"IF(FILL(variant, 0) > {pooled}, FILL(variant, 0), {pooled})",
-        using_metrics={"variant": variant_metric, **per_type},
-        period=Duration.minutes(1),
-        label=f"{name} ({statistic}) of the variant or of its instance pools",
-    )
-
-
-def rollback_alarms(
+def blue_green_alarms(
     scope: Construct,
     endpoint_name: str,
     variant: Variant,
     blue_green: BlueGreenSettings | None,
-    metric: Callable[[str, str], cloudwatch.Metric],
+    metric: VariantMetric,
 ) -> list[cloudwatch.Alarm]:
-    """The endpoint's 5XX and p99 model-latency alarms (made without blue/green too, at the default thresholds);
-    `metric(name, statistic)` is the variant's series of an AWS/SageMaker metric."""
+    """The endpoint's rollback alarms (made without blue/green too, at the default thresholds)."""
     settings = blue_green or BlueGreenSettings()
-    errors = cloudwatch.Alarm(
+    return rollback_alarms(
         scope,
-        "Errors5xx",
-        metric=_watched(endpoint_name, variant, metric, "Invocation5XXErrors", "Sum"),
-        threshold=settings.max_5xx_per_minute,
-        evaluation_periods=2,
-        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        alarm_description=f"{endpoint_name}: model errors; rolls back a blue/green update",
+        endpoint_name,
+        variant,
+        metric,
+        max_5xx_per_minute=settings.max_5xx_per_minute,
+        p99_model_latency_ms=settings.p99_model_latency_ms,
+        update="a blue/green update",
     )
-    latency = cloudwatch.Alarm(
-        scope,
-        "ModelLatencyP99",
-        metric=_watched(endpoint_name, variant, metric, "ModelLatency", "p99"),
-        threshold=settings.p99_model_latency_ms * 1000,  # ModelLatency is reported in microseconds
-        evaluation_periods=3,
-        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        alarm_description=f"{endpoint_name}: p99 model latency over budget; rolls back a blue/green update",
-    )
-    return [errors, latency]
 
 
 def deployment_config(

@@ -15,8 +15,10 @@ from constructs import Construct
 from optigate import naming
 from optigate.constructs.common import target_tracking
 from optigate.constructs.lmi_model import LmiModel
+from optigate.constructs.rollback_alarms import rollback_alarms, variant_metric
 from optigate.constructs.tuned_endpoint import VariantSettings
 from optigate.deployment.components import ComponentCompute
+from optigate.deployment.component_rollout import ComponentRollout
 from optigate.plan.catalog import has_instance_storage
 
 
@@ -72,6 +74,9 @@ class LoraAdapters(Construct):
     :param compute: per-copy reservation of the base component.
     :param scaling: @default a fixed number of copies
     :param encryption_key: @default a new key with rotation (used where the instance has EBS storage)
+    :param rollout: how an update of the base component rolls out (its DeploymentConfig: a rolling update, rolled
+        back on the endpoint's 5XX and p99 model-latency alarms); adapter components get none, having no copies of
+        their own. None: no DeploymentConfig and no rollback alarms. @default ComponentRollout()
     """
 
     def __init__(
@@ -86,6 +91,7 @@ class LoraAdapters(Construct):
         compute: ComponentCompute,
         scaling: ComponentScaling | None = None,
         encryption_key: kms.IKey | None = None,
+        rollout: ComponentRollout | None = ComponentRollout(),  # noqa: B008 (frozen: one shared default is safe)
     ) -> None:
         super().__init__(scope, construct_id)
         names = [adapter.name for adapter in adapters]
@@ -171,8 +177,47 @@ class LoraAdapters(Construct):
             component.node.add_dependency(self.base)
             self.adapter_components[adapter.name] = component
 
+        self.rollback_alarms: list[cloudwatch.Alarm] = []
+        if rollout is not None:
+            self._guard_updates(rollout, variant)
         if scaling is not None:
             self._autoscaling(scaling)
+
+    def _guard_updates(self, rollout: ComponentRollout, variant: VariantSettings) -> None:
+        """The base component's DeploymentConfig: a rolling update in CAPACITY_PERCENT batches (copies come and go
+        with autoscaling, so a COPY_COUNT fixed at synth could leave the API's 5-50% range), rolled back on the
+        same alarms as a model-backed endpoint's blue/green update. CloudFormation passes DeploymentConfig on an
+        update only (a write-only property of AWS::SageMaker::InferenceComponent; CreateInferenceComponent takes
+        none), which is when it matters."""
+        self.rollback_alarms = rollback_alarms(
+            self,
+            self.endpoint_name,
+            variant,
+            lambda name, statistic: variant_metric(self.endpoint_name, variant.variant_name, name, statistic),
+            max_5xx_per_minute=rollout.max_5xx_per_minute,
+            p99_model_latency_ms=rollout.p99_model_latency_ms,
+            update="a rolling update of the base inference component",
+        )
+        component = sagemaker.CfnInferenceComponent
+        self.base.deployment_config = component.InferenceComponentDeploymentConfigProperty(
+            rolling_update_policy=component.InferenceComponentRollingUpdatePolicyProperty(
+                maximum_batch_size=component.InferenceComponentCapacitySizeProperty(
+                    type="CAPACITY_PERCENT", value=rollout.batch_percent
+                ),
+                wait_interval_in_seconds=rollout.wait_seconds,
+                maximum_execution_timeout_in_seconds=rollout.timeout_seconds,
+                rollback_maximum_batch_size=component.InferenceComponentCapacitySizeProperty(
+                    type="CAPACITY_PERCENT", value=rollout.rollback_batch_percent
+                ),
+            ),
+            auto_rollback_configuration=(
+                component.AutoRollbackConfigurationProperty(
+                    alarms=[component.AlarmProperty(alarm_name=alarm.alarm_name) for alarm in self.rollback_alarms]
+                )
+                if rollout.auto_rollback
+                else None
+            ),
+        )
 
     def _autoscaling(self, scaling: ComponentScaling) -> None:
         target = target_tracking(

@@ -13,9 +13,10 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from optigate.constructs import nag
-from optigate.constructs.blue_green import BlueGreenSettings, deployment_config, rollback_alarms
+from optigate.constructs.blue_green import BlueGreenSettings, blue_green_alarms, deployment_config
 from optigate.constructs.common import secure_bucket, target_tracking
 from optigate.constructs.lmi_model import LmiModel
+from optigate.constructs.rollback_alarms import variant_metric
 from optigate.plan.catalog import has_instance_storage
 
 
@@ -205,7 +206,7 @@ class TunedEndpoint(Construct):
             data_capture_config=data_capture_config,
         )
 
-        self.alarms = rollback_alarms(self, endpoint_name, variant, blue_green, self.metric)
+        self.alarms = blue_green_alarms(self, endpoint_name, variant, blue_green, self.metric)
         self.endpoint = sagemaker.CfnEndpoint(
             self,
             "Endpoint",
@@ -338,16 +339,7 @@ class TunedEndpoint(Construct):
         return self.capture_bucket.s3_url_for_object(f"capture/{self.endpoint_name}/")
 
     def metric(self, name: str, statistic: str = "Sum", variant_name: str | None = None) -> cloudwatch.Metric:
-        return cloudwatch.Metric(
-            namespace="AWS/SageMaker",
-            metric_name=name,
-            dimensions_map={
-                "EndpointName": self.endpoint_name,
-                "VariantName": variant_name or self.variant.variant_name,
-            },
-            statistic=statistic,
-            period=Duration.minutes(1),
-        )
+        return variant_metric(self.endpoint_name, variant_name or self.variant.variant_name, name, statistic)
 
     def _autoscaling(self, scaling: ScalingSettings) -> None:
         target_tracking(

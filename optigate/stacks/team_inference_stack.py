@@ -8,7 +8,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from optigate import naming
-from optigate.config.models import DataCapture, TeamConfig
+from optigate.config.models import DataCapture
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
 from optigate.constructs.blue_green import BlueGreenSettings
@@ -21,6 +21,7 @@ from optigate.constructs.shadow_variant import ShadowVariant
 from optigate.constructs.tuned_endpoint import CaptureSettings, ScalingSettings, TunedEndpoint, VariantSettings
 from optigate.deployment import Deployment, ResolvedServing
 from optigate.deployment.components import component_compute
+from optigate.deployment.component_rollout import component_rollout, rollback_latency_ms
 from optigate.deployment.gate import GatePlan
 from optigate.serving import images
 
@@ -94,6 +95,7 @@ class TeamInferenceStack(Stack):
                     if scaling
                     else None
                 ),
+                rollout=component_rollout(deployment),
             )
         else:
             rollout = team.rollout
@@ -101,7 +103,7 @@ class TeamInferenceStack(Stack):
                 canary_percentage=rollout.canary.traffic_percentage if rollout.strategy != "none" else 100,
                 wait_minutes=rollout.canary.wait_minutes,
                 auto_rollback=rollout.auto_rollback,
-                p99_model_latency_ms=_latency_alarm_ms(team),
+                p99_model_latency_ms=rollback_latency_ms(team),
             )
             endpoint = TunedEndpoint(
                 self,
@@ -307,11 +309,3 @@ def _capture_settings(capture: DataCapture | None) -> CaptureSettings | None:
     if capture is None:
         return None
     return CaptureSettings(capture.percentage, capture.encryption, tuple(capture.json_content_types))
-
-
-def _latency_alarm_ms(team: TeamConfig) -> float:
-    """The rollback alarm's p99 ModelLatency: a whole streamed response, so generous by default."""
-    budget = team.gate.benchmark
-    if budget.p99_ttft_ms_budget and budget.p99_itl_ms_budget:
-        return 2 * (budget.p99_ttft_ms_budget + budget.p99_itl_ms_budget * budget.max_new_tokens)
-    return 60000.0

@@ -38,6 +38,7 @@ TRTLLM = {"container": {"family": "lmi-trtllm"}}
 NEURON = {"container": {"family": "lmi-neuronx"}, "instance_type": "ml.inf2.24xlarge", "max_model_len": 4096}
 MOE = {"model": {"architecture": "qwen3-30b-a3b"}}
 ADAPTER = {"name": "triage", "s3_uri": "s3://acme-models/adapters/triage.tar.gz"}
+ADAPTERS = {"adapters": [ADAPTER]}
 POOLS = [{"instance_type": "ml.g6.2xlarge", "priority": 1}, {"instance_type": "ml.g6.4xlarge", "priority": 2}]
 CROSS_CHECK = {"benchmark": {"cross_check": "sagemaker", "cross_check_tokenizer": "meta-llama/Llama-3.1-8B"}}
 HUGGING_FACE = {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "s3_uri": "s3://acme-models/hf/"}
@@ -339,6 +340,16 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         "OG503",
         {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10}}, "adapters": [ADAPTER]},
         {"adapters": [ADAPTER]},
+    ),
+    (
+        "OG520",
+        {"rollout": {"strategy": "canary", "canary": {"traffic_percentage": 4}}, "adapters": [ADAPTER]},
+        {"rollout": {"strategy": "canary", "canary": {"traffic_percentage": 5}}, "adapters": [ADAPTER]},
+    ),
+    (
+        "OG521",
+        both(serving(autoscaling={"max_capacity": 10}), {"rollout": {"canary": {"wait_minutes": 48}}}, ADAPTERS),
+        both(serving(autoscaling={"max_capacity": 10}), {"rollout": {"canary": {"wait_minutes": 47}}}, ADAPTERS),
     ),
     (
         "OG701",

@@ -12,6 +12,7 @@ from types import ModuleType
 from tests.template_rules.assembly import Stack
 from tests.template_rules.rules import (
     iam_actions_exist,
+    inference_component_rollout,
     lambda_calls_permitted,
     optimization_stopping_condition,
     sfn_optional_reads_guarded,
@@ -40,6 +41,7 @@ RULES: tuple[Rule, ...] = tuple(
         sfn_optional_reads_guarded,
         optimization_stopping_condition,
         sfn_sdk_actions_supported,
+        inference_component_rollout,
     )
 )
 BY_ID = {rule.id: rule for rule in RULES}

@@ -15,6 +15,7 @@ from tests.template_rules import registry
 from tests.template_rules.assembly import Stack
 from tests.template_rules.rules import (
     iam_actions_exist,
+    inference_component_rollout,
     lambda_calls_permitted,
     optimization_stopping_condition,
     sfn_optional_reads_guarded,
@@ -107,6 +108,32 @@ def _create_optimization_job(bounds: dict[str, Any]) -> dict[str, Any]:
     return {"Describe": task}
 
 
+def _components(deployment_config: dict[str, Any] | None) -> Stack:
+    """A base component with compute (carrying `deployment_config`), an adapter on it, and one rollback alarm."""
+    base: dict[str, Any] = {
+        "EndpointName": "support",
+        "Specification": {"ModelName": "m", "ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1}},
+        "RuntimeConfig": {"CopyCount": 2},
+    }
+    if deployment_config is not None:
+        base["DeploymentConfig"] = deployment_config
+    adapter = {"EndpointName": "support", "Specification": {"BaseInferenceComponentName": "support-base"}}
+    resources = {
+        "Base": {"Type": "AWS::SageMaker::InferenceComponent", "Properties": base},
+        "Adapter": {"Type": "AWS::SageMaker::InferenceComponent", "Properties": adapter},
+        "Errors": {"Type": "AWS::CloudWatch::Alarm", "Properties": {"Threshold": 1}},
+    }
+    return Stack("fragment", {"Resources": resources})
+
+
+def _rolling(batch: dict[str, Any], alarm: Any = None) -> dict[str, Any]:
+    return {
+        "RollingUpdatePolicy": {"MaximumBatchSize": batch, "WaitIntervalInSeconds": 600},
+        "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": alarm or {"Ref": "Errors"}}]},
+    }
+
+
+PERCENT_10 = {"Type": "CAPACITY_PERCENT", "Value": 10}
 CREATE_JOB = _allow("sagemaker:CreateOptimizationJob", "arn:aws:sagemaker:us-east-1:111111111111:optimization-job/job")
 DESCRIBE = _allow("sagemaker:DescribeEndpoint", ENDPOINT + "chat")
 DESCRIBE_JOB = _allow(
@@ -147,6 +174,11 @@ EXAMPLES: dict[str, tuple[Callable[[Path], Stack], Callable[[Path], Stack], str]
         lambda _: _machine(_describe_endpoint(), [DESCRIBE]),
         lambda _: _machine(_describe_benchmark_job(), [DESCRIBE_JOB]),
         "calls aws-sdk:sagemaker:describeAIBenchmarkJob, which is not on the list of supported actions",
+    ),
+    inference_component_rollout.ID: (
+        lambda _: _components(_rolling(PERCENT_10)),
+        lambda _: _components(None),
+        "fragment/Base: has compute but no DeploymentConfig",
     ),
 }
 
@@ -232,3 +264,66 @@ def test_an_unlisted_action_inside_a_map_or_parallel_is_found():
     assert [a for _, a in sfn_sdk_actions_supported.unsupported_calls(definition)] == [
         "sagemaker:stopAIBenchmarkJob"
     ] * 2
+
+
+# --------------------------------------------------------------------------- inference component roll-outs
+
+
+@pytest.mark.parametrize(
+    ("deployment_config", "said"),
+    [
+        (_rolling({"Type": "CAPACITY_PERCENT", "Value": 4}), "MaximumBatchSize (CAPACITY_PERCENT) 4 is outside 5-50"),
+        (_rolling({"Type": "CAPACITY_PERCENT", "Value": 51}), "MaximumBatchSize (CAPACITY_PERCENT) 51 is outside 5-50"),
+        (_rolling({"Type": "COPY_COUNT", "Value": 2}), "MaximumBatchSize of 2 copies is 100% of 2, outside 5-50%"),
+        (_rolling({"Type": "INSTANCE_COUNT", "Value": 1}), "MaximumBatchSize is {'Type': 'INSTANCE_COUNT'"),
+        (_rolling(PERCENT_10, alarm={"Ref": "Adapter"}), "rolls back on {'Ref': 'Adapter'}, which is no AWS::"),
+        (_rolling(PERCENT_10, alarm="someone-elses-alarm"), "rolls back on 'someone-elses-alarm', which is no AWS::"),
+        (
+            {"RollingUpdatePolicy": _rolling(PERCENT_10)["RollingUpdatePolicy"]},
+            "AutoRollbackConfiguration names no 1-10",
+        ),
+        (
+            {"AutoRollbackConfiguration": _rolling(PERCENT_10)["AutoRollbackConfiguration"]},
+            "has no RollingUpdatePolicy",
+        ),
+        (
+            {**_rolling(PERCENT_10), "RollingUpdatePolicy": {"MaximumBatchSize": PERCENT_10}},
+            "RollingUpdatePolicy lacks ['WaitIntervalInSeconds']",
+        ),
+        (
+            {
+                **_rolling(PERCENT_10),
+                "RollingUpdatePolicy": {"MaximumBatchSize": PERCENT_10, "WaitIntervalInSeconds": {"Ref": "W"}},
+            },
+            "WaitIntervalInSeconds is {'Ref': 'W'}, not a number the rule can check",
+        ),
+    ],
+)
+def test_a_component_policy_outside_the_apis_ranges_or_alarms_is_reported(deployment_config, said):
+    found = [str(f) for f in registry.findings(_components(deployment_config), inference_component_rollout.ID)]
+    assert found and all(line.startswith("fragment/Base: ") for line in found), found  # adapters are not checked
+    assert any(said in line for line in found), found
+
+
+def test_a_copy_count_batch_within_the_share_and_a_named_alarm_pass():
+    stack = _components(_rolling({"Type": "COPY_COUNT", "Value": 1}, alarm="support-errors"))
+    stack.template["Resources"]["Errors"]["Properties"]["AlarmName"] = "support-errors"
+    assert registry.findings(stack, inference_component_rollout.ID) == []
+
+
+def test_the_rollback_batch_wait_and_timeout_ranges_are_each_reported():
+    config = {
+        **_rolling(PERCENT_10),
+        "RollingUpdatePolicy": {
+            "MaximumBatchSize": PERCENT_10,
+            "WaitIntervalInSeconds": 3601,
+            "MaximumExecutionTimeoutInSeconds": 599,
+            "RollbackMaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 101},
+        },
+    }
+    found = [f.why for f in registry.findings(_components(config), inference_component_rollout.ID)]
+    assert found == [
+        "RollbackMaximumBatchSize (CAPACITY_PERCENT) 101 is outside 1-100",
+        "WaitIntervalInSeconds 3601 is outside 0-3600",
+        "MaximumExecutionTimeoutInSeconds 599 is outside 600-28800",
+    ]

@@ -1,8 +1,11 @@
-"""Rollout rules: the strategy and its shadow block."""
+"""Rollout rules: the strategy and its shadow block, and what an adapter team's rollout can mean as an inference
+component's rolling update."""
 
 from __future__ import annotations
 
-from optigate.config.models import TeamConfig
+import math
+
+from optigate.config.models import Rollout, TeamConfig
 from optigate.config.rules.registry import PathT, Problem, rule
 
 SHADOW_CANDIDATE: PathT = ("rollout", "shadow", "candidate")
@@ -10,6 +13,42 @@ SHADOW_CANDIDATE: PathT = ("rollout", "shadow", "candidate")
 SHADOW_NEEDS_BLOCK = rule("OG501", "strategy shadow comes with a shadow block")
 SHADOW_BLOCK_NEEDS_STRATEGY = rule("OG502", "a shadow block only with strategy shadow")
 SHADOW_WITHOUT_ADAPTERS = rule("OG503", "an endpoint serving adapters is not shadowed")
+COMPONENT_BATCH_IN_RANGE = rule(
+    "OG520", "an adapter team's canary is a rolling batch the API takes (5-50% of the base component's copies)"
+)
+COMPONENT_ROLLOUT_FITS_TIMEOUT = rule(
+    "OG521", "an adapter team's rolling update bakes every batch within the API's 8-hour execution limit"
+)
+
+# An update of the base inference component rolls out by UpdateInferenceComponent's
+# DeploymentConfig.RollingUpdatePolicy (https://docs.aws.amazon.com/sagemaker/latest/APIReference/
+# API_InferenceComponentRollingUpdatePolicy.html; botocore 1.44 InferenceComponentRollingUpdatePolicy):
+# MaximumBatchSize "must be between 5% to 50% of the copy count of the inference component";
+# WaitIntervalInSeconds 0-3600; MaximumExecutionTimeoutInSeconds 600-28800.
+COMPONENT_BATCH_MIN_PERCENT = 5
+COMPONENT_BATCH_MAX_PERCENT = 50
+COMPONENT_WAIT_MAX_SECONDS = 3600
+COMPONENT_TIMEOUT_MIN_SECONDS = 600
+COMPONENT_TIMEOUT_MAX_SECONDS = 28800
+
+
+def rolling_batch_percent(rollout: Rollout) -> int:
+    """The rolling batch (CAPACITY_PERCENT of the base component's copies) an adapter team's rollout asks for:
+    canary's traffic_percentage; `none`, the largest batch the API takes (half the copies, as `none` is half
+    the instances first for a model-backed endpoint)."""
+    return rollout.canary.traffic_percentage if rollout.strategy == "canary" else COMPONENT_BATCH_MAX_PERCENT
+
+
+def rolling_batches(batch_percent: int, max_copies: int) -> int:
+    """How many batches a rolling update may take: one per `batch_percent` share, and never more than one per copy
+    (a batch holds at least one copy; how SageMaker rounds a share of few copies is not documented)."""
+    return min(math.ceil(100 / batch_percent), max(1, max_copies))
+
+
+def component_max_copies(team: TeamConfig) -> int:
+    """The most copies of the base component the team file allows (autoscaling's maximum, else the one copy)."""
+    scaling = team.serving.autoscaling
+    return scaling.max_capacity if scaling is not None else 1
 
 
 def rollout_problems(team: TeamConfig) -> list[Problem]:
@@ -40,4 +79,40 @@ def rollout_problems(team: TeamConfig) -> list[Problem]:
                 SHADOW_WITHOUT_ADAPTERS,
             )
         )
+    elif team.adapters:
+        problems += component_rollout_problems(team)
     return problems
+
+
+def component_rollout_problems(team: TeamConfig) -> list[Problem]:
+    """What an adapter team's rollout asks that an inference component's rolling update cannot do. The rollout
+    governs the base component only: an adapter component reserves no compute and has no copies of its own (it
+    "uses the compute resources of the base inference component", InferenceComponentSpecification in the API
+    reference), so a batch that is a share of its copy count means nothing for it."""
+    rollout = team.rollout
+    batch = rolling_batch_percent(rollout)
+    if batch < COMPONENT_BATCH_MIN_PERCENT:
+        return [
+            Problem(
+                ("rollout", "canary", "traffic_percentage"),
+                f"an adapter team's canary is the base inference component's rolling batch, which SageMaker takes "
+                f"between {COMPONENT_BATCH_MIN_PERCENT}% and {COMPONENT_BATCH_MAX_PERCENT}% of its copies "
+                f"(RollingUpdatePolicy.MaximumBatchSize); {batch}% is not one, set at least "
+                f"{COMPONENT_BATCH_MIN_PERCENT}",
+                COMPONENT_BATCH_IN_RANGE,
+            )
+        ]
+    batches = rolling_batches(batch, component_max_copies(team))
+    bake = batches * rollout.canary.wait_minutes * 60
+    if bake >= COMPONENT_TIMEOUT_MAX_SECONDS:
+        return [
+            Problem(
+                ("rollout", "canary", "wait_minutes"),
+                f"{batches} rolling batches of {batch}% each baking {rollout.canary.wait_minutes} min take {bake} s, "
+                f"and SageMaker stops a rolling update after {COMPONENT_TIMEOUT_MAX_SECONDS} s "
+                "(MaximumExecutionTimeoutInSeconds), so the last batch could never bake; shorten wait_minutes or "
+                "raise traffic_percentage",
+                COMPONENT_ROLLOUT_FITS_TIMEOUT,
+            )
+        ]
+    return []

@@ -1,0 +1,111 @@
+"""LoraAdapters' guarded roll-out: the base inference component's DeploymentConfig (rolling update, alarm
+roll-back) and none on the adapter components, asserted on the template."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk.assertions import Template
+
+from optigate.constructs import AdapterSpec, LmiModel, LoraAdapters, VariantSettings
+from optigate.constructs.lora_adapters import ComponentCompute, ComponentScaling
+from optigate.deployment.component_rollout import ComponentRollout
+
+IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"
+POOLS = (("ml.g6e.12xlarge", 1), ("ml.g6e.2xlarge", 2))
+_DEFAULT = object()
+
+
+def _template(rollout=_DEFAULT, pools: tuple[tuple[str, int], ...] = ()) -> dict:
+    stack = Stack(App(), "Test", env={"account": "111111111111", "region": "us-east-1"})
+    model = LmiModel(
+        stack, "Model", image_uri=IMAGE, environment={}, model_data_uri="s3://acme/m/", name_prefix="support-dev"
+    )
+    LoraAdapters(
+        stack,
+        "Adapters",
+        model=model,
+        variant=VariantSettings(instance_type="ml.g6e.12xlarge", instance_pools=pools),
+        endpoint_name="support-dev",
+        adapters=[AdapterSpec(name, f"s3://acme-adapters/{name}.tar.gz") for name in ("triage", "reply")],
+        compute=ComponentCompute(accelerators=1, min_memory_mb=16384),
+        scaling=ComponentScaling(min_copies=0, max_copies=4, scale_to_zero=True),
+        **({} if rollout is _DEFAULT else {"rollout": rollout}),
+    )
+    return Template.from_stack(stack).to_json()
+
+
+def _components(template: dict) -> dict[str, dict]:
+    return {
+        r["Properties"]["InferenceComponentName"]: r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::SageMaker::InferenceComponent"
+    }
+
+
+def _rollback_alarms(template: dict) -> dict[str, dict]:
+    """Alarms by logical id, without the scale-from-zero alarm (which acts, and rolls nothing back)."""
+    return {
+        logical: r["Properties"]
+        for logical, r in template["Resources"].items()
+        if r["Type"] == "AWS::CloudWatch::Alarm" and "AlarmActions" not in r["Properties"]
+    }
+
+
+def test_the_base_rolls_out_in_capacity_batches_and_rolls_back_on_the_endpoints_alarms():
+    rollout = ComponentRollout(batch_percent=20, wait_seconds=300, rollback_batch_percent=20, timeout_seconds=9000)
+    template = _template(rollout)
+    components = _components(template)
+    config = components["support-dev-base"]["DeploymentConfig"]
+    assert config["RollingUpdatePolicy"] == {
+        "MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 20},
+        "WaitIntervalInSeconds": 300,
+        "MaximumExecutionTimeoutInSeconds": 9000,
+        "RollbackMaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 20},
+    }
+    alarms = _rollback_alarms(template)
+    assert config["AutoRollbackConfiguration"]["Alarms"] == [{"AlarmName": {"Ref": logical}} for logical in alarms]
+    # The blue/green roll-outs' alarms: 5XX errors and p99 ModelLatency of the endpoint's variant.
+    watched = {
+        (a["MetricName"], a.get("Statistic") or a.get("ExtendedStatistic")): {
+            d["Name"]: d["Value"] for d in a["Dimensions"]
+        }
+        for a in alarms.values()
+    }
+    variant = {"EndpointName": "support-dev", "VariantName": "AllTraffic"}
+    assert watched == {("Invocation5XXErrors", "Sum"): variant, ("ModelLatency", "p99"): variant}
+    # Adapters share the base's copies: nothing to batch, so no DeploymentConfig.
+    assert all("DeploymentConfig" not in components[f"support-dev-{name}"] for name in ("triage", "reply"))
+
+
+def test_the_default_is_a_guarded_roll_out_and_none_leaves_updates_unguarded():
+    guarded = _components(_template())["support-dev-base"]["DeploymentConfig"]
+    assert guarded["RollingUpdatePolicy"]["MaximumBatchSize"] == {"Type": "CAPACITY_PERCENT", "Value": 10}
+    assert len(guarded["AutoRollbackConfiguration"]["Alarms"]) == 2
+    unguarded = _template(None)
+    assert "DeploymentConfig" not in _components(unguarded)["support-dev-base"]
+    assert _rollback_alarms(unguarded) == {}
+
+
+def test_without_auto_rollback_the_policy_stays_and_the_alarms_roll_nothing_back():
+    template = _template(ComponentRollout(auto_rollback=False))
+    config = _components(template)["support-dev-base"]["DeploymentConfig"]
+    assert "RollingUpdatePolicy" in config and "AutoRollbackConfiguration" not in config
+
+
+def test_with_pools_the_alarms_read_each_instance_types_series_too():
+    template = _template(pools=POOLS)
+    for alarm in _rollback_alarms(template).values():
+        stats = [q["MetricStat"]["Metric"] for q in alarm["Metrics"] if "MetricStat" in q]
+        types = {d["Value"] for m in stats for d in m["Dimensions"] if d["Name"] == "InstanceType"}
+        assert types == {"ml.g6e.12xlarge", "ml.g6e.2xlarge"}
+
+
+@pytest.mark.parametrize("pools", [(), POOLS])
+def test_the_guarded_adapter_endpoint_passes_cfn_lint(pools):
+    from cfnlint.api import ManualArgs, lint
+
+    matches = lint(json.dumps(_template(pools=pools)), config=ManualArgs(regions=["us-east-1"]))
+    assert [str(m) for m in matches if m.rule.id.startswith("E")] == []
