@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from optigate.config.loader import ConfigError, load_team
+from optigate.config.rules import REGISTRY
 from optigate.deployment import load_resolved_project, load_resolved_team
 from optigate.deployment.all_rules import every_rule
 from tests.conftest import edited_config
@@ -38,6 +39,10 @@ TRTLLM = {"container": {"family": "lmi-trtllm"}}
 NEURON = {"container": {"family": "lmi-neuronx"}, "instance_type": "ml.inf2.24xlarge", "max_model_len": 4096}
 MOE = {"model": {"architecture": "qwen3-30b-a3b"}}
 ADAPTER = {"name": "triage", "s3_uri": "s3://acme-models/adapters/triage.tar.gz"}
+TRIAGE_V2 = "s3://acme-models/adapters/triage-v2.tar.gz"  # a new version of ADAPTER: gate.candidate.adapters
+#: Cases of a gate candidate on a team with adapters: until OG401 (no gate for adapter teams) is removed (issue 26),
+#: their twins are refused by OG401 alone.
+UNTIL_OG401_GOES = frozenset({"OG452", "OG453", "OG454"})
 POOLS = [{"instance_type": "ml.g6.2xlarge", "priority": 1}, {"instance_type": "ml.g6.4xlarge", "priority": 2}]
 CROSS_CHECK = {"benchmark": {"cross_check": "sagemaker", "cross_check_tokenizer": "meta-llama/Llama-3.1-8B"}}
 HUGGING_FACE = {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "s3_uri": "s3://acme-models/hf/"}
@@ -321,6 +326,27 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("OG412", gate({**TRTLLM, "quantization": "fp8"}), gate({"compile": True, **TRTLLM, "quantization": "fp8"})),
     ("OG414", gate({"compile": True, **TRTLLM, "instance_type": "ml.g6e.2xlarge"}), gate({"compile": True, **TRTLLM})),
     ("OG415", gate({"compile": True, **TRTLLM, "max_model_len": 4096}), gate({"compile": True, **TRTLLM})),
+    ("OG450", gate({"adapters": {"triage": TRIAGE_V2}}), gate({"max_batch_size": 16})),
+    (
+        "OG451",
+        {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10, "candidate": {"adapters": {}}}}},
+        {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10, "candidate": {"max_batch_size": 16}}}},
+    ),
+    (
+        "OG452",
+        both(gate({"adapters": {"triag": TRIAGE_V2}}), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triage": TRIAGE_V2}}), {"adapters": [ADAPTER]}),
+    ),
+    (
+        "OG453",
+        both(gate({"adapters": {"triage": "s3://acme-models/adapters/triage-v2/"}}), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triage": TRIAGE_V2}, "max_batch_size": 16}), {"adapters": [ADAPTER]}),
+    ),
+    (
+        "OG454",
+        both(gate({"adapters": {"triage": ADAPTER["s3_uri"]}}), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triage": TRIAGE_V2}}), {"adapters": [ADAPTER]}),
+    ),
     (
         "OG501",
         {"rollout": {"strategy": "shadow"}},
@@ -528,7 +554,8 @@ def _project_rules(tmp_path: Path, edits: list[tuple[str, str, str]]) -> list[st
 @pytest.mark.parametrize(("rule_id", "broken", "twin"), TEAM_CASES, ids=[case[0] for case in TEAM_CASES])
 def test_a_team_rule_refuses_its_case_and_passes_its_twin(tmp_path, rule_id, broken, twin):
     assert rule_id in _team_rules(tmp_path, broken)[0]
-    assert _team_rules(tmp_path, twin)[0] == []
+    pending = ["OG401"] if rule_id in UNTIL_OG401_GOES and "OG401" in REGISTRY else []
+    assert _team_rules(tmp_path, twin)[0] == pending
 
 
 @pytest.mark.parametrize(("rule_id", "noted", "twin"), NOTE_CASES, ids=[case[0] for case in NOTE_CASES])
