@@ -19,6 +19,10 @@ adapter, so a refusal here is one the endpoint would give later, after an hour o
   tensor's module (the name's last component) must be one the model serves with LoRA, else "expected target
   modules in ... but received ...". vllm/lora/utils.py get_supported_lora_modules: "In vLLM, all linear layers
   support LoRA" (by their last name; packed qkv_proj / gate_up_proj take q/k/v and gate/up).
+- The files at the archive's top level: SageMaker's own adapter checks ask "an adapter_config.json file with a
+  positive rank (r), and the adapter weight files (.safetensors or .bin)" at the adapter's location
+  (https://docs.aws.amazon.com/sagemaker/latest/dg/generative-ai-inference-recommendations-adapters.html); that
+  an inference component's ArtifactUrl archive is unpacked as that location is inferred, not documented.
 """
 
 from __future__ import annotations
