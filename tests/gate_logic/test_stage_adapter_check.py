@@ -4,6 +4,9 @@ before any endpoint exists; a bad one fails the invocation with AdapterRefused, 
 from __future__ import annotations
 
 import ast
+import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -78,3 +81,49 @@ def test_the_archive_module_needs_only_the_standard_library():
         for alias in node.names
     }
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+LAMBDA_RUN = """
+import io, json, sys
+sys.modules["optigate"] = None  # the function's code has no optigate package
+import handler
+
+class Body(io.BytesIO):
+    pass
+
+class S3:
+    def __init__(self, data):
+        self.data = data
+    def head_object(self, Bucket, Key):
+        return {"ContentLength": len(self.data)}
+    def get_object(self, Bucket, Key):
+        return {"Body": Body(self.data)}
+
+event = json.loads(sys.argv[1])
+try:
+    handler.check_adapters(S3(open(sys.argv[2], "rb").read()), event)
+except Exception as error:
+    print(type(error).__name__, getattr(error, "reason", ""))
+"""
+
+
+def test_the_check_runs_from_the_functions_code_alone(tmp_path):
+    """handler.py with adapter_archive.py beside it, as the stager's asset must stage them (no optigate package)."""
+    from optigate.lambdas import handler_source
+
+    code = tmp_path / "code"
+    code.mkdir()
+    shutil.copyfile(handler_source("stage_candidate"), code / "handler.py")
+    handler = load_handler("stage_candidate")
+    shutil.copyfile(aa.__file__, code / handler.__globals__["ADAPTER_ARCHIVE_FILE"])
+    (tmp_path / "reply.tar.gz").write_bytes(adapter(adapter_config(r=64), lora_tensors(64)))
+    event = {"adapters": {"reply": REPLY}, **LIMITS.event()}
+    run = subprocess.run(
+        [sys.executable, "-c", LAMBDA_RUN, json.dumps(event), str(tmp_path / "reply.tar.gz")],
+        cwd=code,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(code), "AWS_DEFAULT_REGION": "us-east-1"},
+    )
+    assert run.stdout.split() == ["AdapterRefused", aa.RANK], run.stderr

@@ -52,7 +52,7 @@ Two kinds of event:
    named reasons, "archive-missing" for an object that is not there) for an archive the candidate cannot serve;
    other errors (access denied, a malformed event) are the run's own failures. IAM: s3:GetObject on the archives
    (kms:Decrypt where their bucket encrypts with a KMS key). The function's code needs optigate/deployment/
-   adapter_archive.py beside the handler (standard library only; see tests/lambdas).
+   adapter_archive.py staged beside the handler as ADAPTER_ARCHIVE_FILE (it imports the standard library only).
 
 Copies are server-side, nothing passes through the function: CopyObject up to its 5 GB, a multipart copy
 (UploadPartCopy) above it; the target bucket's default encryption applies. A source without
@@ -75,6 +75,7 @@ ADDITIONAL_DIR = "/opt/ml/additional-model-data-sources"  # where it mounts Addi
 HEAD_OPTIONS = ("OPTION_SPECULATIVE_CONFIG", "OPTION_SPECULATIVE_DRAFT_MODEL")
 METHODS = ("eagle3", "eagle")  # vLLM's speculative methods for EAGLE-3 and EAGLE(-2) heads, most specific first
 BASELINE_COPY_DIR = "model"  # where, under the job's output, the baseline's files are copied when the job kept them
+ADAPTER_ARCHIVE_FILE = "adapter_archive.py"  # where the function's code carries optigate.deployment.adapter_archive
 MISSING_ARCHIVE = "archive-missing"  # an adapter check's reason for an archive that is not there
 COPY_WORKERS = 8  # parallel server-side copies: a 70B checkpoint is ~30 objects of up to 5 GB
 
@@ -292,6 +293,16 @@ def stage_trained_head(s3, event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def adapter_archive() -> Any:
+    """optigate.deployment.adapter_archive (standard library only): from the package where it is installed (tests,
+    rehearsal), else the copy staged beside this handler in the function's code (ADAPTER_ARCHIVE_FILE)."""
+    try:
+        from optigate.deployment import adapter_archive as archive
+    except ImportError:
+        import adapter_archive as archive  # type: ignore[import-not-found, no-redef]
+    return archive
+
+
 class _Bounded(io.RawIOBase):
     """A response body read at most `limit` bytes far: an object that grows past its HeadObject size stops here."""
 
@@ -304,9 +315,8 @@ class _Bounded(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         data = self._body.read(min(len(buffer), self._left + 1))
         if len(data) > self._left:
-            from optigate.deployment.adapter_archive import TOO_LARGE, AdapterRefused
-
-            raise AdapterRefused(TOO_LARGE, f"{self._what} is larger than it said")
+            archive = adapter_archive()
+            raise archive.AdapterRefused(archive.TOO_LARGE, f"{self._what} is larger than it said")
         self._left -= len(data)
         buffer[: len(data)] = data
         return len(data)
@@ -314,8 +324,7 @@ class _Bounded(io.RawIOBase):
 
 def check_adapters(s3, event: dict[str, Any]) -> dict[str, Any]:
     """Every candidate adapter archive checked; AdapterRefused (with the adapter named) for the first that fails."""
-    from optigate.deployment import adapter_archive as archive
-
+    archive = adapter_archive()
     limits = archive.AdapterLimits.from_event(event)
     adapters = event.get("adapters")
     if not isinstance(adapters, dict) or not adapters:
