@@ -299,7 +299,7 @@ def adapter_archive() -> Any:
     try:
         from optigate.deployment import adapter_archive as archive
     except ImportError:
-        import adapter_archive as archive  # type: ignore[import-not-found, no-redef]
+        import adapter_archive as archive  # type: ignore[no-redef]
     return archive
 
 
