@@ -698,7 +698,9 @@ class Gate(Strict):
     candidate: dict[str, object] = Field(
         default_factory=dict,
         description="The change the gate proves: overrides of `serving` (e.g. quantization: fp8, or a "
-        "speculative_decoding block). Empty: no gate for this team.",
+        "speculative_decoding block), and for a team with adapters new adapter versions, `adapters: {<adapter name>: "
+        "s3://.../<name>.tar.gz}` (checked before any endpoint exists; promoted through the lock). Empty: no gate "
+        "for this team.",
     )
     benchmark: BenchmarkGate = Field(
         BenchmarkGate(),
@@ -815,10 +817,16 @@ class TeamConfig(Strict):
         return serving_with(self.serving, self.gate.candidate) if self.gate.candidate else None
 
 
+#: The key of a candidate that is not a serving override: new adapter versions by adapter name (gate.candidate only;
+#: config/rules/adapter_candidate_rules.py).
+CANDIDATE_ADAPTERS = "adapters"
+
+
 def serving_with(serving: Serving, overrides: Mapping[str, object]) -> Serving:
-    """`serving` with a candidate's overrides: the one place a candidate is merged (raises ValidationError)."""
+    """`serving` with a candidate's overrides: the one place a candidate is merged (raises ValidationError). A
+    candidate's `adapters` (new adapter versions) is no serving key and is taken out first."""
     merged = serving.model_dump(exclude_unset=True)
-    merged.update(overrides)
+    merged.update({key: value for key, value in overrides.items() if key != CANDIDATE_ADAPTERS})
     return Serving.model_validate(merged)
 
 

@@ -16,12 +16,15 @@ from pydantic import ValidationError
 
 from optigate.config.models import EagleTraining, Serving, TeamConfig
 from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem, quantization_problems, rule
+from optigate.config.rules.adapter_candidate_rules import candidate_adapters
 from optigate.deployment import compilation, pools, reference_gaps, rules
+from optigate.deployment.adapter_archive import ATTENTION_MODULES, DENSE_DECODER_MODULES, AdapterLimits
 from optigate.deployment.checkpoint import Checkpoint, resolve_checkpoint, served_precision
 from optigate.deployment.serving import ResolvedServing, resolve_serving
 from optigate.plan import catalog
-from optigate.plan.architecture import ModelArchitecture
+from optigate.plan.architecture import ModelArchitecture, builtin_entries
 from optigate.plan.checkpoints import stored_gb
+from optigate.plan.team_plan import architecture_for
 
 SERVING: PathT = ("serving",)
 
@@ -54,6 +57,39 @@ class ResolvedTeam:
     def trained_head(self) -> EagleTraining | None:
         """The EAGLE head the gate's optimization job trains for the candidate, if it does."""
         return trained_head(self.team)
+
+    @property
+    def candidate_adapters(self) -> dict[str, str]:
+        """The new adapter versions the gate's candidate serves (`gate.candidate.adapters`), by adapter name, with
+        `{region}` left for the environment to fill; empty: the candidate serves the team file's adapters."""
+        return candidate_adapters(self.team)
+
+    @property
+    def adapter_limits(self) -> AdapterLimits:
+        """What the candidate serves adapters with, for the stager's archive check: its resolved serving.lora's
+        max_lora_rank, the team's base model (base_models) and the modules vLLM serves LoRA on."""
+        variant = self.candidate or self.baseline
+        if variant is None or variant.lora is None:
+            raise ValueError(f"team {self.team.team}: the candidate serves no adapters (no serving.lora)")
+        moe = architecture_for(self.team.model.architecture).is_moe
+        return AdapterLimits(
+            variant.lora.max_lora_rank, base_models(self.team), ATTENTION_MODULES if moe else DENSE_DECODER_MODULES
+        )
+
+
+def base_models(team: TeamConfig) -> tuple[str, ...]:
+    """The Hugging Face ids the team's base model is, to compare an adapter's base_model_name_or_path with:
+    model.source.hugging_face's id; for an S3 or JumpStart source, which names no id, the hf_repo of its catalog
+    architecture (the checkpoint whose config.json the catalog's figures come from). Architecture fields without a
+    Hugging Face source name none: every adapter candidate is then refused rather than served on weights it may
+    not belong to. A team whose S3 copy is another checkpoint than the catalog's (the base, not the -Instruct)
+    says which with model.source.hugging_face."""
+    source = team.model.source.hugging_face
+    if source is not None:
+        return (source.model_id,)
+    spec = team.model.architecture
+    repo = builtin_entries().get(spec, {}).get("hf_repo") if isinstance(spec, str) else None
+    return (repo,) if repo else ()
 
 
 def trained_head(team: TeamConfig) -> EagleTraining | None:

@@ -32,6 +32,27 @@ def parse_compiled_for(value: str | None) -> dict[str, str] | None:
     return {key: item for key, sep, item in pairs if sep}
 
 
+#: CustomerMetadataProperties keys of the adapter versions a package was approved with: `adapter:<name>` = the
+#: archive's S3 URI (botocore 1.44 sagemaker CustomerMetadataMap: keys up to 128 characters of
+#: `\p{L}\p{Z}\p{N}_.:/=+-@`, values up to 256, at most 50 entries; adapter names are at most 32 characters, the
+#: URIs at most 256 by OG453).
+ADAPTER_METADATA_PREFIX = "adapter:"
+
+
+def adapters_metadata(adapters: Mapping[str, str]) -> dict[str, str]:
+    """The approved adapter versions as CustomerMetadataProperties entries (the gate's CreateModelPackage)."""
+    return {f"{ADAPTER_METADATA_PREFIX}{name}": uri for name, uri in sorted(adapters.items())}
+
+
+def parse_adapters(metadata: Mapping[str, str]) -> dict[str, str]:
+    """The adapter versions a model package's metadata records, by adapter name (empty: none)."""
+    return {
+        key.removeprefix(ADAPTER_METADATA_PREFIX): uri
+        for key, uri in metadata.items()
+        if key.startswith(ADAPTER_METADATA_PREFIX) and key != ADAPTER_METADATA_PREFIX
+    }
+
+
 class ServedPackage(BaseModel):
     """An Approved model package as a team stack deploys it."""
 
@@ -47,6 +68,11 @@ class ServedPackage(BaseModel):
         None,
         description="A compiled engine's target (instance type, TP, maximum length, batch) as the gate recorded it; "
         "None: not a compiled engine, or recorded before optigate recorded it.",
+    )
+    adapters: dict[str, str] = Field(
+        default_factory=dict,
+        description="The adapter versions the gate approved, adapter name -> .tar.gz S3 URI: deployed instead of the "
+        "team file's. An adapter not named here serves as the team file says.",
     )
 
 

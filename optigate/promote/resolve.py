@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 
 from optigate.config.loader import Project
 from optigate.config.models import Environment
-from optigate.promote.lock import Lock, ServedPackage, package_group, parse_compiled_for
+from optigate.promote.lock import Lock, ServedPackage, package_group, parse_adapters, parse_compiled_for
 
 
 def _group_arn(environment: Environment, group: str, partition: str = "aws") -> str:
@@ -74,6 +74,7 @@ def newest_approved(client: Any, group: str) -> ServedPackage | None:
         fingerprint=metadata.get("fingerprint"),
         report=metadata.get("report"),
         compiled_for=parse_compiled_for(metadata.get("compiled_for")),
+        adapters=parse_adapters(metadata),
     )
 
 

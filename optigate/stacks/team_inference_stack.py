@@ -78,8 +78,14 @@ class TeamInferenceStack(Stack):
                 model=self.model,
                 variant=variant,
                 endpoint_name=deployment.endpoint_name,
+                # An adapter version the gate approved (the lock's package names it) replaces the team file's.
                 adapters=[
-                    AdapterSpec(adapter.name, adapter.s3_uri.replace("{region}", environment.region))
+                    AdapterSpec(
+                        adapter.name,
+                        (served.adapters if served else {})
+                        .get(adapter.name, adapter.s3_uri)
+                        .replace("{region}", environment.region),
+                    )
                     for adapter in team.adapters
                 ],
                 compute=component_compute(resolved, scaling),

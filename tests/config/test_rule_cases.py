@@ -39,6 +39,7 @@ NEURON = {"container": {"family": "lmi-neuronx"}, "instance_type": "ml.inf2.24xl
 MOE = {"model": {"architecture": "qwen3-30b-a3b"}}
 ADAPTER = {"name": "triage", "s3_uri": "s3://acme-models/adapters/triage.tar.gz"}
 ADAPTERS = {"adapters": [ADAPTER]}
+TRIAGE_V2 = "s3://acme-models/adapters/triage-v2.tar.gz"  # a new version of ADAPTER: gate.candidate.adapters
 POOLS = [{"instance_type": "ml.g6.2xlarge", "priority": 1}, {"instance_type": "ml.g6.4xlarge", "priority": 2}]
 CROSS_CHECK = {"benchmark": {"cross_check": "sagemaker", "cross_check_tokenizer": "meta-llama/Llama-3.1-8B"}}
 HUGGING_FACE = {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "s3_uri": "s3://acme-models/hf/"}
@@ -326,6 +327,27 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("OG412", gate({**TRTLLM, "quantization": "fp8"}), gate({"compile": True, **TRTLLM, "quantization": "fp8"})),
     ("OG414", gate({"compile": True, **TRTLLM, "instance_type": "ml.g6e.2xlarge"}), gate({"compile": True, **TRTLLM})),
     ("OG415", gate({"compile": True, **TRTLLM, "max_model_len": 4096}), gate({"compile": True, **TRTLLM})),
+    ("OG450", gate({"adapters": {"triage": TRIAGE_V2}}), gate({"max_batch_size": 16})),
+    (
+        "OG451",
+        {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10, "candidate": {"adapters": {}}}}},
+        {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10, "candidate": {"max_batch_size": 16}}}},
+    ),
+    (
+        "OG452",
+        both(gate({"adapters": {"triag": TRIAGE_V2}}), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triage": TRIAGE_V2}}), {"adapters": [ADAPTER]}),
+    ),
+    (
+        "OG453",
+        both(gate({"adapters": {"triage": "s3://acme-models/adapters/triage-v2/"}}), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triage": TRIAGE_V2}, "max_batch_size": 16}), {"adapters": [ADAPTER]}),
+    ),
+    (
+        "OG454",
+        both(gate({"adapters": {"triage": ADAPTER["s3_uri"]}}), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triage": TRIAGE_V2}}), {"adapters": [ADAPTER]}),
+    ),
     (
         "OG501",
         {"rollout": {"strategy": "shadow"}},

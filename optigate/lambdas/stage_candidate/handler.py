@@ -39,6 +39,21 @@ Two kinds of event:
    the head's config.json `architectures` (the service trains EAGLE-2 or EAGLE-3 heads depending on the
    architecture); anything else stops the run before a candidate is created.
 
+3. An adapter check (a new adapter version as the candidate, `gate.candidate.adapters`): before any endpoint exists,
+   download each archive (at most adapter_archive.MAX_ARCHIVE_BYTES, streamed, never written to disk) and check it
+   the way vLLM will load it (optigate.deployment.adapter_archive: rank within max_lora_rank, the team's base
+   model, target modules vLLM serves, no DoRA / modules_to_save / bias, a safe archive).
+
+   Event: {"adapter_check": {"adapters": {"<adapter>": "s3://<bucket>/<key>.tar.gz", ...},
+                             "max_lora_rank": 32, "base_models": ["Qwen/Qwen2.5-7B-Instruct"],
+                             "modules": ["q_proj", ...]}}           (ResolvedTeam.adapter_limits.event() + adapters)
+   Returns {"adapters": {"<adapter>": {"uri", "bytes", "rank", "lora_alpha", "base_model"}}}.
+   Fails with error AdapterRefused ("<reason>: <adapter> (<uri>): <why>", the reason one of adapter_archive's
+   named reasons, "archive-missing" for an object that is not there) for an archive the candidate cannot serve;
+   other errors (access denied, a malformed event) are the run's own failures. IAM: s3:GetObject on the archives
+   (kms:Decrypt where their bucket encrypts with a KMS key). The function's code needs optigate/deployment/
+   adapter_archive.py staged beside the handler as ADAPTER_ARCHIVE_FILE (it imports the standard library only).
+
 Copies are server-side, nothing passes through the function: CopyObject up to its 5 GB, a multipart copy
 (UploadPartCopy) above it; the target bucket's default encryption applies. A source without
 any object fails: the candidate would not start without it.
@@ -46,10 +61,12 @@ any object fails: the candidate would not start without it.
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 import boto3
+from botocore.exceptions import ClientError
 
 MAX_COPY_BYTES = 5 * 1024**3  # CopyObject's limit; a larger object is copied in parts (UploadPartCopy)
 PART_BYTES = 1024**3  # per UploadPartCopy: between S3's 5 MiB and 5 GiB, and 10,000 parts hold 10 TB
@@ -58,6 +75,8 @@ ADDITIONAL_DIR = "/opt/ml/additional-model-data-sources"  # where it mounts Addi
 HEAD_OPTIONS = ("OPTION_SPECULATIVE_CONFIG", "OPTION_SPECULATIVE_DRAFT_MODEL")
 METHODS = ("eagle3", "eagle")  # vLLM's speculative methods for EAGLE-3 and EAGLE(-2) heads, most specific first
 BASELINE_COPY_DIR = "model"  # where, under the job's output, the baseline's files are copied when the job kept them
+ADAPTER_ARCHIVE_FILE = "adapter_archive.py"  # where the function's code carries optigate.deployment.adapter_archive
+MISSING_ARCHIVE = "archive-missing"  # an adapter check's reason for an archive that is not there
 COPY_WORKERS = 8  # parallel server-side copies: a 70B checkpoint is ~30 objects of up to 5 GB
 
 
@@ -274,8 +293,73 @@ def stage_trained_head(s3, event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def adapter_archive() -> Any:
+    """optigate.deployment.adapter_archive (standard library only): from the package where it is installed (tests,
+    rehearsal), else the copy staged beside this handler in the function's code (ADAPTER_ARCHIVE_FILE)."""
+    try:
+        from optigate.deployment import adapter_archive as archive
+    except ImportError:
+        import adapter_archive as archive  # type: ignore[no-redef]
+    return archive
+
+
+class _Bounded(io.RawIOBase):
+    """A response body read at most `limit` bytes far: an object that grows past its HeadObject size stops here."""
+
+    def __init__(self, body: Any, limit: int, what: str) -> None:
+        self._body, self._left, self._what = body, limit, what
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._body.read(min(len(buffer), self._left + 1))
+        if len(data) > self._left:
+            archive = adapter_archive()
+            raise archive.AdapterRefused(archive.TOO_LARGE, f"{self._what} is larger than it said")
+        self._left -= len(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def check_adapters(s3, event: dict[str, Any]) -> dict[str, Any]:
+    """Every candidate adapter archive checked; AdapterRefused (with the adapter named) for the first that fails."""
+    archive = adapter_archive()
+    limits = archive.AdapterLimits.from_event(event)
+    adapters = event.get("adapters")
+    if not isinstance(adapters, dict) or not adapters:
+        raise ValueError(f"adapter_check names no adapters: {adapters!r}")
+    checked: dict[str, Any] = {}
+    for name, uri in sorted(adapters.items()):
+        bucket, key = split_s3_uri(uri)
+        try:
+            size = s3.head_object(Bucket=bucket, Key=key)["ContentLength"]
+            if size > archive.MAX_ARCHIVE_BYTES:
+                raise archive.AdapterRefused(
+                    archive.TOO_LARGE, f"the archive is {size} bytes (at most {archive.MAX_ARCHIVE_BYTES})"
+                )
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"]
+            facts = archive.check_archive(io.BufferedReader(_Bounded(body, size, uri), buffer_size=1024**2), limits)
+        except archive.AdapterRefused as refusal:
+            raise archive.AdapterRefused(refusal.reason, f"{name} ({uri}): {refusal.detail}") from None
+        except ClientError as error:
+            if error.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
+                raise archive.AdapterRefused(MISSING_ARCHIVE, f"{name} ({uri}): no such object") from None
+            raise
+        checked[name] = {
+            "uri": uri,
+            "bytes": size,
+            "rank": facts.rank,
+            "lora_alpha": facts.lora_alpha,
+            "base_model": facts.base_model,
+        }
+    return {"adapters": checked}
+
+
 def handler(event: dict, _context=None) -> dict:
     s3 = boto3.client("s3")
+    if "adapter_check" in event:
+        return check_adapters(s3, event["adapter_check"])
     if "trained_head" in event:
         return stage_trained_head(s3, event["trained_head"])
     count = total = 0

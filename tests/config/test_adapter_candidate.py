@@ -1,0 +1,71 @@
+"""`gate.candidate.adapters`: new adapter versions as the gate's candidate, alone or beside a serving change. The key
+is no serving override; the resolved team exposes it (and the limits the stager checks archives against)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from optigate.config.loader import load_project
+from optigate.config.models import TeamConfig, serving_with
+from optigate.config.rules import check_team
+from optigate.deployment import resolve_team
+from optigate.deployment.adapter_archive import ATTENTION_MODULES, DENSE_DECODER_MODULES
+from tests.conftest import CONFIG
+
+SUPPORT = load_project(CONFIG).teams["support"]
+REPLY_V3 = "s3://acme-ml-adapters-{region}/support/reply-v3.tar.gz"
+DATASET = {"dataset_s3_uri": "s3://acme-eval/support/eval.jsonl"}
+
+
+def _support(candidate: dict[str, Any], **changes: Any) -> TeamConfig:
+    data = SUPPORT.model_dump(exclude_unset=True)
+    data["gate"] = {**data.get("gate", {}), "candidate": candidate, "evaluation": DATASET}
+    data.update(changes)
+    return TeamConfig.model_validate(data)
+
+
+def _rules(team: TeamConfig) -> list[str | None]:
+    return [problem.rule_id for problem in check_team(team)]
+
+
+def test_an_adapters_only_candidate_serves_the_baseline_with_the_new_version():
+    team = _support({"adapters": {"reply": REPLY_V3}})
+    assert _rules(team) == []  # no "unknown key 'adapters'" under gate.candidate
+    resolved = resolve_team(team)
+    assert resolved.candidate_adapters == {"reply": REPLY_V3}
+    assert resolved.candidate is not None and resolved.candidate.serving == resolved.baseline.serving
+    assert serving_with(team.serving, team.gate.candidate) == team.serving
+
+
+def test_a_candidate_may_change_serving_and_adapters_together_or_serving_alone():
+    both = resolve_team(_support({"adapters": {"reply": REPLY_V3}, "max_batch_size": 32}))
+    assert both.candidate_adapters == {"reply": REPLY_V3} and both.candidate.serving.max_batch_size == 32
+    serving_only = resolve_team(_support({"max_batch_size": 32}))
+    assert serving_only.candidate_adapters == {} and serving_only.candidate.serving.max_batch_size == 32
+
+
+def test_an_unknown_adapter_name_is_refused_with_a_suggestion():
+    (problem,) = check_team(_support({"adapters": {"replyy": REPLY_V3}}))
+    assert problem.rule_id == "OG452" and problem.path == ("gate", "candidate", "adapters", "replyy")
+    assert "did you mean 'reply'" in problem.message.lower()
+
+
+def test_an_adapter_team_check_limits_come_from_the_candidate():
+    limits = resolve_team(_support({"adapters": {"reply": REPLY_V3}})).adapter_limits
+    # support: serving.lora.max_lora_rank 32, an S3 source whose catalog architecture is Qwen/Qwen2.5-7B-Instruct
+    assert (limits.max_lora_rank, limits.base_models, limits.modules) == (
+        32,
+        ("Qwen/Qwen2.5-7B-Instruct",),
+        DENSE_DECODER_MODULES,
+    )
+    lora = {**SUPPORT.serving.model_dump(exclude_unset=True)["lora"], "max_lora_rank": 64}
+    wider = resolve_team(_support({"adapters": {"reply": REPLY_V3}, "lora": lora}))
+    assert wider.adapter_limits.max_lora_rank == 64  # the candidate's own serving.lora
+    assert ATTENTION_MODULES < DENSE_DECODER_MODULES
+
+
+@pytest.mark.parametrize("value", [["reply"], {"reply": 3}, {"reply": "s3://acme/reply.zip"}])
+def test_a_malformed_value_is_refused_not_ignored(value):
+    assert "OG453" in _rules(_support({"adapters": value}))
