@@ -17,8 +17,8 @@ from optigate.constructs.common import target_tracking
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.rollback_alarms import rollback_alarms, variant_metric
 from optigate.constructs.tuned_endpoint import VariantSettings
-from optigate.deployment.components import ComponentCompute
 from optigate.deployment.component_rollout import ComponentRollout
+from optigate.deployment.components import ComponentCompute
 from optigate.plan.catalog import has_instance_storage
 
 

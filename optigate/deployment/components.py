@@ -72,6 +72,9 @@ class GateComponents:
     adapters: tuple[GateAdapter, ...]
     mix: tuple[tuple[str, float], ...] | None
     base_dataset_uri: str
+    # What a new adapter version must fit (optigate.deployment.adapter_archive.AdapterLimits.event()); None when
+    # the candidate brings none.
+    adapter_limits: dict[str, object] | None = None
 
     def __post_init__(self) -> None:
         if self.run_components > MAX_RUN_COMPONENTS:
@@ -92,6 +95,11 @@ class GateComponents:
     def run_components(self) -> int:
         """The components a run stages: the base and each adapter, on the twin and on the candidate."""
         return self.SIDES * len(self.labels)
+
+    @property
+    def approved_adapters(self) -> dict[str, str]:
+        """The new adapter versions a promotion of this candidate deploys (the lock records them), by name."""
+        return {a.name: a.candidate_artifact_uri for a in self.adapters if a.changed}
 
     @property
     def proof(self) -> dict[str, object]:

@@ -395,40 +395,42 @@ def resolve_gate(
             else None
         ),
         evaluation_dataset_uri=dataset.replace("{region}", region),
-        components=_components(resolved_team, region, dataset.replace("{region}", region)),
+        components=_components(resolved_team, region, dataset.replace("{region}", region), served),
     )
 
 
-def _components(resolved_team: ResolvedTeam, region: str, dataset_uri: str) -> GateComponents | None:
+def _components(
+    resolved_team: ResolvedTeam, region: str, dataset_uri: str, served: ServedPackage | None
+) -> GateComponents | None:
     """An adapter team's components on the gate's endpoints: the base reserves what the candidate's copy needs
-    (the twin's copy the same, so both sides get the same share of the instance), each adapter on it."""
+    (the twin's copy the same, so both sides get the same share of the instance), each adapter on it. The twin
+    serves the adapter versions the live endpoint serves (an approved package's, else the team file's)."""
     team, candidate = resolved_team.team, resolved_team.candidate
     if not team.adapters or candidate is None:
         return None
-    new_versions = candidate_adapters(resolved_team)
-    adapters = tuple(
-        GateAdapter(
-            name=adapter.name,
-            index=index,
-            artifact_uri=adapter.s3_uri.replace("{region}", region),
-            candidate_artifact_uri=new_versions.get(adapter.name, adapter.s3_uri).replace("{region}", region),
-            dataset_uri=(
-                adapter.evaluation.dataset_s3_uri.replace("{region}", region) if adapter.evaluation else dataset_uri
-            ),
+    live_versions = served.adapters if served is not None else {}
+    new_versions = resolved_team.candidate_adapters
+
+    def in_region(uri: str) -> str:
+        return uri.replace("{region}", region)
+
+    adapters = []
+    for index, adapter in enumerate(team.adapters, start=1):
+        live = in_region(live_versions.get(adapter.name, adapter.s3_uri))
+        adapters.append(
+            GateAdapter(
+                name=adapter.name,
+                index=index,
+                artifact_uri=live,
+                candidate_artifact_uri=in_region(new_versions[adapter.name]) if adapter.name in new_versions else live,
+                dataset_uri=in_region(adapter.evaluation.dataset_s3_uri) if adapter.evaluation else dataset_uri,
+            )
         )
-        for index, adapter in enumerate(team.adapters, start=1)
-    )
-    compute = component_compute(candidate, None)
     labels = (BASE, *(adapter.name for adapter in adapters))
     return GateComponents(
-        compute=compute,
-        adapters=adapters,
+        compute=component_compute(candidate, None),
+        adapters=tuple(adapters),
         mix=normalised_mix(team.gate.benchmark.adapter_mix, labels),
         base_dataset_uri=dataset_uri,
+        adapter_limits=resolved_team.adapter_limits.event() if new_versions else None,
     )
-
-
-def candidate_adapters(resolved_team: ResolvedTeam) -> dict[str, str]:
-    """New adapter versions the candidate brings (gate.candidate.adapters), by adapter name."""
-    proposed = resolved_team.team.gate.candidate.get("adapters")
-    return {str(k): str(v) for k, v in proposed.items()} if isinstance(proposed, dict) else {}

@@ -20,8 +20,8 @@ from optigate.constructs.lora_adapters import AdapterSpec, ComponentScaling, Lor
 from optigate.constructs.shadow_variant import ShadowVariant
 from optigate.constructs.tuned_endpoint import CaptureSettings, ScalingSettings, TunedEndpoint, VariantSettings
 from optigate.deployment import Deployment, ResolvedServing
-from optigate.deployment.components import component_compute
 from optigate.deployment.component_rollout import component_rollout, rollback_latency_ms
+from optigate.deployment.components import component_compute
 from optigate.deployment.gate import GatePlan
 from optigate.serving import images
 

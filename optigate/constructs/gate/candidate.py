@@ -14,7 +14,7 @@ from constructs import Construct
 
 from optigate.config.models import split_s3_uri
 from optigate.constructs import nag
-from optigate.constructs.assets import stage
+from optigate.constructs.assets import PACKAGE, stage
 from optigate.constructs.common import function_role
 from optigate.constructs.gate import grants
 from optigate.constructs.gate.resources import GateResources
@@ -59,7 +59,17 @@ class Stager:
             architecture=lambda_.Architecture.ARM_64,
             handler="handler.handler",
             code=lambda_.Code.from_asset(
-                str(stage("stage_candidate", {"handler.py": handler_source("stage_candidate")}))
+                str(
+                    stage(
+                        "stage_candidate",
+                        {
+                            "handler.py": handler_source("stage_candidate"),
+                            # The adapter check's reader (standard library only), beside the handler.
+                            # (handler.ADAPTER_ARCHIVE_FILE, where the handler looks for it)
+                            "adapter_archive.py": PACKAGE / "deployment" / "adapter_archive.py",
+                        },
+                    )
+                )
             ),
             timeout=Duration.minutes(15),
             memory_size=256,
@@ -328,3 +338,45 @@ def stage_candidate_files(
             result_path=sfn.JsonPath.DISCARD,
         )
     )
+
+
+def check_adapter_archives(
+    scope: Construct, plan: GatePlan, stager: Stager, cleanup: CleanupPath, then: sfn.IChainable
+) -> sfn.IChainable:
+    """A candidate that brings new adapter versions (gate.candidate.adapters): each archive is read and checked
+    (optigate.deployment.adapter_archive: rank, base model, target modules vLLM serves) before any job or endpoint
+    exists; a refused archive fails the run as AdapterRefused, with the adapter and the reason. Else `then`."""
+    components = plan.components
+    changed = {a.name: a.candidate_artifact_uri for a in components.adapters if a.changed} if components else {}
+    if not changed or components is None or components.adapter_limits is None:
+        return then
+    function, role = stager.get()
+    nag.allow(
+        role,
+        ["s3:GetObject"],
+        [f"arn:{Aws.PARTITION}:s3:::{uri.removeprefix('s3://')}" for uri in sorted(changed.values())],
+        why_wildcard=None,
+    )
+    # Without ListBucket a missing archive reads as AccessDenied; with it, as the missing archive it is.
+    buckets = sorted({split_s3_uri(uri)[0] for uri in changed.values()})
+    keys = sorted(split_s3_uri(uri)[1] for uri in changed.values())
+    nag.allow(
+        role,
+        ["s3:ListBucket"],
+        [f"arn:{Aws.PARTITION}:s3:::{bucket}" for bucket in buckets],
+        conditions={"StringEquals": {"s3:prefix": keys}},
+    )
+    check = cleanup.guarded(
+        sdk_task(
+            scope,
+            "CheckAdapterArchives",
+            "lambda:invoke",
+            {
+                "FunctionName": function.function_arn,
+                "Payload": {"adapter_check": {"adapters": changed, **components.adapter_limits}},
+            },
+            grants=[grants.invoke(function)],
+            result_path=sfn.JsonPath.DISCARD,
+        )
+    )
+    return check.next(then)

@@ -17,7 +17,7 @@ from optigate.constructs.assets import image_context
 from optigate.constructs.benchmark_fleet import generated_policy_reason
 from optigate.constructs.common import function_role
 from optigate.constructs.gate import access, benchmark_jobs, components, cross_check, grants, proof, shadow, stages
-from optigate.constructs.gate.candidate import Stager, candidate_source
+from optigate.constructs.gate.candidate import Stager, candidate_source, check_adapter_archives
 from optigate.constructs.gate.resources import GateResources
 from optigate.constructs.gate.tasks import CleanupPath, apply_grants, run_name, sdk_task, start_run
 from optigate.deployment.gate import GatePlan
@@ -210,8 +210,10 @@ class OptimizationGate(Construct):
             evaluate.next(decide)
         decide.next(proof.record_verdict(self, plan, self.group_name, bucket_name, cleanup))
 
+        # New adapter versions are checked before anything is created or paid for.
+        checked = check_adapter_archives(self, plan, self.stager, cleanup, then=start_candidate)
         definition = sfn.Chain.start(start_run(self)).next(
-            proof.unless_proven(self, plan, self.group_name, cleanup, start_candidate)
+            proof.unless_proven(self, plan, self.group_name, cleanup, checked)
         )
         log_group = logs.LogGroup(
             self, "Logs", retention=logs.RetentionDays.THREE_MONTHS, removal_policy=RemovalPolicy.DESTROY

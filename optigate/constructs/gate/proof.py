@@ -11,7 +11,7 @@ from constructs import Construct
 from optigate.constructs.gate import grants
 from optigate.constructs.gate.tasks import CleanupPath, SdkTask, sdk_task
 from optigate.deployment.gate import GatePlan
-from optigate.promote.lock import compiled_for_metadata
+from optigate.promote.lock import adapters_metadata, compiled_for_metadata
 
 
 def record_verdict(
@@ -43,6 +43,8 @@ def record_verdict(
                         "fingerprint": plan.fingerprint,
                         # What a compiled engine is built for, so that a later team file can say it must be recompiled.
                         **({"compiled_for": compiled_for_metadata(plan.compiled_for)} if plan.compiled_for else {}),
+                        # New adapter versions, which a promotion writes into the lock (optigate.promote).
+                        **(adapters_metadata(plan.components.approved_adapters) if plan.components else {}),
                     },
                 },
                 grants=[grants.group_packages(scope, group_name)],
