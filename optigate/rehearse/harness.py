@@ -294,6 +294,14 @@ class GateHarness:
                 "config": endpoint.endpoint_config_name,
                 "models": [v.get("ModelName") for v in variants if v.get("ModelName")] + component_models,
                 "components": sorted(str(c.get("InferenceComponentName")) for c in components),
+                # What each adapter component serves (its archive), by component name.
+                "artifacts": {
+                    str(c.get("InferenceComponentName")): ((c.get("Specification") or {}).get("Container") or {}).get(
+                        "ArtifactUrl"
+                    )
+                    for c in components
+                    if ((c.get("Specification") or {}).get("Container") or {}).get("ArtifactUrl")
+                },
             }
 
     def create_live_endpoint(self, name: str, config_name: str) -> None:

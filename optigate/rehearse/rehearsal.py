@@ -82,9 +82,13 @@ def host_compensated_decide(baseline: dict[str, Any], allowance: dict[str, float
 
 
 def synthesize_team(
-    team_name: str, environment: str | None = None, config_dir: str | Path = "config"
+    team_name: str,
+    environment: str | None = None,
+    config_dir: str | Path = "config",
+    locks_dir: str | Path | None = None,
 ) -> tuple[dict[str, Any], Any]:
-    """The team's stack template (without cdk-nag, which the tests run) and its Deployment."""
+    """The team's stack template (without cdk-nag, which the tests run) and its Deployment; with `locks_dir`, what
+    the environment's lock there approved (optigate.promote.lock)."""
     from optigate.deployment import deploy, load_resolved_project
 
     project = load_resolved_project(config_dir)
@@ -94,7 +98,13 @@ def synthesize_team(
     chosen = next((e for e in environments if e.name == environment), None) if environment else environments[0]
     if chosen is None:
         raise KeyError(f"no environment '{environment}'; known: {', '.join(e.name for e in environments)}")
-    deployment = deploy(project.teams[team_name], chosen)
+    served = None
+    if locks_dir is not None:
+        from optigate.promote.lock import read_lock
+
+        lock = read_lock(Path(locks_dir), chosen.name)
+        served = lock.teams.get(team_name) if lock is not None else None
+    deployment = deploy(project.teams[team_name], chosen, served=served)
     if deployment.candidate is None:
         raise ValueError(f"team '{team_name}' has no gate.candidate: there is nothing to prove")
     from aws_cdk import App  # after the checks above: a misspelt team or environment starts no Node process
@@ -196,11 +206,13 @@ def rehearse(
     on_state: Callable[[str], None] | None = None,
     trained_head_layout: str = "job_output",
     scenario_overrides: dict[str, Any] | None = None,
+    seed_objects: dict[str, bytes] | None = None,
 ) -> dict[str, Any]:
     """Run the gate once with a `faster` or `slower` emulated candidate (or an explicit emulator
     `behaviour`); an EAGLE-training job registers its head in `trained_head_layout`
     (optigate.rehearse.sagemaker.jobs.TRAINED_HEAD_LAYOUTS); `scenario_overrides` replace fields of the emulated
-    SageMaker's Scenario (e.g. an inference component that fails). Returns what happened (GateRun.execute's result),
+    SageMaker's Scenario (e.g. an inference component that fails); `seed_objects` (S3 URI -> bytes) are put in the
+    emulated S3 first (e.g. a new adapter version's archive). Returns what happened (GateRun.execute's result),
     with the live endpoints' components before the run (`live_components_before`)."""
     team = deployment.team
     speculative = bool(team.gate.candidate.get("speculative_decoding"))
@@ -235,6 +247,12 @@ def rehearse(
             run = GateRun(template, harness, compress_options)
             run.seed_baseline_files()  # the team's model bucket holds the folders the gate stages (an EAGLE-3 head)
             run.seed_training_data()  # the capture (or prefix) an EAGLE head trains from holds traffic
+            for uri, body in (seed_objects or {}).items():
+                bucket, key = uri.removeprefix("s3://").split("/", 1)
+                s3 = harness.client("s3")
+                if bucket not in {b["Name"] for b in s3.list_buckets()["Buckets"]}:
+                    s3.create_bucket(Bucket=bucket)
+                s3.put_object(Bucket=bucket, Key=key, Body=body)
             components_before = run.live_components()
             result = run.execute(on_state=on_state)
             result["live_components_before"] = components_before
