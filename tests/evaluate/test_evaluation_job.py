@@ -276,3 +276,80 @@ def test_more_datasets_than_processing_inputs_or_an_unreadable_name_are_refused(
     odd = [EvaluatedAdapter("reply", GATE_DATASET, "$.components.twin", "c")]
     with pytest.raises(ValueError, match=r"cannot grant invoke on '\$\.components\.twin'"):
         job.request("j", "twin", "cand", adapters=odd)
+
+
+# --------------------------------------------------------------------------- the rehearsal's processing job
+
+
+def _rehearsed(request: dict, hook) -> dict[str, bytes]:
+    """Run a rehearsal's processing-job hook on `request` against moto's S3; every object it wrote, by key."""
+    import boto3
+    from moto import mock_aws
+
+    from optigate.rehearse.harness import REGION
+
+    with mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket="rehearsal-results")
+        output = request["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]
+        output["S3Uri"] = "s3://rehearsal-results/evaluations/run-0123abcd/"
+        hook(request)
+        listed = s3.list_objects_v2(Bucket="rehearsal-results").get("Contents", [])
+        prefix = "evaluations/run-0123abcd/"
+        return {
+            o["Key"].removeprefix(prefix): s3.get_object(Bucket="rehearsal-results", Key=o["Key"])["Body"].read()
+            for o in listed
+        }
+
+
+def test_the_rehearsal_writes_what_the_job_writes_when_one_adapter_loses_quality(adapter_team):
+    from optigate.gate.decision.checks import quality_check
+    from optigate.rehearse.gate_handlers import evaluation_writer
+
+    _, template = adapter_team
+    written = _rehearsed(_resolved_request(template), evaluation_writer("pass", adapters={"reply": "fail"}))
+    assert {"verdict.json", "spotcheck.jsonl", "spotcheck.html", "adapters/reply/verdict.json"} <= set(written)
+    verdict = json.loads(written["verdict.json"])
+    assert verdict["status"] == "fail" and verdict["passed"] is False
+    assert {name: v["status"] for name, v in verdict["adapters"].items()} == {
+        "base": "pass",
+        "reply": "fail",
+        "triage": "pass",
+    }
+    assert verdict["reasons"] and all(r.startswith("adapter reply: ") for r in verdict["reasons"])
+    rows = [json.loads(line) for line in written["spotcheck.jsonl"].decode().splitlines()[1:]]
+    assert rows and {row["adapter"] for row in rows} == {"reply"}
+    summary = json.loads(written["spotcheck.jsonl"].decode().splitlines()[0])
+    assert summary["adapters"][0]["sides"] == [
+        "support-dev-run-twin-0123abcd#support-dev-run-twc01-0123abcd",
+        "support-dev-run-cand-0123abcd#support-dev-run-cac01-0123abcd",
+    ]
+    # What the gate's decision makes of it: a failed quality check naming the adapter.
+    check = quality_check(verdict)
+    assert check.outcome.name == "FAIL" and "adapter reply: " in check.detail
+
+
+def test_the_rehearsal_writes_unresolved_for_an_adapter_and_refuses_what_the_job_cannot_write(adapter_team):
+    from optigate.rehearse.gate_handlers import evaluation_writer
+
+    _, template = adapter_team
+    written = _rehearsed(_resolved_request(template), evaluation_writer("pass", adapters={"triage": "unresolved"}))
+    verdict = json.loads(written["verdict.json"])
+    assert verdict["status"] == "unresolved" and verdict["adapters"]["triage"]["status"] == "unresolved"
+    assert all(r.startswith("adapter triage: ") for r in verdict["reasons"])
+    everything_passes = _rehearsed(_resolved_request(template), evaluation_writer("pass", adapters={}))
+    assert json.loads(everything_passes["verdict.json"])["status"] == "pass"
+    with pytest.raises(ValueError, match=r"evaluates adapters \['base', 'reply', 'triage'\], not \['summary'\]"):
+        _rehearsed(_resolved_request(template), evaluation_writer("pass", adapters={"summary": "fail"}))
+    request_without_adapters = evaluate_parameters_of_single(template)
+    with pytest.raises(ValueError, match="evaluates no adapters"):
+        _rehearsed(request_without_adapters, evaluation_writer("pass", adapters={"reply": "fail"}))
+
+
+def evaluate_parameters_of_single(template: dict) -> dict:
+    """The adapter team's request with its --adapter arguments removed (a model-backed endpoint's request)."""
+    request = _resolved_request(template)
+    arguments = request["AppSpecification"]["ContainerArguments"]
+    first = arguments.index("--adapter")
+    request["AppSpecification"]["ContainerArguments"] = arguments[:first]
+    return request
