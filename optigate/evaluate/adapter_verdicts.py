@@ -13,6 +13,7 @@ folder holding one, by default ``--dataset``. ``--baseline`` and ``--candidate``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,8 @@ SPEC_FIELDS = ("NAME", "BASELINE_COMPONENT", "CANDIDATE_COMPONENT", "DATASET")
 #: SageMaker's InferenceComponentName (botocore's CreateInferenceComponent model: max 63, this pattern).
 COMPONENT_PATTERN = r"^[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-9])?$"
 COMPONENT_MAX = 63
+#: An adapter's name (the config's are lower-case letters, digits and hyphens); it names a folder of the output.
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}"
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,6 @@ class AdapterSpec:
 
 def parse_adapters(values: Sequence[Sequence[str]] | None, default_dataset: str) -> list[AdapterSpec]:
     """The --adapter groups as specs; a malformed group is an `InputError` (one line naming it)."""
-    import re
-
     specs: list[AdapterSpec] = []
     for group in values or []:
         shown = " ".join(group)
@@ -56,8 +57,13 @@ def parse_adapters(values: Sequence[Sequence[str]] | None, default_dataset: str)
                     f"--adapter {shown}: {what} {component!r} is not an inference component name "
                     f"(letters, digits and inner hyphens, at most {COMPONENT_MAX} characters)"
                 )
-        if not name.strip() or not dataset.strip():
-            raise InputError(f"--adapter {shown}: NAME and DATASET must not be empty")
+        if not re.fullmatch(NAME_PATTERN, name):
+            raise InputError(
+                f"--adapter {shown}: NAME {name!r} is not an adapter name (letters, digits, '-' and '_'; it names "
+                "the adapter's output folder)"
+            )
+        if not dataset.strip():
+            raise InputError(f"--adapter {shown}: DATASET must not be empty")
         if any(spec.name == name for spec in specs):
             raise InputError(f"--adapter {shown}: adapter {name!r} is listed twice")
         specs.append(AdapterSpec(name, baseline, candidate, dataset))
@@ -112,10 +118,14 @@ def overall(
     unresolved = [name for name in expected if name in verdicts and verdicts[name].status not in ("pass", "fail")]
     warnings = [named(name, w) for name, v in verdicts.items() for w in v.warnings]
     if failed:
-        status, reasons = "fail", [named(name, r) for name in failed for r in verdicts[name].reasons]
+        status = "fail"
+        reasons = [named(name, r) for name in failed for r in verdicts[name].reasons or ["failed"]]
+        # What else could not be told is said too: a fixed failure would still leave these to resolve.
+        warnings += [named(name, r) for name in unresolved for r in verdicts[name].reasons]
+        warnings += [named(name, "no verdict: the adapter was not evaluated") for name in missing]
     elif unresolved or missing or not expected:
         status = "unresolved"
-        reasons = [named(name, r) for name in unresolved for r in verdicts[name].reasons]
+        reasons = [named(name, r) for name in unresolved for r in verdicts[name].reasons or ["unresolved"]]
         reasons += [named(name, "no verdict: the adapter was not evaluated") for name in missing]
         if not expected:
             reasons.append("no adapters were evaluated")

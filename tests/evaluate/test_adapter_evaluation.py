@@ -145,6 +145,10 @@ def test_the_overall_verdict_is_never_a_pass_with_an_adapter_missing_or_none():
         "adapter reply: no verdict: the adapter was not evaluated"
     ]
     assert overall({}, []).status == "unresolved"
+    failed = compare(records, scores, [{"qa_exact_match": 0.0}] * 200)
+    both = overall({"base": passed, "reply": failed}, ["base", "reply", "triage"])
+    assert both.status == "fail" and all(r.startswith("adapter reply: ") for r in both.reasons)
+    assert both.warnings == ["adapter triage: no verdict: the adapter was not evaluated"]
     assert overall({"base": passed}, ["base"]).status == "pass"
 
 
@@ -164,9 +168,10 @@ NOT_A_COMPONENT = "BASELINE_COMPONENT 'twin_reply' is not an inference component
             "--adapter reply twin_reply cand-reply: BASELINE_COMPONENT 'twin_reply' is not an inference component name",
         ),
         (["base", "twin-b", "cand-b"], "--adapter base twin-b cand-b: adapter 'base' is listed twice"),
+        (["../up", "twin-b", "cand-b"], "--adapter ../up twin-b cand-b: NAME '../up' is not an adapter name"),
         (["reply", "twin-r", "cand-r", "/nonexistent/reply.jsonl"], "/nonexistent/reply.jsonl: no such file"),
     ],
-    ids=["too-few", "bad-component", "twice", "no-dataset"],
+    ids=["too-few", "bad-component", "twice", "path-as-name", "no-dataset"],
 )
 def test_a_malformed_adapters_spec_is_one_line_with_exit_2(tmp_path, monkeypatch, capsys, adapter, message):
     base = _dataset(tmp_path / "data", "base")
