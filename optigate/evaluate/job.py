@@ -10,6 +10,12 @@ Dataset: JSONL with `model_input` (or `prompt` / `question`), `target_output` (o
 string, a number or a list of acceptable answers; `0` and `""` are valid), optional `id`,
 `category`, `task` (`qa` or `classification`) and `prompt_tokens` (estimated from the text when
 absent).
+
+Adapters (an endpoint serving LoRA adapters through inference components): `--adapter NAME
+BASELINE_COMPONENT CANDIDATE_COMPONENT [DATASET]`, repeated, evaluates each adapter's component on
+the two endpoints on its own dataset (default --dataset); verdict.json is the overall verdict (fail
+if any adapter fails, else unresolved if any is unresolved, else pass) with "adapters": {name:
+verdict}; each adapter's own files are under adapters/<name>/ (optigate.evaluate.adapter_verdicts).
 """
 
 from __future__ import annotations
@@ -18,17 +24,18 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from optigate.config.models import EvaluationGate
 from optigate.evaluate import spotcheck
+from optigate.evaluate.adapter_verdicts import SPEC_FIELDS, AdapterSpec, AdapterVerdicts, overall, parse_adapters
 from optigate.evaluate.dataset import load_dataset
 from optigate.evaluate.input_errors import INPUT_ERROR_EXIT, InputError, endpoint_problem
 from optigate.evaluate.quality_verdict import Verdict, compare
 
-__all__ = ["EXIT_CODES", "evaluate", "load_dataset", "main"]
+__all__ = ["EXIT_CODES", "evaluate", "evaluate_adapters", "load_dataset", "main"]
 
 PROMPT_TEMPLATE = "$model_input"
 CLASSIFICATION_METRIC = "classification_accuracy_score"
@@ -130,6 +137,20 @@ def evaluate(
     No records: nothing is sent to the endpoints and the verdict is unresolved (never a pass).
     `score` defaults to fmeval's pipeline (`score_model`); a failed endpoint call raises `InputError`.
     """
+    return _evaluated(records, baseline_runner, candidate_runner, thresholds, out, score=score)[0]
+
+
+def _evaluated(
+    records: list[dict[str, Any]],
+    baseline_runner: Any,
+    candidate_runner: Any,
+    thresholds: EvaluationGate,
+    out: Path,
+    *,
+    score: Scorer | None = None,
+    adapter: str | None = None,
+) -> tuple[Verdict, spotcheck.SpotCheck]:
+    """`evaluate`, also returning the spot check (naming `adapter` when one adapter is evaluated)."""
     scorer: Scorer = score or score_model
     baseline_rows = _scored("baseline", baseline_runner, records, scorer) if records else {}
     candidate_rows = _scored("candidate", candidate_runner, records, scorer) if records else {}
@@ -160,8 +181,41 @@ def evaluate(
     spot = spotcheck.select(
         records, baseline, candidate, baseline_outputs, candidate_outputs, thresholds, verdict, sides=sides
     )
+    if adapter is not None:
+        spot = spotcheck.for_adapter(spot, adapter)
     spotcheck.write(spot, out)
-    return verdict
+    return verdict, spot
+
+
+#: Where each adapter's own verdict.json, scores.jsonl and spot check go, under the output folder.
+ADAPTERS_FOLDER = "adapters"
+
+
+def evaluate_adapters(
+    evaluated: Sequence[tuple[str, list[dict[str, Any]], Any, Any]],
+    thresholds: EvaluationGate,
+    out: Path,
+    *,
+    score: Scorer | None = None,
+) -> AdapterVerdicts:
+    """Each adapter `(name, records, baseline runner, candidate runner)` judged on its own records (its files in
+    `out/adapters/<name>/`), then the overall verdict in `out/verdict.json` and the spot check of the adapters
+    that decided it (failing, else unresolved, else every one) in `out/spotcheck.*`, each record naming its
+    adapter. An adapter without records is unresolved, so the whole is never a pass."""
+    verdicts: dict[str, Verdict] = {}
+    spots: dict[str, spotcheck.SpotCheck] = {}
+    for name, records, baseline_runner, candidate_runner in evaluated:
+        verdicts[name], spots[name] = _evaluated(
+            records, baseline_runner, candidate_runner, thresholds, out / ADAPTERS_FOLDER / name,
+            score=score, adapter=name,
+        )  # fmt: skip
+    counts = {name: len(records) for name, records, _, _ in evaluated}
+    result = overall(verdicts, [name for name, *_ in evaluated], counts)
+    written = {**result.to_dict(), "records": sum(counts.values()), "thresholds": _judged_by(thresholds)}
+    (out / "verdict.json").write_text(json.dumps(written, indent=2))
+    shown = [name for name in spots if verdicts[name].status == result.status] or list(spots)
+    spotcheck.write_adapters(result.status, result.reasons, result.warnings, [spots[name] for name in shown], out)
+    return result
 
 
 def _judged_by(thresholds: EvaluationGate) -> dict[str, Any]:
@@ -224,6 +278,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 0 whenever verdict.json was written (pass, fail or unresolved) and leave the verdict to whoever "
         "reads its status, e.g. a Processing job, which a non-zero exit fails; input errors still exit 2",
     )
+    parser.add_argument(
+        "--adapter",
+        action="append",
+        nargs="+",
+        metavar="VALUE",
+        help=f"{' '.join(SPEC_FIELDS[:3])} [{SPEC_FIELDS[3]}]: evaluate this adapter's inference component on "
+        "--baseline and --candidate (endpoint names) on its own dataset (default: --dataset); repeat per adapter. "
+        "The verdict is then per adapter (see optigate.evaluate.adapter_verdicts)",
+    )
     return parser
 
 
@@ -241,30 +304,62 @@ def thresholds_of(args: argparse.Namespace) -> EvaluationGate:
         raise InputError(problems) from None
 
 
+def _runner(args: argparse.Namespace, spec: str) -> Any:
+    from optigate.evaluate.model_runner import EndpointSpec, SageMakerEndpointRunner
+
+    return SageMakerEndpointRunner(
+        EndpointSpec.parse(spec),
+        region=args.region,
+        endpoint_url=args.endpoint_url,
+        schema=args.schema,
+        stream=args.stream,
+        max_new_tokens=args.max_new_tokens,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.adapter:
+        return run_adapters(args, parse_adapters(args.adapter, args.dataset))
     records = load_dataset(args.dataset)  # before fmeval is imported: a bad line is said at once
     thresholds = thresholds_of(args)
     runners: list[Any] = [None, None]
     if records:  # no records: no endpoint is called, the verdict is unresolved
-        from optigate.evaluate.model_runner import EndpointSpec, SageMakerEndpointRunner
-
-        runners = [
-            SageMakerEndpointRunner(
-                EndpointSpec.parse(spec),
-                region=args.region,
-                endpoint_url=args.endpoint_url,
-                schema=args.schema,
-                stream=args.stream,
-                max_new_tokens=args.max_new_tokens,
-            )
-            for spec in (args.baseline, args.candidate)
-        ]
+        runners = [_runner(args, spec) for spec in (args.baseline, args.candidate)]
     verdict = evaluate(records, runners[0], runners[1], thresholds, Path(args.out))
     summary = "; ".join(verdict.reasons) or "every metric within its tolerance"
     print(f"{verdict.status.upper()}: {len(records)} records; {summary}")
     for warning in verdict.warnings:
         print(f"  warning: {warning}")
     return 0 if args.exit_zero_on_verdict else EXIT_CODES[verdict.status]
+
+
+def run_adapters(args: argparse.Namespace, adapters: list[AdapterSpec]) -> int:
+    """Each adapter's component on the two endpoints, on its own records; the overall verdict decides the exit."""
+    for side, endpoint in (("--baseline", args.baseline), ("--candidate", args.candidate)):
+        if "#" in endpoint or "@" in endpoint:
+            raise InputError(
+                f"{side} {endpoint}: with --adapter it names the endpoint only; each adapter names its components"
+            )
+    loaded: dict[str, list[dict[str, Any]]] = {}
+    for adapter in adapters:  # every dataset read before any endpoint is called: a bad line is said at once
+        if adapter.dataset not in loaded:
+            loaded[adapter.dataset] = load_dataset(adapter.dataset)
+    thresholds = thresholds_of(args)
+    evaluated = []
+    for adapter in adapters:
+        records = loaded[adapter.dataset]
+        sides = (f"{args.baseline}#{adapter.baseline_component}", f"{args.candidate}#{adapter.candidate_component}")
+        runners = [_runner(args, spec) for spec in sides] if records else [None, None]
+        evaluated.append((adapter.name, records, runners[0], runners[1]))
+    result = evaluate_adapters(evaluated, thresholds, Path(args.out))
+    total = sum(result.records.values())
+    summary = "; ".join(result.reasons) or "every metric of every adapter within its tolerance"
+    print(f"{result.status.upper()}: {len(adapters)} adapters, {total} records; {summary}")
+    for name, verdict in result.adapters.items():
+        print(f"  adapter {name}: {verdict.status} ({result.records[name]} records)")
+    for warning in result.warnings:
+        print(f"  warning: {warning}")
+    return 0 if args.exit_zero_on_verdict else EXIT_CODES[result.status]
 
 
 def main(argv: list[str] | None = None) -> int:

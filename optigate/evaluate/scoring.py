@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 DEFAULT_REFUSAL_PATTERNS = (
     r"\bI(?:'m| am) (?:sorry|unable|not able)\b",
@@ -64,3 +66,20 @@ def is_refusal(model_output: str, patterns: tuple[str, ...] = DEFAULT_REFUSAL_PA
 def estimate_tokens(text: str) -> int:
     """About four characters a token in English for Llama-, Qwen- and Mistral-style tokenizers."""
     return max(1, len(text) // 4)
+
+
+def qa_rows(answers: Mapping[str, str], records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The rows fmeval's QA pipeline gives (optigate.evaluate.job.score_model), for answers known by record id,
+    computed here: the offline scorer of the tests and the rehearsal (no endpoint, no fmeval)."""
+    rows = {}
+    for record in records:
+        output, target = answers[record["id"]], record["target_output"]
+        rows[record["id"]] = {
+            **record,
+            "model_output": output,
+            "qa_exact_match": exact_match(output, target),
+            "qa_quasi_exact_match": quasi_exact_match(output, target),
+            "qa_f1": f1(output, target),
+            "refusal": is_refusal(output),
+        }
+    return rows

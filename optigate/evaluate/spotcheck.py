@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -114,10 +114,13 @@ class SpotCheck:
     rows: list[dict[str, Any]]
     sides: tuple[str, str] = ("baseline", "candidate")  # what each side is (endpoint[@variant][#component])
     dataset_records: int | None = None  # how many records were scored
+    adapter: str | None = None  # the adapter whose records these are, when an endpoint serves several
 
     def summary(self) -> dict[str, Any]:
+        named = {} if self.adapter is None else {"adapter": self.adapter}
         return {
             "kind": "summary",
+            **named,
             "status": self.status,
             "reasons": self.reasons,
             "warnings": self.warnings,
@@ -171,6 +174,14 @@ def select(
     return SpotCheck(verdict.status, verdict.reasons, verdict.warnings, scores, chosen, rows, sides, len(records))
 
 
+def for_adapter(spot: SpotCheck, adapter: str) -> SpotCheck:
+    """The spot check of one adapter's records, each row naming the adapter."""
+    rows = [
+        {"kind": "record", "adapter": adapter, **{k: v for k, v in row.items() if k != "kind"}} for row in spot.rows
+    ]
+    return replace(spot, rows=rows, adapter=adapter)
+
+
 def _score(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
@@ -199,11 +210,18 @@ def _drop(scores: SliceScores) -> str:
     return f"{scores.regression:.3f} ({html.escape(scores.worst_metric)})"
 
 
-def render(spot: SpotCheck) -> str:
+def _verdict_head(status: str, reasons_list: list[str], warnings_list: list[str], sides: str) -> str:
     reasons = (
-        "".join(f"<li>{html.escape(r)}</li>" for r in spot.reasons) or "<li>every metric within its tolerance</li>"
+        "".join(f"<li>{html.escape(r)}</li>" for r in reasons_list) or "<li>every metric within its tolerance</li>"
     )
-    warnings = "".join(f"<li>{html.escape(w)}</li>" for w in spot.warnings)
+    warnings = "".join(f"<li>{html.escape(w)}</li>" for w in warnings_list)
+    return f"""<h1>Verdict: {html.escape(status.upper())}</h1>
+{sides}
+<ul>{reasons}</ul>{f"<p>Warnings:</p><ul>{warnings}</ul>" if warnings else ""}"""
+
+
+def _sections(spot: SpotCheck, level: int = 2) -> str:
+    """The scores per slice and the spot check's rows (headings at `level`, the adapter named when set)."""
     slice_rows = "".join(
         f"<tr class={s.status}><td>{html.escape(s.slice)}</td><td>{s.n}</td><td>{html.escape(s.status)}</td>"
         f"<td>{html.escape(s.metric or '')}</td><td>{_score(s.baseline)}</td><td>{_score(s.candidate)}</td>"
@@ -220,32 +238,52 @@ def render(spot: SpotCheck) -> str:
         + "<td><label><input type=checkbox> candidate acceptable</label></td></tr>"
         for row in spot.rows
     )
-    scored = "?" if spot.dataset_records is None else f"{spot.dataset_records}"
-    sides = (
-        f"<p>baseline: <b>{html.escape(spot.sides[0])}</b> · candidate: <b>{html.escape(spot.sides[1])}</b> · "
-        f"{scored} records scored on each side</p>"
-    )
     read_from = ", ".join(spot.read_from)
     origin = (
         f"From the slices that regressed most: {html.escape(read_from)}."
         if spot.read_from != [ALL]
         else "No slice regressed: from the whole dataset."
     )
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>optigate spot check</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2em}} \
-td,th{{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:13px}} \
-table{{border-collapse:collapse;margin-bottom:1.5em}} ul{{margin:0;padding-left:1.2em}} \
-tr.fail td{{background:#fde8e8}} tr.unresolved td{{background:#fff6dd}}</style></head>
-<body><h1>Verdict: {html.escape(spot.status.upper())}</h1>
-{sides}
-<ul>{reasons}</ul>{f"<p>Warnings:</p><ul>{warnings}</ul>" if warnings else ""}
-<h2>Scores per slice</h2>
+    of = "" if spot.adapter is None else f" of adapter {html.escape(spot.adapter)}"
+    return f"""<h{level}>Scores per slice{of}</h{level}>
 <table><tr><th>slice</th><th>records</th><th>status</th><th>metric</th><th>baseline</th><th>candidate</th>\
 <th>largest drop (metric)</th><th>notes</th></tr>{slice_rows}</table>
-<h2>Spot check: {len(spot.rows)} records where the candidate lost most</h2>
+<h{level}>Spot check{of}: {len(spot.rows)} records where the candidate lost most</h{level}>
 <p>{origin} Read each pair; a quantized model's damage shows in long-context and multi-step prompts first.</p>
 <table><tr><th>id</th><th>slices</th><th>prompt</th><th>acceptable answers</th><th>baseline</th><th>candidate</th>\
-<th>scores (baseline → candidate)</th><th>review</th></tr>{rows}</table></body></html>"""
+<th>scores (baseline → candidate)</th><th>review</th></tr>{rows}</table>"""
+
+
+def _sides(spot: SpotCheck) -> str:
+    scored = "?" if spot.dataset_records is None else f"{spot.dataset_records}"
+    return (
+        f"<p>baseline: <b>{html.escape(spot.sides[0])}</b> · candidate: <b>{html.escape(spot.sides[1])}</b> · "
+        f"{scored} records scored on each side</p>"
+    )
+
+
+PAGE_HEAD = """<!doctype html><html><head><meta charset="utf-8"><title>optigate spot check</title>
+<style>body{font-family:system-ui,sans-serif;margin:2em} \
+td,th{border:1px solid #ccc;padding:4px;vertical-align:top;font-size:13px} \
+table{border-collapse:collapse;margin-bottom:1.5em} ul{margin:0;padding-left:1.2em} \
+tr.fail td{background:#fde8e8} tr.unresolved td{background:#fff6dd}</style></head>
+<body>"""
+
+
+def render(spot: SpotCheck) -> str:
+    head = _verdict_head(spot.status, spot.reasons, spot.warnings, _sides(spot))
+    return f"{PAGE_HEAD}{head}\n{_sections(spot)}</body></html>"
+
+
+def render_adapters(status: str, reasons: list[str], warnings: list[str], spots: list[SpotCheck]) -> str:
+    """One page: the overall verdict, then per adapter shown its sides, verdict, slices and worst records."""
+    head = _verdict_head(status, reasons, warnings, "")
+    parts = [
+        f"<h2>Adapter {html.escape(spot.adapter or '?')}: {html.escape(spot.status.upper())}</h2>\n{_sides(spot)}\n"
+        + _sections(spot, level=3)
+        for spot in spots
+    ]
+    return f"{PAGE_HEAD}{head}\n{''.join(parts)}</body></html>"
 
 
 def write(spot: SpotCheck, folder: Path) -> tuple[Path, Path]:
@@ -255,4 +293,25 @@ def write(spot: SpotCheck, folder: Path) -> tuple[Path, Path]:
     jsonl.write_text("".join(json.dumps(row) + "\n" for row in [spot.summary(), *spot.rows]))
     page_path = folder / "spotcheck.html"
     page_path.write_text(render(spot))
+    return jsonl, page_path
+
+
+def write_adapters(
+    status: str, reasons: list[str], warnings: list[str], spots: list[SpotCheck], folder: Path
+) -> tuple[Path, Path]:
+    """The overall spot check of an endpoint's adapters: `spotcheck.jsonl` (the summary line with each adapter's
+    summary, then the adapters' records, each naming its adapter) and `spotcheck.html`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    summary = {
+        "kind": "summary",
+        "status": status,
+        "reasons": reasons,
+        "warnings": warnings,
+        "adapters": [spot.summary() for spot in spots],
+        "records": sum(len(spot.rows) for spot in spots),
+    }
+    jsonl = folder / "spotcheck.jsonl"
+    jsonl.write_text("".join(json.dumps(row) + "\n" for row in [summary, *(r for spot in spots for r in spot.rows)]))
+    page_path = folder / "spotcheck.html"
+    page_path.write_text(render_adapters(status, reasons, warnings, spots))
     return jsonl, page_path

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -72,14 +72,25 @@ def lambda_handlers(baseline_url: str, candidate_url: str, *, decide: Callable |
     }
 
 
-def evaluation_writer(status: str, reasons: list[str] | tuple[str, ...] = ()) -> Callable[[dict], None]:
-    """A processing-job hook that writes the evaluation verdict the gate reads."""
+def evaluation_writer(
+    status: str, reasons: list[str] | tuple[str, ...] = (), *, adapters: Mapping[str, str] | None = None
+) -> Callable[[dict], None]:
+    """A processing-job hook that writes the evaluation verdict the gate reads.
+
+    With `adapters` (an adapter team's gate, e.g. ``evaluation_writer("pass", adapters={"reply": "fail"})``):
+    each adapter the request evaluates comes out as `adapters[name]`, else `status`, and the job's own code
+    writes its whole output (optigate.rehearse.evaluation_outcomes); `reasons` are then the real ones."""
 
     def hook(request: dict) -> None:
+        s3 = boto3.client("s3", region_name=REGION)
+        if adapters is not None:
+            from optigate.rehearse.evaluation_outcomes import upload_adapter_outcomes
+
+            upload_adapter_outcomes(request, adapters, status, s3)
+            return
         output = request["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"]
         bucket, key = split_s3_uri(output)
         verdict = {"status": status, "passed": status == "pass", "reasons": list(reasons), "warnings": [], "checks": []}
-        s3 = boto3.client("s3", region_name=REGION)
         s3.put_object(Bucket=bucket, Key=f"{key.rstrip('/')}/verdict.json", Body=json.dumps(verdict))
 
     return hook

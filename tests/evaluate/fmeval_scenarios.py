@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from optigate.config.models import EvaluationGate
+from optigate.evaluate import job
 from optigate.evaluate.input_errors import InputError
 from optigate.evaluate.job import evaluate, load_dataset
 from optigate.evaluate.model_runner import EndpointSpec, SageMakerEndpointRunner
@@ -54,6 +55,15 @@ def main() -> None:
             summary[name] = {"error": None}
         except InputError as error:
             summary[name] = {"error": str(error)}
+    # An adapter team: each adapter's component on the twin and the candidate endpoint, through the job's own
+    # command line (the Processing job's way), with the real runner sending InferenceComponentName.
+    adapters_out = Path(args.out, "adapters")
+    code = job.main(
+        ["--dataset", str(Path(args.data, "full.jsonl")), "--baseline", "adapters-twin", "--candidate",
+         "adapters-cand", "--out", str(adapters_out), "--endpoint-url", args.url, "--exit-zero-on-verdict",
+         "--adapter", "base", "twin-base", "cand-base", "--adapter", "reply", "twin-reply", "cand-reply"]
+    )  # fmt: skip
+    summary["adapters"] = {"exit": code, **json.loads((adapters_out / "verdict.json").read_text())}
     print(json.dumps(summary))
 
 

@@ -44,18 +44,7 @@ class AnswerTable:
 
 def score_with_tables(runner: AnswerTable, records: list[dict]) -> dict[str, dict]:
     """`job.score_model`'s output rows, computed with `scoring` instead of fmeval."""
-    rows = {}
-    for record in records:
-        output, target = runner.answers[record["id"]], record["target_output"]
-        rows[record["id"]] = {
-            **record,
-            "model_output": output,
-            "qa_exact_match": scoring.exact_match(output, target),
-            "qa_quasi_exact_match": scoring.quasi_exact_match(output, target),
-            "qa_f1": scoring.f1(output, target),
-            "refusal": scoring.is_refusal(output),
-        }
-    return rows
+    return scoring.qa_rows(runner.answers, records)
 
 
 # --------------------------------------------------------------------------- no records

@@ -32,6 +32,15 @@ def scenarios(tmp_path_factory):
             "same": answers,
             "worse": {**answers, "wrong_fraction": 0.04, "wrong_categories": ["multi_step"]},
             "refuser": {**answers, "refuse_fraction": 0.03},
+            # An adapter team's twin and candidate: the candidate's reply adapter loses multi-step answers.
+            "adapters-twin": {**answers, "inference_components": {"twin-base": answers, "twin-reply": answers}},
+            "adapters-cand": {
+                **answers,
+                "inference_components": {
+                    "cand-base": answers,
+                    "cand-reply": {**answers, "wrong_fraction": 0.04, "wrong_categories": ["multi_step"]},
+                },
+            },
         }
     }
     with emulator_process(config) as url:
@@ -147,3 +156,18 @@ def test_a_refused_connection_is_one_line_saying_what_to_do(scenarios):
     error = summary["connection_refused"]["error"]
     assert error.startswith("baseline endpoint 'baseline': cannot connect to http://127.0.0.1:9")
     assert "start the endpoint (or `optigate emulate`) or fix --endpoint-url" in error
+
+
+def test_each_adapter_is_judged_on_its_component_and_one_losing_quality_fails(scenarios):
+    summary, out = scenarios
+    verdict = summary["adapters"]
+    assert verdict["exit"] == 0  # --exit-zero-on-verdict: the verdict is the gate's to read
+    assert verdict["status"] == "fail" and verdict["passed"] is False
+    assert {name: v["status"] for name, v in verdict["adapters"].items()} == {"base": "pass", "reply": "fail"}
+    assert any(r.startswith("adapter reply: qa_exact_match on category=multi_step") for r in verdict["reasons"])
+    assert all(r.startswith("adapter reply: ") for r in verdict["reasons"])
+    summary_line, *rows = [json.loads(line) for line in (out / "adapters" / "spotcheck.jsonl").read_text().splitlines()]
+    assert [a["adapter"] for a in summary_line["adapters"]] == ["reply"]
+    assert summary_line["adapters"][0]["sides"] == ["adapters-twin#twin-reply", "adapters-cand#cand-reply"]
+    assert rows and {row["adapter"] for row in rows} == {"reply"}
+    assert rows[0]["baseline_output"] != rows[0]["candidate_output"]  # the losses come first

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ValidationError
 from optigate.config import models
 from optigate.config.models import Serving, TeamConfig, serving_with
 from optigate.config.rules.adapter_candidate_rules import adapter_candidate_problems
+from optigate.config.rules.adapter_evaluation_rules import adapter_evaluation_problems
 from optigate.config.rules.gate_rules import (
     GATE_CANDIDATE,
     compile_problems,
@@ -67,6 +68,7 @@ def check_team(team: TeamConfig) -> list[Problem]:
             problems += candidate_problems(team, shadow.candidate, SHADOW_CANDIDATE)
         problems += gate_problems(team)
         problems += adapter_candidate_problems(team)
+        problems += adapter_evaluation_problems(team)
         if team.gate.candidate:
             problems += candidate_problems(team, team.gate.candidate, GATE_CANDIDATE)
         problems += cross_check_problems(team)
