@@ -296,10 +296,11 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ),
     ("OG402", {"gate": {"candidate": {"max_batch_size": 16}}}, gate({"max_batch_size": 16})),
     ("OG403", {"gate": {"benchmark": {"concurrency": [8, 1]}}}, {"gate": {"benchmark": {"concurrency": [1, 8]}}}),
-    # OG440's closest twin gives the adapter a dataset; until OG401 goes, a gate candidate with adapters is refused
-    # anyway, so the twin here is the adapter team without a candidate (tests/config/test_adapter_evaluation_rules.py
-    # checks the twin with a candidate).
-    ("OG440", both({"gate": {"candidate": {"max_batch_size": 16}}}, {"adapters": [ADAPTER]}), {"adapters": [ADAPTER]}),
+    (
+        "OG440",
+        both({"gate": {"candidate": {"max_batch_size": 16}}}, ADAPTERS),
+        both(gate({"max_batch_size": 16}), ADAPTERS),
+    ),
     (
         "OG441",
         {"adapters": [{**ADAPTER, "evaluation": {"dataset_s3_uri": "s3://acme-eval/triage/"}}]},
