@@ -9,3 +9,9 @@ MAX_HEADS = 4096
 MAX_CAPACITY = 1000  # instances or copies behind one endpoint
 MAX_BUDGET_MS = 3_600_000.0  # an hour
 MAX_GAIN_PCT = 1000.0
+#: The largest non-inferiority margin a team may set (a negative min_throughput_gain_pct): a candidate half as fast
+#: is never "not worse".
+MAX_NON_INFERIORITY_PCT = 50.0
+#: A candidate that only brings new adapter versions is not expected to be faster, only not slower: its throughput
+#: may be this much below the twin's (the interval's lower end) unless the team sets min_throughput_gain_pct.
+ADAPTER_VERSION_MARGIN_PCT = -5.0

@@ -16,7 +16,16 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
 
-from optigate.config.limits import MAX_BUDGET_MS, MAX_CAPACITY, MAX_GAIN_PCT, MAX_HEADS, MAX_TOKENS, MAX_WIDTH
+from optigate.config.limits import (
+    ADAPTER_VERSION_MARGIN_PCT,
+    MAX_BUDGET_MS,
+    MAX_CAPACITY,
+    MAX_GAIN_PCT,
+    MAX_HEADS,
+    MAX_NON_INFERIORITY_PCT,
+    MAX_TOKENS,
+    MAX_WIDTH,
+)
 from optigate.config.lmi_options import VllmEngineSwitches
 
 S3_URI_PATTERN = r"^s3://[a-z0-9{][a-z0-9.\-{}]{1,80}[a-z0-9}](/.*)?$"
@@ -603,11 +612,13 @@ class BenchmarkGate(Strict):
     )
     min_throughput_gain_pct: float = Field(
         10.0,
-        ge=0,
+        ge=-MAX_NON_INFERIORITY_PCT,
         le=MAX_GAIN_PCT,
         description="Gain (%) of the candidate's output tokens/s over the baseline twin's required at every level: "
         "passes when the 95 % interval's lower end reaches it, fails when its upper end is below, else inconclusive; "
-        "too few one-second buckets, or no successful request, fail.",
+        "too few one-second buckets, or no successful request, fail. Negative: a non-inferiority margin (the "
+        "candidate may be that much slower); a candidate that only brings new adapter versions is held to "
+        f"{ADAPTER_VERSION_MARGIN_PCT:g} unless this is set.",
     )
     max_error_rate: float = Field(
         0.01,

@@ -7,8 +7,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from optigate.config.models import Autoscaling
+from optigate.config.limits import ADAPTER_VERSION_MARGIN_PCT
+from optigate.config.models import CANDIDATE_ADAPTERS, Autoscaling
 from optigate.deployment.serving import ResolvedServing
+from optigate.deployment.team import ResolvedTeam
+from optigate.promote.lock import ServedPackage
 
 #: The adapter label of the base component in a benchmark mix and in per-adapter results.
 BASE = "base"
@@ -120,3 +123,55 @@ def normalised_mix(mix: dict[str, float] | None, labels: tuple[str, ...]) -> tup
     if not math.isfinite(total) or total <= 0:
         raise ValueError(f"adapter_mix weights must be positive and finite, got {mix}")
     return tuple((label, mix[label] / total) for label in labels if label in mix)
+
+
+def adapter_version_margin(resolved_team: ResolvedTeam) -> dict[str, float]:
+    """A candidate that changes nothing but adapter versions is held to not being slower (a non-inferiority
+    margin), not to a gain, unless the team set min_throughput_gain_pct itself."""
+    team = resolved_team.team
+    serving_change = {k: v for k, v in team.gate.candidate.items() if k != CANDIDATE_ADAPTERS}
+    benchmark = team.gate.benchmark
+    if (
+        serving_change
+        or not resolved_team.candidate_adapters
+        or "min_throughput_gain_pct" in benchmark.model_fields_set
+    ):
+        return {}
+    return {"min_throughput_gain_pct": ADAPTER_VERSION_MARGIN_PCT}
+
+
+def resolve_components(
+    resolved_team: ResolvedTeam, region: str, dataset_uri: str, served: ServedPackage | None
+) -> GateComponents | None:
+    """An adapter team's components on the gate's endpoints: the base reserves what the candidate's copy needs
+    (the twin's copy the same, so both sides get the same share of the instance), each adapter on it. The twin
+    serves the adapter versions the live endpoint serves (an approved package's, else the team file's)."""
+    team, candidate = resolved_team.team, resolved_team.candidate
+    if not team.adapters or candidate is None:
+        return None
+    live_versions = served.adapters if served is not None else {}
+    new_versions = resolved_team.candidate_adapters
+
+    def in_region(uri: str) -> str:
+        return uri.replace("{region}", region)
+
+    adapters = []
+    for index, adapter in enumerate(team.adapters, start=1):
+        live = in_region(live_versions.get(adapter.name, adapter.s3_uri))
+        adapters.append(
+            GateAdapter(
+                name=adapter.name,
+                index=index,
+                artifact_uri=live,
+                candidate_artifact_uri=in_region(new_versions[adapter.name]) if adapter.name in new_versions else live,
+                dataset_uri=in_region(adapter.evaluation.dataset_s3_uri) if adapter.evaluation else dataset_uri,
+            )
+        )
+    labels = (BASE, *(adapter.name for adapter in adapters))
+    return GateComponents(
+        compute=component_compute(candidate, None),
+        adapters=tuple(adapters),
+        mix=normalised_mix(team.gate.benchmark.adapter_mix, labels),
+        base_dataset_uri=dataset_uri,
+        adapter_limits=resolved_team.adapter_limits.event() if new_versions else None,
+    )

@@ -20,7 +20,7 @@ from optigate import naming
 from optigate.config.models import CROSS_CHECK_KEYS, Environment
 from optigate.config.rules import cross_check_tokenizer
 from optigate.deployment.compilation import compiled_for
-from optigate.deployment.components import BASE, GateAdapter, GateComponents, component_compute, normalised_mix
+from optigate.deployment.components import GateComponents, adapter_version_margin, resolve_components
 from optigate.deployment.cross_check import CrossCheck, CrossCheckLevel, workload_levels
 from optigate.deployment.optimization import (
     OPTIMIZATION_MAX_POLLS,
@@ -360,6 +360,7 @@ def resolve_gate(
                 exclude={"prompt_tokens", "max_new_tokens", "blocks", "adapter_mix", *CROSS_CHECK_KEYS}
             ),
             "concurrency": [shards * c for c in levels],
+            **adapter_version_margin(resolved_team),
         },
         optimization_configs=resolved_team.optimization_configs,
         levels=levels,
@@ -395,42 +396,5 @@ def resolve_gate(
             else None
         ),
         evaluation_dataset_uri=dataset.replace("{region}", region),
-        components=_components(resolved_team, region, dataset.replace("{region}", region), served),
-    )
-
-
-def _components(
-    resolved_team: ResolvedTeam, region: str, dataset_uri: str, served: ServedPackage | None
-) -> GateComponents | None:
-    """An adapter team's components on the gate's endpoints: the base reserves what the candidate's copy needs
-    (the twin's copy the same, so both sides get the same share of the instance), each adapter on it. The twin
-    serves the adapter versions the live endpoint serves (an approved package's, else the team file's)."""
-    team, candidate = resolved_team.team, resolved_team.candidate
-    if not team.adapters or candidate is None:
-        return None
-    live_versions = served.adapters if served is not None else {}
-    new_versions = resolved_team.candidate_adapters
-
-    def in_region(uri: str) -> str:
-        return uri.replace("{region}", region)
-
-    adapters = []
-    for index, adapter in enumerate(team.adapters, start=1):
-        live = in_region(live_versions.get(adapter.name, adapter.s3_uri))
-        adapters.append(
-            GateAdapter(
-                name=adapter.name,
-                index=index,
-                artifact_uri=live,
-                candidate_artifact_uri=in_region(new_versions[adapter.name]) if adapter.name in new_versions else live,
-                dataset_uri=in_region(adapter.evaluation.dataset_s3_uri) if adapter.evaluation else dataset_uri,
-            )
-        )
-    labels = (BASE, *(adapter.name for adapter in adapters))
-    return GateComponents(
-        compute=component_compute(candidate, None),
-        adapters=tuple(adapters),
-        mix=normalised_mix(team.gate.benchmark.adapter_mix, labels),
-        base_dataset_uri=dataset_uri,
-        adapter_limits=resolved_team.adapter_limits.event() if new_versions else None,
+        components=resolve_components(resolved_team, region, dataset.replace("{region}", region), served),
     )

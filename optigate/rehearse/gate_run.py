@@ -272,6 +272,8 @@ class GateRun:
         for resource in ordered:
             props = render_value(resource["Properties"], subs)
             props["EndpointName"] = name
+            # CloudFormation applies DeploymentConfig to updates; CreateInferenceComponent has no such member.
+            props.pop("DeploymentConfig", None)
             model = (props.get("Specification") or {}).get("ModelName")
             if model:
                 h.baseline_models.add(model)

@@ -207,13 +207,16 @@ def rehearse(
     trained_head_layout: str = "job_output",
     scenario_overrides: dict[str, Any] | None = None,
     seed_objects: dict[str, bytes] | None = None,
+    adapter_quality: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run the gate once with a `faster` or `slower` emulated candidate (or an explicit emulator
     `behaviour`); an EAGLE-training job registers its head in `trained_head_layout`
     (optigate.rehearse.sagemaker.jobs.TRAINED_HEAD_LAYOUTS); `scenario_overrides` replace fields of the emulated
     SageMaker's Scenario (e.g. an inference component that fails); `seed_objects` (S3 URI -> bytes) are put in the
-    emulated S3 first (e.g. a new adapter version's archive). Returns what happened (GateRun.execute's result),
-    with the live endpoints' components before the run (`live_components_before`)."""
+    emulated S3 first (e.g. a new adapter version's archive); `adapter_quality` (an adapter team) is each adapter's
+    evaluation outcome, "pass" for those it leaves out, written by the evaluation job's own code. Returns what
+    happened (GateRun.execute's result), with the live endpoints' components before the run
+    (`live_components_before`)."""
     team = deployment.team
     speculative = bool(team.gate.candidate.get("speculative_decoding"))
     # The rehearsal benchmarks one level (the deployed gate runs every level): the highest up to
@@ -236,7 +239,8 @@ def rehearse(
     modes = (plan.baseline_engine_mode, plan.candidate_engine_mode) if plan is not None else ("async", "async")
     with emulators(behaviour, speculative, modes) as (baseline_url, candidate_url), _offline_aws():
         scenario = Scenario(
-            on_processing_job=evaluation_writer("pass"),
+            # An adapter team's evaluation judges each adapter: its verdict is written by the job's own code.
+            on_processing_job=evaluation_writer("pass", adapters=(adapter_quality or {}) if team.adapters else None),
             variant_traffic=variant_traffic(deployment, behaviour),
             trained_head_layout=trained_head_layout,
         )

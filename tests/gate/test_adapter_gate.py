@@ -98,3 +98,16 @@ def test_an_adapter_component_that_fails_to_start_fails_the_gate_with_its_name_a
     assert "BenchmarkLevels" not in result["states"]
     assert result["packages"] == []
     _nothing_left_and_live_untouched(result)
+
+
+def test_one_adapter_that_loses_quality_rejects_a_faster_candidate_and_the_report_names_it(support):
+    from optigate.rehearse.rehearsal import rehearse
+
+    result = rehearse(*support, "faster", adapter_quality={"summarise": "fail"})
+    assert result["execution"]["status"] == "FAILED"
+    report = result["report"]
+    assert report["outcome"] == "REJECTED", report["summary"]
+    quality = next(c for c in report["checks"] if c["name"] == "quality")
+    assert not quality["passed"] and "summarise" in quality["detail"]
+    assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
+    _nothing_left_and_live_untouched(result)

@@ -17,6 +17,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from optigate.constructs.evaluation_job import EvaluatedAdapter
 from optigate.constructs.gate import grants
 from optigate.constructs.gate.tasks import CleanupPath, SdkTask, run_name, sdk_task
 from optigate.deployment.components import MAX_RUN_COMPONENTS, GateComponents
@@ -249,4 +250,16 @@ def benchmark_components(plan: GatePlan, side: str, run_id_path: str) -> list[di
     return [
         {"name.$": component_name(plan, side, index[label], run_id_path), "adapter": label, "weight": weight}
         for label, weight in components.mix
+    ]
+
+
+def evaluated(plan: GatePlan) -> list[EvaluatedAdapter]:
+    """What the evaluation judges on an adapter team's endpoints: the base on the gate's dataset and each adapter on
+    its own (or the gate's), each its component on the twin and on the candidate; none for a model-backed team."""
+    if plan.components is None:
+        return []
+    datasets = [plan.components.base_dataset_uri, *(a.dataset_uri for a in plan.components.adapters)]
+    return [
+        EvaluatedAdapter(label, dataset, component_name(plan, "twin", index), component_name(plan, "cand", index))
+        for index, (label, dataset) in enumerate(zip(plan.components.labels, datasets, strict=True))
     ]

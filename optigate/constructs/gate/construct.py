@@ -173,7 +173,12 @@ class OptimizationGate(Construct):
                 self,
                 "Evaluate",
                 "sagemaker:createProcessingJob.sync",
-                resources.evaluation.request(run_name(plan, "eval"), run_name(plan, "twin"), run_name(plan, "cand")),
+                resources.evaluation.request(
+                    run_name(plan, "eval"),
+                    run_name(plan, "twin"),
+                    run_name(plan, "cand"),
+                    adapters=components.evaluated(plan),
+                ),
                 grants=[grants.run_evaluation(plan, resources.evaluation)],
                 result_path=sfn.JsonPath.DISCARD,
             )
