@@ -118,8 +118,8 @@ def test_a_non_streaming_invocation_pays_the_swap_too():
             },
             "'a' is not a base component",
         ),
-        ({"max_loras": 0}, "max_loras"),
-        ({"max_loras": 2, "adapter_load_ms": -5}, "adapter_load_ms"),
+        ({"max_loras": 0}, "max_loras: 0, expected a whole number"),
+        ({"max_loras": 2, "adapter_load_ms": -5}, "adapter_load_ms: -5, expected >= 0"),
         ({"inference_components": {"base": {"max_loras": 2}}}, "unknown emulator setting"),
     ],
 )

@@ -25,8 +25,13 @@ DEPLOYMENT = {
 }
 
 
+_HARNESS: list[GateHarness] = []  # the test's harness, for _describe
+
+
 def _harness(**scenario) -> GateHarness:
-    return GateHarness(scenario=Scenario(endpoint=Outcome("InService", after=0), **scenario))
+    harness = GateHarness(scenario=Scenario(endpoint=Outcome("InService", after=0), **scenario))
+    _HARNESS[:] = [harness]
+    return harness
 
 
 def _component_endpoint(sm, name: str = "support", instance_type: str = "ml.g5.12xlarge") -> None:
@@ -72,8 +77,13 @@ def _adapter(sm, name: str, base: str = "support-base", endpoint: str = "support
 
 
 def _describe(sm, name: str) -> dict:
+    """DescribeInferenceComponent through boto3, and the emulator's own answer checked against botocore's output
+    shape (boto3's parser drops members the API does not have, so only the raw answer shows them)."""
     described = sm.describe_inference_component(InferenceComponentName=name)
     described.pop("ResponseMetadata")
+    emulator = _HARNESS[0].sagemaker
+    raw = emulator.described(emulator.region_state(_HARNESS[0].sagemaker_backend()).inference_components[name])
+    assert response_errors("sagemaker", "DescribeInferenceComponent", raw) == []
     assert response_errors("sagemaker", "DescribeInferenceComponent", described) == []
     return described
 
@@ -128,6 +138,7 @@ def test_specifications_are_described_as_a_list_of_summaries():
         described = _describe(sm, "pooled")
     assert "Specification" not in described
     assert [s["InstanceType"] for s in described["Specifications"]] == ["ml.g5.12xlarge"]
+    assert described["RuntimeConfig"] == {"DesiredCopyCount": 2, "CurrentCopyCount": 2}
 
 
 def test_a_component_is_creating_until_the_scenario_says_and_lists_with_its_variant():
@@ -139,8 +150,10 @@ def test_a_component_is_creating_until_the_scenario_says_and_lists_with_its_vari
         listed = sm.list_inference_components(EndpointNameEquals="support", StatusEquals="Creating")
         in_service = _describe(sm, "support-base")
         listed.pop("ResponseMetadata")
+        raw_listed = h.sagemaker.handle(h.sagemaker_backend(), "ListInferenceComponents", {})
     assert (creating["InferenceComponentStatus"], creating["RuntimeConfig"]["CurrentCopyCount"]) == ("Creating", 0)
     assert (in_service["InferenceComponentStatus"], in_service["RuntimeConfig"]["CurrentCopyCount"]) == ("InService", 1)
+    assert response_errors("sagemaker", "ListInferenceComponents", raw_listed) == []
     assert response_errors("sagemaker", "ListInferenceComponents", listed) == []
     assert [(c["InferenceComponentName"], c["VariantName"]) for c in listed["InferenceComponents"]] == [
         ("support-base", "AllTraffic")
