@@ -248,7 +248,7 @@ def test_a_rolling_update_is_updating_then_serves_the_new_specification():
         _base(sm)
         _update_image(sm)
         updating = _describe(sm, "support-base")
-        with pytest.raises(ClientError, match="Cannot update in-progress inference component"):
+        with pytest.raises(ClientError, match="while it is Updating"):
             _update_image(sm)
         done = _describe(sm, "support-base")
     assert (updating["InferenceComponentStatus"], _image(updating)) == ("Updating", IMAGE)
@@ -285,6 +285,17 @@ def test_a_rolled_back_update_serves_the_previous_specification(cause):
     assert "rolled back" in rolled_back["FailureReason"]
     if cause == "alarm":
         assert "support-p99-latency" in rolled_back["FailureReason"]
+
+
+def test_a_failed_update_reports_its_reason_and_keeps_the_deployed_specification():
+    with _harness(inference_component_update=Outcome("Failed", after=0, failure_reason="image pull failed")) as h:
+        sm = h.client("sagemaker")
+        _component_endpoint(sm)
+        _base(sm)
+        _update_image(sm)
+        failed = _describe(sm, "support-base")
+    assert (failed["InferenceComponentStatus"], failed["FailureReason"]) == ("Failed", "image pull failed")
+    assert _image(failed) == IMAGE
 
 
 def test_runtime_config_update_and_delete():

@@ -213,7 +213,11 @@ class InferenceComponentOperations(Operations):
             if status == "InService":
                 component["current_copies"] = component["copies"] or 0
         if component["InferenceComponentStatus"] == "Failed":
-            component["FailureReason"] = progress.outcome.failure_reason or "The inference component failed to start."
+            component["FailureReason"] = progress.outcome.failure_reason or (
+                "The inference component update failed."
+                if progress.kind == "update"
+                else "The inference component failed to start."
+            )
         component["LastModifiedTime"] = now()
         progress.remaining = None
 
@@ -258,11 +262,12 @@ class InferenceComponentOperations(Operations):
         name = params["InferenceComponentName"]
         component = self._component(backend, state, name)
         self._one_spec_form(params)
-        if component["InferenceComponentStatus"] != "InService":
+        status = component["InferenceComponentStatus"]
+        if status != "InService":
             # As UpdateEndpoint answers for an endpoint that is not InService (the component's text is not documented).
             raise SageMakerError(
                 "ValidationException",
-                f'Cannot update in-progress inference component "{component["InferenceComponentArn"]}".',
+                f'Cannot update inference component "{component["InferenceComponentArn"]}" while it is {status}.',
             )
         pending_spec = {key: params[key] for key in _SPEC_KEYS if key in params} or component["spec"]
         for spec in _specifications(pending_spec):
