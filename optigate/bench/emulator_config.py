@@ -91,10 +91,13 @@ class Behaviour:
     stall_seconds: float = 30.0
 
     @classmethod
-    def parse(cls, data: dict[str, Any] | None, base: Behaviour | None = None) -> Behaviour:
+    def parse(
+        cls, data: dict[str, Any] | None, base: Behaviour | None = None, beside: frozenset[str] = frozenset()
+    ) -> Behaviour:
+        """`data`'s settings over `base`'s; `beside`: keys of the same block that are not behaviour settings."""
         data = dict(data or {})
         allowed = {f.name for f in fields(cls)}
-        unknown = set(data) - allowed - {"variants", "inference_components"}
+        unknown = set(data) - allowed - beside
         if unknown:
             raise ValueError(f"unknown emulator setting(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
         values: dict[str, Any] = {k: v for k, v in data.items() if k in allowed}
@@ -112,16 +115,58 @@ class Behaviour:
         return replace(base or cls(), **values)
 
 
+# Settings of an endpoint beside its behaviour: per-variant and per-component behaviours, and LoRA residency.
+ENDPOINT_SETTINGS = frozenset({"variants", "inference_components", "max_loras", "adapter_load_ms"})
+# In an inference component's settings: the component whose model it adapts (SageMaker's BaseInferenceComponentName).
+BASE_KEY = "base_inference_component"
+
+
 @dataclass
 class EndpointConfig:
+    """One endpoint. Each inference component answers with its own behaviour (the endpoint's where it sets none);
+    an adapter component (`base_inference_component: <base>`) needs one of `max_loras` GPU slots, as vLLM's
+    `--max-loras`: a request for an adapter that is not resident pays `adapter_load_ms` more before its first
+    token and evicts the least recently used adapter. Requests for the base need no slot. `max_loras` None: every
+    adapter stays resident (no swap cost)."""
+
     behaviour: Behaviour
     variants: dict[str, Behaviour] = field(default_factory=dict)
     inference_components: dict[str, Behaviour] = field(default_factory=dict)
+    adapter_bases: dict[str, str] = field(default_factory=dict)  # adapter component -> its base component
+    max_loras: int | None = None
+    adapter_load_ms: Distribution = Distribution(0.0)
+
+    @classmethod
+    def parse(cls, name: str, spec: dict[str, Any] | None, default: Behaviour) -> EndpointConfig:
+        spec = spec or {}
+        behaviour = Behaviour.parse(spec, default, ENDPOINT_SETTINGS)
+        components: dict[str, Behaviour] = {}
+        bases: dict[str, str] = {}
+        for component, settings in (spec.get("inference_components") or {}).items():
+            settings = dict(settings or {})
+            if BASE_KEY in settings:
+                bases[component] = str(settings.pop(BASE_KEY))
+            components[component] = Behaviour.parse(settings, behaviour)
+        for adapter, base in bases.items():
+            if base not in components or base in bases:
+                raise ValueError(
+                    f"endpoints.{name}.inference_components.{adapter}.{BASE_KEY}: {base!r} is not a base component "
+                    f"of this endpoint (bases: {sorted(set(components) - set(bases))})"
+                )
+        max_loras = spec.get("max_loras")
+        if max_loras is not None and (isinstance(max_loras, bool) or not isinstance(max_loras, int) or max_loras < 1):
+            raise ValueError(f"endpoints.{name}.max_loras: {max_loras!r}, expected a whole number of slots >= 1")
+        load = Distribution.parse(spec.get("adapter_load_ms", 0.0))
+        if load.mean < 0:
+            raise ValueError(f"endpoints.{name}.adapter_load_ms: {load.mean:g}, expected >= 0")
+        variants = {v: Behaviour.parse(s, behaviour) for v, s in (spec.get("variants") or {}).items()}
+        return cls(behaviour, variants, components, bases, max_loras, load)
 
 
 @dataclass
 class EmulatorConfig:
-    """`{"endpoints": {name: {behaviour..., "variants": {v: {...}}, "inference_components": {...}}}}`.
+    """`{"endpoints": {name: {behaviour..., "variants": {v: {...}}, "inference_components": {c: {...}},
+    "max_loras": n, "adapter_load_ms": ms}}}` (EndpointConfig).
 
     An endpoint not listed gets `default`. `seed` makes the fault and latency draws repeatable.
     """
@@ -134,14 +179,9 @@ class EmulatorConfig:
     @classmethod
     def parse(cls, data: dict[str, Any]) -> EmulatorConfig:
         default = Behaviour.parse(data.get("default"))
-        endpoints = {}
-        for name, spec in (data.get("endpoints") or {}).items():
-            behaviour = Behaviour.parse(spec, default)
-            endpoints[name] = EndpointConfig(
-                behaviour,
-                {v: Behaviour.parse(s, behaviour) for v, s in (spec or {}).get("variants", {}).items()},
-                {c: Behaviour.parse(s, behaviour) for c, s in (spec or {}).get("inference_components", {}).items()},
-            )
+        endpoints = {
+            name: EndpointConfig.parse(name, spec, default) for name, spec in (data.get("endpoints") or {}).items()
+        }
         return cls(endpoints, default, int(data.get("seed", 0)), bool(data.get("record_trace", True)))
 
     def behaviour_for(self, endpoint: str, variant: str | None, component: str | None) -> Behaviour | None:

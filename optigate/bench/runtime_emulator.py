@@ -10,7 +10,9 @@ component headers select per-variant behaviour. boto3 talks to it through `endpo
 Behaviour per endpoint (and per variant / inference component) is configurable: TTFT and ITL
 distributions, output length, tokens per chunk (speculative decoding), frames per socket write
 (a server that flushes in bursts), LMI's engine mode, and injected faults (throttling, ModelError,
-ModelStreamError mid-stream, connection reset, stall).
+ModelStreamError mid-stream, connection reset, stall). LoRA residency per endpoint: adapter components take
+one of `max_loras` GPU slots (LRU); a request whose adapter is not resident waits `adapter_load_ms` more for its
+first token (emulator_config.EndpointConfig).
 It records when it actually sent each chunk, so a benchmark's measurement error can be computed
 against the emulator's own clock (`GET /_emulator/trace`; same host, same monotonic clock).
 
@@ -25,6 +27,7 @@ import json
 import random
 import time
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from aiohttp import web
@@ -116,6 +119,9 @@ class Emulator:
         self.app.router.add_get("/ping", self.ping)
         self.active_streams = 0
         self.books: dict[int, AnswerBook] = {}
+        # Per endpoint: the adapter components in its GPU slots, least recently used first, each with the loop time
+        # its weights are loaded by. Read and updated with no await in between: safe under the one event loop.
+        self.resident: dict[str, OrderedDict[str, float]] = {}
 
     async def ping(self, _request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -137,13 +143,34 @@ class Emulator:
             },
         )
 
+    def _adapter_slot(self, endpoint: str, component: str | None) -> tuple[bool | None, float]:
+        """(resident, ms before the first token can come) for a request to `component`: None for a request that
+        needs no adapter slot (the base, a variant); an adapter not in the endpoint's `max_loras` slots takes one,
+        evicting the least recently used, and waits `adapter_load_ms`; one still loading waits for the rest."""
+        config = self.config.endpoints.get(endpoint)
+        if config is None or component is None or component not in config.adapter_bases:
+            return None, 0.0
+        if config.max_loras is None:
+            return True, 0.0
+        slots = self.resident.setdefault(endpoint, OrderedDict())
+        now = asyncio.get_running_loop().time()
+        if component in slots:
+            slots.move_to_end(component)
+            return True, max(0.0, slots[component] - now) * 1000
+        load_ms = config.adapter_load_ms.sample(self.rng)
+        while len(slots) >= config.max_loras:
+            slots.popitem(last=False)
+        slots[component] = now + load_ms / 1000
+        return False, load_ms
+
     def _select(self, request: web.Request) -> tuple[Behaviour | None, str]:
         name = request.match_info["name"]
         variant = request.headers.get("X-Amzn-SageMaker-Target-Variant")
         component = request.headers.get("X-Amzn-SageMaker-Inference-Component")
         return self.config.behaviour_for(name, variant, component), variant or component or "AllTraffic"
 
-    async def _prelude(self, request: web.Request) -> tuple[Behaviour | web.Response, dict[str, Any], str, str]:
+    async def _prelude(self, request: web.Request) -> tuple[Behaviour | web.Response, dict[str, Any], str, str, float]:
+        """The request's behaviour (or the error answer), body, id, variant label, and adapter load wait in ms."""
         received = time.perf_counter()
         request_id = str(uuid.uuid4())
         behaviour, variant = self._select(request)
@@ -158,13 +185,15 @@ class Emulator:
                 {},
                 request_id,
                 variant,
+                0.0,
             )
         try:
             body = json.loads(await request.read() or b"{}")
         except ValueError:
-            return self._error(400, "ValidationError", "Request body is not JSON.", request_id), {}, request_id, variant
+            error = self._error(400, "ValidationError", "Request body is not JSON.", request_id)
+            return error, {}, request_id, variant, 0.0
         if self.rng.random() < behaviour.throttle_rate:
-            return self._error(429, "ThrottlingException", "Rate exceeded", request_id), body, request_id, variant
+            return self._error(429, "ThrottlingException", "Rate exceeded", request_id), body, request_id, variant, 0.0
         if self.rng.random() < behaviour.model_error_rate:
             return (
                 self._error(
@@ -176,23 +205,33 @@ class Emulator:
                 body,
                 request_id,
                 variant,
+                0.0,
             )
+        component = request.headers.get("X-Amzn-SageMaker-Inference-Component")
+        resident, load_ms = self._adapter_slot(request.match_info["name"], component)
         if self.config.record_trace:
             self.trace[request_id] = {
                 "endpoint": request.match_info["name"],
                 "variant": variant,
+                "component": component,
+                "resident": resident,  # None: no adapter slot needed (the base, a variant)
+                "adapter_load_ms": load_ms,
                 "received_at": received,
                 "sends": [],
             }
-        return behaviour, body, request_id, variant
+        return behaviour, body, request_id, variant, load_ms
 
     async def invoke(self, request: web.Request) -> web.Response:
-        behaviour, body, request_id, variant = await self._prelude(request)
+        behaviour, body, request_id, variant, load_ms = await self._prelude(request)
         if isinstance(behaviour, web.Response):
             return behaviour
         words = self._answer_words(behaviour, body)
         total = len(words) if words else behaviour.output_tokens or _requested_tokens(body)
-        delay = behaviour.ttft_ms.sample(self.rng) + sum(behaviour.itl_ms.sample(self.rng) for _ in range(total - 1))
+        delay = (
+            load_ms
+            + behaviour.ttft_ms.sample(self.rng)
+            + sum(behaviour.itl_ms.sample(self.rng) for _ in range(total - 1))
+        )
         await asyncio.sleep(delay / 1000)
         text = " ".join(words) if words else "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
         if "messages" in body:
@@ -216,7 +255,7 @@ class Emulator:
         return book.answer(_prompt_of(body)).split() or [""]
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
-        behaviour, body, request_id, variant = await self._prelude(request)
+        behaviour, body, request_id, variant, load_ms = await self._prelude(request)
         if isinstance(behaviour, web.Response):
             return behaviour
         rng = self.rng
@@ -240,20 +279,21 @@ class Emulator:
         self.active_streams += 1
         try:
             return await self._send_tokens(
-                request, response, behaviour, total, sends, (stream_error, reset, stall), words, body
+                request, response, behaviour, total, sends, (stream_error, reset, stall), words, body, load_ms
             )
         finally:
             self.active_streams -= 1
 
     async def _send_tokens(
-        self, request, response, behaviour: Behaviour, total: int, sends, faults, words=None, body=None
+        self, request, response, behaviour: Behaviour, total: int, sends, faults, words=None, body=None, load_ms=0.0
     ) -> web.StreamResponse:
         stream_error, reset, stall = faults
         lmi = LmiStream(behaviour.engine_mode, body or {}, total, words)
         rng = self.rng
         loop = asyncio.get_running_loop()
         load = self.active_streams - 1
-        due = loop.time() + (behaviour.ttft_ms.sample(rng) + behaviour.ttft_ms_per_active_stream * load) / 1000
+        first_token_ms = load_ms + behaviour.ttft_ms.sample(rng) + behaviour.ttft_ms_per_active_stream * load
+        due = loop.time() + first_token_ms / 1000
         sent = 0
         sizes = itertools.cycle(behaviour.tokens_per_chunk)
         count = min(next(sizes), total)

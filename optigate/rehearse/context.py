@@ -17,6 +17,8 @@ class SageMakerRequests(Protocol):
 
     def handle(self, backend: Any, action: str, params: dict) -> dict | None: ...
 
+    def region_state(self, backend: Any) -> Any: ...
+
 
 class Harness(Protocol):
     """The harness while it is active: its scenario, what it records, and how moto is patched."""

@@ -45,6 +45,10 @@ class Scenario:
     processing_job: OutcomeSpec = field(default_factory=lambda: Outcome("Completed", after=0))
     optimization_job: OutcomeSpec = field(default_factory=lambda: Outcome("COMPLETED", after=1))
     inference_component: OutcomeSpec = field(default_factory=lambda: Outcome("InService", after=0))
+    # UpdateInferenceComponent: Updating for `after` Describes, then "InService" (the new specification serves),
+    # "RolledBack" (InService again with the previous specification and a FailureReason, as an alarm in
+    # DeploymentConfig.AutoRollbackConfiguration being in ALARM in CloudWatch at that moment also does) or "Failed".
+    inference_component_update: OutcomeSpec = field(default_factory=_in_service)
     # CreateAIBenchmarkJob (SageMaker's managed benchmark): InProgress for `after` Describes, then Completed or Failed.
     ai_benchmark_job: OutcomeSpec = field(default_factory=lambda: Outcome("Completed", after=1))
     # DescribeOptimizationJob's OptimizationOutput.RecommendedInferenceImage once COMPLETED; None: no
@@ -78,6 +82,10 @@ class Scenario:
     # Published for a variant that is on an InService endpoint when GetMetricData reads it, timestamped
     # inside the requested window, as if the traffic had happened during it.
     variant_traffic: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # CloudWatch traffic of inference components (AWS/SageMaker, dimension InferenceComponentName): component name
+    # -> {"Invocations": count, ...}, published as variant_traffic is, for a component that is InService (or
+    # Updating) on an InService endpoint when GetMetricData reads it.
+    component_traffic: dict[str, dict[str, Any]] = field(default_factory=dict)
     # SageMaker operation (e.g. "CreateEndpoint") -> how many of its first calls are throttled (HTTP 400
     # ThrottlingException "Rate exceeded"), before any other check: what a busy account answers. Only
     # once an execution has started: the setup before it plays CloudFormation.

@@ -73,6 +73,18 @@ def validate_request(service: str, operation: str, params: dict) -> str | None:
     return "\n".join(request_errors(service, operation, params)) or None
 
 
+def response_errors(service: str, operation: str, result: dict) -> list[str]:
+    """A response (an emulated one) checked against the operation's output shape as a request is against its input
+    shape: types, required members, members the API does not have, enums. Empty when the API could answer it."""
+    model = service_model(service)
+    shape = model.operation_model(operation).output_shape
+    if shape is None:
+        return [] if not result else [f"{operation} returns nothing, got {sorted(result)}"]
+    report = ParamValidator().validate(result, shape)
+    errors = [line for line in report.generate_report().splitlines() if line.strip()] if report.has_errors() else []
+    return errors + _enum_errors(result, shape, operation)
+
+
 # --------------------------------------------------------------------------- a Task's Parameters
 
 

@@ -7,7 +7,7 @@ from optigate.rehearse.sagemaker.benchmarks import AIBenchmarkOperations
 from optigate.rehearse.sagemaker.components import InferenceComponentOperations
 from optigate.rehearse.sagemaker.endpoints import EndpointOperations
 from optigate.rehearse.sagemaker.jobs import JobOperations
-from optigate.rehearse.sagemaker.state import RegionState, snake
+from optigate.rehearse.sagemaker.state import RegionState, SageMakerError, snake
 
 
 class SageMakerEmulator(EndpointOperations, JobOperations, InferenceComponentOperations, AIBenchmarkOperations):
@@ -26,3 +26,10 @@ class SageMakerEmulator(EndpointOperations, JobOperations, InferenceComponentOpe
         self.calls.append((action, params))
         method = getattr(self, f"_op_{snake(action)}", None)
         return method(backend, self.region_state(backend), params) if method else None
+
+    def refuse_invocation(self, endpoint_name: str, component_name: str | None) -> SageMakerError | None:
+        """What InvokeEndpoint answers for this endpoint and InferenceComponentName in the harness's account
+        before a model runs (None: the request reaches the model), e.g. a component that is not InService."""
+        backend = self.harness.sagemaker_backend()
+        with self.harness.lock:
+            return self.invocation_error(backend, self.region_state(backend), endpoint_name, component_name)
