@@ -164,26 +164,33 @@ def _fmt(value: Any, digits: int = 1) -> str:
 
 
 def summary_rows(data: Mapping[str, Any]) -> list[list[str]]:
+    """One row per level; an inference-component endpoint's level is followed by a row per adapter
+    ("16 · reply": that adapter's share of the level)."""
     rows = []
-    for run in sorted(data["runs"], key=lambda r: r["concurrency"]):
-        rows.append(
-            [
-                str(run["concurrency"]),
-                str(run["requests"]),
-                _fmt(run["ttft_ms"]["p50"]),
-                _fmt(run["ttft_ms"]["p99"]),
-                _fmt(run["itl_ms"]["p50"], 2),
-                _fmt(run["itl_ms"]["p99"], 2),
-                _fmt(run["tpot_ms"]["p50"], 2),
-                _fmt(run["output_tokens_per_s"]),
-                _fmt(run["requests_per_s"], 2),
-                _fmt(run["achieved_concurrency"], 2),
-                _fmt(run["tokens_per_chunk"]["mean"], 2),
-                _fmt(None if run.get("coalesced_frame_share") is None else run["coalesced_frame_share"] * 100),
-                ", ".join(f"{k}: {v}" for k, v in run["errors"].items()) or "–",
-            ]
-        )
+    for level in sorted(data["runs"], key=lambda r: r["concurrency"]):
+        parts = [(str(level["concurrency"]), level)]
+        adapters = (level.get("adapters") or {}).items()
+        parts += [(f"{level['concurrency']} · {html.escape(name)}", sub) for name, sub in adapters]
+        rows += [_summary_row(label, run) for label, run in parts]
     return rows
+
+
+def _summary_row(label: str, run: Mapping[str, Any]) -> list[str]:
+    return [
+        label,
+        str(run["requests"]),
+        _fmt(run["ttft_ms"]["p50"]),
+        _fmt(run["ttft_ms"]["p99"]),
+        _fmt(run["itl_ms"]["p50"], 2),
+        _fmt(run["itl_ms"]["p99"], 2),
+        _fmt(run["tpot_ms"]["p50"], 2),
+        _fmt(run["output_tokens_per_s"]),
+        _fmt(run["requests_per_s"], 2),
+        _fmt(run["achieved_concurrency"], 2),
+        _fmt(run["tokens_per_chunk"]["mean"], 2),
+        _fmt(None if run.get("coalesced_frame_share") is None else run["coalesced_frame_share"] * 100),
+        ", ".join(f"{k}: {v}" for k, v in run["errors"].items()) or "–",
+    ]
 
 
 SUMMARY_HEADER = [

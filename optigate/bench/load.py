@@ -70,8 +70,38 @@ class ComponentShare:
     def __post_init__(self) -> None:
         if not self.name or not self.adapter:
             raise ValueError(f"an inference component needs a name and an adapter label, got {self!r}")
-        if isinstance(self.weight, bool) or not (isinstance(self.weight, int | float) and math.isfinite(self.weight) and self.weight > 0):
-            raise ValueError(f"inference component {self.name}: weight must be a finite number > 0, got {self.weight!r}")
+        if isinstance(self.weight, bool) or not (
+            isinstance(self.weight, int | float) and math.isfinite(self.weight) and self.weight > 0
+        ):
+            raise ValueError(
+                f"inference component {self.name}: weight must be a finite number > 0, got {self.weight!r}"
+            )
+
+
+def parse_adapter_mix(text: str) -> tuple[ComponentShare, ...]:
+    """``ADAPTER=COMPONENT:WEIGHT,...`` (e.g. ``base=support-ic-base:1,reply=support-ic-reply:3``) as shares;
+    ValueError with what is wrong, in one line."""
+    shares = []
+    for item in (part.strip() for part in text.split(",")):
+        adapter, equals, rest = item.partition("=")
+        component, colon, weight_text = rest.rpartition(":")
+        if not (equals and colon and adapter.strip() and component.strip()):
+            raise ValueError(f"{item!r} is not ADAPTER=COMPONENT:WEIGHT (e.g. reply=support-ic-reply:3)")
+        try:
+            weight = float(weight_text)
+        except ValueError:
+            raise ValueError(f"{item!r}: weight {weight_text!r} is not a number") from None
+        shares.append(ComponentShare(component.strip(), adapter.strip(), weight))
+    return check_components(tuple(shares))
+
+
+def check_components(components: tuple[ComponentShare, ...]) -> tuple[ComponentShare, ...]:
+    """The components, when each names its own component and its own adapter (else ValueError)."""
+    for key in ("name", "adapter"):
+        values = [getattr(c, key) for c in components]
+        if len(set(values)) != len(values):
+            raise ValueError(f"inference components: each {key} at most once, got {', '.join(values)}")
+    return components
 
 
 #: Requests per round of a component schedule: a round holds each component's share (within one request)
@@ -137,10 +167,7 @@ class LoadSpec:
     components: tuple[ComponentShare, ...] = ()
 
     def __post_init__(self) -> None:
-        for key in ("name", "adapter"):
-            values = [getattr(c, key) for c in self.components]
-            if len(set(values)) != len(values):
-                raise ValueError(f"inference components: each {key} at most once, got {values}")
+        check_components(self.components)
         if self.schema is None:
             object.__setattr__(self, "schema", DEFAULT_SCHEMA.get(self.engine_mode))
         check_stream(self.engine_mode, self.request_schema)

@@ -244,9 +244,7 @@ class RunSamples:
             result["samples"]["itl_counts"] = self.itl_counts
             result["samples"]["coalesced_counts"] = self.coalesced_counts
         if self.by_adapter:
-            result["adapters"] = {
-                name: run.to_result(include_samples) for name, run in sorted(self.by_adapter.items())
-            }
+            result["adapters"] = {name: run.to_result(include_samples) for name, run in sorted(self.by_adapter.items())}
         return result
 
     @classmethod

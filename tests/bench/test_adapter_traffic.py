@@ -66,7 +66,7 @@ def test_a_component_weight_must_be_a_finite_positive_number(weight):
 
 
 def test_a_spec_refuses_one_adapter_on_two_components():
-    with pytest.raises(ValueError, match="adapter at most once"):
+    with pytest.raises(ValueError, match="each adapter at most once"):
         LoadSpec(concurrency=1, components=(ComponentShare("a", "base", 1), ComponentShare("b", "base", 1)))
 
 

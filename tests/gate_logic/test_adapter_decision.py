@@ -90,7 +90,9 @@ def test_one_slower_adapter_rejects_and_the_verdict_names_it():
     assert any(r.startswith("p99_itl for adapter reply at concurrency 4 fails") for r in verdict.reasons)
     others = [c for c in verdict.checks if c.name == "p99_itl" and c.adapter in ("base", "summarize")]
     assert all(c.passed for c in others)
-    assert "reply" in render_html(verdict)
+    page = render_html(verdict)
+    assert "p99_itl [adapter reply]" in page  # the check's line names the adapter
+    assert all(f"<td>{side} · {a}</td>" in page for side in ("baseline", "candidate") for a in WEIGHTS)
 
 
 def test_an_adapter_with_too_few_samples_is_inconclusive_never_a_pass():

@@ -30,7 +30,7 @@ from optigate import stats
 from optigate.bench.compare import MIN_REQUESTS
 from optigate.bench.metrics import RunSamples
 from optigate.config.models import BenchmarkGate
-from optigate.gate.decision.checks import check_seed, p99_replicates
+from optigate.gate.decision.checks import check_seed, pooled_p99
 from optigate.gate.decision.wording import CheckName, ms
 from optigate.judge import Check, Direction, Outcome, classify
 
@@ -101,11 +101,12 @@ def _family(
             out[adapter] = Check(name, Outcome.INCONCLUSIVE, None, budget, detail, concurrency=level, adapter=adapter)
             continue
         rng = [*check_seed(seed, level, name), index + 1]  # each adapter its own stream, apart from all traffic's
-        point, replicates = p99_replicates(samples, counts, rng)
+        point, replicates = pooled_p99(samples, counts, rng)
         judged[adapter] = (point, replicates, count, len(blocks))
     for adapter, confidence, p_value in holm_levels({a: _p_over(r[1], budget) for a, r in judged.items()}):
         point, replicates, count, blocks = judged[adapter]
-        out[adapter] = _check(name, label, budget, level, adapter, point, replicates, count, blocks, confidence, p_value)
+        figures = point, replicates, count, blocks, confidence, p_value
+        out[adapter] = _check(name, label, budget, level, adapter, *figures)
     return [out[adapter] for adapter in adapters]
 
 

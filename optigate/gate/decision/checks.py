@@ -207,7 +207,7 @@ def latency_check(
     samples = sum(len(block) for block in blocks)
     if not samples:
         return failed(name, budget, f"no {label} samples from the candidate", level)
-    p99, replicates = p99_replicates(blocks, counts, check_seed(seed, level, name))
+    p99, replicates = pooled_p99(blocks, counts, check_seed(seed, level, name))
     low, high = stats.percentile_interval(replicates, CONFIDENCE)
     low, high = min(low, p99), max(high, p99)  # an interval always contains its estimate
     outcome = classify(stats.Interval(p99, low, high), budget, Direction.AT_MOST)
@@ -223,7 +223,7 @@ def latency_check(
     return Check(name, outcome, p99, budget, detail, low, high, level)
 
 
-def p99_replicates(
+def pooled_p99(
     blocks: Sequence[list[float]], counts: Sequence[list[int]] | None, rng: stats.SeedLike
 ) -> tuple[float, np.ndarray]:
     """The pooled p99 of a side's blocks and its two-level replicates (blocks, then units inside them:

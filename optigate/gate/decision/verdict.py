@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from optigate.bench.compare import Delta, compare_blocks
+from optigate.bench.compare import Delta, MarginLike, compare_adapters, compare_blocks
 from optigate.bench.metrics import RunSamples
 from optigate.config.models import BenchmarkGate, CrossCheckTolerance
 from optigate.gate.decision.adapters import adapter_blocks, adapter_latency_checks, adapter_names
@@ -126,6 +126,9 @@ def decide(inputs: GateInputs) -> GateVerdict:
         base, cand = pool(base_blocks), pool(cand_blocks)
         empty = no_success(base, cand)
         all_deltas += compare(base_blocks, cand_blocks, thresholds, inputs.seed) if not empty else []
+        if not empty and adapter_names(base_blocks, cand_blocks):  # each adapter's deltas, Holm across adapters
+            sides = {level: base_blocks}, {level: cand_blocks}
+            all_deltas += compare_adapters(*sides, margin_pct=margins(thresholds), seed=inputs.seed)
         at_level = level_checks(level, base_blocks, cand_blocks, thresholds, method, inputs.seed)
         checks += at_level + adapter_latency_checks(level, base_blocks, cand_blocks, thresholds, inputs.seed)
 
@@ -197,9 +200,14 @@ def compare(
     base_blocks: Sequence[RunSamples], cand_blocks: Sequence[RunSamples], thresholds: BenchmarkGate, seed: int
 ) -> list[Delta]:
     """Every metric's verdict at one level, the blocks of each side resampled (the report's deltas)."""
-    margins = {"default": thresholds.equivalence_margin_pct}
-    margins.update({str(metric): margin for metric, margin in thresholds.metric_margins_pct.items()})
-    return compare_blocks(base_blocks, cand_blocks, margin_pct=margins, seed=seed)
+    return compare_blocks(base_blocks, cand_blocks, margin_pct=margins(thresholds), seed=seed)
+
+
+def margins(thresholds: BenchmarkGate) -> MarginLike:
+    """The practical margin of each metric the deltas compare."""
+    by_metric = {"default": thresholds.equivalence_margin_pct}
+    by_metric.update({str(metric): margin for metric, margin in thresholds.metric_margins_pct.items()})
+    return by_metric
 
 
 def outcome_of(checks: Sequence[Check]) -> str:
