@@ -386,33 +386,24 @@ def compare_adapters(
     seed: int = 0,
 ) -> list[Delta]:
     """Every metric per adapter, at every level both sides measured, for results whose runs are split by
-    adapter (an inference-component endpoint); empty without labels. Holm's family is the adapters of one
-    metric and statistic at one level (as the gate's per-adapter checks), so adding adapters does not
-    dilute the comparison of all traffic, and each adapter's regression is looked for on its own."""
+    adapter (an inference-component endpoint); empty without labels. The per-adapter deltas of the call are
+    one Holm family of their own (beside all traffic's, which :func:`compare_levels` judges), so the chance of
+    any false better/worse among them stays at 5 % however many adapters there are. An adapter one side sent
+    nothing is left out (nothing to compare)."""
     rng = stats.generator([seed, 1])
-    families: dict[tuple[str, str, int], list[tuple[str, _Raw]]] = {}
+    names: list[str] = []
+    raws: list[_Raw] = []
     for level in sorted(set(baseline) & set(candidate)):
         base_blocks, cand_blocks = baseline[level], candidate[level]
-        names = sorted({name for block in [*base_blocks, *cand_blocks] for name in block.by_adapter})
-        for name in names:
+        for name in sorted({name for block in [*base_blocks, *cand_blocks] for name in block.by_adapter}):
             base = [block.by_adapter[name] for block in base_blocks if name in block.by_adapter]
             cand = [block.by_adapter[name] for block in cand_blocks if name in block.by_adapter]
-            if not base or not cand:
-                continue  # one side sent it nothing: nothing to compare (the gate's checks say so)
-            for raw in _raw_level(base, cand, margin_pct, rng):
-                families.setdefault((raw.metric, raw.statistic, level), []).append((name, raw))
-    deltas = []
-    for members in families.values():
-        verdicts = holm_verdicts([raw for _, raw in members])
-        deltas += [replace(delta, adapter=name) for (name, _), delta in zip(members, verdicts, strict=True)]
-    return sorted(
-        deltas,
-        key=lambda d: (
-            d.concurrency,
-            d.adapter or "",
-            METRICS.index(d.metric) if d.metric in METRICS else len(METRICS),
-        ),
-    )
+            if base and cand:
+                level_raws = _raw_level(base, cand, margin_pct, rng)
+                raws += level_raws
+                names += [name] * len(level_raws)
+    verdicts = holm_verdicts(raws)
+    return [replace(delta, adapter=name) for name, delta in zip(names, verdicts, strict=True)]
 
 
 def compare_runs(baseline: RunSamples, candidate: RunSamples, seed: int = 0) -> list[Delta]:

@@ -159,7 +159,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
     # An inference-component endpoint's results are split by adapter: each adapter compared on its own.
     adapter_deltas = compare_adapters(base_levels, cand_levels, margin_pct=_margins(args))
     if adapter_deltas:
-        title = "per adapter (Holm across the adapters of each metric, statistic and level)"
+        title = "per adapter (Holm over every per-adapter delta)"
         console.print(_delta_table(title, adapter_deltas))
     rates = {}
     for level in sorted(set(base_levels) & set(cand_levels)):

@@ -177,3 +177,111 @@ def test_shards_merge_by_adapter_exactly():
     assert merged.by_adapter["base"].concurrency == merged.concurrency == 4
     again = RunSamples.from_result(merged.to_result())
     assert again.by_adapter["reply"].ttft_ms == [2.0, 3.0]
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def _bench_mix(url: str, out, *extra: str) -> int:
+    from optigate.cli import main
+
+    return main(
+        [
+            "bench",
+            "--endpoint",
+            "team",
+            "--endpoint-url",
+            url,
+            "--concurrency",
+            "2",
+            "--requests",
+            "24",
+            "--max-new-tokens",
+            "5",
+            "--prompt-tokens",
+            "8",
+            "--json",
+            str(out),
+            *extra,
+        ]
+    )
+
+
+def test_bench_spreads_over_the_adapter_mix_and_compare_judges_each_adapter(component_emulator_url, tmp_path, capsys):
+    from optigate.cli import main
+
+    mix = "base=ic-base:1,reply=ic-reply:3"
+    for side in ("baseline", "candidate"):
+        assert _bench_mix(component_emulator_url, tmp_path / f"{side}.json", "--adapter-mix", mix) == 0
+    data = json.loads((tmp_path / "baseline.json").read_text())
+    assert data["inference_components"] == EVENT_MIX
+    assert "components" not in data["load"]
+    shown = capsys.readouterr().out
+    assert "2 · reply" in shown and "2 · base" in shown  # a line per adapter under the level
+    out = tmp_path / "deltas.json"
+    args = ["bench", "compare", str(tmp_path / "baseline.json"), str(tmp_path / "candidate.json"), "--json", str(out)]
+    assert main(args) in (0, 1, 3)
+    written = json.loads(out.read_text())
+    assert {d["adapter"] for d in written["adapter_deltas"]} == {"base", "reply"}
+    assert all("adapter" not in d for d in written["deltas"])
+    assert "per adapter" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flag", "says"),
+    [
+        ("base=ic-base", "not ADAPTER=COMPONENT:WEIGHT"),
+        ("base=ic-base:heavy", "weight 'heavy' is not a number"),
+        ("base=ic-base:0", "weight must be a finite number > 0"),
+        ("base=ic-a:1,base=ic-b:1", "each adapter at most once"),
+    ],
+)
+def test_a_malformed_adapter_mix_is_one_line_and_exit_2(component_emulator_url, tmp_path, capsys, flag, says):
+    assert _bench_mix(component_emulator_url, tmp_path / "x.json", "--adapter-mix", flag) == 2
+    message = capsys.readouterr()
+    line = (message.err + message.out).strip()
+    assert line.count("\n") == 0 and "--adapter-mix" in line and says in line
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_adapter_mix_and_one_fixed_component_are_refused_together(component_emulator_url, tmp_path, capsys):
+    extra = ("--adapter-mix", "base=ic-base:1", "--inference-component", "ic-base")
+    assert _bench_mix(component_emulator_url, tmp_path / "x.json", *extra) == 2
+    assert "drop --inference-component" in capsys.readouterr().err
+
+
+def _labelled_side(shapes: dict, seed: int, level: int = 16) -> dict[int, list[RunSamples]]:
+    from tests.fixtures.simulated_blocks import simulated_block
+
+    blocks = []
+    for block in range(3):
+        parts = {
+            name: simulated_block(level, 40, shape, seed=[seed, block, i])
+            for i, (name, shape) in enumerate(shapes.items())
+        }
+        whole = merge(list(parts.values()))
+        whole.concurrency = level
+        whole.by_adapter = parts
+        blocks.append(whole)
+    return {level: blocks}
+
+
+def test_compare_finds_the_one_slower_adapter_and_leaves_all_traffic_s_deltas_alone():
+    from dataclasses import replace
+
+    from optigate.bench.compare import compare_adapters, compare_levels
+    from tests.fixtures.simulated_blocks import Shape
+
+    shape = Shape()
+    shapes = {"base": shape, "reply": shape, "summarize": shape}
+    baseline = _labelled_side(shapes, 1)
+    candidate = _labelled_side({**shapes, "reply": replace(shape, itl_ms=shape.itl_ms * 1.3)}, 2)
+    deltas = compare_adapters(baseline, candidate)
+    worse = {(d.adapter, d.metric) for d in deltas if d.verdict == "worse"}
+    assert ("reply", "itl_ms") in worse and {adapter for adapter, _ in worse} == {"reply"}
+    assert {d.adapter for d in deltas} == set(shapes)
+    unlabelled = {
+        level: [RunSamples.from_result({**b.to_result(), "adapters": {}}) for b in blocks]
+        for level, blocks in baseline.items()
+    }
+    assert compare_levels(baseline, candidate) == compare_levels(unlabelled, candidate)  # labels change nothing there
