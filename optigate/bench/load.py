@@ -199,7 +199,7 @@ class LoadResult:
 class _Run:
     def __init__(self, client: StreamingClient, spec: LoadSpec, progress: Callable[[Exchange], None] | None) -> None:
         self.client, self.spec, self.progress = client, spec, progress
-        self.exchanges: list[tuple[float, bool, Exchange]] = []
+        self.exchanges: list[tuple[float, bool, Exchange, str | None]] = []  # (scheduled, warm-up, exchange, adapter)
         self.probe_seconds: float | None = None
         self.issued = 0
         self.measured_issued = 0

@@ -197,7 +197,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
     if args.report:
         names = side_labels(baselines, candidates, args.label)
         results = [(names[0], [data for _, data in baselines]), (names[1], [data for _, data in candidates])]
-        console.print(f"wrote {write_report(results, args.report, deltas)}")
+        console.print(f"wrote {write_report(results, args.report, deltas, adapter_deltas)}")
     return code
 
 

@@ -220,11 +220,14 @@ def test_bench_spreads_over_the_adapter_mix_and_compare_judges_each_adapter(comp
     assert "2 · reply" in shown and "2 · base" in shown  # a line per adapter under the level
     out = tmp_path / "deltas.json"
     args = ["bench", "compare", str(tmp_path / "baseline.json"), str(tmp_path / "candidate.json"), "--json", str(out)]
+    args += ["--report", str(tmp_path / "report")]
     assert main(args) in (0, 1, 3)
     written = json.loads(out.read_text())
     assert {d["adapter"] for d in written["adapter_deltas"]} == {"base", "reply"}
     assert all("adapter" not in d for d in written["deltas"])
     assert "per adapter" in capsys.readouterr().out
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "Per adapter:" in page and "ttft_ms [reply]" in page and "2 · reply" in page
 
 
 @pytest.mark.parametrize(

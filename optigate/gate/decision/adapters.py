@@ -104,8 +104,8 @@ def _family(
         point, replicates = pooled_p99(samples, counts, rng)
         judged[adapter] = (point, replicates, count, len(blocks))
     for adapter, confidence, p_value in holm_levels({a: _p_over(r[1], budget) for a, r in judged.items()}):
-        point, replicates, count, blocks = judged[adapter]
-        figures = point, replicates, count, blocks, confidence, p_value
+        point, replicates, count, block_count = judged[adapter]
+        figures = point, replicates, count, block_count, confidence, p_value
         out[adapter] = _check(name, label, budget, level, adapter, *figures)
     return [out[adapter] for adapter in adapters]
 
