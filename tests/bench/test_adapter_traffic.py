@@ -150,6 +150,20 @@ def test_the_worker_sends_each_request_to_its_component_and_labels_its_samples(c
     assert "samples" not in merged_out["summary"]["adapters"]["base"]  # the Step Functions payload stays small
 
 
+def test_the_baseline_and_the_candidate_of_a_block_send_each_adapter_the_same_count(component_emulator_url):
+    with mock_aws():
+        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="results")
+        worker = _handler("benchmark")
+        sides = [
+            worker(_event(component_emulator_url, shard=3, run_id=run_id, requests=40, inference_components=EVENT_MIX))
+            for run_id in ("baseline-c2-b0", "candidate-c2-b0")
+        ]
+    assert sides[0]["requests_by_adapter"] == sides[1]["requests_by_adapter"]
+    assert sides[0]["requests_by_adapter"] == dict(
+        Counter(c.adapter for c in ComponentSchedule(MIX, 3 * 100_003).first(40))
+    )
+
+
 def test_without_components_the_result_has_no_adapter_keys(component_emulator_url):
     with mock_aws():
         s3 = boto3.client("s3", region_name="us-east-1")
