@@ -118,6 +118,7 @@ class Check:
     baseline: float | None = None  # each side's figure, when the check compares two sides
     candidate: float | None = None
     higher_is_better: bool | None = None
+    adapter: str | None = None  # the gate's adapter (an inference component's traffic); None: all traffic
 
     @property
     def passed(self) -> bool:

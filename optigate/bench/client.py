@@ -342,8 +342,11 @@ class StreamingClient:
     def new_connection(self) -> Connection:
         return Connection(self._base)
 
-    def prepare(self, body: bytes, accept: str = "application/jsonlines") -> dict[str, str]:
-        """Signed headers for one request (signing happens before the clock starts)."""
+    def prepare(
+        self, body: bytes, accept: str = "application/jsonlines", inference_component: str | None = None
+    ) -> dict[str, str]:
+        """Signed headers for one request (signing happens before the clock starts); ``inference_component``
+        addresses this request to a component other than the target's."""
         headers = {
             "Content-Type": "application/json",
             "X-Amzn-SageMaker-Accept": accept,
@@ -351,8 +354,9 @@ class StreamingClient:
         }
         if self.target.target_variant:
             headers["X-Amzn-SageMaker-Target-Variant"] = self.target.target_variant
-        if self.target.inference_component:
-            headers["X-Amzn-SageMaker-Inference-Component"] = self.target.inference_component
+        component = inference_component or self.target.inference_component
+        if component:
+            headers["X-Amzn-SageMaker-Inference-Component"] = component
         if self.target.custom_attributes:
             headers["X-Amzn-SageMaker-Custom-Attributes"] = self.target.custom_attributes
         signed = self._signer.headers(self._base + self.path, headers, body)

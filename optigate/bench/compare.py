@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from statistics import NormalDist
 from typing import Any
 
@@ -117,6 +117,7 @@ class Delta:
     confidence: float = CONFIDENCE  # of the interval shown (Holm's level for this delta)
     p_value: float = math.nan  # two-sided, of "no change" (before Holm)
     note: str = ""  # why a delta is inconclusive without an interval, or which side failed
+    adapter: str | None = None  # one adapter's traffic on an inference-component endpoint (None: all traffic)
 
     @property
     def relative(self) -> float:
@@ -125,6 +126,8 @@ class Delta:
     def to_dict(self) -> dict[str, Any]:
         """JSON's own types (optigate.jsonsafe); the verdict as its word."""
         fields = json_safe({**asdict(self), "relative": self.relative})
+        if self.adapter is None:  # all traffic: the fields every delta has always had
+            del fields["adapter"]
         return {**fields, "verdict": str(self.verdict)}
 
 
@@ -373,6 +376,34 @@ def compare_levels(
     for level in sorted(set(baseline) & set(candidate)):
         raws += _raw_level(baseline[level], candidate[level], margin_pct, rng)
     return holm_verdicts(raws)
+
+
+def compare_adapters(
+    baseline: Mapping[int, Sequence[RunSamples]],
+    candidate: Mapping[int, Sequence[RunSamples]],
+    *,
+    margin_pct: MarginLike = DEFAULT_MARGIN_PCT,
+    seed: int = 0,
+) -> list[Delta]:
+    """Every metric per adapter, at every level both sides measured, for results whose runs are split by
+    adapter (an inference-component endpoint); empty without labels. The per-adapter deltas of the call are
+    one Holm family of their own (beside all traffic's, which :func:`compare_levels` judges), so the chance of
+    any false better/worse among them stays at 5 % however many adapters there are. An adapter one side sent
+    nothing is left out (nothing to compare)."""
+    rng = stats.generator([seed, 1])
+    names: list[str] = []
+    raws: list[_Raw] = []
+    for level in sorted(set(baseline) & set(candidate)):
+        base_blocks, cand_blocks = baseline[level], candidate[level]
+        for name in sorted({name for block in [*base_blocks, *cand_blocks] for name in block.by_adapter}):
+            base = [block.by_adapter[name] for block in base_blocks if name in block.by_adapter]
+            cand = [block.by_adapter[name] for block in cand_blocks if name in block.by_adapter]
+            if base and cand:
+                level_raws = _raw_level(base, cand, margin_pct, rng)
+                raws += level_raws
+                names += [name] * len(level_raws)
+    verdicts = holm_verdicts(raws)
+    return [replace(delta, adapter=name) for name, delta in zip(names, verdicts, strict=True)]
 
 
 def compare_runs(baseline: RunSamples, candidate: RunSamples, seed: int = 0) -> list[Delta]:

@@ -1,3 +1,4 @@
+# Over 400 lines: the benchmark page and the compare page share their tables, verdict words and layout.
 """A benchmark report: one self-contained HTML page (plots embedded as base64 PNG, inline CSS) that
 opens anywhere a copy of it lands, with the PNGs also written beside it; for one result file
 (`optigate bench --report`) or a comparison (`optigate bench compare --report`).
@@ -126,7 +127,8 @@ _NAMES = {
 def _describe(d: Delta) -> str:
     relative = f" {d.relative:+.1%}" if math.isfinite(d.relative) else ""
     statistic = "" if d.statistic == "mean" else f" {d.statistic}"
-    return f"{_NAMES.get(d.metric, d.metric)}{statistic} at c={d.concurrency}{relative}"
+    adapter = f" of adapter {d.adapter}" if d.adapter is not None else ""
+    return f"{_NAMES.get(d.metric, d.metric)}{statistic}{adapter} at c={d.concurrency}{relative}"
 
 
 def compare_verdict(deltas: Sequence[Delta]) -> tuple[str, str]:
@@ -164,26 +166,33 @@ def _fmt(value: Any, digits: int = 1) -> str:
 
 
 def summary_rows(data: Mapping[str, Any]) -> list[list[str]]:
+    """One row per level; an inference-component endpoint's level is followed by a row per adapter
+    ("16 · reply": that adapter's share of the level)."""
     rows = []
-    for run in sorted(data["runs"], key=lambda r: r["concurrency"]):
-        rows.append(
-            [
-                str(run["concurrency"]),
-                str(run["requests"]),
-                _fmt(run["ttft_ms"]["p50"]),
-                _fmt(run["ttft_ms"]["p99"]),
-                _fmt(run["itl_ms"]["p50"], 2),
-                _fmt(run["itl_ms"]["p99"], 2),
-                _fmt(run["tpot_ms"]["p50"], 2),
-                _fmt(run["output_tokens_per_s"]),
-                _fmt(run["requests_per_s"], 2),
-                _fmt(run["achieved_concurrency"], 2),
-                _fmt(run["tokens_per_chunk"]["mean"], 2),
-                _fmt(None if run.get("coalesced_frame_share") is None else run["coalesced_frame_share"] * 100),
-                ", ".join(f"{k}: {v}" for k, v in run["errors"].items()) or "–",
-            ]
-        )
+    for level in sorted(data["runs"], key=lambda r: r["concurrency"]):
+        parts = [(str(level["concurrency"]), level)]
+        adapters = (level.get("adapters") or {}).items()
+        parts += [(f"{level['concurrency']} · {html.escape(name)}", sub) for name, sub in adapters]
+        rows += [_summary_row(label, run) for label, run in parts]
     return rows
+
+
+def _summary_row(label: str, run: Mapping[str, Any]) -> list[str]:
+    return [
+        label,
+        str(run["requests"]),
+        _fmt(run["ttft_ms"]["p50"]),
+        _fmt(run["ttft_ms"]["p99"]),
+        _fmt(run["itl_ms"]["p50"], 2),
+        _fmt(run["itl_ms"]["p99"], 2),
+        _fmt(run["tpot_ms"]["p50"], 2),
+        _fmt(run["output_tokens_per_s"]),
+        _fmt(run["requests_per_s"], 2),
+        _fmt(run["achieved_concurrency"], 2),
+        _fmt(run["tokens_per_chunk"]["mean"], 2),
+        _fmt(None if run.get("coalesced_frame_share") is None else run["coalesced_frame_share"] * 100),
+        ", ".join(f"{k}: {v}" for k, v in run["errors"].items()) or "–",
+    ]
 
 
 SUMMARY_HEADER = [
@@ -220,7 +229,7 @@ def delta_rows(deltas: list[Delta]) -> list[list[str]]:
         relative = f" ({d.relative:+.1%})" if math.isfinite(d.relative) else ""
         rows.append(
             [
-                html.escape(d.metric),
+                html.escape(d.metric if d.adapter is None else f"{d.metric} [{d.adapter}]"),
                 d.statistic,
                 str(d.concurrency),
                 _figure(d.baseline, d.note, "baseline"),
@@ -349,9 +358,15 @@ COMPARE_NOTE = (
 )
 
 
-def write_report(results: Sequence[tuple[str, Results]], folder: str | Path, deltas: list[Delta] | None = None) -> Path:
+def write_report(
+    results: Sequence[tuple[str, Results]],
+    folder: str | Path,
+    deltas: list[Delta] | None = None,
+    adapter_deltas: list[Delta] | None = None,
+) -> Path:
     """`index.html` (self-contained) and the four PNGs in `folder`. `results`: one ``(label, results)``
-    per side, baseline first; a side's results are one result file or a list of them (runs)."""
+    per side, baseline first; a side's results are one result file or a list of them (runs). `adapter_deltas`:
+    an inference-component endpoint's deltas per adapter (they count in the verdict, in a table of their own)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     comparing = deltas is not None and len(results) >= 2
@@ -378,7 +393,7 @@ def write_report(results: Sequence[tuple[str, Results]], folder: str | Path, del
     body = []
     if comparing:
         title = f"optigate bench compare: {results[1][0]} vs {results[0][0]}"
-        banner = compare_verdict(deltas or [])
+        banner = compare_verdict([*(deltas or []), *(adapter_deltas or [])])
         body.append(headline_table(deltas or []))
     else:
         title = f"optigate benchmark: {results[0][0]}"
@@ -400,6 +415,16 @@ def write_report(results: Sequence[tuple[str, Results]], folder: str | Path, del
             + _table(
                 ["metric", "stat", "concurrency", "baseline", "candidate", "delta", "interval", "margin", "verdict"],
                 delta_rows(deltas),
+            )
+            + "</details>"
+        )
+    if comparing and adapter_deltas:
+        body.append(
+            f"<details><summary>Per adapter: {len(adapter_deltas)} deltas (Holm over every per-adapter delta)"
+            "</summary>"
+            + _table(
+                ["metric", "stat", "concurrency", "baseline", "candidate", "delta", "interval", "margin", "verdict"],
+                delta_rows(adapter_deltas),
             )
             + "</details>"
         )

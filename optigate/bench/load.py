@@ -10,6 +10,12 @@ Open loop: arrivals follow a Poisson process at `rate` requests/s, independent o
 
 Either stops after `requests` measured requests or after `duration_s` seconds of measurement.
 Stopping early (Ctrl-C, a cancelled task) keeps every request that completed.
+
+Inference components (an adapter team's endpoint): each request goes to one component, in the order of
+a :class:`ComponentSchedule` drawn from the spec's seed, so two runs with one seed (the baseline twin and
+the candidate of a block) send the same adapters in the same order: the n-th measured request of each
+goes to the same adapter, and N measured requests give both the same per-adapter counts. Warm-up
+requests go round the components in turn, so every component is warm before measuring.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import math
 import random
 import time
 from collections.abc import Callable
@@ -52,6 +59,94 @@ def load_prompts(path: str | Path) -> list[dict]:
 
 
 @dataclass(frozen=True)
+class ComponentShare:
+    """One inference component of the endpoint, the adapter it serves ("base": the base model) and its
+    relative share of the requests."""
+
+    name: str
+    adapter: str
+    weight: float
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.adapter:
+            raise ValueError(f"an inference component needs a name and an adapter label, got {self!r}")
+        if isinstance(self.weight, bool) or not (
+            isinstance(self.weight, int | float) and math.isfinite(self.weight) and self.weight > 0
+        ):
+            raise ValueError(
+                f"inference component {self.name}: weight must be a finite number > 0, got {self.weight!r}"
+            )
+
+
+def parse_adapter_mix(text: str) -> tuple[ComponentShare, ...]:
+    """``ADAPTER=COMPONENT:WEIGHT,...`` (e.g. ``base=support-ic-base:1,reply=support-ic-reply:3``) as shares;
+    ValueError with what is wrong, in one line."""
+    shares = []
+    for item in (part.strip() for part in text.split(",")):
+        adapter, equals, rest = item.partition("=")
+        component, colon, weight_text = rest.rpartition(":")
+        if not (equals and colon and adapter.strip() and component.strip()):
+            raise ValueError(f"{item!r} is not ADAPTER=COMPONENT:WEIGHT (e.g. reply=support-ic-reply:3)")
+        try:
+            weight = float(weight_text)
+        except ValueError:
+            raise ValueError(f"{item!r}: weight {weight_text!r} is not a number") from None
+        shares.append(ComponentShare(component.strip(), adapter.strip(), weight))
+    return check_components(tuple(shares))
+
+
+def check_components(components: tuple[ComponentShare, ...]) -> tuple[ComponentShare, ...]:
+    """The components, when each names its own component and its own adapter (else ValueError)."""
+    for key in ("name", "adapter"):
+        values = [getattr(c, key) for c in components]
+        if len(set(values)) != len(values):
+            raise ValueError(f"inference components: each {key} at most once, got {', '.join(values)}")
+    return components
+
+
+#: Requests per round of a component schedule: a round holds each component's share (within one request)
+#: in a seeded random order, so short runs keep the mix and the order does not cycle.
+SCHEDULE_ROUND = 64
+
+
+class ComponentSchedule:
+    """The deterministic weighted sequence of components for the measured requests: position n is the
+    component of the n-th measured request.
+
+    Counts follow the weights at every round's end within one request per component (the greatest
+    deficit first: component k after n requests has within one of ``n * w_k / sum(w)``); each round's
+    order is shuffled by ``random.Random(seed)``, so the same seed gives the same sequence."""
+
+    def __init__(self, components: tuple[ComponentShare, ...], seed: int) -> None:
+        if not components:
+            raise ValueError("a component schedule needs at least one inference component")
+        self.components = components
+        self._total = sum(c.weight for c in components)
+        self._credit = [0.0] * len(components)
+        self._rng = random.Random(seed)
+        self._sequence: list[ComponentShare] = []
+
+    def _extend(self) -> None:
+        round_ = []
+        for _ in range(SCHEDULE_ROUND):
+            for k, component in enumerate(self.components):
+                self._credit[k] += component.weight
+            chosen = max(range(len(self.components)), key=lambda k: self._credit[k])  # ties: listed first
+            self._credit[chosen] -= self._total
+            round_.append(self.components[chosen])
+        self._rng.shuffle(round_)
+        self._sequence += round_
+
+    def __getitem__(self, position: int) -> ComponentShare:
+        while position >= len(self._sequence):
+            self._extend()
+        return self._sequence[position]
+
+    def first(self, count: int) -> list[ComponentShare]:
+        return [self[n] for n in range(count)]
+
+
+@dataclass(frozen=True)
 class LoadSpec:
     concurrency: int
     requests: int | None = 100
@@ -67,8 +162,12 @@ class LoadSpec:
     rate: float | None = None  # open loop: requests per second
     warmup: bool = True
     seed: int = 0
+    # The endpoint's inference components and their shares; empty: a model-backed endpoint (or the
+    # target's one fixed component).
+    components: tuple[ComponentShare, ...] = ()
 
     def __post_init__(self) -> None:
+        check_components(self.components)
         if self.schema is None:
             object.__setattr__(self, "schema", DEFAULT_SCHEMA.get(self.engine_mode))
         check_stream(self.engine_mode, self.request_schema)
@@ -100,12 +199,14 @@ class LoadResult:
 class _Run:
     def __init__(self, client: StreamingClient, spec: LoadSpec, progress: Callable[[Exchange], None] | None) -> None:
         self.client, self.spec, self.progress = client, spec, progress
-        self.exchanges: list[tuple[float, bool, Exchange]] = []
+        self.exchanges: list[tuple[float, bool, Exchange, str | None]] = []  # (scheduled, warm-up, exchange, adapter)
         self.probe_seconds: float | None = None
         self.issued = 0
         self.measured_issued = 0
         self.measure_start: float | None = None
         self.stop = asyncio.Event()
+        self.schedule = ComponentSchedule(spec.components, spec.seed) if spec.components else None
+        self.components_sent = {"warm-up": 0, "measured": 0}
 
     def _budget_left(self) -> bool:
         if self.stop.is_set():
@@ -124,17 +225,27 @@ class _Run:
         if not warmup and not counted:
             self.measured_issued += 1
         body = self.spec.body(index)
-        headers = self.client.prepare(body, "application/jsonlines")
+        component = self._component(warmup)
+        headers = self.client.prepare(body, "application/jsonlines", component.name if component else None)
         exchange = await self.client.invoke(connection, body, headers)
         # Decoding waits until the level ends: doing it here would stall the loop that is
         # timestamping every other stream's chunks.
-        self.exchanges.append((scheduled_at, warmup, exchange))
+        self.exchanges.append((scheduled_at, warmup, exchange, component.adapter if component else None))
         if self.progress is not None and not warmup:
             self.progress(exchange)
 
+    def _component(self, warmup: bool) -> ComponentShare | None:
+        """Warm-up requests go round the components in turn; measured ones follow the schedule."""
+        if self.schedule is None:
+            return None
+        kind = "warm-up" if warmup else "measured"
+        sent = self.components_sent[kind]
+        self.components_sent[kind] += 1
+        return self.spec.components[sent % len(self.spec.components)] if warmup else self.schedule[sent]
+
     def records(self) -> list[RequestRecord]:
         records = []
-        for scheduled_at, warmup, exchange in self.exchanges:
+        for scheduled_at, warmup, exchange, adapter in self.exchanges:
             result = decode_stream(exchange, self.spec.engine_mode, self.spec.request_schema)
             records.append(
                 RequestRecord(
@@ -148,6 +259,7 @@ class _Run:
                     request_id=result.request_id,
                     warmup=warmup,
                     coalesced_frames=result.coalesced_frames,
+                    adapter=adapter,
                 )
             )
         return records

@@ -73,6 +73,7 @@ class RequestRecord:
     request_id: str | None = None
     warmup: bool = False
     coalesced_frames: int = 0  # chunks that a read completed together with another chunk
+    adapter: str | None = None  # the adapter whose inference component served it (None: no components)
 
     @property
     def ok(self) -> bool:
@@ -120,6 +121,9 @@ class RunSamples:
     finishes: list[float] = field(default_factory=list)  # completion times of successful requests
     errors: dict[str, int] = field(default_factory=dict)
     interrupted: bool = False
+    # The same requests split by the adapter label of their inference component (empty: no labels), so
+    # per-adapter figures come from raw samples as the overall ones do; written as "adapters" when present.
+    by_adapter: dict[str, RunSamples] = field(default_factory=dict)
 
     @classmethod
     def from_records(cls, concurrency: int, records: list[RequestRecord]) -> RunSamples:
@@ -129,7 +133,13 @@ class RunSamples:
         return run
 
     def add(self, record: RequestRecord) -> None:
-        """A measured request adds samples; a warm-up request only its share of the load."""
+        """A measured request adds samples; a warm-up request only its share of the load. A labelled
+        request adds them to its adapter's run too."""
+        if record.adapter is not None:
+            self.by_adapter.setdefault(record.adapter, RunSamples(self.concurrency))._add(record)
+        self._add(record)
+
+    def _add(self, record: RequestRecord) -> None:
         end = record.completed_at
         if end is None:
             end = record.chunks[-1][0] if record.chunks else record.sent_at
@@ -233,6 +243,8 @@ class RunSamples:
             result["samples"]["finishes"] = self.finishes
             result["samples"]["itl_counts"] = self.itl_counts
             result["samples"]["coalesced_counts"] = self.coalesced_counts
+        if self.by_adapter:
+            result["adapters"] = {name: run.to_result(include_samples) for name, run in sorted(self.by_adapter.items())}
         return result
 
     @classmethod
@@ -248,6 +260,7 @@ class RunSamples:
         run.coalesced_counts = list(samples.get("coalesced_counts", []))  # absent in older results: share unknown
         run.errors = dict(result["errors"])
         run.interrupted = result.get("interrupted", False)
+        run.by_adapter = {name: cls.from_result(sub) for name, sub in (result.get("adapters") or {}).items()}
         return run
 
 
@@ -268,6 +281,9 @@ def merge(runs: list[RunSamples]) -> RunSamples:
         for name, count in run.errors.items():
             merged.errors[name] = merged.errors.get(name, 0) + count
         merged.interrupted |= run.interrupted
+    for name in sorted({name for run in runs for name in run.by_adapter}):
+        merged.by_adapter[name] = merge([run.by_adapter[name] for run in runs if name in run.by_adapter])
+        merged.by_adapter[name].concurrency = merged.concurrency  # the level's streams, as the overall run's
     return merged
 
 
@@ -287,6 +303,7 @@ def to_epoch(records: list[RequestRecord], wall_offset: float) -> list[RequestRe
                 request_id=r.request_id,
                 warmup=r.warmup,
                 coalesced_frames=r.coalesced_frames,
+                adapter=r.adapter,
             )
         )
     return shifted

@@ -61,11 +61,13 @@ async def run_levels(
             break
     data: dict[str, Any] = {
         "target": {k: v for k, v in asdict(target).items() if v is not None},
-        "load": {k: v for k, v in asdict(spec).items() if k not in ("prompts", "concurrency")},
+        "load": {k: v for k, v in asdict(spec).items() if k not in ("prompts", "concurrency", "components")},
         "finished_at": time.time(),
         "interrupted": interrupted,
         "runs": runs,
     }
+    if spec.components:  # the mix sent: each run's "adapters" holds its requests by adapter
+        data["inference_components"] = [asdict(component) for component in spec.components]
     if error is not None:
         data["error"] = error
     return data

@@ -94,10 +94,26 @@ def _prompts(path: str | None) -> tuple[dict, ...]:
         raise UsageError(f"--prompts {path}: {error}") from error
 
 
+def _adapter_mix(args: argparse.Namespace) -> tuple:
+    from optigate.bench.load import parse_adapter_mix
+
+    if not args.adapter_mix:
+        return ()
+    if args.inference_component or args.target_variant:
+        which = "--inference-component" if args.inference_component else "--target-variant"
+        raise UsageError(f"--adapter-mix addresses each request to a component itself: drop {which}")
+    try:
+        return parse_adapter_mix(args.adapter_mix)
+    except ValueError as error:
+        raise UsageError(f"--adapter-mix: {error}") from error
+
+
 def _load_spec(args: argparse.Namespace, concurrency: int) -> Any:
     from optigate.bench.load import LoadSpec
 
+    components = _adapter_mix(args)
     return LoadSpec(
+        components=components,
         concurrency=concurrency,
         requests=None if args.duration else args.requests,
         duration_s=args.duration,
@@ -319,6 +335,13 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench.add_argument("--region", default="us-east-1", help="AWS region")
     bench.add_argument("--target-variant", help="invoke this production variant (TargetVariant; default: routed)")
     bench.add_argument("--inference-component", help="invoke this inference component (default: none)")
+    bench.add_argument(
+        "--adapter-mix",
+        metavar="ADAPTER=COMPONENT:WEIGHT,...",
+        help="an endpoint with inference components: spread the requests over them by relative weight, each "
+        "request sent with its component's name, figures per adapter and overall, e.g. "
+        "base=support-ic-base:1,reply=support-ic-reply:3 (default: none)",
+    )
     bench.add_argument("--custom-attributes", help="sent as CustomAttributes with every request (default: none)")
     bench.add_argument("--concurrency", default="1,16,64", help="comma-separated levels, one run each")
     bench.add_argument("--requests", type=int, default=100, help="measured requests per level")

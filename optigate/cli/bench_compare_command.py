@@ -96,13 +96,42 @@ def _figure(value: float, failed: bool) -> str:
     return f"{value:,.2f}" if math.isfinite(value) else "–"
 
 
-def cmd_bench_compare(args: argparse.Namespace) -> int:
-    """Baseline vs candidate per metric and concurrency level: better, worse, equivalent or inconclusive."""
+def _delta_table(title: str, deltas: list) -> Table:
+    """One row per delta; deltas of one adapter's traffic name it in an `adapter` column."""
     import math
 
     from rich import box
 
-    from optigate.bench.compare import compare_levels, error_rate, levels_of, workload_difference
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1))
+    per_adapter = any(d.adapter is not None for d in deltas)
+    columns = ("metric", "stat", "c", "baseline", "candidate", "delta", "interval", "verdict")
+    for column in (("adapter",) if per_adapter else ()) + columns:
+        # Names whole (never folded mid-word); figures wrap at their spaces when the terminal is narrow.
+        whole = column in ("adapter", "metric", "stat", "verdict")
+        table.add_column(column, justify="left" if whole else "right", no_wrap=whole)
+    colours = {"better": "green", "worse": "red", "equivalent": "cyan"}
+    for d in deltas:
+        colour = colours.get(d.verdict, "dim")
+        relative = f" ({d.relative:+.1%})" if math.isfinite(d.relative) else ""
+        interval = f"[{d.low:+,.2f}, {d.high:+,.2f}] {d.confidence:.2%}" if math.isfinite(d.low) else (d.note or "–")
+        table.add_row(
+            *((d.adapter,) if per_adapter else ()),
+            d.metric,
+            d.statistic,
+            str(d.concurrency),
+            _figure(d.baseline, "baseline failed" in d.note or "both" in d.note),
+            _figure(d.candidate, "candidate failed" in d.note or "both" in d.note),
+            f"{d.delta:+,.2f}{relative}" if math.isfinite(d.delta) else "–",
+            interval,
+            f"[{colour}]{d.verdict}[/{colour}]",
+        )
+    return table
+
+
+def cmd_bench_compare(args: argparse.Namespace) -> int:
+    """Baseline vs candidate per metric and concurrency level: better, worse, equivalent or inconclusive."""
+
+    from optigate.bench.compare import compare_adapters, compare_levels, error_rate, levels_of, workload_difference
     from optigate.bench.html_report import side_labels, write_report
 
     baselines = _read_results(args.baseline, "baseline")
@@ -124,38 +153,21 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
             f"{sorted(cand_levels)}); benchmark both at the same --concurrency"
         )
     blocks = f"{len(baselines)} vs {len(candidates)} run(s) per side"
-    table = Table(
-        title=f"candidate vs baseline ({blocks}; margin ±{args.margin_pct:g} %, Holm over all deltas)",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
+    console.print(
+        _delta_table(f"candidate vs baseline ({blocks}; margin ±{args.margin_pct:g} %, Holm over all deltas)", deltas)
     )
-    for column in ("metric", "stat", "c", "baseline", "candidate", "delta", "interval", "verdict"):
-        # Names whole (never folded mid-word); figures wrap at their spaces when the terminal is narrow.
-        whole = column in ("metric", "stat", "verdict")
-        table.add_column(column, justify="left" if whole else "right", no_wrap=whole)
-    colours = {"better": "green", "worse": "red", "equivalent": "cyan"}
-    for d in deltas:
-        colour = colours.get(d.verdict, "dim")
-        relative = f" ({d.relative:+.1%})" if math.isfinite(d.relative) else ""
-        interval = f"[{d.low:+,.2f}, {d.high:+,.2f}] {d.confidence:.2%}" if math.isfinite(d.low) else (d.note or "–")
-        table.add_row(
-            d.metric,
-            d.statistic,
-            str(d.concurrency),
-            _figure(d.baseline, "baseline failed" in d.note or "both" in d.note),
-            _figure(d.candidate, "candidate failed" in d.note or "both" in d.note),
-            f"{d.delta:+,.2f}{relative}" if math.isfinite(d.delta) else "–",
-            interval,
-            f"[{colour}]{d.verdict}[/{colour}]",
-        )
-    console.print(table)
+    # An inference-component endpoint's results are split by adapter: each adapter compared on its own.
+    adapter_deltas = compare_adapters(base_levels, cand_levels, margin_pct=_margins(args))
+    if adapter_deltas:
+        title = "per adapter (Holm over every per-adapter delta)"
+        console.print(_delta_table(title, adapter_deltas))
     rates = {}
     for level in sorted(set(base_levels) & set(cand_levels)):
         rate = {"baseline": error_rate(base_levels[level]), "candidate": error_rate(cand_levels[level])}
         rates[level] = rate
         shown = ", ".join(f"{side} {'–' if r is None else f'{r:.1%}'}" for side, r in rate.items())
         console.print(f"c={level}: error rate {shown}")
-    worse = [d for d in deltas if d.verdict == "worse"]
+    worse = [d for d in deltas + adapter_deltas if d.verdict == "worse"]
     decided = _decided(deltas, args.decide)
     undecided = [d for d in decided if d.verdict == "inconclusive"]
     # Fail closed: a level where neither side completed a request measured nothing, so it passes nothing.
@@ -174,6 +186,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
     if args.json:
         payload = {
             "deltas": [d.to_dict() for d in deltas],
+            **({"adapter_deltas": [d.to_dict() for d in adapter_deltas]} if adapter_deltas else {}),
             "error_rates": {str(level): rate for level, rate in rates.items()},
             "baseline_runs": [path for path, _ in baselines],
             "candidate_runs": [path for path, _ in candidates],
@@ -184,7 +197,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
     if args.report:
         names = side_labels(baselines, candidates, args.label)
         results = [(names[0], [data for _, data in baselines]), (names[1], [data for _, data in candidates])]
-        console.print(f"wrote {write_report(results, args.report, deltas)}")
+        console.print(f"wrote {write_report(results, args.report, deltas, adapter_deltas)}")
     return code
 
 

@@ -199,7 +199,7 @@ def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapp
     }
     check_rows = [
         [
-            html.escape(c["name"]),
+            html.escape(c["name"] + (f" [adapter {c['adapter']}]" if c.get("adapter") else "")),
             "—" if c["concurrency"] is None else str(c["concurrency"]),
             _number(c["measured"], c["name"]),
             _interval(c),
@@ -230,21 +230,27 @@ def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapp
     ]
     level_rows = []
     for level in data["levels"]:
-        for label in ("baseline", "candidate"):
-            fig = level[label]
-            level_rows.append(
-                [
-                    str(level["concurrency"]),
-                    label,
-                    f"{fig['successful_requests']}/{fig['requests']}",
-                    _number(fig["p50_ttft_ms"], "p99_ttft"),
-                    _number(fig["p99_ttft_ms"], "p99_ttft"),
-                    _number(fig["p99_itl_ms"], "p99_itl"),
-                    _number(fig["p50_tpot_ms"], "p99_ttft"),
-                    _number(fig["output_tokens_per_s"]),
-                    _number(fig["mean_tokens_per_chunk"]),
-                ]
-            )
+        # All traffic, then each adapter's share of it (an adapter team's endpoint), per side.
+        parts = [("", level)] + [(f" · {name}", sides) for name, sides in (level.get("adapters") or {}).items()]
+        for suffix, sides in parts:
+            for label in ("baseline", "candidate"):
+                fig = sides[label]
+                if fig is None:
+                    level_rows.append([str(level["concurrency"]), html.escape(label + suffix), "0/0"] + ["—"] * 6)
+                    continue
+                level_rows.append(
+                    [
+                        str(level["concurrency"]),
+                        html.escape(label + suffix),
+                        f"{fig['successful_requests']}/{fig['requests']}",
+                        _number(fig["p50_ttft_ms"], "p99_ttft"),
+                        _number(fig["p99_ttft_ms"], "p99_ttft"),
+                        _number(fig["p99_itl_ms"], "p99_itl"),
+                        _number(fig["p50_tpot_ms"], "p99_ttft"),
+                        _number(fig["output_tokens_per_s"]),
+                        _number(fig["mean_tokens_per_chunk"]),
+                    ]
+                )
     if level_rows:
         header = [
             "concurrency",

@@ -359,6 +359,21 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         both(gate({"adapters": {"triage": TRIAGE_V2}}), {"adapters": [ADAPTER]}),
     ),
     (
+        "OG430",
+        {"adapters": [ADAPTER], "gate": {"benchmark": {"adapter_mix": {"base": 1, "triag": 3}}}},
+        {"adapters": [ADAPTER], "gate": {"benchmark": {"adapter_mix": {"base": 1, "triage": 3}}}},
+    ),
+    (
+        "OG431",
+        {"adapters": [ADAPTER], "gate": {"benchmark": {"adapter_mix": {"base": 1, "triage": 0}}}},
+        {"adapters": [ADAPTER], "gate": {"benchmark": {"adapter_mix": {"base": 1, "triage": 0.5}}}},
+    ),
+    (
+        "OG432",
+        {"gate": {"benchmark": {"adapter_mix": {"base": 1}}}},
+        {"adapters": [ADAPTER], "gate": {"benchmark": {"adapter_mix": {"base": 1}}}},
+    ),
+    (
         "OG501",
         {"rollout": {"strategy": "shadow"}},
         {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10}}},

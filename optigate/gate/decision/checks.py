@@ -76,20 +76,21 @@ _EVALUATION_OUTCOMES = {word: outcome for outcome, word in EVALUATION_WORDS.item
 
 
 def check_dict(check: Check) -> dict[str, Any]:
-    """A check as the gate's report writes it."""
-    return json_safe(
-        {
-            "name": str(check.name),
-            "concurrency": check.concurrency,
-            "passed": check.passed,
-            "outcome": check.outcome.value,
-            "measured": check.measured,
-            "threshold": check.threshold,
-            "ci_low": check.low,
-            "ci_high": check.high,
-            "detail": check.detail,
-        }
-    )
+    """A check as the gate's report writes it ("adapter" only on an adapter's own check)."""
+    written = {
+        "name": str(check.name),
+        "concurrency": check.concurrency,
+        "passed": check.passed,
+        "outcome": check.outcome.value,
+        "measured": check.measured,
+        "threshold": check.threshold,
+        "ci_low": check.low,
+        "ci_high": check.high,
+        "detail": check.detail,
+    }
+    if check.adapter is not None:
+        written["adapter"] = check.adapter
+    return json_safe(written)
 
 
 def failed(name: CheckName, threshold: float | str | None, detail: str, level: int | None = None) -> Check:
@@ -97,9 +98,11 @@ def failed(name: CheckName, threshold: float | str | None, detail: str, level: i
     return Check(name, Outcome.FAIL, None, threshold, detail, concurrency=level)
 
 
-def sort_key(check: Check) -> tuple[bool, int, int]:
-    """Per-level checks by level, then the run-wide ones; within each, in CheckName's order."""
-    return (check.concurrency is None, check.concurrency or 0, _ORDER.index(CheckName(check.name)))
+def sort_key(check: Check) -> tuple[bool, int, int, bool, str]:
+    """Per-level checks by level, then the run-wide ones; within each, in CheckName's order, a check on all
+    traffic before the same check per adapter (by name)."""
+    order = _ORDER.index(CheckName(check.name))
+    return (check.concurrency is None, check.concurrency or 0, order, check.adapter is not None, check.adapter or "")
 
 
 # --------------------------------------------------------------------------- coverage
@@ -204,18 +207,8 @@ def latency_check(
     samples = sum(len(block) for block in blocks)
     if not samples:
         return failed(name, budget, f"no {label} samples from the candidate", level)
-    clustered = counts is not None and all(
-        len(c) > 0 and sum(c) == len(block) for c, block in zip(counts, blocks, strict=True)
-    )
-    point, replicates = stats.two_level_percentile_replicates(
-        blocks,
-        [99],
-        counts=counts if clustered else None,
-        replicates=stats.REPLICATES,
-        rng=check_seed(seed, level, name),
-    )
-    p99 = float(point[0])
-    low, high = stats.percentile_interval(replicates[:, 0], CONFIDENCE)
+    p99, replicates = pooled_p99(blocks, counts, check_seed(seed, level, name))
+    low, high = stats.percentile_interval(replicates, CONFIDENCE)
     low, high = min(low, p99), max(high, p99)  # an interval always contains its estimate
     outcome = classify(stats.Interval(p99, low, high), budget, Direction.AT_MOST)
     blocks_text = f", {len(blocks)} blocks" if len(blocks) > 1 else ""
@@ -228,6 +221,20 @@ def latency_check(
     elif outcome is Outcome.INCONCLUSIVE:
         detail += ": the interval straddles the budget (cannot tell)"
     return Check(name, outcome, p99, budget, detail, low, high, level)
+
+
+def pooled_p99(
+    blocks: Sequence[list[float]], counts: Sequence[list[int]] | None, rng: stats.SeedLike
+) -> tuple[float, np.ndarray]:
+    """The pooled p99 of a side's blocks and its two-level replicates (blocks, then units inside them:
+    requests when every block's counts add up to its samples, else one sample each)."""
+    clustered = counts is not None and all(
+        len(c) > 0 and sum(c) == len(block) for c, block in zip(counts, blocks, strict=True)
+    )
+    point, replicates = stats.two_level_percentile_replicates(
+        blocks, [99], counts=counts if clustered else None, replicates=stats.REPLICATES, rng=rng
+    )
+    return float(point[0]), replicates[:, 0]
 
 
 def mean_throughput(blocks: Sequence[RunSamples]) -> float:

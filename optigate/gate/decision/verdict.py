@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from optigate.bench.compare import Delta, compare_blocks
+from optigate.bench.compare import Delta, MarginLike, compare_adapters, compare_blocks
 from optigate.bench.metrics import RunSamples
 from optigate.config.models import BenchmarkGate, CrossCheckTolerance
+from optigate.gate.decision.adapters import adapter_blocks, adapter_latency_checks, adapter_names
 from optigate.gate.decision.checks import (
     check_dict,
     coverage_checks,
@@ -125,14 +126,30 @@ def decide(inputs: GateInputs) -> GateVerdict:
         base, cand = pool(base_blocks), pool(cand_blocks)
         empty = no_success(base, cand)
         all_deltas += compare(base_blocks, cand_blocks, thresholds, inputs.seed) if not empty else []
+        if not empty and adapter_names(base_blocks, cand_blocks):  # each adapter's deltas, Holm across adapters
+            sides = {level: base_blocks}, {level: cand_blocks}
+            all_deltas += compare_adapters(*sides, margin_pct=margins(thresholds), seed=inputs.seed)
         at_level = level_checks(level, base_blocks, cand_blocks, thresholds, method, inputs.seed)
-        checks += at_level
+        checks += at_level + adapter_latency_checks(level, base_blocks, cand_blocks, thresholds, inputs.seed)
 
         base_fig, cand_fig = _figures(base_blocks), _figures(cand_blocks)
         gain = next((c.measured for c in at_level if c.name == CheckName.THROUGHPUT_GAIN), None)
         if gain is None and not empty and base_fig["output_tokens_per_s"] > 0:
             gain = 100 * (cand_fig["output_tokens_per_s"] / base_fig["output_tokens_per_s"] - 1)
-        levels.append({"concurrency": level, "baseline": base_fig, "candidate": cand_fig, "throughput_gain_pct": gain})
+        at = {"concurrency": level, "baseline": base_fig, "candidate": cand_fig, "throughput_gain_pct": gain}
+        adapters = adapter_names(base_blocks, cand_blocks)
+        if adapters:  # each adapter's figures beside all traffic's (a side that sent it nothing: None)
+            at["adapters"] = {
+                adapter: {
+                    side: _figures(blocks) if blocks else None
+                    for side, blocks in (
+                        ("baseline", adapter_blocks(base_blocks, adapter)),
+                        ("candidate", adapter_blocks(cand_blocks, adapter)),
+                    )
+                }
+                for adapter in adapters
+            }
+        levels.append(at)
         # No successful request, no cost: tokens of warm-up requests alone are not a service rate.
         costs.append(
             {
@@ -183,9 +200,14 @@ def compare(
     base_blocks: Sequence[RunSamples], cand_blocks: Sequence[RunSamples], thresholds: BenchmarkGate, seed: int
 ) -> list[Delta]:
     """Every metric's verdict at one level, the blocks of each side resampled (the report's deltas)."""
-    margins = {"default": thresholds.equivalence_margin_pct}
-    margins.update({str(metric): margin for metric, margin in thresholds.metric_margins_pct.items()})
-    return compare_blocks(base_blocks, cand_blocks, margin_pct=margins, seed=seed)
+    return compare_blocks(base_blocks, cand_blocks, margin_pct=margins(thresholds), seed=seed)
+
+
+def margins(thresholds: BenchmarkGate) -> MarginLike:
+    """The practical margin of each metric the deltas compare."""
+    by_metric = {"default": thresholds.equivalence_margin_pct}
+    by_metric.update({str(metric): margin for metric, margin in thresholds.metric_margins_pct.items()})
+    return by_metric
 
 
 def outcome_of(checks: Sequence[Check]) -> str:

@@ -43,8 +43,9 @@ def error_text(run: RunSamples) -> str:
 
 
 def label(check: Check) -> str:
-    """``name`` or ``name@c<level>``: a check's short name in the summary."""
-    return check.name if check.concurrency is None else f"{check.name}@c{check.concurrency}"
+    """``name``, ``name@c<level>`` or ``name[adapter]@c<level>``: a check's short name in the summary."""
+    name = check.name if check.adapter is None else f"{check.name}[{check.adapter}]"
+    return name if check.concurrency is None else f"{name}@c{check.concurrency}"
 
 
 #: The sentence of a failed check, given the check and where it ran ("" or " at concurrency 4").
@@ -148,6 +149,8 @@ def threshold_text(check: Check) -> str:
 def reason(check: Check) -> str:
     """One sentence per failed or inconclusive check: the check, where, the measured value and the threshold."""
     where = f" at concurrency {check.concurrency}" if check.concurrency is not None else ""
+    if check.adapter is not None:
+        where = f" for adapter {check.adapter}{where}"
     if check.inconclusive:
         return f"{check.name}{where} is inconclusive: {check.detail}; {threshold_text(check)}."
     return WORDS[CheckName(check.name)].failure(check, where)

@@ -5,9 +5,14 @@ Event:
   {"endpoint_name": "...", "region": "us-east-1", "endpoint_url": null, "target_variant": null,
    "inference_component": null, "concurrency": 16, "requests": 64 | "duration_s": 120,
    "prompt_tokens": 1024, "max_new_tokens": 256, "timeout_s": 120, "engine_mode": "async" | "rolling-batch",
-   "shard": 0, "run_id": "...", "bucket": "...", "prefix": "benchmarks/"}
+   "shard": 0, "run_id": "...", "bucket": "...", "prefix": "benchmarks/",
+   "inference_components": [{"name": "...", "adapter": "base" | "<adapter>", "weight": 3.0}, ...]}
 `engine_mode` is LMI's engine mode of the endpoint's container as the gate resolved it: it decides the request
 schema and how the stream is read (optigate.bench.payloads); without it the worker refuses to run.
+`inference_components` (optional; absent or empty: a model-backed endpoint): each request goes to one
+component in a weighted order drawn from the shard's seed (optigate.bench.load.ComponentSchedule), the same
+for the baseline and the candidate of a block; the shard's result names the mix ("inference_components") and
+splits each run's samples by adapter ("adapters"), and the summary counts the requests per adapter.
 Returns a small summary and where the shard's samples are (Step Functions payloads are small).
 """
 
@@ -20,7 +25,7 @@ import os
 import boto3
 
 from optigate.bench.client import Target
-from optigate.bench.load import LoadSpec
+from optigate.bench.load import ComponentShare, LoadSpec
 from optigate.bench.runner import run_levels
 
 
@@ -47,6 +52,7 @@ def handler(event: dict, _context=None) -> dict:
         max_new_tokens=int(event.get("max_new_tokens", 256)),
         engine_mode=str(event["engine_mode"]),
         seed=int(event.get("shard", 0)) * 100_003,
+        components=components(event.get("inference_components")),
     )
     result = asyncio.run(run_levels(target, [spec.concurrency], spec, timeout=float(event.get("timeout_s", 120))))
     result["shard"] = int(event["shard"])
@@ -55,7 +61,7 @@ def handler(event: dict, _context=None) -> dict:
         Bucket=event["bucket"], Key=key, Body=json.dumps(result).encode(), ContentType="application/json"
     )
     run = result["runs"][0]
-    return {
+    summary = {
         "bucket": event["bucket"],
         "key": key,
         "shard": result["shard"],
@@ -63,3 +69,18 @@ def handler(event: dict, _context=None) -> dict:
         "errors": run["errors"],
         "interrupted": result["interrupted"],
     }
+    if spec.components:
+        summary["requests_by_adapter"] = {name: sub["requests"] for name, sub in run.get("adapters", {}).items()}
+    return summary
+
+
+def components(items: list[dict] | None) -> tuple[ComponentShare, ...]:
+    """The event's inference components; a malformed entry is refused (never a guess at the mix)."""
+    if not items:
+        return ()
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ValueError(f"inference_components must be a list of {{name, adapter, weight}}, got {items!r}")
+    refused = [item for item in items if set(item) != {"name", "adapter", "weight"}]
+    if refused:
+        raise ValueError(f"each inference component has exactly name, adapter and weight, got {refused[0]!r}")
+    return tuple(ComponentShare(str(i["name"]), str(i["adapter"]), i["weight"]) for i in items)

@@ -1,7 +1,9 @@
 """Merge the shards of a benchmark run (exactly, from raw samples) into one result file.
 
 Event: {"shards": [{"bucket", "key", ...}, ...], "bucket": "...", "key": ".../result.json"}
-Returns the merged run's summary (without samples) and where the full result is.
+Returns the merged run's summary (without samples) and where the full result is. Shards of an inference-component
+endpoint keep their adapter labels: the merged run's "adapters" merges each adapter's samples, and the result
+names the mix the shards sent ("inference_components").
 """
 
 from __future__ import annotations
@@ -16,15 +18,19 @@ from optigate.bench.metrics import RunSamples, merge
 def handler(event: dict, _context=None) -> dict:
     s3 = boto3.client("s3")
     shards = []
-    target = None
+    target = mix = None
     for shard in event["shards"]:
         data = json.loads(s3.get_object(Bucket=shard["bucket"], Key=shard["key"])["Body"].read())
         target = target or data.get("target")
+        mix = mix or data.get("inference_components")
         shards += [RunSamples.from_result(run) for run in data["runs"]]
-    merged = merge(shards).to_result()
+    runs = merge(shards)
+    merged = runs.to_result()
     result = {"target": target, "shards": len(event["shards"]), "runs": [merged]}
+    if mix:
+        result["inference_components"] = mix
     s3.put_object(
         Bucket=event["bucket"], Key=event["key"], Body=json.dumps(result).encode(), ContentType="application/json"
     )
-    summary = {k: v for k, v in merged.items() if k != "samples"}
+    summary = runs.to_result(include_samples=False)
     return {"bucket": event["bucket"], "key": event["key"], "summary": summary}
