@@ -8,6 +8,7 @@ from pydantic import BaseModel, ValidationError
 
 from optigate.config import models
 from optigate.config.models import Serving, TeamConfig, serving_with
+from optigate.config.rules.component_rules import component_problems
 from optigate.config.rules.gate_rules import (
     GATE_CANDIDATE,
     compile_problems,
@@ -60,6 +61,7 @@ def check_team(team: TeamConfig) -> list[Problem]:
     problems += architecture_problems(team)
     problems += adapter_problems(team)
     problems += rollout_problems(team)
+    problems += component_problems(team)
     if not problems:  # a candidate inherits the serving block: report its own problems only
         shadow = team.rollout.shadow
         if shadow is not None and shadow.candidate:
