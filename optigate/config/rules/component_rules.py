@@ -24,6 +24,16 @@ SCHEDULING_NEEDS_ZONE_BALANCE = rule(
 
 def component_problems(team: TeamConfig) -> list[Problem]:
     problems: list[Problem] = []
+    if team.adapters and "instance_pools" in team.gate.candidate:  # the candidate's twin stages the adapters too
+        problems.append(
+            Problem(
+                ("gate", "candidate", "instance_pools"),
+                "a candidate of a team serving adapters runs them as adapter components, which need an endpoint "
+                "with a single instance type (BaseInferenceComponentName only in the singular Specification, "
+                f"{CFN_SCHEMA}); remove instance_pools from the candidate",
+                ADAPTERS_ON_ONE_INSTANCE_TYPE,
+            )
+        )
     if team.adapters and team.serving.instance_pools:
         # CreateInferenceComponent takes `Specification` or `Specifications` (one per instance type, 2-5 in the
         # CloudFormation schema); BaseInferenceComponentName is accepted only on the singular Specification, which
