@@ -502,6 +502,61 @@ class Adapter(Strict):
     )
 
 
+#: Where the inference-component settings below come from (botocore 1.44 InferenceComponentSpecification; the
+#: SageMaker SDK's sagemaker-core shapes name them data_cache_config and scheduling_config).
+COMPONENT_API = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InferenceComponentSpecification.html"
+
+
+class DataCacheConfig(Strict):
+    """InferenceComponentSpecification.DataCacheConfig of the base component."""
+
+    enable_caching: bool = Field(
+        description="EnableCaching: each instance provisioned for the base component keeps its model artifacts and "
+        "container image, so copies added by scale-out (and from zero) deploy without downloading them again."
+    )
+
+
+class AvailabilityZoneBalance(Strict):
+    """InferenceComponentSchedulingConfig.AvailabilityZoneBalance."""
+
+    enforcement_mode: Literal["PERMISSIVE"] = Field(
+        description="PERMISSIVE (the only value the API has): balance copies across Availability Zones, but place "
+        "them anyway when capacity does not allow it."
+    )
+    max_imbalance: int | None = Field(
+        None, ge=0, le=100, description="Largest difference of copies between two zones; SageMaker's default is 0."
+    )
+
+
+class SchedulingConfig(Strict):
+    """InferenceComponentSpecification.SchedulingConfig of the base component."""
+
+    placement_strategy: Literal["SPREAD", "BINPACK"] = Field(
+        description="SPREAD: copies spread over the instances (resilience); BINPACK: packed onto fewer instances "
+        "(utilization). Within each zone when availability_zone_balance is set."
+    )
+    availability_zone_balance: AvailabilityZoneBalance | None = Field(
+        None,
+        description="Required by CloudFormation's AWS::SageMaker::InferenceComponent schema beside placement_strategy "
+        "(the API alone takes placement_strategy without it).",
+    )
+
+
+class InferenceComponents(Strict):
+    """How the base inference component is cached and placed (teams with `adapters` only). Adapter components
+    reserve no compute and run in their base's copies, so the settings are the base's."""
+
+    data_cache_config: DataCacheConfig | None = Field(
+        None,
+        description="Unset: caching is enabled when the base component autoscales (serving.autoscaling with "
+        "max_capacity above min_capacity, or scale_to_zero), and left to SageMaker otherwise (which caches on "
+        "instances with more than 232 GiB of NVMe storage by itself, per the CloudFormation schema).",
+    )
+    scheduling_config: SchedulingConfig | None = Field(
+        None, description="Copy placement; unset: SageMaker's default placement."
+    )
+
+
 class ShadowRollout(Strict):
     sampling_percentage: int = Field(
         ge=1, le=100, description="Share of live requests mirrored to the shadow variant (1-100)."
@@ -759,7 +814,7 @@ class Acknowledgement(Strict):
     """A note the team has read and accepts, as cdk-nag's suppressions: `optigate validate` no longer prints it.
     Only a note can be acknowledged, never a refusal (docs/rules.md lists which rule is which)."""
 
-    id: str = Field(description="The note's rule ID as `optigate validate` prints it, e.g. OG262.")
+    id: str = Field(description="The note's rule ID as `optigate validate` prints it, e.g. OG424.")
     reason: str = Field(
         description="Why the team accepts the note, for the next reader: at least 40 characters, e.g. what was "
         "tested and where."
@@ -781,6 +836,10 @@ class TeamConfig(Strict):
         description="LoRA adapters on the one base model: the endpoint then serves through inference components (a "
         "base component and one per adapter) and serving.lora is derived from them; container family lmi only, "
         "without a gate candidate or a shadow rollout.",
+    )
+    inference_components: InferenceComponents | None = Field(
+        None,
+        description=f"Caching and placement of the base inference component (only with adapters); see {COMPONENT_API}.",
     )
     rollout: Rollout = Field(Rollout(), description="How CloudFormation rolls a new model out to the live endpoint.")
     gate: Gate = Field(Gate(), description="The change the gate proves and the thresholds it judges it by.")
@@ -846,7 +905,10 @@ RequestFormat = Literal["openai_chat", "openai_completions", "sharegpt", "lmi"]
 
 
 class DataCapture(Strict):
-    """The endpoint's data capture in one environment (EndpointConfig DataCaptureConfig)."""
+    """The endpoint's data capture in one environment (EndpointConfig DataCaptureConfig), for model-backed and
+    adapter teams alike. On an endpoint serving adapters every component's traffic is captured under the one
+    variant, and the documented capture record names no inference component: a record does not say which adapter
+    (or the base) answered (docs/inference-components.md)."""
 
     percentage: int = Field(ge=0, le=100, description="InitialSamplingPercentage; 0 disables data capture.")
     encryption: CaptureEncryption = Field(

@@ -9,15 +9,18 @@ from aws_cdk import Duration
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from optigate import naming
 from optigate.constructs.common import target_tracking
+from optigate.constructs.data_capture import CaptureSettings, capture_config, capture_prefix
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.rollback_alarms import rollback_alarms, variant_metric
 from optigate.constructs.tuned_endpoint import VariantSettings
 from optigate.deployment.component_rollout import ComponentRollout
+from optigate.deployment.component_settings import BaseComponentSettings, ComponentPlacement
 from optigate.deployment.components import ComponentCompute
 from optigate.plan.catalog import has_instance_storage
 
@@ -77,6 +80,9 @@ class LoraAdapters(Construct):
     :param rollout: how an update of the base component rolls out (its DeploymentConfig: a rolling update, rolled
         back on the endpoint's 5XX and p99 model-latency alarms); adapter components get none, having no copies of
         their own. None: no DeploymentConfig and no rollback alarms. @default ComponentRollout()
+    :param base_settings: the base component's DataCacheConfig and SchedulingConfig
+        (optigate.deployment.component_settings). @default neither (SageMaker's defaults)
+    :param data_capture: the endpoint config's DataCaptureConfig, as a TunedEndpoint's. @default none
     """
 
     def __init__(
@@ -92,11 +98,15 @@ class LoraAdapters(Construct):
         scaling: ComponentScaling | None = None,
         encryption_key: kms.IKey | None = None,
         rollout: ComponentRollout | None = ComponentRollout(),  # noqa: B008 (frozen: one shared default is safe)
+        base_settings: BaseComponentSettings | None = None,
+        data_capture: CaptureSettings | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         names = [adapter.name for adapter in adapters]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.node.path}: adapter names must be unique, got {names}")
+        _refuse_adapters_on_pools(self.node.path, variant, adapters)
+        settings = base_settings or BaseComponentSettings()
         self.endpoint_name = endpoint_name
         self.base_component_name = naming.inference_component_name(endpoint_name, "base")
         component_names = {a.name: naming.inference_component_name(endpoint_name, a.name) for a in adapters}
@@ -126,12 +136,17 @@ class LoraAdapters(Construct):
             inference_ami_version=variant.inference_ami_version,
         )
         local_storage = has_instance_storage(variant.instance_type)
+        self.capture_bucket: s3.Bucket | None = None
+        capture_property = None
+        if data_capture is not None and data_capture.percentage > 0:
+            capture_property, self.capture_bucket = capture_config(self, model, self.key, data_capture)
         self.config = sagemaker.CfnEndpointConfig(
             self,
             "Config",
             production_variants=[production],
             execution_role_arn=model.role.role_arn,
             kms_key_id=None if local_storage else self.key.key_arn,
+            data_capture_config=capture_property,
         )
         self.endpoint = sagemaker.CfnEndpoint(
             self, "Endpoint", endpoint_name=endpoint_name, endpoint_config_name=self.config.attr_endpoint_config_name
@@ -154,6 +169,8 @@ class LoraAdapters(Construct):
                     model_data_download_timeout_in_seconds=variant.model_data_download_timeout_seconds,
                     container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout_seconds,
                 ),
+                data_cache_config=_data_cache_property(settings.enable_caching),
+                scheduling_config=_scheduling_property(settings.placement),
             ),
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
                 copy_count=compute.copies
@@ -218,6 +235,11 @@ class LoraAdapters(Construct):
                 else None
             ),
         )
+
+    def capture_prefix(self) -> str | None:
+        """Where this endpoint's captured records are (optigate.constructs.data_capture.capture_prefix); the records
+        of every component are under the one variant and name no component."""
+        return capture_prefix(self.capture_bucket, self.endpoint_name)
 
     def _autoscaling(self, scaling: ComponentScaling) -> None:
         target = target_tracking(
@@ -288,3 +310,40 @@ class LoraAdapters(Construct):
             )
             alarm.add_alarm_action(_ScalingPolicyAction(scale_out.attr_arn))
             self.no_capacity_alarms.append(alarm)
+
+
+# ---------------------------------------------------------------- the component API's options (DESIGN-26, item 7)
+
+
+def _refuse_adapters_on_pools(path: str, variant: VariantSettings, adapters: list[AdapterSpec]) -> None:
+    """Adapter components are accepted only in the singular Specification, "for an endpoint with a single instance
+    type" (CloudFormation's AWS::SageMaker::InferenceComponent schema); the config refuses it first (OG530)."""
+    if adapters and variant.instance_pools:
+        raise ValueError(
+            f"{path}: adapter components need an endpoint with one instance type, got pools "
+            f"{[t for t, _ in variant.instance_pools]} (rule OG530)"
+        )
+
+
+def _data_cache_property(
+    enable_caching: bool | None,
+) -> sagemaker.CfnInferenceComponent.InferenceComponentDataCacheConfigProperty | None:
+    """Specification.DataCacheConfig (EnableCaching, required in it): artifacts and image kept on each instance."""
+    if enable_caching is None:
+        return None
+    return sagemaker.CfnInferenceComponent.InferenceComponentDataCacheConfigProperty(enable_caching=enable_caching)
+
+
+def _scheduling_property(
+    placement: ComponentPlacement | None,
+) -> sagemaker.CfnInferenceComponent.InferenceComponentSchedulingConfigProperty | None:
+    """Specification.SchedulingConfig: PlacementStrategy (SPREAD | BINPACK) and AvailabilityZoneBalance, which the
+    CloudFormation schema requires beside it (EnforcementMode PERMISSIVE, MaxImbalance 0-100)."""
+    if placement is None:
+        return None
+    return sagemaker.CfnInferenceComponent.InferenceComponentSchedulingConfigProperty(
+        placement_strategy=placement.placement_strategy,
+        availability_zone_balance=sagemaker.CfnInferenceComponent.InferenceComponentAvailabilityZoneBalanceProperty(
+            enforcement_mode=placement.enforcement_mode, max_imbalance=placement.max_imbalance
+        ),
+    )

@@ -5,16 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from optigate.constructs import nag
 from optigate.constructs.blue_green import BlueGreenSettings, blue_green_alarms, deployment_config
-from optigate.constructs.common import secure_bucket, target_tracking
+from optigate.constructs.common import target_tracking
+from optigate.constructs.data_capture import CaptureSettings, capture_config, capture_prefix
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.rollback_alarms import variant_metric
 from optigate.plan.catalog import has_instance_storage
@@ -31,24 +31,6 @@ def _api(value: Any) -> Any:
 
 def _pascal(snake: str) -> str:
     return "".join(part.upper() if part == "gb" else part.title() for part in snake.split("_"))
-
-
-@dataclass(frozen=True)
-class CaptureSettings:
-    """How the endpoint captures requests and responses (EndpointConfig DataCaptureConfig).
-
-    :param percentage: InitialSamplingPercentage, 1-100.
-    :param encryption: "kms": the endpoint's KMS key encrypts the bucket and is the capture's KmsKeyId (SSE-KMS).
-        "s3_managed": a separate SSL-only bucket with SSE-S3 and no KmsKeyId, which a SageMaker optimization
-        job can train an EAGLE head from ("unencrypted captured data", ModelSpeculativeDecodingConfig).
-        @default "kms"
-    :param json_content_types: CaptureContentTypeHeader.JsonContentTypes (at most 10); other payloads are
-        captured base64-encoded. @default none
-    """
-
-    percentage: int
-    encryption: str = "kms"
-    json_content_types: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -194,7 +176,7 @@ class TunedEndpoint(Construct):
         capture = data_capture or (CaptureSettings(data_capture_percentage) if data_capture_percentage > 0 else None)
         data_capture_config = None
         if capture is not None and capture.percentage > 0:
-            data_capture_config = self._data_capture(model, capture)
+            data_capture_config, self.capture_bucket = capture_config(self, model, self.key, capture)
 
         local_storage = has_instance_storage(variant.instance_type)  # every pool's is the same (VariantSettings)
         self._data_capture_config = data_capture_config
@@ -277,66 +259,9 @@ class TunedEndpoint(Construct):
 
     # ------------------------------------------------------------------ parts
 
-    def _data_capture(
-        self, model: LmiModel, capture: CaptureSettings
-    ) -> sagemaker.CfnEndpointConfig.DataCaptureConfigProperty:
-        s3_managed = capture.encryption == "s3_managed"
-        if s3_managed:
-            # What an optimization job can train from: SSE-S3 and no capture KmsKeyId. SSL-only and private like
-            # every optigate bucket; only this endpoint's capture is in it.
-            self.capture_bucket = s3.Bucket(
-                self,
-                "PlainCaptureBucket",
-                encryption=s3.BucketEncryption.S3_MANAGED,
-                enforce_ssl=True,
-                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-                removal_policy=RemovalPolicy.RETAIN,
-                lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(90))],
-            )
-            nag.acknowledge(
-                self.capture_bucket,
-                "AwsSolutions-S1",
-                "Only SageMaker (through the model role) writes here, and the gate's optimization job reads it; "
-                "reads are audited with CloudTrail S3 data events, which platform accounts enable organisation-wide.",
-            )
-        else:
-            self.capture_bucket = secure_bucket(
-                self, "CaptureBucket", self.key, purpose="SageMaker (through the model role)", expire_days=90
-            )
-        # SageMaker writes captured data with the model's execution role.
-        nag.allow(
-            model.role,
-            ["s3:PutObject"],
-            [self.capture_bucket.arn_for_objects("capture/*")],
-            why_wildcard="Captured requests and responses, written under this endpoint's capture/ prefix only.",
-        )
-        if not s3_managed:
-            nag.allow(model.role, ["kms:Encrypt", "kms:GenerateDataKey", "kms:Decrypt"], [self.key.key_arn])
-        header = (
-            sagemaker.CfnEndpointConfig.CaptureContentTypeHeaderProperty(
-                json_content_types=list(capture.json_content_types)
-            )
-            if capture.json_content_types
-            else None
-        )
-        return sagemaker.CfnEndpointConfig.DataCaptureConfigProperty(
-            enable_capture=True,
-            initial_sampling_percentage=capture.percentage,
-            destination_s3_uri=self.capture_bucket.s3_url_for_object("capture"),
-            kms_key_id=None if s3_managed else self.key.key_arn,
-            capture_options=[
-                sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode="Input"),
-                sagemaker.CfnEndpointConfig.CaptureOptionProperty(capture_mode="Output"),
-            ],
-            capture_content_type_header=header,
-        )
-
     def capture_prefix(self) -> str | None:
-        """Where this endpoint's captured records are: `<destination>/<endpoint>/` (SageMaker's layout,
-        `<DestinationS3Uri>/<endpoint>/<variant>/yyyy/mm/dd/hh/`), or None without capture."""
-        if self.capture_bucket is None:
-            return None
-        return self.capture_bucket.s3_url_for_object(f"capture/{self.endpoint_name}/")
+        """Where this endpoint's captured records are (optigate.constructs.data_capture.capture_prefix)."""
+        return capture_prefix(self.capture_bucket, self.endpoint_name)
 
     def metric(self, name: str, statistic: str = "Sum", variant_name: str | None = None) -> cloudwatch.Metric:
         return variant_metric(self.endpoint_name, variant_name or self.variant.variant_name, name, statistic)

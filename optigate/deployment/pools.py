@@ -33,9 +33,8 @@ USER_GUIDE = "https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints
 POOL_STORAGE_ONE_KIND = rule("OG257", "the pools of a variant store the model on one kind of storage (NVMe or EBS)")
 POOL_AMI_ONE_VERSION = rule("OG258", "the pools of a variant run the image on one host AMI")
 NOTE_POOLS_WITH_SHADOW = rule("OG261", "instance pools beside a shadow variant are undocumented", Severity.NOTE)
-NOTE_POOLS_WITH_MANAGED_SCALING = rule(
-    "OG262", "instance pools with scale_to_zero (ManagedInstanceScaling) are undocumented", Severity.NOTE
-)
+# OG262 (pools with scale_to_zero) is retired: scale_to_zero is an inference-component setting, and adapter
+# components are refused on pools (OG530, optigate.config.rules.component_rules).
 NOTE_GATE_MEASURES_PRIMARY_POOL = rule("OG263", "the gate measures the priority-1 pool only", Severity.NOTE)
 
 
@@ -227,7 +226,7 @@ def pool_advisories(team: TeamConfig) -> list[Problem]:
     The user guide documents pools with real-time and asynchronous endpoints, single models and inference components,
     autoscaling (scale-out on the next available type, scale-in lowest priority first) and CloudWatch metrics with an
     InstanceType dimension; the deployment-guardrails exclusions (blue/green, rolling) do not list pools. Nothing is
-    said of shadow variants or ManagedInstanceScaling beside pools.
+    said of shadow variants beside pools. Adapter components beside pools are refused (OG530).
     """
     serving = team.serving
     if not has_pools(serving):
@@ -241,17 +240,6 @@ def pool_advisories(team: TeamConfig) -> list[Problem]:
                 "undocumented: a shadow variant beside a production variant with instance pools is not described in "
                 f"the SageMaker docs ({USER_GUIDE}); the shadow variant runs on {serving.instance_type} only",
                 NOTE_POOLS_WITH_SHADOW,
-            )
-        )
-    scaling = serving.autoscaling
-    if team.adapters and scaling is not None and scaling.scale_to_zero:
-        notes.append(
-            Problem(
-                where,
-                "undocumented: instance pools with ManagedInstanceScaling (scale_to_zero) are not described together; "
-                f"the docs support pools with inference components ({USER_GUIDE}); first deploy to a non-production "
-                "environment",
-                NOTE_POOLS_WITH_MANAGED_SCALING,
             )
         )
     if team.gate.candidate:

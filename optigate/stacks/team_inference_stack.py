@@ -13,14 +13,16 @@ from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
 from optigate.constructs.blue_green import BlueGreenSettings
 from optigate.constructs.common import secure_bucket
+from optigate.constructs.data_capture import CaptureSettings
 from optigate.constructs.evaluation_job import EvaluationJob
 from optigate.constructs.gate import GateResources, LiveConfig, OptimizationGate
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.lora_adapters import AdapterSpec, ComponentScaling, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
-from optigate.constructs.tuned_endpoint import CaptureSettings, ScalingSettings, TunedEndpoint, VariantSettings
+from optigate.constructs.tuned_endpoint import ScalingSettings, TunedEndpoint, VariantSettings
 from optigate.deployment import Deployment, ResolvedServing
 from optigate.deployment.component_rollout import component_rollout, rollback_latency_ms
+from optigate.deployment.component_settings import base_component_settings
 from optigate.deployment.components import component_compute
 from optigate.deployment.gate import GatePlan
 from optigate.serving import images
@@ -102,6 +104,8 @@ class TeamInferenceStack(Stack):
                     else None
                 ),
                 rollout=component_rollout(deployment),
+                base_settings=base_component_settings(team),
+                data_capture=_capture_settings(overrides.capture),
             )
         else:
             rollout = team.rollout
@@ -256,9 +260,9 @@ class TeamInferenceStack(Stack):
         uri: str | None = None
         if location is None:
             # The config rules refuse a capture the job cannot read (KMS, base64, off, not OpenAI/ShareGPT).
-            endpoint = self.endpoint if isinstance(self.endpoint, TunedEndpoint) else None
-            uri = endpoint.capture_prefix() if endpoint is not None else None
-            if endpoint is None or uri is None or endpoint.capture_bucket is None:
+            endpoint = self.endpoint  # either kind captures the same way (optigate.constructs.data_capture)
+            uri = endpoint.capture_prefix()
+            if uri is None or endpoint.capture_bucket is None:
                 raise ValueError(f"{plan.team}: train_from data_capture, but {plan.live_endpoint} captures nothing")
             listed = f"capture/{plan.live_endpoint}/*"
             objects = endpoint.capture_bucket.arn_for_objects(listed)

@@ -10,30 +10,30 @@ import pytest
 from optigate.cli import main
 from tests.conftest import edited_config
 
-REASON = "ManagedInstanceScaling with both pools was load-tested in dev on 2026-11-20 (ticket OPS-812)"
-NOTE = "[OG262]"
+REASON = "the EAGLE training job pulled its image with the model role in dev on 2026-11-20 (ticket OPS-812)"
+NOTE = "[OG424]"
 
 
 def _acknowledge(tmp_path, monkeypatch, rule_id: str, reason: str):
-    entry = f"acknowledge:\n  - id: {rule_id}\n    reason: {reason}\nadapters:\n"
-    edited_config(tmp_path, "teams/support.yaml", "adapters:\n", entry)
+    entry = f"acknowledge:\n  - id: {rule_id}\n    reason: {reason}\nrollout:\n"
+    edited_config(tmp_path, "teams/chat.yaml", "rollout:\n", entry)
     monkeypatch.chdir(tmp_path)
 
 
 def test_the_example_prints_the_note_with_its_id(capsys):
     assert main(["validate", "config"]) == 0
     out = capsys.readouterr().out
-    line = Path("config/teams/support.yaml").read_text().splitlines().index("  instance_pools:") + 1
-    assert f"note config/teams/support.yaml:{line} serving.instance_pools {NOTE}: undocumented:" in out
+    line = Path("config/teams/chat.yaml").read_text().splitlines().index("      method: eagle") + 1
+    assert f"note config/teams/chat.yaml:{line} gate.candidate.speculative_decoding.method {NOTE}: undocumented:" in out
     assert "acknowledged" not in out
 
 
 def test_an_acknowledged_note_is_counted_not_printed(tmp_path, monkeypatch, capsys):
-    _acknowledge(tmp_path, monkeypatch, "OG262", REASON)
+    _acknowledge(tmp_path, monkeypatch, "OG424", REASON)
     assert main(["validate", "config"]) == 0
     out = capsys.readouterr().out
     assert NOTE not in out
-    assert "config/teams/support.yaml: 1 note(s) acknowledged\n" in out
+    assert "config/teams/chat.yaml: 1 note(s) acknowledged\n" in out
     assert "✓ 4 config file(s) valid" in out
 
 
@@ -42,7 +42,7 @@ def test_an_acknowledged_note_is_counted_not_printed(tmp_path, monkeypatch, caps
     [
         ("OG307", REASON, "acknowledge[0].id [OG702]", "OG307 is a refusal (fp8 on a GPU with FP8 tensor cores"),
         ("OG999", REASON, "acknowledge[0].id [OG701]", "no rule has the ID 'OG999'"),
-        ("OG262", "tested", "acknowledge[0].reason [OG703]", "say why the team accepts OG262 in at least 40"),
+        ("OG424", "tested", "acknowledge[0].reason [OG703]", "say why the team accepts OG424 in at least 40"),
     ],
     ids=["a-refusal", "an-unknown-id", "a-short-reason"],
 )
@@ -50,19 +50,19 @@ def test_a_wrong_acknowledgement_is_refused_at_its_line(
     tmp_path, monkeypatch, capsys, rule_id, reason, where, expected
 ):
     _acknowledge(tmp_path, monkeypatch, rule_id, reason)
-    line = (tmp_path / "config/teams/support.yaml").read_text().splitlines().index("acknowledge:") + 2
+    line = (tmp_path / "config/teams/chat.yaml").read_text().splitlines().index("acknowledge:") + 2
     line += where.endswith("[OG703]")  # the reason is the entry's second line
     assert main(["validate", "config"]) == 1
     err = capsys.readouterr().err
-    assert f"✗ config/teams/support.yaml:{line} {where}: {expected}" in err
+    assert f"✗ config/teams/chat.yaml:{line} {where}: {expected}" in err
 
 
 def test_a_note_is_acknowledged_only_in_its_own_team(tmp_path, monkeypatch, capsys):
-    """chat.yaml acknowledging OG262 does not silence support.yaml's OG262."""
+    """support.yaml acknowledging OG424 does not silence chat.yaml's OG424."""
     edited_config(
-        tmp_path, "teams/chat.yaml", "serving:\n", f"acknowledge:\n  - id: OG262\n    reason: {REASON}\nserving:\n"
+        tmp_path, "teams/support.yaml", "rollout:\n", f"acknowledge:\n  - id: OG424\n    reason: {REASON}\nrollout:\n"
     )
     monkeypatch.chdir(tmp_path)
     assert main(["validate", "config"]) == 0
     out = capsys.readouterr().out
-    assert NOTE in out and "config/teams/chat.yaml: 1 note(s) acknowledged" not in out
+    assert NOTE in out and "config/teams/support.yaml: 1 note(s) acknowledged" not in out

@@ -45,6 +45,8 @@ CROSS_CHECK = {"benchmark": {"cross_check": "sagemaker", "cross_check_tokenizer"
 HUGGING_FACE = {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "s3_uri": "s3://acme-models/hf/"}
 #: A folder with an AWQ checkpoint's config.json (what model.local_dir reads).
 AWQ_CHECKPOINT = Path(__file__).parent.parent / "fixtures" / "checkpoints" / "llama-3.1-8b-awq"
+CACHED = {"data_cache_config": {"enable_caching": True}}
+SPREAD_OVER_ZONES = {"placement_strategy": "SPREAD", "availability_zone_balance": {"enforcement_mode": "PERMISSIVE"}}
 REASON = "reviewed with the platform team: the shadow variant runs on the primary pool only"
 
 
@@ -388,6 +390,13 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10}}, "adapters": [ADAPTER]},
         {"adapters": [ADAPTER]},
     ),
+    ("OG530", both(serving(instance_pools=POOLS), {"adapters": [ADAPTER]}), {"adapters": [ADAPTER]}),
+    ("OG531", {"inference_components": CACHED}, {"adapters": [ADAPTER], "inference_components": CACHED}),
+    (
+        "OG532",
+        {"adapters": [ADAPTER], "inference_components": {"scheduling_config": {"placement_strategy": "SPREAD"}}},
+        {"adapters": [ADAPTER], "inference_components": {"scheduling_config": SPREAD_OVER_ZONES}},
+    ),
     (
         "OG520",
         {"rollout": {"strategy": "canary", "canary": {"traffic_percentage": 4}}, "adapters": [ADAPTER]},
@@ -429,16 +438,6 @@ EAGLE_FROM_S3 = {"method": "eagle", "train_from": "s3://acme-data/chat/sharegpt/
 # (note ID, the team patch that makes the note, its twin without it)
 NOTE_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("OG261", both(SHADOW, serving(instance_pools=POOLS)), SHADOW),
-    (
-        "OG262",
-        both(
-            serving(instance_pools=POOLS, autoscaling={"min_capacity": 0, "max_capacity": 2, "scale_to_zero": True}),
-            {"adapters": [ADAPTER]},
-        ),
-        both(
-            serving(instance_pools=POOLS, autoscaling={"min_capacity": 1, "max_capacity": 2}), {"adapters": [ADAPTER]}
-        ),
-    ),
     ("OG263", both(serving(instance_pools=POOLS), gate({"max_batch_size": 16})), gate({"max_batch_size": 16})),
     (
         "OG421",

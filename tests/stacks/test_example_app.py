@@ -517,12 +517,27 @@ def test_traffic_to_any_component_wakes_an_endpoint_scaled_to_zero(example_app):
     assert woken  # support scales to zero
 
 
-def test_support_falls_back_to_one_l40s_through_instance_pools(example_app):
-    config = _only(example_app.templates["optigate-staging-support"], "AWS::SageMaker::EndpointConfig")
-    (variant,) = config["ProductionVariants"]
-    assert "InstanceType" not in variant
-    assert variant["InstancePools"] == [
-        {"InstanceType": "ml.g6e.12xlarge", "Priority": 1},
-        {"InstanceType": "ml.g6e.2xlarge", "Priority": 2},
-    ]
-    assert variant["VariantInstanceProvisionTimeoutInSeconds"] == 1800
+def test_support_serves_its_adapters_on_one_instance_type_with_cached_spread_copies(example_app):
+    """Adapter components are accepted only on an endpoint with one instance type (OG530): no InstancePools; the
+    base component caches the model and image on each instance and spreads its copies over the zones."""
+    template = example_app.templates["optigate-staging-support"]
+    (variant,) = _only(template, "AWS::SageMaker::EndpointConfig")["ProductionVariants"]
+    assert variant["InstanceType"] == "ml.g6e.12xlarge"
+    assert "InstancePools" not in variant and "VariantInstanceProvisionTimeoutInSeconds" not in variant
+    components = [r["Properties"] for r in resources_of(template, "AWS::SageMaker::InferenceComponent").values()]
+    (base,) = [c["Specification"] for c in components if "ModelName" in c["Specification"]]
+    assert base["DataCacheConfig"] == {"EnableCaching": True}
+    assert base["SchedulingConfig"] == {
+        "PlacementStrategy": "SPREAD",
+        "AvailabilityZoneBalance": {"EnforcementMode": "PERMISSIVE", "MaxImbalance": 1},
+    }
+
+
+def test_support_captures_its_traffic_where_the_environment_says(example_app):
+    """prod's data_capture_percentage (5, KMS) reaches the adapter team's endpoint as the model-backed teams';
+    dev and staging capture nothing for support."""
+    prod = _only(example_app.templates["optigate-prod-support"], "AWS::SageMaker::EndpointConfig")
+    assert prod["DataCaptureConfig"]["InitialSamplingPercentage"] == 5
+    assert "KmsKeyId" in prod["DataCaptureConfig"]
+    staging = _only(example_app.templates["optigate-staging-support"], "AWS::SageMaker::EndpointConfig")
+    assert "DataCaptureConfig" not in staging

@@ -11,6 +11,7 @@ from optigate.config.models import Serving, TeamConfig, serving_with
 from optigate.config.rules.adapter_candidate_rules import adapter_candidate_problems
 from optigate.config.rules.adapter_evaluation_rules import adapter_evaluation_problems
 from optigate.config.rules.adapter_mix_rules import adapter_mix_problems
+from optigate.config.rules.component_rules import component_problems
 from optigate.config.rules.gate_rules import (
     GATE_CANDIDATE,
     compile_problems,
@@ -63,6 +64,8 @@ def check_team(team: TeamConfig) -> list[Problem]:
     problems += architecture_problems(team)
     problems += adapter_problems(team)
     problems += rollout_problems(team) + adapter_mix_problems(team)
+    problems += rollout_problems(team)
+    problems += component_problems(team)
     if not problems:  # a candidate inherits the serving block: report its own problems only
         shadow = team.rollout.shadow
         if shadow is not None and shadow.candidate:
