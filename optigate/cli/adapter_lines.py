@@ -36,6 +36,18 @@ def live_component_lines(team: TeamConfig, endpoint: str, compute: ComponentComp
     return lines
 
 
+def plan_lines(team: TeamConfig, compute: ComponentCompute) -> list[str]:
+    """`plan`'s view of an adapter team: the base's reservation, the adapters on it, the gate's benchmark mix."""
+    from optigate.deployment.components import normalised_mix
+
+    labels = (BASE, *(adapter.name for adapter in team.adapters))
+    return [
+        f"inference components: {BASE}, {compute_line(compute)}",
+        "  adapters on it: " + ", ".join(labels[1:]),
+        *mix_lines(normalised_mix(team.gate.benchmark.adapter_mix, labels)),
+    ]
+
+
 def rollout_lines(team: TeamConfig) -> list[str]:
     """The team file's `rollout` as it stands for an adapter team: the live base component's rolling update."""
     rollout = team.rollout
