@@ -7,6 +7,8 @@ indent it is printed with and carries no padding when the output is redirected.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from optigate import naming
 from optigate.config.models import TeamConfig
 from optigate.deployment.components import BASE, ComponentCompute, GateComponents
@@ -21,8 +23,15 @@ def compute_line(compute: ComponentCompute) -> str:
     return f"{gpus}, {compute.cores} CPU cores, {compute.min_memory_mb:,} MB host memory per copy"
 
 
-def live_component_lines(team: TeamConfig, endpoint: str, compute: ComponentCompute, region: str) -> list[str]:
-    """The live endpoint's components: the base with its reservation and copies, each adapter with its archive."""
+def live_component_lines(
+    team: TeamConfig,
+    endpoint: str,
+    compute: ComponentCompute,
+    region: str,
+    approved: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The live endpoint's components: the base with its reservation and copies, each adapter with its archive
+    (`approved`: the versions the lock's package names, deployed instead of the team file's)."""
     scaling = team.serving.autoscaling
     if scaling is None:
         copies = f"{compute.copies} cop{'y' if compute.copies == 1 else 'ies'}"
@@ -31,8 +40,10 @@ def live_component_lines(team: TeamConfig, endpoint: str, compute: ComponentComp
         copies += ", scale to zero" if scaling.scale_to_zero else ""
     lines = [f"{naming.inference_component_name(endpoint, BASE)}: {compute_line(compute)}; {copies}"]
     for adapter in team.adapters:
-        lines.append(f"{naming.inference_component_name(endpoint, adapter.name)}: adapter {adapter.name} on the base")
-        lines.append(f"  {adapter.s3_uri.replace('{region}', region)}")
+        name = naming.inference_component_name(endpoint, adapter.name)
+        version = (approved or {}).get(adapter.name)
+        lines.append(f"{name}: adapter {adapter.name} on the base" + (", the gate-approved version" if version else ""))
+        lines.append(f"  {(version or adapter.s3_uri).replace('{region}', region)}")
     return lines
 
 

@@ -109,8 +109,10 @@ def _print_components(deployment) -> None:
         return
     compute = component_compute(deployment.resolved, team.serving.autoscaling)
     region = deployment.environment.region
+    # The adapter versions the lock's package was approved with, once the lock records them (issue 26).
+    approved = getattr(deployment.served, "adapters", None) if deployment.served else None
     console.print("  inference components (the base model, each adapter on it):", highlight=False)
-    _print_lines(live_component_lines(team, deployment.endpoint_name, compute, region), 4)
+    _print_lines(live_component_lines(team, deployment.endpoint_name, compute, region, approved), 4)
     _print_lines(rollout_lines(team), 2)
 
 

@@ -130,3 +130,17 @@ def test_a_new_adapter_version_is_shown_beside_the_one_served():
     assert sum("new version" in line for line in lines) == 1
     assert "  base: 2 GPUs, 4 CPU cores, 4,096 MB host memory per copy, one copy each side" in lines
     assert lines[-2] == "benchmark mix: read from CloudWatch at run time"
+
+
+def test_a_live_adapter_shows_the_version_the_lock_approved():
+    from optigate.cli.adapter_lines import live_component_lines
+    from optigate.config.loader import load_team
+    from optigate.deployment.components import ComponentCompute
+
+    team = load_team(CONFIG / "teams" / "support.yaml")
+    first, second = team.adapters[0], team.adapters[1]
+    lines = live_component_lines(team, "e", ComponentCompute(1), "eu-west-1", {first.name: "s3://b/new.tar.gz"})
+    assert f"e-{first.name}: adapter {first.name} on the base, the gate-approved version" in lines
+    assert "  s3://b/new.tar.gz" in lines
+    assert f"e-{second.name}: adapter {second.name} on the base" in lines
+    assert f"  {second.s3_uri.replace('{region}', 'eu-west-1')}" in lines
