@@ -164,15 +164,6 @@ def _print_plan(
         )
 
 
-def _print_components(team, resolved) -> None:
-    """An adapter team's components and the mix its gate benchmarks (optigate.cli.adapter_lines)."""
-    from optigate.cli.adapter_lines import plan_lines
-    from optigate.deployment.components import component_compute
-
-    for line in plan_lines(team, component_compute(resolved, team.serving.autoscaling)):
-        console.print(escape(f"  {line}"), highlight=False, soft_wrap=True)
-
-
 def _calibrate(team_file: Path, reports: list[Path]) -> None:
     """Turn gate reports into calibrations in config/calibration.yaml, and say what changed."""
     from optigate.cli.reports import load_gate_report
@@ -316,6 +307,15 @@ def _print_compare(candidates, cheapest, args: argparse.Namespace) -> int:
     if cheapest is None:
         raise CliError("no candidate fits and meets the target")
     return 0
+
+
+def _print_components(team, resolved) -> None:
+    """An adapter team's components and the mix its gate benchmarks (optigate.cli.adapter_lines)."""
+    from optigate.cli.adapter_lines import plan_lines
+    from optigate.deployment.components import component_compute
+
+    for line in plan_lines(team, component_compute(resolved, team.serving.autoscaling)):
+        console.print(escape(f"  {line}"), highlight=False, soft_wrap=True)
 
 
 def add_plan_parser(commands: argparse._SubParsersAction) -> None:
