@@ -38,7 +38,10 @@ def live_component_lines(
     else:
         copies = f"{scaling.min_capacity}-{scaling.max_capacity} copies"
         copies += ", scale to zero" if scaling.scale_to_zero else ""
-    lines = [f"{naming.inference_component_name(endpoint, BASE)}: {compute_line(compute)}; {copies}"]
+    lines = [
+        f"{naming.inference_component_name(endpoint, BASE)}: the base model, {copies}",
+        f"  {compute_line(compute)}",
+    ]
     for adapter in team.adapters:
         name = naming.inference_component_name(endpoint, adapter.name)
         version = (approved or {}).get(adapter.name)

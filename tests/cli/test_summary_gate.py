@@ -65,7 +65,8 @@ def test_summary_shows_an_adapter_teams_components_and_its_rollout(monkeypatch):
     support = _support(load_resolved_project(CONFIG).deployments("dev", default_locks_dir(CONFIG)))
     endpoint, region = support.endpoint_name, support.environment.region
     assert "  inference components (the base model, each adapter on it):" in text
-    assert f"    {endpoint}-base: {support.resolved.tensor_parallel_degree} GPU" in text
+    assert f"    {endpoint}-base: the base model, " in text
+    assert f"      {support.resolved.tensor_parallel_degree} GPU" in text
     for adapter in support.team.adapters:
         assert f"    {endpoint}-{adapter.name}: adapter {adapter.name} on the base" in text
         assert f"      {adapter.s3_uri.replace('{region}', region)}" in text
