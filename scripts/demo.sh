@@ -3,7 +3,8 @@
 # be, what it costs), show what would be deployed, and synthesize
 # every team's stack for every environment with the CDK CLI (cdk-nag runs inside the synth) and the
 # promotion pipeline with its stages, then benchmark an emulated baseline and candidate endpoint,
-# write the comparison report, and rehearse the gates (chat; research with its shadow rollout).
+# write the comparison report, and rehearse the gates (chat; research with its shadow rollout; support, whose
+# LoRA adapters the gate stages as inference components).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
@@ -62,3 +63,7 @@ step="rehearse chat"
 optigate rehearse --team chat --candidate both
 step="rehearse research"
 optigate rehearse --team research --candidate faster
+# The support team's adapters: twin and candidate serve the base and every adapter as inference components, the
+# benchmark follows its adapter mix; a faster FP8 base is approved and a slower one rejected.
+step="rehearse support"
+optigate rehearse --team support --candidate both

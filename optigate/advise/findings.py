@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from optigate.advise.adapter_gate import AdapterGate
 from optigate.advise.admission import GATE, Admission, admit
 from optigate.config.models import TeamConfig
 from optigate.deployment import ResolvedServing, ResolvedTeam
@@ -56,7 +57,7 @@ class Finding:
     status: str
     why: str
     candidate: dict[str, Any] | None = None
-    target: str = GATE  # where the block goes: gate.candidate, or serving for teams the gate cannot stage
+    target: str = GATE  # where the block goes
     effect: tuple[Figure, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -66,13 +67,10 @@ class Finding:
 
     @property
     def candidate_yaml(self) -> str | None:
-        """The exact YAML to paste (under `gate:` as `candidate:`, or the keys of `serving:`)."""
+        """The exact YAML to paste (under `gate:` as `candidate:`)."""
         if self.candidate is None:
             return None
-        document: dict[str, Any] = (
-            {"gate": {"candidate": self.candidate}} if self.target == GATE else {"serving": self.candidate}
-        )
-        return yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
+        return yaml.safe_dump({"gate": {"candidate": self.candidate}}, sort_keys=False, default_flow_style=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +92,8 @@ class Advice:
     environment: str | None
     findings: tuple[Finding, ...]
     concurrency: int  # the real concurrency: the highest level the gate benchmarks
+    # A team serving adapters: what its gate needs beside the candidate, and refuses (None without adapters).
+    adapter_gate: AdapterGate | None = None
 
     @property
     def recommendations(self) -> tuple[Finding, ...]:
@@ -113,6 +113,7 @@ class Advice:
             "next_step": upcoming.step if upcoming else None,
             "recommendations": [f.to_dict() for f in self.recommendations],
             "findings": [f.to_dict() for f in self.findings],
+            "adapter_gate": self.adapter_gate.to_dict() if self.adapter_gate else None,
         }
 
 
@@ -202,11 +203,6 @@ def proposal(ctx: Context, step: int, why: str, block: dict[str, Any], notes: tu
         return Finding(step, NOT_NOW, f"{why}; but the rules refuse the change ({refusal})", notes=notes)
     if admission.prerequisites:
         notes += tuple(f"before the gate takes it: {p}" for p in admission.prerequisites)
-    if admission.target != GATE:
-        notes += (
-            "the gate stages candidates on a model-backed endpoint, not for teams serving adapters: "
-            "change serving directly (validated as such)",
-        )
     resolved = admission.resolved
     replanned = resolved.plan if resolved else None
     seconds = resolved.startup_quantization_seconds if resolved else None

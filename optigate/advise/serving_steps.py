@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from optigate.advise.admission import gate_can_stage
 from optigate.advise.findings import (
     DONE,
     NEEDS_INPUT,
@@ -17,6 +16,7 @@ from optigate.advise.findings import (
     proposal,
 )
 from optigate.config.models import NgramSpeculation, TeamConfig
+from optigate.config.rules.gate_rules import ADAPTER_GATE_LIMITS
 from optigate.deployment.checkpoint import SIXTEEN_BIT
 from optigate.deployment.rules import FP8_MIN_COMPUTE_CAPABILITY
 from optigate.plan.speculation import expected_tpot_at, speculation_ceiling
@@ -165,16 +165,6 @@ def step_quantize(ctx: Context) -> Finding:
             f"{instance.accelerator} has no FP8 (compute capability {cc:g} < {FP8_MIN_COMPUTE_CAPABILITY}): AWQ "
             "4-bit weights (optigate's config has no INT8 weight option); the SageMaker optimization job makes them"
         )
-        if not gate_can_stage(ctx.team) and base.downloaded_weights != "awq":
-            # No gate to run the job, and LMI's vLLM cannot make AWQ weights at start-up (OG112): not a serving change.
-            return Finding(
-                2,
-                NOT_NOW,
-                f"{why}, but this team's gate cannot stage candidates (adapters) and LMI's vLLM cannot quantize the "
-                f"{base.downloaded_weights} checkpoint to AWQ at start-up: run a SageMaker optimization job once "
-                "(ModelQuantizationConfig, OPTION_QUANTIZE=awq), point model.source at its output and set "
-                "model.weights: awq",
-            )
     notes = ("re-benchmark and re-evaluate: the gate's quality check decides whether the weights keep their answers",)
     return proposal(ctx, 2, why, {"quantization": target}, notes)
 
@@ -238,10 +228,16 @@ def step_speculation(ctx: Context) -> Finding:
     at = expected_tpot_at(ctx.plan, c)
     if budget is not None and at is not None:
         why += f"; the expected TPOT at concurrency {c} is {at:.1f} ms against the p99 ITL budget {budget:g} ms"
-    notes = (
+    notes: tuple[str, ...] = (
         "the planner does not model acceptance (its figures do not change); the gate measures it as tokens per "
         "streamed chunk (tokens_per_chunk_gain)",
         "n-gram needs no extra weights and pays where outputs repeat the prompt; an EAGLE-3 head under the "
         "model's prefix accepts more on free text",
     )
+    if ctx.team.adapters:
+        notes += (
+            f"with adapters the gate trains no EAGLE head ({ADAPTER_GATE_LIMITS.id}: SageMaker's optimization job "
+            "documents training for a base model alone, not the adapters' outputs); a head trained elsewhere "
+            "(method: eagle3 with model) is staged like n-gram",
+        )
     return proposal(ctx, 3, why, {"speculative_decoding": {"method": "ngram", "num_speculative_tokens": k}}, notes)

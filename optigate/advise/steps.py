@@ -5,6 +5,8 @@
 3. speculative decoding, where a decode step at the real concurrency is still memory-bound;
 4. freeze the instance family, then compile (TensorRT-LLM);
 5. only then a bigger or different instance, compared against a scale-to-zero inference component.
+A team serving adapters gets the same steps as gate.candidate blocks, and what its gate needs beside them
+(`adapter_gate`: the benchmark mix, a dataset per adapter, what OG401 refuses).
 
 The steps are worded in `serving_steps` (1-3) and `hardware_steps` (4-5), what they say in `findings`, and the
 planner's figures (including the speculation roofline) come from `optigate.plan`.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from optigate.advise.adapter_gate import adapter_gate
 from optigate.advise.findings import PROVING, RECOMMENDED, TRIED, Advice, Context, Finding
 from optigate.advise.hardware_steps import step_compile, step_instance
 from optigate.advise.serving_steps import step_container_settings, step_quantize, step_speculation
@@ -57,4 +60,6 @@ def advise(
         if tried and finding.step in tried and finding.status in (RECOMMENDED, PROVING):
             finding = Finding(finding.step, TRIED, f"the gate did not approve it: {tried[finding.step]}")
         findings.append(finding)
-    return Advice(resolved_team.team.team, environment, tuple(findings), ctx.concurrency)
+    proposed = next((f.candidate for f in findings if f.status in (RECOMMENDED, PROVING)), None)
+    gate = adapter_gate(resolved_team.team, resolved_team.team.gate.candidate or proposed)
+    return Advice(resolved_team.team.team, environment, tuple(findings), ctx.concurrency, gate)

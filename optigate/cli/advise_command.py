@@ -48,6 +48,16 @@ def _print_finding(finding, first: bool) -> None:
         console.print(Padding(escape(finding.candidate_yaml.rstrip()), (0, 0, 0, 4)), highlight=False)
 
 
+def _print_adapter_gate(gate) -> None:
+    console.print("[bold]the gate of a team serving adapters[/bold]", highlight=False)
+    for note in gate.notes:
+        console.print(Padding(escape(f"• {note}"), (0, 0, 0, 2)), highlight=False)
+    if gate.block_yaml:
+        where = ", ".join(gate.keys)
+        console.print(Padding(f"paste into your team file ({where}):", (0, 0, 0, 2)), highlight=False)
+        console.print(Padding(escape(gate.block_yaml.rstrip()), (0, 0, 0, 4)), highlight=False)
+
+
 def _print_reading(reading) -> None:
     verdict = {True: "paid off", False: "did not pay off", None: "cannot tell (a person decides)"}[reading.paid_off]
     step = f"step {reading.step}" if reading.step else "a change advise does not place in the sequence"
@@ -144,6 +154,8 @@ def cmd_advise(args: argparse.Namespace) -> int:
         _print_finding(finding, first=index == 0)
     if not recommendations:
         console.print("nothing to change: every step of the sequence is done or does not pay here", highlight=False)
+    if advice.adapter_gate is not None:
+        _print_adapter_gate(advice.adapter_gate)
     others = [f for f in advice.findings if f not in recommendations]
     if others:
         console.print("[bold]the other steps[/bold]", highlight=False)

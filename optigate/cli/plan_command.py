@@ -250,6 +250,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _print_plan(resolved.plan, args, title, said, pool_rows(resolved), weights, residency)
         if resolved.pools and not args.json:
             console.print(pool_table(resolved, "instance pools: one environment on each (roofline lower bounds)"))
+        if resolved_team.team.adapters and not args.json:
+            _print_components(resolved_team.team, resolved)
         return 0 if resolved.plan.fits else 1
     if not args.model or not (args.instance or args.compare):
         raise UsageError("give a team file, or --model with --instance (or --compare)")
@@ -332,6 +334,15 @@ def _print_compare(candidates, cheapest, args: argparse.Namespace) -> int:
     if cheapest is None:
         raise CliError("no candidate fits and meets the target")
     return 0
+
+
+def _print_components(team, resolved) -> None:
+    """An adapter team's components and the mix its gate benchmarks (optigate.cli.adapter_lines)."""
+    from optigate.cli.adapter_lines import plan_lines
+    from optigate.deployment.components import component_compute
+
+    for line in plan_lines(team, component_compute(resolved, team.serving.autoscaling)):
+        console.print(escape(f"  {line}"), highlight=False, soft_wrap=True)
 
 
 def add_plan_parser(commands: argparse._SubParsersAction) -> None:

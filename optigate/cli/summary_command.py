@@ -91,6 +91,31 @@ def _print_pools(deployment) -> None:
         console.print(Padding(escape(line), (0, 0, 0, 4)), highlight=False)
 
 
+def _print_lines(lines: list[str], indent: int) -> None:
+    """Lines built whole (optigate.cli.adapter_lines): neither wrapped nor padded to the console's width."""
+    from rich.markup import escape
+
+    for line in lines:
+        console.print(escape(" " * indent + line), highlight=False, soft_wrap=True)
+
+
+def _print_components(deployment) -> None:
+    """An adapter team's live inference components and the rolling update its `rollout` asks of the base."""
+    from optigate.cli.adapter_lines import live_component_lines, rollout_lines
+    from optigate.deployment.components import component_compute
+
+    team = deployment.team
+    if not team.adapters:
+        return
+    compute = component_compute(deployment.resolved, team.serving.autoscaling)
+    region = deployment.environment.region
+    # The adapter versions the lock's package was approved with, once the lock records them (issue 26).
+    approved = getattr(deployment.served, "adapters", None) if deployment.served else None
+    console.print("  inference components (the base model, each adapter on it):", highlight=False)
+    _print_lines(live_component_lines(team, deployment.endpoint_name, compute, region, approved), 4)
+    _print_lines(rollout_lines(team), 2)
+
+
 def print_details(deployment) -> None:
     """A stack's image, LMI settings and every value optigate chose, wrapped at spaces and indented."""
     from rich.markup import escape
@@ -108,6 +133,7 @@ def print_details(deployment) -> None:
     console.print(Padding(escape(f"image: {image}"), (0, 0, 0, 2)), highlight=False)
     console.print(Padding(escape(f"LMI settings: {settings or '-'}"), (0, 0, 0, 2)), highlight=False)
     _print_pools(deployment)
+    _print_components(deployment)
     plan = deployment.resolved.plan
     if plan is not None and plan.expected is not None:
         expected = plan.expected
@@ -172,6 +198,10 @@ def print_gate(deployment) -> None:
     console.print("  gate (what it measures):", highlight=False)
     for line in gate_lines(plan):
         console.print(Padding(escape(line), (0, 0, 0, 4)), highlight=False)
+    if plan.components is not None:
+        from optigate.cli.adapter_lines import gate_component_lines
+
+        _print_lines(gate_component_lines(plan.components), 4)
 
 
 def add_summary_parser(commands: argparse._SubParsersAction) -> None:

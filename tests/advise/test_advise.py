@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from optigate.advise import admit, advise
-from optigate.advise.admission import GATE, SERVING, with_candidate
+from optigate.advise.admission import GATE, with_candidate
 from optigate.advise.findings import DONE, NOT_NOW, PROVING, RECOMMENDED, TRIED
 from optigate.cli import main
 from optigate.config.models import serving_with
@@ -255,16 +255,18 @@ def test_scale_to_zero_is_priced_only_with_the_utilisation_the_config_cannot_kno
 # --------------------------------------------------------------------------- adapters, example teams
 
 
-def test_a_team_the_gate_cannot_stage_gets_serving_blocks_that_validate_as_serving(example_config):
+def test_an_adapter_team_gets_gate_candidate_blocks_that_validate(example_config):
     from optigate.deployment import load_resolved_project
 
     support = load_resolved_project(example_config).teams["support"]
     advice = advise(support)
     assert advice.next is not None and advice.next.step == 1
+    assert len(advice.recommendations) >= 2
     for found in advice.recommendations:
-        assert found.target == SERVING
-        merged = support.team.model_copy(update={"serving": serving_with(support.team.serving, found.candidate)})
-        assert not resolve_team(merged).problems
+        # The gate stages adapter teams now (issue 26): every block is a gate.candidate, and passes the rules.
+        assert found.target == GATE and yaml.safe_load(found.candidate_yaml) == {"gate": {"candidate": found.candidate}}
+        assert_pastes(support, found)
+        assert not [note for note in found.notes if "model-backed endpoint" in note]
 
 
 def test_the_example_teams_get_the_advice_the_note_describes(example_config):
@@ -407,23 +409,116 @@ def test_the_summary_fits_100_columns_and_shows_the_block_to_paste(monkeypatch, 
 ADAPTERS = "adapters:\n  - name: triage\n    s3_uri: s3://acme-adapters/triage.tar.gz\n"
 
 
-def test_an_adapter_team_on_a10g_is_not_told_to_serve_awq_from_its_bf16_checkpoint(tmp_path):
+def test_an_adapter_team_on_a10g_gets_awq_from_the_gates_optimization_job(tmp_path):
     path = minimal_team(tmp_path, "llama-3.1-8b", "ml.g5.2xlarge", "max_model_len: 4096\n", ADAPTERS + gate_tail())
-    found = finding(load_resolved_team(path), 2)
-    # No gate runs the optimization job for it, and LMI's vLLM cannot make AWQ at start-up (OG112).
-    assert found.status == NOT_NOW and found.candidate is None
-    assert "cannot quantize the bf16 checkpoint to AWQ at start-up" in found.why
-    assert "model.weights: awq" in found.why
+    resolved = load_resolved_team(path)
+    found = finding(resolved, 2)
+    # Its gate runs the optimization job that makes AWQ weights (LMI's vLLM cannot at start-up, OG112).
+    assert found.status == RECOMMENDED and found.target == GATE and found.candidate == {"quantization": "awq"}
+    assert_pastes(resolved, found)
 
 
-def test_runtime_fp8_for_an_adapter_team_is_costed_per_cold_start(tmp_path):
+def test_fp8_for_an_adapter_team_is_a_gate_candidate(tmp_path):
     path = minimal_team(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", "max_model_len: 4096\n", ADAPTERS + gate_tail())
-    found = finding(load_resolved_team(path), 2)
-    assert found.status == RECOMMENDED and found.target == SERVING and found.candidate == {"quantization": "fp8"}
-    assert any(re.match(r"quantized at start-up \(\+\d+ s per cold start\)", note) for note in found.notes)
+    resolved = load_resolved_team(path)
+    found = finding(resolved, 2)
+    assert found.status == RECOMMENDED and found.target == GATE and found.candidate == {"quantization": "fp8"}
+    assert_pastes(resolved, found)
 
 
 def test_a_team_quantized_at_start_up_is_told_what_it_costs(tmp_path):
     found = finding(team(tmp_path, serving="quantization: fp8\nmax_model_len: 4096\n"), 2)
     assert found.status == DONE
     assert re.search(r"quantized at start-up from the bf16 checkpoint \(\+\d+ s per cold start", found.why)
+
+
+# --------------------------------------------------------------------------- the gate of an adapter team (issue 26)
+
+
+def _pasted(team_file: Path, block: dict, folder: Path) -> Path:
+    """`team_file` with advise's block pasted as its text says (adapters replaced, adapter_mix under gate.benchmark),
+    written to `folder`."""
+    data = yaml.safe_load(team_file.read_text())
+    if "gate" in block:
+        data["gate"]["benchmark"].update(block["gate"]["benchmark"])
+    if "adapters" in block:
+        data["adapters"] = block["adapters"]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / team_file.name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_an_adapter_team_is_offered_a_dataset_per_adapter_that_validates(example_config, tmp_path):
+    from optigate.deployment import load_resolved_project
+
+    support = load_resolved_project(example_config).teams["support"]
+    gate = advise(support).adapter_gate
+    assert gate is not None and gate.block is not None and set(gate.block) == {"adapters"}
+    shared = support.team.gate.evaluation.dataset_s3_uri.rstrip("/")
+    offered = {a["name"]: a["evaluation"]["dataset_s3_uri"] for a in gate.block["adapters"]}
+    assert offered == {a.name: f"{shared}/{a.name}/" for a in support.team.adapters}
+    assert yaml.safe_load(gate.block_yaml) == gate.block
+    # Pasted into the team file, it loads through every rule of `optigate validate`, each adapter judged on its own.
+    pasted = load_resolved_team(_pasted(example_config / "teams" / "support.yaml", gate.block, tmp_path))
+    assert {a.name: a.evaluation.dataset_s3_uri for a in pasted.team.adapters} == offered
+    assert advise(pasted).adapter_gate.block is None  # nothing more to offer
+    mix = support.team.gate.benchmark.adapter_mix
+    assert any(note.startswith("the gate spreads its benchmark") and f"triage {mix['triage'] / sum(mix.values()):.0%}"
+               in note for note in gate.notes)  # fmt: skip
+
+
+def test_without_a_mix_the_gate_reads_cloudwatch_and_advise_offers_one_that_validates(tmp_path):
+    path = minimal_team(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", "max_model_len: 4096\n", ADAPTERS + gate_tail())
+    gate = advise(load_resolved_team(path)).adapter_gate
+    assert gate is not None and gate.block is not None
+    assert gate.block["gate"] == {"benchmark": {"adapter_mix": {"base": 1, "triage": 1}}}
+    assert gate.keys == ("gate.benchmark.adapter_mix", "adapters")
+    assert any("from CloudWatch at run time" in note and "refuses to run" in note for note in gate.notes)
+    # Pasted with the next step's candidate in place, the whole file validates.
+    pasted = _pasted(path, gate.block, tmp_path / "pasted")
+    data = yaml.safe_load(pasted.read_text())
+    data["gate"]["candidate"] = advise(load_resolved_team(path)).next.candidate
+    pasted.write_text(yaml.safe_dump(data, sort_keys=False))
+    resolved = load_resolved_team(pasted)
+    assert resolved.team.gate.benchmark.adapter_mix == {"base": 1, "triage": 1}
+    assert resolved.team.adapters[0].evaluation.dataset_s3_uri == f"{DATASET}triage/"
+
+
+def test_the_adapter_gate_says_what_og401_refuses_and_a_team_without_adapters_gets_none(tmp_path):
+    path = minimal_team(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", "max_model_len: 4096\n", ADAPTERS + gate_tail())
+    gate = advise(load_resolved_team(path)).adapter_gate
+    refused = [note for note in gate.notes if note.startswith("refused for adapter teams (OG401")]
+    assert refused and "method eagle" in refused[0] and "cross_check: sagemaker" in refused[0]
+    assert any("gate.candidate.adapters" in note for note in gate.notes)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert advise(team(plain)).adapter_gate is None
+
+
+def test_a_refused_block_is_not_offered(tmp_path, monkeypatch):
+    from optigate.advise import adapter_gate as module
+    from optigate.config.rules import Problem
+
+    path = minimal_team(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", "max_model_len: 4096\n", ADAPTERS + gate_tail())
+    monkeypatch.setattr(module, "check_team", lambda team: [Problem(("adapters", 0), "no such thing")])
+    gate = advise(load_resolved_team(path)).adapter_gate
+    assert gate.block is None and any("the rules refuse it (adapters[0]: no such thing)" in n for n in gate.notes)
+
+
+def test_advise_on_an_adapter_team_fits_100_columns_and_shows_its_gate(monkeypatch, example_config, capsys):
+    from rich.console import Console
+
+    from optigate.cli import advise_command
+
+    recorded = Console(width=100, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    monkeypatch.setattr(advise_command, "console", recorded)
+    assert main(["advise", "--team", "support", "--config", str(example_config)]) == 0
+    text = recorded.export_text()
+    assert not [line for line in text.splitlines() if len(line) > 100]
+    assert "the gate of a team serving adapters" in text and "paste into your team file (adapters):" in text
+    assert "paste into your team file (serving)" not in text and "cannot stage" not in text
+    assert main(["advise", "--team", "support", "--config", str(example_config), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["adapter_gate"]["block"]["adapters"][0]["evaluation"]["dataset_s3_uri"].endswith("/triage/")
+    assert {f["target"] for f in data["recommendations"]} == {GATE}

@@ -48,6 +48,20 @@ def test_plan_compare_fits_100_columns_with_instance_names_whole(monkeypatch):
 def test_plan_table_fits_100_columns(monkeypatch):
     text = _render(monkeypatch, plan_command, ["plan", str(CONFIG / "teams" / "chat.yaml")])
     assert "cost per million output tokens" in text
+    assert "inference components" not in text  # a model-backed team
+
+
+def test_plan_of_an_adapter_team_shows_its_components_and_the_mix(monkeypatch):
+    from optigate.config.loader import load_team
+
+    team = load_team(CONFIG / "teams" / "support.yaml")
+    text = _render(monkeypatch, plan_command, ["plan", str(CONFIG / "teams" / "support.yaml")])
+    assert "  inference components: base, 1 GPU, 2 CPU cores, " in text
+    assert "    adapters on it: " + ", ".join(adapter.name for adapter in team.adapters) in text
+    mix = team.gate.benchmark.adapter_mix
+    total = sum(mix.values())
+    shares = ", ".join(f"{label} {mix[label] / total:.0%}" for label in ("base", *[a.name for a in team.adapters]))
+    assert f"  benchmark mix (gate.benchmark.adapter_mix): {shares}" in text
 
 
 def _result(concurrency: int, errors: dict[str, int]) -> dict:

@@ -41,3 +41,107 @@ def test_summary_gate_prints_each_gates_plan(monkeypatch):
 
 def test_summary_without_the_flag_prints_no_gate(monkeypatch):
     assert "gate (what it measures)" not in _summary(monkeypatch)
+
+
+# --------------------------------------------------------------------------- adapter teams (issue 26)
+
+
+def _support(deployments):
+    return next(d for d in deployments if d.team.adapters)
+
+
+def _adapter_section(text: str, start: str, end: str) -> list[str]:
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith(start))
+    last = next(i for i, line in enumerate(lines[first + 1 :], first + 1) if line.startswith(end))
+    return lines[first:last]
+
+
+def test_summary_shows_an_adapter_teams_components_and_its_rollout(monkeypatch):
+    from optigate.deployment import load_resolved_project
+    from optigate.promote.lock import default_locks_dir
+
+    text = _summary(monkeypatch)
+    support = _support(load_resolved_project(CONFIG).deployments("dev", default_locks_dir(CONFIG)))
+    endpoint, region = support.endpoint_name, support.environment.region
+    assert "  inference components (the base model, each adapter on it):" in text
+    assert f"    {endpoint}-base: the base model, " in text
+    assert f"      {support.resolved.tensor_parallel_degree} GPU" in text
+    for adapter in support.team.adapters:
+        assert f"    {endpoint}-{adapter.name}: adapter {adapter.name} on the base" in text
+        assert f"      {adapter.s3_uri.replace('{region}', region)}" in text
+    rollout = support.team.rollout
+    assert "  rollout (the live base component's rolling update; adapter components get none):" in text
+    assert f"    team file: strategy {rollout.strategy}; canary: traffic_percentage " in text
+    # Model-backed teams print no components.
+    assert text.count("inference components (the base model") == 1
+
+
+def test_summary_gate_shows_the_adapter_gates_components_and_mix(monkeypatch):
+    from optigate.deployment import load_resolved_project
+    from optigate.promote.lock import default_locks_dir
+
+    text = _summary(monkeypatch, "--gate")
+    components = _support(load_resolved_project(CONFIG).deployments("dev", default_locks_dir(CONFIG))).gate.components
+    assert components is not None and components.mix is not None
+    assert f"components on the baseline twin and the candidate: base and {len(components.adapters)} adapters" in text
+    for adapter in components.adapters:
+        assert f"      {adapter.name}: {adapter.artifact_uri}" in text
+        assert f"        quality on: {adapter.dataset_uri}" in text
+    shares = ", ".join(f"{label} {share:.0%}" for label, share in components.mix)
+    assert f"    benchmark mix (gate.benchmark.adapter_mix): {shares}" in text
+    assert "read from CloudWatch" not in text
+
+
+def test_without_a_mix_the_summary_says_the_gate_reads_cloudwatch(monkeypatch, tmp_path):
+    import re
+    import shutil
+
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG, config)
+    team_file = config / "teams" / "support.yaml"
+    team_file.write_text(re.sub(r"\n\s*adapter_mix:[^\n]*", "", team_file.read_text()))
+    recorded = Console(width=WIDTH, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    monkeypatch.setattr(summary_command, "console", recorded)
+    main(["summary", "--config", str(config), "--env", "dev", "--gate"])
+    text = recorded.export_text()
+    assert "    benchmark mix: read from CloudWatch at run time" in text
+    assert "(gate.benchmark.adapter_mix)" not in text
+
+
+def test_the_adapter_lines_are_neither_wrapped_nor_padded_when_redirected(monkeypatch):
+    wide = Console(width=180, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    monkeypatch.setattr(summary_command, "console", wide)
+    main(["summary", "--config", str(CONFIG), "--env", "dev", "--gate"])
+    text = wide.export_text()
+    section = _adapter_section(text, "  inference components", "  decode TPOT")
+    section += _adapter_section(text, "    components on the baseline twin", "    benchmark mix")
+    assert len(section) > 8
+    assert [line for line in section if line != line.rstrip() or len(line) > WIDTH] == []
+
+
+def test_a_new_adapter_version_is_shown_beside_the_one_served():
+    from optigate.cli.adapter_lines import gate_component_lines
+    from optigate.deployment.components import ComponentCompute, GateAdapter, GateComponents
+
+    reply = GateAdapter("reply", 1, "s3://b/reply-v2.tar.gz", "s3://b/reply-v3.tar.gz", "s3://e/reply/")
+    triage = GateAdapter("triage", 2, "s3://b/triage-v3.tar.gz", "s3://b/triage-v3.tar.gz", "s3://e/")
+    lines = gate_component_lines(GateComponents(ComponentCompute(2), (reply, triage), None, "s3://e/"))
+    assert "    candidate serves a new version: s3://b/reply-v3.tar.gz" in lines
+    assert sum("new version" in line for line in lines) == 1
+    assert "  base: 2 GPUs, 4 CPU cores, 4,096 MB host memory per copy, one copy each side" in lines
+    assert lines[-2] == "benchmark mix: read from CloudWatch at run time"
+
+
+def test_a_live_adapter_shows_the_version_the_lock_approved():
+    from optigate.cli.adapter_lines import live_component_lines
+    from optigate.config.loader import load_team
+    from optigate.deployment.components import ComponentCompute
+
+    team = load_team(CONFIG / "teams" / "support.yaml")
+    first, second = team.adapters[0], team.adapters[1]
+    lines = live_component_lines(team, "e", ComponentCompute(1), "eu-west-1", {first.name: "s3://b/new.tar.gz"})
+    assert f"e-{first.name}: adapter {first.name} on the base, the gate-approved version" in lines
+    assert "  s3://b/new.tar.gz" in lines
+    assert f"e-{second.name}: adapter {second.name} on the base" in lines
+    assert f"  {second.s3_uri.replace('{region}', 'eu-west-1')}" in lines

@@ -1,0 +1,102 @@
+"""What `summary` and `plan` print for a team serving LoRA adapters through inference components: the live
+components, the rollout the team file asks of them, and the components and benchmark mix of the gate.
+
+Every line is built whole (an S3 URI never shares a line with another), so it stays within 100 columns at the
+indent it is printed with and carries no padding when the output is redirected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from optigate import naming
+from optigate.config.models import TeamConfig
+from optigate.deployment.components import BASE, ComponentCompute, GateComponents
+
+#: Where the gate reads the mix when the team file sets none (optigate.deployment.gate, issue 26).
+MIX_FROM_CLOUDWATCH = "read from CloudWatch at run time"
+
+
+def compute_line(compute: ComponentCompute) -> str:
+    """What one copy of the base component reserves on an instance."""
+    gpus = f"{compute.accelerators} GPU{'s' if compute.accelerators != 1 else ''}"
+    return f"{gpus}, {compute.cores} CPU cores, {compute.min_memory_mb:,} MB host memory per copy"
+
+
+def live_component_lines(
+    team: TeamConfig,
+    endpoint: str,
+    compute: ComponentCompute,
+    region: str,
+    approved: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The live endpoint's components: the base with its reservation and copies, each adapter with its archive
+    (`approved`: the versions the lock's package names, deployed instead of the team file's)."""
+    scaling = team.serving.autoscaling
+    if scaling is None:
+        copies = f"{compute.copies} cop{'y' if compute.copies == 1 else 'ies'}"
+    else:
+        copies = f"{scaling.min_capacity}-{scaling.max_capacity} copies"
+        copies += ", scale to zero" if scaling.scale_to_zero else ""
+    lines = [
+        f"{naming.inference_component_name(endpoint, BASE)}: the base model, {copies}",
+        f"  {compute_line(compute)}",
+    ]
+    for adapter in team.adapters:
+        name = naming.inference_component_name(endpoint, adapter.name)
+        version = (approved or {}).get(adapter.name)
+        lines.append(f"{name}: adapter {adapter.name} on the base" + (", the gate-approved version" if version else ""))
+        lines.append(f"  {(version or adapter.s3_uri).replace('{region}', region)}")
+    return lines
+
+
+def plan_lines(team: TeamConfig, compute: ComponentCompute) -> list[str]:
+    """`plan`'s view of an adapter team: the base's reservation, the adapters on it, the gate's benchmark mix."""
+    from optigate.deployment.components import normalised_mix
+
+    labels = (BASE, *(adapter.name for adapter in team.adapters))
+    return [
+        f"inference components: {BASE}, {compute_line(compute)}",
+        "  adapters on it: " + ", ".join(labels[1:]),
+        *mix_lines(normalised_mix(team.gate.benchmark.adapter_mix, labels)),
+    ]
+
+
+def rollout_lines(team: TeamConfig) -> list[str]:
+    """The team file's `rollout` as it stands for an adapter team: the live base component's rolling update."""
+    rollout = team.rollout
+    canary = f"wait_minutes {rollout.canary.wait_minutes}"
+    if rollout.strategy != "none":
+        canary = f"traffic_percentage {rollout.canary.traffic_percentage}, {canary}"
+    said = f"strategy {rollout.strategy}; canary: {canary}; auto_rollback {str(rollout.auto_rollback).lower()}"
+    return [
+        "rollout (the live base component's rolling update; adapter components get none):",
+        f"  team file: {said}",
+    ]
+
+
+def mix_lines(mix: tuple[tuple[str, float], ...] | None) -> list[str]:
+    """The benchmark's spread over the components: the configured shares, or where the gate reads them."""
+    if mix is None:
+        return [
+            f"benchmark mix: {MIX_FROM_CLOUDWATCH}",
+            "  each live component's share of Invocations over 7 days; none and no adapter_mix: refused",
+        ]
+    return ["benchmark mix (gate.benchmark.adapter_mix): " + ", ".join(f"{label} {share:.0%}" for label, share in mix)]
+
+
+def gate_component_lines(components: GateComponents) -> list[str]:
+    """The gate's components on the twin and on the candidate, each adapter's archives and dataset, the mix."""
+    sides = "the baseline twin and the candidate"
+    lines = [
+        f"components on {sides}: {BASE} and {len(components.adapters)} adapters on each",
+        f"  {BASE}: {compute_line(components.compute)}, one copy each side",
+        f"    quality on: {components.base_dataset_uri}",
+    ]
+    for adapter in components.adapters:
+        lines.append(f"  {adapter.name}: {adapter.artifact_uri}")
+        if adapter.changed:
+            lines.append(f"    candidate serves a new version: {adapter.candidate_artifact_uri}")
+        lines.append(f"    quality on: {adapter.dataset_uri}")
+    lines.extend(mix_lines(components.mix))
+    return lines

@@ -1,0 +1,26 @@
+"""scripts/demo.sh rehearses the gate of every example team that has one, adapter teams included (issue 26), with
+arguments `optigate rehearse` takes (the demo itself takes minutes: it is run by hand, not here)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from optigate.cli import build_parser
+from optigate.config.loader import load_team
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _rehearsals() -> list[list[str]]:
+    lines = (REPO / "scripts" / "demo.sh").read_text().splitlines()
+    return [shlex.split(line)[1:] for line in lines if line.startswith("optigate rehearse ")]
+
+
+def test_the_demo_rehearses_every_example_gate_and_an_adapter_teams():
+    parser = build_parser()
+    rehearsed = {parser.parse_args(argv).team for argv in _rehearsals()}
+    teams = [load_team(path) for path in sorted((REPO / "config" / "teams").glob("*.yaml"))]
+    gated = {team.team for team in teams if team.gate.candidate}
+    assert rehearsed == gated
+    assert any(team.adapters for team in teams if team.team in rehearsed)
