@@ -20,7 +20,7 @@ from optigate.config.models import Adapter, TeamConfig
 from optigate.config.reader import format_path
 from optigate.config.rules import check_team
 from optigate.config.rules.gate_rules import ADAPTER_GATE_LIMITS
-from optigate.deployment.components import BASE, normalised_mix
+from optigate.deployment.gate_components import BASE, configured_mix, shares_text
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,9 @@ class AdapterGate:
 
 def _mix(team: TeamConfig) -> tuple[str, dict[str, Any] | None]:
     labels = (BASE, *(adapter.name for adapter in team.adapters))
-    shares = normalised_mix(team.gate.benchmark.adapter_mix, labels)
+    shares = configured_mix(team)
     if shares is not None:
-        said = ", ".join(f"{label} {share:.0%}" for label, share in shares)
+        said = shares_text(shares)
         return f"the gate spreads its benchmark over the components by gate.benchmark.adapter_mix: {said}", None
     note = (
         "no gate.benchmark.adapter_mix: the gate reads each live component's share of Invocations over the last 7 "

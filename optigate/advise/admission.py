@@ -1,7 +1,7 @@
 """Whether a block of serving overrides may be pasted: the rules `optigate validate` applies, nothing else.
 
 A block is tried as the team's `gate.candidate` (teams serving adapters included: their gate stages the candidate
-on inference-component endpoints, optigate.deployment.components) through the config rules
+on inference-component endpoints, optigate.deployment.gate_components) through the config rules
 (`optigate.config.rules.check_team`) and the team's resolution (`optigate.deployment.resolve_team`: catalog, image
 tables, capacity plan, optimization job). The resolution of an admitted block is its re-plan: the advice's predicted
 effect is read from it.

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from optigate import naming
 from optigate.config.models import TeamConfig
-from optigate.deployment.components import BASE, ComponentCompute, GateComponents
+from optigate.deployment.gate_components import BASE, ComponentCompute, GateComponents, configured_mix, shares_text
 
 #: Where the gate reads the mix when the team file sets none (optigate.deployment.gate, issue 26).
 MIX_FROM_CLOUDWATCH = "read from CloudWatch at run time"
@@ -52,13 +52,11 @@ def live_component_lines(
 
 def plan_lines(team: TeamConfig, compute: ComponentCompute) -> list[str]:
     """`plan`'s view of an adapter team: the base's reservation, the adapters on it, the gate's benchmark mix."""
-    from optigate.deployment.components import normalised_mix
-
     labels = (BASE, *(adapter.name for adapter in team.adapters))
     return [
         f"inference components: {BASE}, {compute_line(compute)}",
         "  adapters on it: " + ", ".join(labels[1:]),
-        *mix_lines(normalised_mix(team.gate.benchmark.adapter_mix, labels)),
+        *mix_lines(configured_mix(team)),
     ]
 
 
@@ -82,7 +80,7 @@ def mix_lines(mix: tuple[tuple[str, float], ...] | None) -> list[str]:
             f"benchmark mix: {MIX_FROM_CLOUDWATCH}",
             "  each live component's share of Invocations over 7 days; none and no adapter_mix: refused",
         ]
-    return ["benchmark mix (gate.benchmark.adapter_mix): " + ", ".join(f"{label} {share:.0%}" for label, share in mix)]
+    return ["benchmark mix (gate.benchmark.adapter_mix): " + shares_text(mix)]
 
 
 def gate_component_lines(components: GateComponents) -> list[str]:

@@ -339,7 +339,7 @@ def _print_compare(candidates, cheapest, args: argparse.Namespace) -> int:
 def _print_components(team, resolved) -> None:
     """An adapter team's components and the mix its gate benchmarks (optigate.cli.adapter_lines)."""
     from optigate.cli.adapter_lines import plan_lines
-    from optigate.deployment.components import component_compute
+    from optigate.deployment.gate_components import component_compute
 
     for line in plan_lines(team, component_compute(resolved, team.serving.autoscaling)):
         console.print(escape(f"  {line}"), highlight=False, soft_wrap=True)

@@ -102,7 +102,7 @@ def _print_lines(lines: list[str], indent: int) -> None:
 def _print_components(deployment) -> None:
     """An adapter team's live inference components and the rolling update its `rollout` asks of the base."""
     from optigate.cli.adapter_lines import live_component_lines, rollout_lines
-    from optigate.deployment.components import component_compute
+    from optigate.deployment.gate_components import component_compute
 
     team = deployment.team
     if not team.adapters:

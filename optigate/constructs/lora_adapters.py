@@ -21,7 +21,7 @@ from optigate.constructs.rollback_alarms import rollback_alarms, variant_metric
 from optigate.constructs.tuned_endpoint import VariantSettings
 from optigate.deployment.component_rollout import ComponentRollout
 from optigate.deployment.component_settings import BaseComponentSettings, ComponentPlacement
-from optigate.deployment.components import ComponentCompute
+from optigate.deployment.gate_components import ComponentCompute
 from optigate.plan.catalog import has_instance_storage
 
 

@@ -20,8 +20,8 @@ from optigate import naming
 from optigate.config.models import CROSS_CHECK_KEYS, Environment
 from optigate.config.rules import cross_check_tokenizer
 from optigate.deployment.compilation import compiled_for
-from optigate.deployment.components import GateComponents, adapter_version_margin, resolve_components
 from optigate.deployment.cross_check import CrossCheck, CrossCheckLevel, workload_levels
+from optigate.deployment.gate_components import GateComponents, adapter_version_margin, resolve_components
 from optigate.deployment.optimization import (
     OPTIMIZATION_MAX_POLLS,
     OPTIMIZATION_POLL_SECONDS,
@@ -127,7 +127,7 @@ class GatePlan:
     trained_head: TrainedHead | None = None
     # The evaluation's dataset, region resolved.
     evaluation_dataset_uri: str = ""
-    # A team with adapters: both endpoints serve through inference components (optigate.deployment.components).
+    # A team with adapters: both endpoints serve through inference components (optigate.deployment.gate_components).
     components: GateComponents | None = None
 
     def __post_init__(self) -> None:

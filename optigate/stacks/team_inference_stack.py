@@ -23,8 +23,8 @@ from optigate.constructs.tuned_endpoint import ScalingSettings, TunedEndpoint, V
 from optigate.deployment import Deployment, ResolvedServing
 from optigate.deployment.component_rollout import component_rollout, rollback_latency_ms
 from optigate.deployment.component_settings import base_component_settings
-from optigate.deployment.components import component_compute
 from optigate.deployment.gate import GatePlan
+from optigate.deployment.gate_components import component_compute
 from optigate.serving import images
 
 #: Where an optimization job (running as the model role) writes its logs. No page names the group: SageMaker

@@ -122,7 +122,7 @@ def test_the_adapter_lines_are_neither_wrapped_nor_padded_when_redirected(monkey
 
 def test_a_new_adapter_version_is_shown_beside_the_one_served():
     from optigate.cli.adapter_lines import gate_component_lines
-    from optigate.deployment.components import ComponentCompute, GateAdapter, GateComponents
+    from optigate.deployment.gate_components import ComponentCompute, GateAdapter, GateComponents
 
     reply = GateAdapter("reply", 1, "s3://b/reply-v2.tar.gz", "s3://b/reply-v3.tar.gz", "s3://e/reply/")
     triage = GateAdapter("triage", 2, "s3://b/triage-v3.tar.gz", "s3://b/triage-v3.tar.gz", "s3://e/")
@@ -136,7 +136,7 @@ def test_a_new_adapter_version_is_shown_beside_the_one_served():
 def test_a_live_adapter_shows_the_version_the_lock_approved():
     from optigate.cli.adapter_lines import live_component_lines
     from optigate.config.loader import load_team
-    from optigate.deployment.components import ComponentCompute
+    from optigate.deployment.gate_components import ComponentCompute
 
     team = load_team(CONFIG / "teams" / "support.yaml")
     first, second = team.adapters[0], team.adapters[1]

@@ -16,7 +16,16 @@ from optigate.constructs import nag
 from optigate.constructs.assets import image_context
 from optigate.constructs.benchmark_fleet import generated_policy_reason
 from optigate.constructs.common import function_role
-from optigate.constructs.gate import access, benchmark_jobs, components, cross_check, grants, proof, shadow, stages
+from optigate.constructs.gate import (
+    access,
+    benchmark_jobs,
+    component_stages,
+    cross_check,
+    grants,
+    proof,
+    shadow,
+    stages,
+)
 from optigate.constructs.gate.candidate import Stager, candidate_source, check_adapter_archives
 from optigate.constructs.gate.resources import GateResources
 from optigate.constructs.gate.tasks import CleanupPath, apply_grants, run_name, sdk_task, start_run
@@ -177,7 +186,7 @@ class OptimizationGate(Construct):
                     run_name(plan, "eval"),
                     run_name(plan, "twin"),
                     run_name(plan, "cand"),
-                    adapters=components.evaluated(plan),
+                    adapters=component_stages.evaluated(plan),
                 ),
                 grants=[grants.run_evaluation(plan, resources.evaluation)],
                 result_path=sfn.JsonPath.DISCARD,
@@ -186,7 +195,7 @@ class OptimizationGate(Construct):
         decide = cleanup.guarded(stages.decide(self, plan, self.decider, bucket_name, live))
         # An adapter team's endpoints then get their inference components, which the benchmark loads.
         loaded: sfn.IChainable = (
-            components.stage_components(self, plan, cleanup, resources.baseline_model_name, then=benchmark)
+            component_stages.stage_components(self, plan, cleanup, resources.baseline_model_name, then=benchmark)
             if plan.components is not None
             else benchmark
         )

@@ -10,7 +10,7 @@ from constructs import Construct
 
 from optigate import naming
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
-from optigate.constructs.gate import components, cross_check, grants
+from optigate.constructs.gate import component_stages, cross_check, grants
 from optigate.constructs.gate.resources import LiveConfig
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, SdkTask, poll_loop, run_name, sdk_task
 from optigate.deployment.gate import GatePlan
@@ -112,9 +112,11 @@ def cleanup_and_end(
     for state, following in zip(states, [*states[1:], after_cleanup], strict=True):
         state.next(following)
         state.add_catch(following, errors=["States.ALL"], result_path="$.cleanup_error")
-    # An adapter team's components go before their endpoints (optigate.constructs.gate.components).
+    # An adapter team's components go before their endpoints (optigate.constructs.gate.component_stages).
     first: sfn.IChainable = (
-        components.delete_run_components(scope, plan, then=states[0]) if plan.components is not None else states[0]
+        component_stages.delete_run_components(scope, plan, then=states[0])
+        if plan.components is not None
+        else states[0]
     )
     # The managed benchmark's jobs stop first, before their endpoints go (cross_check.stop_all).
     if plan.cross_check is None:
@@ -135,7 +137,7 @@ def temporary_endpoint(
 ) -> tuple[SdkTask, SdkTask]:
     """A run's endpoint config and endpoint named `<prefix>-<kind>-<run>`, serving `model` (a `ModelName`
     or `ModelName.$` entry) on the candidate's instance type and count; both guarded by the cleanup. An adapter
-    team's endpoints serve no model but inference components (optigate.constructs.gate.components), which run as
+    team's endpoints serve no model but inference components (optigate.constructs.gate.component_stages), which run as
     `model_role_arn` (the endpoint config's ExecutionRoleArn)."""
     download, startup = plan.startup_timeouts
     ami = plan.candidate_ami_version if kind == "cand" else plan.baseline_ami_version
@@ -273,7 +275,7 @@ def benchmark_levels(scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cl
     def run(name: str, endpoint: dict[str, str], run: str, result: str, engine_mode: str) -> SdkTask:
         side = "twin" if run == "baseline" else "cand"
         spread = (
-            {"inference_components": components.benchmark_components(plan, side, "$.run_id")}
+            {"inference_components": component_stages.benchmark_components(plan, side, "$.run_id")}
             if plan.components is not None
             else {}
         )

@@ -20,8 +20,8 @@ from constructs import Construct
 from optigate.constructs.evaluation_job import EvaluatedAdapter
 from optigate.constructs.gate import grants
 from optigate.constructs.gate.tasks import CleanupPath, SdkTask, run_name, sdk_task
-from optigate.deployment.components import MAX_RUN_COMPONENTS, GateComponents
 from optigate.deployment.gate import GatePlan
+from optigate.deployment.gate_components import MAX_RUN_COMPONENTS, GateComponents
 
 #: The variant the gate's endpoints serve their components on (the components name it).
 VARIANT = "AllTraffic"

@@ -1,20 +1,18 @@
 """An adapter team's inference components, resolved once: what one copy of the base reserves, and the components
 the gate stages on its twin and candidate endpoints (no CDK here; optigate.constructs.lora_adapters wires the live
-ones, optigate.constructs.gate.components the gate's)."""
+ones, optigate.constructs.gate.component_stages the gate's)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from optigate.config.limits import ADAPTER_VERSION_MARGIN_PCT
-from optigate.config.models import CANDIDATE_ADAPTERS, Autoscaling
+from optigate.config.models import CANDIDATE_ADAPTERS, Autoscaling, TeamConfig
+from optigate.deployment.adapter_mix import BASE, resolved_mix
 from optigate.deployment.serving import ResolvedServing
 from optigate.deployment.team import ResolvedTeam
 from optigate.promote.lock import ServedPackage
 
-#: The adapter label of the base component in a benchmark mix and in per-adapter results.
-BASE = "base"
 #: Components one ListInferenceComponents page returns (its MaxResults), which the gate's waits count in.
 MAX_RUN_COMPONENTS = 100
 
@@ -114,17 +112,6 @@ class GateComponents:
         }
 
 
-def normalised_mix(mix: dict[str, float] | None, labels: tuple[str, ...]) -> tuple[tuple[str, float], ...] | None:
-    """`gate.benchmark.adapter_mix` in component order, weights summing to 1; labels it leaves out get no requests.
-    None without a mix (the config rules refuse unknown labels and weights that are not positive and finite)."""
-    if mix is None:
-        return None
-    total = sum(mix.values())
-    if not math.isfinite(total) or total <= 0:
-        raise ValueError(f"adapter_mix weights must be positive and finite, got {mix}")
-    return tuple((label, mix[label] / total) for label in labels if label in mix)
-
-
 def adapter_version_margin(resolved_team: ResolvedTeam) -> dict[str, float]:
     """A candidate that changes nothing but adapter versions is held to not being slower (a non-inferiority
     margin), not to a gain, unless the team set min_throughput_gain_pct itself."""
@@ -167,11 +154,24 @@ def resolve_components(
                 dataset_uri=in_region(adapter.evaluation.dataset_s3_uri) if adapter.evaluation else dataset_uri,
             )
         )
-    labels = (BASE, *(adapter.name for adapter in adapters))
     return GateComponents(
         compute=component_compute(candidate, None),
         adapters=tuple(adapters),
-        mix=normalised_mix(team.gate.benchmark.adapter_mix, labels),
+        mix=configured_mix(team),
         base_dataset_uri=dataset_uri,
         adapter_limits=resolved_team.adapter_limits.event() if new_versions else None,
     )
+
+
+def configured_mix(team: TeamConfig) -> tuple[tuple[str, float], ...] | None:
+    """`gate.benchmark.adapter_mix` as (label, share) pairs summing to 1 (optigate.deployment.adapter_mix); None when
+    the team sets none, and the gate reads the live components' shares from CloudWatch at run time."""
+    mix = team.gate.benchmark.adapter_mix
+    if mix is None:
+        return None
+    return tuple(resolved_mix(mix, [adapter.name for adapter in team.adapters]).items())
+
+
+def shares_text(shares: tuple[tuple[str, float], ...]) -> str:
+    """A mix as people read it: `base 10%, triage 40%, ...`."""
+    return ", ".join(f"{label} {share:.0%}" for label, share in shares)
