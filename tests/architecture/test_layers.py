@@ -126,10 +126,10 @@ def test_pure_layers_never_import_cdk():
 
 def test_the_rehearsal_is_a_late_layer_only_the_cli_imports():
     """optigate.rehearse executes what the stacks synthesize (it reads a synthesized template, runs the Lambda
-    handlers and the evaluation job's own verdict writer, and synthesizes a team itself): it may import those
-    layers, and only the CLI imports it."""
+    handlers and the evaluation job's own verdict writer, and synthesizes a team itself with a lock's approvals): it
+    may import those layers, and only the CLI imports it."""
     graph = package_graph()
-    below = {"config", "deployment", "constructs", "stacks", "bench", "evaluate", "lambdas"}
+    below = {"config", "deployment", "constructs", "stacks", "bench", "evaluate", "lambdas", "promote"}
     assert graph["optigate.rehearse"] <= {f"optigate.{name}" for name in below}
     assert {source for source, targets in graph.items() if "optigate.rehearse" in targets} == {"optigate.cli"}
 

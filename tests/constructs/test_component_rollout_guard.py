@@ -95,17 +95,14 @@ def test_without_auto_rollback_the_policy_stays_and_the_alarms_roll_nothing_back
     assert "RollingUpdatePolicy" in config and "AutoRollbackConfiguration" not in config
 
 
-def test_with_pools_the_alarms_read_each_instance_types_series_too():
-    template = _template(pools=POOLS)
-    for alarm in _rollback_alarms(template).values():
-        stats = [q["MetricStat"]["Metric"] for q in alarm["Metrics"] if "MetricStat" in q]
-        types = {d["Value"] for m in stats for d in m["Dimensions"] if d["Name"] == "InstanceType"}
-        assert types == {"ml.g6e.12xlarge", "ml.g6e.2xlarge"}
+def test_an_adapter_endpoint_on_pools_is_refused_by_the_construct():
+    """Adapter components need the singular Specification, "for an endpoint with a single instance type" (OG530)."""
+    with pytest.raises(ValueError, match="OG530"):
+        _template(pools=POOLS)
 
 
-@pytest.mark.parametrize("pools", [(), POOLS])
-def test_the_guarded_adapter_endpoint_passes_cfn_lint(pools):
+def test_the_guarded_adapter_endpoint_passes_cfn_lint():
     from cfnlint.api import ManualArgs, lint
 
-    matches = lint(json.dumps(_template(pools=pools)), config=ManualArgs(regions=["us-east-1"]))
+    matches = lint(json.dumps(_template()), config=ManualArgs(regions=["us-east-1"]))
     assert [str(m) for m in matches if m.rule.id.startswith("E")] == []

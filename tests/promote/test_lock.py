@@ -61,8 +61,9 @@ def test_resolve_takes_the_newest_approved_package_and_none_where_nothing_was_ap
 
     lock = resolve(PROJECT, DEV, registry)
 
-    # chat has a gate but no group yet; support has no gate, so nothing can ever be approved for it.
-    assert set(lock.teams) == {"chat", "research"} and lock.teams["chat"] is None
+    # chat and support have a gate but no group yet: nothing approved, the team file's baseline.
+    assert set(lock.teams) == {"chat", "research", "support"} and lock.teams["chat"] is None
+    assert lock.teams["support"] is None
     served = lock.teams["research"]
     assert served is not None and served.model_package_arn == newest
     assert (served.model_data_uri, served.fingerprint, served.environment["OPTION_QUANTIZE"]) == (

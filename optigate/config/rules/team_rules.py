@@ -64,7 +64,6 @@ def check_team(team: TeamConfig) -> list[Problem]:
     problems += architecture_problems(team)
     problems += adapter_problems(team)
     problems += rollout_problems(team) + adapter_mix_problems(team)
-    problems += rollout_problems(team)
     problems += component_problems(team)
     if not problems:  # a candidate inherits the serving block: report its own problems only
         shadow = team.rollout.shadow
