@@ -1,9 +1,12 @@
-"""Does a rehearsal's verdict depend on the host's load? Rehearse a team's faster and slower candidate
-N times each while CPU-bound processes run beside them, and print how often each verdict came out right.
+"""Does a rehearsal's verdict depend on the host's load? Rehearse a team's two kinds of candidate (what
+`optigate rehearse --candidate both` runs) N times each while CPU-bound processes run beside them, and print
+how often each verdict came out right.
 
     python benchmarks/rehearsal_stability.py --team research --runs 10 --burners 2
+    python benchmarks/rehearsal_stability.py --team support --runs 10 --burners 2
 
-The faster candidate must be APPROVED and the slower REJECTED every time; the host allowance (what the
+The faster candidate must be APPROVED every time, the slower one (a team with adapters: the faster base whose
+first adapter loses quality on its own records) REJECTED; the host allowance (what the
 baseline twin measured above its emulated p99, added to the budgets for rehearsals only) is printed
 per run. The burners are plain busy loops in child processes, stopped when the script ends.
 """
@@ -30,14 +33,14 @@ def main() -> int:
     parser.add_argument("--burners", type=int, default=2, help="CPU-bound processes beside them (default: 2)")
     args = parser.parse_args()
 
-    from optigate.rehearse.rehearsal import rehearse, synthesize_team
+    from optigate.rehearse.rehearsal import expected_outcome, rehearsal_kinds, rehearse, synthesize_team
 
     template, deployment = synthesize_team(args.team, args.env, args.config)
     stop = multiprocessing.Event()
     burners = [multiprocessing.Process(target=_burn, args=(stop,), daemon=True) for _ in range(args.burners)]
     for burner in burners:
         burner.start()
-    expected = {"faster": "APPROVED", "slower": "REJECTED"}
+    expected = {kind: expected_outcome(kind) for kind in rehearsal_kinds(deployment.team)}
     outcomes: dict[str, Counter] = {candidate: Counter() for candidate in expected}
     try:
         for run in range(1, args.runs + 1):
@@ -52,7 +55,7 @@ def main() -> int:
                 outcomes[candidate][outcome] += 1
                 allowance = ", ".join(f"{k} +{v:.1f} ms" for k, v in result.get("host_allowance_ms", {}).items())
                 print(
-                    f"run {run:2d} {candidate:6s} {outcome:12s} {time.perf_counter() - started:5.1f} s  "
+                    f"run {run:2d} {candidate:15s} {outcome:12s} {time.perf_counter() - started:5.1f} s  "
                     f"host allowance: {allowance or 'none'}",
                     flush=True,
                 )
@@ -70,7 +73,7 @@ def main() -> int:
         counts = outcomes[candidate]
         right += counts[want]
         print(f"{candidate}: {counts[want]} of {args.runs} {want} ({dict(counts)}) with {args.burners} burners")
-    return 0 if right == 2 * args.runs else 1
+    return 0 if right == len(expected) * args.runs else 1
 
 
 if __name__ == "__main__":

@@ -64,6 +64,6 @@ optigate rehearse --team chat --candidate both
 step="rehearse research"
 optigate rehearse --team research --candidate faster
 # The support team's adapters: twin and candidate serve the base and every adapter as inference components, the
-# benchmark follows its adapter mix; a faster FP8 base is approved and a slower one rejected.
+# benchmark follows its adapter mix; a faster FP8 base is approved, and rejected when one adapter loses quality.
 step="rehearse support"
 optigate rehearse --team support --candidate both

@@ -34,11 +34,16 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         seconds = int(time.monotonic() - started)
         console.print(f"  {seconds // 60}:{seconds % 60:02d} {state}", highlight=False)
 
-    candidates = ["faster", "slower"] if args.candidate == "both" else [args.candidate]
+    candidates = list(rehearsal.rehearsal_kinds(deployment.team)) if args.candidate == "both" else [args.candidate]
     exit_code = 0
     for candidate in candidates:
         gate_candidate = json.dumps(deployment.team.gate.candidate, default=str)
-        console.print(f"[bold]rehearsing {deployment.stack_name}: a {candidate} candidate ({gate_candidate})[/bold]")
+        kind = (
+            f"a faster candidate whose adapter {deployment.team.adapters[0].name} loses quality"
+            if candidate == "adapter-quality" and deployment.team.adapters
+            else f"a {candidate} candidate"
+        )
+        console.print(f"[bold]rehearsing {deployment.stack_name}: {kind} ({gate_candidate})[/bold]")
         started = time.monotonic()
         result = rehearsal.rehearse(template, deployment, candidate, on_state=entered)
         console.print("  path: " + " → ".join(result["states"]), highlight=False, soft_wrap=True)
@@ -78,9 +83,9 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
             else:
                 where = f"{live['config']} (NOT its original {live['original_config']})"
             console.print(f"  live endpoint {name}: {live['status']} on {where}", highlight=False)
-        # The faster candidate must be approved and the slower one rejected: anything else is a failed
-        # rehearsal (exit 1), or an inconclusive one (exit 3) when the gate could not tell.
-        expected = "APPROVED" if candidate == "faster" else "REJECTED"
+        # The faster candidate must be approved, the slower one and the one whose adapter loses quality rejected:
+        # anything else is a failed rehearsal (exit 1), or an inconclusive one (exit 3) when the gate could not tell.
+        expected = rehearsal.expected_outcome(candidate)
         outcome = _outcome(execution)
         if outcome != expected:
             console.print(f"  rehearsal of the {candidate} candidate: {outcome}, expected {expected}", highlight=False)
@@ -118,8 +123,10 @@ def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
     rehearse.add_argument("--config", default="config", help="config folder (default: config)")
     rehearse.add_argument(
         "--candidate",
-        choices=["faster", "slower", "both"],
+        choices=["faster", "slower", "adapter-quality", "both"],
         default="both",
-        help="which emulated candidate goes through the gate (default: both)",
+        help="which emulated candidate goes through the gate: adapter-quality is a faster base whose first adapter "
+        "loses quality (teams with adapters); both: faster and slower, or for a team with adapters faster and "
+        "adapter-quality (default: both)",
     )
     rehearse.set_defaults(handler=cmd_rehearse)

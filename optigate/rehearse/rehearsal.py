@@ -192,6 +192,22 @@ def emulators(
         yield baseline_url, candidate_url
 
 
+#: The kinds of candidate a rehearsal emulates, and the verdict each must reach: a faster one is approved, a slower
+#: one rejected, and (a team with adapters) a faster base whose first adapter loses quality on its own records is
+#: rejected by that adapter's evaluation.
+EXPECTED_OUTCOMES: Final = {"faster": "APPROVED", "slower": "REJECTED", "adapter-quality": "REJECTED"}
+
+
+def expected_outcome(kind: str) -> str:
+    return EXPECTED_OUTCOMES[kind]
+
+
+def rehearsal_kinds(team: Any) -> tuple[str, ...]:
+    """What `optigate rehearse --candidate both` runs for `team`: for a team with adapters the faster base and the
+    faster base one of whose adapters loses quality (the gate's per-adapter proof), else faster and slower."""
+    return ("faster", "adapter-quality") if team.adapters else ("faster", "slower")
+
+
 def rehearsal_rounds(total: int, blocks: int) -> int:
     """Requests per stream in each of `blocks` blocks, for about `total` per stream in all."""
     return total if blocks <= 1 else math.ceil(total / blocks) + 1
@@ -210,7 +226,8 @@ def rehearse(
     adapter_quality: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run the gate once with a `faster` or `slower` emulated candidate (or an explicit emulator
-    `behaviour`); an EAGLE-training job registers its head in `trained_head_layout`
+    `behaviour`), or `adapter-quality` (faster, its first adapter losing quality); an EAGLE-training job
+    registers its head in `trained_head_layout`
     (optigate.rehearse.sagemaker.jobs.TRAINED_HEAD_LAYOUTS); `scenario_overrides` replace fields of the emulated
     SageMaker's Scenario (e.g. an inference component that fails); `seed_objects` (S3 URI -> bytes) are put in the
     emulated S3 first (e.g. a new adapter version's archive); `adapter_quality` (an adapter team) is each adapter's
@@ -218,6 +235,10 @@ def rehearse(
     happened (GateRun.execute's result), with the live endpoints' components before the run
     (`live_components_before`)."""
     team = deployment.team
+    if candidate == "adapter-quality":
+        if not team.adapters:
+            raise ValueError(f"team {team.team} serves no adapters: there is no adapter to lose quality")
+        candidate, adapter_quality = "faster", {team.adapters[0].name: "fail", **(adapter_quality or {})}
     speculative = bool(team.gate.candidate.get("speculative_decoding"))
     # The rehearsal benchmarks one level (the deployed gate runs every level): the highest up to
     # MAX_CONCURRENCY streams, so what is measured is the emulated server rather than the host's CPU
