@@ -116,6 +116,15 @@ def apply_patches(stack: ExitStack, harness: Harness) -> None:
             percentile_statistics(cw_models.Statistics.get_statistics_for_type),
         )
     )
+    # The emulated traffic is published when anyone reads it: the state machine's SDK tasks and, in-process, a
+    # Lambda handler's own boto3 client (the gate's CloudWatch adapter mix).
+    stack.enter_context(
+        patch(
+            cw_models.CloudWatchBackend,
+            "get_metric_data",
+            _publishing_reads(cw_models.CloudWatchBackend.get_metric_data),
+        )
+    )
     for backend_cls in (LambdaBackend, LambdaSimpleBackend):
         stack.enter_context(patch(backend_cls, "invoke", _lambda_invoke(backend_cls.invoke)))
     # A Retry waits IntervalSeconds x BackoffRate^n for real in moto's executor: scaled down, the same
@@ -246,17 +255,19 @@ def validating_client_for(original):
         client.meta.events.register_first(
             f"before-parameter-build.{client.meta.service_model.service_id.hyphenize()}", validate
         )
-        if service_name == "cloudwatch":
-            client.meta.events.register("before-parameter-build.cloudwatch.GetMetricData", _publish_variant_traffic)
         return client
 
     return boto_client_for
 
 
-def _publish_variant_traffic(params: dict, **_) -> None:
-    harness = _ACTIVE
-    if harness is not None:
-        publish_variant_traffic(harness, params)
+def _publishing_reads(original):
+    def get_metric_data(self, queries, start_time, end_time, scan_by="TimestampAscending"):
+        harness = _ACTIVE
+        if harness is not None:
+            publish_variant_traffic(harness, {"StartTime": start_time.isoformat(), "EndTime": end_time.isoformat()})
+        return original(self, queries, start_time, end_time, scan_by)
+
+    return get_metric_data
 
 
 # --------------------------------------------------------------------------- Lambda and SageMaker

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
+from optigate import naming
 from optigate.rehearse.gate_handlers import HANDLER_FOLDERS, evaluation_writer, lambda_handlers, load_handler
 from optigate.rehearse.gate_layout import DECIDE
 from optigate.rehearse.gate_run import BUCKET, GateRun
@@ -265,6 +266,12 @@ def rehearse(
             variant_traffic=variant_traffic(deployment, behaviour),
             trained_head_layout=trained_head_layout,
         )
+        if team.adapters and team.gate.benchmark.adapter_mix is None and deployment.gate is not None:
+            # The gate reads the live components' shares from CloudWatch: a week of even traffic, unless overridden.
+            scenario.component_traffic = {
+                naming.inference_component_name(deployment.gate.live_endpoint, label): {"Invocations": 1000}
+                for label in ("base", *(adapter.name for adapter in team.adapters))
+            }
         for name, value in (scenario_overrides or {}).items():
             setattr(scenario, name, value)
         handlers = lambda_handlers(baseline_url, candidate_url, decide=host_compensated_decide(BASELINE, allowance))

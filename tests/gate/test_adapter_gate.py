@@ -111,3 +111,55 @@ def test_one_adapter_that_loses_quality_rejects_a_faster_candidate_and_the_repor
     assert not quality["passed"] and "summarise" in quality["detail"]
     assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
     _nothing_left_and_live_untouched(result)
+
+
+# --------------------------------------------------------------------------- the mix CloudWatch recorded
+
+
+def _support_without_mix(example_config, tmp_path):
+    import shutil
+
+    import yaml
+
+    from optigate.rehearse.rehearsal import synthesize_team
+
+    config = tmp_path / "config"
+    shutil.copytree(example_config, config)
+    path = config / "teams" / "support.yaml"
+    team = yaml.safe_load(path.read_text())
+    del team["gate"]["benchmark"]["adapter_mix"]
+    path.write_text(yaml.safe_dump(team, sort_keys=False))
+    return synthesize_team("support", "dev", config)
+
+
+def test_without_a_mix_the_gate_spreads_the_benchmark_as_the_live_components_were_invoked(example_config, tmp_path):
+    from optigate.rehearse.rehearsal import rehearse
+
+    support = _support_without_mix(example_config, tmp_path)
+    assert support[1].gate.components.mix is None
+    # A week on the live endpoint: summarise nine times as often as the base, triage and reply not at all.
+    traffic = {"support-dev-base": {"Invocations": 100}, "support-dev-summarise": {"Invocations": 900}}
+    result = rehearse(*support, "slower", scenario_overrides={"component_traffic": traffic})
+    states = result["states"]
+    assert states.index("ReadAdapterMix") < states.index("CreateOptimizationJob")
+    requests = {
+        name: sides["candidate"]["requests"]
+        for level in result["report"]["levels"]
+        for name, sides in (level.get("adapters") or {}).items()
+    }
+    assert set(requests) == {"base", "summarise"}, requests
+    assert requests["summarise"] > 5 * requests["base"]
+    _nothing_left_and_live_untouched(result)
+
+
+def test_without_a_mix_or_any_history_the_gate_refuses_before_anything_is_created(example_config, tmp_path):
+    from optigate.rehearse.rehearsal import rehearse
+
+    result = rehearse(
+        *_support_without_mix(example_config, tmp_path), "faster", scenario_overrides={"component_traffic": {}}
+    )
+    assert result["execution"]["status"] == "FAILED"
+    assert "NoInvocationHistory" in result["execution"]["cause"]
+    assert not {"CreateOptimizationJob", "CreateCandidateModel", "CreateTwinConfig"} & set(result["states"])
+    assert result["packages"] == []
+    _nothing_left_and_live_untouched(result)

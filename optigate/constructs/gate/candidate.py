@@ -12,11 +12,13 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from optigate import naming
 from optigate.config.models import split_s3_uri
 from optigate.constructs import nag
 from optigate.constructs.assets import PACKAGE, stage
 from optigate.constructs.common import function_role
 from optigate.constructs.gate import grants
+from optigate.constructs.gate.component_stages import component_name
 from optigate.constructs.gate.resources import GateResources
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, SdkTask, poll_loop, run_name, sdk_task
 from optigate.deployment.gate import GatePlan
@@ -67,6 +69,8 @@ class Stager:
                             # The adapter check's reader (standard library only), beside the handler.
                             # (handler.ADAPTER_ARCHIVE_FILE, where the handler looks for it)
                             "adapter_archive.py": PACKAGE / "deployment" / "adapter_archive.py",
+                            # The CloudWatch mix's reading (standard library only).
+                            "adapter_mix.py": PACKAGE / "deployment" / "adapter_mix.py",
                         },
                     )
                 )
@@ -380,3 +384,39 @@ def check_adapter_archives(
         )
     )
     return check.next(then)
+
+
+def read_adapter_mix(
+    scope: Construct, plan: GatePlan, stager: Stager, cleanup: CleanupPath, then: sfn.IChainable
+) -> sfn.IChainable:
+    """An adapter team without gate.benchmark.adapter_mix: the live components' shares of Invocations over the last
+    7 days, read from CloudWatch before anything is created, become the benchmark's spread (`$.mix.twin`,
+    `$.mix.cand`); no history fails the run as NoInvocationHistory (a refusal, not a guess). Else `then`."""
+    components = plan.components
+    if components is None or components.mix is not None:
+        return then
+    function, role = stager.get()
+    nag.allow(
+        role,
+        ["cloudwatch:GetMetricData"],
+        ["*"],
+        why_wildcard="GetMetricData supports no resource-level permission; the function reads the live endpoint's "
+        "per-component Invocations.",
+    )
+    live = {label: naming.inference_component_name(plan.live_endpoint, label) for label in components.labels}
+    sides = {
+        side: {f"{label}.$": component_name(plan, side, index) for index, label in enumerate(components.labels)}
+        for side in ("twin", "cand")
+    }
+    read = cleanup.guarded(
+        sdk_task(
+            scope,
+            "ReadAdapterMix",
+            "lambda:invoke",
+            {"FunctionName": function.function_arn, "Payload": {"adapter_mix": {"live": live, "sides": sides}}},
+            grants=[grants.invoke(function)],
+            result_path="$.mix",
+            result_selector={"twin.$": "$.Payload.twin", "cand.$": "$.Payload.cand"},
+        )
+    )
+    return read.next(then)

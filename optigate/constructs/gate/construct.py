@@ -26,7 +26,7 @@ from optigate.constructs.gate import (
     shadow,
     stages,
 )
-from optigate.constructs.gate.candidate import Stager, candidate_source, check_adapter_archives
+from optigate.constructs.gate.candidate import Stager, candidate_source, check_adapter_archives, read_adapter_mix
 from optigate.constructs.gate.resources import GateResources
 from optigate.constructs.gate.tasks import CleanupPath, apply_grants, run_name, sdk_task, start_run
 from optigate.deployment.gate import GatePlan
@@ -225,7 +225,9 @@ class OptimizationGate(Construct):
         decide.next(proof.record_verdict(self, plan, self.group_name, bucket_name, cleanup))
 
         # New adapter versions are checked before anything is created or paid for.
-        checked = check_adapter_archives(self, plan, self.stager, cleanup, then=start_candidate)
+        checked = check_adapter_archives(
+            self, plan, self.stager, cleanup, then=read_adapter_mix(self, plan, self.stager, cleanup, start_candidate)
+        )
         definition = sfn.Chain.start(start_run(self)).next(
             proof.unless_proven(self, plan, self.group_name, cleanup, checked)
         )

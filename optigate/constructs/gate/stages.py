@@ -274,11 +274,11 @@ def benchmark_levels(scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cl
 
     def run(name: str, endpoint: dict[str, str], run: str, result: str, engine_mode: str) -> SdkTask:
         side = "twin" if run == "baseline" else "cand"
-        spread = (
-            {"inference_components": component_stages.benchmark_components(plan, side, "$.run_id")}
-            if plan.components is not None
-            else {}
-        )
+        spread: dict[str, object] = {}
+        if plan.components is not None and plan.components.mix is None:
+            spread = {"inference_components.$": f"$.mix.{side}"}  # read from CloudWatch (candidate.read_adapter_mix)
+        elif plan.components is not None:
+            spread = {"inference_components": component_stages.benchmark_components(plan, side, "$.run_id")}
         return sdk_task(
             scope,
             name,
@@ -316,6 +316,7 @@ def benchmark_levels(scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cl
             "run_id.$": "$.run.id",
             "twin.$": run_name(plan, "twin"),
             "candidate.$": run_name(plan, "cand"),
+            **({"mix.$": "$.mix"} if plan.components is not None and plan.components.mix is None else {}),
         },
         result_path="$.benchmark",
     )

@@ -54,6 +54,11 @@ Two kinds of event:
    (kms:Decrypt where their bucket encrypts with a KMS key). The function's code needs optigate/deployment/
    adapter_archive.py staged beside the handler as ADAPTER_ARCHIVE_FILE (it imports the standard library only).
 
+4. An adapter mix (a team with adapters and no gate.benchmark.adapter_mix): each live component's share of the
+   Invocations CloudWatch recorded over the last 7 days, before anything is created (read_adapter_mix). Fails with
+   error NoInvocationHistory when there is none. IAM: cloudwatch:GetMetricData (no resource scope). The code needs
+   optigate/deployment/adapter_mix.py beside the handler (standard library only).
+
 Copies are server-side, nothing passes through the function: CopyObject up to its 5 GB, a multipart copy
 (UploadPartCopy) above it; the target bucket's default encryption applies. A source without
 any object fails: the candidate would not start without it.
@@ -356,7 +361,44 @@ def check_adapters(s3, event: dict[str, Any]) -> dict[str, Any]:
     return {"adapters": checked}
 
 
+def adapter_mix() -> Any:
+    """optigate.deployment.adapter_mix (standard library only), installed or staged beside this handler."""
+    try:
+        from optigate.deployment import adapter_mix as mix
+    except ImportError:
+        import adapter_mix as mix  # type: ignore[no-redef]
+    return mix
+
+
+def read_adapter_mix(cloudwatch: Any, event: dict) -> dict:
+    """The benchmark's spread when the team sets no adapter_mix: each live component's share of the Invocations
+    CloudWatch recorded over the last days (optigate.deployment.adapter_mix), as the workers' `inference_components`
+    of each side. No history raises NoInvocationHistory: the gate stops before anything is created.
+
+    Event: {"live": {label: live component}, "sides": {"twin": {label: run component}, "cand": {...}}}."""
+    from datetime import UTC, datetime
+
+    mix = adapter_mix()
+    live = dict(event["live"])
+    request = mix.invocations_query(live, end=datetime.now(UTC))
+    values: dict[str, list[float]] = {}
+    token = None
+    while True:  # one answer may come in pages, a query's values spread over them
+        page = cloudwatch.get_metric_data(**request, **({"NextToken": token} if token else {}))
+        for result in page.get("MetricDataResults") or []:
+            values.setdefault(result.get("Id"), []).extend(result.get("Values") or [])
+        token = page.get("NextToken")
+        if not token:
+            break
+    merged = {"MetricDataResults": [{"Id": key, "Values": found} for key, found in values.items()]}
+    shares = mix.mix_from_invocations(mix.invocations_from_metric_data(merged, live))
+    sides = {side: mix.benchmark_components(shares, dict(names)) for side, names in event["sides"].items()}
+    return {**sides, "shares": shares}
+
+
 def handler(event: dict, _context=None) -> dict:
+    if "adapter_mix" in event:
+        return read_adapter_mix(boto3.client("cloudwatch"), event["adapter_mix"])
     s3 = boto3.client("s3")
     if "adapter_check" in event:
         return check_adapters(s3, event["adapter_check"])
