@@ -282,16 +282,20 @@ class GateRun:
 
     def live_components(self) -> dict[str, dict[str, Any]]:
         """Each live endpoint's components now: name -> the model or adapter archive it serves and its copies."""
+        from optigate.rehearse.sagemaker.components import InferenceComponentOperations
+
         state = self.harness.sagemaker.region_state(self.harness.sagemaker_backend())
+        described = [InferenceComponentOperations.described(c) for c in state.inference_components.values()]
         return {
-            n: {
+            c["InferenceComponentName"]: {
                 "endpoint": c["EndpointName"],
+                "status": c.get("InferenceComponentStatus"),
                 "model": (c.get("Specification") or {}).get("ModelName"),
                 "artifact": ((c.get("Specification") or {}).get("Container") or {}).get("ArtifactUrl"),
                 "base": (c.get("Specification") or {}).get("BaseInferenceComponentName"),
-                "copies": (c.get("RuntimeConfig") or {}).get("CopyCount"),
+                "copies": (c.get("RuntimeConfig") or {}).get("DesiredCopyCount"),
             }
-            for n, c in sorted(state.inference_components.items())
+            for c in sorted(described, key=lambda c: c["InferenceComponentName"])
             if c["EndpointName"] in self.live
         }
 

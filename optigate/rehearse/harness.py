@@ -278,29 +278,26 @@ class GateHarness:
                 return None
             config = backend.endpoint_configs.get(endpoint.endpoint_config_name)
             variants = config.production_variants if config is not None else []
-            # An endpoint serving inference components: the models of its base components.
+            # An endpoint serving inference components: the models of its base components, as Describe says.
+            from optigate.rehearse.sagemaker.components import InferenceComponentOperations
+
             components = [
-                c
+                InferenceComponentOperations.described(c)
                 for c in self.sagemaker.region_state(backend).inference_components.values()
                 if c.get("EndpointName") == name
             ]
-            component_models = [
-                (c.get("Specification") or {}).get("ModelName")
-                for c in components
-                if (c.get("Specification") or {}).get("ModelName")
-            ]
+            specs = {c["InferenceComponentName"]: c.get("Specification") or {} for c in components}
             return {
                 "status": endpoint.endpoint_status,
                 "config": endpoint.endpoint_config_name,
-                "models": [v.get("ModelName") for v in variants if v.get("ModelName")] + component_models,
-                "components": sorted(str(c.get("InferenceComponentName")) for c in components),
+                "models": [v.get("ModelName") for v in variants if v.get("ModelName")]
+                + [spec["ModelName"] for spec in specs.values() if spec.get("ModelName")],
+                "components": sorted(specs),
                 # What each adapter component serves (its archive), by component name.
                 "artifacts": {
-                    str(c.get("InferenceComponentName")): ((c.get("Specification") or {}).get("Container") or {}).get(
-                        "ArtifactUrl"
-                    )
-                    for c in components
-                    if ((c.get("Specification") or {}).get("Container") or {}).get("ArtifactUrl")
+                    component: (spec.get("Container") or {})["ArtifactUrl"]
+                    for component, spec in specs.items()
+                    if (spec.get("Container") or {}).get("ArtifactUrl")
                 },
             }
 

@@ -163,3 +163,17 @@ def test_without_a_mix_or_any_history_the_gate_refuses_before_anything_is_create
     assert not {"CreateOptimizationJob", "CreateCandidateModel", "CreateTwinConfig"} & set(result["states"])
     assert result["packages"] == []
     _nothing_left_and_live_untouched(result)
+
+
+def test_an_adapter_the_evaluation_cannot_judge_leaves_the_verdict_to_a_person(support):
+    """reply's records cannot resolve its quality: the gate is INCONCLUSIVE, the package waits for a person, and
+    nothing is promoted (an inconclusive verdict never passes)."""
+    from optigate.rehearse.rehearsal import rehearse
+
+    result = rehearse(*support, "faster", adapter_quality={"reply": "unresolved"})
+    assert result["execution"]["status"] == "FAILED" and result["execution"]["error"] == "Inconclusive"
+    assert result["report"]["outcome"] == "INCONCLUSIVE", result["report"]["summary"]
+    quality = next(c for c in result["report"]["checks"] if c["name"] == "quality")
+    assert quality["outcome"] == "inconclusive" and "reply" in quality["detail"]
+    assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["PendingManualApproval"]
+    _nothing_left_and_live_untouched(result)
