@@ -834,8 +834,8 @@ class TeamConfig(Strict):
     adapters: list[Adapter] = Field(
         default_factory=list,
         description="LoRA adapters on the one base model: the endpoint then serves through inference components (a "
-        "base component and one per adapter) and serving.lora is derived from them; container family lmi only, "
-        "without a gate candidate or a shadow rollout.",
+        "base component and one per adapter) and serving.lora is derived from them; container family lmi only, one "
+        "instance type, no shadow rollout. A gate candidate is staged on inference components too.",
     )
     inference_components: InferenceComponents | None = Field(
         None,

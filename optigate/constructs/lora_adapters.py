@@ -145,6 +145,9 @@ class LoraAdapters(Construct):
             "Config",
             production_variants=[production],
             execution_role_arn=model.role.role_arn,
+            # Components carry the model, not the variant: the config isolates their containers, as the model would
+            # on a model-backed endpoint (CreateEndpointConfig.EnableNetworkIsolation: "all model containers").
+            enable_network_isolation=True,
             kms_key_id=None if local_storage else self.key.key_arn,
             data_capture_config=capture_property,
         )

@@ -107,6 +107,8 @@ class GatePlan:
     price_per_hour_usd: float | None = None
     prediction: dict[str, Any] = field(default_factory=dict)
     startup_timeouts: tuple[int, int] = (1200, 1200)
+    # The twin's (the live model's, sized for its own weights); None: the candidate's.
+    baseline_startup_timeouts: tuple[int, int] | None = None
     shadow: ShadowPlan | None = None
     # The promotion pipeline's (account, region): it may run this gate, read its model packages,
     # and hears of every approval.
@@ -134,6 +136,12 @@ class GatePlan:
         speculative = any("ModelSpeculativeDecodingConfig" in c for c in self.optimization_configs or [])
         if speculative != (self.trained_head is not None):
             raise ValueError(f"{self.prefix}: an EAGLE item in the optimization job needs a trained_head, and back")
+
+    def timeouts_of(self, kind: str) -> tuple[int, int]:
+        """(model download, container start-up health check) seconds of the run's `kind` endpoint ("cand", "twin")."""
+        if kind == "twin" and self.baseline_startup_timeouts is not None:
+            return self.baseline_startup_timeouts
+        return self.startup_timeouts
 
     @property
     def prefix(self) -> str:
@@ -373,6 +381,14 @@ def resolve_gate(
         startup_timeouts=(
             candidate.model_data_download_timeout_seconds,
             candidate.container_startup_health_check_timeout_seconds,
+        ),
+        baseline_startup_timeouts=(
+            (
+                resolved_team.baseline.model_data_download_timeout_seconds,
+                resolved_team.baseline.container_startup_health_check_timeout_seconds,
+            )
+            if resolved_team.baseline is not None
+            else None
         ),
         shadow=shadow,
         pipeline=pipeline,

@@ -11,10 +11,8 @@ from optigate.config.models import CANDIDATE_ADAPTERS, Autoscaling, TeamConfig
 from optigate.deployment.adapter_mix import BASE, resolved_mix
 from optigate.deployment.serving import ResolvedServing
 from optigate.deployment.team import ResolvedTeam
+from optigate.naming import MAX_RUN_COMPONENTS  # also what one ListInferenceComponents page returns (MaxResults)
 from optigate.promote.lock import ServedPackage
-
-#: Components one ListInferenceComponents page returns (its MaxResults), which the gate's waits count in.
-MAX_RUN_COMPONENTS = 100
 
 
 @dataclass(frozen=True)
@@ -69,13 +67,19 @@ class GateComponents:
     `compute`) and every adapter's component on it; the benchmark spreads requests by `mix`, (label, weight)
     pairs, `None` when the gate reads the live endpoint's shares from CloudWatch at run time."""
 
-    compute: ComponentCompute
+    compute: ComponentCompute  # the candidate's base copy
     adapters: tuple[GateAdapter, ...]
     mix: tuple[tuple[str, float], ...] | None
     base_dataset_uri: str
     # What a new adapter version must fit (optigate.deployment.adapter_archive.AdapterLimits.event()); None when
     # the candidate brings none.
     adapter_limits: dict[str, object] | None = None
+    # The twin's base copy: what the live model needs (its tensor parallel degree and weights); None: `compute`.
+    twin_compute: ComponentCompute | None = None
+
+    def compute_of(self, side: str) -> ComponentCompute:
+        """What one base copy reserves on `side` ("twin": the live model's needs, "cand": the candidate's)."""
+        return self.twin_compute if side == "twin" and self.twin_compute is not None else self.compute
 
     def __post_init__(self) -> None:
         if self.run_components > MAX_RUN_COMPONENTS:
@@ -107,6 +111,17 @@ class GateComponents:
         """What of the components makes a proof (GatePlan.fingerprint)."""
         return {
             "compute": [self.compute.accelerators, self.compute.cores, self.compute.min_memory_mb],
+            **(
+                {
+                    "twin_compute": [
+                        self.twin_compute.accelerators,
+                        self.twin_compute.cores,
+                        self.twin_compute.min_memory_mb,
+                    ]
+                }
+                if self.twin_compute is not None and self.twin_compute != self.compute
+                else {}
+            ),
             "adapters": [[a.name, a.artifact_uri, a.candidate_artifact_uri, a.dataset_uri] for a in self.adapters],
             "mix": [list(pair) for pair in self.mix] if self.mix is not None else None,
         }
@@ -156,6 +171,7 @@ def resolve_components(
         )
     return GateComponents(
         compute=component_compute(candidate, None),
+        twin_compute=component_compute(resolved_team.baseline, None) if resolved_team.baseline else None,
         adapters=tuple(adapters),
         mix=configured_mix(team),
         base_dataset_uri=dataset_uri,

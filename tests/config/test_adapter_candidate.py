@@ -22,6 +22,12 @@ DATASET = {"dataset_s3_uri": "s3://acme-eval/support/eval.jsonl"}
 def _support(candidate: dict[str, Any], **changes: Any) -> TeamConfig:
     data = SUPPORT.model_dump(exclude_unset=True)
     data["gate"] = {**data.get("gate", {}), "candidate": candidate, "evaluation": DATASET}
+    # A new adapter version is judged on its own latency against the p99 budgets (OG455).
+    data["gate"]["benchmark"] = {
+        **data["gate"].get("benchmark", {}),
+        "p99_ttft_ms_budget": 800,
+        "p99_itl_ms_budget": 60,
+    }
     data.update(changes)
     return TeamConfig.model_validate(data)
 

@@ -1,20 +1,33 @@
-"""OG440 and OG441 on their own (rules=False, so the gate rule that still refuses adapter teams a candidate, OG401,
-does not hide them): every adapter of a gate with a candidate is judged on a dataset, its own or the gate's."""
+"""OG440 and OG441 on their own (rules=False, so no other rule hides them): every adapter of a gate with a candidate is
+judged on a dataset, its own or the gate's."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from optigate.config.loader import load_team
 from optigate.config.rules.adapter_evaluation_rules import adapter_evaluation_problems
-from tests.config.test_rule_cases import ADAPTER, _team_file
+from tests.conftest import CONFIG
+
+ADAPTER = {"name": "triage", "s3_uri": "s3://acme-models/adapters/triage.tar.gz"}
 
 OWN = {"evaluation": {"dataset_s3_uri": "s3://acme-eval/triage/"}}
 CANDIDATE = {"candidate": {"max_batch_size": 16}}
 
 
+def _team_file(tmp_path, gate: dict[str, Any], adapters: list[dict[str, Any]]):
+    """The example support team with this gate and these adapters."""
+    team = yaml.safe_load((CONFIG / "teams" / "support.yaml").read_text())
+    team.update(gate=gate, adapters=adapters)
+    path = tmp_path / "team.yaml"
+    path.write_text(yaml.safe_dump(team, sort_keys=False))
+    return path
+
+
 def _problems(tmp_path, gate: dict[str, Any], adapters: list[dict[str, Any]]) -> list[tuple[str, tuple, str]]:
-    team = load_team(_team_file(tmp_path, {"gate": gate, "adapters": adapters}), rules=False)
+    team = load_team(_team_file(tmp_path, gate, adapters), rules=False)
     return [(p.rule_id, p.path, p.message) for p in adapter_evaluation_problems(team)]
 
 

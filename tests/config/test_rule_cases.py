@@ -39,6 +39,8 @@ NEURON = {"container": {"family": "lmi-neuronx"}, "instance_type": "ml.inf2.24xl
 MOE = {"model": {"architecture": "qwen3-30b-a3b"}}
 ADAPTER = {"name": "triage", "s3_uri": "s3://acme-models/adapters/triage.tar.gz"}
 ADAPTERS = {"adapters": [ADAPTER]}
+#: The p99 budgets a new adapter version is judged against (OG455).
+SLO = {"benchmark": {"p99_ttft_ms_budget": 800, "p99_itl_ms_budget": 60}}
 TRIAGE_V2 = "s3://acme-models/adapters/triage-v2.tar.gz"  # a new version of ADAPTER: gate.candidate.adapters
 POOLS = [{"instance_type": "ml.g6.2xlarge", "priority": 1}, {"instance_type": "ml.g6.4xlarge", "priority": 2}]
 CROSS_CHECK = {"benchmark": {"cross_check": "sagemaker", "cross_check_tokenizer": "meta-llama/Llama-3.1-8B"}}
@@ -304,6 +306,18 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         both(gate({"max_batch_size": 16}), ADAPTERS),
     ),
     (
+        "OG442",
+        both(
+            gate({"max_batch_size": 16}),
+            {
+                "adapters": [
+                    {**ADAPTER, "name": f"a{i}", "evaluation": {"dataset_s3_uri": f"s3://e/a{i}/"}} for i in range(12)
+                ]
+            },
+        ),
+        both(gate({"max_batch_size": 16}), {"adapters": [{**ADAPTER, "name": f"a{i}"} for i in range(12)]}),
+    ),
+    (
         "OG441",
         {"adapters": [{**ADAPTER, "evaluation": {"dataset_s3_uri": "s3://acme-eval/triage/"}}]},
         {"adapters": [ADAPTER]},
@@ -347,18 +361,23 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ),
     (
         "OG452",
-        both(gate({"adapters": {"triag": TRIAGE_V2}}), {"adapters": [ADAPTER]}),
-        both(gate({"adapters": {"triage": TRIAGE_V2}}), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triag": TRIAGE_V2}}, **SLO), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triage": TRIAGE_V2}}, **SLO), {"adapters": [ADAPTER]}),
     ),
     (
         "OG453",
-        both(gate({"adapters": {"triage": "s3://acme-models/adapters/triage-v2/"}}), {"adapters": [ADAPTER]}),
-        both(gate({"adapters": {"triage": TRIAGE_V2}, "max_batch_size": 16}), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triage": "s3://acme-models/adapters/triage-v2/"}}, **SLO), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triage": TRIAGE_V2}, "max_batch_size": 16}, **SLO), {"adapters": [ADAPTER]}),
     ),
     (
         "OG454",
-        both(gate({"adapters": {"triage": ADAPTER["s3_uri"]}}), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triage": ADAPTER["s3_uri"]}}, **SLO), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triage": TRIAGE_V2}}, **SLO), {"adapters": [ADAPTER]}),
+    ),
+    (
+        "OG455",
         both(gate({"adapters": {"triage": TRIAGE_V2}}), {"adapters": [ADAPTER]}),
+        both(gate({"adapters": {"triage": TRIAGE_V2}}, **SLO), {"adapters": [ADAPTER]}),
     ),
     (
         "OG430",

@@ -14,7 +14,7 @@ from optigate.config.models import EvaluationGate
 from optigate.evaluate import job
 from optigate.evaluate.adapter_verdicts import overall
 from optigate.evaluate.quality_verdict import compare
-from tests.evaluate.test_fail_closed import AnswerTable, score_with_tables
+from tests.fixtures.answer_tables import AnswerTable, score_with_tables
 
 ADAPTERS = ("base", "reply", "triage")
 

@@ -18,6 +18,7 @@ from optigate.evaluate.dataset import load_dataset
 from optigate.evaluate.input_errors import InputError
 from optigate.evaluate.quality_verdict import compare
 from tests.conftest import REPO
+from tests.fixtures.answer_tables import AnswerTable, score_with_tables
 
 
 def _write(path: Path, lines: list[str]) -> Path:
@@ -33,18 +34,6 @@ def _run_job(tmp_path: Path, dataset: Path, capsys) -> tuple[int, str, str]:
     code = job.main(_arguments(dataset, tmp_path / "out"))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
-
-
-class AnswerTable:
-    """A stand-in endpoint: the answer for each record id."""
-
-    def __init__(self, answers: dict[str, str]):
-        self.answers = answers
-
-
-def score_with_tables(runner: AnswerTable, records: list[dict]) -> dict[str, dict]:
-    """`job.score_model`'s output rows, computed with `scoring` instead of fmeval."""
-    return scoring.qa_rows(runner.answers, records)
 
 
 # --------------------------------------------------------------------------- no records

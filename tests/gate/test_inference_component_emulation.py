@@ -142,7 +142,9 @@ def test_specifications_are_described_as_a_list_of_summaries():
 
 
 def test_a_component_is_creating_until_the_scenario_says_and_lists_with_its_variant():
-    with _harness(inference_component=Outcome("InService", after=1)) as h:
+    # Two looks in progress: a Describe and a List both see it Creating (status moves on whoever looks, as the
+    # gate's waits list components), the next look sees it InService.
+    with _harness(inference_component=Outcome("InService", after=2)) as h:
         sm = h.client("sagemaker")
         _component_endpoint(sm)
         _base(sm)

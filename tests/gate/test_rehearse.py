@@ -115,6 +115,16 @@ def test_the_cli_exits_1_for_a_wrong_verdict_and_3_for_an_inconclusive_one(
     assert "rehearsal of the faster candidate: REJECTED, expected APPROVED" in out
 
 
-def test_rehearse_refuses_a_team_without_a_candidate(example_config, capsys):
-    assert main(["rehearse", "--team", "support", "--config", str(example_config)]) == 2
+def test_rehearse_refuses_a_team_without_a_candidate(example_config, tmp_path, capsys):
+    import shutil
+
+    import yaml
+
+    config = tmp_path / "config"
+    shutil.copytree(example_config, config)
+    path = config / "teams" / "support.yaml"
+    team = yaml.safe_load(path.read_text())
+    team["gate"] = {"benchmark": {"concurrency": [1, 16]}}  # no candidate (nor a mix or dataset, which need one)
+    path.write_text(yaml.safe_dump(team, sort_keys=False))
+    assert main(["rehearse", "--team", "support", "--config", str(config)]) == 2
     assert "no gate.candidate" in capsys.readouterr().err

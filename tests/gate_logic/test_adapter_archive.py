@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from optigate.deployment import adapter_archive as aa
 from optigate.deployment.adapter_archive import AdapterLimits, AdapterRefused, check_archive
-from tests.gate_logic.adapter_archives import (
+from tests.fixtures.adapter_archives import (
     BASE,
     LIMITS,
     adapter,

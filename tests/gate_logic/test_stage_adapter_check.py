@@ -16,7 +16,7 @@ from moto import mock_aws
 
 from optigate.deployment import adapter_archive as aa
 from optigate.rehearse.gate_handlers import load_handler
-from tests.gate_logic.adapter_archives import LIMITS, adapter, adapter_config, lora_tensors
+from tests.fixtures.adapter_archives import LIMITS, adapter, adapter_config, lora_tensors
 
 REPLY = "s3://adapters/support/reply-v3.tar.gz"
 TRIAGE = "s3://adapters/support/triage-v4.tar.gz"

@@ -20,6 +20,7 @@ CANDIDATE_ADAPTERS_IN_GATE = rule("OG451", "new adapter versions only under gate
 CANDIDATE_ADAPTER_NAMES = rule("OG452", "gate.candidate.adapters names adapters of the team")
 CANDIDATE_ADAPTER_ARCHIVES = rule("OG453", "gate.candidate.adapters gives each adapter an S3 .tar.gz archive")
 CANDIDATE_ADAPTER_CHANGES = rule("OG454", "a new adapter version is another archive than the one served")
+CANDIDATE_ADAPTER_LATENCY = rule("OG455", "a new adapter version comes with p99 TTFT and ITL budgets")
 
 #: An S3 object (not a prefix) ending .tar.gz, as an inference component's ArtifactUrl takes it; `{region}` becomes
 #: the environment's region, as in `adapters[i].s3_uri`.
@@ -54,6 +55,19 @@ def adapter_candidate_problems(team: TeamConfig) -> list[Problem]:
         return problems
     path = (*GATE_CANDIDATE, CANDIDATE_ADAPTERS)
     value = team.gate.candidate[CANDIDATE_ADAPTERS]
+    benchmark = team.gate.benchmark
+    if team.adapters and (benchmark.p99_ttft_ms_budget is None or benchmark.p99_itl_ms_budget is None):
+        # A new version's rank changes its latency; the gate judges each adapter's p99 against the budgets (Holm
+        # across adapters). Without them only all traffic's throughput would judge it, where one adapter's share
+        # can hide its own slow-down.
+        problems.append(
+            Problem(
+                ("gate", "benchmark"),
+                "a new adapter version is judged on its own latency against gate.benchmark.p99_ttft_ms_budget and "
+                "p99_itl_ms_budget (each adapter's p99, Holm across adapters): set both",
+                CANDIDATE_ADAPTER_LATENCY,
+            )
+        )
     if not team.adapters:
         return [
             *problems,

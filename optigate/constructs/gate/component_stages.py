@@ -62,7 +62,6 @@ def stage_components(
     for all; then `then`. Each create is its own state (its names are literal templates: the IAM check resolves
     them); each wait is one loop that counts the run's InService components, however many adapters there are."""
     components = components_of(plan)
-    download, startup = plan.startup_timeouts
     owned = grants.run_components(scope, plan)
     models = {"twin": {"ModelName": baseline_model_name}, "cand": {"ModelName.$": run_name(plan, "cand")}}
 
@@ -85,12 +84,14 @@ def stage_components(
         )
 
     def base(side: str) -> SdkTask:
+        compute = components.compute_of(side)
+        download, startup = plan.timeouts_of(side)
         specification = {
             **models[side],
             "ComputeResourceRequirements": {
-                "NumberOfAcceleratorDevicesRequired": components.compute.accelerators,
-                "NumberOfCpuCoresRequired": components.compute.cores,
-                "MinMemoryRequiredInMb": components.compute.min_memory_mb,
+                "NumberOfAcceleratorDevicesRequired": compute.accelerators,
+                "NumberOfCpuCoresRequired": compute.cores,
+                "MinMemoryRequiredInMb": compute.min_memory_mb,
             },
             "StartupParameters": {
                 "ModelDataDownloadTimeoutInSeconds": download,
@@ -188,8 +189,8 @@ def _wait_for_components(
 def delete_run_components(scope: Construct, plan: GatePlan, then: sfn.IChainable) -> sfn.IChainable:
     """The cleanup's first step for an adapter team: delete each of the run's components (adapters before their
     bases; a delete that fails is caught: never created, already deleting, or a base whose adapters are still
-    going), wait, and list the run's components again; another round while any is left, at most CLEANUP_ROUNDS;
-    then `then` (the endpoint deletes)."""
+    going), wait, and list the run's components again; while any is left, another round of the bases' deletes,
+    at most CLEANUP_ROUNDS; then `then` (the endpoint deletes)."""
     components = components_of(plan)
     owned = grants.run_components(scope, plan)
     order = [(side, a.index) for a in components.adapters for side in SIDES] + [(side, 0) for side in SIDES]
@@ -228,11 +229,14 @@ def delete_run_components(scope: Construct, plan: GatePlan, then: sfn.IChainable
         parameters={"count.$": "States.MathAdd($.cleanup_rounds.count, 1)"},
         result_path="$.cleanup_rounds",
     )
+    # Later rounds delete the bases only: an adapter's delete went out in the first round (a repeated one fails on
+    # a component already Deleting, after its retries), a base may have been refused while its adapters remained.
+    bases = len(SIDES)
     choice = (
         sfn.Choice(scope, "RunComponentsLeft?")
         .when(sfn.Condition.is_not_present("$.run_components.names[0]"), then)
         .when(sfn.Condition.number_greater_than_equals("$.cleanup_rounds.count", CLEANUP_ROUNDS), then)
-        .otherwise(deletes[0])
+        .otherwise(deletes[-bases])
     )
     listing.add_catch(then, errors=["States.ALL"], result_path="$.cleanup_error")
     wait.next(count).next(listing).next(choice)

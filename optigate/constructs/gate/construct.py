@@ -26,7 +26,8 @@ from optigate.constructs.gate import (
     shadow,
     stages,
 )
-from optigate.constructs.gate.candidate import Stager, candidate_source, check_adapter_archives, read_adapter_mix
+from optigate.constructs.gate.adapter_steps import check_adapter_archives, read_adapter_mix
+from optigate.constructs.gate.candidate import Stager, candidate_source
 from optigate.constructs.gate.resources import GateResources
 from optigate.constructs.gate.tasks import CleanupPath, apply_grants, run_name, sdk_task, start_run
 from optigate.deployment.gate import GatePlan

@@ -139,7 +139,7 @@ def temporary_endpoint(
     or `ModelName.$` entry) on the candidate's instance type and count; both guarded by the cleanup. An adapter
     team's endpoints serve no model but inference components (optigate.constructs.gate.component_stages), which run as
     `model_role_arn` (the endpoint config's ExecutionRoleArn)."""
-    download, startup = plan.startup_timeouts
+    download, startup = plan.timeouts_of(kind)
     ami = plan.candidate_ami_version if kind == "cand" else plan.baseline_ami_version
     temporary = grants.temporary_resources(scope, plan)
     serves_components = plan.components is not None
@@ -165,6 +165,9 @@ def temporary_endpoint(
                     }
                 ],
                 **role,
+                # Inference components: the config isolates every model container (EnableNetworkIsolation), as the
+                # candidate model itself is isolated on a model-backed endpoint.
+                **({"EnableNetworkIsolation": True} if serves_components else {}),
             },
             grants=[temporary, *([grants.pass_role(model_role_arn)] if model_role_arn and serves_components else [])],
             result_path=sfn.JsonPath.DISCARD,

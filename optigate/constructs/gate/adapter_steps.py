@@ -1,0 +1,84 @@
+"""An adapter team's steps before anything is created or paid for: new adapter versions' archives checked, and the
+benchmark's mix read from CloudWatch when the team sets none. Both run in the gate's staging function
+(optigate/lambdas/stage_candidate)."""
+
+from __future__ import annotations
+
+from aws_cdk import Aws
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from optigate import naming
+from optigate.config.models import split_s3_uri
+from optigate.constructs import nag
+from optigate.constructs.gate import grants
+from optigate.constructs.gate.candidate import Stager
+from optigate.constructs.gate.component_stages import component_name
+from optigate.constructs.gate.tasks import CleanupPath, sdk_task
+from optigate.deployment.gate import GatePlan
+
+
+def check_adapter_archives(
+    scope: Construct, plan: GatePlan, stager: Stager, cleanup: CleanupPath, then: sfn.IChainable
+) -> sfn.IChainable:
+    """A candidate that brings new adapter versions (gate.candidate.adapters): each archive is read and checked
+    (optigate.deployment.adapter_archive: rank, base model, target modules vLLM serves) before any job or endpoint
+    exists; a refused archive fails the run as AdapterRefused, with the adapter and the reason. Else `then`."""
+    components = plan.components
+    changed = {a.name: a.candidate_artifact_uri for a in components.adapters if a.changed} if components else {}
+    if not changed or components is None or components.adapter_limits is None:
+        return then
+    function, role = stager.get()
+    nag.allow(
+        role,
+        ["s3:GetObject"],
+        [f"arn:{Aws.PARTITION}:s3:::{uri.removeprefix('s3://')}" for uri in sorted(changed.values())],
+        why_wildcard=None,
+    )
+    # Without ListBucket a missing archive reads as AccessDenied; with it, as the missing archive it is. HeadObject's
+    # check of ListBucket carries no s3:prefix, so no prefix condition (it would deny exactly that check).
+    buckets = sorted({split_s3_uri(uri)[0] for uri in changed.values()})
+    nag.allow(role, ["s3:ListBucket"], [f"arn:{Aws.PARTITION}:s3:::{bucket}" for bucket in buckets])
+    check = cleanup.guarded(
+        sdk_task(
+            scope,
+            "CheckAdapterArchives",
+            "lambda:invoke",
+            {
+                "FunctionName": function.function_arn,
+                "Payload": {"adapter_check": {"adapters": changed, **components.adapter_limits}},
+            },
+            grants=[grants.invoke(function)],
+            result_path=sfn.JsonPath.DISCARD,
+        )
+    )
+    return check.next(then)
+
+
+def read_adapter_mix(
+    scope: Construct, plan: GatePlan, stager: Stager, cleanup: CleanupPath, then: sfn.IChainable
+) -> sfn.IChainable:
+    """An adapter team without gate.benchmark.adapter_mix: the live components' shares of Invocations over the last
+    7 days, read from CloudWatch before anything is created, become the benchmark's spread (`$.mix.twin`,
+    `$.mix.cand`); no history fails the run as NoInvocationHistory (a refusal, not a guess). Else `then`."""
+    components = plan.components
+    if components is None or components.mix is not None:
+        return then
+    function, _ = stager.get()  # its role may read metrics (candidate.Stager)
+    live = {label: naming.inference_component_name(plan.live_endpoint, label) for label in components.labels}
+    sides = {
+        side: {f"{label}.$": component_name(plan, side, index) for index, label in enumerate(components.labels)}
+        for side in ("twin", "cand")
+    }
+    read = cleanup.guarded(
+        sdk_task(
+            scope,
+            "ReadAdapterMix",
+            "lambda:invoke",
+            {"FunctionName": function.function_arn, "Payload": {"adapter_mix": {"live": live, "sides": sides}}},
+            grants=[grants.invoke(function)],
+            result_path="$.mix",
+            result_selector={"twin.$": "$.Payload.twin", "cand.$": "$.Payload.cand"},
+        )
+    )
+    return read.next(then)
