@@ -311,7 +311,8 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
             gate({"max_batch_size": 16}),
             {
                 "adapters": [
-                    {**ADAPTER, "name": f"a{i}", "evaluation": {"dataset_s3_uri": f"s3://e/a{i}/"}} for i in range(12)
+                    {**ADAPTER, "name": f"a{i}", "evaluation": {"dataset_s3_uri": f"s3://acme-eval/a{i}/"}}
+                    for i in range(12)
                 ]
             },
         ),
