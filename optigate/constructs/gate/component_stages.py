@@ -46,11 +46,6 @@ def component_name(plan: GatePlan, side: str, index: int, run_id_path: str = "$.
     return f"States.Format('{plan.component_template(side, index)}', {run_id_path})"  # type: ignore[arg-type]
 
 
-def endpoint_config_extra(plan: GatePlan, model_role_arn: str) -> dict[str, Any]:
-    """What an endpoint config needs when its variant has no model: the role its components run as."""
-    return {"ExecutionRoleArn": model_role_arn} if plan.components is not None else {}
-
-
 def stage_components(
     scope: Construct,
     plan: GatePlan,
@@ -100,7 +95,7 @@ def stage_components(
         }
         return create(side, 0, specification, "BaseComponent")
 
-    def adapter(side: str, index: int, name: str, artifact: str) -> SdkTask:
+    def adapter(side: str, index: int, artifact: str) -> SdkTask:
         specification = {
             "BaseInferenceComponentName.$": component_name(plan, side, 0),
             "Container": {"ArtifactUrl": artifact},
@@ -114,8 +109,8 @@ def stage_components(
     creates = []
     for a in components.adapters:
         creates += [
-            adapter("twin", a.index, a.name, a.artifact_uri),
-            adapter("cand", a.index, a.name, a.candidate_artifact_uri),
+            adapter("twin", a.index, a.artifact_uri),
+            adapter("cand", a.index, a.candidate_artifact_uri),
         ]
     adapters_chain = sfn.Chain.start(creates[0])
     for state in creates[1:]:
