@@ -33,6 +33,7 @@ from pathlib import Path
 from optigate.bench.client import Connection, Exchange, StreamingClient, decode_stream, request_body
 from optigate.bench.metrics import RequestRecord
 from optigate.bench.payloads import DEFAULT_SCHEMA, check_stream
+from optigate.bench.workload import Workload
 
 PROMPT_WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "ran", "to", "see", "what", "was", "new")
 
@@ -165,6 +166,9 @@ class LoadSpec:
     # The endpoint's inference components and their shares; empty: a model-backed endpoint (or the
     # target's one fixed component).
     components: tuple[ComponentShare, ...] = ()
+    # Requests with their own bodies and output lengths (and, replayed, their schedule) instead of
+    # prompt_tokens/max_new_tokens/prompts (optigate.bench.workload).
+    workload: Workload | None = None
 
     def __post_init__(self) -> None:
         check_components(self.components)

@@ -36,6 +36,9 @@ All times come from one monotonic clock (`time.perf_counter`) on the client.
   divided by the window (Little's law): compare it with the concurrency asked for.
 - **errors**: measured requests that failed, by class (HTTP error type, stream exception,
   connection error, timeout).
+- **outcomes**: one ``[ttft_ms, tpot_ms]`` per measured request in the order they were measured, ``None``
+  where the request failed (both) or had one token (TPOT): what goodput (optigate.bench.goodput) judges each
+  request by against an SLO. Results written before it existed have none: their goodput is unknown.
 
 Warm-up requests (sent before the warm-up ended) are excluded from every figure. Percentiles
 are computed from raw samples with linear interpolation (numpy's default), so shard results
@@ -124,6 +127,8 @@ class RunSamples:
     # The same requests split by the adapter label of their inference component (empty: no labels), so
     # per-adapter figures come from raw samples as the overall ones do; written as "adapters" when present.
     by_adapter: dict[str, RunSamples] = field(default_factory=dict)
+    # Per measured request (failed ones too), [ttft_ms, tpot_ms] (None where unknown): goodput's input.
+    outcomes: list[tuple[float | None, float | None]] = field(default_factory=list)
 
     @classmethod
     def from_records(cls, concurrency: int, records: list[RequestRecord]) -> RunSamples:
@@ -152,9 +157,11 @@ class RunSamples:
         self.queue_ms.append((record.sent_at - record.scheduled_at) * 1000)
         if record.error is not None:
             self.errors[record.error] = self.errors.get(record.error, 0) + 1
+            self.outcomes.append((None, None))
             return
         if record.first_token_at is None or record.completed_at is None:
             self.errors["NoTokens"] = self.errors.get("NoTokens", 0) + 1
+            self.outcomes.append((None, None))
             return
         ttft = record.first_token_at - record.sent_at
         e2e = record.completed_at - record.sent_at
@@ -171,8 +178,10 @@ class RunSamples:
             previous = arrival
         self.itl_counts.append(len(self.itl_ms) - itl_before)
         self.coalesced_counts.append(record.coalesced_frames)
-        if record.output_tokens > 1:
-            self.tpot_ms.append((e2e - ttft) / (record.output_tokens - 1) * 1000)
+        tpot = (e2e - ttft) / (record.output_tokens - 1) * 1000 if record.output_tokens > 1 else None
+        if tpot is not None:
+            self.tpot_ms.append(tpot)
+        self.outcomes.append((ttft * 1000, tpot))
         self.completions.append((record.completed_at, record.output_tokens))
 
     def window(self) -> tuple[float, float] | None:
@@ -243,6 +252,7 @@ class RunSamples:
             result["samples"]["finishes"] = self.finishes
             result["samples"]["itl_counts"] = self.itl_counts
             result["samples"]["coalesced_counts"] = self.coalesced_counts
+            result["samples"]["outcomes"] = self.outcomes
         if self.by_adapter:
             result["adapters"] = {name: run.to_result(include_samples) for name, run in sorted(self.by_adapter.items())}
         return result
@@ -258,6 +268,8 @@ class RunSamples:
         run.finishes = list(samples["finishes"])
         run.itl_counts = list(samples["itl_counts"])
         run.coalesced_counts = list(samples.get("coalesced_counts", []))  # absent in older results: share unknown
+        # absent in older results: goodput unknown (never a pass)
+        run.outcomes = [(o[0], o[1]) for o in samples.get("outcomes", [])]
         run.errors = dict(result["errors"])
         run.interrupted = result.get("interrupted", False)
         run.by_adapter = {name: cls.from_result(sub) for name, sub in (result.get("adapters") or {}).items()}
@@ -278,6 +290,7 @@ def merge(runs: list[RunSamples]) -> RunSamples:
         merged.finishes.extend(run.finishes)
         merged.itl_counts.extend(run.itl_counts)
         merged.coalesced_counts.extend(run.coalesced_counts)
+        merged.outcomes.extend(run.outcomes)
         for name, count in run.errors.items():
             merged.errors[name] = merged.errors.get(name, 0) + count
         merged.interrupted |= run.interrupted

@@ -61,7 +61,10 @@ async def run_levels(
             break
     data: dict[str, Any] = {
         "target": {k: v for k, v in asdict(target).items() if v is not None},
-        "load": {k: v for k, v in asdict(spec).items() if k not in ("prompts", "concurrency", "components")},
+        # Never the prompts' text (a workload's requests): prompts do not leave the team's account.
+        "load": {
+            k: v for k, v in asdict(spec).items() if k not in ("prompts", "concurrency", "components", "workload")
+        },
         "finished_at": time.time(),
         "interrupted": interrupted,
         "runs": runs,

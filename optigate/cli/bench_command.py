@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
+from optigate.cli.bench_capacity_command import add_capacity_arguments
 from optigate.cli.bench_compare_command import add_compare_parser, cmd_bench_compare
 from optigate.cli.bench_residency_command import add_residency_parser, cmd_bench_residency
 from optigate.cli.bench_target import check_target_arguments
@@ -249,6 +250,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_compare(args)
     if args.bench_command == "residency":
         return cmd_bench_residency(args)
+    if args.find_capacity:
+        from optigate.cli.bench_capacity_command import cmd_find_capacity
+
+        return cmd_find_capacity(args)
     import asyncio
     import signal
 
@@ -379,6 +384,7 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench.add_argument(
         "--label", help="this run's name in reports and --json (default: the endpoint, with its variant or component)"
     )
+    add_capacity_arguments(bench)
     bench.set_defaults(handler=cmd_bench, bench_command=None)
     subcommands = bench.add_subparsers(dest="bench_command", title="subcommands")
     add_compare_parser(subcommands)
