@@ -30,7 +30,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -139,9 +139,14 @@ def read_capture(
     skipped: Counter[str] = Counter()
     found: list[tuple[CapturedRequest, bool, int, int]] = []
     files = 0
-    for name, lines in _capture_files(str(source), s3_client, since):
+    for name, read in _capture_files(str(source), s3_client, since):
         files += 1  # read newest first: -files orders the files oldest first
-        for number, line in enumerate(lines, 1):
+        try:
+            content = read()
+        except OSError as error:
+            skipped[f"file unreadable ({error.strerror or error})"] += 1
+            continue
+        for number, line in enumerate(content.split(b"\n"), 1):
             if not line.strip():
                 continue
             try:
@@ -187,36 +192,57 @@ def _spread_whole_seconds(found: list[tuple[CapturedRequest, bool, int, int]]) -
     return sorted(placed, key=lambda request: request.at)
 
 
-def _capture_files(source: str, s3_client: Any, since: float | None) -> Iterator[tuple[str, list[str]]]:
-    """(name, lines) of each capture file under `source`, newest first (SageMaker's keys sort by hour, then by
-    the time in the file name); files of hours wholly before `since` are not read."""
+def _capture_files(source: str, s3_client: Any, since: float | None) -> Iterator[tuple[str, Callable[[], bytes]]]:
+    """(name, reader) of each capture file under `source`, newest first (SageMaker's keys sort by hour, then by
+    the ``MM-SS-mmm-<uuid>.jsonl`` name); files of hours wholly before `since` are not read."""
     if source.startswith("s3://"):
-        bucket, _, prefix = source[len("s3://") :].partition("/")
-        if not bucket:
-            raise ValueError(f"{source}: expected s3://bucket/prefix")
-        if s3_client is None:
-            import boto3  # only a capture in S3 needs it
+        yield from _s3_files(source, s3_client, since)
+        return
+    path = Path(source)
+    if path.is_file():
+        yield str(path), path.read_bytes
+        return
+    if not path.is_dir():
+        raise ValueError(f"{source}: no such file or folder")
+    for file in sorted(path.rglob("*.jsonl"), reverse=True):
+        if file.is_file() and not _hour_before(file.relative_to(path).as_posix(), since):
+            yield str(file), file.read_bytes
 
-            s3_client = boto3.client("s3")
+
+def _s3_files(source: str, s3_client: Any, since: float | None) -> Iterator[tuple[str, Callable[[], bytes]]]:
+    from botocore.exceptions import BotoCoreError, ClientError  # only a capture in S3 needs boto
+
+    bucket, _, prefix = source[len("s3://") :].partition("/")
+    if not bucket:
+        raise ValueError(f"{source}: expected s3://bucket/prefix")
+    if s3_client is None:
+        import boto3
+
+        s3_client = boto3.client("s3")
+    try:
         keys = [
             item["Key"]
             for page in s3_client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
             for item in page.get("Contents", [])
             if item["Key"].endswith(".jsonl")
         ]
-        for key in sorted(keys, reverse=True):
-            if not _hour_before(key, since):
-                yield f"s3://{bucket}/{key}", _lines(s3_client.get_object(Bucket=bucket, Key=key)["Body"].read())
-        return
-    path = Path(source)
-    if path.is_file():
-        yield str(path), _lines(path.read_bytes())
-        return
-    if not path.is_dir():
-        raise ValueError(f"{source}: no such file or folder")
-    for file in sorted(path.rglob("*.jsonl"), reverse=True):
-        if file.is_file() and not _hour_before(file.relative_to(path).as_posix(), since):
-            yield str(file), _lines(file.read_bytes())
+    except (BotoCoreError, ClientError) as error:
+        raise ValueError(f"{source}: cannot list the capture: {error}") from error
+
+    def reader(key: str) -> Callable[[], bytes]:
+        def read() -> bytes:
+            try:
+                return s3_client.get_object(Bucket=bucket, Key=key)["Body"].read()
+            except ClientError as error:  # e.g. AccessDenied, or KMS refusing to decrypt: named, counted
+                raise OSError(error.response.get("Error", {}).get("Code", "error")) from error
+            except BotoCoreError as error:
+                raise OSError(type(error).__name__) from error
+
+        return read
+
+    for key in sorted(keys, reverse=True):
+        if not _hour_before(key, since):
+            yield f"s3://{bucket}/{key}", reader(key)
 
 
 def _hour_before(key: str, since: float | None) -> bool:
@@ -232,29 +258,13 @@ def _hour_before(key: str, since: float | None) -> bool:
     return start + 2 * 3600 <= since
 
 
-def _lines(raw: bytes) -> list[str]:
-    """Lines of a capture file; a line that is not UTF-8 stays in place (as an unreadable marker) so line numbers
-    hold."""
-    return [_utf8(line) for line in raw.split(b"\n")]
-
-
-_NOT_UTF8 = "\x00not utf-8"
-
-
-def _utf8(line: bytes) -> str:
-    try:
-        return line.decode("utf-8")
-    except UnicodeDecodeError:
-        return _NOT_UTF8
-
-
-def parse_capture_line(line: str, where: str) -> tuple[CapturedRequest, bool]:
+def parse_capture_line(line: bytes, where: str) -> tuple[CapturedRequest, bool]:
     """One capture line as a request and whether its time was stamped to a whole second; :class:`Skip` naming why
     it cannot be one."""
-    if line == _NOT_UTF8:
-        raise Skip("not UTF-8")
     try:
-        event = json.loads(line)
+        event = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise Skip("not UTF-8") from None
     except (ValueError, RecursionError):
         raise Skip("not JSON") from None
     if not isinstance(event, dict) or not isinstance(event.get("captureData"), dict):
@@ -269,6 +279,10 @@ def parse_capture_line(line: str, where: str) -> tuple[CapturedRequest, bool]:
     body = _decoded(captured)
     output = event["captureData"].get("endpointOutput")
     record, requested, text = _request(body)
+    try:  # a lone surrogate (JSON allows "\\ud800") cannot be sent as UTF-8
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise Skip("text not valid Unicode") from None
     return (
         CapturedRequest(
             at=at,
@@ -366,9 +380,9 @@ def _tokens(fields: dict[str, Any], *names: str) -> int | None:
         if fields.get(name) is None:
             continue
         value = fields[name]
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise Skip(f"{name} not a number")
-        if value != int(value) or not 1 <= value <= MAX_REQUESTED_TOKENS:
+        if not 1 <= value <= MAX_REQUESTED_TOKENS or value != int(value):  # NaN fails the range, inf too
             raise Skip(f"{name} not a whole number in 1..{MAX_REQUESTED_TOKENS}")
         return int(value)
     return None

@@ -237,10 +237,16 @@ def shared_prefix_share(workload: Workload, block_tokens: int = PREFIX_BLOCK_TOK
 
 def _opening(body: dict[str, Any], block_tokens: int) -> str | None:
     if "messages" in body:
-        text = " ".join(str(m.get("content", "")) if isinstance(m, dict) else "" for m in body.get("messages") or [])
+        text = " ".join(_content_text(m.get("content")) for m in body["messages"] if isinstance(m, dict))
     else:
         text = str(body.get("inputs", body.get("prompt", "")))
     words = text.split()
     if len(words) < block_tokens:
         return None
-    return hashlib.sha256(" ".join(words[:block_tokens]).encode()).hexdigest()
+    return hashlib.sha256(" ".join(words[:block_tokens]).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
