@@ -36,8 +36,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from optigate.evaluate.scoring import estimate_tokens
-
 CAPTURE_EVENT_VERSION = "0"
 
 
@@ -109,6 +107,9 @@ class CaptureRead:
     files: int
 
 
+#: Characters a token, about, in English for Llama-, Qwen- and Mistral-style tokenizers (optigate.evaluate.scoring's
+#: rule; restated because the benchmark Lambda ships optigate.bench alone, standard library only).
+CHARS_PER_TOKEN = 4
 #: Largest output length accepted from a body: anything above is a malformed value, not a request.
 MAX_REQUESTED_TOKENS = 1_000_000
 _HOUR_FOLDER = re.compile(r"(?:^|/)(\d{4})/(\d{2})/(\d{2})/(\d{2})/[^/]*$")
@@ -288,7 +289,7 @@ def parse_capture_line(line: bytes, where: str) -> tuple[CapturedRequest, bool]:
             at=at,
             record=record,
             requested_tokens=requested,
-            prompt_tokens=_usage_prompt_tokens(output) or estimate_tokens(text),
+            prompt_tokens=_usage_prompt_tokens(output) or max(1, len(text) // CHARS_PER_TOKEN),
             session=_session(record),
             where=where,
         ),

@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 if TYPE_CHECKING:
     from optigate.bench.capture import CaptureRead
 
@@ -216,12 +214,10 @@ def shape(workload: Workload) -> dict[str, Any]:
 
 
 def _percentiles(values: list[int]) -> dict[str, int]:
-    """p50/p90/p99/max as values that occurred (inverted CDF), so no length is invented."""
-    array = np.asarray(values)
-    return {
-        **{f"p{q}": int(np.percentile(array, q, method="inverted_cdf")) for q in (50, 90, 99)},
-        "max": int(array.max()),
-    }
+    """p50/p90/p99/max by nearest rank: values that occurred, so no length is invented."""
+    ordered = sorted(values)
+    rank = {q: ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)] for q in (50, 90, 99)}
+    return {"p50": rank[50], "p90": rank[90], "p99": rank[99], "max": ordered[-1]}
 
 
 def shared_prefix_share(workload: Workload, block_tokens: int = PREFIX_BLOCK_TOKENS) -> float:
