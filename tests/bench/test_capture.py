@@ -55,9 +55,9 @@ def _files(prefix: str = "datacapture") -> dict[str, str]:
     """SageMaker's layout: one file per hour folder, named as the service names them (MM-SS-mmm-uuid)."""
     files: dict[str, list[str]] = {}
     for number, (at, body, options) in enumerate(_captures()):
-        record = capture_record(body, at, f"event-{number}", **options)
-        if number == 2:
-            record["eventMetadata"]["inferenceId"] = "caller-id-7"
+        record = capture_record(
+            body, at, f"event-{number}", inference_id="caller-7" if number == 2 else None, **options
+        )
         key = capture_key(prefix, "chat-endpoint", "AllTraffic", at, "13-20-000-5f0c1c7e.jsonl")
         files.setdefault(key, []).append(json.dumps(record))
     return {key: "\n".join(lines) + "\n" for key, lines in files.items()}
@@ -350,3 +350,15 @@ def test_a_capture_folder_may_hold_other_files_that_are_not_read(tmp_path):
     (tmp_path / "c.jsonl").write_text(_line("2026-11-30T09:15:02Z", COMPLETION))
     read = read_capture(Path(tmp_path))
     assert read.files == 1 and [r.record for r in read.requests] == [{"inputs": COMPLETION["prompt"]}]
+
+
+def test_millisecond_stamps_keep_exact_gaps_and_whole_seconds_are_what_the_service_writes(tmp_path):
+    gaps = [0.0, 0.013, 0.25, 0.251, 1.999]
+    lines = [json.dumps(capture_record(LMI, T0 + g, str(i), whole_seconds=False)) for i, g in enumerate(gaps)]
+    (tmp_path / "ms.jsonl").write_text("\n".join(lines))
+    read = read_capture(tmp_path)
+    assert [r.at - T0 for r in read.requests] == pytest.approx(gaps, abs=1e-6)
+    assert capture_record(LMI, T0 + 0.75, "e")["eventMetadata"]["inferenceTime"] == "2026-11-30T00:53:20Z"
+    assert capture_record(LMI, T0 + 0.75, "e", whole_seconds=False)["eventMetadata"]["inferenceTime"] == (
+        "2026-11-30T00:53:20.750Z"
+    )
