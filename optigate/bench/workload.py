@@ -13,6 +13,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -183,6 +184,19 @@ def synthetic(
             text = synthetic_words(length, rng)
         requests.append(WorkloadRequest({"inputs": text}, output, length))
     return Workload(tuple(requests), "synthetic", "synthetic")
+
+
+def lengths_from_percentiles(p50: int, p90: int, *, values: int = 100) -> tuple[int, ...]:
+    """A length distribution given by its median and 90th percentile, as `values` lengths to draw uniformly from
+    (what :func:`synthetic` takes): the quantiles (i + 0.5) / values of the log-normal with that median and 90th
+    percentile (request lengths are right-skewed: a long tail, never below 1)."""
+    if isinstance(p50, bool) or isinstance(p90, bool) or not 1 <= p50 <= p90:
+        raise ValueError(f"lengths need 1 <= p50 <= p90, got p50={p50}, p90={p90}")
+    if values < 1:
+        raise ValueError(f"values must be at least 1, got {values}")
+    normal = NormalDist()
+    sigma = math.log(p90 / p50) / normal.inv_cdf(0.9)
+    return tuple(max(1, round(p50 * math.exp(sigma * normal.inv_cdf((i + 0.5) / values)))) for i in range(values))
 
 
 def _lengths(name: str, value: int | Sequence[int]) -> tuple[int, ...]:

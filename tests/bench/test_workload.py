@@ -14,6 +14,7 @@ from optigate.bench.workload import (
     Workload,
     WorkloadRequest,
     from_capture,
+    lengths_from_percentiles,
     shape,
     shared_prefix_share,
     synthetic,
@@ -191,3 +192,17 @@ def test_capture_and_workload_import_the_standard_library_alone():
             m for m in imported if m.split(".")[0] not in sys.stdlib_module_names | {"__future__", "boto3", "botocore"}
         }
         assert outside <= {"optigate.bench.capture"}, (name, outside)
+
+
+def test_lengths_from_percentiles_hold_the_median_and_90th_percentile_given():
+    lengths = sorted(lengths_from_percentiles(200, 900))
+    assert len(lengths) == 100 and lengths[0] >= 1
+    assert lengths[49] <= 200 <= lengths[50] and lengths[89] <= 900 <= lengths[90]
+    assert max(lengths) > 900  # a tail above the 90th percentile
+    assert set(lengths_from_percentiles(64, 64)) == {64}
+    workload = synthetic(2000, prompt_tokens=lengths_from_percentiles(200, 900), max_new_tokens=128, seed=3)
+    drawn = sorted(r.prompt_tokens for r in workload.requests)
+    assert 170 <= drawn[999] <= 230 and 780 <= drawn[1799] <= 1030
+    for p50, p90 in ((0, 5), (10, 5), (True, 5)):
+        with pytest.raises(ValueError, match="p50 <= p90"):
+            lengths_from_percentiles(p50, p90)
