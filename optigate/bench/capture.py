@@ -31,7 +31,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -192,8 +192,7 @@ def _spread_whole_seconds(found: list[tuple[CapturedRequest, bool, int, int]]) -
         if whole:
             seen[request.at] += 1
             at = request.at + seen[request.at] / (same_second[request.at] + 1)
-            request = CapturedRequest(at, request.record, request.requested_tokens, request.prompt_tokens,
-                                      request.session, request.where)  # fmt: skip
+            request = replace(request, at=at)
         placed.append(request)
     return sorted(placed, key=lambda request: request.at)
 

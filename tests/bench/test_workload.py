@@ -206,3 +206,23 @@ def test_lengths_from_percentiles_hold_the_median_and_90th_percentile_given():
     for p50, p90 in ((0, 5), (10, 5), (True, 5)):
         with pytest.raises(ValueError, match="p50 <= p90"):
             lengths_from_percentiles(p50, p90)
+
+
+def test_distribution_keeps_the_captures_shared_openings_with_synthetic_prefixes_of_their_length():
+    system = " ".join(f"rule{i}" for i in range(40))  # a 40-word system prompt, shared by 6 of 10 requests
+    requests = [_captured(T0 + i, f"{system} question {i} " + "more words " * i, 64, 60 + i) for i in range(6)]
+    requests += [_captured(T0 + 10 + i, " ".join(f"own{i}x{j}" for j in range(30)), 32, 30) for i in range(4)]
+    capture = _read(*requests)
+    assert shared_prefix_share(from_capture(capture)) == pytest.approx(0.6)
+
+    workload = from_capture(capture, kind="distribution", max_requests=400, seed=4)
+
+    assert 0.5 < shared_prefix_share(workload) < 0.7
+    texts = [r.body["inputs"] for r in workload.requests]
+    assert not any("rule" in t or "own" in t or "question" in t for t in texts)  # lengths and sharing, no text
+    prefixed = [
+        t for t in texts if t.split()[:16] == Counter(tuple(t.split()[:16]) for t in texts).most_common(1)[0][0]
+    ]
+    common = len(system + " question") // 4  # the captured common prefix, in tokens (four characters a token)
+    assert all(t.split()[:common] == prefixed[0].split()[:common] for t in prefixed)
+    assert all(len(r.body["inputs"].split()) == r.prompt_tokens for r in workload.requests)
