@@ -10,9 +10,7 @@ Record (https://docs.aws.amazon.com/sagemaker/latest/dg/model-monitor-data-captu
      "eventVersion": "0"}
 
 Writing (the emulator and the rehearsal write what SageMaker writes) and reading (workloads from capture) live
-here, in one place.
-
-Reading follows what the service writes and what readers of it accept (ai-dynamo/aiperf
+here, in one place. Reading follows what the service writes and what readers of it accept (ai-dynamo/aiperf
 src/aiperf/dataset/loader/sagemaker_data_capture.py @1acb369: JSON and BASE64 encodings, BASE64 when none is named,
 ``max_tokens`` then ``max_completion_tokens``, ``endpointOutput`` optional since streamed responses are not captured;
 aws/sagemaker-python-sdk v2.257.6 tests/integ/test_model_quality_monitor.py writes ``inferenceTime`` as
@@ -33,6 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -167,18 +166,16 @@ def read_capture(
         if max_requests is not None and len(found) >= max_requests:
             break
     if not found:
-        raise ValueError(_nothing_readable(str(source), files, skipped))
+        reasons = ", ".join(f"{count} {reason}" for reason, count in skipped.most_common(3)) or "every file empty"
+        raise ValueError(
+            f"{source}: no readable capture record in {files} file(s) ({reasons})"
+            if files
+            else f"{source}: no capture files (.jsonl) found"
+        )
     requests = _spread_whole_seconds(found)
     if max_requests is not None:
         requests = requests[-max_requests:]
     return CaptureRead(requests=tuple(requests), skipped=dict(skipped), files=files)
-
-
-def _nothing_readable(source: str, files: int, skipped: Counter[str]) -> str:
-    if not files:
-        return f"{source}: no capture files (.jsonl) found"
-    reasons = ", ".join(f"{count} {reason}" for reason, count in skipped.most_common(3)) or "every file empty"
-    return f"{source}: no readable capture record in {files} file(s) ({reasons})"
 
 
 def _spread_whole_seconds(found: list[tuple[CapturedRequest, bool, int, int]]) -> list[CapturedRequest]:
@@ -224,30 +221,29 @@ def _s3_files(source: str, s3_client: Any, since: float | None) -> Iterator[tupl
         import boto3
 
         s3_client = boto3.client("s3")
+    folder = prefix.rstrip("/") + "/"  # a folder's keys, not its siblings' (prefix "cap" is not "cap-old/")
     try:
         keys = [
             item["Key"]
             for page in s3_client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
             for item in page.get("Contents", [])
             if item["Key"].endswith(".jsonl")
+            and (item["Key"] == prefix or not prefix or item["Key"].startswith(folder))
         ]
     except (BotoCoreError, ClientError) as error:
         raise ValueError(f"{source}: cannot list the capture: {error}") from error
 
-    def reader(key: str) -> Callable[[], bytes]:
-        def read() -> bytes:
-            try:
-                return s3_client.get_object(Bucket=bucket, Key=key)["Body"].read()
-            except ClientError as error:  # e.g. AccessDenied, or KMS refusing to decrypt: named, counted
-                raise OSError(error.response.get("Error", {}).get("Code", "error")) from error
-            except BotoCoreError as error:
-                raise OSError(type(error).__name__) from error
-
-        return read
+    def read(key: str) -> bytes:
+        try:
+            return s3_client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except ClientError as error:  # e.g. AccessDenied, or KMS refusing to decrypt: named, counted
+            raise OSError(error.response.get("Error", {}).get("Code", "error")) from error
+        except BotoCoreError as error:
+            raise OSError(type(error).__name__) from error
 
     for key in sorted(keys, reverse=True):
         if not _hour_before(key, since):
-            yield f"s3://{bucket}/{key}", reader(key)
+            yield f"s3://{bucket}/{key}", partial(read, key)
 
 
 def _hour_before(key: str, since: float | None) -> bool:
@@ -307,15 +303,10 @@ def _inference_time(value: Any) -> tuple[float, bool]:
         raise Skip("bad inferenceTime")
     try:
         stamp = datetime.fromisoformat(value)
-    except ValueError:
-        raise Skip("bad inferenceTime") from None
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=UTC)
-    try:
-        at = stamp.timestamp()
+        at = (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
     except (OverflowError, ValueError, OSError):
         raise Skip("bad inferenceTime") from None
-    return at, stamp.microsecond == 0 and "." not in value and "," not in value
+    return at, "." not in value and "," not in value  # no fraction written: a whole-second stamp
 
 
 def _decoded(captured: dict[str, Any]) -> dict[str, Any]:

@@ -102,13 +102,17 @@ def test_a_capture_in_s3_is_read_back_from_the_destination_prefix():
         for key, text in _files("team/datacapture").items():
             s3.put_object(Bucket="captures", Key=key, Body=text.encode())
         s3.put_object(Bucket="captures", Key="team/datacapture/README.txt", Body=b"not a capture")
+        s3.put_object(Bucket="captures", Key="team/datacapture-old/x.jsonl", Body=b"a sibling prefix: not read")
+        one_key = sorted(_files("team/datacapture"))[0]
 
         read = read_capture("s3://captures/team/datacapture", s3_client=s3)
         endpoint_only = read_capture("s3://captures/team/datacapture/chat-endpoint/AllTraffic/", s3_client=s3)
+        one_object = read_capture(f"s3://captures/{one_key}", s3_client=s3)
 
     assert read.files == 2 and read.skipped == {}
     _check_read_back(read.requests)
     assert endpoint_only.requests == read.requests
+    assert one_object.files == 1 and len(one_object.requests) == 4
     assert read.requests[0].where.startswith("s3://captures/team/datacapture/chat-endpoint/AllTraffic/2026/")
 
 
