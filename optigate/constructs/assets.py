@@ -21,7 +21,17 @@ PACKAGE = Path(__file__).resolve().parents[1]
 CONTAINERS = PACKAGE / "containers"
 # What the benchmark handlers import: the standard library, botocore/boto3 (in the Lambda
 # runtime) and these modules, none of which needs a compiled dependency.
-BENCH_MODULES = ("__init__.py", "client.py", "eventstream.py", "load.py", "metrics.py", "payloads.py", "runner.py")
+BENCH_MODULES = (
+    "__init__.py",
+    "capture.py",
+    "client.py",
+    "eventstream.py",
+    "load.py",
+    "metrics.py",
+    "payloads.py",
+    "runner.py",
+    "workload.py",
+)
 # Never part of an image: the offline rehearsal (moto) and caches.
 _NOT_SHIPPED = ("rehearse", "__pycache__")
 
