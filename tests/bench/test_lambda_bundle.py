@@ -19,7 +19,7 @@ def test_handler_imports_from_its_staged_bundle_alone(handler):
     # an optigate module missing from the bundle is an ImportError here.
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     env["PYTHONPATH"] = str(staged)
-    probe = "import handler, optigate; assert optigate.__file__.startswith(%r), optigate.__file__" % str(staged)
+    probe = f"import handler, optigate; assert optigate.__file__.startswith({str(staged)!r}), optigate.__file__"
     result = subprocess.run(
         [sys.executable, "-c", probe], cwd=staged, env=env, capture_output=True, text=True, timeout=120
     )
