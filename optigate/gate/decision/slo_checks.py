@@ -279,9 +279,10 @@ def _headline(
     if ratio is None:
         return f"the candidate holds the SLO {candidate.text()}; the baseline {baseline.text()}"
     bound = " at least" if candidate.at_least else " at most" if baseline.at_least else ""
+    note = "; a side holding it at every level counts its top one" if bound else ""
     sentence = (
         f"carries{bound} {ratio:.2g}× the baseline's load within the SLO (c≈{candidate.estimate:.3g} vs "
-        f"c≈{baseline.estimate:.3g} per endpoint{'; a side holding it at every level counts its top one' if bound else ''})"
+        f"c≈{baseline.estimate:.3g} per endpoint{note})"
     )
     if instances and peak:
         fewer = instances["fewer"]

@@ -150,9 +150,7 @@ def decide(inputs: GateInputs) -> GateVerdict:
         at_level = level_checks(level, base_blocks, cand_blocks, thresholds, method, inputs.seed)
         if slo is not None:
             at_level.append(
-                goodput_check(
-                    level, base_blocks, cand_blocks, slo, thresholds.max_goodput_loss_pct, inputs.seed, empty
-                )
+                goodput_check(level, base_blocks, cand_blocks, slo, thresholds.max_goodput_loss_pct, inputs.seed, empty)
             )
             at_slo[0][level] = slo_checks(level, base_blocks, thresholds, inputs.seed)
             at_slo[1][level] = [c for c in at_level if c.name in (CheckName.P99_TTFT, CheckName.P99_ITL)]
@@ -201,10 +199,10 @@ def decide(inputs: GateInputs) -> GateVerdict:
 
     capacity = None
     if slo is not None and common:
-        sides = [side_capacity(per_level, thresholds) for per_level in at_slo]
-        checks.append(capacity_check(*sides, slo))
+        base_capacity, cand_capacity = (side_capacity(per_level, thresholds) for per_level in at_slo)
+        checks.append(capacity_check(base_capacity, cand_capacity, slo))
         peak = None if inputs.peak_concurrency is None else float(inputs.peak_concurrency)
-        capacity = capacity_summary(*sides, slo, count, peak)
+        capacity = capacity_summary(base_capacity, cand_capacity, slo, count, peak)
     checks.append(quality_check(inputs.evaluation))
     if inputs.shadow is not None:
         checks += shadow_checks(inputs.shadow, thresholds)

@@ -127,7 +127,8 @@ def _coverage_threshold(check: Check) -> str:
 
 
 def _goodput_threshold(check: Check) -> str:
-    return f"at most {-check.threshold:g} points below the baseline's share on the lower end of the 95 % interval"
+    limit: Any = check.threshold  # a number of points, negative
+    return f"at most {-limit:g} points below the baseline's share on the lower end of the 95 % interval"
 
 
 def _goodput_failure(check: Check, where: str) -> str:
