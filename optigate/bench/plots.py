@@ -355,6 +355,48 @@ def latency_throughput_figure(sides: Sequence[Side]):
     return figure
 
 
+#: The gate's Pareto view (drawn by the gate beside the four plots, not by `optigate bench`).
+PARETO_NAME = "pareto_throughput_vs_p99_ttft.png"
+
+
+def pareto_figure(sides: Sequence[Side], *, ttft_budget_ms: float | None = None, instances: int = 1):
+    """Output tokens/s per instance against p99 TTFT, one point per level and side, each side's points joined in
+    level order: a point further right and lower is better, and the budget line shows how far each side's load
+    goes within the SLO."""
+    from matplotlib.lines import Line2D
+
+    figure, axis = _figure("Throughput per instance vs p99 TTFT (Pareto view)")
+    colours = level_colours(levels_of(sides))
+    xs_all, ys_all = [], []
+    for index, side in enumerate(sides):
+        xs, ys = [], []
+        for level, runs in side.levels.items():
+            x = float(np.mean([run["output_tokens_per_s"] for run in runs])) / max(1, instances)
+            y = _percentile(side, level, "ttft_ms", 99)
+            if not (math.isfinite(x) and math.isfinite(y)):
+                continue
+            xs.append(x)
+            ys.append(y)
+            axis.plot([x], [y], marker="o", color=colours[level], linestyle="none", zorder=3)
+        axis.plot(xs, ys, color="0.25", linestyle=side_style(index), linewidth=1.3, zorder=2)
+        xs_all += xs
+        ys_all += ys
+    extra = []
+    if ttft_budget_ms is not None:
+        axis.axhline(ttft_budget_ms, color="#b00020", linestyle=(0, (4, 2)), linewidth=1.2, zorder=1)
+        extra.append(Line2D([], [], color="#b00020", linestyle=(0, (4, 2)), label="p99 TTFT budget"))
+        ys_all.append(ttft_budget_ms)
+    per = "" if instances <= 1 else f" ({instances} instances per endpoint)"
+    axis.set(xlabel=f"output tokens/s per instance{per}", ylabel="p99 TTFT (ms)")
+    if xs_all:
+        axis.set_xlim(*span(min(xs_all), max(xs_all)))
+        axis.set_ylim(*span(min(ys_all), max(ys_all)))
+    else:
+        _empty(axis, "no successful request")
+    _legend(figure, sides, colours, extra)
+    return figure
+
+
 def figures(results: Sequence[tuple[str, Results]]) -> dict[str, Any]:
     """The four plots by file name, for sides ``(label, results)`` (baseline first)."""
     sides = sides_of(results)

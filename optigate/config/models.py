@@ -735,6 +735,18 @@ class BenchmarkGate(Strict):
         "to model.source.hugging_face.model_id. It must be downloadable without a token (an ungated repository).",
     )
 
+    # Goodput and capacity at the SLO (the latency budgets above): kept as one block at the end of the class.
+    max_goodput_loss_pct: float = Field(
+        2.0,
+        ge=0,
+        le=100,
+        description="With a latency budget set: how many percentage points the candidate's goodput (its share of "
+        "requests within the budgets: TTFT within p99_ttft_ms_budget, time per output token within "
+        "p99_itl_ms_budget, failed requests never) may fall below the baseline twin's at every level: passes when "
+        "the 95 % interval's lower end of candidate minus baseline stays above minus this, fails when its upper "
+        "end is below, else inconclusive; runs without per-request outcomes fail.",
+    )
+
 
 class EvaluationGate(Strict):
     dataset_s3_uri: S3Uri | None = Field(

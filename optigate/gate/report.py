@@ -57,6 +57,8 @@ def _number(value: Any, name: str = "") -> str:
         return f"{value:+.1f} %"
     if unit == "fraction":
         return f"{value:.2%}"
+    if unit == "points":
+        return f"{value:+.1f} pts"
     if isinstance(value, float):
         return f"{value:,.3g}" if abs(value) < 1 else f"{value:,.2f}"
     return html.escape(str(value))
@@ -188,6 +190,73 @@ def cross_check_section(cross: Mapping[str, Any]) -> str:
     )
 
 
+def _share(value: Any) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+def capacity_section(capacity: Mapping[str, Any]) -> str:
+    """Each side's capacity within the SLO, side by side, with the headline and where the SLO holds per level."""
+    statuses = {
+        "holds": '<span class="pass">holds</span>',
+        "fails": '<span class="fail">fails</span>',
+        "uncertain": '<span class="unsure">uncertain</span>',
+    }
+    rows = []
+    for label in ("baseline", "candidate"):
+        side = capacity[label]
+        up_to = "none" if side["holds_up_to"] is None else f"c={side['holds_up_to']}"
+        estimate = "—" if side["estimate"] is None else f"{'≥ ' if side['at_least'] else '≈ '}{side['estimate']:.3g}"
+        levels = ", ".join(f"c={row['concurrency']} {statuses[row['slo']]}" for row in side["levels"])
+        rows.append([label, html.escape(up_to), html.escape(estimate), levels])
+    instances = capacity.get("instances_at_peak")
+    peak = (
+        f" At today's peak of {capacity['peak_concurrency']:g} streams: {instances['baseline']} instances for the "
+        f"baseline, {instances['candidate']} for the candidate."
+        if instances
+        else ""
+    )
+    return (
+        f"<h2>Capacity within the SLO</h2><p><b>{html.escape(str(capacity['headline']))}</b>.{html.escape(peak)} "
+        f"SLO: {html.escape(capacity['slo']['text'])}. At a level the SLO holds when the upper end of the 95 % "
+        "interval of each p99 is within its budget, fails when the lower end of one is over it, and is uncertain in "
+        "between; capacity is the highest level up to which it holds at every level, the estimate where the point "
+        "p99s cross the budget before the next level (per endpoint of "
+        f"{capacity['instance_count']} instance(s)).</p>"
+        + _table(["side", "holds up to", "estimate (streams)", "per level"], rows)
+    )
+
+
+def goodput_section(levels: Iterable[Mapping[str, Any]]) -> str:
+    """Each level's goodput: the share and rate of requests within the SLO, per side, and the difference."""
+    rows = []
+    for level in levels:
+        good = level.get("goodput")
+        if not good:
+            continue
+        low, high = good["ci_pts"]
+        interval = "—" if low is None or high is None else f"{low:+.1f} … {high:+.1f} pts"
+        base, cand = good["baseline"], good["candidate"]
+        rows.append(
+            [
+                str(level["concurrency"]),
+                f"{_share(base['share'])} ({base['met']}/{base['requests']})",
+                f"{_share(cand['share'])} ({cand['met']}/{cand['requests']})",
+                _number(good["difference_pts"], "goodput"),
+                interval,
+                _number(base["rate_per_s"]),
+                _number(cand["rate_per_s"]),
+            ]
+        )
+    if not rows:
+        return ""
+    header = ["concurrency", "baseline", "candidate", "difference", "95 % CI", "baseline req/s", "candidate req/s"]
+    return (
+        "<h2>Goodput</h2><p>Requests within the SLO (TTFT within the TTFT budget, time per output token within the "
+        "ITL budget; a failed request never), as a share of the requests sent and as requests per second.</p>"
+        + _table(header, rows)
+    )
+
+
 def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapping[str, Any] | None = None) -> str:
     """The page. `plots`: (name, PNG bytes) pairs, embedded; `workload`: the gate's benchmark settings."""
     data = verdict.to_dict()
@@ -214,6 +283,8 @@ def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapp
         reasons = "".join(f"<li>{html.escape(r)}</li>" for r in data["reasons"])
         why = "Why it was rejected" if data["outcome"] == "REJECTED" else "What it could not tell"
         sections.append(f"<h2>{why}</h2><ul>{reasons}</ul>")
+    if data.get("capacity"):
+        sections.append(capacity_section(data["capacity"]))
     sections.append(_figures(plots))
     cross = data.get("cross_check")
     if cross:
@@ -264,6 +335,7 @@ def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapp
             "tokens/chunk",
         ]
         sections.append("<h2>Measured</h2>" + _table(header, level_rows))
+    sections.append(goodput_section(data["levels"]))
     cost_rows = [
         [
             str(c["concurrency"]),
@@ -319,6 +391,9 @@ def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapp
             f"<h2>Planner prediction vs measurement</h2><p>{html.escape(comparison['note'])}.</p>"
             + _table(["figure", "bound", "expected", "measured", "measured as", "measured / bound"], rows)
         )
+    if data.get("server_metrics"):  # as the decision's inputs carried them (optigate.gate.server_metrics)
+        figures = html.escape(json.dumps(data["server_metrics"], indent=2, sort_keys=True))
+        sections.append(f"<h2>Server metrics (the endpoints' own, for the benchmark's window)</h2><pre>{figures}</pre>")
     if data["change"]:
         change = html.escape(json.dumps(data["change"], indent=2, sort_keys=True))
         sections.append(f"<h2>Change</h2><pre>{change}</pre>")

@@ -54,16 +54,19 @@ def test_a_faster_candidate_with_quality_evidence_is_approved(baseline, faster):
     verdict = decide(inputs(baseline, faster))
     assert verdict.approved, verdict.reasons
     assert verdict.reasons == ()
+    # With a latency budget, goodput per level and capacity (listed first) join the checks.
     assert [(c.name, c.concurrency) for c in verdict.checks] == [
+        ("capacity", None),
         ("p99_ttft", 4),
         ("p99_itl", 4),
         ("throughput_gain", 4),
         ("error_rate", 4),
+        ("goodput", 4),
         ("quality", None),
     ]
     gain = check(verdict, "throughput_gain")
     assert 30 < gain.measured < 50 and gain.low >= 10 and gain.low <= gain.measured <= gain.high
-    assert verdict.summary == "APPROVED chat/dev: all 5 checks pass"
+    assert verdict.summary == "APPROVED chat/dev: all 7 checks pass"
 
 
 def test_budgets_unset_means_no_latency_checks(baseline, faster):
@@ -86,10 +89,16 @@ def test_p99_ttft_just_under_the_budget_with_an_interval_across_it_is_inconclusi
     assert ttft.measured == pytest.approx(p99) and ttft.low < ttft.measured < budget < ttft.high
     assert ttft.outcome == "inconclusive" and not ttft.passed
     assert verdict.outcome == "INCONCLUSIVE" and not verdict.approved and verdict.failed == ()
-    [reason] = verdict.reasons
+    # Capacity cannot tell either (the candidate's SLO is uncertain where the baseline's holds), nor can goodput
+    # (one slow request in 120 is within two points of none).
+    capacity, reason, goodput = verdict.reasons
+    assert capacity.startswith("capacity is inconclusive: may carry less within the SLO")
     assert reason.startswith("p99_ttft at concurrency 4 is inconclusive: candidate p99 TTFT ")
     assert f"{p99:,.1f} ms" in reason and f"{ttft.high:,.1f} ms" in reason and f"budget {budget:,.1f} ms" in reason
-    assert verdict.summary.startswith("INCONCLUSIVE chat/dev: 1 of 5 checks cannot tell (p99_ttft@c4); none fails.")
+    assert goodput.startswith("goodput at concurrency 4 is inconclusive: share of requests within the SLO")
+    assert verdict.summary.startswith(
+        "INCONCLUSIVE chat/dev: 3 of 7 checks cannot tell (capacity, p99_ttft@c4, goodput@c4); none fails."
+    )
     # The same data clears a budget above the whole interval, and fails one below it.
     relaxed = decide(inputs(baseline, candidate, thresholds={**THRESHOLDS, "p99_ttft_ms_budget": ttft.high + 1}))
     assert check(relaxed, "p99_ttft").outcome == "pass" and relaxed.outcome == "APPROVED"
@@ -165,7 +174,9 @@ def test_errors_above_the_maximum_rate_fail(baseline):
     errors = check(verdict, "error_rate")
     assert errors.measured == pytest.approx(6 / 120) and errors.threshold == 0.01 and not errors.passed
     assert "6 of 120 candidate requests failed" in errors.detail and "ModelError 6" in errors.detail
-    [reason] = verdict.reasons
+    reason, goodput = verdict.reasons  # failed requests never meet the SLO: 95 % vs 100 % cannot tell at 2 points
+    assert goodput.startswith("goodput at concurrency 4 is inconclusive: share of requests within the SLO")
+    assert "candidate 95.0% of 120, baseline 100.0% of 120: -5.0 points" in goodput
     assert (
         reason == "error_rate at concurrency 4 fails: 6 of 120 candidate requests failed (ModelError 6), "
         "an error rate of 5.00%, above the 1.00% maximum."
@@ -421,6 +432,8 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
         "deltas",
         "shadow",
         "cross_check",
+        "capacity",
+        "server_metrics",
     ]
     assert list(data["checks"][0]) == [
         "name",
@@ -433,8 +446,8 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
         "ci_high",
         "detail",
     ]
-    assert data["approved"] is False and len(data["reasons"]) == 3
-    assert data["summary"] == "REJECTED chat/dev: 3 of 5 checks fail (throughput_gain@c4, error_rate@c4, quality)"
+    assert data["approved"] is False and len(data["reasons"]) == 4  # the fourth: goodput cannot tell
+    assert data["summary"] == "REJECTED chat/dev: 3 of 7 checks fail (throughput_gain@c4, error_rate@c4, quality)"
     assert text == render_json(decide(inputs(baseline, candidate, evaluation=None)))  # deterministic
 
 
@@ -463,9 +476,9 @@ def test_any_failed_check_rejects_even_beside_an_inconclusive_one(baseline):
     outcomes = {c.name: c.outcome for c in verdict.checks}
     assert outcomes["throughput_gain"] == "inconclusive" and outcomes["error_rate"] == "fail"
     assert verdict.outcome == "REJECTED" and not verdict.approved
-    assert verdict.summary.startswith("REJECTED chat/dev: 1 of 5 checks fail (error_rate@c4)")
-    # Both are reasons: what failed and what could not tell.
-    assert len(verdict.reasons) == 2 and any("is inconclusive" in r for r in verdict.reasons)
+    assert verdict.summary.startswith("REJECTED chat/dev: 1 of 7 checks fail (error_rate@c4)")
+    # All are reasons: what failed and what could not tell (the throughput gain, and goodput with 6 failed requests).
+    assert len(verdict.reasons) == 3 and sum("is inconclusive" in r for r in verdict.reasons) == 2
 
 
 def test_an_inconclusive_report_says_so(baseline):

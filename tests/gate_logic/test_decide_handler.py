@@ -98,13 +98,19 @@ def test_handler_reads_inputs_writes_reports_and_publishes_metrics(results):
 
     assert output["approved"] is True and output["outcome"] == "APPROVED" and output["reasons"] == []
     assert output["report_key"] == "runs/r1/gate/report.json"
-    assert output["summary"] == "APPROVED chat/dev: all 9 checks pass"
+    assert output["summary"] == "APPROVED chat/dev: all 12 checks pass"  # with goodput per level and capacity
     assert len(json.dumps(output)) < 4096
     report = json.loads(s3.get_object(Bucket=BUCKET, Key="runs/r1/gate/report.json")["Body"].read())
-    assert report["approved"] is True and len(report["checks"]) == 9
+    assert report["approved"] is True and len(report["checks"]) == 12
+    assert report["capacity"]["baseline"]["holds_up_to"] == report["capacity"]["candidate"]["holds_up_to"] == 4
     assert report["cost_per_million_output_tokens"][0]["candidate"] is not None
     page = s3.get_object(Bucket=BUCKET, Key="runs/r1/gate/report.html")
-    assert page["ContentType"].startswith("text/html") and b'<img src="data:image/png;base64,' in page["Body"].read()
+    body = page["Body"].read()
+    assert page["ContentType"].startswith("text/html") and b'<img src="data:image/png;base64,' in body
+    # With an SLO the page carries the Pareto view (stored beside it too), capacity and goodput.
+    assert b"pareto_throughput_vs_p99_ttft.png" in body and b"Capacity within the SLO" in body and b"Goodput" in body
+    stored = s3.list_objects_v2(Bucket=BUCKET, Prefix="runs/r1/gate/")["Contents"]
+    assert "runs/r1/gate/pareto_throughput_vs_p99_ttft.png" in {item["Key"] for item in stored}
 
     cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
     team = [{"Name": "Team", "Value": "chat"}, {"Name": "Environment", "Value": "dev"}]

@@ -44,6 +44,9 @@ drift from run to run widens an interval instead of deciding; every interval con
   requests in the window (fewer cannot tell anything and fail closed), and its 5XX share of them
   must stay within ``max_error_rate``. The two variants' p99 ModelLatency is reported beside them;
   it is one figure per window without an interval, so the benchmark's intervals judge latency.
+- ``goodput`` and ``capacity`` (only when a latency budget is set): the share of requests within the SLO not
+  worse than the baseline's, and the candidate holding the SLO wherever the baseline does
+  (:mod:`optigate.gate.decision.slo_checks`).
 - ``coverage``: every concurrency level of ``thresholds.concurrency`` must have been measured by
   both benchmarks; an unmeasured level is missing evidence and fails.
 
@@ -98,11 +101,20 @@ def failed(name: CheckName, threshold: float | str | None, detail: str, level: i
     return Check(name, Outcome.FAIL, None, threshold, detail, concurrency=level)
 
 
-def sort_key(check: Check) -> tuple[bool, int, int, bool, str]:
-    """Per-level checks by level, then the run-wide ones; within each, in CheckName's order, a check on all
-    traffic before the same check per adapter (by name)."""
+def sort_key(check: Check) -> tuple[bool, bool, int, int, bool, str]:
+    """Capacity at the SLO first (the reason a platform owner reads first), then per-level checks by level, then
+    the run-wide ones; within each, in CheckName's order, a check on all traffic before the same check per adapter
+    (by name)."""
     order = _ORDER.index(CheckName(check.name))
-    return (check.concurrency is None, check.concurrency or 0, order, check.adapter is not None, check.adapter or "")
+    first = check.name == CheckName.CAPACITY
+    return (
+        not first,
+        check.concurrency is None,
+        check.concurrency or 0,
+        order,
+        check.adapter is not None,
+        check.adapter or "",
+    )
 
 
 # --------------------------------------------------------------------------- coverage

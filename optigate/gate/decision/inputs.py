@@ -38,6 +38,12 @@ class GateInputs:
     # gate.benchmark.cross_check_tolerance, "jobs": [{"concurrency", "side", "job", "status", "reason"?,
     # "profile"?}]} (optigate.gate.cross_check.compare). Reported, never decided on.
     cross_check: Mapping[str, Any] | None = None
+    # Today's peak of concurrent streams on the live endpoint, when known: capacity at the SLO is then also
+    # said in instances ("N fewer instances at today's peak").
+    peak_concurrency: float | None = None
+    # The endpoints' own metrics for the benchmark's window (optigate.gate.server_metrics), carried into the
+    # verdict and its report as given: None when not read.
+    server_metrics: Mapping[str, Any] | None = None
     seed: int = SEED
 
     @classmethod
@@ -63,6 +69,8 @@ class GateInputs:
             raise ValueError(f"instance_count must be >= 1, got {self.instance_count}")
         if self.price_per_hour_usd is not None and not float(self.price_per_hour_usd) >= 0:
             raise ValueError(f"price_per_hour_usd must be >= 0, got {self.price_per_hour_usd}")
+        if self.peak_concurrency is not None and not float(self.peak_concurrency) > 0:
+            raise ValueError(f"peak_concurrency must be > 0, got {self.peak_concurrency}")
 
     def gate_thresholds(self) -> BenchmarkGate:
         """The thresholds as the config validates them: a misspelt budget must not switch a check off.

@@ -29,6 +29,15 @@ from optigate.gate.decision.checks import (
     sort_key,
 )
 from optigate.gate.decision.inputs import BENCHMARK_ONLY_KEYS, GateInputs, blocks_by_level, speculative_method
+from optigate.gate.decision.slo_checks import (
+    capacity_check,
+    capacity_summary,
+    gate_slo,
+    goodput_check,
+    side_capacity,
+    side_goodput,
+    slo_checks,
+)
 from optigate.gate.decision.wording import CheckName, label, reason
 from optigate.judge import Check, Outcome
 from optigate.plan.cost import cost_per_million_tokens
@@ -54,6 +63,11 @@ class GateVerdict:
     # SageMaker's managed benchmark beside optigate's (optigate.gate.cross_check.compare); it never changes the
     # outcome, which is optigate's checks' alone.
     cross_check: dict[str, Any] | None = None
+    # Both sides' capacity at the SLO (optigate.gate.decision.slo_checks.capacity_summary); None without a latency
+    # budget (no SLO) or without a level both sides measured.
+    capacity: dict[str, Any] | None = None
+    # The endpoints' own metrics for the benchmark's window, as GateInputs.server_metrics carried them.
+    server_metrics: dict[str, Any] | None = None
 
     @property
     def failed(self) -> tuple[Check, ...]:
@@ -101,6 +115,8 @@ class GateVerdict:
                 "deltas": list(self.deltas),
                 "shadow": self.shadow,
                 "cross_check": self.cross_check,
+                "capacity": self.capacity,
+                "server_metrics": self.server_metrics,
             }
         )
 
@@ -116,6 +132,8 @@ def decide(inputs: GateInputs) -> GateVerdict:
     common = sorted(set(base_runs) & set(cand_runs))
     price = None if inputs.price_per_hour_usd is None else float(inputs.price_per_hour_usd)
     count = int(inputs.instance_count)
+    slo = gate_slo(thresholds)  # None: no latency budget, so no goodput or capacity
+    at_slo: tuple[dict[int, list[Check]], dict[int, list[Check]]] = ({}, {})  # each side's p99 checks per level
 
     checks = coverage_checks(thresholds.concurrency, base_runs, cand_runs)
     levels: list[dict[str, Any]] = []
@@ -130,6 +148,12 @@ def decide(inputs: GateInputs) -> GateVerdict:
             sides = {level: base_blocks}, {level: cand_blocks}
             all_deltas += compare_adapters(*sides, margin_pct=margins(thresholds), seed=inputs.seed)
         at_level = level_checks(level, base_blocks, cand_blocks, thresholds, method, inputs.seed)
+        if slo is not None:
+            at_level.append(
+                goodput_check(level, base_blocks, cand_blocks, slo, thresholds.max_goodput_loss_pct, inputs.seed, empty)
+            )
+            at_slo[0][level] = slo_checks(level, base_blocks, thresholds, inputs.seed)
+            at_slo[1][level] = [c for c in at_level if c.name in (CheckName.P99_TTFT, CheckName.P99_ITL)]
         checks += at_level + adapter_latency_checks(level, base_blocks, cand_blocks, thresholds, inputs.seed)
 
         base_fig, cand_fig = _figures(base_blocks), _figures(cand_blocks)
@@ -137,6 +161,14 @@ def decide(inputs: GateInputs) -> GateVerdict:
         if gain is None and not empty and base_fig["output_tokens_per_s"] > 0:
             gain = 100 * (cand_fig["output_tokens_per_s"] / base_fig["output_tokens_per_s"] - 1)
         at = {"concurrency": level, "baseline": base_fig, "candidate": cand_fig, "throughput_gain_pct": gain}
+        if slo is not None:
+            difference = next(c for c in at_level if c.name == CheckName.GOODPUT)
+            at["goodput"] = {
+                "baseline": side_goodput(base_blocks, slo),
+                "candidate": side_goodput(cand_blocks, slo),
+                "difference_pts": difference.measured,
+                "ci_pts": [difference.low, difference.high],
+            }
         adapters = adapter_names(base_blocks, cand_blocks)
         if adapters:  # each adapter's figures beside all traffic's (a side that sent it nothing: None)
             at["adapters"] = {
@@ -165,6 +197,12 @@ def decide(inputs: GateInputs) -> GateVerdict:
             }
         )
 
+    capacity = None
+    if slo is not None and common:
+        base_capacity, cand_capacity = (side_capacity(per_level, thresholds) for per_level in at_slo)
+        checks.append(capacity_check(base_capacity, cand_capacity, slo))
+        peak = None if inputs.peak_concurrency is None else float(inputs.peak_concurrency)
+        capacity = capacity_summary(base_capacity, cand_capacity, slo, count, peak)
     checks.append(quality_check(inputs.evaluation))
     if inputs.shadow is not None:
         checks += shadow_checks(inputs.shadow, thresholds)
@@ -183,6 +221,8 @@ def decide(inputs: GateInputs) -> GateVerdict:
         deltas=tuple(d.to_dict() for d in all_deltas),
         shadow=json_safe(dict(inputs.shadow)) if inputs.shadow is not None else None,
         cross_check=_cross_check(inputs.cross_check, levels),
+        capacity=json_safe(capacity) if capacity is not None else None,
+        server_metrics=json_safe(dict(inputs.server_metrics)) if inputs.server_metrics is not None else None,
     )
 
 

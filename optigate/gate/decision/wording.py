@@ -26,6 +26,9 @@ class CheckName(StrEnum):
     SHADOW_TRAFFIC = "shadow_traffic"
     SHADOW_ERROR_RATE = "shadow_error_rate"
     QUALITY = "quality"
+    # At the team's SLO, only when a latency budget is set (optigate.gate.decision.slo_checks).
+    GOODPUT = "goodput"
+    CAPACITY = "capacity"
 
 
 # Typed Any: they word a check's figures, typed float | str | None, where the check says a number.
@@ -35,6 +38,11 @@ def ms(value: Any) -> str:
 
 def pct(value: Any) -> str:
     return f"{value:+.1f} %"
+
+
+def points(value: Any) -> str:
+    """A difference of two shares, in percentage points."""
+    return f"{value:+.1f} points"
 
 
 def error_text(run: RunSamples) -> str:
@@ -118,6 +126,25 @@ def _coverage_threshold(check: Check) -> str:
     return f"concurrency {check.threshold}" if check.threshold is not None else "a level measured by both"
 
 
+def _goodput_threshold(check: Check) -> str:
+    limit: Any = check.threshold  # a number of points, negative
+    return f"at most {-limit:g} points below the baseline's share on the lower end of the 95 % interval"
+
+
+def _goodput_failure(check: Check, where: str) -> str:
+    return (
+        f"goodput{where} fails: the candidate's share of requests within the SLO is {check.candidate:.1%}, the "
+        f"baseline's {check.baseline:.1%}: {points(check.measured)} with a 95 % interval up to {points(check.high)}, "
+        f"below the {points(check.threshold)} that the whole interval must stay above."
+    )
+
+
+def _capacity_threshold(check: Check) -> str:
+    if not check.threshold:
+        return "the SLO held at every level where the baseline holds it"
+    return f"the SLO held at every level where the baseline holds it (up to c={check.threshold})"
+
+
 _LATENCY = Words(_budget, _closed_without_figure(_latency_failure), "ms")
 _GAIN = Words(_minimum, _closed_without_figure(_gain_failure), "%")
 _ERROR_RATE = Words(_maximum, _closed_without_figure(_error_rate_failure), "fraction")
@@ -139,6 +166,8 @@ WORDS: dict[CheckName, Words] = {
         lambda check: "status pass",
         lambda check, where: f"quality fails: {check.detail} (required: status pass).",
     ),
+    CheckName.GOODPUT: Words(_goodput_threshold, _closed_without_figure(_goodput_failure), "points"),
+    CheckName.CAPACITY: Words(_capacity_threshold, lambda check, where: f"capacity fails: {check.detail}."),
 }
 
 

@@ -124,14 +124,28 @@ def cross_check_jobs(s3, cross_check: dict | None) -> dict | None:
     return {"tolerance": cross_check.get("tolerance") or {}, "jobs": jobs}
 
 
-def _plots(s3, bucket: str, prefix: str, baseline: dict, candidate: dict) -> list[tuple[str, bytes]]:
-    """The benchmark plots next to the report, and their bytes to embed in it. They illustrate; the
+def _plots(
+    s3, bucket: str, prefix: str, baseline: dict, candidate: dict, verdict: GateVerdict | None = None
+) -> list[tuple[str, bytes]]:
+    """The benchmark plots next to the report, and their bytes to embed in it; with an SLO (the verdict has
+    capacity) also the Pareto view, throughput per instance against p99 TTFT. They illustrate; the
     numbers decide, so a plot that cannot be drawn is logged, not fatal."""
     from optigate.bench.html_report import write_plots
+    from optigate.bench.plots import PARETO_NAME, pareto_figure, png, sides_of
 
+    results = [("baseline", baseline), ("candidate", candidate)]
     try:
         with tempfile.TemporaryDirectory() as folder:
-            written = write_plots([("baseline", baseline), ("candidate", candidate)], Path(folder))
+            written = write_plots(results, Path(folder))
+            capacity = verdict.capacity if verdict is not None else None
+            if capacity:
+                figure = pareto_figure(
+                    sides_of(results),
+                    ttft_budget_ms=capacity["slo"]["p99_ttft_ms"],
+                    instances=int(capacity["instance_count"]),
+                )
+                written.append(Path(folder, PARETO_NAME))
+                written[-1].write_bytes(png(figure))
             for path in written:
                 key = f"{prefix}/{path.name}"
                 s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes(), ContentType="image/png")
@@ -214,7 +228,7 @@ def handler(event: dict, _context=None) -> dict:
     prefix = event["report_prefix"].strip("/")
     report_key, html_key = f"{prefix}/report.json", f"{prefix}/report.html"
     s3.put_object(Bucket=bucket, Key=report_key, Body=render_json(verdict).encode(), ContentType="application/json")
-    page = render_html(verdict, _plots(s3, bucket, prefix, baseline, candidate), event.get("thresholds"))
+    page = render_html(verdict, _plots(s3, bucket, prefix, baseline, candidate, verdict), event.get("thresholds"))
     s3.put_object(Bucket=bucket, Key=html_key, Body=page.encode(), ContentType="text/html; charset=utf-8")
     metrics = _metrics(verdict)
     cloudwatch = boto3.client("cloudwatch")
