@@ -29,6 +29,7 @@ requests go round the components in turn, so every component is warm before meas
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import math
@@ -384,10 +385,8 @@ class _Run:
     async def _wait(self, seconds: float) -> bool:
         """Sleep `seconds` (nothing when not positive); False when the run was stopped meanwhile."""
         if seconds > 0:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop.wait(), seconds)
-            except TimeoutError:
-                pass
         return not self.stop.is_set()
 
     async def replay(self, start_at: Callable[[], Awaitable[float]] | None) -> None:

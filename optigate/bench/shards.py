@@ -15,6 +15,7 @@ ignore Ctrl-C and stop when the parent tells them to, returning what completed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import signal
 import time
@@ -46,12 +47,17 @@ def split_spec(spec: LoadSpec, workers: int) -> list[LoadSpec]:
         # The first `requests` arrivals of the schedule, dealt: the budget is the whole level's.
         workload = Workload(workload.requests[: spec.requests], workload.kind, workload.source)
     if spec.mode != "replay" and spec.concurrency < workers:
-        raise ValueError(f"c={spec.concurrency} cannot be split over {workers} workers: give at most {spec.concurrency}")
+        raise ValueError(
+            f"c={spec.concurrency} cannot be split over {workers} workers: give at most {spec.concurrency}"
+        )
     if workload is not None and len(workload.requests) < workers:
         raise ValueError(f"a workload of {len(workload.requests)} requests cannot be dealt to {workers} workers")
     shards = []
     for shard in range(workers):
-        changes: dict[str, Any] = {"concurrency": max(1, _share(spec.concurrency, workers, shard)), "seed": spec.seed + shard}
+        changes: dict[str, Any] = {
+            "concurrency": max(1, _share(spec.concurrency, workers, shard)),
+            "seed": spec.seed + shard,
+        }
         if workload is not None:
             changes["workload"] = Workload(workload.requests[shard::workers], workload.kind, workload.source)
         if spec.mode == "replay":
@@ -128,16 +134,12 @@ class _Shard:
         self.messages.put_nowait(message)
 
     def send(self, kind: str, value: Any = None) -> None:
-        try:
+        with contextlib.suppress(OSError):  # it ended already: its result or failure is in the queue
             self.pipe.send((kind, value))
-        except (BrokenPipeError, OSError):
-            pass  # it ended already; its result or failure is in the queue
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(ValueError, OSError):
             asyncio.get_running_loop().remove_reader(self.pipe.fileno())
-        except (ValueError, OSError):
-            pass
         self.pipe.close()
         self.process.join(5)
         if self.process.is_alive():

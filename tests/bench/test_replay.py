@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 import time
@@ -26,7 +27,10 @@ def _workload(offsets: list[float], kind: str = "replay") -> Workload:
     return Workload(
         tuple(
             WorkloadRequest(
-                {"inputs": f"prompt {n}"}, max_new_tokens=4 + n % 3, prompt_tokens=2, offset_s=offsets[n] if kind == "replay" else None
+                {"inputs": f"prompt {n}"},
+                max_new_tokens=4 + n % 3,
+                prompt_tokens=2,
+                offset_s=offsets[n] if kind == "replay" else None,
             )
             for n in range(len(offsets))
         ),
@@ -61,8 +65,8 @@ def _replay(url: str, spec: LoadSpec):
 
 
 def _gap_errors_ms(offsets: list[float], received: list[float]) -> list[float]:
-    recorded = [b - a for a, b in zip(offsets, offsets[1:], strict=False)]
-    replayed = [b - a for a, b in zip(received, received[1:], strict=False)]
+    recorded = [b - a for a, b in itertools.pairwise(offsets)]
+    replayed = [b - a for a, b in itertools.pairwise(received)]
     return sorted(abs(x - y) * 1000 for x, y in zip(recorded, replayed, strict=True))
 
 
@@ -84,7 +88,7 @@ def test_replayed_arrivals_keep_the_recorded_inter_arrival_gaps():
     assert abs(received[-1] - offsets[-1]) < 0.02  # the whole span, not just the gaps
     # The check can tell: the same gaps in another order (same rate, another process) are far off.
     shuffled = offsets[:1]
-    for gap in random.Random(1).sample([b - a for a, b in zip(offsets, offsets[1:], strict=False)], len(offsets) - 1):
+    for gap in random.Random(1).sample([b - a for a, b in itertools.pairwise(offsets)], len(offsets) - 1):
         shuffled.append(shuffled[-1] + gap)
     assert percentile(_gap_errors_ms(shuffled, received), 50) > 5.0
 
@@ -213,7 +217,9 @@ def test_workers_shard_a_closed_level_over_processes_and_merge_it():
     with emulator_process({"default": FAST}) as url:
         fetch_trace(url, clear=True)
         data = asyncio.run(
-            run_levels(Target("x", endpoint_url=url), [4], LoadSpec(concurrency=4, requests=12, max_new_tokens=6), workers=2)
+            run_levels(
+                Target("x", endpoint_url=url), [4], LoadSpec(concurrency=4, requests=12, max_new_tokens=6), workers=2
+            )
         )
         trace = fetch_trace(url)
     run = data["runs"][0]
@@ -235,3 +241,99 @@ def test_workers_replay_one_schedule_from_a_shared_start():
     errors = _gap_errors_ms(offsets, [at - received[0] for at in received])
     assert percentile(errors, 50) < 3.0, errors  # two processes, one arrival process
     assert abs(received[-1] - received[0] - offsets[-1]) < 0.03
+
+
+# --------------------------------------------------------------------------- the CLI on a capture
+
+
+def _capture_file(path, offsets: list[float], start: float = 1_764_000_000.0) -> None:
+    """SageMaker capture records (optigate.bench.capture) whose inferenceTime carries milliseconds."""
+    from datetime import UTC, datetime
+
+    from optigate.bench.capture import capture_record
+
+    lines = []
+    for n, offset in enumerate(offsets):
+        body = {"inputs": f"secret prompt {n}", "parameters": {"max_new_tokens": 3 + n % 4}}
+        record = capture_record(body, start + offset, f"event-{n}")
+        stamp = datetime.fromtimestamp(start + offset, UTC).isoformat(timespec="milliseconds")
+        record["eventMetadata"]["inferenceTime"] = stamp.replace("+00:00", "Z")
+        lines.append(json.dumps(record))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _bench_cli(url: str, *extra: str) -> int:
+    from optigate.cli import main
+
+    return main(["bench", "--endpoint", "replay", "--endpoint-url", url, *extra])
+
+
+def test_bench_replays_a_capture_on_its_schedule_and_records_shape_and_fidelity_never_text(tmp_path, capsys):
+    capture, out = tmp_path / "capture.jsonl", tmp_path / "out.json"
+    _capture_file(capture, [n * 0.02 for n in range(20)])
+    with emulator_process({"default": {"ttft_ms": 10, "itl_ms": 1}}) as url:
+        code = _bench_cli(url, "--workload", str(capture), "--speedup", "2", "--max-lag-ms", "50", "--json", str(out))
+    assert code == 0, capsys.readouterr().err
+    text = out.read_text()
+    assert "secret prompt" not in text
+    data = json.loads(text)
+    run = data["runs"][0]
+    assert data["load"]["mode"] == "replay" and data["load"]["workers"] == 1 and run["concurrency"] == 16
+    assert data["load"]["workload"]["requests"] == 20 and data["load"]["workload"]["duration_s"] == pytest.approx(0.19)
+    assert run["requests"] == 20 and run["successful_requests"] == 20
+    assert run["schedule"]["bound_ms"] == 50 and run["schedule"]["client_bound"] is False
+    assert "schedule lag p50" in capsys.readouterr().out
+
+
+def test_bench_exits_3_when_the_replay_fell_behind_its_schedule_and_keeps_the_json(tmp_path, capsys):
+    capture, out = tmp_path / "capture.jsonl", tmp_path / "out.json"
+    _capture_file(capture, [n * 0.01 for n in range(10)])
+    with emulator_process({"default": {"ttft_ms": 5, "itl_ms": 1}}) as url:
+        # No send leaves within a microsecond of its time: the bound cannot be kept, so the run refuses itself.
+        code = _bench_cli(url, "--workload", str(capture), "--max-lag-ms", "0.001", "--json", str(out))
+    assert code == 3
+    assert "cannot judge: the client shaped the load" in capsys.readouterr().err
+    assert json.loads(out.read_text())["runs"][0]["refused"]
+
+
+def test_bench_sends_sampled_sessions_in_the_closed_loop(tmp_path):
+    capture, out = tmp_path / "capture.jsonl", tmp_path / "out.json"
+    _capture_file(capture, [n * 0.5 for n in range(6)])
+    with emulator_process({"default": {"ttft_ms": 5, "itl_ms": 1}}) as url:
+        code = _bench_cli(
+            url, "--workload", str(capture), "--workload-kind", "sessions", "--concurrency", "2", "--requests", "6",
+            "--json", str(out),
+        )  # fmt: skip
+    data = json.loads(out.read_text())
+    assert code == 0 and data["load"]["mode"] == "closed" and "schedule" not in data["runs"][0]
+    assert data["load"]["workload"]["kind"] == "sessions"
+    # Each request asked for its captured output length (3..6 tokens), not --max-new-tokens' 256.
+    assert data["runs"][0]["output_tokens"] < 6 * 7
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--mode", "closed"], "sends on the recorded schedule"),
+        (["--concurrency", "1,4"], "give one --concurrency"),
+        (["--rate", "3"], "--rate applies to --mode open only"),
+        (["--speedup", "0"], "--speedup 0.0: must be positive"),
+        (["--workers", "0"], "--workers 0: must be at least 1"),
+    ],
+)
+def test_bench_replay_usage_errors(tmp_path, capsys, extra, message):
+    capture = tmp_path / "capture.jsonl"
+    _capture_file(capture, [0.0, 0.1])
+    assert _bench_cli("http://127.0.0.1:9", "--workload", str(capture), *extra) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_workload_options_need_a_workload_and_a_capture_that_reads(tmp_path, capsys):
+    assert _bench_cli("http://127.0.0.1:9", "--speedup", "2") == 2
+    assert "--speedup applies to --workload only" in capsys.readouterr().err
+    assert _bench_cli("http://127.0.0.1:9", "--mode", "replay") == 2
+    assert "--mode replay needs --workload" in capsys.readouterr().err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"not": "a capture record"}\n')
+    assert _bench_cli("http://127.0.0.1:9", "--workload", str(empty)) == 2
+    assert f"--workload {empty}" in capsys.readouterr().err
