@@ -51,6 +51,8 @@ DEFAULT_MAX_LAG_MS = 5.0
 REPLAY_LEAD_S = 0.05
 #: A replayed request is prepared (rendered, signed) at most this long before its time: SigV4 signatures age.
 PREPARE_AHEAD_S = 1.0
+#: Waits longer than this watch the stop event; shorter ones sleep (a stop is seen this late at most).
+STOP_POLL_S = 0.05
 
 PROMPT_WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "ran", "to", "see", "what", "was", "new")
 
@@ -383,10 +385,13 @@ class _Run:
                 connection.close()
 
     async def _wait(self, seconds: float) -> bool:
-        """Sleep `seconds` (nothing when not positive); False when the run was stopped meanwhile."""
-        if seconds > 0:
+        """Sleep `seconds` (nothing when not positive); False when the run was stopped meanwhile. Short waits are
+        a plain sleep: waiting on the stop event costs a task and a cancellation, late by that much."""
+        if seconds > STOP_POLL_S:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop.wait(), seconds)
+        elif seconds > 0:
+            await asyncio.sleep(seconds)
         return not self.stop.is_set()
 
     async def replay(self, start_at: Callable[[], Awaitable[float]] | None) -> None:
@@ -426,6 +431,7 @@ class _Run:
                 task = asyncio.create_task(send(scheduled, prepared))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
+                await asyncio.sleep(0)  # let it write before the next request is prepared: that is not its lag
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
         finally:
