@@ -110,6 +110,9 @@ def main() -> None:
             cpu_share = (time.process_time() - cpu) / (time.monotonic() - started)
             trace = fetch_trace(url, clear=True)
             schedule = summary["schedule"]
+            if error or schedule["p99_lag_ms"] is None:
+                print(f"{repeat:>3} | failed: {error or 'no request sent'}")
+                continue
             gaps = gap_errors_ms(records, trace)
             verdict = f"refused: {summary['refused']}" if summary.get("refused") else "kept the schedule"
             print(

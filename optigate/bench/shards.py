@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing
+import os
 import signal
 import time
 from dataclasses import replace
@@ -96,6 +97,7 @@ def _shard_process(pipe: Pipe, target: Target, spec: LoadSpec, timeout: float) -
                     start.set_result(time.time())
 
         loop.add_reader(pipe.fileno(), on_message)
+        os.set_blocking(pipe.fileno(), True)  # the loop made it non-blocking: a large result must not meet EAGAIN
 
         async def start_at() -> float:
             pipe.send(("ready", None))
@@ -124,6 +126,8 @@ class _Shard:
         child.close()
         self.messages: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         asyncio.get_running_loop().add_reader(self.pipe.fileno(), self._receive)
+        # Readiness comes from the loop; a shard's result is read whole, however many socket reads it takes.
+        os.set_blocking(self.pipe.fileno(), True)
 
     def _receive(self) -> None:
         try:

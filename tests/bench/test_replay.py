@@ -228,6 +228,16 @@ def test_workers_shard_a_closed_level_over_processes_and_merge_it():
     assert len(trace) == 12 + 2 * 3  # each shard: its probe and one warm-up per stream (2 streams each)
 
 
+def test_a_shard_result_larger_than_the_pipe_buffer_comes_back_whole():
+    # 2 x 12 requests of 2,000 one-token frames: each shard's records pickle to far more than a socket buffer.
+    with emulator_process({"default": {"ttft_ms": 1, "itl_ms": 0.01, "output_tokens": 2000}}) as url:
+        spec = LoadSpec(concurrency=2, requests=24, max_new_tokens=2000, warmup=False)
+        data = asyncio.run(run_levels(Target("x", endpoint_url=url), [2], spec, workers=2, include_samples=False))
+    assert "error" not in data, data.get("error")
+    run = data["runs"][0]
+    assert run["successful_requests"] == 24 and run["output_tokens"] == 24 * 2000
+
+
 def test_workers_replay_one_schedule_from_a_shared_start():
     offsets = _known_gaps(40, seed=3)
     with emulator_process({"default": FAST}) as url:
@@ -283,6 +293,15 @@ def test_bench_replays_a_capture_on_its_schedule_and_records_shape_and_fidelity_
     assert run["requests"] == 20 and run["successful_requests"] == 20
     assert run["schedule"]["bound_ms"] == 50 and run["schedule"]["client_bound"] is False
     assert "schedule lag p50" in capsys.readouterr().out
+    # `bench compare` judges a replay that kept its schedule, and refuses one that did not.
+    from optigate.cli import main
+
+    refused = tmp_path / "refused.json"
+    data["runs"][0]["refused"] = "the client fell behind the recorded schedule: test"
+    refused.write_text(json.dumps(data))
+    assert main(["bench", "compare", str(out), str(out)]) == 0
+    assert main(["bench", "compare", str(out), str(refused)]) == 3
+    assert "cannot judge: the client shaped the load in candidate" in capsys.readouterr().err
 
 
 def test_bench_exits_3_when_the_replay_fell_behind_its_schedule_and_keeps_the_json(tmp_path, capsys):
