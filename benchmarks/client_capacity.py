@@ -3,8 +3,10 @@
 A closed loop at each level against `optigate emulate` (its own process), once in one process and once sharded over
 --workers processes (optigate.bench.shards). The emulator stamps when it really sent each chunk on the host's
 monotonic clock, the one the client stamps with, so for the same requests the client's p99 TTFT and p99 ITL are
-compared with the emulator's truth. A level is accurate when p99 TTFT is within --ttft-tolerance-ms of the truth
-and the run carries no warning (coalesced frames); the script prints the first level where one process is not.
+compared with the emulator's truth. A level is accurate when p99 TTFT is within --ttft-tolerance-ms of the truth;
+the script prints the first level where one process is not. The emulator shares the machine: a level where it fell
+behind its own latencies (true p50 TTFT over 1.5x the configured one) sent fewer frames than configured, so it
+loaded the client less than its stream count says; such rows are marked "emulator-bound".
 
     python benchmarks/client_capacity.py [--levels 64,256,512,1024] [--workers 2] [--requests-per-slot 2]
 
@@ -84,7 +86,8 @@ def main() -> None:
                 true_ttft, true_itl = truth(records, trace)
                 ttft_err = summary["ttft_ms"]["p99"] - percentile(true_ttft, 99)
                 itl_err = summary["itl_ms"]["p99"] - percentile(true_itl, 99)
-                accurate = abs(ttft_err) <= args.ttft_tolerance_ms and not summary["warnings"] and not error
+                accurate = abs(ttft_err) <= args.ttft_tolerance_ms and not error
+                emulator_bound = percentile(true_ttft, 50) > 1.5 * args.ttft_ms
                 if workers == 1 and not accurate and first_inaccurate is None:
                     first_inaccurate = level
                 print(
@@ -93,7 +96,9 @@ def main() -> None:
                     f"{percentile(true_itl, 99):>6.2f} {itl_err:>+5.2f} | "
                     f"{summary['achieved_concurrency'] / level * 100:>7.1f}% "
                     f"{(summary['coalesced_frame_share'] or 0) * 100:>5.1f} | {os.getloadavg()[0]:>4.1f} | "
-                    f"{'yes' if accurate else 'NO'}" + (f" ({error})" if error else ""),
+                    f"{'yes' if accurate else 'NO'}"
+                    + (" (emulator-bound)" if emulator_bound else "")
+                    + (f" ({error})" if error else ""),
                     flush=True,
                 )
     print(
