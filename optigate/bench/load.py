@@ -1,5 +1,5 @@
 # Over 400 lines: the three load models (closed, open, replay) share one run's bookkeeping and request order.
-"""Load models: a closed loop at fixed concurrency in steady state, and an open Poisson loop.
+"""Load models: a closed loop at fixed concurrency in steady state, an open Poisson loop, and a replay.
 
 Closed loop: `concurrency` workers each send their next request as soon as the previous one
 completes. Starting them all at once would make them move in lock-step waves (FMBench's
