@@ -202,8 +202,12 @@ class LoadSpec:
             raise ValueError("chat (messages) prompt records need the messages schema")
         if self.mode not in LOAD_MODES:
             raise ValueError(f"load mode {self.mode!r}: expected one of {', '.join(LOAD_MODES)}")
-        if self.mode == "replay" and not (self.workload and self.workload.scheduled):
-            raise ValueError("a replay needs a workload with a recorded schedule (kind replay)")
+        if self.mode == "replay":
+            if not (self.workload and self.workload.scheduled):
+                raise ValueError("a replay needs a workload with a recorded schedule (kind replay)")
+            offsets = [float(request.offset_s or 0.0) for request in self.workload.requests]
+            if not all(math.isfinite(o) and o >= 0 for o in offsets) or offsets != sorted(offsets):
+                raise ValueError("a replay's offsets must be finite, from 0 and in order (the order they are sent in)")
         if not (math.isfinite(self.max_lag_ms) and self.max_lag_ms > 0):
             raise ValueError(f"max_lag_ms must be a positive number, got {self.max_lag_ms!r}")
 

@@ -126,6 +126,8 @@ def test_replay_needs_a_scheduled_workload_and_a_positive_lag_bound():
         LoadSpec(concurrency=1, mode="replay")
     with pytest.raises(ValueError, match="recorded schedule"):
         LoadSpec(concurrency=1, mode="replay", workload=_workload([0.0, 0.1], kind="sessions"))
+    with pytest.raises(ValueError, match="in order"):
+        LoadSpec(concurrency=1, mode="replay", workload=_workload([0.0, 0.2, 0.1]))
     with pytest.raises(ValueError, match="max_lag_ms"):
         LoadSpec(concurrency=1, mode="replay", workload=_workload([0.0]), max_lag_ms=0)
     with pytest.raises(ValueError, match="load mode"):
