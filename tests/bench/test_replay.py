@@ -325,19 +325,21 @@ def test_bench_exits_3_when_the_replay_fell_behind_its_schedule_and_keeps_the_js
     assert json.loads(out.read_text())["runs"][0]["refused"]
 
 
-def test_bench_sends_sampled_sessions_in_the_closed_loop(tmp_path):
-    capture, out = tmp_path / "capture.jsonl", tmp_path / "out.json"
+def test_bench_sends_sampled_sessions_in_the_closed_loop_in_one_or_two_processes(tmp_path):
+    capture, out, sharded = tmp_path / "capture.jsonl", tmp_path / "out.json", tmp_path / "sharded.json"
     _capture_file(capture, [n * 0.5 for n in range(6)])
+    options = ("--workload", str(capture), "--workload-kind", "sessions", "--concurrency", "2", "--requests", "6")
     with emulator_process({"default": {"ttft_ms": 5, "itl_ms": 1}}) as url:
-        code = _bench_cli(
-            url, "--workload", str(capture), "--workload-kind", "sessions", "--concurrency", "2", "--requests", "6",
-            "--json", str(out),
-        )  # fmt: skip
+        code = _bench_cli(url, *options, "--json", str(out))
+        sharded_code = _bench_cli(url, *options, "--workers", "2", "--json", str(sharded))
     data = json.loads(out.read_text())
     assert code == 0 and data["load"]["mode"] == "closed" and "schedule" not in data["runs"][0]
-    assert data["load"]["workload"]["kind"] == "sessions"
+    assert data["load"]["workload"]["kind"] == "sessions" and data["load"]["workers"] == 1
     # Each request asked for its captured output length (3..6 tokens), not --max-new-tokens' 256.
     assert data["runs"][0]["output_tokens"] < 6 * 7
+    merged = json.loads(sharded.read_text())
+    assert sharded_code == 0 and merged["load"]["workers"] == 2
+    assert merged["runs"][0]["requests"] == 6 and merged["runs"][0]["concurrency"] == 2
 
 
 @pytest.mark.parametrize(
