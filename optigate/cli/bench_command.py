@@ -11,6 +11,13 @@ from optigate.cli.bench_capacity_command import add_capacity_arguments
 from optigate.cli.bench_compare_command import add_compare_parser, cmd_bench_compare
 from optigate.cli.bench_residency_command import add_residency_parser, cmd_bench_residency
 from optigate.cli.bench_target import check_target_arguments
+from optigate.cli.bench_workload import (
+    CLIENT_BOUND_EXIT,
+    add_workload_arguments,
+    print_schedules,
+    read_workload,
+    resolve_load_arguments,
+)
 from optigate.cli.errors import USAGE_EXIT, CliError, UsageError
 from optigate.cli.output import console, stderr, write_json
 
@@ -71,7 +78,7 @@ def _check_bench_arguments(args: argparse.Namespace) -> list[int]:
     levels = _levels(args.concurrency)
     if args.mode == "open" and not (args.rate and args.rate > 0):
         raise UsageError("--mode open needs --rate: the Poisson arrival rate in requests per second, e.g. --rate 4")
-    if args.mode == "closed" and args.rate is not None:
+    if args.mode != "open" and args.rate is not None:
         raise UsageError("--rate applies to --mode open only; drop it, or add --mode open")
     for option, value in (("--requests", args.requests), ("--timeout", args.timeout), ("--duration", args.duration)):
         if value is not None and value <= 0:
@@ -125,6 +132,8 @@ def _load_spec(args: argparse.Namespace, concurrency: int) -> Any:
         schema=args.schema,
         mode=args.mode,
         rate=args.rate,
+        workload=read_workload(args),
+        max_lag_ms=args.max_lag_ms,
     )
 
 
@@ -250,6 +259,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_bench_compare(args)
     if args.bench_command == "residency":
         return cmd_bench_residency(args)
+    resolve_load_arguments(args)
     if args.find_capacity:
         from optigate.cli.bench_capacity_command import cmd_find_capacity
 
@@ -289,6 +299,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 stop=stop,
                 on_level=progress.start_level,
                 on_level_end=progress.end_level,
+                workers=args.workers,
             )
         finally:
             if heartbeat is not None:
@@ -304,6 +315,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     title = f"optigate bench: {args.endpoint}" + (" (interrupted: partial results)" if data["interrupted"] else "")
     console.print(_bench_table(data, title))
     _print_errors(data)
+    print_schedules(data)
     for warning in (w for run in data["runs"] for w in run.get("warnings", [])):
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     if args.json:
@@ -321,6 +333,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for run in data["runs"]:
         if run["requests"] and not run.get("successful_requests"):
             console.print(f"[yellow]warning:[/] c={run['concurrency']}: every request failed", highlight=False)
+    refused = next((run["refused"] for run in data["runs"] if run.get("refused")), None)
+    if refused and not data["interrupted"]:
+        raise CliError(f"cannot judge: the client shaped the load: {refused}{kept}", exit_code=CLIENT_BOUND_EXIT)
     return 130 if data["interrupted"] else 0
 
 
@@ -330,7 +345,8 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
         help="benchmark a streaming endpoint (TTFT, ITL, throughput) at real concurrency",
         description="Benchmark InvokeEndpointWithResponseStream at each concurrency level. Exit codes: 0 measured,"
         " 2 usage or input error, or every request failed (the JSON is written all the same), 3 no AWS"
-        " credentials for a real endpoint, 130 interrupted (partial results kept).",
+        " credentials for a real endpoint, or cannot judge: a replay's sends fell behind the recorded schedule"
+        " (the client shaped the load; the JSON is written all the same), 130 interrupted (partial results kept).",
     )
     bench.add_argument("--endpoint", help="the SageMaker endpoint name (required)")
     bench.add_argument(
@@ -348,8 +364,14 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
         "base=support-ic-base:1,reply=support-ic-reply:3 (default: none)",
     )
     bench.add_argument("--custom-attributes", help="sent as CustomAttributes with every request (default: none)")
-    bench.add_argument("--concurrency", default="1,16,64", help="comma-separated levels, one run each")
-    bench.add_argument("--requests", type=int, default=100, help="measured requests per level")
+    bench.add_argument(
+        "--concurrency",
+        help="comma-separated levels, one run each; a replay: the connections opened before its schedule, one level"
+        " (default: 1,16,64; a replay: 16)",
+    )
+    bench.add_argument(
+        "--requests", type=int, help="measured requests per level (default: 100; a replay: the whole workload)"
+    )
     bench.add_argument(
         "--duration", type=float, help="seconds of measurement per level, instead of --requests (default: unset)"
     )
@@ -372,10 +394,10 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     )
     bench.add_argument(
         "--mode",
-        choices=["closed", "open"],
-        default="closed",
+        choices=["closed", "open", "replay"],
         help="closed: fixed concurrency, each worker sends when its last request ended; open: Poisson arrivals"
-        " at --rate",
+        " at --rate; replay: the --workload's recorded arrival times (default: replay with a --workload of kind"
+        " replay, else closed)",
     )
     bench.add_argument("--rate", type=float, help="with --mode open: arrivals per second (required there)")
     bench.add_argument("--timeout", type=float, default=120.0, help="per request, seconds; beyond it a Timeout error")
@@ -384,6 +406,7 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     bench.add_argument(
         "--label", help="this run's name in reports and --json (default: the endpoint, with its variant or component)"
     )
+    add_workload_arguments(bench)
     add_capacity_arguments(bench)
     bench.set_defaults(handler=cmd_bench, bench_command=None)
     subcommands = bench.add_subparsers(dest="bench_command", title="subcommands")

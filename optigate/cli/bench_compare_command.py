@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from optigate.cli.errors import UsageError
+from optigate.cli.errors import CliError, UsageError
 from optigate.cli.output import console, write_json
 from optigate.cli.parser import RawHelpFormatter
 
@@ -144,6 +144,14 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
         raise UsageError(
             f"refusing to compare different workloads: {difference} (--allow-different-workloads to compare anyway)"
         )
+    refused = [
+        f"{label} c={run.get('concurrency')}: {run['refused']}"
+        for label, data in labelled
+        for run in data.get("runs", [])
+        if run.get("refused")
+    ]
+    if refused:  # a replay that fell behind its schedule measured the client (optigate.bench.runner)
+        raise CliError(f"cannot judge: the client shaped the load in {refused[0]}", exit_code=3)
     base_levels = levels_of([data for _, data in baselines])
     cand_levels = levels_of([data for _, data in candidates])
     deltas = compare_levels(base_levels, cand_levels, margin_pct=_margins(args))
