@@ -38,6 +38,7 @@ class Server:
 
     def __init__(self, behaviour: Behaviour, endpoint: str, variant: str, shared: Batch) -> None:
         limited = behaviour.max_num_seqs is not None or behaviour.kv_cache_tokens is not None
+        self.own_batch = limited
         self.batch = Batch(behaviour.max_num_seqs, behaviour.kv_cache_tokens) if limited else shared
         kv = behaviour.kv_cache_tokens
         self.prefix = (
@@ -52,13 +53,15 @@ class Server:
         return self.batch.kv_tokens is None or need <= self.batch.kv_tokens
 
     @contextlib.asynccontextmanager
-    async def admitted(self, words: list[str], output_tokens: int) -> AsyncIterator[Admission]:
-        """Wait for a slot and the KV need, look the prompt up in the prefix cache; free both on the way out."""
+    async def admitted(self, words: list[str], output_tokens: int, *, stream: bool = True) -> AsyncIterator[Admission]:
+        """Wait for a slot and the KV need, look the prompt up in the prefix cache; free both on the way out.
+        A non-streaming request on the shared batch takes no place in it (it never slowed streams down)."""
         metrics = self.metrics
         need = self.kv_need(len(words), output_tokens)
+        batch = self.batch if stream or self.own_batch else Batch(None)
         metrics.waiting += 1
         try:
-            waited = await self.batch.enter(need)
+            waited = await batch.enter(need)
         finally:
             metrics.waiting -= 1
         metrics.running += 1
@@ -74,7 +77,7 @@ class Server:
         finally:
             metrics.running -= 1
             metrics.kv_reserved -= need
-            self.batch.leave(need)
+            batch.leave(need)
 
 
 class CaptureWriter:

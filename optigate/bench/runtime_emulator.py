@@ -215,7 +215,7 @@ class Emulator:
         words_in = prompt_words(body)
         if not server.fits_at_all(server.kv_need(len(words_in), total)):
             return self._too_long(request_id, server, len(words_in), total)
-        async with server.admitted(words_in, total) as admission:
+        async with server.admitted(words_in, total, stream=False) as admission:
             self._admitted(request_id, admission)
             await self._answer_after(behaviour, total, load_ms + prefill_ms(behaviour, admission.uncached_tokens))
             server.metrics.add("vllm:generation_tokens_total", total)

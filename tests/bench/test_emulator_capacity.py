@@ -151,7 +151,10 @@ LIVE_TOKENS = 10
 
 
 def test_the_live_emulator_agrees_with_the_truths_p99_below_at_and_above_the_slots():
-    levels = [2, 4, 7]
+    # Twice the slots: each request waits for exactly one round of the batch, whatever the phases of the slots
+    # (between the slots and twice them the wait depends on how the clients' stagger spread the slots' phases,
+    # which a busy machine shifts; the simulation follows the client's stagger, within ~15 % of it).
+    levels = [2, 4, 8]
     config = EmulatorConfig(default=LIVE, seed=3)
 
     async def body():
@@ -165,11 +168,44 @@ def test_the_live_emulator_agrees_with_the_truths_p99_below_at_and_above_the_slo
     data = asyncio.run(body())
     for level, run in zip(levels, data["runs"], strict=True):
         truth = predict(LIVE, level, prompt_tokens=16, max_new_tokens=LIVE_TOKENS)
-        measured_ttft, measured_itl = run["ttft_ms"]["p99"], run["itl_ms"]["p99"]
-        # The client adds a few ms on loopback (more on a busy machine); a p99 of 50 requests is a noisy estimate.
-        assert measured_ttft == pytest.approx(truth.p99_ttft_ms, rel=0.15, abs=6), (level, run["ttft_ms"], truth)
-        # A gap's p99 is a handful of the ~450 gaps: one stall of a busy machine moves it up, never below the model.
+        ttft, itl = run["ttft_ms"], run["itl_ms"]
+        # 50 requests: the p99 is the slowest one or two, which a stall of a busy machine (never the model) moves
+        # up; the p90 is where the model is checked both ways, the p99 only from below. Loopback adds a few ms.
+        assert ttft["p90"] == pytest.approx(truth.p90_ttft_ms, rel=0.15, abs=6), (level, ttft, truth)
+        assert ttft["p99"] >= truth.p99_ttft_ms * 0.85 - 3, (level, ttft, truth)
+        assert itl["p90"] == pytest.approx(truth.p90_itl_ms, rel=0.15, abs=2), (level, itl, truth)
+        assert itl["p99"] >= truth.p99_itl_ms - 2, (level, itl, truth)
         # The median gap shows the batch the server ran (the slowdown counts `running`, capped by the slots).
-        assert measured_itl >= truth.p99_itl_ms - 2, (level, run["itl_ms"], truth)
         median_model = LIVE.itl_ms.mean + LIVE.itl_ms_per_active_stream * (truth.running - 1)
         assert run["itl_ms"]["p50"] == pytest.approx(median_model, abs=1.5), (level, run["itl_ms"], truth)
+
+
+def test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots():
+    """As before batches existed, an invocation does not count as a stream for the per-stream slowdown; with
+    max_num_seqs it holds a slot like any request, so a stream behind it waits."""
+    import aiohttp
+
+    def stream_ttft_beside_an_invocation(extra: dict) -> float:
+        settings = {"ttft_ms": 20, "itl_ms": 150, "output_tokens": 3, "ttft_ms_per_active_stream": 100, **extra}
+        config = EmulatorConfig.parse({"default": settings})
+
+        async def body():
+            runner, port = await start(config)
+            url = f"http://127.0.0.1:{port}"
+            try:
+                async with aiohttp.ClientSession() as session:
+                    invoked = asyncio.create_task(
+                        session.post(f"{url}/endpoints/demo/invocations", json={"inputs": "hi"})
+                    )
+                    await asyncio.sleep(0.03)
+                    spec = LoadSpec(concurrency=1, requests=1, max_new_tokens=3, prompt_tokens=4, warmup=False)
+                    data = await run_levels(Target("demo", endpoint_url=url), [1], spec, timeout=10)
+                    (await invoked).release()
+                return data["runs"][0]["samples"]["ttft_ms"][0]
+            finally:
+                await runner.cleanup()
+
+        return asyncio.run(body())
+
+    assert stream_ttft_beside_an_invocation({}) < 60
+    assert stream_ttft_beside_an_invocation({"max_num_seqs": 1}) > 120  # the invocation holds the slot 320 ms

@@ -190,8 +190,9 @@ def test_the_live_emulator_speculates_as_modelled_and_reports_it_as_vllm_does():
     data, samples = asyncio.run(_serve(config, body))
     for level, run in zip(levels, data["runs"], strict=True):
         truth = predict(behaviour, level, prompt_tokens=8, max_new_tokens=24)
+        # As in test_emulator_capacity: the p90 both ways, the p99 (a busy host's stalls reach it) from below.
         assert run["itl_ms"]["p99"] >= truth.p99_itl_ms - 2, (level, run["itl_ms"], truth)
-        assert run["itl_ms"]["p99"] == pytest.approx(truth.p99_itl_ms, rel=0.25, abs=4), (level, run["itl_ms"], truth)
+        assert run["itl_ms"]["p90"] == pytest.approx(truth.p90_itl_ms, rel=0.15, abs=2), (level, run["itl_ms"], truth)
         assert run["tpot_ms"]["p50"] == pytest.approx(truth.mean_tpot_ms, rel=0.25), (level, run["tpot_ms"], truth)
         assert max(run["samples"]["tokens_per_chunk"]) == 4  # a step carries up to k + 1 tokens
     drafted = _value(samples, "vllm:spec_decode_num_draft_tokens_total")
