@@ -270,3 +270,25 @@ def test_a_body_that_is_not_json_is_captured_base64_encoded(tmp_path: Path):
     captured = record["captureData"]["endpointInput"]
     assert captured["encoding"] == "BASE64" and base64.b64decode(captured["data"]) == b"\x00raw"
     assert record["eventMetadata"] == {"eventId": "id-1", "inferenceTime": "2025-12-01T00:00:00Z"}
+
+
+def test_what_the_emulator_captured_reads_back_as_the_requests_it_received(tmp_path: Path):
+    """The capture reader (optigate.bench.capture.read_capture, helper "capture") reads the emulator's files as it
+    reads SageMaker's: the same prompts and requested lengths, in the order received. Skipped until it is merged."""
+    from optigate.bench import capture
+
+    if not hasattr(capture, "read_capture"):
+        pytest.skip("optigate.bench.capture.read_capture is not on this branch yet")
+    config = EmulatorConfig(default=Behaviour(ttft_ms=Distribution(5.0), itl_ms=Distribution(1.0)))
+    config.capture_dir = str(tmp_path)
+    prompts = tuple({"prompt": f"question number {i} about caching"} for i in range(4))
+
+    async def body(url, _):
+        spec = LoadSpec(concurrency=1, requests=4, max_new_tokens=7, prompts=prompts, warmup=False)
+        return await _load(url, spec, endpoint="chat-prod")
+
+    asyncio.run(_serve(config, body))
+    read = capture.read_capture(tmp_path)
+    assert read.files == 1 and not read.skipped
+    assert [r.record["messages"][0]["content"] for r in read.requests] == [p["prompt"] for p in prompts]
+    assert {r.requested_tokens for r in read.requests} == {7}
