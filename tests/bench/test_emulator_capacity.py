@@ -209,3 +209,27 @@ def test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots():
 
     assert stream_ttft_beside_an_invocation({}) < 60
     assert stream_ttft_beside_an_invocation({"max_num_seqs": 1}) > 120  # the invocation holds the slot 320 ms
+
+
+def test_the_live_emulator_holds_the_slo_up_to_the_truths_capacity_and_not_beyond():
+    """The SLO leaves ~50 ms for a busy host's stalls at the capacity (4 slots, p99 TTFT ~40 ms of 90); a client
+    beyond the slots waits for a slot (on average a quarter of a ~125 ms request each, the p99 most of one)."""
+    from optigate.bench.metrics import RunSamples
+
+    behaviour = Behaviour(
+        ttft_ms=Distribution(30.0, 3.0), itl_ms=Distribution(10.0, 1.0), ttft_ms_per_active_stream=1.0, max_num_seqs=4
+    )
+    slo = Slo(p99_ttft_ms=90)
+    assert capacity_truth(behaviour, slo, prompt_tokens=8, max_new_tokens=LIVE_TOKENS) == 4
+    levels = [4, 6]
+
+    async def body():
+        runner, port = await start(EmulatorConfig(default=behaviour, seed=11))
+        try:
+            spec = LoadSpec(concurrency=1, requests=40, max_new_tokens=LIVE_TOKENS, prompt_tokens=8)
+            return await run_levels(Target("demo", endpoint_url=f"http://127.0.0.1:{port}"), levels, spec, timeout=10)
+        finally:
+            await runner.cleanup()
+
+    held = [slo.holds(RunSamples.from_result(run)) for run in asyncio.run(body())["runs"]]
+    assert held == [True, False]
