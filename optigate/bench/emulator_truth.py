@@ -36,6 +36,8 @@ from optigate.bench.metrics import percentile
 
 P99 = 0.99
 P90 = 0.90
+LONG_RUN = 4000  # measured requests of the long run: enough for the slots' phases to be random
+POOLED = 4000  # measured requests pooled over replicates of a run of given length
 _UNMODELLED = ("throttle_rate", "model_error_rate", "stream_error_rate", "reset_rate", "stall_rate")
 
 
@@ -168,14 +170,13 @@ def _service_ms(
 
 
 def _simulated_ttfts(
-    behaviour: Behaviour, concurrency: int, slots: int, tokens: int, prefill: float, seed: int
+    behaviour: Behaviour, concurrency: int, slots: int, tokens: int, prefill: float, seed: int, measured: int
 ) -> tuple[list[float], float]:
-    """TTFTs (ms) of the measured requests and their mean wait, for concurrency > slots."""
+    """TTFTs (ms) of `measured` requests after the warm-ups and their mean wait, for concurrency > slots."""
     rng = random.Random(seed)
     # The client's warm-up probe, alone on the server, sets the stagger.
     probe = behaviour.ttft_ms.mean + prefill + _decode_ms(behaviour, tokens, 1)[0]
     stagger = probe / concurrency
-    measured_target = max(2000, 40 * concurrency)
     arrivals: list[tuple[float, int, int]] = [(position * stagger, 0, position) for position in range(concurrency)]
     heapq.heapify(arrivals)
     finishing: list[tuple[float, int]] = []
@@ -186,14 +187,15 @@ def _simulated_ttfts(
     waits: list[float] = []
 
     def begin(now: float, arrived: float, client: int) -> None:
-        ttft, in_slot = _service_ms(behaviour, tokens, slots, prefill, rng)
+        # Those running as it starts (fewer while the clients ramp up) set its slowdowns.
+        ttft, in_slot = _service_ms(behaviour, tokens, running, prefill, rng)
         if sent[client] > 1:  # each client's first request is its warm-up
             ttfts.append(now - arrived + ttft)
             waits.append(now - arrived)
         heapq.heappush(finishing, (now + in_slot, client))
 
     order = 0
-    while len(ttfts) < measured_target:
+    while len(ttfts) < measured:
         if finishing and (not arrivals or finishing[0][0] <= arrivals[0][0]):
             now, client = heapq.heappop(finishing)
             if queue:  # the freed slot goes to the head of the queue before the client's next request arrives
@@ -223,10 +225,15 @@ def predict(
     mode: str = "closed",
     seed: int = 0,
     cached_prompt_tokens: int = 0,
+    requests: int | None = None,
 ) -> Prediction:
     """The p99 TTFT and ITL of the emulated server under a closed loop of `concurrency` clients whose requests
     carry `prompt_tokens` (words), `cached_prompt_tokens` of them found in the prefix cache (optigate's synthetic
-    prompts share none), and ask `max_new_tokens`."""
+    prompts share none), and ask `max_new_tokens`.
+
+    Above the slots the wait depends on the slots' phases: the clients' ramp leaves them nearly even, and each
+    request's jitter then walks them apart, so a run's p99 grows with its length until the phases are random.
+    `requests`: predict runs of that many measured requests (pooled over replicate runs); None: the long run."""
     _check_modelled(behaviour, mode)
     if concurrency < 1:
         raise ValueError(f"concurrency {concurrency}: expected >= 1")
@@ -250,7 +257,16 @@ def predict(
             quantile(behaviour.ttft_ms, P90) + base,
             _itl_quantile(behaviour, concurrency, P90),
         )
-    ttfts, mean_wait = _simulated_ttfts(behaviour, concurrency, slots, tokens, prefill, seed)
+    if requests is None:
+        long_run = max(LONG_RUN, 40 * concurrency)  # 40 rounds per client at least
+        ttfts, mean_wait = _simulated_ttfts(behaviour, concurrency, slots, tokens, prefill, seed, long_run)
+    else:
+        ttfts, waits = [], []
+        for replicate in range(max(1, math.ceil(POOLED / requests))):
+            run, wait = _simulated_ttfts(behaviour, concurrency, slots, tokens, prefill, seed + replicate, requests)
+            ttfts += run
+            waits.append(wait)
+        mean_wait = sum(waits) / len(waits)
     ttfts.sort()
     return Prediction(
         concurrency,
@@ -280,8 +296,10 @@ def capacity_truth(
     mode: str = "closed",
     max_concurrency: int = 4096,
     cached_prompt_tokens: int = 0,
+    requests: int | None = None,
 ) -> int:
-    """The highest closed-loop concurrency whose p99 TTFT and p99 ITL are within `slo` (0: not even one client).
+    """The highest closed-loop concurrency whose p99 TTFT and p99 ITL are within `slo` (0: not even one client),
+    for runs of `requests` measured requests (see `predict`; None: the long run, the lowest capacity).
     The model's latencies grow with concurrency, so it brackets by doubling and bisects."""
 
     def holds(concurrency: int) -> bool:
@@ -292,6 +310,7 @@ def capacity_truth(
             max_new_tokens=max_new_tokens,
             mode=mode,
             cached_prompt_tokens=cached_prompt_tokens,
+            requests=requests,
         )
         return _within(prediction, slo)
 

@@ -128,6 +128,16 @@ def test_capacity_truth_is_zero_when_one_client_already_misses_and_refuses_what_
         predict(Behaviour(), 1, prompt_tokens=8, max_new_tokens=8, mode="open")
 
 
+def test_above_the_slots_a_longer_run_waits_longer_as_the_slots_phases_drift_apart():
+    """The clients' ramp leaves the slots' finishing times nearly even; each request's jitter walks them apart."""
+    short = predict(LIVE, 5, prompt_tokens=16, max_new_tokens=LIVE_TOKENS, requests=50)
+    long = predict(LIVE, 5, prompt_tokens=16, max_new_tokens=LIVE_TOKENS)
+    assert short.simulated and long.p99_ttft_ms > short.p99_ttft_ms * 1.1
+    assert short.mean_queue_ms == pytest.approx(long.mean_queue_ms, rel=0.1)  # the same mean wait: S / slots
+    below = predict(LIVE, 4, prompt_tokens=16, max_new_tokens=LIVE_TOKENS, requests=50)
+    assert below == predict(LIVE, 4, prompt_tokens=16, max_new_tokens=LIVE_TOKENS)  # no queue: no phases
+
+
 def test_quantiles_of_the_emulators_distributions():
     assert quantile(Distribution(100.0, 10.0), 0.99) == pytest.approx(123.26, abs=0.01)
     assert quantile(Distribution(100.0, 10.0, "fixed"), 0.99) == 100.0
@@ -151,10 +161,9 @@ LIVE_TOKENS = 10
 
 
 def test_the_live_emulator_agrees_with_the_truths_p99_below_at_and_above_the_slots():
-    # Twice the slots: each request waits for exactly one round of the batch, whatever the phases of the slots
-    # (between the slots and twice them the wait depends on how the clients' stagger spread the slots' phases,
-    # which a busy machine shifts; the simulation follows the client's stagger, within ~15 % of it).
-    levels = [2, 4, 8]
+    # Between the slots and twice them a request's wait depends on the slots' phases (the truth simulates the
+    # clients' ramp and runs of this length); at twice the slots each waits one round of the batch, whatever they are.
+    levels = [2, 4, 6, 8]
     config = EmulatorConfig(default=LIVE, seed=3)
 
     async def body():
@@ -167,7 +176,7 @@ def test_the_live_emulator_agrees_with_the_truths_p99_below_at_and_above_the_slo
 
     data = asyncio.run(body())
     for level, run in zip(levels, data["runs"], strict=True):
-        truth = predict(LIVE, level, prompt_tokens=16, max_new_tokens=LIVE_TOKENS)
+        truth = predict(LIVE, level, prompt_tokens=16, max_new_tokens=LIVE_TOKENS, requests=50)
         ttft, itl = run["ttft_ms"], run["itl_ms"]
         # 50 requests: the p99 is the slowest one or two, which a stall of a busy machine (never the model) moves
         # up; the p90 is where the model is checked both ways, the p99 only from below. Loopback adds a few ms.
