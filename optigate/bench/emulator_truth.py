@@ -60,6 +60,10 @@ class Prediction:
     # its p90 checks the model where the host's noise does not reach.
     p90_ttft_ms: float
     p90_itl_ms: float
+    # With `requests`, above the slots: where one run's p90 and p99 TTFT fall (the middle 95 % of the replicate
+    # runs'): the slots' phases differ from run to run, so one run may land anywhere in this band.
+    run_p90_ttft_ms: tuple[float, float] | None = None
+    run_p99_ttft_ms: tuple[float, float] | None = None
 
 
 def quantile(distribution: Distribution, q: float) -> float:
@@ -261,16 +265,21 @@ def predict(
             quantile(behaviour.ttft_ms, P90) + base,
             _itl_quantile(behaviour, concurrency, P90),
         )
+    bands: dict[int, tuple[float, float]] = {}
     if requests is None:
         long_run = max(LONG_RUN, 40 * concurrency)  # 40 rounds per client at least
         ttfts, mean_wait = _simulated_ttfts(behaviour, concurrency, slots, tokens, prefill, seed, long_run)
     else:
-        ttfts, waits = [], []
+        ttfts, waits, per_run = [], [], []
         for replicate in range(max(1, math.ceil(POOLED / requests))):
             run, wait = _simulated_ttfts(behaviour, concurrency, slots, tokens, prefill, seed + replicate, requests)
             ttfts += run
             waits.append(wait)
+            per_run.append(sorted(run))
         mean_wait = sum(waits) / len(waits)
+        for q in (90, 99):
+            values = sorted(percentile(run, q) for run in per_run)
+            bands[q] = (percentile(values, 2.5), percentile(values, 97.5))
     ttfts.sort()
     return Prediction(
         concurrency,
@@ -282,6 +291,8 @@ def predict(
         _mean_tpot(behaviour, slots),
         percentile(ttfts, 90),
         _itl_quantile(behaviour, slots, P90),
+        bands.get(90),
+        bands.get(99),
     )
 
 

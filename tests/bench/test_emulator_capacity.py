@@ -133,6 +133,8 @@ def test_above_the_slots_a_longer_run_waits_longer_as_the_slots_phases_drift_apa
     short = predict(LIVE, 5, prompt_tokens=16, max_new_tokens=LIVE_TOKENS, requests=50)
     long = predict(LIVE, 5, prompt_tokens=16, max_new_tokens=LIVE_TOKENS)
     assert short.simulated and long.p99_ttft_ms > short.p99_ttft_ms * 1.1
+    assert short.run_p99_ttft_ms is not None and short.run_p99_ttft_ms[0] < short.p99_ttft_ms < long.p99_ttft_ms
+    assert long.run_p99_ttft_ms is None  # one long run: no band
     assert short.mean_queue_ms == pytest.approx(long.mean_queue_ms, rel=0.1)  # the same mean wait: S / slots
     below = predict(LIVE, 4, prompt_tokens=16, max_new_tokens=LIVE_TOKENS, requests=50)
     assert below == predict(LIVE, 4, prompt_tokens=16, max_new_tokens=LIVE_TOKENS)  # no queue: no phases
@@ -180,8 +182,10 @@ def test_the_live_emulator_agrees_with_the_truths_p99_below_at_and_above_the_slo
         ttft, itl = run["ttft_ms"], run["itl_ms"]
         # 50 requests: the p99 is the slowest one or two, which a stall of a busy machine (never the model) moves
         # up; the p90 is where the model is checked both ways, the p99 only from below. Loopback adds a few ms.
-        assert ttft["p90"] == pytest.approx(truth.p90_ttft_ms, rel=0.15, abs=6), (level, ttft, truth)
-        assert ttft["p99"] >= truth.p99_ttft_ms * 0.85 - 3, (level, ttft, truth)
+        # Above the slots one run lands anywhere in the band of the truth's replicate runs (the slots' phases).
+        low, high = truth.run_p90_ttft_ms or (truth.p90_ttft_ms, truth.p90_ttft_ms)
+        assert low * 0.9 - 6 <= ttft["p90"] <= high * 1.1 + 6, (level, ttft, truth)
+        assert ttft["p99"] >= (truth.run_p99_ttft_ms or (truth.p99_ttft_ms,))[0] * 0.9 - 3, (level, ttft, truth)
         assert itl["p90"] == pytest.approx(truth.p90_itl_ms, rel=0.15, abs=2), (level, itl, truth)
         assert itl["p99"] >= truth.p99_itl_ms - 2, (level, itl, truth)
         # The median gap shows the batch the server ran (the slowdown counts `running`, capped by the slots).
