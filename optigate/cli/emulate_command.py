@@ -53,6 +53,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         value = getattr(args, option.name)
         if value is not None:
             default[option.name] = value
+    if args.capture_dir:
+        data["capture_dir"] = args.capture_dir
     try:
         config = EmulatorConfig.parse(data)
     except (TypeError, ValueError, AttributeError) as error:
@@ -124,6 +126,11 @@ def add_emulate_parser(commands: argparse._SubParsersAction) -> None:
         help="YAML/JSON settings per endpoint, variant and component (see below; default: none, the options)",
     )
     emulate.add_argument("--port-file", help="write the bound port here once listening (default: not written)")
+    emulate.add_argument(
+        "--capture-dir",
+        help="write every request here as SageMaker's data capture does (endpoint/variant/yyyy/mm/dd/hh/*.jsonl), "
+        "for `optigate bench --workload` (default: not written)",
+    )
     for option in command_line_options():  # the settings' one definition: optigate.bench.emulator_config
         emulate.add_argument(
             f"--{option.name.replace('_', '-')}", type=option.type, choices=option.choices, help=option.help

@@ -304,3 +304,14 @@ def test_plan_of_a_config_json_the_planner_does_not_model_exits_2(tmp_path):
     )
     line = one_line(optigate("plan", "--model", str(config), "--instance", "ml.p5.48xlarge"), 2)
     assert "MLA attention" in line and "not modelled" in line and "bug" not in line
+
+
+def test_emulate_capture_dir_reaches_the_emulator(monkeypatch, tmp_path):
+    """`optigate emulate --capture-dir D` hands D to the emulator, which writes SageMaker's data capture there."""
+    from optigate.bench import runtime_emulator
+    from optigate.cli import main
+
+    served = []
+    monkeypatch.setattr(runtime_emulator, "serve", lambda config, **_: served.append(config))
+    assert main(["emulate", "--port", "0", "--capture-dir", str(tmp_path)]) == 0
+    assert [config.capture_dir for config in served] == [str(tmp_path)]
