@@ -173,6 +173,7 @@ def scalar_of(answer: Mapping[str, Any]) -> tuple[float | None, str | None]:
         return None, f"query failed: {answer.get('errorType', 'error')}: {answer.get('error', 'no reason given')}"
     data = answer.get("data") or {}
     kind, result = data.get("resultType"), data.get("result")
+    sample: Any
     if kind == "scalar" and isinstance(result, list) and len(result) == 2:
         sample = result
     elif kind == "vector" and isinstance(result, list):
