@@ -38,9 +38,6 @@ QUERY_PATH = "/api/v1/query"  # CloudWatch-PromQL-API-QueryMetrics.html
 SIGNING_SERVICE = "monitoring"
 # What the staging function's role needs to call QueryMetrics; neither action takes a resource-level scope.
 QUERY_ACTIONS = ("cloudwatch:GetMetricData", "cloudwatch:ListMetrics")
-# MetricsConfig.MetricPublishFrequencyInSeconds the gate's endpoints use: the shortest allowed (10, 30, 60, ...), so
-# a benchmark of a few minutes still has many points.
-GATE_PUBLISH_SECONDS = 10
 
 VLLM_LOGGERS = "github:vllm-project/vllm vllm/v1/metrics/loggers.py@005a810bc40faa25b8870fbc8559c3462581eee3"
 VLLM_SPEC = "github:vllm-project/vllm vllm/v1/spec_decode/metrics.py@016a8587edb04ae53c913a1da9355a07dc0ca4ae"
@@ -164,6 +161,20 @@ def queries(endpoint: str, start: float, end: float) -> dict[str, str]:
     """Each figure's PromQL instant query, evaluated at `end`, over [start, end] of `endpoint`'s series."""
     sel, window = selector(endpoint), window_duration(start, end)
     return {metric.figure: metric.promql.format(sel=sel, w=window) for metric in TABLE}
+
+
+def figure_of(promql: str) -> tuple[str, str] | None:
+    """(figure, endpoint) a query of `queries` asks for, or None: what an emulated CloudWatch answers by."""
+    import re
+
+    label = f'"{re.escape(ENDPOINT_LABEL)}"='
+    for metric in TABLE:
+        pattern = re.escape(metric.promql.format(sel="SELECTOR", w="WINDOW")).replace("WINDOW", "[0-9]+s")
+        pattern = pattern.replace("SELECTOR", label + '(?P<endpoint>"(?:[^"\\\\]|\\\\.)*")', 1)
+        match = re.fullmatch(pattern.replace("SELECTOR", label + "(?P=endpoint)"), promql)
+        if match is not None:
+            return metric.figure, json.loads(match.group("endpoint"))
+    return None
 
 
 def scalar_of(answer: Mapping[str, Any]) -> tuple[float | None, str | None]:

@@ -63,11 +63,35 @@ def lambda_handlers(baseline_url: str, candidate_url: str, *, decide: Callable |
         url = baseline_url if baseline else candidate_url
         return worker({**event, "endpoint_url": url, "timeout_s": 30}, context)
 
+    def emulator_of(name: str) -> str | None:
+        harness = active_harness()
+        serving = harness.endpoint_serving(name) if harness is not None else None
+        if serving is None or harness is None:
+            return None
+        models = set(serving["models"])
+        return (
+            baseline_url
+            if name in harness.live_endpoints or (models and models <= harness.baseline_models)
+            else (candidate_url)
+        )
+
+    stage = load_handler(HANDLER_FOLDERS[STAGE])
+
+    def staged(event: dict, context: Any) -> Any:
+        """The staging function; its server-metrics read answered as CloudWatch's QueryMetrics would be (moto has no
+        PromQL): from the emulators' /metrics (optigate.rehearse.cloudwatch.emulated_query_metrics)."""
+        if "server_metrics" in event:
+            from optigate.bench.server_metrics import read_sides
+            from optigate.rehearse.cloudwatch import emulated_query_metrics
+
+            return read_sides(emulated_query_metrics(emulator_of), event["server_metrics"])
+        return stage(event, context)
+
     return {
         WORKER: routed_worker,
         MERGE: merge,
         DECIDE: decide or load_handler(HANDLER_FOLDERS[DECIDE]),
-        STAGE: load_handler(HANDLER_FOLDERS[STAGE]),
+        STAGE: staged,
         CROSS_CHECK: load_handler(HANDLER_FOLDERS[CROSS_CHECK]),
     }
 
