@@ -132,6 +132,16 @@ TABLE: tuple[ServerMetric, ...] = (
         VLLM_LOGGERS,
     ),
     ServerMetric(
+        "running_max",
+        ("vllm:num_requests_running",),
+        "gauge",
+        "requests",
+        "most requests in the batch at once on one instance",
+        'max(max_over_time({{"vllm:num_requests_running",{sel}}}[{w}]))',
+        None,
+        VLLM_LOGGERS,
+    ),
+    ServerMetric(
         "waiting_max",
         ("vllm:num_requests_waiting",),
         "gauge",

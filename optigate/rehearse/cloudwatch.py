@@ -145,6 +145,7 @@ def figures_from_exposition(text: str) -> dict[str, float | None]:
         "prefix_cache_hit_rate": _ratio(
             _total(s, "vllm:prefix_cache_hits_total"), _total(s, "vllm:prefix_cache_queries_total")
         ),
+        "running_max": _total(s, "vllm:num_requests_running"),
         "waiting_max": _total(s, "vllm:num_requests_waiting"),
     }
 

@@ -15,6 +15,7 @@ EXPOSITION = """# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 perc
 # TYPE vllm:kv_cache_usage_perc gauge
 vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.75
 vllm:num_requests_waiting{engine="0",model_name="m"} 3.0
+vllm:num_requests_running{engine="0",model_name="m"} 8.0
 vllm:num_preemptions_total{engine="0",model_name="m"} 2.0
 vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000.0
 vllm:prefix_cache_hits_total{engine="0",model_name="m"} 250.0
