@@ -89,3 +89,39 @@ def test_read_sides_reads_both_endpoints_from_step_functions_times():
     assert seen == {"twin", "cand"}
     assert out["candidate"]["start"] == pytest.approx(1796083200.0)
     assert out["baseline"]["prefix_cache_hit_rate"] == pytest.approx(0.5)
+
+
+def test_the_signed_transport_posts_a_sigv4_signed_query_to_cloudwatchs_promql_endpoint(monkeypatch):
+    import io
+    import urllib.request
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    sent: list[urllib.request.Request] = []
+
+    def urlopen(request, timeout):
+        sent.append(request)
+        return io.BytesIO(b'{"status": "success", "data": {"resultType": "vector", "result": []}}')
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    answer = sm.signed_transport("eu-west-1")('{"vllm:kv_cache_usage_perc"}', 1796083200.0)
+    assert answer["status"] == "success"
+    (request,) = sent
+    assert request.full_url == "https://monitoring.eu-west-1.amazonaws.com/api/v1/query"
+    assert request.get_method() == "POST"
+    authorization = request.get_header("Authorization")
+    assert "AWS4-HMAC-SHA256" in authorization and "/eu-west-1/monitoring/aws4_request" in authorization
+    assert b"time=1796083200.000" in request.data and b"query=" in request.data
+
+
+def test_the_staging_function_answers_its_server_metrics_event(monkeypatch):
+    from optigate.rehearse.gate_handlers import load_handler
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setattr(sm, "signed_transport", lambda region: lambda promql, at: vector("0.25"))
+    out = load_handler("stage_candidate")(
+        {"server_metrics": {"sides": {"baseline": "t", "candidate": "c"}, "start": 0.0, "end": 60.0}}, None
+    )
+    assert out["candidate"]["kv_cache_usage_mean"] == pytest.approx(0.25) and out["baseline"]["endpoint"] == "t"
