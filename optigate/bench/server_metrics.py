@@ -1,6 +1,6 @@
 """The server's own metrics: THE one table of what LMI's vLLM publishes, where SageMaker puts it in CloudWatch and
 how the gate reads it over a benchmark's window. Standard library only (botocore, present in every Lambda runtime,
-signs the request): the gate's staging function runs it beside its handler.
+signs the request): the gate's reader function (optigate/lambdas/read_server_metrics) runs it beside its handler.
 
 Where the metrics go (read offline, 2026-12):
 - CreateEndpointConfig.MetricsConfig.EnableDetailedObservability (botocore 1.44.8 sagemaker service-2.json, shape
@@ -36,7 +36,7 @@ from typing import Any, Literal
 ENDPOINT_LABEL = "aws.sagemaker.endpoint.name"  # inference-monitoring.md, OpenTelemetry metric labels
 QUERY_PATH = "/api/v1/query"  # CloudWatch-PromQL-API-QueryMetrics.html
 SIGNING_SERVICE = "monitoring"
-# What the staging function's role needs to call QueryMetrics; neither action takes a resource-level scope.
+# What the reader function's role needs to call QueryMetrics; neither action takes a resource-level scope.
 QUERY_ACTIONS = ("cloudwatch:GetMetricData", "cloudwatch:ListMetrics")
 
 VLLM_LOGGERS = "github:vllm-project/vllm vllm/v1/metrics/loggers.py@005a810bc40faa25b8870fbc8559c3462581eee3"
@@ -283,7 +283,7 @@ def read_window(transport: Transport, endpoint: str, start: float, end: float) -
 
 
 def read_sides(transport: Transport, event: Mapping[str, Any]) -> dict[str, Any]:
-    """The staging function's server_metrics event: {"sides": {"baseline": endpoint, "candidate": endpoint},
+    """The reader function's server_metrics event: {"sides": {"baseline": endpoint, "candidate": endpoint},
     "start": time, "end": time} -> each side's figures over the window (optigate.gate.server_metrics reads them)."""
     start, end = epoch(event["start"]), epoch(event["end"])
     return {side: read_window(transport, str(name), start, end) for side, name in dict(event["sides"]).items()}

@@ -1,5 +1,5 @@
 """The server's own figures in the verdict (pure): what the baseline's twin and the candidate published over the
-benchmark's window (optigate.bench.server_metrics.read_sides, run by the gate's staging function), as report rows,
+benchmark's window (optigate.bench.server_metrics.read_sides, run by the gate's reader function), as report rows,
 informational findings, and the one reason they give to reject: speculation whose acceptance is below break-even.
 
 Break-even: the seed tutorial's rule, which optigate/gate/decision/checks.py words for its client-side proxy: "below

@@ -116,12 +116,12 @@ def test_the_signed_transport_posts_a_sigv4_signed_query_to_cloudwatchs_promql_e
     assert b"time=1796083200.000" in request.data and b"query=" in request.data
 
 
-def test_the_staging_function_answers_its_server_metrics_event(monkeypatch):
+def test_the_reader_function_answers_its_server_metrics_event(monkeypatch):
     from optigate.rehearse.gate_handlers import load_handler
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setattr(sm, "signed_transport", lambda region: lambda promql, at: vector("0.25"))
-    out = load_handler("stage_candidate")(
+    out = load_handler("read_server_metrics")(
         {"server_metrics": {"sides": {"baseline": "t", "candidate": "c"}, "start": 0.0, "end": 60.0}}, None
     )
     assert out["candidate"]["kv_cache_usage_mean"] == pytest.approx(0.25) and out["baseline"]["endpoint"] == "t"

@@ -1,5 +1,5 @@
 """The server's own metrics in the gate: the twin's and the candidate's endpoint configs publish them (MetricsConfig,
-valid for botocore), the staging function reads them for the benchmark's window after the evaluation (least
+valid for botocore), a function of its own reads them for the benchmark's window after the evaluation (least
 privilege: the two CloudWatch read actions QueryMetrics needs, which take no resource scope), and the decision's
 event carries them; executed, the read reaches both sides and a missing series is missing, not a failed run."""
 
@@ -54,19 +54,25 @@ def test_the_read_follows_the_evaluation_over_the_benchmarks_window_and_feeds_th
     assert states["DecideVerdict"]["Parameters"]["Payload"]["server_metrics.$"] == "$.server_metrics"
 
 
-def test_the_staging_role_may_query_metrics_and_nothing_more(gate_templates):
+def test_the_reader_may_read_metrics_and_nothing_more(gate_templates):
+    """Least privilege: the reading function's own role may read CloudWatch's metrics (on "*": neither action has a
+    resource scope) and write its logs; no other role of the gate gains ListMetrics."""
     template = gate_templates[True]
-    statements = [
-        statement
-        for resource in template["Resources"].values()
-        if resource["Type"] == "AWS::IAM::Policy"
-        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
-        if any(str(a).startswith("cloudwatch:") for a in _listed(statement["Action"]))
-    ]
-    reads = [s for s in statements if "cloudwatch:ListMetrics" in _listed(s["Action"])]
-    assert len(reads) == 1
-    assert sorted(_listed(reads[0]["Action"])) == ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"]
-    assert reads[0]["Resource"] == "*"
+    resources = template["Resources"]
+    (function,) = [k for k, r in resources.items() if r["Type"] == "AWS::Lambda::Function" and "ServerMetrics" in k]
+    role = resources[function]["Properties"]["Role"]["Fn::GetAtt"][0]
+    actions_of_role: dict[str, set[str]] = {}
+    for resource in resources.values():
+        if resource["Type"] != "AWS::IAM::Policy":
+            continue
+        for ref in resource["Properties"]["Roles"]:
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                actions_of_role.setdefault(ref["Ref"], set()).update(_listed(statement["Action"]))
+                if "cloudwatch:ListMetrics" in _listed(statement["Action"]):
+                    assert ref == {"Ref": role} and statement["Resource"] == "*"
+    from optigate.bench.server_metrics import QUERY_ACTIONS
+
+    assert actions_of_role[role] == {*QUERY_ACTIONS, "logs:CreateLogStream", "logs:PutLogEvents"}
 
 
 def _listed(value) -> list:

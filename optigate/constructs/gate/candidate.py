@@ -52,16 +52,13 @@ class Stager:
             why_wildcard="The candidates' prefixes, optimized/<run>/; the run id is known only at run time.",
         )
         nag.allow(role, ["kms:Encrypt", "kms:GenerateDataKey", "kms:Decrypt"], [self._key.key_arn])
-        # The handler reads an adapter team's mix from CloudWatch (its adapter_mix event) and the temporary endpoints'
-        # server metrics (its server_metrics event: QueryMetrics, which needs GetMetricData and ListMetrics,
-        # CloudWatch-PromQL-API-QueryMetrics.html); metrics are read-only.
+        # The handler reads an adapter team's mix from CloudWatch (its adapter_mix event); metrics are read-only.
         nag.allow(
             role,
-            ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"],
+            ["cloudwatch:GetMetricData"],
             ["*"],
-            why_wildcard="GetMetricData and ListMetrics support no resource-level permission (CloudWatch's service "
-            "authorization reference lists no resource type for either); the function reads a live endpoint's "
-            "per-component Invocations and the gate's temporary endpoints' container metrics.",
+            why_wildcard="GetMetricData supports no resource-level permission; the function reads a live endpoint's "
+            "per-component Invocations.",
         )
         return lambda_.Function(
             self._scope,
@@ -80,8 +77,6 @@ class Stager:
                             "adapter_archive.py": PACKAGE / "deployment" / "adapter_archive.py",
                             # The CloudWatch mix's reading (standard library only).
                             "adapter_mix.py": PACKAGE / "deployment" / "adapter_mix.py",
-                            # The server metrics' table and reading (standard library, botocore to sign).
-                            "server_metrics.py": PACKAGE / "bench" / "server_metrics.py",
                         },
                     )
                 )

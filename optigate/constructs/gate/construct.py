@@ -217,7 +217,7 @@ class OptimizationGate(Construct):
             )
         else:
             window_ends.next(evaluate)
-        evaluated = evaluate.next(server_metrics.read_server_metrics(self, plan, self.stager, cleanup))
+        evaluated = evaluate.next(server_metrics.read_server_metrics(self, plan, cleanup))
         if restore_path is not None and live is not None:
             restore, after_restore = restore_path
             # After the restore: the deletes when cleaning up or failed, else on to the decision.

@@ -58,8 +58,6 @@ Two kinds of event:
    Invocations CloudWatch recorded over the last 7 days, before anything is created (read_adapter_mix). Fails with
    error NoInvocationHistory when there is none. IAM: cloudwatch:GetMetricData (no resource scope). The code needs
    optigate/deployment/adapter_mix.py beside the handler (standard library only).
-5. Server metrics: {"server_metrics": {"sides", "start", "end"}}, the temporary endpoints' container metrics over the
-   benchmark (optigate/bench/server_metrics.py beside the handler). IAM: cloudwatch:GetMetricData, ListMetrics.
 
 Copies are server-side, nothing passes through the function: CopyObject up to its 5 GB, a multipart copy
 (UploadPartCopy) above it; the target bucket's default encryption applies. A source without
@@ -399,12 +397,6 @@ def read_adapter_mix(cloudwatch: Any, event: dict) -> dict:
 
 
 def handler(event: dict, _context=None) -> dict:
-    if "server_metrics" in event:  # optigate.bench.server_metrics, installed or staged beside this handler
-        try:
-            from optigate.bench import server_metrics as metrics
-        except ImportError:
-            import server_metrics as metrics  # type: ignore[no-redef]
-        return metrics.read_sides(metrics.signed_transport(boto3.Session().region_name), event["server_metrics"])
     if "adapter_mix" in event:
         return read_adapter_mix(boto3.client("cloudwatch"), event["adapter_mix"])
     s3 = boto3.client("s3")
