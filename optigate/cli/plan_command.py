@@ -228,8 +228,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for name in known_models():
             console.print(name)
         return 0
-    if args.calibrate and not args.team_file:
+    if args.calibrate is not None and not args.team_file:
         raise UsageError("--calibrate needs a team file under config/teams/ (config/calibration.yaml keeps the result)")
+    if (args.endpoint is not None) != (args.calibrate == []):  # reports, or a live endpoint: one of the two
+        raise UsageError("--calibrate takes gate reports, or --endpoint NAME to check the planner on a live endpoint")
     if args.team_file and args.calibrate:
         _calibrate(Path(args.team_file), [Path(report) for report in args.calibrate])
     if args.team_file:
@@ -246,6 +248,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "startup_quantization_seconds": resolved.startup_quantization_seconds,
         }
         said = tuple(f"weights {note}" for note in resolved.weights_notes) + resolved.notes
+        if args.endpoint:
+            from optigate.cli.plan_live import check_endpoint
+
+            return check_endpoint(args, resolved.plan.to_dict())
         residency = _adapter_residency(resolved_team.team, resolved)
         _print_plan(resolved.plan, args, title, said, pool_rows(resolved), weights, residency)
         if resolved.pools and not args.json:
@@ -397,12 +403,18 @@ def add_plan_parser(commands: argparse._SubParsersAction) -> None:
     )
     planner.add_argument(
         "--calibrate",
-        nargs="+",
+        nargs="*",
         metavar="GATE_REPORT",
         default=None,
         help="with a team file: calibrate the expected figures from gate report JSON files (what the gate measured "
-        "at concurrency 1), kept in config/calibration.yaml (default: none, literature estimates)",
+        "at concurrency 1), kept in config/calibration.yaml (default: none, literature estimates); with --endpoint, "
+        "check the planner's KV capacity on a live endpoint instead",
     )
+    planner.add_argument("--endpoint", default=None, help="with --calibrate: a live endpoint to read")
+    planner.add_argument(
+        "--window-minutes", type=int, default=60, help="with --endpoint: how far back to read (default: 60)"
+    )
+    planner.add_argument("--region", default=None, help="with --endpoint: its region (default: the AWS config's)")
     planner.add_argument("--list-models", action="store_true", help="list the built-in architectures")
     planner.add_argument("--json", action="store_true", help="print JSON instead of a table")
     planner.set_defaults(handler=cmd_plan)

@@ -471,6 +471,13 @@ class Serving(VllmEngineSwitches, ServingCore):  # fields: ServingCore's, the sw
         description="ProductionVariant RoutingConfig.RoutingStrategy: LEAST_OUTSTANDING_REQUESTS sends each request to "
         "the instance with the fewest in flight (suits long, uneven LLM requests); RANDOM picks one at random.",
     )
+    detailed_metrics: bool = Field(
+        True,
+        description="EndpointConfig MetricsConfig.EnableDetailedObservability: SageMaker scrapes the container's own "
+        "Prometheus metrics (vLLM's KV-cache usage, queue time, preemptions, prefix-cache hits, speculative "
+        "acceptance) into CloudWatch, where `optigate plan --calibrate --endpoint` reads them. The gate's temporary "
+        "endpoints always publish them (the verdict reads them); false turns them off for this team's endpoints.",
+    )
     autoscaling: Autoscaling | None = Field(
         None,
         description="Application Auto Scaling target tracking of the variant's instances (with adapters, of the base "

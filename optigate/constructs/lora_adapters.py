@@ -18,7 +18,7 @@ from optigate.constructs.common import target_tracking
 from optigate.constructs.data_capture import CaptureSettings, capture_config, capture_prefix
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.rollback_alarms import rollback_alarms, variant_metric
-from optigate.constructs.tuned_endpoint import VariantSettings
+from optigate.constructs.tuned_endpoint import VariantSettings, metrics_property
 from optigate.deployment.component_rollout import ComponentRollout
 from optigate.deployment.component_settings import BaseComponentSettings, ComponentPlacement
 from optigate.deployment.gate_components import ComponentCompute
@@ -100,6 +100,7 @@ class LoraAdapters(Construct):
         rollout: ComponentRollout | None = ComponentRollout(),  # noqa: B008 (frozen: one shared default is safe)
         base_settings: BaseComponentSettings | None = None,
         data_capture: CaptureSettings | None = None,
+        detailed_metrics: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         names = [adapter.name for adapter in adapters]
@@ -150,6 +151,7 @@ class LoraAdapters(Construct):
             enable_network_isolation=True,
             kms_key_id=None if local_storage else self.key.key_arn,
             data_capture_config=capture_property,
+            metrics_config=metrics_property(detailed_metrics),
         )
         self.endpoint = sagemaker.CfnEndpoint(
             self, "Endpoint", endpoint_name=endpoint_name, endpoint_config_name=self.config.attr_endpoint_config_name

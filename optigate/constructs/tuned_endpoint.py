@@ -17,6 +17,7 @@ from optigate.constructs.common import target_tracking
 from optigate.constructs.data_capture import CaptureSettings, capture_config, capture_prefix
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.rollback_alarms import variant_metric
+from optigate.deployment.observability import metrics_config
 from optigate.plan.catalog import has_instance_storage
 
 
@@ -27,6 +28,14 @@ def _api(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_api(v) for v in value]
     return value
+
+
+def metrics_property(enabled: bool) -> sagemaker.CfnEndpointConfig.MetricsConfigProperty:
+    """The endpoint config's MetricsConfig (optigate.deployment.observability.metrics_config) as CloudFormation's."""
+    config = metrics_config(enabled)
+    return sagemaker.CfnEndpointConfig.MetricsConfigProperty(
+        enable_detailed_observability=config["EnableDetailedObservability"]
+    )
 
 
 def _pascal(snake: str) -> str:
@@ -162,6 +171,7 @@ class TunedEndpoint(Construct):
         data_capture: CaptureSettings | None = None,
         scaling: ScalingSettings | None = None,
         scaling_suspended: bool = False,
+        detailed_metrics: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.endpoint_name = endpoint_name
@@ -186,6 +196,8 @@ class TunedEndpoint(Construct):
             production_variants=self._production_variants,
             kms_key_id=None if local_storage else self.key.key_arn,
             data_capture_config=data_capture_config,
+            # The server's own metrics in CloudWatch (optigate.deployment.observability; serving.detailed_metrics).
+            metrics_config=metrics_property(detailed_metrics),
         )
 
         self.alarms = blue_green_alarms(self, endpoint_name, variant, blue_green, self.metric)
@@ -220,6 +232,8 @@ class TunedEndpoint(Construct):
             request["KmsKeyId"] = self.config.kms_key_id
         if self._data_capture_config is not None:
             request["DataCaptureConfig"] = _api(self._data_capture_config)
+        if self.config.metrics_config is not None:
+            request["MetricsConfig"] = _api(self.config.metrics_config)
         return request
 
     def add_production_variant(self, model: LmiModel, variant: VariantSettings, weight: float = 1.0) -> None:

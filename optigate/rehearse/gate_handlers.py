@@ -13,7 +13,7 @@ from typing import Any, Final
 import boto3
 
 from optigate.config.models import split_s3_uri
-from optigate.rehearse.gate_layout import CROSS_CHECK, DECIDE, MERGE, STAGE, WORKER
+from optigate.rehearse.gate_layout import CROSS_CHECK, DECIDE, MERGE, SERVER_METRICS, STAGE, WORKER
 from optigate.rehearse.harness import REGION, active_harness
 
 #: The handler source folder of each function role (see lambda_source).
@@ -23,6 +23,7 @@ HANDLER_FOLDERS: Final = {
     DECIDE: "gate_decide",
     STAGE: "stage_candidate",
     CROSS_CHECK: "ai_benchmark_jobs",
+    SERVER_METRICS: "read_server_metrics",
 }
 
 
@@ -63,11 +64,30 @@ def lambda_handlers(baseline_url: str, candidate_url: str, *, decide: Callable |
         url = baseline_url if baseline else candidate_url
         return worker({**event, "endpoint_url": url, "timeout_s": 30}, context)
 
+    def emulator_of(name: str) -> str | None:
+        """The emulator serving endpoint `name` (as the worker is routed), None for an endpoint not serving."""
+        harness = active_harness()
+        serving = harness.endpoint_serving(name) if harness is not None else None
+        if harness is None or serving is None:
+            return None
+        models = set(serving["models"])
+        baseline = name in harness.live_endpoints or (bool(models) and models <= harness.baseline_models)
+        return baseline_url if baseline else candidate_url
+
+    def server_metrics(event: dict, context: Any) -> Any:
+        """The read of the endpoints' container metrics, answered as CloudWatch's QueryMetrics would be (moto has no
+        PromQL): from the emulators' /metrics (optigate.rehearse.cloudwatch.emulated_query_metrics)."""
+        from optigate.bench.server_metrics import read_sides
+        from optigate.rehearse.cloudwatch import emulated_query_metrics
+
+        return read_sides(emulated_query_metrics(emulator_of), event["server_metrics"])
+
     return {
         WORKER: routed_worker,
         MERGE: merge,
         DECIDE: decide or load_handler(HANDLER_FOLDERS[DECIDE]),
         STAGE: load_handler(HANDLER_FOLDERS[STAGE]),
+        SERVER_METRICS: server_metrics,
         CROSS_CHECK: load_handler(HANDLER_FOLDERS[CROSS_CHECK]),
     }
 

@@ -19,6 +19,7 @@ from typing import Any, Final
 from optigate.rehearse.template import render_definition, resources_of_type, state_machines
 
 WORKER, MERGE, DECIDE, STAGE, CROSS_CHECK = "worker", "merge", "decide", "stage", "cross_check"
+SERVER_METRICS = "server_metrics"  # the function that reads the temporary endpoints' container metrics
 _PROBE: Final = "cfn-token:"  # a rendered token that names its resource: cfn-token:<LogicalId>[.<Attribute>]
 _PARTITION: Final = {"AWS::Partition": "aws"}  # so that integration ARNs read as such
 
@@ -27,7 +28,7 @@ _PARTITION: Final = {"AWS::Partition": "aws"}  # so that integration ARNs read a
 class GateLayout:
     gate: str  # logical id of the gate's state machine
     fleet: str  # logical id of the benchmark fleet's state machine
-    functions: dict[str, str]  # Lambda function logical id -> WORKER | MERGE | DECIDE | STAGE | CROSS_CHECK
+    functions: dict[str, str]  # Lambda function logical id -> WORKER | MERGE | DECIDE | STAGE | CROSS_CHECK | ...
 
 
 def _probe(logical: str, attribute: str | None) -> str:
@@ -63,6 +64,12 @@ def _invoked_function(task: dict[str, Any]) -> str | None:
     return None
 
 
+def _reads_server_metrics(task: dict[str, Any]) -> bool:
+    """A Task whose payload is the server-metrics read (optigate.constructs.gate.server_metrics)."""
+    payload = task.get("Parameters", {}).get("Payload")
+    return isinstance(payload, dict) and "server_metrics" in payload
+
+
 def _runs_benchmark_jobs(task: dict[str, Any]) -> bool:
     """The Task asks its function for a managed benchmark job operation (Create/Describe/StopAIBenchmarkJob)."""
     payload = (
@@ -92,6 +99,7 @@ def gate_layout(template: dict[str, Any]) -> GateLayout:
     invokes: dict[str, list[tuple[str, bool]]] = {}
     discards: set[str] = set()  # functions whose result the invoking Task discards (ResultPath null)
     benchmark_jobs: set[str] = set()  # functions the gate asks for managed benchmark job operations
+    metric_reads: set[str] = set()  # functions the gate asks for the server metrics
     for logical in state_machines(template):
         definition = render_definition(template, logical, {**_PARTITION, "*": _probe})
         tasks = list(_tasks(definition))
@@ -99,6 +107,9 @@ def gate_layout(template: dict[str, Any]) -> GateLayout:
         invokes[logical] = [(f, in_map) for task, in_map in tasks if (f := _invoked_function(task)) in functions]
         benchmark_jobs |= {
             f for task, _ in tasks if _runs_benchmark_jobs(task) and (f := _invoked_function(task)) in functions
+        }
+        metric_reads |= {
+            f for task, _ in tasks if _reads_server_metrics(task) and (f := _invoked_function(task)) in functions
         }
         discards |= {
             f
@@ -115,6 +126,8 @@ def gate_layout(template: dict[str, Any]) -> GateLayout:
     roles = {
         function: CROSS_CHECK
         if function in benchmark_jobs
+        else SERVER_METRICS
+        if function in metric_reads
         else STAGE
         if function in discards or (images and function not in images)
         else DECIDE

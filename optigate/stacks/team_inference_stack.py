@@ -106,6 +106,7 @@ class TeamInferenceStack(Stack):
                 rollout=component_rollout(deployment),
                 base_settings=base_component_settings(team),
                 data_capture=_capture_settings(overrides.capture),
+                detailed_metrics=team.serving.detailed_metrics,
             )
         else:
             rollout = team.rollout
@@ -123,6 +124,7 @@ class TeamInferenceStack(Stack):
                 endpoint_name=deployment.endpoint_name,
                 blue_green=blue_green,
                 data_capture=_capture_settings(overrides.capture),
+                detailed_metrics=team.serving.detailed_metrics,
                 scaling_suspended=bool(overrides.suspend_autoscaling and team.serving.autoscaling),
                 scaling=(
                     ScalingSettings(

@@ -14,6 +14,8 @@ SHARED_NAMES = {
     "__main__.py": "Python's: what `python -m <package>` runs",
     "handler.py": "each Lambda's entry point (optigate/lambdas/<function>/handler.py), named as the runtime calls it",
     "cross_check.py": "SageMaker's managed benchmark, in each layer that handles it (plan, resources, reading)",
+    "server_metrics.py": "the server's own metrics, in each layer that handles them (table and reading, the "
+    "gate's state, the verdict)",
 }
 
 

@@ -23,6 +23,7 @@ from optigate.constructs.gate import (
     cross_check,
     grants,
     proof,
+    server_metrics,
     shadow,
     stages,
 )
@@ -205,14 +206,18 @@ class OptimizationGate(Construct):
         candidate_ready.next(create_model).next(create_config).next(create_endpoint).next(create_twin_config).next(
             create_twin
         ).next(candidate_in_service)
+        # The benchmark's end is kept; the server's own figures are read after the evaluation (server_metrics).
+        window_ends = server_metrics.mark_benchmark_end(self)
+        benchmark.next(window_ends)
         if self.cross_check_role is not None and self.cross_check_jobs is not None:
-            benchmark.next(
+            window_ends.next(
                 cross_check.cross_check_states(
                     self, plan, self.cross_check_role, self.cross_check_jobs, bucket_name, then=evaluate
                 )
             )
         else:
-            benchmark.next(evaluate)
+            window_ends.next(evaluate)
+        evaluated = evaluate.next(server_metrics.read_server_metrics(self, plan, cleanup))
         if restore_path is not None and live is not None:
             restore, after_restore = restore_path
             # After the restore: the deletes when cleaning up or failed, else on to the decision.
@@ -220,9 +225,9 @@ class OptimizationGate(Construct):
                 sfn.Condition.is_present("$.cleaning"), sfn.Condition.is_present("$.failure")
             )
             after_restore.when(cleaning_or_failed, deletes).otherwise(decide)
-            evaluate.next(shadow.mirror_live_traffic(self, plan, live, cleanup, then=restore))
+            evaluated.next(shadow.mirror_live_traffic(self, plan, live, cleanup, then=restore))
         else:
-            evaluate.next(decide)
+            evaluated.next(decide)
         decide.next(proof.record_verdict(self, plan, self.group_name, bucket_name, cleanup))
 
         # New adapter versions are checked before anything is created or paid for.

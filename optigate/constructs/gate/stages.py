@@ -14,6 +14,7 @@ from optigate.constructs.gate import component_stages, cross_check, grants
 from optigate.constructs.gate.resources import LiveConfig
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, SdkTask, poll_loop, run_name, sdk_task
 from optigate.deployment.gate import GatePlan
+from optigate.deployment.observability import gate_metrics_config
 
 
 def cleanup_and_end(
@@ -168,6 +169,8 @@ def temporary_endpoint(
                 # Inference components: the config isolates every model container (EnableNetworkIsolation), as the
                 # candidate model itself is isolated on a model-backed endpoint.
                 **({"EnableNetworkIsolation": True} if serves_components else {}),
+                # The server's own metrics over the benchmark (optigate.bench.server_metrics reads them).
+                "MetricsConfig": gate_metrics_config(),
             },
             grants=[temporary, *([grants.pass_role(model_role_arn)] if model_role_arn and serves_components else [])],
             result_path=sfn.JsonPath.DISCARD,
@@ -376,6 +379,8 @@ def decide(
                 "candidate_keys.$": "$.benchmark[*].candidate_result.key",
                 "evaluation_key.$": f"States.Format('evaluations/{{}}/verdict.json', {run_name(plan, 'eval')})",
                 "report_prefix.$": "States.Format('reports/{}/', $.run.id)",
+                # Each side's container metrics over the benchmark (constructs.gate.server_metrics).
+                "server_metrics.$": "$.server_metrics",
                 **shadow_metrics,
                 **cross_check.decide_payload(plan),
             },

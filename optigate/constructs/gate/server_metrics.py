@@ -1,0 +1,96 @@
+"""The server's own figures in the proof: when the benchmark ends, its time is kept (`$.server_window.end`); after
+the evaluation (minutes in which CloudWatch ingests the last points published every 10 s), a function of the gate
+reads what each temporary endpoint's vLLM published from the run's start to that end
+(optigate.bench.server_metrics over CloudWatch's QueryMetrics) into `$.server_metrics`, which the decision reads.
+The endpoints exist only for this run and only the benchmark loads them before that end, so the window is the
+benchmark's. A query that fails is a missing figure with its reason, never a failed run.
+
+The read is its own function with its own role (optigate/lambdas/read_server_metrics), which may only read metrics:
+cloudwatch:GetMetricData and cloudwatch:ListMetrics, what QueryMetrics needs (CloudWatch-PromQL-API-QueryMetrics.html),
+on "*" because neither action supports a resource-level permission."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from optigate.constructs import nag
+from optigate.constructs.assets import PACKAGE, stage
+from optigate.constructs.common import function_role
+from optigate.constructs.gate import grants
+from optigate.constructs.gate.tasks import CleanupPath, SdkTask, run_name, sdk_task
+from optigate.deployment.gate import GatePlan
+from optigate.lambdas import handler_source
+
+RESULT_PATH = "$.server_metrics"
+WINDOW_END_PATH = "$.server_window"
+
+
+def mark_benchmark_end(scope: Construct) -> sfn.Pass:
+    """The benchmark's end, kept for the read (`$.server_window.end`)."""
+    return sfn.Pass(
+        scope, "BenchmarkWindowEnds", parameters={"end.$": "$$.State.EnteredTime"}, result_path=WINDOW_END_PATH
+    )
+
+
+def reader_function(scope: Construct, plan: GatePlan) -> lambda_.Function:
+    """The function that reads the metrics, its role allowed only that (and its own logs)."""
+    role, log_group = function_role(scope, "ServerMetrics")
+    nag.allow(
+        role,
+        ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"],  # optigate.bench.server_metrics.QUERY_ACTIONS
+        ["*"],
+        why_wildcard="GetMetricData and ListMetrics support no resource-level permission (the Service Authorization "
+        "Reference lists no resource type for either); CloudWatch's QueryMetrics needs both to read the gate's "
+        "temporary endpoints' container metrics.",
+    )
+    return lambda_.Function(
+        scope,
+        "ServerMetricsFunction",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        architecture=lambda_.Architecture.ARM_64,
+        handler="handler.handler",
+        code=lambda_.Code.from_asset(
+            str(
+                stage(
+                    "read_server_metrics",
+                    {
+                        "handler.py": handler_source("read_server_metrics"),
+                        "server_metrics.py": PACKAGE / "bench" / "server_metrics.py",
+                    },
+                )
+            )
+        ),
+        timeout=Duration.minutes(10),  # at most 2 x 9 queries of 30 s each
+        memory_size=256,
+        role=role,
+        log_group=log_group,
+        description=f"optigate gate of {plan.prefix}: read the temporary endpoints' server metrics",
+    )
+
+
+def read_server_metrics(scope: Construct, plan: GatePlan, cleanup: CleanupPath) -> SdkTask:
+    """Each side's figures over [the run's start, the benchmark's end] (the reader's server_metrics event)."""
+    function = reader_function(scope, plan)
+    return cleanup.guarded(
+        sdk_task(
+            scope,
+            "ReadServerMetrics",
+            "lambda:invoke",
+            {
+                "FunctionName": function.function_arn,
+                "Payload": {
+                    "server_metrics": {
+                        "sides": {"baseline.$": run_name(plan, "twin"), "candidate.$": run_name(plan, "cand")},
+                        "start.$": "$$.Execution.StartTime",
+                        "end.$": f"{WINDOW_END_PATH}.end",
+                    }
+                },
+            },
+            grants=[grants.invoke(function)],
+            result_path=RESULT_PATH,
+            result_selector={"baseline.$": "$.Payload.baseline", "candidate.$": "$.Payload.candidate"},
+        )
+    )
