@@ -79,6 +79,15 @@ class Behaviour:
     # Load-dependent latency, as a batching server behaves: each stream in flight adds this much.
     ttft_ms_per_active_stream: float = 0.0
     itl_ms_per_active_stream: float = 0.0
+    # vLLM's --max-num-seqs: requests beyond this many wait for a slot before their prefill (their wait is part of
+    # their TTFT); the per-active-stream slowdowns then count this server's running requests only.
+    max_num_seqs: int | None = field(
+        default=None,
+        metadata=_option(
+            "batch slots (vLLM's --max-num-seqs): more requests wait for a slot before prefill",
+            default_text="unlimited",
+        ),
+    )
     # Deterministic answers (quality evaluation): a JSONL table of {id, model_input, target_output,
     # category}; a request whose prompt contains a record's model_input gets its answer, except a
     # deterministic `wrong_fraction` / `refuse_fraction` of the records in `*_categories` (all
@@ -109,6 +118,9 @@ class Behaviour:
                 values[key] = tuple(values[key])
         if values.get("engine_mode", ENGINE_MODES[0]) not in ENGINE_MODES:
             raise ValueError(f"engine_mode {values['engine_mode']!r}: expected one of {', '.join(ENGINE_MODES)}")
+        slots = values.get("max_num_seqs")
+        if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots < 1):
+            raise ValueError(f"max_num_seqs: {slots!r}, expected a whole number of batch slots >= 1")
         if "tokens_per_chunk" in values:
             chunk = values["tokens_per_chunk"]
             values["tokens_per_chunk"] = tuple(chunk) if isinstance(chunk, (list, tuple)) else (int(chunk),)

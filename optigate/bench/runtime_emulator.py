@@ -33,6 +33,7 @@ from typing import Any
 from aiohttp import web
 
 from optigate.bench.emulator_config import Behaviour, EmulatorConfig
+from optigate.bench.emulator_scheduler import Batch
 from optigate.bench.eventstream import payload_part, stream_exception
 from optigate.bench.lmi_streams import WORDS, LmiStream
 
@@ -118,6 +119,9 @@ class Emulator:
         self.app.router.add_delete("/_emulator/trace", self.clear_trace)
         self.app.router.add_get("/ping", self.ping)
         self.active_streams = 0
+        # The batches: one per endpoint and variant (or component) with max_num_seqs slots, and one unlimited batch
+        # shared by every other stream (so per-active-stream slowdowns count all of them, as before slots existed).
+        self.batches: dict[tuple[str, str] | None, Batch] = {None: Batch(None)}
         self.books: dict[int, AnswerBook] = {}
         # Per endpoint: the adapter components in its GPU slots, least recently used first, each with the loop time
         # its weights are loaded by. Read and updated with no await in between: safe under the one event loop.
@@ -162,6 +166,19 @@ class Emulator:
             slots.popitem(last=False)
         slots[component] = now + load_ms / 1000
         return False, load_ms
+
+    def _batch(self, behaviour: Behaviour, endpoint: str, variant: str) -> Batch:
+        if behaviour.max_num_seqs is None:
+            return self.batches[None]
+        key = (endpoint, variant)
+        batch = self.batches.get(key)
+        if batch is None or batch.slots != behaviour.max_num_seqs:
+            batch = self.batches[key] = Batch(behaviour.max_num_seqs)
+        return batch
+
+    def _queued(self, request_id: str, waited_s: float) -> None:
+        if self.config.record_trace and request_id in self.trace:
+            self.trace[request_id]["queue_ms"] = waited_s * 1000
 
     def _select(self, request: web.Request) -> tuple[Behaviour | None, str]:
         name = request.match_info["name"]
@@ -227,12 +244,14 @@ class Emulator:
             return behaviour
         words = self._answer_words(behaviour, body)
         total = len(words) if words else behaviour.output_tokens or _requested_tokens(body)
-        delay = (
-            load_ms
-            + behaviour.ttft_ms.sample(self.rng)
-            + sum(behaviour.itl_ms.sample(self.rng) for _ in range(total - 1))
-        )
-        await asyncio.sleep(delay / 1000)
+        batch = self._batch(behaviour, request.match_info["name"], variant) if behaviour.max_num_seqs else None
+        if batch is not None:
+            self._queued(request_id, await batch.enter())
+        try:
+            await self._answer_after(behaviour, total, load_ms)
+        finally:
+            if batch is not None:
+                batch.leave()
         text = " ".join(words) if words else "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
         if "messages" in body:
             payload: dict[str, Any] = {
@@ -245,6 +264,15 @@ class Emulator:
         return web.json_response(
             payload, headers={"x-amzn-RequestId": request_id, "x-Amzn-Invoked-Production-Variant": variant}
         )
+
+    async def _answer_after(self, behaviour: Behaviour, total: int, load_ms: float) -> None:
+        """Wait as long as the whole answer takes (a non-streaming invocation)."""
+        delay = (
+            load_ms
+            + behaviour.ttft_ms.sample(self.rng)
+            + sum(behaviour.itl_ms.sample(self.rng) for _ in range(total - 1))
+        )
+        await asyncio.sleep(delay / 1000)
 
     def _answer_words(self, behaviour: Behaviour, body: dict[str, Any]) -> list[str] | None:
         if not behaviour.answers_file:
@@ -278,20 +306,45 @@ class Emulator:
         asyncio.get_running_loop()
         self.active_streams += 1
         try:
-            return await self._send_tokens(
-                request, response, behaviour, total, sends, (stream_error, reset, stall), words, body, load_ms
-            )
+            batch = self._batch(behaviour, request.match_info["name"], variant)
+            self._queued(request_id, await batch.enter())
+            try:
+                return await self._send_tokens(
+                    request,
+                    response,
+                    behaviour,
+                    total,
+                    sends,
+                    (stream_error, reset, stall),
+                    words,
+                    body,
+                    load_ms,
+                    batch,
+                )
+            finally:
+                batch.leave()
         finally:
             self.active_streams -= 1
 
     async def _send_tokens(
-        self, request, response, behaviour: Behaviour, total: int, sends, faults, words=None, body=None, load_ms=0.0
+        self,
+        request,
+        response,
+        behaviour: Behaviour,
+        total: int,
+        sends,
+        faults,
+        words=None,
+        body=None,
+        load_ms=0.0,
+        batch: Batch | None = None,
     ) -> web.StreamResponse:
         stream_error, reset, stall = faults
         lmi = LmiStream(behaviour.engine_mode, body or {}, total, words)
         rng = self.rng
         loop = asyncio.get_running_loop()
-        load = self.active_streams - 1
+        batch = batch or self.batches[None]
+        load = batch.running - 1
         first_token_ms = load_ms + behaviour.ttft_ms.sample(rng) + behaviour.ttft_ms_per_active_stream * load
         due = loop.time() + first_token_ms / 1000
         sent = 0
@@ -332,7 +385,7 @@ class Emulator:
             sent += count
             # A chunk of k tokens takes k decode steps: it is due k inter-token latencies later.
             count = min(next(sizes), total - sent)
-            slowdown = behaviour.itl_ms_per_active_stream * (self.active_streams - 1)
+            slowdown = behaviour.itl_ms_per_active_stream * (batch.running - 1)
             due += sum(behaviour.itl_ms.sample(rng) + slowdown for _ in range(count)) / 1000
         await flush()
         await response.write_eof()
