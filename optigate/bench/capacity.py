@@ -15,9 +15,11 @@ the bootstrap of an extreme order statistic understates its spread on few sample
 So noise can only make the search conservative: a level is counted as carried only when the data show it is,
 and the reported capacity is the highest level that held, never an interpolation above it.
 
-**Client-bound** levels (the client, not the server, shaped the load: token frames arrived coalesced beyond the
-warning share, the achieved concurrency fell short of the offered one, or the runner refused the run, e.g. a replay
-that lagged its schedule) are reported and count as not holding: the client never raises the capacity.
+**Client-bound** levels are reported and never raise the capacity. A level whose load the client did not offer
+(the achieved concurrency fell short of the offered one, or the runner refused the run, e.g. a replay that lagged
+its schedule) cannot hold (a failure there still fails: the full load would do no better). A level whose token
+frames arrived coalesced beyond the warning share (the client read the stream late) had its latencies inflated, so
+a hold stands (with a note), but a level that did not hold is client-bound: the client may have set the bound.
 
 **Saturation**: a level reached by raising the load at least 1.5x whose output throughput rose by less than 5 %
 is saturated (the server only queues the extra load). The search stops there: if the SLO still held, that level is
@@ -142,7 +144,8 @@ class Step:
 @dataclass(frozen=True)
 class CapacityResult:
     """The search's answer: ``capacity`` is the highest level that held (None: none did), the truth lying in
-    ``[capacity, upper)`` (``upper`` None: no level above it failed, e.g. it held at ``max_concurrency``)."""
+    ``[capacity, upper)``, ``upper`` the lowest level above it that the server did not carry (None: none, e.g. it
+    held at ``max_concurrency``). Client-bound levels never set ``upper``; ``client_bound`` says one lies between."""
 
     slo: Slo
     capacity: int | None
@@ -150,11 +153,24 @@ class CapacityResult:
     steps: tuple[Step, ...]
     stopped: str  # why the search ended, in words
     max_runs: int
-    client_bound: bool = False  # a level that did not hold was client-bound: the client may have set the bound
+    client_bound: bool = False
+    tolerance: float = TOLERANCE
 
     @property
     def runs(self) -> int:
         return len(self.steps)
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the answer stands: a capacity, and no client-bound level inside a bracket wider than the
+        tolerance (then the client, not the server, may have set it)."""
+        if self.capacity is None:
+            return False
+        if not self.client_bound:
+            return True
+        return self.upper is not None and (
+            self.upper - self.capacity <= 1 or self.upper <= (1 + self.tolerance) * self.capacity
+        )
 
     @property
     def at_capacity(self) -> Step | None:
@@ -230,12 +246,17 @@ def _bound(key: str, budget: float, blocks: Sequence[RunSamples], rng: np.random
     return Bound(key, budget, float(point[0]), min(low, float(point[0])), high)
 
 
-def client_bound_reason(blocks: Sequence[RunSamples], concurrency: int) -> str | None:
-    """Why the client (not the server) shaped a level's load, or None."""
+def coalesced_reason(blocks: Sequence[RunSamples]) -> str | None:
+    """Why the client may have inflated a level's latencies (token frames read coalesced), or None."""
     for block in blocks:
-        warnings = block.warnings()
-        if warnings:
-            return "token frames arrived coalesced: " + warnings[0].split(": ", 1)[-1].split(" (")[0]
+        share = block.coalesced_share()
+        if block.warnings() and share is not None:
+            return f"{share:.0%} of token frames arrived coalesced: the client fell behind the stream"
+    return None
+
+
+def short_load_reason(blocks: Sequence[RunSamples], concurrency: int) -> str | None:
+    """Why the client did not offer a level's load (its achieved concurrency fell short), or None."""
     achieved = sum(block.to_result(include_samples=False)["achieved_concurrency"] for block in blocks) / len(blocks)
     if achieved < MIN_ACHIEVED_SHARE * concurrency:
         return f"achieved concurrency {achieved:.1f} of {concurrency} offered"
@@ -287,10 +308,15 @@ def judge_level(
         if all(b.high <= b.budget for b in bounds)
         else UNCERTAIN
     )
-    why = refused or client_bound_reason(blocks, concurrency)
-    if why and verdict != FAILS:  # a client-bound level never counts as carried (a failure still fails)
-        return step(CLIENT_BOUND, tuple(bounds), why)
-    return step(verdict, tuple(bounds))
+    # A client that offered less load than asked makes any hold unproven; one that read the stream late only
+    # inflated the latencies, so a hold stands and anything else may be the client's doing.
+    short = refused or short_load_reason(blocks, concurrency)
+    if short and verdict != FAILS:
+        return step(CLIENT_BOUND, tuple(bounds), short)
+    late = coalesced_reason(blocks)
+    if late and verdict != HOLDS:
+        return step(CLIENT_BOUND, tuple(bounds), late)
+    return step(verdict, tuple(bounds), late or "")
 
 
 def saturated(lower: Step, upper: Step) -> bool:
@@ -385,30 +411,28 @@ def find_capacity(
         raise ValueError(f"max_runs {max_runs}: at least one run")
     search = _Search(slo, run_level, max_runs, seed, on_step)
 
-    def result(capacity: Step | None, upper: Step | None, stopped: str) -> CapacityResult:
-        bound_by_client = upper is not None and upper.verdict == CLIENT_BOUND
+    def result(capacity: Step | None, stopped: str) -> CapacityResult:
+        floor = 0 if capacity is None else capacity.concurrency
+        above = sorted((s for s in search.steps if s.concurrency > floor and not s.held), key=lambda s: s.concurrency)
+        server = next((s.concurrency for s in above if s.verdict != CLIENT_BOUND), None)
+        client = any(s.verdict == CLIENT_BOUND and (server is None or s.concurrency < server) for s in above)
         return CapacityResult(
-            slo,
-            None if capacity is None else capacity.concurrency,
-            None if upper is None else upper.concurrency,
-            tuple(search.steps),
-            stopped,
-            max_runs,
-            bound_by_client,
-        )
+            slo, None if capacity is None else capacity.concurrency, server, tuple(search.steps), stopped, max_runs,
+            client, tolerance,
+        )  # fmt: skip
 
     first = search.probe(start)
     if not first.held:
-        return result(None, first, f"the first level c={start} did not hold ({first.verdict})")
+        return result(None, f"the first level c={start} did not hold ({first.verdict})")
     low, high = first, None
     held = [first]
     while high is None:
         if low.saturated:
-            return result(low, None, f"saturated at c={low.concurrency}: more load only queues; the SLO still held")
+            return result(low, f"saturated at c={low.concurrency}: more load only queues; the SLO still held")
         if low.concurrency >= max_concurrency:
-            return result(low, None, f"held at the maximum concurrency searched ({max_concurrency})")
+            return result(low, f"held at the maximum concurrency searched ({max_concurrency})")
         if search.left <= 0:
-            return result(low, None, f"run budget spent ({max_runs}) before a level failed")
+            return result(low, f"run budget spent ({max_runs}) before a level failed")
         step = search.probe(_next_up(low.concurrency, held, max_concurrency))
         if step.held:
             low = step
@@ -419,7 +443,7 @@ def find_capacity(
     moves: list[bool] = []
     while high.concurrency - low.concurrency > 1 and high.concurrency > (1 + tolerance) * low.concurrency:
         if search.left <= 0:
-            return result(low, high, f"run budget spent ({max_runs}); bracket [{low.concurrency}, {high.concurrency})")
+            return result(low, f"run budget spent ({max_runs}); bracket [{low.concurrency}, {high.concurrency})")
         stalled = len(moves) >= 2 and moves[-1] == moves[-2]
         step = search.probe(_next_between(low, high, last_held, stalled))
         last_held = step.held
@@ -428,7 +452,7 @@ def find_capacity(
             low = step
         else:
             high = step
-    return result(low, high, f"bracket [{low.concurrency}, {high.concurrency}) within {tolerance:.0%}")
+    return result(low, f"bracket [{low.concurrency}, {high.concurrency}) within {tolerance:.0%}")
 
 
 def goodput_cell(run: dict[str, Any], slo: Slo | None) -> str:
