@@ -88,6 +88,23 @@ class Behaviour:
             default_text="unlimited",
         ),
     )
+    # KV cache in tokens: a request is admitted once its prompt + output tokens fit beside the running ones'
+    # (optigate.bench.emulator_scheduler). None: unlimited.
+    kv_cache_tokens: int | None = field(
+        default=None,
+        metadata=_option("KV cache in tokens; a request waits until its prompt + output fit", default_text="unlimited"),
+    )
+    # Prefill cost and vLLM's automatic prefix caching (optigate.bench.emulator_model): each prompt token not found
+    # in the cache adds this much to the TTFT; without prefix_caching every prompt token pays it.
+    ttft_ms_per_prompt_token: float = field(default=0.0, metadata=_option("prefill ms per uncached prompt token"))
+    prefix_caching: bool = False
+    # Speculative decoding (optigate.bench.emulator_model): k drafts per step, each accepted with this probability
+    # until the first rejection; drafting costs draft_ms_per_token each, verifying grows with the batch.
+    num_speculative_tokens: int = field(default=0, metadata=_option("draft tokens per decode step (0: off)"))
+    acceptance_rate: float = field(
+        default=0.0, metadata=_option("probability each draft token is accepted, given the ones before it were")
+    )
+    draft_ms_per_token: float = field(default=0.0, metadata=_option("ms to draft one speculative token"))
     # Deterministic answers (quality evaluation): a JSONL table of {id, model_input, target_output,
     # category}; a request whose prompt contains a record's model_input gets its answer, except a
     # deterministic `wrong_fraction` / `refuse_fraction` of the records in `*_categories` (all
@@ -121,10 +138,26 @@ class Behaviour:
         slots = values.get("max_num_seqs")
         if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots < 1):
             raise ValueError(f"max_num_seqs: {slots!r}, expected a whole number of batch slots >= 1")
+        kv = values.get("kv_cache_tokens")
+        if kv is not None and (isinstance(kv, bool) or not isinstance(kv, int) or kv < 1):
+            raise ValueError(f"kv_cache_tokens: {kv!r}, expected a whole number of tokens >= 1")
+        _check_speculation(values, base or cls())
         if "tokens_per_chunk" in values:
             chunk = values["tokens_per_chunk"]
             values["tokens_per_chunk"] = tuple(chunk) if isinstance(chunk, (list, tuple)) else (int(chunk),)
         return replace(base or cls(), **values)
+
+
+def _check_speculation(values: dict[str, Any], base: Behaviour) -> None:
+    drafts = values.get("num_speculative_tokens", base.num_speculative_tokens)
+    rate = values.get("acceptance_rate", base.acceptance_rate)
+    if isinstance(drafts, bool) or not isinstance(drafts, int) or drafts < 0:
+        raise ValueError(f"num_speculative_tokens: {drafts!r}, expected a whole number >= 0")
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < 1:
+        raise ValueError(f"acceptance_rate: {rate!r}, expected a probability in [0, 1)")
+    chunks = values.get("tokens_per_chunk", base.tokens_per_chunk)
+    if drafts and tuple(chunks if isinstance(chunks, (list, tuple)) else (chunks,)) != (1,):
+        raise ValueError("num_speculative_tokens sets the tokens of each frame: leave tokens_per_chunk at 1")
 
 
 # Settings of an endpoint beside its behaviour: per-variant and per-component behaviours, and LoRA residency.
@@ -187,6 +220,8 @@ class EmulatorConfig:
     default: Behaviour = Behaviour()
     seed: int = 0
     record_trace: bool = True
+    # Where to write each request as SageMaker's data capture does (optigate.bench.capture's layout); None: nowhere.
+    capture_dir: str | None = None
 
     @classmethod
     def parse(cls, data: dict[str, Any]) -> EmulatorConfig:
@@ -194,7 +229,14 @@ class EmulatorConfig:
         endpoints = {
             name: EndpointConfig.parse(name, spec, default) for name, spec in (data.get("endpoints") or {}).items()
         }
-        return cls(endpoints, default, int(data.get("seed", 0)), bool(data.get("record_trace", True)))
+        capture_dir = data.get("capture_dir")
+        return cls(
+            endpoints,
+            default,
+            int(data.get("seed", 0)),
+            bool(data.get("record_trace", True)),
+            None if capture_dir is None else str(capture_dir),
+        )
 
     def behaviour_for(self, endpoint: str, variant: str | None, component: str | None) -> Behaviour | None:
         config = self.endpoints.get(endpoint)

@@ -1,9 +1,12 @@
-"""The emulated server's batch: who is running and who waits for a slot (vLLM's `--max-num-seqs`).
+"""The emulated server's batch: who is running and who waits (vLLM's `--max-num-seqs` and its KV cache).
 
-A request takes one of the server's `max_num_seqs` slots before its prefill; when all are taken it waits, first
-come first served, and that wait is part of its TTFT and of its queue time on the server (vLLM's
-`vllm:request_queue_time_seconds`). A slot freed by a finishing request goes straight to the head of the queue.
-`slots` None: every request runs at once (the emulator's behaviour before slots existed).
+A request is admitted once one of the server's `max_num_seqs` slots is free and its KV need (prompt + output
+tokens, reserved whole at admission) fits in the `kv_cache_tokens` not reserved by running requests. Admission is
+first come first served: a request that does not fit holds the ones behind it (vLLM's FCFS policy). The wait is part
+of the request's TTFT and its queue time on the server (`vllm:request_queue_time_seconds`). A finishing request's
+slot and tokens go straight to the head of the queue. Reserving the whole output up front means this server never
+preempts (vLLM allocates as it decodes and preempts when it runs out; `vllm:num_preemptions` stays 0 here).
+`slots` and `kv_tokens` None: every request runs at once (the emulator before batches existed).
 """
 
 from __future__ import annotations
@@ -13,37 +16,62 @@ from collections import deque
 
 
 class Batch:
-    """One server's running requests and its queue. Used from one event loop only."""
+    """One server's running requests, their reserved KV tokens, and its queue. Used from one event loop only."""
 
-    def __init__(self, slots: int | None) -> None:
+    def __init__(self, slots: int | None, kv_tokens: int | None = None) -> None:
         self.slots = slots
+        self.kv_tokens = kv_tokens
         self.running = 0
-        self.waiting: deque[asyncio.Future[None]] = deque()
+        self.reserved = 0  # KV tokens held by running requests
+        self.waiting: deque[tuple[asyncio.Future[None], int]] = deque()
 
-    async def enter(self) -> float:
-        """Take a slot, waiting for one when all are taken; returns the seconds waited."""
-        if self.slots is None or (self.running < self.slots and not self.waiting):
-            self.running += 1
+    def _fits(self, need: int) -> bool:
+        return (self.slots is None or self.running < self.slots) and (
+            self.kv_tokens is None or self.reserved + need <= self.kv_tokens
+        )
+
+    def _admit(self, need: int) -> None:
+        self.running += 1
+        self.reserved += need
+
+    async def enter(self, need: int = 0) -> float:
+        """Take a slot and `need` KV tokens, waiting for them; returns the seconds waited. A need larger than the
+        whole cache could never be admitted: ValueError."""
+        if self.kv_tokens is not None and need > self.kv_tokens:
+            raise ValueError(f"{need} tokens of KV cache needed, the cache holds {self.kv_tokens}")
+        if not self.waiting and self._fits(need):
+            self._admit(need)
             return 0.0
         loop = asyncio.get_running_loop()
         queued_at = loop.time()
-        handed: asyncio.Future[None] = loop.create_future()
-        self.waiting.append(handed)
+        admitted: asyncio.Future[None] = loop.create_future()
+        entry = (admitted, need)
+        self.waiting.append(entry)
         try:
-            await handed
+            await admitted
         except asyncio.CancelledError:
-            if handed.done() and not handed.cancelled():  # the slot was handed over as the waiter gave up
-                self.leave()
+            if admitted.done() and not admitted.cancelled():  # admitted as the waiter gave up
+                self.leave(need)
             else:
-                self.waiting.remove(handed)
+                self.waiting.remove(entry)
+                self._admit_waiting()  # it may have held others back
             raise
         return loop.time() - queued_at
 
-    def leave(self) -> None:
-        """Free a slot: the first request still waiting takes it (`running` unchanged), else it is free."""
-        while self.waiting:
-            handed = self.waiting.popleft()
-            if not handed.done():
-                handed.set_result(None)
-                return
+    def leave(self, need: int = 0) -> None:
+        """Free a slot and `need` KV tokens; the queue's head (and those behind it, while they fit) are admitted."""
         self.running -= 1
+        self.reserved -= need
+        self._admit_waiting()
+
+    def _admit_waiting(self) -> None:
+        while self.waiting:
+            admitted, need = self.waiting[0]
+            if admitted.done():  # cancelled: gone
+                self.waiting.popleft()
+                continue
+            if not self._fits(need):
+                return
+            self.waiting.popleft()
+            self._admit(need)
+            admitted.set_result(None)

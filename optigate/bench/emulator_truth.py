@@ -1,17 +1,20 @@
 """What the emulator's latency model says a load gets: the truth a capacity search is judged against.
 
-The emulator (optigate.bench.runtime_emulator) gives a request, once it holds one of `max_num_seqs` slots,
-a first token after `ttft_ms + ttft_ms_per_active_stream * (running - 1)` and each further token after
-`itl_ms + itl_ms_per_active_stream * (running - 1)`. Under a closed loop of `c` clients (optigate's own:
-a warm-up probe, then the clients start staggered by the probe's duration / c and each client's first request is
-a warm-up) this module predicts the p99 TTFT and p99 ITL:
+The emulator (optigate.bench.runtime_emulator) admits a request once one of its batch slots is free
+(`max_num_seqs`, and as many requests of this size as `kv_cache_tokens` holds: the slots are the smaller), then
+gives it a first token after `ttft_ms + ttft_ms_per_active_stream * (running - 1)` plus the prefill of its uncached
+prompt tokens, and then tokens step by step (optigate.bench.emulator_model: plain steps of `itl_ms +
+itl_ms_per_active_stream * (running - 1)`, or speculative steps emitting 1..k+1 tokens). Under a closed loop of
+`c` clients (optigate's own: a warm-up probe, then the clients start staggered by the probe's duration / c and each
+client's first request is a warm-up) this module predicts the p99 TTFT and p99 ITL:
 
-- c <= max_num_seqs (or no slots): nobody waits, `running` is c; both p99s are **analytic**: the distribution's
-  99th percentile plus the slowdown (ITL per token as the client computes it: a chunk's gap over its tokens).
-- c > max_num_seqs: `running` is max_num_seqs and every request waits for a slot; the wait depends on how the
-  slots' finishing times are spread (the clients' stagger sets it), so the TTFT is a **fast simulation** of the
-  same model at the level of whole requests (slots, FIFO queue, the clients' stagger and warm-ups; a request's
-  time in its slot drawn from the same distributions), seeded, over enough requests for a steady p99.
+- c <= slots: nobody waits, `running` is c; both p99s are **analytic**: the distribution's 99th percentile plus
+  the slowdown and prefill; ITL per token as the client computes it (a chunk's gap over its tokens), so a
+  speculative step's gap counts once per token it carried: a mixture over the accepted drafts.
+- c > slots: `running` is the slots and every request waits for one; the wait depends on how the slots'
+  finishing times are spread (the clients' stagger sets it), so the TTFT is a **fast simulation** of the same
+  model at the level of whole requests (slots, FIFO queue, the clients' stagger and warm-ups; a request's time in
+  its slot drawn with the model's mean and variance), seeded, over enough requests for a steady p99.
 
 `capacity_truth` is the highest such concurrency whose p99s are within the SLO. Behaviours the model does not
 cover (injected faults, burst writes, answer tables) are refused: a truth that is not one is worse than none.
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from optigate.bench.emulator_config import Behaviour, Distribution
+from optigate.bench.emulator_model import accepted_probabilities, prefill_ms, step_overhead_ms, tokens_per_step
 from optigate.bench.goodput import Slo
 from optigate.bench.metrics import percentile
 
@@ -44,6 +48,7 @@ class Prediction:
     p99_itl_ms: float
     mean_queue_ms: float  # the wait for a slot, per request
     simulated: bool  # the TTFT from the request-level simulation (else analytic)
+    mean_tpot_ms: float  # a request's mean time per output token after the first
 
 
 def quantile(distribution: Distribution, q: float) -> float:
@@ -90,34 +95,80 @@ def _check_modelled(behaviour: Behaviour, mode: str) -> None:
         raise ValueError(f"capacity truth: the latency model does not cover {', '.join(unmodelled)}")
 
 
+def _sd(distribution: Distribution) -> float:
+    return 0.0 if distribution.kind == "fixed" else distribution.jitter
+
+
 def _p99_itl(behaviour: Behaviour, running: int) -> float:
-    """Per token as the client computes it: a chunk of k tokens arrives k draws after the last one, and each of
-    its tokens counts gap / k; chunk sizes cycle, so tokens are a mixture weighted by the chunk sizes."""
-    slowdown = behaviour.itl_ms_per_active_stream * (running - 1)
+    """Per token as the client computes it: a chunk arriving `gap` after the last one counts gap / tokens for each
+    of its tokens. Plain decoding: a chunk of k tokens is k draws (chunk sizes cycle: a mixture weighted by size).
+    Speculation: a step's gap carries j + 1 tokens with probability P(j) (a mixture weighted by (j + 1) P(j))."""
     itl = behaviour.itl_ms
+    drafts = behaviour.num_speculative_tokens
+    if drafts:
+        step = itl.mean + step_overhead_ms(behaviour, running)
+        probabilities = accepted_probabilities(behaviour.acceptance_rate, drafts)
+        parts = [((j + 1) * p, step / (j + 1), _sd(itl) / (j + 1)) for j, p in enumerate(probabilities) if p > 0]
+        return _mixture_quantile(parts, P99)
+    slowdown = behaviour.itl_ms_per_active_stream * (running - 1)
     sizes = behaviour.tokens_per_chunk
     if len(set(sizes)) == 1 and sizes[0] == 1:
         return quantile(itl, P99) + slowdown
-    sd = 0.0 if itl.kind == "fixed" else itl.jitter
-    parts = [(float(k), itl.mean + slowdown, sd / math.sqrt(k)) for k in sizes]
+    parts = [(float(k), itl.mean + slowdown, _sd(itl) / math.sqrt(k)) for k in sizes]
     return _mixture_quantile(parts, P99)
 
 
-def _service_ms(behaviour: Behaviour, tokens: int, running: int, rng: random.Random) -> tuple[float, float]:
+def _decode_ms(behaviour: Behaviour, tokens: int, running: int) -> tuple[float, float]:
+    """Mean and variance of the time from a request's first token to its last."""
+    itl, later = behaviour.itl_ms, tokens - 1
+    drafts = behaviour.num_speculative_tokens
+    if not drafts:
+        return later * (itl.mean + behaviour.itl_ms_per_active_stream * (running - 1)), later * _sd(itl) ** 2
+    step = itl.mean + step_overhead_ms(behaviour, running)
+    probabilities = accepted_probabilities(behaviour.acceptance_rate, drafts)
+    per_step = tokens_per_step(behaviour.acceptance_rate, drafts)
+    spread = sum((j + 1 - per_step) ** 2 * p for j, p in enumerate(probabilities))
+    steps = later / per_step
+    # Renewal count: steps to emit `later` tokens has variance later * spread / per_step^3.
+    return steps * step, steps * _sd(itl) ** 2 + step**2 * later * spread / per_step**3
+
+
+def _mean_tpot(behaviour: Behaviour, running: int) -> float:
+    drafts = behaviour.num_speculative_tokens
+    if not drafts:
+        return behaviour.itl_ms.mean + behaviour.itl_ms_per_active_stream * (running - 1)
+    return (behaviour.itl_ms.mean + step_overhead_ms(behaviour, running)) / tokens_per_step(
+        behaviour.acceptance_rate, drafts
+    )
+
+
+def batch_slots(behaviour: Behaviour, prompt_tokens: int, output_tokens: int) -> int | None:
+    """How many requests of this size run at once: `max_num_seqs`, or fewer when the KV cache holds fewer."""
+    limits = []
+    if behaviour.max_num_seqs is not None:
+        limits.append(behaviour.max_num_seqs)
+    if behaviour.kv_cache_tokens is not None:
+        limits.append(behaviour.kv_cache_tokens // (prompt_tokens + output_tokens))
+    return min(limits) if limits else None
+
+
+def _service_ms(
+    behaviour: Behaviour, tokens: int, running: int, prefill: float, rng: random.Random
+) -> tuple[float, float]:
     """(time to the first token, time in the slot) of one request among `running`, drawn."""
-    ttft = behaviour.ttft_ms.sample(rng) + behaviour.ttft_ms_per_active_stream * (running - 1)
-    itl = behaviour.itl_ms
-    steps = tokens - 1
-    sd = 0.0 if itl.kind == "fixed" else itl.jitter * math.sqrt(steps)
-    decode = max(0.0, rng.gauss(itl.mean * steps, sd)) if sd > 0 else itl.mean * steps
-    return ttft, ttft + decode + behaviour.itl_ms_per_active_stream * (running - 1) * steps
+    ttft = behaviour.ttft_ms.sample(rng) + behaviour.ttft_ms_per_active_stream * (running - 1) + prefill
+    mean, variance = _decode_ms(behaviour, tokens, running)
+    decode = max(0.0, rng.gauss(mean, math.sqrt(variance))) if variance > 0 else mean
+    return ttft, ttft + decode
 
 
-def _simulated_ttfts(behaviour: Behaviour, concurrency: int, tokens: int, seed: int) -> tuple[list[float], float]:
-    """TTFTs (ms) of the measured requests and their mean wait, for concurrency > max_num_seqs."""
-    slots = int(behaviour.max_num_seqs or concurrency)
+def _simulated_ttfts(
+    behaviour: Behaviour, concurrency: int, slots: int, tokens: int, prefill: float, seed: int
+) -> tuple[list[float], float]:
+    """TTFTs (ms) of the measured requests and their mean wait, for concurrency > slots."""
     rng = random.Random(seed)
-    probe = behaviour.ttft_ms.mean + behaviour.itl_ms.mean * (tokens - 1)  # the client's warm-up probe, alone
+    # The client's warm-up probe, alone on the server, sets the stagger.
+    probe = behaviour.ttft_ms.mean + prefill + _decode_ms(behaviour, tokens, 1)[0]
     stagger = probe / concurrency
     measured_target = max(2000, 40 * concurrency)
     arrivals: list[tuple[float, int, int]] = [(position * stagger, 0, position) for position in range(concurrency)]
@@ -130,7 +181,7 @@ def _simulated_ttfts(behaviour: Behaviour, concurrency: int, tokens: int, seed: 
     waits: list[float] = []
 
     def begin(now: float, arrived: float, client: int) -> None:
-        ttft, in_slot = _service_ms(behaviour, tokens, slots, rng)
+        ttft, in_slot = _service_ms(behaviour, tokens, slots, prefill, rng)
         if sent[client] > 1:  # each client's first request is its warm-up
             ttfts.append(now - arrived + ttft)
             waits.append(now - arrived)
@@ -166,20 +217,29 @@ def predict(
     max_new_tokens: int,
     mode: str = "closed",
     seed: int = 0,
+    cached_prompt_tokens: int = 0,
 ) -> Prediction:
-    """The p99 TTFT and ITL of the emulated server under a closed loop of `concurrency` clients."""
+    """The p99 TTFT and ITL of the emulated server under a closed loop of `concurrency` clients whose requests
+    carry `prompt_tokens` (words), `cached_prompt_tokens` of them found in the prefix cache (optigate's synthetic
+    prompts share none), and ask `max_new_tokens`."""
     _check_modelled(behaviour, mode)
     if concurrency < 1:
         raise ValueError(f"concurrency {concurrency}: expected >= 1")
-    del prompt_tokens  # the prompt's length costs nothing until a prefill cost per token is modelled
+    if not 0 <= cached_prompt_tokens <= prompt_tokens:
+        raise ValueError(f"cached_prompt_tokens {cached_prompt_tokens}: expected 0..{prompt_tokens}")
     tokens = behaviour.output_tokens or max_new_tokens
-    slots = behaviour.max_num_seqs
+    prefill = prefill_ms(behaviour, prompt_tokens - (cached_prompt_tokens if behaviour.prefix_caching else 0))
+    slots = batch_slots(behaviour, prompt_tokens, tokens)
+    if slots == 0:
+        raise ValueError(f"a request of {prompt_tokens} + {tokens} tokens never fits the KV cache")
     if slots is None or concurrency <= slots:
-        ttft = quantile(behaviour.ttft_ms, P99) + behaviour.ttft_ms_per_active_stream * (concurrency - 1)
-        return Prediction(concurrency, concurrency, ttft, _p99_itl(behaviour, concurrency), 0.0, False)
-    ttfts, mean_wait = _simulated_ttfts(behaviour, concurrency, tokens, seed)
+        ttft = quantile(behaviour.ttft_ms, P99) + behaviour.ttft_ms_per_active_stream * (concurrency - 1) + prefill
+        itl = _p99_itl(behaviour, concurrency)
+        return Prediction(concurrency, concurrency, ttft, itl, 0.0, False, _mean_tpot(behaviour, concurrency))
+    ttfts, mean_wait = _simulated_ttfts(behaviour, concurrency, slots, tokens, prefill, seed)
     p99_ttft = percentile(sorted(ttfts), 99)
-    return Prediction(concurrency, slots, p99_ttft, _p99_itl(behaviour, slots), mean_wait, True)
+    itl = _p99_itl(behaviour, slots)
+    return Prediction(concurrency, slots, p99_ttft, itl, mean_wait, True, _mean_tpot(behaviour, slots))
 
 
 def _within(prediction: Prediction, slo: Slo) -> bool:
@@ -196,15 +256,21 @@ def capacity_truth(
     max_new_tokens: int,
     mode: str = "closed",
     max_concurrency: int = 4096,
+    cached_prompt_tokens: int = 0,
 ) -> int:
     """The highest closed-loop concurrency whose p99 TTFT and p99 ITL are within `slo` (0: not even one client).
     The model's latencies grow with concurrency, so it brackets by doubling and bisects."""
 
     def holds(concurrency: int) -> bool:
-        return _within(
-            predict(behaviour, concurrency, prompt_tokens=prompt_tokens, max_new_tokens=max_new_tokens, mode=mode),
-            slo,
+        prediction = predict(
+            behaviour,
+            concurrency,
+            prompt_tokens=prompt_tokens,
+            max_new_tokens=max_new_tokens,
+            mode=mode,
+            cached_prompt_tokens=cached_prompt_tokens,
         )
+        return _within(prediction, slo)
 
     if not holds(1):
         return 0

@@ -13,6 +13,11 @@ distributions, output length, tokens per chunk (speculative decoding), frames pe
 ModelStreamError mid-stream, connection reset, stall). LoRA residency per endpoint: adapter components take
 one of `max_loras` GPU slots (LRU); a request whose adapter is not resident waits `adapter_load_ms` more for its
 first token (emulator_config.EndpointConfig).
+The server behind each endpoint's variant (or component) is a batch (optigate.bench.emulator_server): batch slots
+(`max_num_seqs`) and KV admission (`kv_cache_tokens`) queue requests, the prefill costs per uncached prompt token
+with vLLM's prefix caching, speculative decoding emits accepted drafts per step, `GET /metrics` serves vLLM's
+container metrics, and `capture_dir` receives every request as SageMaker's data capture writes it. What this
+model predicts for a load is optigate.bench.emulator_truth.
 It records when it actually sent each chunk, so a benchmark's measurement error can be computed
 against the emulator's own clock (`GET /_emulator/trace`; same host, same monotonic clock).
 
@@ -32,8 +37,12 @@ from typing import Any
 
 from aiohttp import web
 
+from optigate.bench.emulator_answers import AnswerBook
 from optigate.bench.emulator_config import Behaviour, EmulatorConfig
+from optigate.bench.emulator_metrics import render
+from optigate.bench.emulator_model import draw_accepted, prefill_ms, prompt_text, prompt_words, step_overhead_ms
 from optigate.bench.emulator_scheduler import Batch
+from optigate.bench.emulator_server import Admission, CaptureWriter, Server
 from optigate.bench.eventstream import payload_part, stream_exception
 from optigate.bench.lmi_streams import WORDS, LmiStream
 
@@ -47,60 +56,6 @@ EMULATOR_KEY: web.AppKey[Emulator] = web.AppKey("emulator")
 def _requested_tokens(body: dict[str, Any]) -> int:
     parameters = body.get("parameters") or {}
     return int(parameters.get("max_new_tokens") or body.get("max_tokens") or body.get("max_new_tokens") or 64)
-
-
-# ----------------------------------------------------------------------------- answer mode
-
-REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
-WRONG_TEXT = "I believe the answer is something else entirely."
-
-
-class AnswerBook:
-    """Answers from a table, with a deterministic share of wrong answers and refusals."""
-
-    def __init__(self, behaviour: Behaviour) -> None:
-        import hashlib
-
-        with open(behaviour.answers_file or "", encoding="utf-8") as handle:
-            rows = [json.loads(line) for line in handle if line.strip()]
-        self.rows = sorted(rows, key=lambda r: -len(str(r.get("model_input") or r.get("prompt") or "")))
-        self.exact = {str(r.get("model_input") or r.get("prompt") or ""): r for r in rows}
-        self.outcome: dict[str, str] = {}
-
-        def stable(row: dict) -> str:
-            return hashlib.sha256(str(row.get("id")).encode()).hexdigest()
-
-        for kind, fraction, categories in (
-            ("refuse", behaviour.refuse_fraction, behaviour.refuse_categories),
-            ("wrong", behaviour.wrong_fraction, behaviour.wrong_categories),
-        ):
-            pool = [r for r in rows if not categories or r.get("category") in categories]
-            pool = [r for r in sorted(pool, key=stable) if str(r.get("id")) not in self.outcome]
-            for row in pool[: round(fraction * len(pool))]:
-                self.outcome[str(row.get("id"))] = kind
-
-    def _row(self, prompt: str) -> dict | None:
-        row = self.exact.get(prompt)
-        if row is not None:
-            return row
-        return next((r for r in self.rows if str(r.get("model_input") or r.get("prompt") or "") in prompt), None)
-
-    def answer(self, prompt: str) -> str:
-        row = self._row(prompt)
-        if row is None:
-            return "I do not know."
-        kind = self.outcome.get(str(row.get("id")))
-        if kind == "refuse":
-            return REFUSAL_TEXT
-        if kind == "wrong":
-            return WRONG_TEXT
-        return str(row.get("target_output") or row.get("answer") or "").split("<OR>")[0]
-
-
-def _prompt_of(body: dict[str, Any]) -> str:
-    if "messages" in body:
-        return " ".join(str(m.get("content", "")) for m in body["messages"] if isinstance(m, dict))
-    return str(body.get("inputs") or body.get("prompt") or "")
 
 
 # ----------------------------------------------------------------------------- server
@@ -118,10 +73,13 @@ class Emulator:
         self.app.router.add_get("/_emulator/trace", self.get_trace)
         self.app.router.add_delete("/_emulator/trace", self.clear_trace)
         self.app.router.add_get("/ping", self.ping)
+        self.app.router.add_get("/metrics", self.get_metrics)
         self.active_streams = 0
-        # The batches: one per endpoint and variant (or component) with max_num_seqs slots, and one unlimited batch
-        # shared by every other stream (so per-active-stream slowdowns count all of them, as before slots existed).
-        self.batches: dict[tuple[str, str] | None, Batch] = {None: Batch(None)}
+        # One emulated server per endpoint and variant (or component); those without max_num_seqs or
+        # kv_cache_tokens share one unlimited batch (per-active-stream slowdowns count all of them, as ever).
+        self.shared_batch = Batch(None)
+        self.servers: dict[tuple[str, str], Server] = {}
+        self.capture = CaptureWriter(config.capture_dir) if config.capture_dir else None
         self.books: dict[int, AnswerBook] = {}
         # Per endpoint: the adapter components in its GPU slots, least recently used first, each with the loop time
         # its weights are loaded by. Read and updated with no await in between: safe under the one event loop.
@@ -129,6 +87,12 @@ class Emulator:
 
     async def ping(self, _request: web.Request) -> web.Response:
         return web.Response(text="ok")
+
+    async def get_metrics(self, request: web.Request) -> web.Response:
+        """vLLM's container metrics per emulated server (optigate.bench.emulator_metrics); `?endpoint=` narrows."""
+        wanted = request.query.get("endpoint")
+        servers = [server.metrics for (endpoint, _), server in self.servers.items() if wanted in (None, endpoint)]
+        return web.Response(text=render(servers), content_type="text/plain", charset="utf-8")
 
     async def get_trace(self, _request: web.Request) -> web.Response:
         return web.json_response(self.trace)
@@ -167,18 +131,16 @@ class Emulator:
         slots[component] = now + load_ms / 1000
         return False, load_ms
 
-    def _batch(self, behaviour: Behaviour, endpoint: str, variant: str) -> Batch:
-        if behaviour.max_num_seqs is None:
-            return self.batches[None]
-        key = (endpoint, variant)
-        batch = self.batches.get(key)
-        if batch is None or batch.slots != behaviour.max_num_seqs:
-            batch = self.batches[key] = Batch(behaviour.max_num_seqs)
-        return batch
+    def _server(self, behaviour: Behaviour, endpoint: str, variant: str) -> Server:
+        server = self.servers.get((endpoint, variant))
+        if server is None:
+            server = self.servers[(endpoint, variant)] = Server(behaviour, endpoint, variant, self.shared_batch)
+        return server
 
-    def _queued(self, request_id: str, waited_s: float) -> None:
+    def _admitted(self, request_id: str, admission: Admission) -> None:
         if self.config.record_trace and request_id in self.trace:
-            self.trace[request_id]["queue_ms"] = waited_s * 1000
+            self.trace[request_id]["queue_ms"] = admission.waited_s * 1000
+            self.trace[request_id]["cached_prompt_tokens"] = admission.cached_tokens
 
     def _select(self, request: web.Request) -> tuple[Behaviour | None, str]:
         name = request.match_info["name"]
@@ -205,7 +167,8 @@ class Emulator:
                 0.0,
             )
         try:
-            body = json.loads(await request.read() or b"{}")
+            raw = await request.read()
+            body = json.loads(raw or b"{}")
         except ValueError:
             error = self._error(400, "ValidationError", "Request body is not JSON.", request_id)
             return error, {}, request_id, variant, 0.0
@@ -225,6 +188,10 @@ class Emulator:
                 0.0,
             )
         component = request.headers.get("X-Amzn-SageMaker-Inference-Component")
+        if self.capture is not None:  # what reached the model is what SageMaker captures
+            variant_name = request.headers.get("X-Amzn-SageMaker-Target-Variant") or "AllTraffic"
+            content_type = request.headers.get("Content-Type", "application/json")
+            self.capture.write(request.match_info["name"], variant_name, raw, request_id, content_type)
         resident, load_ms = self._adapter_slot(request.match_info["name"], component)
         if self.config.record_trace:
             self.trace[request_id] = {
@@ -244,14 +211,14 @@ class Emulator:
             return behaviour
         words = self._answer_words(behaviour, body)
         total = len(words) if words else behaviour.output_tokens or _requested_tokens(body)
-        batch = self._batch(behaviour, request.match_info["name"], variant) if behaviour.max_num_seqs else None
-        if batch is not None:
-            self._queued(request_id, await batch.enter())
-        try:
-            await self._answer_after(behaviour, total, load_ms)
-        finally:
-            if batch is not None:
-                batch.leave()
+        server = self._server(behaviour, request.match_info["name"], variant)
+        words_in = prompt_words(body)
+        if not server.fits_at_all(server.kv_need(len(words_in), total)):
+            return self._too_long(request_id, server, len(words_in), total)
+        async with server.admitted(words_in, total) as admission:
+            self._admitted(request_id, admission)
+            await self._answer_after(behaviour, total, load_ms + prefill_ms(behaviour, admission.uncached_tokens))
+            server.metrics.add("vllm:generation_tokens_total", total)
         text = " ".join(words) if words else "".join(" " + WORDS[i % len(WORDS)] for i in range(total))
         if "messages" in body:
             payload: dict[str, Any] = {
@@ -264,6 +231,13 @@ class Emulator:
         return web.json_response(
             payload, headers={"x-amzn-RequestId": request_id, "x-Amzn-Invoked-Production-Variant": variant}
         )
+
+    def _too_long(self, request_id: str, server: Server, prompt: int, output: int) -> web.Response:
+        message = (
+            f'Received client error (400) from primary with message "{prompt} prompt + {output} output tokens '
+            f'exceed the KV cache of {server.batch.kv_tokens} tokens".'
+        )
+        return self._error(424, "ModelError", message, request_id)
 
     async def _answer_after(self, behaviour: Behaviour, total: int, load_ms: float) -> None:
         """Wait as long as the whole answer takes (a non-streaming invocation)."""
@@ -280,7 +254,7 @@ class Emulator:
         book = self.books.get(id(behaviour))
         if book is None:
             book = self.books[id(behaviour)] = AnswerBook(behaviour)
-        return book.answer(_prompt_of(body)).split() or [""]
+        return book.answer(prompt_text(body)).split() or [""]
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         behaviour, body, request_id, variant, load_ms = await self._prelude(request)
@@ -289,6 +263,10 @@ class Emulator:
         rng = self.rng
         words = self._answer_words(behaviour, body)
         total = len(words) if words else behaviour.output_tokens or _requested_tokens(body)
+        server = self._server(behaviour, request.match_info["name"], variant)
+        prompt = prompt_words(body)
+        if not server.fits_at_all(server.kv_need(len(prompt), total)):
+            return self._too_long(request_id, server, len(prompt), total)
         stream_error = rng.random() < behaviour.stream_error_rate
         reset = rng.random() < behaviour.reset_rate
         stall = rng.random() < behaviour.stall_rate
@@ -306,23 +284,13 @@ class Emulator:
         asyncio.get_running_loop()
         self.active_streams += 1
         try:
-            batch = self._batch(behaviour, request.match_info["name"], variant)
-            self._queued(request_id, await batch.enter())
-            try:
+            async with server.admitted(prompt, total) as admission:
+                self._admitted(request_id, admission)
+                load_ms += prefill_ms(behaviour, admission.uncached_tokens)
+                faults = (stream_error, reset, stall)
                 return await self._send_tokens(
-                    request,
-                    response,
-                    behaviour,
-                    total,
-                    sends,
-                    (stream_error, reset, stall),
-                    words,
-                    body,
-                    load_ms,
-                    batch,
+                    request, response, behaviour, total, sends, faults, words, body, load_ms, server
                 )
-            finally:
-                batch.leave()
         finally:
             self.active_streams -= 1
 
@@ -337,13 +305,14 @@ class Emulator:
         words=None,
         body=None,
         load_ms=0.0,
-        batch: Batch | None = None,
+        server: Server | None = None,
     ) -> web.StreamResponse:
         stream_error, reset, stall = faults
         lmi = LmiStream(behaviour.engine_mode, body or {}, total, words)
         rng = self.rng
         loop = asyncio.get_running_loop()
-        batch = batch or self.batches[None]
+        batch = server.batch if server is not None else self.shared_batch
+        metrics = server.metrics if server is not None else None
         load = batch.running - 1
         first_token_ms = load_ms + behaviour.ttft_ms.sample(rng) + behaviour.ttft_ms_per_active_stream * load
         due = loop.time() + first_token_ms / 1000
@@ -383,6 +352,18 @@ class Emulator:
             if len(burst) >= behaviour.frames_per_write:
                 await flush()
             sent += count
+            if metrics is not None:
+                metrics.add("vllm:generation_tokens_total", count)
+            if behaviour.num_speculative_tokens and sent < total:
+                # One speculative step: the accepted drafts and the target's own token, after one step's time.
+                accepted = draw_accepted(behaviour, rng)
+                count = min(accepted + 1, total - sent)
+                due += (behaviour.itl_ms.sample(rng) + step_overhead_ms(behaviour, batch.running)) / 1000
+                if metrics is not None:
+                    metrics.add("vllm:spec_decode_num_drafts_total", 1)
+                    metrics.add("vllm:spec_decode_num_draft_tokens_total", behaviour.num_speculative_tokens)
+                    metrics.add("vllm:spec_decode_num_accepted_tokens_total", count - 1)
+                continue
             # A chunk of k tokens takes k decode steps: it is due k inter-token latencies later.
             count = min(next(sizes), total - sent)
             slowdown = behaviour.itl_ms_per_active_stream * (batch.running - 1)

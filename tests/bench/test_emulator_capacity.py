@@ -168,4 +168,8 @@ def test_the_live_emulator_agrees_with_the_truths_p99_below_at_and_above_the_slo
         measured_ttft, measured_itl = run["ttft_ms"]["p99"], run["itl_ms"]["p99"]
         # The client adds a few ms on loopback (more on a busy machine); a p99 of 50 requests is a noisy estimate.
         assert measured_ttft == pytest.approx(truth.p99_ttft_ms, rel=0.15, abs=6), (level, run["ttft_ms"], truth)
-        assert measured_itl == pytest.approx(truth.p99_itl_ms, rel=0.2, abs=5), (level, run["itl_ms"], truth)
+        # A gap's p99 is a handful of the ~450 gaps: one stall of a busy machine moves it up, never below the model.
+        # The median gap shows the batch the server ran (the slowdown counts `running`, capped by the slots).
+        assert measured_itl >= truth.p99_itl_ms - 2, (level, run["itl_ms"], truth)
+        median_model = LIVE.itl_ms.mean + LIVE.itl_ms_per_active_stream * (truth.running - 1)
+        assert run["itl_ms"]["p50"] == pytest.approx(median_model, abs=1.5), (level, run["itl_ms"], truth)
