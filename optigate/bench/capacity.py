@@ -1,3 +1,4 @@
+# Over 400 lines: a level's verdict, the search reading it and the result they make are one rule set.
 """Capacity at the SLO: the highest closed-loop concurrency one instance carries with its p99 TTFT and p99 ITL
 within the team's budgets (`optigate bench --find-capacity`), found in a bounded number of runs.
 
@@ -25,12 +26,13 @@ a hold stands (with a note), but a level that did not hold is client-bound: the 
 is saturated (the server only queues the extra load). The search stops there: if the SLO still held, that level is
 reported as the capacity with the search's reason ("saturated"); more concurrency would only add waiting.
 
-**The search** (:func:`find_capacity`): bracket upward from ``start`` (x4, or the extrapolated crossing of the
-budget once two levels held, within 1.25x-4x), until a level does not hold; then narrow the bracket
-``[last holding, first not holding)`` by interpolating where the upper ends cross the budgets (aimed just below
-after a failure, just above after a success), falling back to the geometric midpoint when interpolation stalls or
-when a level failed far beyond its budget (a cliff: e.g. requests queueing for batch slots). It stops when the
-bracket is within ``tolerance`` (10 %), or after ``max_runs`` runs.
+**The search** (:func:`find_capacity`): a first level that straddles the budget is run once more and judged on
+both runs (the first run has the fewest streams, so the fewest requests); then bracket upward from ``start`` (x4,
+or the extrapolated crossing of the budget once two levels held, within 1.25x-4x), until a level does not hold;
+then narrow the bracket ``[last holding, first not holding)`` by interpolating where the upper ends cross the
+budgets (aimed just below after a failure, just above after a success), falling back to the geometric midpoint
+when interpolation stalls or when a level failed far beyond its budget (a cliff: e.g. requests queueing for batch
+slots). It stops when the bracket is within ``tolerance`` (10 %), or after ``max_runs`` runs.
 """
 
 from __future__ import annotations
@@ -216,7 +218,11 @@ def order_statistic_bound(values: np.ndarray, q: float, confidence: float = CONF
     k = 0
     while k < n:
         log_pmf = (
-            math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
+            math.lgamma(n + 1)
+            - math.lgamma(k + 1)
+            - math.lgamma(n - k + 1)
+            + k * math.log(p)
+            + (n - k) * math.log1p(-p)
         )
         below += math.exp(log_pmf)
         if below > 1 - confidence:
@@ -263,16 +269,20 @@ def short_load_reason(blocks: Sequence[RunSamples], concurrency: int) -> str | N
     return None
 
 
+def level_runs(measured: RunSamples | Sequence[RunSamples] | LevelRuns) -> LevelRuns:
+    """What a level's run returned, as blocks and the runner's refusal."""
+    if isinstance(measured, LevelRuns):
+        return LevelRuns(tuple(measured.blocks), measured.refused)
+    if isinstance(measured, RunSamples):
+        return LevelRuns((measured,))
+    return LevelRuns(tuple(measured))
+
+
 def judge_level(
     concurrency: int, measured: RunSamples | Sequence[RunSamples] | LevelRuns, slo: Slo, *, seed: stats.SeedLike = 0
 ) -> Step:
     """One level's verdict against the SLO (see the module docstring) with its figures."""
-    if isinstance(measured, LevelRuns):
-        blocks, refused = tuple(measured.blocks), measured.refused
-    elif isinstance(measured, RunSamples):
-        blocks, refused = (measured,), None
-    else:
-        blocks, refused = tuple(measured), None
+    blocks, refused = level_runs(measured).blocks, level_runs(measured).refused
     if not blocks:
         raise ValueError(f"c={concurrency}: the level's run returned no block")
     rng = stats.generator(seed)
@@ -295,7 +305,7 @@ def judge_level(
         if pooled.requests and not successful:
             return step(FAILS, (), "every request failed")
         return step(UNCERTAIN, (), f"{successful} successful requests, {MIN_REQUESTS} needed")
-    bounds = []
+    bounds: list[Bound] = []
     for key in keys:
         metric = _FIGURES[key][0]
         if not any(getattr(block, metric) for block in blocks):
@@ -376,9 +386,18 @@ class _Search:
     seed: int
     on_step: Callable[[Step], None] | None
     steps: list[Step] = field(default_factory=list)
+    measured: dict[int, LevelRuns] = field(default_factory=dict)
 
     def probe(self, concurrency: int) -> Step:
-        step = judge_level(concurrency, self.run_level(concurrency), self.slo, seed=[self.seed, concurrency])
+        """Run a level and judge it on everything measured there (a level run again is judged on both runs)."""
+        new = level_runs(self.run_level(concurrency))
+        before = self.measured.get(concurrency)
+        if before is not None:
+            new = LevelRuns(before.blocks + new.blocks, before.refused or new.refused)
+        self.measured[concurrency] = new
+        step = judge_level(concurrency, new, self.slo, seed=[self.seed, concurrency, len(new.blocks)])
+        if before is not None:
+            step = replace(step, note="; ".join(filter(None, [f"{len(new.blocks)} runs", step.note])))
         below = [s for s in self.steps if s.concurrency < concurrency]
         if below and saturated(max(below, key=lambda s: s.concurrency), step):
             step = replace(step, saturated=True)
@@ -422,6 +441,9 @@ def find_capacity(
         )  # fmt: skip
 
     first = search.probe(start)
+    if first.verdict == UNCERTAIN and search.left > 1:
+        # The first run is the shortest (fewest streams), so the likeliest to straddle: measure it once more.
+        first = search.probe(start)
     if not first.held:
         return result(None, f"the first level c={start} did not hold ({first.verdict})")
     low, high = first, None

@@ -273,7 +273,9 @@ def _goodput(
     (inconclusive, never a pass) when a side recorded no per-request outcomes."""
     difference = goodput_difference(base, cand, slo, rng=rng)
     se = math.nan if difference.missing else difference.se
-    return _Raw(GOODPUT, "share", level, difference.baseline, difference.candidate, se, False, margin, difference.missing)
+    return _Raw(
+        GOODPUT, "share", level, difference.baseline, difference.candidate, se, False, margin, difference.missing
+    )
 
 
 def _raw_level(

@@ -28,7 +28,9 @@ def add_capacity_arguments(bench: argparse.ArgumentParser) -> None:
     bench.add_argument(
         "--max-concurrency", type=int, default=1024, help="with --find-capacity: the highest level (default: 1024)"
     )
-    bench.add_argument("--max-runs", type=int, default=8, help="with --find-capacity: at most this many runs (default: 8)")
+    bench.add_argument(
+        "--max-runs", type=int, default=8, help="with --find-capacity: at most this many runs (default: 8)"
+    )
     bench.add_argument(
         "--price-per-hour", type=float, help="with --find-capacity: USD per instance hour, for $ per 1M output tokens"
     )
@@ -200,7 +202,9 @@ def _report(result: Any, price: float | None) -> int:
         lines.append(f"${cost:.2f} per 1M output tokens at ${price:g}/h, one instance at that load")
     client = [s for s in result.steps if s.verdict == "client-bound" and s.concurrency > result.capacity]
     if client:
-        lines.append(f"[yellow]warning:[/] client-bound at {', '.join(f'c={s.concurrency} ({s.note})' for s in client)}")
+        lines.append(
+            f"[yellow]warning:[/] client-bound at {', '.join(f'c={s.concurrency} ({s.note})' for s in client)}"
+        )
     for line in lines:
         console.print(line, highlight=False)
     if not result.resolved:

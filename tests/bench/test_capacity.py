@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from optigate.bench.capacity import (
-    CapacityResult,
     CLIENT_BOUND,
     FAILS,
     HOLDS,
     UNCERTAIN,
+    CapacityResult,
     LevelRuns,
     find_capacity,
     goodput_cell,
@@ -296,3 +296,21 @@ def test_the_first_level_failing_exits_3(capsys):
     with emulator_process(EMULATOR) as url:
         assert _find(url, "--slo", "p99_ttft_ms=5") == 3
     assert "c=1 did not hold" in capsys.readouterr().err.replace("\n", " ")
+
+
+def test_a_straddling_first_level_is_measured_once_more_and_judged_on_both_runs():
+    calls: list[int] = []
+
+    def run(c: int) -> RunSamples:
+        calls.append(c)
+        # The first run of c=1 has one stalled request: 300 requests bound the p99 by their largest, the stall; the
+        # 600 of both runs by their second largest.
+        measured = level(c, 100.0, load_ms=8.0 * c, seed=[len(calls), c], requests=300)
+        if len(calls) == 1:
+            measured.ttft_ms[0] = 700.0
+        return measured
+
+    result = find_capacity(run, Slo(p99_ttft_ms=650), max_runs=4)
+    assert calls[:2] == [1, 1]
+    assert result.steps[0].verdict == UNCERTAIN and result.steps[1].held and "2 runs" in result.steps[1].note
+    assert result.capacity is not None and result.capacity > 1
