@@ -26,13 +26,14 @@ a hold stands (with a note), but a level that did not hold is client-bound: the 
 is saturated (the server only queues the extra load). The search stops there: if the SLO still held, that level is
 reported as the capacity with the search's reason ("saturated"); more concurrency would only add waiting.
 
-**The search** (:func:`find_capacity`): a first level that straddles the budget is run once more and judged on
-both runs (the first run has the fewest streams, so the fewest requests); then bracket upward from ``start`` (x4,
-or the extrapolated crossing of the budget once two levels held, within 1.25x-4x), until a level does not hold;
-then narrow the bracket ``[last holding, first not holding)`` by interpolating where the upper ends cross the
-budgets (aimed just below after a failure, just above after a success), falling back to the geometric midpoint
-when interpolation stalls or when a level failed far beyond its budget (a cliff: e.g. requests queueing for batch
-slots). It stops when the bracket is within ``tolerance`` (10 %), or after ``max_runs`` runs.
+**The search** (:func:`find_capacity`): bracket upward from ``start`` (x4, or the extrapolated crossing of the
+budget once two levels held, within 1.25x-4x) until a level does not hold; then narrow the bracket ``[last
+holding, first not holding)`` by interpolating where the upper ends cross the budgets (aimed just below after a
+failure, just above after a success), falling back to the geometric midpoint when interpolation stalls or when a
+level failed far beyond its budget (a cliff: e.g. requests queueing for batch slots). It stops when the bracket is
+within ``tolerance`` (10 %), or after ``max_runs`` runs. A first level that straddles the budget is run once more
+and judged on both runs (the first run has the fewest streams, so the fewest requests); a client-bound level is
+run once more on its own while runs remain (a busy machine's hiccup should not end the search).
 """
 
 from __future__ import annotations
@@ -388,10 +389,11 @@ class _Search:
     steps: list[Step] = field(default_factory=list)
     measured: dict[int, LevelRuns] = field(default_factory=dict)
 
-    def probe(self, concurrency: int) -> Step:
-        """Run a level and judge it on everything measured there (a level run again is judged on both runs)."""
+    def probe(self, concurrency: int, fresh: bool = False) -> Step:
+        """Run a level and judge it on everything measured there (a level run again is judged on both runs), or on
+        this run alone when `fresh`."""
         new = level_runs(self.run_level(concurrency))
-        before = self.measured.get(concurrency)
+        before = None if fresh else self.measured.get(concurrency)
         if before is not None:
             new = LevelRuns(before.blocks + new.blocks, before.refused or new.refused)
         self.measured[concurrency] = new
@@ -404,6 +406,14 @@ class _Search:
         self.steps.append(step)
         if self.on_step is not None:
             self.on_step(step)
+        return step
+
+    def measure(self, concurrency: int) -> Step:
+        """A new level; client-bound, it is run once more on its own while runs remain (a busy machine's hiccup
+        should not end the search; the new run must hold by itself)."""
+        step = self.probe(concurrency)
+        if step.verdict == CLIENT_BOUND and self.left > 0:
+            step = self.probe(concurrency, fresh=True)
         return step
 
     @property
@@ -455,7 +465,7 @@ def find_capacity(
             return result(low, f"held at the maximum concurrency searched ({max_concurrency})")
         if search.left <= 0:
             return result(low, f"run budget spent ({max_runs}) before a level failed")
-        step = search.probe(_next_up(low.concurrency, held, max_concurrency))
+        step = search.measure(_next_up(low.concurrency, held, max_concurrency))
         if step.held:
             low = step
             held.append(step)
@@ -467,7 +477,7 @@ def find_capacity(
         if search.left <= 0:
             return result(low, f"run budget spent ({max_runs}); bracket [{low.concurrency}, {high.concurrency})")
         stalled = len(moves) >= 2 and moves[-1] == moves[-2]
-        step = search.probe(_next_between(low, high, last_held, stalled))
+        step = search.measure(_next_between(low, high, last_held, stalled))
         last_held = step.held
         moves.append(step.held)
         if step.held:

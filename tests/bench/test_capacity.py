@@ -314,3 +314,18 @@ def test_a_straddling_first_level_is_measured_once_more_and_judged_on_both_runs(
     assert calls[:2] == [1, 1]
     assert result.steps[0].verdict == UNCERTAIN and result.steps[1].held and "2 runs" in result.steps[1].note
     assert result.capacity is not None and result.capacity > 1
+
+
+def test_a_client_bound_level_is_run_once_more_on_its_own():
+    """The machine hiccups during the first run at c=16: the second run, clean, decides the level by itself."""
+    calls: list[int] = []
+
+    def run(c: int) -> LevelRuns:
+        calls.append(c)
+        hiccup = c == 16 and calls.count(16) == 1
+        return LevelRuns((linear(c, [len(calls), c]),), "the client lagged" if hiccup else None)
+
+    result = find_capacity(run, Slo(p99_ttft_ms=800), max_runs=4)
+    assert calls == [1, 4, 16, 16]
+    verdicts = [(s.concurrency, s.verdict) for s in result.steps]
+    assert verdicts[2:] == [(16, CLIENT_BOUND), (16, HOLDS)] and result.capacity == 16
