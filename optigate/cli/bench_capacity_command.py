@@ -32,7 +32,9 @@ def add_capacity_arguments(bench: argparse.ArgumentParser) -> None:
         "--max-runs", type=int, default=8, help="with --find-capacity: at most this many runs (default: 8)"
     )
     bench.add_argument(
-        "--price-per-hour", type=float, help="with --find-capacity: USD per instance hour, for $ per 1M output tokens"
+        "--price-per-hour",
+        type=float,
+        help="with --find-capacity: USD per instance hour, for $ per 1M output tokens (default: none)",
     )
     bench.add_argument(
         "--instance-type",
