@@ -12,9 +12,16 @@ tokens per block, 3 blocks per side, everything compared as one family by
     correctly: some delta of the changed metric `better` and no delta anywhere `worse`: target
     >= 95 %. Also printed: the changed metric's p50 `better` at every level, and wrong-direction
     labels.
+(d) with `--slo` (e.g. p99_ttft_ms=240, near the simulated server's p99 TTFT of 239 ms, where goodput and the
+    SLO's verdicts are most fragile): (a) with goodput compared too (optigate.bench.compare with the SLO), and the
+    A/A share of pairs whose capacity at the gate's levels differs (the highest level up to which every level
+    holds the SLO by optigate.bench.capacity.judge_level's interval rule) is lower for the candidate, and the share
+    where some level holds for the baseline and fails (lower end over the budget) for the candidate: a gate's
+    "carries less within the SLO" should be read off the second (target <= 5 %). Also (b) with goodput, when not
+    skipped.
 
     python benchmarks/verdict_calibration.py [--pairs 200] [--ab-pairs 100] [--real-pairs 10]
-        [--drift 0.02] [--blocks 3] [--per-slot 4] [--skip-real]
+        [--drift 0.02] [--blocks 3] [--per-slot 4] [--skip-real] [--slo p99_ttft_ms=240,p99_itl_ms=25]
 
 `--drift` above the comparison's assumed run-to-run drift (2 %) shows what happens when the assumption
 is wrong: at 4 % the A/A share rose to 16 % (three blocks cannot show drift they happen not to have).
@@ -34,7 +41,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout: optigate, and tests/fixtures
 
-from optigate.bench.compare import Delta, compare_levels
+from optigate.bench.capacity import judge_level
+from optigate.bench.compare import GOODPUT, Delta, compare_levels
+from optigate.bench.goodput import Slo
 from optigate.bench.metrics import RunSamples
 from optigate.bench.throughput import RUN_TO_RUN_DRIFT_PCT
 from tests.fixtures.simulated_blocks import GATE_BLOCKS, GATE_LEVELS, Shape, simulated_side
@@ -61,19 +70,73 @@ def labelled(deltas: Sequence[Delta]) -> list[Delta]:
     return [d for d in deltas if d.verdict in ("better", "worse")]
 
 
-def simulate(pairs: int, baseline: Shape, candidate: Shape, args: argparse.Namespace, seed: int) -> list[list[Delta]]:
+def with_outcomes(side: Side) -> Side:
+    """Per-request outcomes (goodput's input) for simulated blocks, from their TTFT and TPOT samples."""
+    for blocks in side.values():
+        for block in blocks:
+            block.outcomes = list(zip(block.ttft_ms, block.tpot_ms, strict=True))
+    return side
+
+
+def capacity_level(side: Side, slo: Slo) -> tuple[int, dict[int, str]]:
+    """The highest level up to which every level holds the SLO (0: not even the first), and each level's verdict."""
+    verdicts = {level: judge_level(level, side[level], slo).verdict for level in sorted(side)}
+    carried = 0
+    for level, verdict in verdicts.items():
+        if verdict != "holds":
+            break
+        carried = level
+    return carried, verdicts
+
+
+def simulate(
+    pairs: int,
+    baseline: Shape,
+    candidate: Shape,
+    args: argparse.Namespace,
+    seed: int,
+    slo: Slo | None = None,
+    capacities: list[tuple[tuple[int, dict[int, str]], tuple[int, dict[int, str]]]] | None = None,
+) -> list[list[Delta]]:
     out = []
     for pair in range(pairs):
         side = {"blocks": args.blocks, "per_slot": args.per_slot, "levels": GATE_LEVELS}
-        base = simulated_side(baseline, seed=seed + 2 * pair, **side)
-        cand = simulated_side(candidate, seed=seed + 2 * pair + 1, **side)
-        out.append(compare_levels(base, cand, seed=pair))
+        base = with_outcomes(simulated_side(baseline, seed=seed + 2 * pair, **side))
+        cand = with_outcomes(simulated_side(candidate, seed=seed + 2 * pair + 1, **side))
+        out.append(compare_levels(base, cand, seed=pair, slo=slo))
+        if slo is not None and capacities is not None:
+            capacities.append((capacity_level(base, slo), capacity_level(cand, slo)))
     return out
+
+
+def report_capacity(name: str, capacities: list) -> None:
+    """Two rules for "the candidate carries less": its capacity (levels held in a row) is lower, or (established)
+    at some level the baseline holds (upper end within the budget) and the candidate fails (lower end over it)."""
+    lower = sum(cand < base for (base, _), (cand, _) in capacities)
+    print(share_line(f"{name}: A/A pairs, candidate capacity lower", lower, len(capacities), "<= 5 %"))
+    established = sum(
+        any(bv[level] == "holds" and cv[level] == "fails" for level in bv) for (_, bv), (_, cv) in capacities
+    )
+    print(
+        share_line(
+            f"{name}: A/A pairs, a level the baseline holds and the candidate fails", established, len(capacities),
+            "<= 5 %",
+        )
+    )  # fmt: skip
+    differ = sum(cand != base for (base, _), (cand, _) in capacities)
+    seen: dict[int, int] = {}
+    for (base, _), _ in capacities:
+        seen[base] = seen.get(base, 0) + 1
+    print(f"  capacities differ in {differ}/{len(capacities)}; baseline capacity counts {dict(sorted(seen.items()))}")
 
 
 def report_aa(name: str, results: list[list[Delta]]) -> None:
     flagged = [deltas for deltas in results if labelled(deltas)]
     print(share_line(f"{name}: A/A pairs with any better/worse", len(flagged), len(results), "<= 5 %"))
+    goodput = [deltas for deltas in results if any(d.metric == GOODPUT for d in deltas)]
+    if goodput:
+        hits = sum(any(d.metric == GOODPUT for d in labelled(deltas)) for deltas in goodput)
+        print(share_line(f"{name}: A/A pairs with goodput better/worse", hits, len(goodput), "<= 5 %"))
     total = sum(len(deltas) for deltas in results)
     words: dict[str, int] = {}
     for deltas in results:
@@ -109,7 +172,7 @@ def report_ab(name: str, metric: str, results: list[list[Delta]]) -> bool:
     return hits / len(results) >= 0.95
 
 
-def real_pairs(pairs: int) -> list[list[Delta]]:
+def real_pairs(pairs: int, slo: Slo | None = None) -> list[list[Delta]]:
     """A/A on two identical emulator processes, blocks interleaved A B A B A B."""
     from optigate.bench.client import Target
     from optigate.bench.emulator_process import emulator_process
@@ -141,7 +204,7 @@ def real_pairs(pairs: int) -> list[list[Delta]]:
                 for side, url in zip(sides, (first, second), strict=True):
                     for level, run in run_loop(one_block(url)).items():
                         side.setdefault(level, []).append(run)
-            results.append(compare_levels(sides[0], sides[1], seed=pair))
+            results.append(compare_levels(sides[0], sides[1], seed=pair, slo=slo))
             print(f"  real pair {pair + 1}/{pairs}: {len(labelled(results[-1]))} better/worse", flush=True)
     return results
 
@@ -163,8 +226,10 @@ def main() -> None:
     parser.add_argument("--per-slot", type=int, default=4, help="requests per stream per block (at least 32)")
     parser.add_argument("--skip-real", action="store_true", help="skip (b)")
     parser.add_argument("--skip-aa", action="store_true", help="skip (a) and (b): power only")
-    parser.add_argument("--changes", default="itl,ttft", help="A/B changes to try: itl, ttft or both")
+    parser.add_argument("--changes", default="itl,ttft", help="A/B changes to try: itl, ttft or both (or none)")
+    parser.add_argument("--slo", help="(d): compare goodput at this SLO too, and capacity per side (default: none)")
     args = parser.parse_args()
+    slo = Slo.parse(args.slo) if args.slo else None
     shape = Shape(drift=args.drift)
     print(
         f"levels {list(GATE_LEVELS)}, {args.blocks} blocks per side, max(32, {args.per_slot} x c) requests "
@@ -176,8 +241,16 @@ def main() -> None:
         aa = timed("simulated A/A", lambda: simulate(args.pairs, shape, shape, args, seed=1_000))
         report_aa("(a) simulated", aa)
     if not (args.skip_aa or args.skip_real):
-        real = timed("real emulator A/A", lambda: real_pairs(args.real_pairs))
+        real = timed("real emulator A/A", lambda: real_pairs(args.real_pairs, slo))
         report_aa("(b) real emulator", real)
+    if slo is not None and not args.skip_aa:
+        capacities: list = []
+        with_slo = timed(
+            "simulated A/A with the SLO",
+            lambda: simulate(args.pairs, shape, shape, args, seed=1_000, slo=slo, capacities=capacities),
+        )
+        report_aa(f"(d) simulated, {slo.text()}", with_slo)
+        report_capacity(f"(d) simulated, {slo.text()}", capacities)
     changes = args.changes.split(",")
     if "itl" in changes:
         itl = timed("A/B ITL", lambda: simulate(args.ab_pairs, shape, replace(shape, itl_ms=13.5), args, seed=50_000))

@@ -58,6 +58,11 @@ the interval and the estimate. Equivalence needs no correction (calling noise "e
 the error the gate guards against), but it is read off the same interval, which only makes it more
 cautious.
 
+**Goodput** (only when the caller passes an SLO, :mod:`optigate.bench.goodput`): the share of requests that met
+it, higher is better, one more delta per level in the same Holm family, its SE from the two-level resampling of
+each side's per-request met flags (floored by the assumed drift, as every delta), inconclusive when a side recorded
+no per-request outcomes. Without an SLO the deltas are exactly those of before.
+
 Calibration (``benchmarks/verdict_calibration.py``) measures the A/A false-alarm rate and the
 power on a true 10 % change at the gate's default sample sizes.
 """
@@ -73,6 +78,7 @@ from typing import Any
 import numpy as np
 
 from optigate import stats
+from optigate.bench.goodput import Slo, goodput_difference
 from optigate.bench.metrics import RunSamples
 from optigate.bench.throughput import (
     MIN_THROUGHPUT_BUCKETS,
@@ -84,6 +90,8 @@ from optigate.jsonsafe import json_safe
 from optigate.judge import Direction, Outcome, compare_change
 
 METRICS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
+#: Goodput's metric name: the share of requests that met the SLO (compared only when the caller passes one).
+GOODPUT = "goodput_share"
 QUANTILES = (50, 90, 99)
 #: Family-wise error rate of better/worse claims across everything one call compares.
 FAMILY_ALPHA = 0.05
@@ -258,8 +266,24 @@ def _throughput(base: Sequence[RunSamples], cand: Sequence[RunSamples], level: i
     return raw(difference.baseline, difference.candidate, difference.se)
 
 
+def _goodput(
+    base: Sequence[RunSamples], cand: Sequence[RunSamples], level: int, margin: float, slo: Slo, rng: Any
+) -> _Raw:
+    """The goodput share (higher is better), its SE from the two-level resampling of each side's met flags; no SE
+    (inconclusive, never a pass) when a side recorded no per-request outcomes."""
+    difference = goodput_difference(base, cand, slo, rng=rng)
+    se = math.nan if difference.missing else difference.se
+    return _Raw(
+        GOODPUT, "share", level, difference.baseline, difference.candidate, se, False, margin, difference.missing
+    )
+
+
 def _raw_level(
-    baseline: Sequence[RunSamples], candidate: Sequence[RunSamples], margin_pct: MarginLike, rng: Any
+    baseline: Sequence[RunSamples],
+    candidate: Sequence[RunSamples],
+    margin_pct: MarginLike,
+    rng: Any,
+    slo: Slo | None = None,
 ) -> list[_Raw]:
     if not baseline or not candidate:
         raise ValueError("each side needs at least one block (run)")
@@ -271,6 +295,8 @@ def _raw_level(
     for metric in METRICS:
         raws += _latency(metric, baseline, candidate, level, margin_for(margin_pct, metric), rng)
     raws.append(_throughput(baseline, candidate, level, margin_for(margin_pct, THROUGHPUT), rng))
+    if slo is not None:
+        raws.append(_goodput(baseline, candidate, level, margin_for(margin_pct, GOODPUT), slo, rng))
     # A few blocks cannot show drift they happen not to have had: assume at least the usual amount.
     for raw in raws:
         if math.isfinite(raw.se):
@@ -349,15 +375,17 @@ def compare_blocks(
     *,
     margin_pct: MarginLike = DEFAULT_MARGIN_PCT,
     seed: int = 0,
+    slo: Slo | None = None,
 ) -> list[Delta]:
-    """Every metric at one concurrency level, each side measured in one or more blocks (runs).
+    """Every metric at one concurrency level, each side measured in one or more blocks (runs); with ``slo``,
+    the goodput share too (:data:`GOODPUT`).
 
     Holm's control covers the deltas of this level only; use :func:`compare_levels` to compare
     several levels as one family. Raises ValueError when a side has no block or the blocks'
     concurrency differs.
     """
     rng = stats.generator(seed)
-    return holm_verdicts(_raw_level(baseline, candidate, margin_pct, rng))
+    return holm_verdicts(_raw_level(baseline, candidate, margin_pct, rng, slo))
 
 
 def compare_levels(
@@ -366,15 +394,17 @@ def compare_levels(
     *,
     margin_pct: MarginLike = DEFAULT_MARGIN_PCT,
     seed: int = 0,
+    slo: Slo | None = None,
 ) -> list[Delta]:
-    """Every level both sides measured, as one family: the multiplicity control spans them all.
+    """Every level both sides measured, as one family: the multiplicity control spans them all (with ``slo``,
+    the goodput share of each level is one more delta of the family).
 
     A level only one side measured is left out (the gate's coverage check reports it).
     """
     rng = stats.generator(seed)
     raws: list[_Raw] = []
     for level in sorted(set(baseline) & set(candidate)):
-        raws += _raw_level(baseline[level], candidate[level], margin_pct, rng)
+        raws += _raw_level(baseline[level], candidate[level], margin_pct, rng, slo)
     return holm_verdicts(raws)
 
 
@@ -426,11 +456,12 @@ def compare_results(
     *,
     margin_pct: MarginLike = DEFAULT_MARGIN_PCT,
     seed: int = 0,
+    slo: Slo | None = None,
 ) -> list[Delta]:
     """Every concurrency level the result files of both sides measured (each file is one block)."""
     base = [baseline] if isinstance(baseline, dict) else list(baseline)
     cand = [candidate] if isinstance(candidate, dict) else list(candidate)
-    return compare_levels(levels_of(base), levels_of(cand), margin_pct=margin_pct, seed=seed)
+    return compare_levels(levels_of(base), levels_of(cand), margin_pct=margin_pct, seed=seed, slo=slo)
 
 
 #: What a workload is, as `optigate bench --json` records it under "load".

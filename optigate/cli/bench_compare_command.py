@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
 from optigate.cli.errors import CliError, UsageError
 from optigate.cli.output import console, write_json
 from optigate.cli.parser import RawHelpFormatter
+
+if TYPE_CHECKING:  # numpy stays out of `optigate --help`
+    from optigate.bench.goodput import Slo
 
 COMPARE_EXIT_CODES = """exit codes:
   0  no metric is worse (and, with --decide, every decided metric is better or equivalent)
@@ -73,6 +77,17 @@ def _margins(args: argparse.Namespace) -> float | dict[str, float]:
         except ValueError as error:
             raise UsageError(f"--margin {item!r}: expected METRIC=PERCENT, e.g. itl_ms=5") from error
     return margins
+
+
+def _slo(text: str | None) -> Slo | None:
+    from optigate.bench.goodput import Slo
+
+    if not text:
+        return None
+    try:
+        return Slo.parse(text)
+    except ValueError as error:
+        raise UsageError(f"--slo {text}: {error}") from error
 
 
 def _decided(deltas: list, spec: str | None) -> list:
@@ -154,7 +169,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
         raise CliError(f"cannot judge: the client shaped the load in {refused[0]}", exit_code=3)
     base_levels = levels_of([data for _, data in baselines])
     cand_levels = levels_of([data for _, data in candidates])
-    deltas = compare_levels(base_levels, cand_levels, margin_pct=_margins(args))
+    deltas = compare_levels(base_levels, cand_levels, margin_pct=_margins(args), slo=_slo(args.slo))
     if not deltas:
         raise UsageError(
             f"the two sides share no concurrency level (baseline {sorted(base_levels)}, candidate "
@@ -254,5 +269,10 @@ def add_compare_parser(subcommands: argparse._SubParsersAction) -> None:
         nargs=2,
         metavar=("BASELINE", "CANDIDATE"),
         help="the sides' names in the report (default: each side's --label, else its endpoint; files' names if alike)",
+    )
+    compare_parser.add_argument(
+        "--slo",
+        help="compare goodput too: the share of requests within these budgets, e.g. p99_ttft_ms=800,p99_itl_ms=60"
+        " (metric goodput_share, higher is better; default: not compared)",
     )
     compare_parser.add_argument("--json", help="write the deltas here (default: not written)")
