@@ -1,0 +1,122 @@
+"""Benchmark workload rules: the gate's captured-traffic workload (gate.benchmark.workload) and its synthetic length
+distributions (gate.benchmark.synthetic), and, across files, the data capture a captured workload reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from optigate.config.models import (
+    PERCENTILES_ORDERED,
+    EnvironmentsFile,
+    LengthPercentiles,
+    TeamConfig,
+)
+from optigate.config.rules.cross_file import effective_overrides
+from optigate.config.rules.registry import PathT, Problem, rule
+
+ONE_WORKLOAD = rule("OG460", "gate.benchmark.workload or gate.benchmark.synthetic, not both")
+PERCENTILES_IN_ORDER = rule(
+    "OG461", "a length distribution's p90 is at least its p50 (model validator)", model_message=PERCENTILES_ORDERED
+)
+SHARED_PREFIX_FITS = rule("OG462", "a synthetic shared prefix has a length, shorter than every prompt")
+CAPTURE_REPLAYABLE = rule("OG620", "a benchmark workload from data capture has a capture the workers read")
+
+BENCHMARK: PathT = ("gate", "benchmark")
+#: The request bodies optigate.bench.capture reads: LMI {inputs, parameters}, OpenAI chat (messages) and completions
+#: (prompt). ShareGPT is a dataset format, not a request an endpoint receives.
+REPLAYABLE_FORMATS = ("openai_chat", "openai_completions", "lmi")
+
+
+def workload_problems(team: TeamConfig) -> list[Problem]:
+    benchmark = team.gate.benchmark
+    problems: list[Problem] = []
+    if benchmark.workload is not None and benchmark.synthetic is not None:
+        problems.append(
+            Problem(
+                (*BENCHMARK, "synthetic"),
+                "the benchmark sends either the captured workload or a synthetic one: remove `synthetic` (a captured "
+                "workload brings its own lengths), or `workload`",
+                ONE_WORKLOAD,
+            )
+        )
+    synthetic = benchmark.synthetic
+    if synthetic is None:
+        return problems
+    path = (*BENCHMARK, "synthetic")
+    if synthetic.shared_prefix_pct > 0 and synthetic.prefix_tokens == 0:
+        problems.append(
+            Problem(
+                (*path, "prefix_tokens"),
+                f"{synthetic.shared_prefix_pct:g} % of requests share a prefix, but prefix_tokens is 0: say how long "
+                "the common prefix is (e.g. a system prompt's tokens)",
+                SHARED_PREFIX_FITS,
+            )
+        )
+    elif synthetic.prefix_tokens > 0 and synthetic.shared_prefix_pct == 0:
+        problems.append(
+            Problem(
+                (*path, "shared_prefix_pct"),
+                "a prefix length without a share of requests that use it has no effect: set shared_prefix_pct",
+                SHARED_PREFIX_FITS,
+            )
+        )
+    elif synthetic.prefix_tokens > 0:
+        prompts = synthetic.prompt_tokens if synthetic.prompt_tokens is not None else benchmark.prompt_tokens
+        shortest = shortest_length(prompts)
+        if synthetic.prefix_tokens >= shortest:
+            problems.append(
+                Problem(
+                    (*path, "prefix_tokens"),
+                    f"the shared prefix ({synthetic.prefix_tokens:,} tokens) must be shorter than every prompt "
+                    f"(the shortest is {shortest:,}): a request is its prefix plus its own text",
+                    SHARED_PREFIX_FITS,
+                )
+            )
+    return problems
+
+
+def shortest_length(lengths: int | list[int] | LengthPercentiles) -> int:
+    """The shortest length a distribution can draw (a log-normal's lower tail: its median over 8, at least 1, as
+    optigate.deployment.gate_workload.length_values cuts it)."""
+    if isinstance(lengths, int):
+        return lengths
+    if isinstance(lengths, list):
+        return min(lengths)
+    return max(1, lengths.p50 // 8)
+
+
+def capture_replay_problems(environments: EnvironmentsFile, teams: Mapping[str, TeamConfig]) -> list[Problem]:
+    """A team whose gate benchmarks with its data capture needs, in every environment its gate runs in, a capture
+    (both capture modes are always on: optigate.constructs.data_capture) in a request format the workers read. Either
+    encryption is readable: the workers are granted kms:Decrypt of the endpoint's capture key."""
+    problems: list[Problem] = []
+    for index, environment in enumerate(environments.environments):
+        for name, team in teams.items():
+            workload = team.gate.benchmark.workload
+            if not team.gate.candidate or workload is None or workload.source != "data_capture":
+                continue
+            overrides = effective_overrides(team, environment)
+            capture = overrides.capture
+            own = environment.teams.get(name)
+            where = ("teams", name) if own is not None else ("overrides",)
+            if capture is None:
+                problems.append(
+                    Problem(
+                        ("environments", index, *where, "data_capture"),
+                        f"team '{name}' benchmarks its gate with its data capture, but {environment.name} captures "
+                        f"nothing: set data_capture: {{percentage: N}} for {name} in {environment.name}, or give "
+                        "gate.benchmark.workload.from an S3 URI of capture files",
+                        CAPTURE_REPLAYABLE,
+                    )
+                )
+            elif capture.request_format is not None and capture.request_format not in REPLAYABLE_FORMATS:
+                problems.append(
+                    Problem(
+                        ("environments", index, *where, "data_capture", "request_format"),
+                        f"team '{name}' replays its capture in {environment.name}, whose clients send "
+                        f"{capture.request_format}: the benchmark reads LMI {{inputs, parameters}} and OpenAI chat or "
+                        "completions bodies only",
+                        CAPTURE_REPLAYABLE,
+                    )
+                )
+    return problems
