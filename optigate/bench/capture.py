@@ -11,14 +11,32 @@ Record (https://docs.aws.amazon.com/sagemaker/latest/dg/model-monitor-data-captu
 
 Writing (the emulator and the rehearsal write what SageMaker writes) and reading (workloads from capture) live
 here, in one place.
+
+Reading follows what the service writes and what readers of it accept (ai-dynamo/aiperf
+src/aiperf/dataset/loader/sagemaker_data_capture.py @1acb369: JSON and BASE64 encodings, BASE64 when none is named,
+``max_tokens`` then ``max_completion_tokens``, ``endpointOutput`` optional since streamed responses are not captured;
+aws/sagemaker-python-sdk v2.257.6 tests/integ/test_model_quality_monitor.py writes ``inferenceTime`` as
+``%Y-%m-%dT%H:%M:%S.%f`` without a zone, which Model Monitor reads as UTC). The service itself stamps whole seconds
+(AWS's examples; aiperf's "known limitations"), so same-second records are spread evenly inside their second.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import hashlib
 import json
+import math
+import re
 import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+
+from optigate.evaluate.scoring import estimate_tokens
 
 CAPTURE_EVENT_VERSION = "0"
 
@@ -60,3 +78,324 @@ def capture_key(prefix: str, endpoint: str, variant: str, at: float, file_name: 
     """Where the service puts a capture file written at `at`: ``prefix/endpoint/variant/yyyy/mm/dd/hh/file``."""
     hour = time.strftime("%Y/%m/%d/%H", time.gmtime(at))
     return f"{prefix.strip('/')}/{endpoint}/{variant}/{hour}/{file_name}".lstrip("/")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading: capture files -> requests (record, requested output length, time), every unreadable line counted by reason
+
+
+@dataclass(frozen=True)
+class CapturedRequest:
+    """One captured invocation: when it arrived (epoch seconds), its prompt as a load record (``{"inputs": text}``
+    or ``{"messages": [...]}``), the output length the caller asked for (None: the server's default), an estimate
+    of its prompt's tokens (the response's ``usage.prompt_tokens`` when captured), its session (chat turns that
+    share their opening messages; None for single prompts) and where it was read (``file:line``)."""
+
+    at: float
+    record: dict[str, Any]
+    requested_tokens: int | None
+    prompt_tokens: int
+    session: str | None
+    where: str
+
+
+@dataclass(frozen=True)
+class CaptureRead:
+    """What a capture location held: the readable requests in arrival order, the count of lines skipped per reason
+    and how many capture files were read."""
+
+    requests: tuple[CapturedRequest, ...]
+    skipped: dict[str, int]
+    files: int
+
+
+#: Largest output length accepted from a body: anything above is a malformed value, not a request.
+MAX_REQUESTED_TOKENS = 1_000_000
+_HOUR_FOLDER = re.compile(r"(?:^|/)(\d{4})/(\d{2})/(\d{2})/(\d{2})/[^/]*$")
+
+
+class Skip(Exception):
+    """A capture line that cannot be a request; its message is the reason counted in ``CaptureRead.skipped``."""
+
+
+def read_capture(
+    source: str | Path,
+    *,
+    s3_client: Any = None,
+    window_days: float | None = None,
+    max_requests: int | None = None,
+    now: float | None = None,
+) -> CaptureRead:
+    """The requests captured under `source`: a ``.jsonl`` file, a folder or an ``s3://bucket/prefix`` walked
+    recursively (SageMaker's ``endpoint/variant/yyyy/mm/dd/hh/`` layout or any part of it). `window_days` keeps the
+    requests of the last days before `now`; `max_requests` keeps the newest ones (files are read newest first and
+    reading stops once enough are read). ValueError, naming the source and the top skip reasons, when none is
+    readable."""
+    if max_requests is not None and max_requests < 1:
+        raise ValueError(f"max_requests must be at least 1, got {max_requests}")
+    if window_days is not None and not (math.isfinite(window_days) and window_days > 0):
+        raise ValueError(f"window_days must be a positive number, got {window_days}")
+    since = None if window_days is None else (time.time() if now is None else now) - window_days * 86400
+    skipped: Counter[str] = Counter()
+    found: list[tuple[CapturedRequest, bool, int, int]] = []
+    files = 0
+    for name, lines in _capture_files(str(source), s3_client, since):
+        files += 1  # read newest first: -files orders the files oldest first
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                request, whole_second = parse_capture_line(line, f"{name}:{number}")
+            except Skip as skip:
+                skipped[str(skip)] += 1
+                continue
+            if since is not None and request.at < since:
+                skipped["before the window"] += 1
+                continue
+            found.append((request, whole_second, -files, number))
+        if max_requests is not None and len(found) >= max_requests:
+            break
+    if not found:
+        raise ValueError(_nothing_readable(str(source), files, skipped))
+    requests = _spread_whole_seconds(found)
+    if max_requests is not None:
+        requests = requests[-max_requests:]
+    return CaptureRead(requests=tuple(requests), skipped=dict(skipped), files=files)
+
+
+def _nothing_readable(source: str, files: int, skipped: Counter[str]) -> str:
+    if not files:
+        return f"{source}: no capture files (.jsonl) found"
+    reasons = ", ".join(f"{count} {reason}" for reason, count in skipped.most_common(3)) or "every file empty"
+    return f"{source}: no readable capture record in {files} file(s) ({reasons})"
+
+
+def _spread_whole_seconds(found: list[tuple[CapturedRequest, bool, int, int]]) -> list[CapturedRequest]:
+    """Arrival order, with records stamped to the same whole second placed evenly inside it: the k-th of n at
+    k/(n+1) of the second (the expected position of uniform arrivals), in the order they were written."""
+    found = sorted(found, key=lambda item: (item[0].at, item[2], item[3]))
+    same_second: Counter[float] = Counter(request.at for request, whole, _, _ in found if whole)
+    seen: Counter[float] = Counter()
+    placed = []
+    for request, whole, _, _ in found:
+        if whole:
+            seen[request.at] += 1
+            at = request.at + seen[request.at] / (same_second[request.at] + 1)
+            request = CapturedRequest(at, request.record, request.requested_tokens, request.prompt_tokens,
+                                      request.session, request.where)  # fmt: skip
+        placed.append(request)
+    return sorted(placed, key=lambda request: request.at)
+
+
+def _capture_files(source: str, s3_client: Any, since: float | None) -> Iterator[tuple[str, list[str]]]:
+    """(name, lines) of each capture file under `source`, newest first (SageMaker's keys sort by hour, then by
+    the time in the file name); files of hours wholly before `since` are not read."""
+    if source.startswith("s3://"):
+        bucket, _, prefix = source[len("s3://") :].partition("/")
+        if not bucket:
+            raise ValueError(f"{source}: expected s3://bucket/prefix")
+        if s3_client is None:
+            import boto3  # only a capture in S3 needs it
+
+            s3_client = boto3.client("s3")
+        keys = [
+            item["Key"]
+            for page in s3_client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            for item in page.get("Contents", [])
+            if item["Key"].endswith(".jsonl")
+        ]
+        for key in sorted(keys, reverse=True):
+            if not _hour_before(key, since):
+                yield f"s3://{bucket}/{key}", _lines(s3_client.get_object(Bucket=bucket, Key=key)["Body"].read())
+        return
+    path = Path(source)
+    if path.is_file():
+        yield str(path), _lines(path.read_bytes())
+        return
+    if not path.is_dir():
+        raise ValueError(f"{source}: no such file or folder")
+    for file in sorted(path.rglob("*.jsonl"), reverse=True):
+        if file.is_file() and not _hour_before(file.relative_to(path).as_posix(), since):
+            yield str(file), _lines(file.read_bytes())
+
+
+def _hour_before(key: str, since: float | None) -> bool:
+    """Whether `key` sits in an hour folder that ended before `since` (an hour of slack for late writes)."""
+    match = _HOUR_FOLDER.search(key)
+    if since is None or not match:
+        return False
+    try:
+        year, month, day, hour = (int(part) for part in match.groups())
+        start = datetime(year, month, day, hour, tzinfo=UTC).timestamp()
+    except ValueError:
+        return False
+    return start + 2 * 3600 <= since
+
+
+def _lines(raw: bytes) -> list[str]:
+    """Lines of a capture file; a line that is not UTF-8 stays in place (as an unreadable marker) so line numbers
+    hold."""
+    return [_utf8(line) for line in raw.split(b"\n")]
+
+
+_NOT_UTF8 = "\x00not utf-8"
+
+
+def _utf8(line: bytes) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return _NOT_UTF8
+
+
+def parse_capture_line(line: str, where: str) -> tuple[CapturedRequest, bool]:
+    """One capture line as a request and whether its time was stamped to a whole second; :class:`Skip` naming why
+    it cannot be one."""
+    if line == _NOT_UTF8:
+        raise Skip("not UTF-8")
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        raise Skip("not JSON") from None
+    if not isinstance(event, dict) or not isinstance(event.get("captureData"), dict):
+        raise Skip("not a capture record")
+    metadata = event.get("eventMetadata")
+    if not isinstance(metadata, dict) or "inferenceTime" not in metadata:
+        raise Skip("no inferenceTime")
+    at, whole_second = _inference_time(metadata["inferenceTime"])
+    captured = event["captureData"].get("endpointInput")
+    if not isinstance(captured, dict):
+        raise Skip("input not captured")
+    body = _decoded(captured)
+    output = event["captureData"].get("endpointOutput")
+    record, requested, text = _request(body)
+    return (
+        CapturedRequest(
+            at=at,
+            record=record,
+            requested_tokens=requested,
+            prompt_tokens=_usage_prompt_tokens(output) or estimate_tokens(text),
+            session=_session(record),
+            where=where,
+        ),
+        whole_second,
+    )
+
+
+def _inference_time(value: Any) -> tuple[float, bool]:
+    """Epoch seconds of an ``inferenceTime`` (ISO 8601; no zone means UTC, as Model Monitor reads it)."""
+    if not isinstance(value, str) or not 10 <= len(value) <= 64:
+        raise Skip("bad inferenceTime")
+    try:
+        stamp = datetime.fromisoformat(value)
+    except ValueError:
+        raise Skip("bad inferenceTime") from None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    try:
+        at = stamp.timestamp()
+    except (OverflowError, ValueError, OSError):
+        raise Skip("bad inferenceTime") from None
+    return at, stamp.microsecond == 0 and "." not in value and "," not in value
+
+
+def _decoded(captured: dict[str, Any]) -> dict[str, Any]:
+    """The request body of an ``endpointInput``: JSON text, or BASE64 of it (the service's default encoding)."""
+    data, encoding = captured.get("data"), captured.get("encoding", "BASE64")
+    if not isinstance(data, str):
+        raise Skip("no input data")
+    if encoding == "BASE64":
+        try:
+            data = base64.b64decode(data, validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            raise Skip("bad BASE64 input") from None
+    elif encoding != "JSON":
+        raise Skip(f"input encoding {str(encoding)[:20]} not JSON or BASE64")
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError):
+        raise Skip("input not JSON") from None
+    if not isinstance(body, dict):
+        raise Skip("input not a JSON object")
+    return body
+
+
+def _request(body: dict[str, Any]) -> tuple[dict[str, Any], int | None, str]:
+    """(load record, requested output tokens, prompt text) of an LMI, OpenAI chat or OpenAI completions body."""
+    if "messages" in body:
+        messages = body["messages"]
+        if not isinstance(messages, list) or not messages:
+            raise Skip("messages not a list of messages")
+        text = "\n".join(_message_text(message) for message in messages)
+        requested = _tokens(body, "max_completion_tokens", "max_tokens")
+        return {"messages": messages}, requested, text
+    if "inputs" in body:  # LMI (and TGI): {"inputs": text, "parameters": {"max_new_tokens": n}}
+        inputs = body["inputs"]
+        if not isinstance(inputs, str) or not inputs:
+            raise Skip("inputs not one prompt string")
+        parameters = body.get("parameters", {})
+        if not isinstance(parameters, dict):
+            raise Skip("parameters not an object")
+        return {"inputs": inputs}, _tokens(parameters, "max_new_tokens"), inputs
+    if "prompt" in body:  # OpenAI completions
+        prompt = body["prompt"]
+        if not isinstance(prompt, str) or not prompt:
+            raise Skip("prompt not one prompt string")
+        return {"inputs": prompt}, _tokens(body, "max_tokens"), prompt
+    raise Skip("no messages, inputs or prompt")
+
+
+def _message_text(message: Any) -> str:
+    if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+        raise Skip("message without a role")
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if content is None and message["role"] == "assistant":
+        return ""  # a tool-calling turn
+    if isinstance(content, list) and all(
+        isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str) for part in content
+    ):
+        return "\n".join(part["text"] for part in content)
+    raise Skip("message content other than text")
+
+
+def _tokens(fields: dict[str, Any], *names: str) -> int | None:
+    """The first of `names` present in `fields` as a whole number of tokens; Skip when malformed."""
+    for name in names:
+        if fields.get(name) is None:
+            continue
+        value = fields[name]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise Skip(f"{name} not a number")
+        if value != int(value) or not 1 <= value <= MAX_REQUESTED_TOKENS:
+            raise Skip(f"{name} not a whole number in 1..{MAX_REQUESTED_TOKENS}")
+        return int(value)
+    return None
+
+
+def _usage_prompt_tokens(output: Any) -> int | None:
+    """``usage.prompt_tokens`` of a captured OpenAI-style response (the server's own count), when there is one."""
+    if not isinstance(output, dict):
+        return None
+    try:
+        response = _decoded(output)
+    except Skip:
+        return None
+    usage = response.get("usage")
+    count = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else None
+
+
+def _session(record: dict[str, Any]) -> str | None:
+    """A chat's turns resend its opening (system and first user message): their hash names the session, so
+    sampling keeps a conversation whole. A digest, never the text."""
+    messages = record.get("messages")
+    if not messages:
+        return None
+    opening = []
+    for message in messages:
+        opening.append([message["role"], _message_text(message)])
+        if message["role"] == "user":
+            break
+    return hashlib.sha256(json.dumps(opening).encode()).hexdigest()[:16]
