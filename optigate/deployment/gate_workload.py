@@ -15,7 +15,7 @@ from statistics import NormalDist
 from typing import Any
 
 from optigate.config.limits import MAX_TOKENS
-from optigate.config.models import BenchmarkGate, LengthPercentiles
+from optigate.config.models import BenchmarkGate, LengthPercentiles, split_s3_uri
 
 #: The value count a {p50, p90} distribution becomes: its quantiles at (i + 0.5) / N, drawn uniformly by the workers.
 QUANTILES = 100
@@ -41,6 +41,15 @@ class CapturePlan:
     @property
     def from_capture(self) -> bool:
         return self.source == "data_capture"
+
+    @property
+    def data_location(self) -> tuple[str, str] | None:
+        """(bucket, key pattern) the workers read from an S3 source (one .jsonl file, or everything under a
+        prefix), None from data capture (the stack knows the capture's bucket)."""
+        if self.from_capture:
+            return None
+        bucket, key = split_s3_uri(self.source)
+        return bucket, key if key.endswith(".jsonl") else f"{key}*"
 
     @property
     def replayed(self) -> bool:

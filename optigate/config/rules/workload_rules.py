@@ -19,6 +19,7 @@ PERCENTILES_IN_ORDER = rule(
     "OG461", "a length distribution's p90 is at least its p50 (model validator)", model_message=PERCENTILES_ORDERED
 )
 SHARED_PREFIX_FITS = rule("OG462", "a synthetic shared prefix has a length, shorter than every prompt")
+REPLAY_THROUGHPUT = rule("OG463", "a replayed workload asks no throughput gain (its arrival rate is the recording's)")
 CAPTURE_REPLAYABLE = rule("OG620", "a benchmark workload from data capture has a capture the workers read")
 
 BENCHMARK: PathT = ("gate", "benchmark")
@@ -37,6 +38,17 @@ def workload_problems(team: TeamConfig) -> list[Problem]:
                 "the benchmark sends either the captured workload or a synthetic one: remove `synthetic` (a captured "
                 "workload brings its own lengths), or `workload`",
                 ONE_WORKLOAD,
+            )
+        )
+    if benchmark.workload is not None and benchmark.workload.kind == "replay" and benchmark.min_throughput_gain_pct > 0:
+        problems.append(
+            Problem(
+                (*BENCHMARK, "min_throughput_gain_pct"),
+                "a replay sends the recorded arrivals to both sides, so both deliver the same tokens/s while they keep "
+                f"up: a {benchmark.min_throughput_gain_pct:g} % gain cannot be shown. Set it to 0 or a negative "
+                "non-inferiority margin (e.g. -5) and judge the replay by its latency budgets, or use kind: sessions "
+                "(a closed loop at each level, where a faster candidate does deliver more)",
+                REPLAY_THROUGHPUT,
             )
         )
     synthetic = benchmark.synthetic

@@ -25,6 +25,7 @@ from optigate.constructs.gate import (
     proof,
     shadow,
     stages,
+    workload,
 )
 from optigate.constructs.gate.adapter_steps import check_adapter_archives, read_adapter_mix
 from optigate.constructs.gate.candidate import Stager, candidate_source
@@ -177,7 +178,7 @@ class OptimizationGate(Construct):
         )
 
         # ---- benchmark, evaluate, (mirror live traffic,) decide, record
-        benchmark = stages.benchmark_levels(self, plan, resources.fleet, cleanup)
+        benchmark = stages.benchmark_levels(self, plan, resources.fleet, cleanup, resources.workload_uri)
         evaluate = cleanup.guarded(
             sdk_task(
                 self,
@@ -225,9 +226,20 @@ class OptimizationGate(Construct):
             evaluate.next(decide)
         decide.next(proof.record_verdict(self, plan, self.group_name, bucket_name, cleanup))
 
-        # New adapter versions are checked before anything is created or paid for.
-        checked = check_adapter_archives(
-            self, plan, self.stager, cleanup, then=read_adapter_mix(self, plan, self.stager, cleanup, start_candidate)
+        # New adapter versions and a captured workload are checked before anything is created or paid for.
+        checked = workload.check_capture(
+            self,
+            plan,
+            resources.fleet,
+            cleanup,
+            resources.workload_uri,
+            then=check_adapter_archives(
+                self,
+                plan,
+                self.stager,
+                cleanup,
+                then=read_adapter_mix(self, plan, self.stager, cleanup, start_candidate),
+            ),
         )
         definition = sfn.Chain.start(start_run(self)).next(
             proof.unless_proven(self, plan, self.group_name, cleanup, checked)
