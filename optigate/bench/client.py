@@ -192,6 +192,15 @@ class Connection:
         )
         return protocol
 
+    async def connect(self, timeout: float) -> None:
+        """Open the connection now, before a schedule starts, so its first request does not pay the handshake on
+        the clock; a failure is left for that request to meet and report."""
+        if self._protocol is None or not self._protocol.open:
+            try:
+                self._protocol = await asyncio.wait_for(self._connect(), timeout)
+            except (OSError, TimeoutError):
+                self._protocol = None
+
     async def exchange(self, method: str, path: str, headers: dict[str, str], body: bytes, timeout: float) -> Exchange:
         if self._protocol is None or not self._protocol.open:
             try:

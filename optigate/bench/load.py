@@ -1,3 +1,4 @@
+# Over 400 lines: the three load models (closed, open, replay) share one run's bookkeeping and request order.
 """Load models: a closed loop at fixed concurrency in steady state, and an open Poisson loop.
 
 Closed loop: `concurrency` workers each send their next request as soon as the previous one
@@ -8,7 +9,14 @@ staggered across it; the probe and each worker's first request are warm-up and e
 Open loop: arrivals follow a Poisson process at `rate` requests/s, independent of completions
 (up to `concurrency` in flight, beyond which arrivals wait and the wait shows as queue time).
 
-Either stops after `requests` measured requests or after `duration_s` seconds of measurement.
+Replay: an open loop on a workload's recorded schedule (optigate.bench.workload): request i leaves at the
+start plus its offset, whatever is in flight (a connection per request in flight, opened as needed; `concurrency`
+of them opened before the start, so the first sends do not pay the handshake). No warm-up request: it would shift
+the schedule. Each request's body is prepared (rendered and signed) before its time, so the send itself is the only
+work at its time; its lag, `sent_at - scheduled_at`, is the schedule fidelity the runner judges.
+
+Any of them stops after `requests` measured requests or after `duration_s` seconds of measurement (a replay also
+at the end of its workload).
 Stopping early (Ctrl-C, a cancelled task) keeps every request that completed.
 
 Inference components (an adapter team's endpoint): each request goes to one component, in the order of
@@ -26,7 +34,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +42,14 @@ from optigate.bench.client import Connection, Exchange, StreamingClient, decode_
 from optigate.bench.metrics import RequestRecord
 from optigate.bench.payloads import DEFAULT_SCHEMA, check_stream
 from optigate.bench.workload import Workload
+
+LOAD_MODES = ("closed", "open", "replay")
+#: The default bound on a replay's p99 schedule lag (issue 27's acceptance: 5 ms at 100 requests/s on 2 cores).
+DEFAULT_MAX_LAG_MS = 5.0
+#: A replay starts this long after its connections are open, so the first send is not late by construction.
+REPLAY_LEAD_S = 0.05
+#: A replayed request is prepared (rendered, signed) at most this long before its time: SigV4 signatures age.
+PREPARE_AHEAD_S = 1.0
 
 PROMPT_WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "ran", "to", "see", "what", "was", "new")
 
@@ -159,7 +175,7 @@ class LoadSpec:
     # request schema (None: the mode's own, optigate.bench.payloads.DEFAULT_SCHEMA) and how the stream is read.
     engine_mode: str = "async"
     schema: str | None = None  # inputs | messages
-    mode: str = "closed"  # closed | open
+    mode: str = "closed"  # closed | open | replay (the workload's recorded schedule)
     rate: float | None = None  # open loop: requests per second
     warmup: bool = True
     seed: int = 0
@@ -169,27 +185,44 @@ class LoadSpec:
     # Requests with their own bodies and output lengths (and, replayed, their schedule) instead of
     # prompt_tokens/max_new_tokens/prompts (optigate.bench.workload).
     workload: Workload | None = None
+    # Replay: the p99 lag of sends behind their schedule beyond which the client, not the server, shaped the load
+    # and the run is refused (optigate.bench.runner.schedule_fidelity).
+    max_lag_ms: float = DEFAULT_MAX_LAG_MS
 
     def __post_init__(self) -> None:
         check_components(self.components)
         if self.schema is None:
             object.__setattr__(self, "schema", DEFAULT_SCHEMA.get(self.engine_mode))
         check_stream(self.engine_mode, self.request_schema)
-        if self.request_schema == "inputs" and any("messages" in record for record in self.prompts):
+        records = list(self.prompts) + [request.body for request in (self.workload.requests if self.workload else ())]
+        if self.request_schema == "inputs" and any("messages" in record for record in records):
             raise ValueError("chat (messages) prompt records need the messages schema")
+        if self.mode not in LOAD_MODES:
+            raise ValueError(f"load mode {self.mode!r}: expected one of {', '.join(LOAD_MODES)}")
+        if self.mode == "replay" and not (self.workload and self.workload.scheduled):
+            raise ValueError("a replay needs a workload with a recorded schedule (kind replay)")
+        if not (math.isfinite(self.max_lag_ms) and self.max_lag_ms > 0):
+            raise ValueError(f"max_lag_ms must be a positive number, got {self.max_lag_ms!r}")
 
     @property
     def request_schema(self) -> str:
         return str(self.schema)
 
     def body(self, index: int) -> bytes:
+        """The index-th request's body: the workload's requests (each with its own output length), the prompt
+        records, or a synthetic prompt, in order and cycling."""
+        if self.workload is not None:
+            request = self.workload.requests[index % len(self.workload.requests)]
+            return self._render(request.body, request.max_new_tokens)
         if self.prompts:
-            record = self.prompts[index % len(self.prompts)]
-            if "messages" in record:
-                return request_body("", self.max_new_tokens, "messages", {"messages": record["messages"]})
-            return request_body(record.get("inputs") or record["prompt"], self.max_new_tokens, self.request_schema)
+            return self._render(self.prompts[index % len(self.prompts)], self.max_new_tokens)
         prompt = synthetic_prompt(self.prompt_tokens, self.seed + index)
         return request_body(prompt, self.max_new_tokens, self.request_schema)
+
+    def _render(self, record: dict, max_new_tokens: int) -> bytes:
+        if "messages" in record:
+            return request_body("", max_new_tokens, "messages", {"messages": record["messages"]})
+        return request_body(record.get("inputs") or record["prompt"], max_new_tokens, self.request_schema)
 
 
 @dataclass
@@ -223,14 +256,26 @@ class _Run:
             return False
         return self.spec.requests is None or self.measured_issued < self.spec.requests
 
-    async def one(self, connection: Connection, scheduled_at: float, warmup: bool, counted: bool = False) -> None:
+    def prepare(self, index: int, warmup: bool) -> tuple[bytes, dict[str, str], ComponentShare | None]:
+        """The index-th request's body, signed headers and component (signing happens before the clock starts)."""
+        body = self.spec.body(index)
+        component = self._component(warmup)
+        headers = self.client.prepare(body, "application/jsonlines", component.name if component else None)
+        return body, headers, component
+
+    async def one(
+        self,
+        connection: Connection,
+        scheduled_at: float,
+        warmup: bool,
+        counted: bool = False,
+        prepared: tuple[bytes, dict[str, str], ComponentShare | None] | None = None,
+    ) -> None:
         index = self.issued
         self.issued += 1
         if not warmup and not counted:
             self.measured_issued += 1
-        body = self.spec.body(index)
-        component = self._component(warmup)
-        headers = self.client.prepare(body, "application/jsonlines", component.name if component else None)
+        body, headers, component = prepared or self.prepare(index, warmup)
         exchange = await self.client.invoke(connection, body, headers)
         # Decoding waits until the level ends: doing it here would stall the loop that is
         # timestamping every other stream's chunks.
@@ -336,6 +381,58 @@ class _Run:
             for connection in idle:
                 connection.close()
 
+    async def _wait(self, seconds: float) -> bool:
+        """Sleep `seconds` (nothing when not positive); False when the run was stopped meanwhile."""
+        if seconds > 0:
+            try:
+                await asyncio.wait_for(self.stop.wait(), seconds)
+            except TimeoutError:
+                pass
+        return not self.stop.is_set()
+
+    async def replay(self, start_at: Callable[[], Awaitable[float]] | None) -> None:
+        """Send the workload's requests on their offsets from a start time (epoch seconds from `start_at`, once the
+        connections are open: shards in other processes share it; default: now)."""
+        assert self.spec.workload is not None  # LoadSpec checks it
+        idle = [self.client.new_connection() for _ in range(self.spec.concurrency)]
+        await asyncio.gather(*(connection.connect(self.client.timeout) for connection in idle))
+        if start_at is None:
+            start = time.perf_counter() + REPLAY_LEAD_S
+        else:
+            start = await start_at() - (time.time() - time.perf_counter())
+        self.measure_start = start
+        tasks: set[asyncio.Task] = set()
+
+        async def send(scheduled: float, prepared: tuple[bytes, dict[str, str], ComponentShare | None]) -> None:
+            connection = idle.pop() if idle else self.client.new_connection()  # never waits for a slot
+            try:
+                await self.one(connection, scheduled, warmup=False, counted=True, prepared=prepared)
+            finally:
+                idle.append(connection)
+
+        try:
+            for index, request in enumerate(self.spec.workload.requests):
+                offset = float(request.offset_s or 0.0)
+                if self.spec.duration_s is not None and offset >= self.spec.duration_s:
+                    break
+                if not self._budget_left():
+                    break
+                scheduled = start + offset
+                if not await self._wait(scheduled - PREPARE_AHEAD_S - time.perf_counter()):
+                    break
+                prepared = self.prepare(index, warmup=False)
+                if not await self._wait(scheduled - time.perf_counter()):
+                    break
+                self.measured_issued += 1
+                task = asyncio.create_task(send(scheduled, prepared))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            for connection in idle:
+                connection.close()
+
 
 async def run_load(
     client: StreamingClient,
@@ -343,9 +440,13 @@ async def run_load(
     *,
     progress: Callable[[Exchange], None] | None = None,
     stop: asyncio.Event | None = None,
+    start_at: Callable[[], Awaitable[float]] | None = None,
 ) -> LoadResult:
     """Run one load level; cancelling it (or setting `stop`) returns what completed so far, and so
-    does a failure of the load itself (recorded as `error`): measured requests are never lost."""
+    does a failure of the load itself (recorded as `error`): measured requests are never lost.
+
+    `start_at` (replay only) is awaited once the connections are open and returns the schedule's start in epoch
+    seconds: shards of one replay in several processes start on one clock."""
     if spec.mode == "open" and not (spec.rate and spec.rate > 0):
         raise ValueError("the open loop needs a positive rate (requests per second)")
     run = _Run(client, spec, progress)
@@ -358,7 +459,10 @@ async def run_load(
     gc.collect()
     gc.disable()
     try:
-        await (run.closed() if spec.mode == "closed" else run.open())
+        if spec.mode == "replay":
+            await run.replay(start_at)
+        else:
+            await (run.closed() if spec.mode == "closed" else run.open())
     except asyncio.CancelledError:
         interrupted = True
     except Exception as failure:  # keep what was measured; the caller reports the failure
