@@ -16,6 +16,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from optigate.bench.capture import CaptureRead, read_capture
 from optigate.bench.workload import Workload, from_capture, shape, synthetic
 
@@ -57,6 +59,9 @@ def capture_workload(spec: dict[str, Any], *, until: float, s3_client: Any = Non
         read = read_capture(source, s3_client=s3_client, window_days=float(spec["window_days"]), now=until)
     except ValueError as error:
         raise CaptureUnavailable(str(error)) from None
+    except ClientError as error:  # no such bucket, access denied: the capture is not there to read
+        code = error.response.get("Error", {}).get("Code", "error")
+        raise CaptureUnavailable(f"{source}: {code} ({error})") from None
     # read_capture bounds the window's start only; records after `until` arrived after the check.
     kept = tuple(request for request in read.requests if request.at <= until)[-max_requests:]
     if not kept:

@@ -46,12 +46,17 @@ def split_spec(spec: LoadSpec, workers: int) -> list[LoadSpec]:
         # The first `requests` arrivals of the schedule, dealt: the budget is the whole level's.
         workload = Workload(workload.requests[: spec.requests], workload.kind, workload.source)
     if spec.mode != "replay" and spec.concurrency < workers:
-        raise ValueError(f"c={spec.concurrency} cannot be split over {workers} workers: give at most {spec.concurrency}")
+        raise ValueError(
+            f"c={spec.concurrency} cannot be split over {workers} workers: give at most {spec.concurrency}"
+        )
     if workload is not None and len(workload.requests) < workers:
         raise ValueError(f"a workload of {len(workload.requests)} requests cannot be dealt to {workers} workers")
     shards = []
     for shard in range(workers):
-        changes: dict[str, Any] = {"concurrency": max(1, _share(spec.concurrency, workers, shard)), "seed": spec.seed + shard}
+        changes: dict[str, Any] = {
+            "concurrency": max(1, _share(spec.concurrency, workers, shard)),
+            "seed": spec.seed + shard,
+        }
         if workload is not None:
             changes["workload"] = Workload(workload.requests[shard::workers], workload.kind, workload.source)
         if spec.mode == "replay":

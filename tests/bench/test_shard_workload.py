@@ -111,7 +111,7 @@ def test_a_capture_that_changed_inside_the_window_refuses_the_worker(tmp_path):
 
 def test_a_replay_longer_than_a_worker_may_run_is_refused_with_the_speedup_it_needs(tmp_path):
     write_capture(tmp_path, [START + 60 * i for i in range(25)])  # 24 minutes
-    with pytest.raises(ReplayTooLong, match="raise speedup to at least 2.0"):
+    with pytest.raises(ReplayTooLong, match=r"raise speedup to at least 2\.0"):
         check_capture(spec(tmp_path), now=NOW)
     assert check_capture(spec(tmp_path, speedup=2.0), now=NOW)["shape"]["duration_s"] == pytest.approx(720)
     # Sessions and distributions have no schedule: the level's closed loop sends them.

@@ -1,4 +1,4 @@
-"""gate.benchmark.workload and gate.benchmark.synthetic as the gate's plan carries them (optigate.deployment.gate_workload):
+"""gate.benchmark.workload and gate.benchmark.synthetic as the gate plan carries them (deployment.gate_workload):
 a replay is one run per block on the recorded schedule, sessions keep every level, the workload is part of the proof
 (fingerprint) but not of the thresholds, and {p50, p90} becomes values whose median and 90th percentile are those."""
 
@@ -12,7 +12,7 @@ from optigate.config.models import LengthPercentiles
 from optigate.deployment import load_resolved_project
 from optigate.deployment.gate_workload import QUANTILES, length_values
 from optigate.promote.lock import default_locks_dir
-from tests.conftest import CONFIG, edited_config
+from tests.conftest import edited_config
 
 BUDGET = "    p99_itl_ms_budget: 60\n"  # the last key of chat's gate.benchmark
 

@@ -46,7 +46,7 @@ def workload_problems(team: TeamConfig) -> list[Problem]:
                 (*BENCHMARK, "min_throughput_gain_pct"),
                 "a replay sends the recorded arrivals to both sides, so both deliver the same tokens/s while they keep "
                 f"up: a {benchmark.min_throughput_gain_pct:g} % gain cannot be shown. Set it to 0 or a negative "
-                "non-inferiority margin (e.g. -5) and judge the replay by its latency budgets, or use kind: sessions "
+                "non-inferiority margin (e.g. -20) and judge the replay by its latency budgets, or use kind: sessions "
                 "(a closed loop at each level, where a faster candidate does deliver more)",
                 REPLAY_THROUGHPUT,
             )

@@ -19,13 +19,13 @@ from optigate.constructs.common import function_role
 from optigate.constructs.gate import (
     access,
     benchmark_jobs,
+    benchmark_workload,
     component_stages,
     cross_check,
     grants,
     proof,
     shadow,
     stages,
-    workload,
 )
 from optigate.constructs.gate.adapter_steps import check_adapter_archives, read_adapter_mix
 from optigate.constructs.gate.candidate import Stager, candidate_source
@@ -227,7 +227,7 @@ class OptimizationGate(Construct):
         decide.next(proof.record_verdict(self, plan, self.group_name, bucket_name, cleanup))
 
         # New adapter versions and a captured workload are checked before anything is created or paid for.
-        checked = workload.check_capture(
+        checked = benchmark_workload.check_capture(
             self,
             plan,
             resources.fleet,

@@ -10,7 +10,7 @@ from constructs import Construct
 
 from optigate import naming
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
-from optigate.constructs.gate import component_stages, cross_check, grants, workload
+from optigate.constructs.gate import benchmark_workload, component_stages, cross_check, grants
 from optigate.constructs.gate.resources import LiveConfig
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, SdkTask, poll_loop, run_name, sdk_task
 from optigate.deployment.gate import GatePlan
@@ -274,7 +274,7 @@ def benchmark_levels(
     `plan.blocks` times (A B A B ...), so drift over the benchmark reaches both sides alike. The two
     never share the machine, and the live endpoint receives no benchmark load. Each (level, block)
     is one Map item, in order (GatePlan.benchmark_items); its runs are `<run>-baseline-c<level>-b<block>`
-    and `<run>-candidate-c<level>-b<block>`. Both sides send the same workload (optigate.constructs.gate.workload)."""
+    and `<run>-candidate-c<level>-b<block>`. Both sides send the same workload (gate.benchmark_workload)."""
     run_fleet = grants.run_fleet(scope, fleet)
 
     def run(name: str, endpoint: dict[str, str], run: str, result: str, engine_mode: str) -> SdkTask:
@@ -298,7 +298,7 @@ def benchmark_levels(
                     "requests_per_shard.$": "$.requests",
                     "prompt_tokens": plan.prompt_tokens,
                     "max_new_tokens": plan.max_new_tokens,
-                    **workload.fleet_input(plan, capture_uri),
+                    **benchmark_workload.fleet_input(plan, capture_uri),
                     **spread,
                 },
             },
@@ -323,7 +323,7 @@ def benchmark_levels(
             "twin.$": run_name(plan, "twin"),
             "candidate.$": run_name(plan, "cand"),
             **({"mix.$": "$.mix"} if plan.components is not None and plan.components.mix is None else {}),
-            **workload.map_items(plan),
+            **benchmark_workload.map_items(plan),
         },
         result_path="$.benchmark",
     )
@@ -382,7 +382,7 @@ def decide(
                 "report_prefix.$": "States.Format('reports/{}/', $.run.id)",
                 **shadow_metrics,
                 **cross_check.decide_payload(plan),
-                **workload.decide_payload(plan),
+                **benchmark_workload.decide_payload(plan),
             },
         },
         grants=[grants.invoke_with_versions(decider)],
