@@ -205,7 +205,7 @@ class BenchmarkFleet(Construct):
             else {"shards": [0]},
             result_path="$.fanout",
         )
-        worker_payload = {
+        worker_payload: dict[str, object] = {
             "endpoint_name.$": "$.endpoint_name",
             "target_variant": target.target_variant,
             "inference_component": target.inference_component,

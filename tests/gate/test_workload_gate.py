@@ -6,6 +6,7 @@ closed, with its name and reason, before any optimization job or endpoint exists
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -111,5 +112,6 @@ def test_the_seeded_capture_is_what_the_check_reads(replay_template, emulators, 
         assert check["source"] == SOURCE and check["kind"] == "replay"
         written = seed_captured_workload(run)
         # SageMaker's layout: <prefix>/<endpoint>/<variant>/yyyy/mm/dd/hh/<file>.jsonl
-        assert written and all(uri.startswith(f"{SOURCE}AllTraffic/") and uri.count("/") == 11 for uri in written)
+        layout = re.compile(rf"{re.escape(SOURCE)}AllTraffic/\d{{4}}/\d{{2}}/\d{{2}}/\d{{2}}/[\w-]+\.jsonl")
+        assert written and all(layout.fullmatch(uri) for uri in written), written
         assert seed_captured_workload(run) == []  # a capture that holds traffic is left as it is
