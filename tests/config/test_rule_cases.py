@@ -378,6 +378,11 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         ),
     ),
     (
+        "OG464",
+        gate(FP8, benchmark={**CROSS_CHECK["benchmark"], "workload": SESSIONS}),
+        gate(FP8, benchmark={"cross_check": "none", "workload": SESSIONS}),
+    ),
+    (
         "OG463",
         gate(FP8, benchmark={"workload": {"from": "s3://acme-traffic/chat/"}}),
         gate(FP8, benchmark={"workload": {"from": "s3://acme-traffic/chat/"}, "min_throughput_gain_pct": -5}),
@@ -563,7 +568,7 @@ PROJECT_CASES: list[tuple[str, list[tuple[str, str, str]], list[tuple[str, str, 
     ),
     (
         "OG620",
-        [("teams/research.yaml", "    cross_check: sagemaker\n", f"    cross_check: sagemaker\n{CAPTURED}")],
+        [("teams/research.yaml", "    cross_check: sagemaker\n", f"    cross_check: none\n{CAPTURED}")],
         [("teams/chat.yaml", "    p99_itl_ms_budget: 60\n", f"    p99_itl_ms_budget: 60\n{CAPTURED}")],
     ),
     (

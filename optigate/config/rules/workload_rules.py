@@ -20,6 +20,9 @@ PERCENTILES_IN_ORDER = rule(
 )
 SHARED_PREFIX_FITS = rule("OG462", "a synthetic shared prefix has a length, shorter than every prompt")
 REPLAY_THROUGHPUT = rule("OG463", "a replayed workload asks no throughput gain (its arrival rate is the recording's)")
+CROSS_CHECK_SAME_WORKLOAD = rule(
+    "OG464", "a managed cross-check only with the one-length synthetic workload it can send"
+)
 CAPTURE_REPLAYABLE = rule("OG620", "a benchmark workload from data capture has a capture the workers read")
 
 BENCHMARK: PathT = ("gate", "benchmark")
@@ -49,6 +52,16 @@ def workload_problems(team: TeamConfig) -> list[Problem]:
                 "non-inferiority margin (e.g. -20) and judge the replay by its latency budgets, or use kind: sessions "
                 "(a closed loop at each level, where a faster candidate does deliver more)",
                 REPLAY_THROUGHPUT,
+            )
+        )
+    if benchmark.cross_check == "sagemaker" and (benchmark.workload is not None or benchmark.synthetic is not None):
+        problems.append(
+            Problem(
+                (*BENCHMARK, "cross_check"),
+                "SageMaker's managed benchmark sends synthetic prompts of one prompt_tokens and max_new_tokens, not "
+                "this workload: its figures would disagree because the load differs, not the measurement; set "
+                "cross_check: none, or benchmark with the one-length synthetic workload",
+                CROSS_CHECK_SAME_WORKLOAD,
             )
         )
     synthetic = benchmark.synthetic
