@@ -10,9 +10,7 @@ Record (https://docs.aws.amazon.com/sagemaker/latest/dg/model-monitor-data-captu
      "eventVersion": "0"}
 
 Writing (the emulator and the rehearsal write what SageMaker writes) and reading (workloads from capture) live
-here, in one place.
-
-Reading follows what the service writes and what readers of it accept (ai-dynamo/aiperf
+here, in one place. Reading follows what the service writes and what readers of it accept (ai-dynamo/aiperf
 src/aiperf/dataset/loader/sagemaker_data_capture.py @1acb369: JSON and BASE64 encodings, BASE64 when none is named,
 ``max_tokens`` then ``max_completion_tokens``, ``endpointOutput`` optional since streamed responses are not captured;
 aws/sagemaker-python-sdk v2.257.6 tests/integ/test_model_quality_monitor.py writes ``inferenceTime`` as
@@ -30,20 +28,22 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
-
-from optigate.evaluate.scoring import estimate_tokens
 
 CAPTURE_EVENT_VERSION = "0"
 
 
-def inference_time(at: float) -> str:
-    """``inferenceTime`` of a record: UTC, to the second, as in AWS's documented examples."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+def inference_time(at: float, *, whole_seconds: bool = True) -> str:
+    """``inferenceTime`` of a record: UTC, to the second as the service stamps it (AWS's documented examples), or
+    to the millisecond (a form readers accept: tests that need exact gaps)."""
+    if whole_seconds:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def capture_record(
@@ -54,10 +54,13 @@ def capture_record(
     output: bytes | str | dict[str, Any] | None = None,
     content_type: str = "application/json",
     encoding: str = "JSON",
+    inference_id: str | None = None,
+    whole_seconds: bool = True,
 ) -> dict[str, Any]:
     """One capture record for a request `body` received at epoch seconds `at` (and its `output`, when captured):
     ``encoding`` JSON keeps the body as text, BASE64 encodes it (the service's choice for content types not
-    listed in CaptureContentTypeHeader)."""
+    listed in CaptureContentTypeHeader); `inference_id` is the caller's InvokeEndpoint ``InferenceId``, which the
+    service adds to the record's metadata; `whole_seconds` False stamps milliseconds (see :func:`inference_time`)."""
 
     def part(data: bytes | str | dict[str, Any], mode: str) -> dict[str, str]:
         raw = json.dumps(data).encode() if isinstance(data, dict) else data.encode() if isinstance(data, str) else data
@@ -67,11 +70,10 @@ def capture_record(
     capture: dict[str, Any] = {"endpointInput": part(body, "INPUT")}
     if output is not None:
         capture["endpointOutput"] = part(output, "OUTPUT")
-    return {
-        "captureData": capture,
-        "eventMetadata": {"eventId": event_id, "inferenceTime": inference_time(at)},
-        "eventVersion": CAPTURE_EVENT_VERSION,
-    }
+    metadata = {"eventId": event_id, "inferenceTime": inference_time(at, whole_seconds=whole_seconds)}
+    if inference_id is not None:
+        metadata["inferenceId"] = inference_id
+    return {"captureData": capture, "eventMetadata": metadata, "eventVersion": CAPTURE_EVENT_VERSION}
 
 
 def capture_key(prefix: str, endpoint: str, variant: str, at: float, file_name: str) -> str:
@@ -109,6 +111,9 @@ class CaptureRead:
     files: int
 
 
+#: Characters a token, about, in English for Llama-, Qwen- and Mistral-style tokenizers (optigate.evaluate.scoring's
+#: rule; restated because the benchmark Lambda ships optigate.bench alone, standard library only).
+CHARS_PER_TOKEN = 4
 #: Largest output length accepted from a body: anything above is a malformed value, not a request.
 MAX_REQUESTED_TOKENS = 1_000_000
 _HOUR_FOLDER = re.compile(r"(?:^|/)(\d{4})/(\d{2})/(\d{2})/(\d{2})/[^/]*$")
@@ -139,9 +144,14 @@ def read_capture(
     skipped: Counter[str] = Counter()
     found: list[tuple[CapturedRequest, bool, int, int]] = []
     files = 0
-    for name, lines in _capture_files(str(source), s3_client, since):
+    for name, read in _capture_files(str(source), s3_client, since):
         files += 1  # read newest first: -files orders the files oldest first
-        for number, line in enumerate(lines, 1):
+        try:
+            content = read()
+        except OSError as error:
+            skipped[f"file unreadable ({error.strerror or error})"] += 1
+            continue
+        for number, line in enumerate(content.split(b"\n"), 1):
             if not line.strip():
                 continue
             try:
@@ -156,18 +166,16 @@ def read_capture(
         if max_requests is not None and len(found) >= max_requests:
             break
     if not found:
-        raise ValueError(_nothing_readable(str(source), files, skipped))
+        reasons = ", ".join(f"{count} {reason}" for reason, count in skipped.most_common(3)) or "every file empty"
+        raise ValueError(
+            f"{source}: no readable capture record in {files} file(s) ({reasons})"
+            if files
+            else f"{source}: no capture files (.jsonl) found"
+        )
     requests = _spread_whole_seconds(found)
     if max_requests is not None:
         requests = requests[-max_requests:]
     return CaptureRead(requests=tuple(requests), skipped=dict(skipped), files=files)
-
-
-def _nothing_readable(source: str, files: int, skipped: Counter[str]) -> str:
-    if not files:
-        return f"{source}: no capture files (.jsonl) found"
-    reasons = ", ".join(f"{count} {reason}" for reason, count in skipped.most_common(3)) or "every file empty"
-    return f"{source}: no readable capture record in {files} file(s) ({reasons})"
 
 
 def _spread_whole_seconds(found: list[tuple[CapturedRequest, bool, int, int]]) -> list[CapturedRequest]:
@@ -181,42 +189,61 @@ def _spread_whole_seconds(found: list[tuple[CapturedRequest, bool, int, int]]) -
         if whole:
             seen[request.at] += 1
             at = request.at + seen[request.at] / (same_second[request.at] + 1)
-            request = CapturedRequest(at, request.record, request.requested_tokens, request.prompt_tokens,
-                                      request.session, request.where)  # fmt: skip
+            request = replace(request, at=at)
         placed.append(request)
     return sorted(placed, key=lambda request: request.at)
 
 
-def _capture_files(source: str, s3_client: Any, since: float | None) -> Iterator[tuple[str, list[str]]]:
-    """(name, lines) of each capture file under `source`, newest first (SageMaker's keys sort by hour, then by
-    the time in the file name); files of hours wholly before `since` are not read."""
+def _capture_files(source: str, s3_client: Any, since: float | None) -> Iterator[tuple[str, Callable[[], bytes]]]:
+    """(name, reader) of each capture file under `source`, newest first (SageMaker's keys sort by hour, then by
+    the ``MM-SS-mmm-<uuid>.jsonl`` name); files of hours wholly before `since` are not read."""
     if source.startswith("s3://"):
-        bucket, _, prefix = source[len("s3://") :].partition("/")
-        if not bucket:
-            raise ValueError(f"{source}: expected s3://bucket/prefix")
-        if s3_client is None:
-            import boto3  # only a capture in S3 needs it
-
-            s3_client = boto3.client("s3")
-        keys = [
-            item["Key"]
-            for page in s3_client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-            for item in page.get("Contents", [])
-            if item["Key"].endswith(".jsonl")
-        ]
-        for key in sorted(keys, reverse=True):
-            if not _hour_before(key, since):
-                yield f"s3://{bucket}/{key}", _lines(s3_client.get_object(Bucket=bucket, Key=key)["Body"].read())
+        yield from _s3_files(source, s3_client, since)
         return
     path = Path(source)
     if path.is_file():
-        yield str(path), _lines(path.read_bytes())
+        yield str(path), path.read_bytes
         return
     if not path.is_dir():
         raise ValueError(f"{source}: no such file or folder")
     for file in sorted(path.rglob("*.jsonl"), reverse=True):
         if file.is_file() and not _hour_before(file.relative_to(path).as_posix(), since):
-            yield str(file), _lines(file.read_bytes())
+            yield str(file), file.read_bytes
+
+
+def _s3_files(source: str, s3_client: Any, since: float | None) -> Iterator[tuple[str, Callable[[], bytes]]]:
+    from botocore.exceptions import BotoCoreError, ClientError  # only a capture in S3 needs boto
+
+    bucket, _, prefix = source[len("s3://") :].partition("/")
+    if not bucket:
+        raise ValueError(f"{source}: expected s3://bucket/prefix")
+    if s3_client is None:
+        import boto3
+
+        s3_client = boto3.client("s3")
+    folder = prefix.rstrip("/") + "/"  # a folder's keys, not its siblings' (prefix "cap" is not "cap-old/")
+    try:
+        keys = [
+            item["Key"]
+            for page in s3_client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            for item in page.get("Contents", [])
+            if item["Key"].endswith(".jsonl")
+            and (item["Key"] == prefix or not prefix or item["Key"].startswith(folder))
+        ]
+    except (BotoCoreError, ClientError) as error:
+        raise ValueError(f"{source}: cannot list the capture: {error}") from error
+
+    def read(key: str) -> bytes:
+        try:
+            return s3_client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except ClientError as error:  # e.g. AccessDenied, or KMS refusing to decrypt: named, counted
+            raise OSError(error.response.get("Error", {}).get("Code", "error")) from error
+        except BotoCoreError as error:
+            raise OSError(type(error).__name__) from error
+
+    for key in sorted(keys, reverse=True):
+        if not _hour_before(key, since):
+            yield f"s3://{bucket}/{key}", partial(read, key)
 
 
 def _hour_before(key: str, since: float | None) -> bool:
@@ -232,29 +259,13 @@ def _hour_before(key: str, since: float | None) -> bool:
     return start + 2 * 3600 <= since
 
 
-def _lines(raw: bytes) -> list[str]:
-    """Lines of a capture file; a line that is not UTF-8 stays in place (as an unreadable marker) so line numbers
-    hold."""
-    return [_utf8(line) for line in raw.split(b"\n")]
-
-
-_NOT_UTF8 = "\x00not utf-8"
-
-
-def _utf8(line: bytes) -> str:
-    try:
-        return line.decode("utf-8")
-    except UnicodeDecodeError:
-        return _NOT_UTF8
-
-
-def parse_capture_line(line: str, where: str) -> tuple[CapturedRequest, bool]:
+def parse_capture_line(line: bytes, where: str) -> tuple[CapturedRequest, bool]:
     """One capture line as a request and whether its time was stamped to a whole second; :class:`Skip` naming why
     it cannot be one."""
-    if line == _NOT_UTF8:
-        raise Skip("not UTF-8")
     try:
-        event = json.loads(line)
+        event = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise Skip("not UTF-8") from None
     except (ValueError, RecursionError):
         raise Skip("not JSON") from None
     if not isinstance(event, dict) or not isinstance(event.get("captureData"), dict):
@@ -269,12 +280,16 @@ def parse_capture_line(line: str, where: str) -> tuple[CapturedRequest, bool]:
     body = _decoded(captured)
     output = event["captureData"].get("endpointOutput")
     record, requested, text = _request(body)
+    try:  # a lone surrogate (JSON allows "\\ud800") cannot be sent as UTF-8
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise Skip("text not valid Unicode") from None
     return (
         CapturedRequest(
             at=at,
             record=record,
             requested_tokens=requested,
-            prompt_tokens=_usage_prompt_tokens(output) or estimate_tokens(text),
+            prompt_tokens=_usage_prompt_tokens(output) or max(1, len(text) // CHARS_PER_TOKEN),
             session=_session(record),
             where=where,
         ),
@@ -288,15 +303,10 @@ def _inference_time(value: Any) -> tuple[float, bool]:
         raise Skip("bad inferenceTime")
     try:
         stamp = datetime.fromisoformat(value)
-    except ValueError:
-        raise Skip("bad inferenceTime") from None
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=UTC)
-    try:
-        at = stamp.timestamp()
+        at = (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
     except (OverflowError, ValueError, OSError):
         raise Skip("bad inferenceTime") from None
-    return at, stamp.microsecond == 0 and "." not in value and "," not in value
+    return at, "." not in value and "," not in value  # no fraction written: a whole-second stamp
 
 
 def _decoded(captured: dict[str, Any]) -> dict[str, Any]:
@@ -366,9 +376,9 @@ def _tokens(fields: dict[str, Any], *names: str) -> int | None:
         if fields.get(name) is None:
             continue
         value = fields[name]
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise Skip(f"{name} not a number")
-        if value != int(value) or not 1 <= value <= MAX_REQUESTED_TOKENS:
+        if not 1 <= value <= MAX_REQUESTED_TOKENS or value != int(value):  # NaN fails the range, inf too
             raise Skip(f"{name} not a whole number in 1..{MAX_REQUESTED_TOKENS}")
         return int(value)
     return None

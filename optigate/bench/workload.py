@@ -11,14 +11,12 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from statistics import NormalDist
+from typing import Any
 
-import numpy as np
-
-if TYPE_CHECKING:
-    from optigate.bench.capture import CaptureRead
+from optigate.bench.capture import CHARS_PER_TOKEN, CapturedRequest, CaptureRead
 
 #: How a workload was made: replayed on its recorded schedule, sampled from captured sessions, drawn from the
 #: captured length distributions, or synthesized.
@@ -121,25 +119,53 @@ def from_capture(
             for c in _whole_sessions(captured, max_requests, seed)
         ]
     else:
-        rng = random.Random(seed)
-        pairs = [(c.prompt_tokens, output(c.requested_tokens)) for c in captured]
-        requests = []
-        for _ in range(max_requests or len(captured)):
-            prompt_tokens, max_new_tokens = rng.choice(pairs)
-            requests.append(WorkloadRequest({"inputs": synthetic_words(prompt_tokens, rng)}, max_new_tokens,
-                                            prompt_tokens))  # fmt: skip
+        requests = _drawn_from(captured, max_requests or len(captured), seed, output)
     return Workload(tuple(requests), kind, source)
 
 
-def _whole_sessions(captured: list[Any], max_requests: int | None, seed: int) -> list[Any]:
+def _drawn_from(
+    captured: list[CapturedRequest], count: int, seed: int, output: Callable[[int | None], int]
+) -> list[WorkloadRequest]:
+    """`count` synthetic requests, each standing for a captured one drawn at random: its prompt and output length,
+    and, when its opening (a KV block) is shared with other captured requests, a synthetic prefix as long as their
+    common prefix, shared the same way, so the prefix cache serves the synthetic workload as it served the capture."""
+    words = [_prompt_words(c.record) for c in captured]
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for index, prompt in enumerate(words):
+        if len(prompt) >= PREFIX_BLOCK_TOKENS:
+            groups.setdefault(tuple(prompt[:PREFIX_BLOCK_TOKENS]), []).append(index)
+    prefixes: dict[int, tuple[str, int]] = {}  # captured index -> (synthetic prefix, its tokens)
+    for number, members in enumerate(m for m in groups.values() if len(m) > 1):
+        common = words[members[0]]
+        for index in members[1:]:
+            common = _common_prefix(common, words[index])
+        tokens = max(PREFIX_BLOCK_TOKENS, len(" ".join(common)) // CHARS_PER_TOKEN)
+        prefix = synthetic_words(tokens, random.Random(f"{seed}/{number}"))
+        prefixes.update((index, (prefix, tokens)) for index in members)
+    rng = random.Random(seed)
+    drawn = []
+    for _ in range(count):
+        index = rng.randrange(len(captured))
+        prompt_tokens, max_new_tokens = captured[index].prompt_tokens, output(captured[index].requested_tokens)
+        if index in prefixes:
+            prefix, tokens = prefixes[index]
+            rest = max(1, prompt_tokens - tokens)
+            text, prompt_tokens = f"{prefix} {synthetic_words(rest, rng)}", tokens + rest
+        else:
+            text = synthetic_words(prompt_tokens, rng)
+        drawn.append(WorkloadRequest({"inputs": text}, max_new_tokens, prompt_tokens))
+    return drawn
+
+
+def _whole_sessions(captured: list[CapturedRequest], max_requests: int | None, seed: int) -> list[CapturedRequest]:
     """Sessions (a request without one is its own) in a seeded order, each whole and in its own arrival order,
     while they fit in `max_requests`; a session larger than what is left is passed over, never cut."""
-    sessions: dict[str, list[Any]] = {}
+    sessions: dict[str, list[CapturedRequest]] = {}
     for request in captured:
         sessions.setdefault(request.session or f"\x00{request.where}", []).append(request)
     order = sorted(sessions)
     random.Random(seed).shuffle(order)
-    chosen: list[Any] = []
+    chosen: list[CapturedRequest] = []
     for key in order:
         if max_requests is None or len(chosen) + len(sessions[key]) <= max_requests:
             chosen.extend(sessions[key])
@@ -187,6 +213,19 @@ def synthetic(
     return Workload(tuple(requests), "synthetic", "synthetic")
 
 
+def lengths_from_percentiles(p50: int, p90: int, *, values: int = 100) -> tuple[int, ...]:
+    """A length distribution given by its median and 90th percentile, as `values` lengths to draw uniformly from
+    (what :func:`synthetic` takes): the quantiles (i + 0.5) / values of the log-normal with that median and 90th
+    percentile (request lengths are right-skewed: a long tail, never below 1)."""
+    if isinstance(p50, bool) or isinstance(p90, bool) or not 1 <= p50 <= p90:
+        raise ValueError(f"lengths need 1 <= p50 <= p90, got p50={p50}, p90={p90}")
+    if values < 1:
+        raise ValueError(f"values must be at least 1, got {values}")
+    normal = NormalDist()
+    sigma = math.log(p90 / p50) / normal.inv_cdf(0.9)
+    return tuple(max(1, round(p50 * math.exp(sigma * normal.inv_cdf((i + 0.5) / values)))) for i in range(values))
+
+
 def _lengths(name: str, value: int | Sequence[int]) -> tuple[int, ...]:
     values = (value,) if isinstance(value, int) else tuple(value)
     if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
@@ -216,12 +255,10 @@ def shape(workload: Workload) -> dict[str, Any]:
 
 
 def _percentiles(values: list[int]) -> dict[str, int]:
-    """p50/p90/p99/max as values that occurred (inverted CDF), so no length is invented."""
-    array = np.asarray(values)
-    return {
-        **{f"p{q}": int(np.percentile(array, q, method="inverted_cdf")) for q in (50, 90, 99)},
-        "max": int(array.max()),
-    }
+    """p50/p90/p99/max by nearest rank: values that occurred, so no length is invented."""
+    ordered = sorted(values)
+    rank = {q: ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)] for q in (50, 90, 99)}
+    return {"p50": rank[50], "p90": rank[90], "p99": rank[99], "max": ordered[-1]}
 
 
 def shared_prefix_share(workload: Workload, block_tokens: int = PREFIX_BLOCK_TOKENS) -> float:
@@ -236,11 +273,29 @@ def shared_prefix_share(workload: Workload, block_tokens: int = PREFIX_BLOCK_TOK
 
 
 def _opening(body: dict[str, Any], block_tokens: int) -> str | None:
-    if "messages" in body:
-        text = " ".join(str(m.get("content", "")) if isinstance(m, dict) else "" for m in body.get("messages") or [])
-    else:
-        text = str(body.get("inputs", body.get("prompt", "")))
-    words = text.split()
+    words = _prompt_words(body)
     if len(words) < block_tokens:
         return None
-    return hashlib.sha256(" ".join(words[:block_tokens]).encode()).hexdigest()
+    return hashlib.sha256(" ".join(words[:block_tokens]).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _common_prefix(first: list[str], second: list[str]) -> list[str]:
+    for position, (a, b) in enumerate(zip(first, second, strict=False)):
+        if a != b:
+            return first[:position]
+    return first[: len(second)]
+
+
+def _prompt_words(body: dict[str, Any]) -> list[str]:
+    """The words of a prompt record, chat messages' text content in order."""
+    if "messages" in body:
+        text = " ".join(_content_text(m.get("content")) for m in body["messages"] if isinstance(m, dict))
+    else:
+        text = str(body.get("inputs", body.get("prompt", "")))
+    return text.split()
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
