@@ -9,18 +9,17 @@ workers draw from uniformly (optigate.bench.workload.synthetic).
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
-from statistics import NormalDist
 from typing import Any
 
-from optigate.config.limits import MAX_TOKENS
-from optigate.config.models import BenchmarkGate, LengthPercentiles, split_s3_uri
+from optigate.bench.workload import lengths_from_percentiles
+from optigate.config.models import BenchmarkGate, LengthPercentiles, TeamConfig, split_s3_uri
+from optigate.config.rules import PathT, Problem, rule
 
 #: The value count a {p50, p90} distribution becomes: its quantiles at (i + 0.5) / N, drawn uniformly by the workers.
 QUANTILES = 100
-#: z of the 90th percentile of the standard normal.
-Z90 = NormalDist().inv_cdf(0.9)
+SHARED_PREFIX_FITS = rule("OG462", "a synthetic shared prefix has a length, shorter than every prompt drawn")
+SYNTHETIC: PathT = ("gate", "benchmark", "synthetic")
 
 
 @dataclass(frozen=True)
@@ -99,19 +98,49 @@ class SyntheticPlan:
 
 def length_values(lengths: int | list[int] | LengthPercentiles) -> tuple[int, ...]:
     """The values a length distribution draws from: one length, the list given, or for {p50, p90} the quantiles of
-    the log-normal with that median and 90th percentile, cut below at p50 / 8 (the rules check a shared prefix
-    against that shortest prompt: optigate.config.rules.workload_rules.shortest_length)."""
+    the log-normal with that median and 90th percentile (optigate.bench.workload.lengths_from_percentiles)."""
     if isinstance(lengths, int):
         return (lengths,)
     if isinstance(lengths, list):
         return tuple(lengths)
-    sigma = math.log(lengths.p90 / lengths.p50) / Z90
-    floor = max(1, lengths.p50 // 8)
-    normal = NormalDist()
-    return tuple(
-        min(MAX_TOKENS, max(floor, round(lengths.p50 * math.exp(sigma * normal.inv_cdf((i + 0.5) / QUANTILES)))))
-        for i in range(QUANTILES)
-    )
+    return lengths_from_percentiles(lengths.p50, lengths.p90, values=QUANTILES)
+
+
+def synthetic_problems(team: TeamConfig) -> list[Problem]:
+    """A shared prefix needs a length and a share, and must be shorter than every prompt the workers may draw."""
+    benchmark = team.gate.benchmark
+    synthetic = benchmark.synthetic
+    if synthetic is None:
+        return []
+    if synthetic.shared_prefix_pct > 0 and synthetic.prefix_tokens == 0:
+        return [
+            Problem(
+                (*SYNTHETIC, "prefix_tokens"),
+                f"{synthetic.shared_prefix_pct:g} % of requests share a prefix, but prefix_tokens is 0: say how long "
+                "the common prefix is (e.g. a system prompt's tokens)",
+                SHARED_PREFIX_FITS,
+            )
+        ]
+    if synthetic.prefix_tokens > 0 and synthetic.shared_prefix_pct == 0:
+        return [
+            Problem(
+                (*SYNTHETIC, "shared_prefix_pct"),
+                "a prefix length without a share of requests that use it has no effect: set shared_prefix_pct",
+                SHARED_PREFIX_FITS,
+            )
+        ]
+    prompts = synthetic.prompt_tokens if synthetic.prompt_tokens is not None else benchmark.prompt_tokens
+    shortest = min(length_values(prompts))
+    if 0 < shortest <= synthetic.prefix_tokens:
+        return [
+            Problem(
+                (*SYNTHETIC, "prefix_tokens"),
+                f"the shared prefix ({synthetic.prefix_tokens:,} tokens) must be shorter than every prompt drawn "
+                f"(the shortest is {shortest:,}): a request is its prefix plus its own text",
+                SHARED_PREFIX_FITS,
+            )
+        ]
+    return []
 
 
 def resolve_capture(benchmark: BenchmarkGate, region: str) -> CapturePlan | None:

@@ -41,7 +41,7 @@ def test_percentiles_become_values_with_that_median_and_90th_percentile():
     assert len(values) == QUANTILES
     assert values[49] <= 512 <= values[50]
     assert values[89] <= 2048 <= values[90]
-    assert min(values) >= 512 // 8
+    assert min(values) >= 1
     assert length_values(LengthPercentiles(p50=300, p90=300)) == (300,) * QUANTILES
     assert length_values([128, 4096]) == (128, 4096) and length_values(64) == (64,)
 
@@ -81,11 +81,27 @@ def test_synthetic_distributions_reach_the_plan(tmp_path, unchanged):
         with_benchmark(
             tmp_path,
             "    synthetic:\n      prompt_tokens: {p50: 512, p90: 2048}\n      shared_prefix_pct: 25\n"
-            "      prefix_tokens: 32\n",
+            "      prefix_tokens: 16\n",
         )
     )
     synthetic = plans["dev"].synthetic
-    assert synthetic is not None and synthetic.shared_prefix_share == 0.25 and synthetic.prefix_tokens == 32
+    assert synthetic is not None and synthetic.shared_prefix_share == 0.25 and synthetic.prefix_tokens == 16
     assert len(synthetic.prompt_tokens) == QUANTILES and synthetic.max_new_tokens == (256,)  # chat's max_new_tokens
     assert plans["dev"].fingerprint != unchanged["dev"].fingerprint
     assert plans["dev"].levels == unchanged["dev"].levels
+
+
+def test_a_shared_prefix_longer_than_the_shortest_drawn_prompt_is_refused(tmp_path):
+    """{p50: 512, p90: 2048} draws prompts down to 32 tokens (the log-normal's 0.5 % quantile): a 32-token prefix
+    would be a whole prompt, which OG462 refuses at the prefix's line."""
+    from optigate.config.loader import ConfigError
+
+    config = with_benchmark(
+        tmp_path,
+        "    synthetic:\n      prompt_tokens: {p50: 512, p90: 2048}\n      shared_prefix_pct: 25\n"
+        "      prefix_tokens: 32\n",
+    )
+    with pytest.raises(ConfigError) as refused:
+        chat_plans(config)
+    (issue,) = [i for i in refused.value.issues if i.rule == "OG462"]
+    assert "the shortest is 32" in str(issue) and "prefix_tokens" in str(issue)

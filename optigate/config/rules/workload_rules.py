@@ -1,16 +1,12 @@
 """Benchmark workload rules: the gate's captured-traffic workload (gate.benchmark.workload) and its synthetic length
-distributions (gate.benchmark.synthetic), and, across files, the data capture a captured workload reads."""
+distributions (gate.benchmark.synthetic), and, across files, the data capture a captured workload reads. The shared
+prefix's fit in the drawn prompt lengths (OG462) needs the workload builder: optigate.deployment.gate_workload."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from optigate.config.models import (
-    PERCENTILES_ORDERED,
-    EnvironmentsFile,
-    LengthPercentiles,
-    TeamConfig,
-)
+from optigate.config.models import PERCENTILES_ORDERED, EnvironmentsFile, TeamConfig
 from optigate.config.rules.cross_file import effective_overrides
 from optigate.config.rules.registry import PathT, Problem, rule
 
@@ -18,7 +14,6 @@ ONE_WORKLOAD = rule("OG460", "gate.benchmark.workload or gate.benchmark.syntheti
 PERCENTILES_IN_ORDER = rule(
     "OG461", "a length distribution's p90 is at least its p50 (model validator)", model_message=PERCENTILES_ORDERED
 )
-SHARED_PREFIX_FITS = rule("OG462", "a synthetic shared prefix has a length, shorter than every prompt")
 REPLAY_THROUGHPUT = rule("OG463", "a replayed workload asks no throughput gain (its arrival rate is the recording's)")
 CROSS_CHECK_SAME_WORKLOAD = rule(
     "OG464", "a managed cross-check only with the one-length synthetic workload it can send"
@@ -64,50 +59,7 @@ def workload_problems(team: TeamConfig) -> list[Problem]:
                 CROSS_CHECK_SAME_WORKLOAD,
             )
         )
-    synthetic = benchmark.synthetic
-    if synthetic is None:
-        return problems
-    path = (*BENCHMARK, "synthetic")
-    if synthetic.shared_prefix_pct > 0 and synthetic.prefix_tokens == 0:
-        problems.append(
-            Problem(
-                (*path, "prefix_tokens"),
-                f"{synthetic.shared_prefix_pct:g} % of requests share a prefix, but prefix_tokens is 0: say how long "
-                "the common prefix is (e.g. a system prompt's tokens)",
-                SHARED_PREFIX_FITS,
-            )
-        )
-    elif synthetic.prefix_tokens > 0 and synthetic.shared_prefix_pct == 0:
-        problems.append(
-            Problem(
-                (*path, "shared_prefix_pct"),
-                "a prefix length without a share of requests that use it has no effect: set shared_prefix_pct",
-                SHARED_PREFIX_FITS,
-            )
-        )
-    elif synthetic.prefix_tokens > 0:
-        prompts = synthetic.prompt_tokens if synthetic.prompt_tokens is not None else benchmark.prompt_tokens
-        shortest = shortest_length(prompts)
-        if synthetic.prefix_tokens >= shortest:
-            problems.append(
-                Problem(
-                    (*path, "prefix_tokens"),
-                    f"the shared prefix ({synthetic.prefix_tokens:,} tokens) must be shorter than every prompt "
-                    f"(the shortest is {shortest:,}): a request is its prefix plus its own text",
-                    SHARED_PREFIX_FITS,
-                )
-            )
     return problems
-
-
-def shortest_length(lengths: int | list[int] | LengthPercentiles) -> int:
-    """The shortest length a distribution can draw (a log-normal's lower tail: its median over 8, at least 1, as
-    optigate.deployment.gate_workload.length_values cuts it)."""
-    if isinstance(lengths, int):
-        return lengths
-    if isinstance(lengths, list):
-        return min(lengths)
-    return max(1, lengths.p50 // 8)
 
 
 def capture_replay_problems(environments: EnvironmentsFile, teams: Mapping[str, TeamConfig]) -> list[Problem]:
