@@ -60,6 +60,7 @@ def _run(template, emulators, gate_handlers, *, seed: bool, empty_file: bool = F
         history = harness.history(result["execution"]["executionArn"])
         result["seeded"] = seeded
         result["objects"] = harness.s3_objects(BUCKET)
+        result["invocations"] = list(harness.lambda_invocations)  # (function role, event)
     result["called"] = [
         event["taskScheduledEventDetails"]["resource"] for event in history if "taskScheduledEventDetails" in event
     ]
@@ -81,6 +82,19 @@ def test_a_replayed_capture_approves_a_faster_candidate_with_its_shape_and_no_te
     # Both sides, every block, were benchmarked; each worker rebuilt the checked requests (else WorkloadChanged).
     runs = list(dict.fromkeys((b["run_id"], b["baseline"]) for b in result["benchmarked"]))
     assert [baseline for _, baseline in runs] == [True, False] * 3
+    # One check; every worker of both sides got the requests it pinned (window end and digest), each its share.
+    (check,) = [event for name, event in result["invocations"] if "workload_check" in event]
+    workers = [event for name, event in result["invocations"] if name == "worker" and "endpoint_name" in event]
+    assert len(workers) == 2 * 3 * 2  # two sides, three blocks, two shards
+    assert {(e["workload"]["until"], e["workload"]["digest"], e["workload"]["source"]) for e in workers} == {
+        (e["workload"]["until"], e["workload"]["digest"], SOURCE) for e in workers[:1]
+    }
+    assert sorted({(e["shard"], e["shards"]) for e in workers}) == [(0, 2), (1, 2)]
+    assert check["workload_check"]["source"] == SOURCE
+    # The decision gets the workload's shape: 48 captured requests, replayed; no text.
+    (decide,) = [event for name, event in result["invocations"] if name == "decide"]
+    assert decide["workload"]["requests"] == 48 and decide["workload"]["kind"] == "replay"
+    assert "request 1:" not in json.dumps(decide)
     # The workers' shard results carry the replay's shape; no object the gate wrote holds a captured prompt.
     shards = [json.loads(body) for key, body in result["objects"].items() if "/shard-" in key]
     assert shards and all(b"request 1:" not in body for body in result["objects"].values())
