@@ -168,7 +168,8 @@ class BenchmarkFleet(Construct):
             role, ["s3:ListBucket"], [capture.bucket_arn], conditions={"StringLike": {"s3:prefix": [capture.listed]}}
         )
         if capture.key_arn is not None:
-            # Through S3 only: the capture's objects, not anything else the endpoint's key encrypts.
+            # Through S3 only: the capture's objects, not anything else the endpoint's key encrypts (kms:ViaService,
+            # https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-via-service).
             nag.allow(
                 role,
                 ["kms:Decrypt"],
