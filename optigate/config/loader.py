@@ -42,6 +42,7 @@ from optigate.config.rules import (
 )
 from optigate.config.rules.cross_file import TEAM_IN_ENVIRONMENT_EXISTS, TEAM_NAME_ONCE
 from optigate.config.rules.registry import rule_of_model_error
+from optigate.config.rules.workload_rules import capture_replay_problems
 
 # Checks of a later layer on a parsed team (see load_team).
 TeamChecks = Callable[[TeamConfig], list[Problem]]
@@ -349,7 +350,12 @@ def load_project(config_dir: str | Path = "config", *, team_checks: TeamChecks |
     if environments is not None:
         # Across files, over every team file that parsed: one run reports them with the files' own problems.
         document = read_yaml(environments_path)
-        issues += _issues(document, check_overrides(environments, teams) + check_capture_training(environments, teams))
+        issues += _issues(
+            document,
+            check_overrides(environments, teams)
+            + check_capture_training(environments, teams)
+            + capture_replay_problems(environments, teams),
+        )
     if environments is not None and every_file_parsed:
         for index, environment in enumerate(environments.environments):
             for name in environment.teams:

@@ -14,7 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    Tag,
+    model_validator,
+)
 
 from optigate.config.limits import (
     ADAPTER_VERSION_MARGIN_PCT,
@@ -633,6 +642,90 @@ class CrossCheckTolerance(Strict):
 CROSS_CHECK_KEYS = frozenset({"cross_check", "cross_check_tolerance", "cross_check_tokenizer"})
 
 
+class LengthPercentiles(Strict):
+    """A length distribution given by two percentiles: lengths are drawn from the log-normal distribution with
+    this median and 90th percentile (request lengths are right-skewed; a log-normal is the simplest such shape)."""
+
+    p50: int = Field(ge=1, le=MAX_TOKENS, description="Median length (tokens).")
+    p90: int = Field(ge=1, le=MAX_TOKENS, description="90th percentile (tokens), at least p50.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LengthPercentiles:  # rule OG461 (optigate.config.rules.workload_rules)
+        if self.p90 < self.p50:
+            raise ValueError(PERCENTILES_ORDERED)
+        return self
+
+
+PERCENTILES_ORDERED = "p90 must be at least p50"
+
+
+def _length_form(value: object) -> str:
+    """Which form a length distribution takes, so that a wrong one is reported once, in its own terms."""
+    if isinstance(value, list):
+        return "list"
+    return "percentiles" if isinstance(value, dict | LengthPercentiles) else "one"
+
+
+LengthDistribution = Annotated[
+    Annotated[int, Field(ge=1, le=MAX_TOKENS), Tag("one")]
+    | Annotated[list[Annotated[int, Field(ge=1, le=MAX_TOKENS)]], Field(min_length=1, max_length=1000), Tag("list")]
+    | Annotated[LengthPercentiles, Tag("percentiles")],
+    Discriminator(_length_form),
+    Field(
+        description="One length (every request), a list of lengths (each request draws one, uniformly), or "
+        "{p50, p90} (log-normal with that median and 90th percentile)."
+    ),
+]
+
+
+class SyntheticWorkload(Strict):
+    """The synthetic benchmark with lengths that vary from request to request, and a share of requests that start
+    with one common prefix, so that vLLM's prefix caching is measured rather than assumed away."""
+
+    prompt_tokens: LengthDistribution | None = Field(
+        None, description="Prompt lengths of the benchmark requests; unset: gate.benchmark.prompt_tokens."
+    )
+    max_new_tokens: LengthDistribution | None = Field(
+        None, description="Requested output lengths; unset: gate.benchmark.max_new_tokens."
+    )
+    shared_prefix_pct: float = Field(
+        0.0, ge=0, le=100, description="Share of requests (%) that begin with the same prefix of prefix_tokens."
+    )
+    prefix_tokens: int = Field(
+        0, ge=0, le=MAX_TOKENS, description="Length of the shared prefix; required (> 0) with shared_prefix_pct."
+    )
+
+
+CaptureKind = Literal["replay", "sessions", "distribution"]
+
+
+class CaptureWorkload(Strict):
+    """The team's own captured traffic as the gate's benchmark workload (optigate.bench.capture reads SageMaker's
+    data-capture records: LMI {inputs, parameters} and OpenAI chat/completions bodies, JSON or base64). The
+    benchmark workers read it inside the account, with read access to that prefix only; reports show its shape
+    (counts, lengths, rate), never text."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    source: Literal["data_capture"] | S3Uri = Field(
+        alias="from",
+        description="data_capture: the environment's own endpoint data capture (captured by the endpoint in that "
+        "environment: see its data_capture settings); or an S3 URI of a .jsonl file or a prefix (ending in /) of "
+        "capture files in SageMaker's layout.",
+    )
+    kind: CaptureKind = Field(
+        "replay",
+        description="replay: the recorded arrival times, an open loop (sped up by `speedup`); sessions: whole "
+        "sessions sampled, sent by the gate's closed loop at each level; distribution: synthetic prompts with the "
+        "captured prompt and output length distributions.",
+    )
+    window_days: float = Field(
+        7.0, gt=0, le=90, description="Records of the last this many days (the capture bucket keeps 90)."
+    )
+    max_requests: int = Field(2000, ge=1, le=100_000, description="At most this many captured requests are used.")
+    speedup: float = Field(1.0, gt=0, le=1000, description="replay: the recorded schedule runs this many times faster.")
+
+
 class BenchmarkGate(Strict):
     concurrency: list[Annotated[int, Field(le=4096)]] = Field(
         default_factory=lambda: [1, 16, 64],
@@ -740,6 +833,17 @@ class BenchmarkGate(Strict):
         pattern=r"^[\w.\-]+/[\w.\-]+$",
         description="Hugging Face id of the tokenizer AIPerf downloads to size prompts and count tokens; defaults "
         "to model.source.hugging_face.model_id. It must be downloadable without a token (an ungated repository).",
+    )
+    workload: CaptureWorkload | None = Field(
+        None,
+        description="Benchmark with the team's own captured traffic instead of synthetic requests, e.g. {from: "
+        "data_capture, kind: replay, window_days: 7, max_requests: 2000}. Both sides of a block and every worker "
+        "send the same requests; a missing or empty capture fails the run before anything is paid for.",
+    )
+    synthetic: SyntheticWorkload | None = Field(
+        None,
+        description="The synthetic workload's length distributions and shared-prefix share (without `workload`); "
+        "unset: every request has prompt_tokens and max_new_tokens.",
     )
 
     # Goodput and capacity at the SLO (the latency budgets above): kept as one block at the end of the class.

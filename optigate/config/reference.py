@@ -165,6 +165,8 @@ def _type_of(page: _Page, schema: JsonSchemaValue, path: str, nested: list[_Sect
     if len(options) > 1:
         return " or ".join(_type_of(page, option, path, nested) for option in options)
     schema = options[0]
+    if "oneOf" in schema and "discriminator" not in schema:  # told apart by its form (a length distribution)
+        return " or ".join(_type_of(page, option, path, nested) for option in schema["oneOf"])
     if "oneOf" in schema:  # a union told apart by one key (speculative_decoding's `method`)
         key = schema["discriminator"]["propertyName"]
         for option in schema["oneOf"]:

@@ -32,6 +32,24 @@ class FleetTarget:
     inference_component: str | None = None
 
 
+@dataclass(frozen=True)
+class CaptureAccess:
+    """Captured traffic the workers read as their workload (optigate.bench.shard_workload), and nothing else of
+    its bucket: the objects under one prefix, a listing of that prefix, and kms:Decrypt of the key that encrypts the
+    capture (through S3 only), if any.
+
+    :param objects_arn: ARN pattern of the objects, e.g. the capture's `arn_for_objects("capture/<endpoint>/*")`.
+    :param bucket_arn: the bucket's ARN.
+    :param listed: the s3:prefix the workers list, e.g. `capture/<endpoint>/*`.
+    :param key_arn: the KMS key the capture is encrypted with (DataCaptureConfig.KmsKeyId). @default none (SSE-S3)
+    """
+
+    objects_arn: str
+    bucket_arn: str
+    listed: str
+    key_arn: str | None = None
+
+
 class BenchmarkFleet(Construct):
     """A Standard state machine that benchmarks one endpoint from many Lambda workers at once.
 
@@ -52,6 +70,10 @@ class BenchmarkFleet(Construct):
     :param components: inference-component names the workers may invoke (`*` allowed), e.g.
         optigate.naming.run_component_patterns; given, the input carries `inference_components`
         ([{name, adapter, weight}]), over which each worker spreads its requests. @default none
+    :param capture: captured traffic the workers may read; given, the input carries `workload` ({source, kind,
+        window_days, max_requests, speedup, until, digest}), which every worker rebuilds and takes its share of.
+        @default none
+    :param varied_lengths: the input carries `synthetic` (length distributions, a shared prefix). @default False
     """
 
     def __init__(
@@ -66,6 +88,8 @@ class BenchmarkFleet(Construct):
         encryption_key: kms.IKey | None = None,
         worker_timeout: Duration = WORKER_TIMEOUT,
         components: Sequence[str] = (),
+        capture: CaptureAccess | None = None,
+        varied_lengths: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         if shards < 1:
@@ -124,8 +148,34 @@ class BenchmarkFleet(Construct):
         for role in (worker_role, merger_role):
             nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [self.key.key_arn])
 
+        if capture is not None:
+            self._read_capture(worker_role, capture)
+        self.reads_capture = capture is not None
+        self.varied_lengths = varied_lengths
         self.spread_over_components = bool(components)
         self.state_machine = self._state_machine(target)
+
+    @staticmethod
+    def _read_capture(role: iam.Role, capture: CaptureAccess) -> None:
+        nag.allow(
+            role,
+            ["s3:GetObject"],
+            [capture.objects_arn],
+            why_wildcard="The team's captured requests the benchmark replays: the records under the capture's prefix "
+            "only, read inside the account.",
+        )
+        nag.allow(
+            role, ["s3:ListBucket"], [capture.bucket_arn], conditions={"StringLike": {"s3:prefix": [capture.listed]}}
+        )
+        if capture.key_arn is not None:
+            # Through S3 only: the capture's objects, not anything else the endpoint's key encrypts (kms:ViaService,
+            # https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-via-service).
+            nag.allow(
+                role,
+                ["kms:Decrypt"],
+                [capture.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": f"s3.{Stack.of(role).region}.amazonaws.com"}},
+            )
 
     def _function(
         self, construct_id: str, handler_folder: str, timeout: Duration, memory_mb: int
@@ -156,7 +206,7 @@ class BenchmarkFleet(Construct):
             else {"shards": [0]},
             result_path="$.fanout",
         )
-        worker_payload = {
+        worker_payload: dict[str, object] = {
             "endpoint_name.$": "$.endpoint_name",
             "target_variant": target.target_variant,
             "inference_component": target.inference_component,
@@ -173,6 +223,11 @@ class BenchmarkFleet(Construct):
         }
         if self.spread_over_components:
             worker_payload["inference_components.$"] = "$.inference_components"
+        if self.reads_capture:
+            worker_payload["workload.$"] = "$.workload"
+            worker_payload["shards"] = self.shards  # each worker sends every shards-th captured request
+        if self.varied_lengths:
+            worker_payload["synthetic.$"] = "$.synthetic"
         fan_out = sfn.DistributedMap(
             self,
             "Shards",

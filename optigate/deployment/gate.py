@@ -1,3 +1,4 @@
+# Over 400 lines: the gate's one plan and its one resolution (every number of the gate is made here, once).
 """What one team's gate will measure and prove in one environment, resolved from its config (no CDK here).
 
 `resolve_gate` is the one place the gate's numbers are made: the benchmark fleet's shards and the streams
@@ -22,6 +23,7 @@ from optigate.config.rules import cross_check_tokenizer
 from optigate.deployment.compilation import compiled_for
 from optigate.deployment.cross_check import CrossCheck, CrossCheckLevel, workload_levels
 from optigate.deployment.gate_components import GateComponents, adapter_version_margin, resolve_components
+from optigate.deployment.gate_workload import CapturePlan, SyntheticPlan, resolve_capture, resolve_synthetic
 from optigate.deployment.optimization import (
     OPTIMIZATION_MAX_POLLS,
     OPTIMIZATION_POLL_SECONDS,
@@ -37,6 +39,8 @@ from optigate.serving.lmi import MODEL_DIR
 
 #: What one Lambda worker of the benchmark fleet holds accurately: a level above it is split over workers.
 STREAMS_PER_WORKER = 64
+#: Keys of `gate.benchmark` that say what is sent, not how it is judged: in the plan's workload, not its thresholds.
+WORKLOAD_KEYS = ("workload", "synthetic")
 #: Each worker sends `requests_per_slot` requests per stream at each level, and at least this many.
 MIN_REQUESTS_PER_LEVEL = 32
 
@@ -131,6 +135,10 @@ class GatePlan:
     evaluation_dataset_uri: str = ""
     # A team with adapters: both endpoints serve through inference components (optigate.deployment.gate_components).
     components: GateComponents | None = None
+    # What the benchmark sends: the team's captured traffic, or synthetic lengths drawn from distributions; neither:
+    # every request has prompt_tokens and max_new_tokens (optigate.deployment.gate_workload).
+    workload: CapturePlan | None = None
+    synthetic: SyntheticPlan | None = None
 
     def __post_init__(self) -> None:
         speculative = any("ModelSpeculativeDecodingConfig" in c for c in self.optimization_configs or [])
@@ -312,6 +320,8 @@ class GatePlan:
             proof["instance_pools"] = list(self.instance_pools)
         if self.components is not None:
             proof["components"] = self.components.proof
+        if self.workload is not None or self.synthetic is not None:  # only then: other fingerprints stay as they were
+            proof["workload"] = [w.proof if w else None for w in (self.workload, self.synthetic)]
         return hashlib.sha256(json.dumps(proof, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
@@ -335,6 +345,9 @@ def resolve_gate(
     benchmark = team.gate.benchmark
     shards = max(1, math.ceil(max(benchmark.concurrency) / STREAMS_PER_WORKER))
     levels = tuple(sorted({max(1, math.ceil(c / shards)) for c in benchmark.concurrency}))
+    workload = resolve_capture(benchmark, region)
+    if workload is not None and workload.replayed:  # the recorded schedule is the load: one run per block
+        levels = levels[-1:]
     # The live model's image and mode (the team's, or an approved package's): the baseline's twin runs it.
     if served is not None:
         live_image = served.image
@@ -365,7 +378,7 @@ def resolve_gate(
         change=json.loads(json.dumps(resolved_team.change, default=str)),
         thresholds={
             **benchmark.model_dump(
-                exclude={"prompt_tokens", "max_new_tokens", "blocks", "adapter_mix", *CROSS_CHECK_KEYS}
+                exclude={"prompt_tokens", "max_new_tokens", "blocks", "adapter_mix", *CROSS_CHECK_KEYS, *WORKLOAD_KEYS}
             ),
             "concurrency": [shards * c for c in levels],
             **adapter_version_margin(resolved_team),
@@ -413,4 +426,6 @@ def resolve_gate(
         ),
         evaluation_dataset_uri=dataset.replace("{region}", region),
         components=resolve_components(resolved_team, region, dataset.replace("{region}", region), served),
+        workload=workload,
+        synthetic=resolve_synthetic(benchmark),
     )

@@ -20,6 +20,7 @@ from optigate.config.rules.adapter_candidate_rules import candidate_adapters
 from optigate.deployment import compilation, pools, reference_gaps, rules
 from optigate.deployment.adapter_archive import ATTENTION_MODULES, DENSE_DECODER_MODULES, AdapterLimits
 from optigate.deployment.checkpoint import Checkpoint, resolve_checkpoint, served_precision
+from optigate.deployment.gate_workload import synthetic_problems
 from optigate.deployment.serving import ResolvedServing, resolve_serving
 from optigate.plan import catalog
 from optigate.plan.architecture import ModelArchitecture, builtin_entries
@@ -297,7 +298,7 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
     if candidate is not None:
         candidate_problems += optimization_job_problems(team, candidate.serving)
         candidate_problems += compilation.compilation_problems(baseline, candidate)
-    problems = shadow_problems + candidate_problems
+    problems = shadow_problems + candidate_problems + synthetic_problems(team)
     advisories = pools.pool_advisories(team) + compilation.compile_advisories(team, candidate)
     advisories += reference_gaps.reference_gap_notes(team, baseline, shadow, candidate, trained_head(team))
     return ResolvedTeam(team, baseline, shadow, candidate, tuple(problems), tuple(advisories))

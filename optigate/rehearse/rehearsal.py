@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from optigate import naming
+from optigate.rehearse.capture_seed import seed_captured_workload
 from optigate.rehearse.gate_handlers import HANDLER_FOLDERS, evaluation_writer, lambda_handlers, load_handler
 from optigate.rehearse.gate_layout import DECIDE
 from optigate.rehearse.gate_run import BUCKET, GateRun
@@ -279,6 +280,7 @@ def rehearse(
             run = GateRun(template, harness, compress_options)
             run.seed_baseline_files()  # the team's model bucket holds the folders the gate stages (an EAGLE-3 head)
             run.seed_training_data()  # the capture (or prefix) an EAGLE head trains from holds traffic
+            seed_captured_workload(run)  # the capture a replayed benchmark reads holds recent traffic
             for uri, body in (seed_objects or {}).items():
                 bucket, key = uri.removeprefix("s3://").split("/", 1)
                 s3 = harness.client("s3")

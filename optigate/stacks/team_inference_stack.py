@@ -10,7 +10,7 @@ from constructs import Construct
 from optigate import naming
 from optigate.config.models import DataCapture
 from optigate.constructs import nag
-from optigate.constructs.benchmark_fleet import BenchmarkFleet, FleetTarget
+from optigate.constructs.benchmark_fleet import BenchmarkFleet, CaptureAccess, FleetTarget
 from optigate.constructs.blue_green import BlueGreenSettings
 from optigate.constructs.common import secure_bucket
 from optigate.constructs.data_capture import CaptureSettings
@@ -200,6 +200,10 @@ class TeamInferenceStack(Stack):
             proposed = [a.candidate_artifact_uri for a in plan.components.adapters if a.changed]
             if proposed:
                 self.model.grant_read(proposed)
+        # The benchmark's captured workload: the workers read it (and nothing else of the capture's bucket).
+        workload_uri, capture = (
+            self._capture_access(plan, plan.workload.data_location) if plan.workload is not None else (None, None)
+        )
         fleet = BenchmarkFleet(
             self,
             "Benchmark",
@@ -209,6 +213,8 @@ class TeamInferenceStack(Stack):
             results_bucket=bucket,
             encryption_key=key,
             components=naming.run_component_patterns(plan.team, plan.environment) if plan.components else (),
+            capture=capture,
+            varied_lengths=plan.synthetic is not None,
         )
         evaluation = EvaluationJob(
             self,
@@ -228,6 +234,7 @@ class TeamInferenceStack(Stack):
             evaluation=evaluation,
             live_config=self._live_config(plan),
             training_data_uri=self._training_data(plan),
+            workload_uri=workload_uri,
         )
         if plan.optimization_configs:
             # The optimization job runs as the model role and writes the candidate's artifacts,
@@ -258,29 +265,43 @@ class TeamInferenceStack(Stack):
         head = plan.trained_head
         if head is None:
             return None
-        location = head.data_location
-        uri: str | None = None
-        if location is None:
-            # The config rules refuse a capture the job cannot read (KMS, base64, off, not OpenAI/ShareGPT).
-            endpoint = self.endpoint  # either kind captures the same way (optigate.constructs.data_capture)
-            uri = endpoint.capture_prefix()
-            if uri is None or endpoint.capture_bucket is None:
-                raise ValueError(f"{plan.team}: train_from data_capture, but {plan.live_endpoint} captures nothing")
-            listed = f"capture/{plan.live_endpoint}/*"
-            objects = endpoint.capture_bucket.arn_for_objects(listed)
-            bucket_arn = endpoint.capture_bucket.bucket_arn
-        else:
-            name, listed = location
-            objects, bucket_arn = f"arn:{Aws.PARTITION}:s3:::{name}/{listed}", f"arn:{Aws.PARTITION}:s3:::{name}"
+        # The config rules refuse a capture the job cannot read (KMS, base64, off, not OpenAI/ShareGPT).
+        uri, access = self._capture_access(plan, head.data_location)
         nag.allow(
             self.model.role,
             ["s3:GetObject"],
-            [objects],
+            [access.objects_arn],
             why_wildcard="The EAGLE head's training data: the records under its prefix, which the gate's "
             "optimization job (running as the model role) reads.",
         )
-        nag.allow(self.model.role, ["s3:ListBucket"], [bucket_arn], conditions={"StringLike": {"s3:prefix": [listed]}})
+        nag.allow(
+            self.model.role,
+            ["s3:ListBucket"],
+            [access.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [access.listed]}},
+        )
         return uri
+
+    def _capture_access(self, plan: GatePlan, location: tuple[str, str] | None) -> tuple[str | None, CaptureAccess]:
+        """Where captured traffic is read from, and what reading it takes: `location` (bucket, key pattern) of an
+        S3 source, or None for this environment's data capture, whose S3 URI (a token) comes back too; the key is
+        the endpoint's when SageMaker encrypts the capture with it (DataCaptureConfig.KmsKeyId)."""
+        if location is not None:
+            name, listed = location
+            partition = Aws.PARTITION
+            return None, CaptureAccess(f"arn:{partition}:s3:::{name}/{listed}", f"arn:{partition}:s3:::{name}", listed)
+        endpoint = self.endpoint  # either kind captures the same way (optigate.constructs.data_capture)
+        uri = endpoint.capture_prefix()
+        if uri is None or endpoint.capture_bucket is None:
+            raise ValueError(f"{plan.team}: reads data capture, but {plan.live_endpoint} captures nothing")
+        capture = self.deployment.overrides.capture
+        listed = f"capture/{plan.live_endpoint}/*"
+        return uri, CaptureAccess(
+            endpoint.capture_bucket.arn_for_objects(listed),
+            endpoint.capture_bucket.bucket_arn,
+            listed,
+            key_arn=endpoint.key.key_arn if capture is not None and capture.encryption == "kms" else None,
+        )
 
     def _live_config(self, plan: GatePlan) -> LiveConfig | None:
         """The live endpoint's config, which the gate's shadow stage leaves for the window and returns to."""

@@ -34,6 +34,9 @@ FIELDS = {
     "max_position_embeddings": 131072,
 }
 DATASET = {"evaluation": {"dataset_s3_uri": "s3://acme-eval/chat/eval.jsonl"}}
+FP8 = {"quantization": "fp8"}
+#: The team's captured traffic, sampled as whole sessions (a closed loop at each level).
+SESSIONS = {"from": "data_capture", "kind": "sessions"}
 TRTLLM = {"container": {"family": "lmi-trtllm"}}
 NEURON = {"container": {"family": "lmi-neuronx"}, "instance_type": "ml.inf2.24xlarge", "max_model_len": 4096}
 MOE = {"model": {"architecture": "qwen3-30b-a3b"}}
@@ -356,6 +359,35 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("OG415", gate({"compile": True, **TRTLLM, "max_model_len": 4096}), gate({"compile": True, **TRTLLM})),
     ("OG450", gate({"adapters": {"triage": TRIAGE_V2}}), gate({"max_batch_size": 16})),
     (
+        "OG460",
+        gate(FP8, benchmark={"workload": SESSIONS, "synthetic": {"prompt_tokens": [512, 2048]}}),
+        gate(FP8, benchmark={"workload": SESSIONS}),
+    ),
+    (
+        "OG461",
+        gate(FP8, benchmark={"synthetic": {"prompt_tokens": {"p50": 1024, "p90": 512}}}),
+        gate(FP8, benchmark={"synthetic": {"prompt_tokens": {"p50": 512, "p90": 1024}}}),
+    ),
+    (
+        "OG462",
+        gate(
+            FP8, benchmark={"synthetic": {"prompt_tokens": [256, 1024], "shared_prefix_pct": 30, "prefix_tokens": 256}}
+        ),
+        gate(
+            FP8, benchmark={"synthetic": {"prompt_tokens": [256, 1024], "shared_prefix_pct": 30, "prefix_tokens": 128}}
+        ),
+    ),
+    (
+        "OG464",
+        gate(FP8, benchmark={**CROSS_CHECK["benchmark"], "workload": SESSIONS}),
+        gate(FP8, benchmark={"cross_check": "none", "workload": SESSIONS}),
+    ),
+    (
+        "OG463",
+        gate(FP8, benchmark={"workload": {"from": "s3://acme-traffic/chat/"}}),
+        gate(FP8, benchmark={"workload": {"from": "s3://acme-traffic/chat/"}, "min_throughput_gain_pct": -5}),
+    ),
+    (
         "OG451",
         {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10, "candidate": {"adapters": {}}}}},
         {"rollout": {"strategy": "shadow", "shadow": {"sampling_percentage": 10, "candidate": {"max_batch_size": 16}}}},
@@ -475,6 +507,7 @@ NOTE_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("OG424", gate({"speculative_decoding": EAGLE_FROM_S3}), gate({"max_batch_size": 16})),
 ]
 CAPTURE = "          encryption: s3_managed\n"
+CAPTURED = "    workload: {from: data_capture, kind: sessions}\n"
 # (rule ID, the edits of the example config (file, old, new) that break it, those of its compliant twin)
 PROJECT_CASES: list[tuple[str, list[tuple[str, str, str]], list[tuple[str, str, str]]]] = [
     (
@@ -532,6 +565,11 @@ PROJECT_CASES: list[tuple[str, list[tuple[str, str, str]], list[tuple[str, str, 
         "OG607",
         [("environments.yaml", CAPTURE, CAPTURE.replace("s3_managed", "kms"))],
         [("environments.yaml", "request_format: openai_chat", "request_format: sharegpt")],
+    ),
+    (
+        "OG620",
+        [("teams/research.yaml", "    cross_check: sagemaker\n", f"    cross_check: none\n{CAPTURED}")],
+        [("teams/chat.yaml", "    p99_itl_ms_budget: 60\n", f"    p99_itl_ms_budget: 60\n{CAPTURED}")],
     ),
     (
         "OG608",

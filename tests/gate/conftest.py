@@ -80,9 +80,11 @@ def _spec(optimize: bool, shadow=None, **overrides):
     return dataclasses.replace(spec, **overrides)
 
 
-def _synth(optimize: bool, outdir: Path, shadow: bool = False, **spec_overrides) -> dict[str, Any]:
-    """A stack with the live endpoint CloudFormation owns, a fleet, an evaluation job and the gate (its
-    plan with `spec_overrides`), synthesized with cdk-nag (which raises on any unacknowledged finding)."""
+def _synth(
+    optimize: bool, outdir: Path, shadow: bool = False, fleet_options: dict | None = None, **spec_overrides
+) -> dict[str, Any]:
+    """A stack with the live endpoint CloudFormation owns, a fleet (with `fleet_options`), an evaluation job and the
+    gate (its plan with `spec_overrides`), synthesized with cdk-nag (which raises on any unacknowledged finding)."""
     from aws_cdk import App, Stack
     from aws_cdk import aws_kms as kms
 
@@ -123,6 +125,7 @@ def _synth(optimize: bool, outdir: Path, shadow: bool = False, **spec_overrides)
         shards=plan.shards,
         results_bucket=bucket,
         encryption_key=key,
+        **(fleet_options or {}),
     )
     evaluation = EvaluationJob(
         stack,

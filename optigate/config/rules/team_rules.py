@@ -24,6 +24,7 @@ from optigate.config.rules.model_rules import architecture_problems, source_prob
 from optigate.config.rules.registry import PathT, Problem, did_you_mean
 from optigate.config.rules.rollout_rules import SHADOW_CANDIDATE, rollout_problems
 from optigate.config.rules.serving_rules import adapter_problems, check_serving
+from optigate.config.rules.workload_rules import workload_problems
 
 #: The config's pydantic models by name (how pydantic names a union member in an error's location).
 MODEL_NAMES = frozenset(
@@ -75,4 +76,4 @@ def check_team(team: TeamConfig) -> list[Problem]:
         if team.gate.candidate:
             problems += candidate_problems(team, team.gate.candidate, GATE_CANDIDATE)
         problems += cross_check_problems(team)
-    return problems + concurrency_problems(team)
+    return problems + concurrency_problems(team) + workload_problems(team)

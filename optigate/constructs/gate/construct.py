@@ -19,6 +19,7 @@ from optigate.constructs.common import function_role
 from optigate.constructs.gate import (
     access,
     benchmark_jobs,
+    benchmark_workload,
     component_stages,
     cross_check,
     grants,
@@ -178,7 +179,7 @@ class OptimizationGate(Construct):
         )
 
         # ---- benchmark, evaluate, (mirror live traffic,) decide, record
-        benchmark = stages.benchmark_levels(self, plan, resources.fleet, cleanup)
+        benchmark = stages.benchmark_levels(self, plan, resources.fleet, cleanup, resources.workload_uri)
         evaluate = cleanup.guarded(
             sdk_task(
                 self,
@@ -230,9 +231,20 @@ class OptimizationGate(Construct):
             evaluated.next(decide)
         decide.next(proof.record_verdict(self, plan, self.group_name, bucket_name, cleanup))
 
-        # New adapter versions are checked before anything is created or paid for.
-        checked = check_adapter_archives(
-            self, plan, self.stager, cleanup, then=read_adapter_mix(self, plan, self.stager, cleanup, start_candidate)
+        # New adapter versions and a captured workload are checked before anything is created or paid for.
+        checked = benchmark_workload.check_capture(
+            self,
+            plan,
+            resources.fleet,
+            cleanup,
+            resources.workload_uri,
+            then=check_adapter_archives(
+                self,
+                plan,
+                self.stager,
+                cleanup,
+                then=read_adapter_mix(self, plan, self.stager, cleanup, start_candidate),
+            ),
         )
         definition = sfn.Chain.start(start_run(self)).next(
             proof.unless_proven(self, plan, self.group_name, cleanup, checked)

@@ -51,6 +51,7 @@ class GateResources:
     :param evaluation: the EvaluationJob comparing their answers.
     :param live_config: the live endpoint's config, with a shadow stage.
     :param training_data_uri: the data capture's S3 URI, when a trained head trains from it.
+    :param workload_uri: the data capture's S3 URI, when the benchmark's workload is read from it.
     """
 
     model_role_arn: str
@@ -61,3 +62,4 @@ class GateResources:
     evaluation: EvaluationJob
     live_config: LiveConfig | None = None
     training_data_uri: str | None = None
+    workload_uri: str | None = None

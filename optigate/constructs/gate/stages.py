@@ -10,7 +10,7 @@ from constructs import Construct
 
 from optigate import naming
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
-from optigate.constructs.gate import component_stages, cross_check, grants
+from optigate.constructs.gate import benchmark_workload, component_stages, cross_check, grants
 from optigate.constructs.gate.resources import LiveConfig
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, SdkTask, poll_loop, run_name, sdk_task
 from optigate.deployment.gate import GatePlan
@@ -270,12 +270,14 @@ def endpoint_ready(
     return loop.entry
 
 
-def benchmark_levels(scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cleanup: CleanupPath) -> sfn.Chain:
+def benchmark_levels(
+    scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cleanup: CleanupPath, capture_uri: str | None = None
+) -> sfn.Chain:
     """Each configured level in turn, in interleaved blocks: the baseline's twin then the candidate,
     `plan.blocks` times (A B A B ...), so drift over the benchmark reaches both sides alike. The two
     never share the machine, and the live endpoint receives no benchmark load. Each (level, block)
     is one Map item, in order (GatePlan.benchmark_items); its runs are `<run>-baseline-c<level>-b<block>`
-    and `<run>-candidate-c<level>-b<block>`."""
+    and `<run>-candidate-c<level>-b<block>`. Both sides send the same workload (gate.benchmark_workload)."""
     run_fleet = grants.run_fleet(scope, fleet)
 
     def run(name: str, endpoint: dict[str, str], run: str, result: str, engine_mode: str) -> SdkTask:
@@ -299,6 +301,7 @@ def benchmark_levels(scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cl
                     "requests_per_shard.$": "$.requests",
                     "prompt_tokens": plan.prompt_tokens,
                     "max_new_tokens": plan.max_new_tokens,
+                    **benchmark_workload.fleet_input(plan, capture_uri),
                     **spread,
                 },
             },
@@ -323,6 +326,7 @@ def benchmark_levels(scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cl
             "twin.$": run_name(plan, "twin"),
             "candidate.$": run_name(plan, "cand"),
             **({"mix.$": "$.mix"} if plan.components is not None and plan.components.mix is None else {}),
+            **benchmark_workload.map_items(plan),
         },
         result_path="$.benchmark",
     )
@@ -383,6 +387,7 @@ def decide(
                 "server_metrics.$": "$.server_metrics",
                 **shadow_metrics,
                 **cross_check.decide_payload(plan),
+                **benchmark_workload.decide_payload(plan),
             },
         },
         grants=[grants.invoke_with_versions(decider)],

@@ -13,6 +13,13 @@ schema and how the stream is read (optigate.bench.payloads); without it the work
 component in a weighted order drawn from the shard's seed (optigate.bench.load.ComponentSchedule), the same
 for the baseline and the candidate of a block; the shard's result names the mix ("inference_components") and
 splits each run's samples by adapter ("adapters"), and the summary counts the requests per adapter.
+`workload` (optional): the team's captured traffic, {source, kind, window_days, max_requests, speedup, until,
+digest}, read here inside the account (optigate.bench.shard_workload): the worker rebuilds the requests the gate's
+check pinned, refuses (WorkloadChanged) when they differ, and sends its share (`shard` of `shards`); a replay runs
+on the recorded schedule. `synthetic` (optional): {prompt_tokens: [...], max_new_tokens: [...], shared_prefix_share,
+prefix_tokens}, lengths drawn from those values. The summary describes the workload by its shape, never its text.
+`workload_check` (instead of a benchmark): the gate's check before anything is paid for, returning {until, digest,
+shape}, or failing as CaptureUnavailable / ReplayTooLong with the reason.
 Returns a small summary and where the shard's samples are (Step Functions payloads are small).
 """
 
@@ -27,6 +34,8 @@ import boto3
 from optigate.bench.client import Target
 from optigate.bench.load import ComponentShare, LoadSpec
 from optigate.bench.runner import run_levels
+from optigate.bench.shard_workload import check_capture, worker_workload
+from optigate.bench.workload import Workload, shape
 
 
 def shard_key(event: dict) -> str:
@@ -35,6 +44,8 @@ def shard_key(event: dict) -> str:
 
 
 def handler(event: dict, _context=None) -> dict:
+    if event.get("workload_check"):
+        return check_capture(event["workload_check"])
     if not event.get("engine_mode"):
         raise ValueError("the benchmark event names no engine_mode: the stream of the endpoint cannot be read")
     target = Target(
@@ -44,15 +55,19 @@ def handler(event: dict, _context=None) -> dict:
         target_variant=event.get("target_variant"),
         inference_component=event.get("inference_component"),
     )
+    workload = worker_workload(event)
+    replayed = workload is not None and workload.scheduled
     spec = LoadSpec(
         concurrency=int(event["concurrency"]),
-        requests=event.get("requests") if not event.get("duration_s") else None,
+        requests=request_count(event, workload),
         duration_s=event.get("duration_s"),
         prompt_tokens=int(event.get("prompt_tokens", 1024)),
         max_new_tokens=int(event.get("max_new_tokens", 256)),
         engine_mode=str(event["engine_mode"]),
         seed=int(event.get("shard", 0)) * 100_003,
         components=components(event.get("inference_components")),
+        workload=workload,
+        mode="replay" if replayed else "closed",
     )
     result = asyncio.run(run_levels(target, [spec.concurrency], spec, timeout=float(event.get("timeout_s", 120))))
     result["shard"] = int(event["shard"])
@@ -69,9 +84,19 @@ def handler(event: dict, _context=None) -> dict:
         "errors": run["errors"],
         "interrupted": result["interrupted"],
     }
+    if workload is not None:
+        summary["workload"] = shape(workload)
     if spec.components:
         summary["requests_by_adapter"] = {name: sub["requests"] for name, sub in run.get("adapters", {}).items()}
     return summary
+
+
+def request_count(event: dict, workload: Workload | None) -> int | None:
+    """A replay sends its share of the recorded schedule once; otherwise the event's count (a closed loop takes a
+    workload's requests in order), none with a duration."""
+    if workload is not None and workload.scheduled:
+        return len(workload.requests)
+    return None if event.get("duration_s") else event.get("requests")
 
 
 def components(items: list[dict] | None) -> tuple[ComponentShare, ...]:

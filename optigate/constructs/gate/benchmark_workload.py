@@ -1,0 +1,76 @@
+"""The gate's benchmark workload in its state machine: the captured traffic checked before anything is created or paid
+for, and what each fleet execution is told to send (optigate.deployment.gate_workload, optigate.bench.shard_workload).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from optigate.constructs.benchmark_fleet import BenchmarkFleet
+from optigate.constructs.gate import grants
+from optigate.constructs.gate.tasks import CleanupPath, sdk_task
+from optigate.deployment.gate import GatePlan
+
+#: Where the check leaves its result ({until, digest, shape}) in the execution's state.
+CHECKED = "$.workload"
+
+
+def capture_event(plan: GatePlan, capture_uri: str | None) -> dict[str, Any] | None:
+    """What the workers read, None without a captured workload (`capture_uri`: the data capture's S3 URI)."""
+    return plan.workload.event(capture_uri) if plan.workload is not None else None
+
+
+def check_capture(
+    scope: Construct,
+    plan: GatePlan,
+    fleet: BenchmarkFleet,
+    cleanup: CleanupPath,
+    capture_uri: str | None,
+    then: sfn.IChainable,
+) -> sfn.IChainable:
+    """A captured workload is read once by a fleet worker (with its read grant) before any job or endpoint exists:
+    a missing, empty or unreadable capture fails the run as CaptureUnavailable, a replay longer than a worker may run
+    as ReplayTooLong, each with the reason. Its pinned window end, digest and shape go to `$.workload`. Else `then`."""
+    event = capture_event(plan, capture_uri)
+    if event is None:
+        return then
+    check = cleanup.guarded(
+        sdk_task(
+            scope,
+            "CheckCapturedWorkload",
+            "lambda:invoke",
+            {"FunctionName": fleet.worker.function_arn, "Payload": {"workload_check": event}},
+            grants=[grants.invoke(fleet.worker)],
+            result_path=CHECKED,
+            result_selector={
+                "until.$": "$.Payload.until",
+                "digest.$": "$.Payload.digest",
+                "shape.$": "$.Payload.shape",
+            },
+        )
+    )
+    return check.next(then)
+
+
+def fleet_input(plan: GatePlan, capture_uri: str | None) -> dict[str, Any]:
+    """The workload part of each fleet execution's input, inside the benchmark's Map (whose items carry the check's
+    result as `$.workload`): the captured workload with the pinned window and digest, or the synthetic lengths."""
+    event = capture_event(plan, capture_uri)
+    if event is not None:
+        return {"workload": {**event, "until.$": f"{CHECKED}.until", "digest.$": f"{CHECKED}.digest"}}
+    if plan.synthetic is not None:
+        return {"synthetic": plan.synthetic.event()}
+    return {}
+
+
+def map_items(plan: GatePlan) -> dict[str, str]:
+    """What each benchmark Map item takes from the execution's state: the check's result, with a captured workload."""
+    return {"workload.$": CHECKED} if plan.workload is not None else {}
+
+
+def decide_payload(plan: GatePlan) -> dict[str, str]:
+    """The workload's shape for the report (counts, lengths, rate: never text)."""
+    return {"workload.$": f"{CHECKED}.shape"} if plan.workload is not None else {}
