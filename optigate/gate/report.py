@@ -76,6 +76,31 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _server_metrics_section(section: Mapping[str, Any]) -> str:
+    """The endpoints' own figures over the benchmark (optigate.gate.server_metrics.figures_to_report's shape)."""
+    title = "<h2>Server metrics (the endpoints' own, for the benchmark's window)</h2>"
+    if not section.get("available"):
+        return f"{title}<p>{html.escape(str(section.get('why') or 'none read'))}.</p>"
+    rows = [
+        [
+            html.escape(row["figure"]),
+            html.escape(row["unit"]),
+            *(_figure(row[side]) for side in ("baseline", "candidate")),
+        ]
+        for row in section["rows"]
+    ]
+    notes = [*section.get("findings", [])]
+    for side, missing in (section.get("missing") or {}).items():
+        notes += [f"{side}: {figure} missing ({why})" for figure, why in missing.items()]
+    items = "".join(f"<li>{html.escape(note)}</li>" for note in notes)
+    source = html.escape(str(section.get("source", "")))
+    return f"{title}<p>{source}.</p>" + _table(["figure", "unit", "baseline", "candidate"], rows) + f"<ul>{items}</ul>"
+
+
+def _figure(value: Any) -> str:
+    return "—" if value is None else f"{value:,.3g}"
+
+
 def _usd(value: float | None) -> str:
     return "—" if value is None else f"${value:,.3f}"
 
@@ -95,11 +120,17 @@ def shape(data: Mapping[str, Any], workload: Mapping[str, Any] | None = None) ->
     workload = workload or {}
     levels = [level["concurrency"] for level in data["levels"]] or list(data["thresholds"].get("concurrency") or [])
     parts = []
-    if workload.get("prompt_tokens") is not None or workload.get("max_new_tokens") is not None:
+    traffic = data.get("traffic")
+    if traffic:
+        parts.append(_traffic_text(traffic))
+    elif workload.get("prompt_tokens") is not None or workload.get("max_new_tokens") is not None:
         parts.append(
             f"{workload.get('prompt_tokens', '?')} prompt → {workload.get('max_new_tokens', '?')} output tokens"
         )
-    parts.append("closed loop, concurrency " + ", ".join(map(str, levels)) if levels else "no level measured")
+    if traffic and traffic.get("kind") == "replay":  # open loop: the recorded arrivals set the load, not a level
+        parts.append("open loop on the recorded schedule" if levels else "no run measured")
+    else:
+        parts.append("closed loop, concurrency " + ", ".join(map(str, levels)) if levels else "no level measured")
     sent = sorted({level[side]["requests"] for level in data["levels"] for side in ("baseline", "candidate")})
     if sent:
         shown = f"{sent[0]}" if len(sent) == 1 else f"{sent[0]}–{sent[-1]}"
@@ -112,6 +143,25 @@ def shape(data: Mapping[str, Any], workload: Mapping[str, Any] | None = None) ->
         ("baseline", f"{where} as deployed (its live model, benchmarked on a twin endpoint)"),
         ("candidate", f"{where} with the change: {_change_text(data['change'])}"),
     ]
+
+
+def _traffic_text(traffic: Mapping[str, Any]) -> str:
+    """The team's captured traffic in one phrase: counts and length percentiles, never text."""
+
+    def lengths(key: str) -> str:
+        found = traffic.get(key) or {}
+        return "/".join(str(found.get(q, "?")) for q in ("p50", "p90", "p99"))
+
+    text = (
+        f"{traffic.get('kind', 'captured')} of {traffic.get('requests', '?')} captured requests "
+        f"({traffic.get('source', '?')}): prompt tokens p50/p90/p99 {lengths('prompt_tokens')}, "
+        f"output tokens {lengths('max_new_tokens')}"
+    )
+    if traffic.get("sessions"):
+        text += f", {traffic['sessions']} sessions"
+    if traffic.get("duration_s"):
+        text += f", recorded over {traffic['duration_s']:g} s at {traffic.get('mean_rate_per_s') or 0:g}/s"
+    return text
 
 
 def _figures(plots: Iterable[Plot]) -> str:
@@ -391,9 +441,8 @@ def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapp
             f"<h2>Planner prediction vs measurement</h2><p>{html.escape(comparison['note'])}.</p>"
             + _table(["figure", "bound", "expected", "measured", "measured as", "measured / bound"], rows)
         )
-    if data.get("server_metrics"):  # as the decision's inputs carried them (optigate.gate.server_metrics)
-        figures = html.escape(json.dumps(data["server_metrics"], indent=2, sort_keys=True))
-        sections.append(f"<h2>Server metrics (the endpoints' own, for the benchmark's window)</h2><pre>{figures}</pre>")
+    if data.get("server_metrics"):
+        sections.append(_server_metrics_section(data["server_metrics"]))
     if data["change"]:
         change = html.escape(json.dumps(data["change"], indent=2, sort_keys=True))
         sections.append(f"<h2>Change</h2><pre>{change}</pre>")

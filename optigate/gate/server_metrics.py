@@ -1,11 +1,11 @@
 """The server's own figures in the verdict (pure): what the baseline's twin and the candidate published over the
 benchmark's window (optigate.bench.server_metrics.read_sides, run by the gate's reader function), as report rows,
-informational findings, and the one reason they give to reject: speculation whose acceptance is below break-even.
+informational findings, and the one check they decide: speculation whose acceptance is below break-even is rejected.
 
 Break-even: the seed tutorial's rule, which optigate/gate/decision/checks.py words for its client-side proxy: "below
 roughly 40 % acceptance, drafting and verifying costs more than it saves". A planner's own break-even for the
 instance and batch (optigate.plan.speculation.SpeculationCeiling.break_even_acceptance) replaces it when given.
-Fail closed: a candidate that speculates but whose acceptance the server did not publish is a reason too.
+Fail closed: a candidate that speculates but whose acceptance the server did not publish cannot be approved.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ from typing import Any
 
 from optigate.bench.server_metrics import FIGURES, TABLE
 from optigate.gate.decision.inputs import speculative_method
+from optigate.gate.decision.wording import CheckName
+from optigate.judge import Check, Outcome
 
 BREAK_EVEN_ACCEPTANCE = 0.40
 SIDES = ("baseline", "candidate")
+ACCEPTANCE_SERIES = "vllm:spec_decode_num_accepted_tokens / vllm:spec_decode_num_draft_tokens"
 KV_FULL = 0.95  # a KV cache this full admits new requests only as others finish
 
 
@@ -40,30 +43,32 @@ def _missing_why(side: Mapping[str, Any] | None, figure: str) -> str:
     return str(why or "no value")
 
 
-def server_metric_reasons(
+def acceptance_check(
     figures: Mapping[str, Any] | None, change: Mapping[str, Any], *, break_even: float | None = None
-) -> list[str]:
-    """Reasons to reject from the server's figures: only when the change turns speculative decoding on, an
-    acceptance below break-even, or none published (fail closed)."""
+) -> Check | None:
+    """The speculative_acceptance check, only when the change turns speculative decoding on: PASS at or above
+    break-even, FAIL below it, INCONCLUSIVE when the candidate's server published no acceptance (fail closed: the
+    verdict cannot be APPROVED; not a FAIL, because AWS documents no stored names for the container's series and
+    a name that differs on a real endpoint must not reject every speculative candidate; see
+    optigate.bench.server_metrics)."""
     method = speculative_method(change)
     if method is None:
-        return []
+        return None
     threshold = BREAK_EVEN_ACCEPTANCE if break_even is None else float(break_even)
     candidate = _side(figures, "candidate")
     acceptance = _value(candidate, "spec_acceptance")
+    name = CheckName.SPECULATIVE_ACCEPTANCE
     if acceptance is None:
-        return [
+        detail = (
             f"speculative decoding ({method}): the candidate's server published no acceptance for the benchmark "
-            f"window ({_missing_why(candidate, 'spec_acceptance')}), so the gate cannot confirm that it reaches the "
-            f"{threshold:.0%} break-even"
-        ]
+            f"window ({_missing_why(candidate, 'spec_acceptance')})"
+        )
+        return Check(name, Outcome.INCONCLUSIVE, None, threshold, detail)
+    measured = f"accepted {acceptance:.0%} of drafted tokens over the benchmark ({ACCEPTANCE_SERIES})"
     if acceptance < threshold:
-        return [
-            f"speculative decoding ({method}) loses: the candidate's server accepted {acceptance:.0%} of drafted "
-            f"tokens over the benchmark (vllm:spec_decode_num_accepted_tokens / vllm:spec_decode_num_draft_tokens), "
-            f"below the {threshold:.0%} break-even where drafting and verifying cost what they save"
-        ]
-    return []
+        detail = f"speculative decoding ({method}) loses: the candidate's server {measured}"
+        return Check(name, Outcome.FAIL, acceptance, threshold, detail)
+    return Check(name, Outcome.PASS, acceptance, threshold, f"the candidate's server {measured}")
 
 
 def _findings(rows: list[dict[str, Any]]) -> list[str]:

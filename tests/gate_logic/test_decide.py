@@ -211,6 +211,26 @@ def test_tokens_per_chunk_gain_only_with_speculative_decoding(baseline, sizes, p
     assert all(c.name != "tokens_per_chunk_gain" for c in plain.checks)
 
 
+@pytest.mark.parametrize(
+    "acceptance, outcome",
+    [(0.55, "APPROVED"), (0.31, "REJECTED"), (None, "INCONCLUSIVE")],
+)
+def test_the_servers_acceptance_decides_a_speculative_candidate_that_is_faster(baseline, acceptance, outcome):
+    """Faster, more tokens per chunk, quality passing: the candidate's own server's acceptance still decides
+    (below the 40 % break-even it loses; unpublished, it cannot pass)."""
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.30), tokens_per_chunk=(2,), seed=7))
+    published = {"spec_acceptance": acceptance} if acceptance is not None else {"missing": {"spec_acceptance": "x"}}
+    figures = {"baseline": {}, "candidate": published}
+    verdict = decide(inputs(baseline, candidate, change={"speculative_decoding": "eagle3"}, server_metrics=figures))
+    assert verdict.outcome == outcome
+    result = check(verdict, "speculative_acceptance", None)
+    assert result.measured == acceptance
+    assert [c.name for c in verdict.checks if not c.passed] == ([] if outcome == "APPROVED" else [result.name])
+    # An offline decision (no server metrics read) has no such check; the deployed gate always passes a mapping.
+    offline = decide(inputs(baseline, candidate, change={"speculative_decoding": "eagle3"}))
+    assert offline.approved and all(c.name != "speculative_acceptance" for c in offline.checks)
+
+
 def test_speculative_method_reads_the_change():
     assert speculative_method({}) is None
     assert speculative_method({"speculative_decoding": False}) is None
@@ -434,6 +454,7 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
         "cross_check",
         "capacity",
         "server_metrics",
+        "traffic",
     ]
     assert list(data["checks"][0]) == [
         "name",

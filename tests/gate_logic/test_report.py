@@ -98,3 +98,30 @@ def test_plot_names_without_bytes_are_listed_not_linked(rejected):
     page = render_html(verdict, ["ttft_cdf.png"])
     assert "<img" not in page and "Plots stored beside this report: ttft_cdf.png." in page
     assert "workload</dt><dd>closed loop, concurrency" in page  # no gate settings given: what the verdict knows
+
+
+def test_a_captured_workload_is_described_by_its_shape_never_its_text():
+    baseline = _side(0.0, 1)
+    traffic = {
+        "requests": 240,
+        "kind": "replay",
+        "source": "s3://capture/chat/",
+        "prompt_tokens": {"p50": 310, "p90": 1200, "p99": 3900, "max": 4100},
+        "max_new_tokens": {"p50": 128, "p90": 512, "p99": 1024, "max": 1024},
+        "sessions": 0,
+        "duration_s": 300.0,
+        "mean_rate_per_s": 0.797,
+        "shared_prefix_share": 0.4,
+    }
+    verdict = decide(
+        GateInputs(
+            team="t", environment="e", baseline_benchmark=baseline, candidate_benchmark=baseline, traffic=traffic
+        )
+    )
+    assert verdict.to_dict()["traffic"] == traffic
+    page = render_html(verdict)
+    assert (
+        "replay of 240 captured requests (s3://capture/chat/): prompt tokens p50/p90/p99 310/1200/3900, output "
+        "tokens 128/512/1024, recorded over 300 s at 0.797/s · open loop on the recorded schedule"
+    ) in page
+    assert "closed loop" not in page

@@ -193,11 +193,16 @@ def test_the_pareto_plot_draws_both_sides_and_the_budget(baseline, fast_then_slo
 
 
 def test_server_metrics_are_carried_into_the_verdict(baseline, fast_then_slow):
-    metrics = {"candidate": {"spec_decode_acceptance": 0.31}}
+    metrics = {"candidate": {"kv_cache_usage_max": 0.97, "missing": {"preemptions": "no series in the window"}}}
     verdict = decide(inputs(baseline, fast_then_slow, server_metrics=metrics))
-    assert verdict.to_dict()["server_metrics"] == metrics
+    section = verdict.to_dict()["server_metrics"]
+    rows = {row["figure"]: row for row in section["rows"]}
+    assert rows["kv_cache_usage_max"]["candidate"] == 0.97 and rows["kv_cache_usage_max"]["baseline"] is None
+    assert section["missing"]["candidate"]["preemptions"] == "no series in the window"
+    assert any("KV cache reached 97%" in note for note in section["findings"])
     assert decide(inputs(baseline, fast_then_slow)).to_dict()["server_metrics"] is None
-    assert "Server metrics" in render_html(verdict)
+    page = render_html(verdict)
+    assert "Server metrics" in page and "kv_cache_usage_max" in page and "no series in the window" in page
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -44,6 +44,9 @@ class GateInputs:
     # The endpoints' own metrics for the benchmark's window (optigate.gate.server_metrics), carried into the
     # verdict and its report as given: None when not read.
     server_metrics: Mapping[str, Any] | None = None
+    # The team's own traffic the benchmark sent, when gate.benchmark.workload is set: its shape (counts, length
+    # percentiles, sessions, schedule; never text: optigate.bench.workload.shape). Reported, never decided on.
+    traffic: Mapping[str, Any] | None = None
     seed: int = SEED
 
     @classmethod

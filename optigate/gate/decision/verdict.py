@@ -39,6 +39,7 @@ from optigate.gate.decision.slo_checks import (
     slo_checks,
 )
 from optigate.gate.decision.wording import CheckName, label, reason
+from optigate.gate.server_metrics import acceptance_check, figures_to_report
 from optigate.judge import Check, Outcome
 from optigate.plan.cost import cost_per_million_tokens
 
@@ -66,8 +67,9 @@ class GateVerdict:
     # Both sides' capacity at the SLO (optigate.gate.decision.slo_checks.capacity_summary); None without a latency
     # budget (no SLO) or without a level both sides measured.
     capacity: dict[str, Any] | None = None
-    # The endpoints' own metrics for the benchmark's window, as GateInputs.server_metrics carried them.
+    # The endpoints' own metrics for the benchmark's window as the report shows them (figures_to_report).
     server_metrics: dict[str, Any] | None = None
+    traffic: dict[str, Any] | None = None  # the captured workload's shape, as GateInputs.traffic carried it
 
     @property
     def failed(self) -> tuple[Check, ...]:
@@ -117,6 +119,7 @@ class GateVerdict:
                 "cross_check": self.cross_check,
                 "capacity": self.capacity,
                 "server_metrics": self.server_metrics,
+                "traffic": self.traffic,
             }
         )
 
@@ -204,6 +207,10 @@ def decide(inputs: GateInputs) -> GateVerdict:
         peak = None if inputs.peak_concurrency is None else float(inputs.peak_concurrency)
         capacity = capacity_summary(base_capacity, cand_capacity, slo, count, peak)
     checks.append(quality_check(inputs.evaluation))
+    # None: the caller read no server metrics (an offline decision); the deployed gate always passes what it read.
+    acceptance = acceptance_check(inputs.server_metrics, change) if inputs.server_metrics is not None else None
+    if acceptance is not None:
+        checks.append(acceptance)
     if inputs.shadow is not None:
         checks += shadow_checks(inputs.shadow, thresholds)
     checks.sort(key=sort_key)
@@ -222,7 +229,8 @@ def decide(inputs: GateInputs) -> GateVerdict:
         shadow=json_safe(dict(inputs.shadow)) if inputs.shadow is not None else None,
         cross_check=_cross_check(inputs.cross_check, levels),
         capacity=json_safe(capacity) if capacity is not None else None,
-        server_metrics=json_safe(dict(inputs.server_metrics)) if inputs.server_metrics is not None else None,
+        server_metrics=figures_to_report(inputs.server_metrics) if inputs.server_metrics is not None else None,
+        traffic=json_safe(dict(inputs.traffic)) if inputs.traffic is not None else None,
     )
 
 

@@ -29,6 +29,8 @@ class CheckName(StrEnum):
     # At the team's SLO, only when a latency budget is set (optigate.gate.decision.slo_checks).
     GOODPUT = "goodput"
     CAPACITY = "capacity"
+    # The candidate's server's own acceptance, only when the change speculates (optigate.gate.server_metrics).
+    SPECULATIVE_ACCEPTANCE = "speculative_acceptance"
 
 
 # Typed Any: they word a check's figures, typed float | str | None, where the check says a number.
@@ -145,6 +147,11 @@ def _capacity_threshold(check: Check) -> str:
     return f"the SLO held at every level where the baseline holds it (up to c={check.threshold})"
 
 
+def _acceptance_threshold(check: Check) -> str:
+    limit: Any = check.threshold
+    return f"break-even {limit:.0%} of drafted tokens accepted, below which drafting and verifying cost what they save"
+
+
 _LATENCY = Words(_budget, _closed_without_figure(_latency_failure), "ms")
 _GAIN = Words(_minimum, _closed_without_figure(_gain_failure), "%")
 _ERROR_RATE = Words(_maximum, _closed_without_figure(_error_rate_failure), "fraction")
@@ -168,6 +175,11 @@ WORDS: dict[CheckName, Words] = {
     ),
     CheckName.GOODPUT: Words(_goodput_threshold, _closed_without_figure(_goodput_failure), "points"),
     CheckName.CAPACITY: Words(_capacity_threshold, lambda check, where: f"capacity fails: {check.detail}."),
+    CheckName.SPECULATIVE_ACCEPTANCE: Words(
+        _acceptance_threshold,
+        lambda check, where: f"speculative_acceptance fails: {check.detail}, {_acceptance_threshold(check)}.",
+        "fraction",
+    ),
 }
 
 

@@ -223,6 +223,9 @@ def handler(event: dict, _context=None) -> dict:
         prediction=event.get("prediction"),
         shadow=shadow_figures(event.get("shadow")),
         cross_check=cross_check_jobs(s3, event.get("cross_check")),
+        # The state machine always passes what its reader read; an event without it read nothing (fail closed).
+        server_metrics=event.get("server_metrics") or {},
+        traffic=event.get("workload"),  # the captured workload's shape (constructs.gate.benchmark_workload)
     )
     verdict = decide(inputs)
     prefix = event["report_prefix"].strip("/")
