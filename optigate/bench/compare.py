@@ -471,9 +471,12 @@ WORKLOAD_KEYS = ("prompt_tokens", "max_new_tokens", "schema", "mode", "rate")
 def workload(result: dict[str, Any]) -> dict[str, Any]:
     """The workload of a result file: its load keys and levels (a key it does not record is None)."""
     load = result.get("load") or {}
+    requests = load.get("workload") if isinstance(load.get("workload"), dict) else {}
     return {
         **{key: load.get(key) for key in WORKLOAD_KEYS},
         "levels": sorted(int(run["concurrency"]) for run in result.get("runs", [])),
+        # A captured or drawn workload: the same requests only when the digests agree (None: synthetic prompts).
+        "requests": requests.get("digest", "unrecorded") if requests else None,
     }
 
 
@@ -489,7 +492,13 @@ def workload_difference(results: Sequence[tuple[str, dict[str, Any]]]) -> str | 
         if not result.get("load"):
             return f"{label} records no workload"
         other = workload(result)
-        differs = [f"{key} {reference[key]} vs {other[key]}" for key in reference if reference[key] != other[key]]
+        differs = [
+            "different requests (workload digests differ)"
+            if key == "requests"
+            else f"{key} {reference[key]} vs {other[key]}"
+            for key in reference
+            if reference[key] != other[key]
+        ]
         if differs:
             return f"{label} differs from {first_label}: " + ", ".join(differs)
     return None

@@ -124,9 +124,10 @@ async def run_levels(
     }
     data["load"]["workers"] = workers
     if spec.workload is not None:  # its shape: counts, lengths, rate; never text
-        from optigate.bench.workload import shape
+        from optigate.bench.workload import digest, shape
 
-        data["load"]["workload"] = shape(spec.workload)
+        # The digest lets `bench compare` refuse two sides that replayed different requests.
+        data["load"]["workload"] = {**shape(spec.workload), "digest": digest(spec.workload)}
     if spec.components:  # the mix sent: each run's "adapters" holds its requests by adapter
         data["inference_components"] = [asdict(component) for component in spec.components]
     if error is not None:

@@ -10,8 +10,6 @@ request, on the shared schedule). Nothing here returns or logs prompt text: only
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from dataclasses import replace
 from typing import Any
@@ -19,7 +17,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from optigate.bench.capture import CaptureRead, read_capture
-from optigate.bench.workload import Workload, from_capture, shape, synthetic
+from optigate.bench.workload import Workload, digest, from_capture, shape, synthetic
 
 #: How long before the check the pinned window ends. SageMaker delivers capture files periodically and does not
 #: document the delay; records of the last minutes could still arrive after the check and change what a later
@@ -39,16 +37,6 @@ class ReplayTooLong(ValueError):
 
 class WorkloadChanged(ValueError):
     """A worker read other requests than the gate's check pinned: the two sides would not be compared alike."""
-
-
-def digest(workload: Workload) -> str:
-    """A fingerprint of the requests (bodies, output lengths, schedule) in order: equal only for the same requests."""
-    hashed = hashlib.sha256()
-    for request in workload.requests:
-        hashed.update(
-            json.dumps([request.body, request.max_new_tokens, request.offset_s], sort_keys=True).encode() + b"\n"
-        )
-    return hashed.hexdigest()
 
 
 def capture_workload(spec: dict[str, Any], *, until: float, s3_client: Any = None) -> Workload:

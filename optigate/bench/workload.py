@@ -9,6 +9,7 @@ prompts never leave the team's account.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -231,6 +232,16 @@ def _lengths(name: str, value: int | Sequence[int]) -> tuple[int, ...]:
     if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
         raise ValueError(f"{name} must be a whole number >= 1 or a list of them, got {value!r}")
     return values
+
+
+def digest(workload: Workload) -> str:
+    """A fingerprint of the requests (bodies, output lengths, schedule) in order: equal only for the same requests."""
+    hashed = hashlib.sha256()
+    for request in workload.requests:
+        hashed.update(
+            json.dumps([request.body, request.max_new_tokens, request.offset_s], sort_keys=True).encode() + b"\n"
+        )
+    return hashed.hexdigest()
 
 
 def shape(workload: Workload) -> dict[str, Any]:

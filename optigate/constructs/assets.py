@@ -30,6 +30,7 @@ BENCH_MODULES = (
     "metrics.py",
     "payloads.py",
     "runner.py",
+    "shard_workload.py",
     "workload.py",
 )
 # Never part of an image: the offline rehearsal (moto) and caches.

@@ -211,6 +211,25 @@ def test_workload_difference_names_what_differs():
     assert workload_difference([("a", a), ("old", {"runs": []})]) == "old records no workload"
 
 
+def test_two_sides_that_replayed_different_captures_are_not_compared():
+    """A captured workload's shape can agree (same counts, same length percentiles) while its requests differ: the
+    recorded digest decides."""
+    from optigate.bench.workload import Workload, WorkloadRequest, digest, shape
+
+    def captured(prompt: str) -> dict:
+        workload = Workload((WorkloadRequest({"inputs": prompt}, 8, 3, offset_s=0.0),), "replay", "capture.jsonl")
+        return {"load": {"workload": {**shape(workload), "digest": digest(workload)}}, "runs": [{"concurrency": 1}]}
+
+    one, other = captured("the same length"), captured("another of it")
+    assert workload_difference([("a", one), ("a2", captured("the same length"))]) is None
+    assert workload_difference([("a", one), ("b", other)]) == (
+        "b differs from a: different requests (workload digests differ)"
+    )
+    # A result with a captured workload against one without: not like with like either.
+    synthetic = {"load": {"mode": "closed"}, "runs": [{"concurrency": 1}]}
+    assert "different requests" in workload_difference([("a", one), ("c", synthetic)])
+
+
 # --------------------------------------------------------------------------- the two-level bootstrap
 
 

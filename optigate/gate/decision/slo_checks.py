@@ -13,8 +13,11 @@ budget there is no SLO, and the verdict has neither check nor figure, as before 
   interval of p99 TTFT and of p99 ITL is within its budget, *fails* when the lower end of either is over it, and is
   *uncertain* in between (counted as not holding): the rule of the candidate's ``p99_ttft``/``p99_itl`` checks,
   applied to each side. A side's capacity is the highest level up to which the SLO holds at every level, with
-  an estimate interpolated where the point p99s cross the budget between that level and the next. (One rule in
-  one function, :func:`level_status`; optigate.bench.capacity's search applies the same rule to its own runs.)
+  an estimate interpolated where the point p99s cross the budget between that level and the next
+  (:func:`level_status`). optigate.bench.capacity's search judges its runs with the same judge on the same kind of
+  interval, with two differences that belong to a search on short runs of one side: a failed request counts
+  there as a TTFT over budget (here the error_rate check judges failures), and an interval's upper end is never
+  below the order-statistic bound of the p99 (its first levels have few requests; the gate's levels have hundreds).
 - ``capacity`` (run-wide, listed before every other check): "capacity not lower". Fails when the candidate fails
   the SLO at a level where the baseline holds it at that level and every one below ("carries less within the SLO:
   holds up to c=16, the baseline up to c=64"); inconclusive when it is only uncertain there; passes otherwise.
