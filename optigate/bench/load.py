@@ -189,7 +189,7 @@ class LoadSpec:
     # prompt_tokens/max_new_tokens/prompts (optigate.bench.workload).
     workload: Workload | None = None
     # Replay: the p99 lag of sends behind their schedule beyond which the client, not the server, shaped the load
-    # and the run is refused (optigate.bench.runner.schedule_fidelity).
+    # and the run is refused (optigate.bench.schedule.schedule_fidelity).
     max_lag_ms: float = DEFAULT_MAX_LAG_MS
 
     def __post_init__(self) -> None:

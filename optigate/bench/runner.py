@@ -9,49 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, fields, replace
 from typing import Any
 
 from optigate.bench.client import StreamingClient, Target
 from optigate.bench.load import LoadSpec, run_load
-from optigate.bench.metrics import RunSamples, summarize, to_epoch
-
-
-def schedule_fidelity(lags_ms: list[float], bound_ms: float) -> dict[str, Any]:
-    """A replayed run's lag of sends behind their schedule: p50/p99/max in ms, the bound and whether the client
-    shaped the load (p99 over the bound; no send at all: unknown, so client-bound as well: fail closed)."""
-    lag = summarize(lags_ms)
-    p99 = lag["p99"]
-    return {
-        "p50_lag_ms": lag["p50"],
-        "p99_lag_ms": p99,
-        "max_lag_ms": lag["max"],
-        "bound_ms": bound_ms,
-        "client_bound": p99 is None or p99 > bound_ms,
-    }
-
-
-def refusal(schedule: dict[str, Any]) -> str | None:
-    """Why a replayed run cannot be judged, or None when it kept its schedule."""
-    if not schedule["client_bound"]:
-        return None
-    if schedule["p99_lag_ms"] is None:
-        return "no request was sent, so the schedule's fidelity is unknown"
-    return (
-        f"the client fell behind the recorded schedule: p99 lag {schedule['p99_lag_ms']:.1f} ms > bound "
-        f"{schedule['bound_ms']:g} ms (max {schedule['max_lag_ms']:.1f} ms), so the client, not the server, shaped "
-        "the load; use more --workers, a lower --speedup or a less loaded machine"
-    )
-
-
-def judge_schedule(summary: dict[str, Any], run: RunSamples, bound_ms: float) -> None:
-    """Add a replayed run's schedule fidelity to its result, and its refusal when the client shaped the load."""
-    summary["schedule"] = schedule_fidelity(run.queue_ms, bound_ms)
-    why = refusal(summary["schedule"])
-    if why is not None:
-        summary["refused"] = why
-        summary["warnings"] = [*summary.get("warnings", []), f"c={run.concurrency}: refused: {why}"]
+from optigate.bench.metrics import RunSamples, to_epoch
+from optigate.bench.schedule import judge_schedule
 
 
 def unreachable(run: dict[str, Any]) -> bool:
@@ -71,6 +36,7 @@ async def run_levels(
     on_level_end: Callable[[int, dict[str, Any]], None] | None = None,
     include_samples: bool = True,
     workers: int = 1,
+    start_at: Callable[[], Awaitable[float]] | None = None,
 ) -> dict[str, Any]:
     """One run per level; an interrupted or failed level keeps its completed requests and ends the run.
 
@@ -79,6 +45,8 @@ async def run_levels(
     reached at a level (every request failed to connect), so the levels after it were not run.
 
     `workers` > 1 runs each level over that many processes (optigate.bench.shards), merged exactly.
+    `start_at` (a replay in one process) gives the schedule's start in epoch seconds: the gate's workers, each a
+    shard of one replay in its own Lambda, share it (optigate.lambdas.benchmark).
     """
     client = StreamingClient(target, timeout=timeout)
     runs = []
@@ -92,7 +60,7 @@ async def run_levels(
 
             run, _, level_error = await run_sharded(target, level_spec, workers, timeout=timeout, stop=stop)
         else:
-            result = await run_load(client, level_spec, progress=progress, stop=stop)
+            result = await run_load(client, level_spec, progress=progress, stop=stop, start_at=start_at)
             run = RunSamples.from_records(level, to_epoch(result.records, result.wall_offset))
             run.interrupted, level_error = result.interrupted, result.error
         summary = run.to_result(include_samples=include_samples)

@@ -30,6 +30,7 @@ BENCH_MODULES = (
     "metrics.py",
     "payloads.py",
     "runner.py",
+    "schedule.py",
     "shard_workload.py",
     "workload.py",
 )

@@ -198,12 +198,15 @@ class BenchmarkFleet(Construct):
         return function, role
 
     def _state_machine(self, target: FleetTarget) -> sfn.StateMachine:
+        indexes = {"shards.$": f"States.ArrayRange(0, {self.shards - 1}, 1)"} if self.shards > 1 else {"shards": [0]}
         shard_indexes = sfn.Pass(
             self,
             "ShardIndexes",
-            parameters={"shards.$": f"States.ArrayRange(0, {self.shards - 1}, 1)"}
-            if self.shards > 1
-            else {"shards": [0]},
+            parameters={
+                **indexes,
+                # One clock for every shard of a replay (optigate.lambdas.benchmark.shared_start).
+                "entered.$": "$$.State.EnteredTime",
+            },
             result_path="$.fanout",
         )
         worker_payload: dict[str, object] = {
@@ -226,6 +229,7 @@ class BenchmarkFleet(Construct):
         if self.reads_capture:
             worker_payload["workload.$"] = "$.workload"
             worker_payload["shards"] = self.shards  # each worker sends every shards-th captured request
+            worker_payload["schedule_entered.$"] = "$.fanout.entered"  # a replay's shards share one start
         if self.varied_lengths:
             worker_payload["synthetic.$"] = "$.synthetic"
         fan_out = sfn.DistributedMap(

@@ -16,7 +16,8 @@ from optigate.bench.client import StreamingClient, Target
 from optigate.bench.emulator_process import emulator_process, fetch_trace
 from optigate.bench.load import LoadSpec, run_load
 from optigate.bench.metrics import percentile
-from optigate.bench.runner import refusal, run_levels, schedule_fidelity
+from optigate.bench.runner import run_levels
+from optigate.bench.schedule import refusal, schedule_fidelity
 from optigate.bench.shards import split_spec
 from optigate.bench.workload import Workload, WorkloadRequest
 

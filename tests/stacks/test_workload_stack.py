@@ -112,3 +112,16 @@ def test_the_gate_checks_the_capture_before_anything_is_created(stacks):
     ]
     definition = json.dumps(machine["Properties"]["DefinitionString"])
     assert definition.index("CheckCapturedWorkload") >= 0 and '\\"workload_check\\"' in definition
+
+
+def test_the_workers_of_a_replay_share_one_start(stacks):
+    """Every shard gets the fan-out's entry time (the Map's workers start on one clock: lambdas/benchmark)."""
+    template = stacks["optigate-dev-chat"].template
+    (fleet,) = [
+        m
+        for m in resources_of_type(template, "AWS::StepFunctions::StateMachine").values()
+        if "RunShard" in json.dumps(m["Properties"]["DefinitionString"])
+    ]
+    definition = json.dumps(fleet["Properties"]["DefinitionString"])
+    assert '\\"entered.$\\":\\"$$.State.EnteredTime\\"' in definition
+    assert '\\"schedule_entered.$\\":\\"$.fanout.entered\\"' in definition

@@ -136,6 +136,25 @@ def coverage_checks(
     return checks
 
 
+def schedule_checks(results: Mapping[str, Mapping[str, Any]]) -> list[Check]:
+    """An inconclusive check per replayed run that its client could not keep on the recorded schedule (the run
+    carries `refused`, optigate.bench.schedule.judge_schedule): the client, not the server, shaped its load, so its
+    figures prove nothing either way. `results`: each side's benchmark result by label."""
+    checks = []
+    for label, result in results.items():
+        for run in result.get("runs") or []:
+            if not run.get("refused"):
+                continue
+            level, block = int(run["concurrency"]), int(run.get("block") or 0)
+            schedule = run.get("schedule") or {}
+            detail = f"the {label}'s replay (block {block}) cannot be judged: {run['refused']}"
+            checks.append(
+                Check(CheckName.SCHEDULE, Outcome.INCONCLUSIVE, schedule.get("p99_lag_ms"), schedule.get("bound_ms"),
+                      detail, concurrency=level)
+            )  # fmt: skip
+    return checks
+
+
 # --------------------------------------------------------------------------- per level
 
 

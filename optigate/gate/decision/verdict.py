@@ -25,6 +25,7 @@ from optigate.gate.decision.checks import (
     no_success,
     pool,
     quality_check,
+    schedule_checks,
     shadow_checks,
     sort_key,
 )
@@ -139,6 +140,7 @@ def decide(inputs: GateInputs) -> GateVerdict:
     at_slo: tuple[dict[int, list[Check]], dict[int, list[Check]]] = ({}, {})  # each side's p99 checks per level
 
     checks = coverage_checks(thresholds.concurrency, base_runs, cand_runs)
+    checks += schedule_checks({"baseline": inputs.baseline_benchmark, "candidate": inputs.candidate_benchmark})
     levels: list[dict[str, Any]] = []
     costs: list[dict[str, Any]] = []
     all_deltas: list[Delta] = []

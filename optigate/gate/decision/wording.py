@@ -31,6 +31,8 @@ class CheckName(StrEnum):
     CAPACITY = "capacity"
     # The candidate's server's own acceptance, only when the change speculates (optigate.gate.server_metrics).
     SPECULATIVE_ACCEPTANCE = "speculative_acceptance"
+    # A replay whose client fell behind the recorded schedule (optigate.bench.schedule.judge_schedule).
+    SCHEDULE = "schedule"
 
 
 # Typed Any: they word a check's figures, typed float | str | None, where the check says a number.
@@ -175,6 +177,11 @@ WORDS: dict[CheckName, Words] = {
     ),
     CheckName.GOODPUT: Words(_goodput_threshold, _closed_without_figure(_goodput_failure), "points"),
     CheckName.CAPACITY: Words(_capacity_threshold, lambda check, where: f"capacity fails: {check.detail}."),
+    CheckName.SCHEDULE: Words(
+        lambda check: f"p99 lag of the sends within {check.threshold or '?'} ms of the recorded schedule",
+        lambda check, where: f"schedule{where} fails: {check.detail}.",
+        "ms",
+    ),
     CheckName.SPECULATIVE_ACCEPTANCE: Words(
         _acceptance_threshold,
         lambda check, where: f"speculative_acceptance fails: {check.detail}, {_acceptance_threshold(check)}.",

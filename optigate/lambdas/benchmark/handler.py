@@ -16,8 +16,9 @@ splits each run's samples by adapter ("adapters"), and the summary counts the re
 `workload` (optional): the team's captured traffic, {source, kind, window_days, max_requests, speedup, until,
 digest}, read here inside the account (optigate.bench.shard_workload): the worker rebuilds the requests the gate's
 check pinned, refuses (WorkloadChanged) when they differ, and sends its share (`shard` of `shards`); a replay runs
-on the recorded schedule. `synthetic` (optional): {prompt_tokens: [...], max_new_tokens: [...], shared_prefix_share,
-prefix_tokens}, lengths drawn from those values. The summary describes the workload by its shape, never its text.
+on the recorded schedule, every shard from one start (`schedule_entered` + SHARED_START_LEAD_S). `synthetic`
+(optional): {prompt_tokens: [...], max_new_tokens: [...], shared_prefix_share, prefix_tokens}, lengths drawn from
+those values. The summary describes the workload by its shape, never its text.
 `workload_check` (instead of a benchmark): the gate's check before anything is paid for, returning {until, digest,
 shape}, or failing as CaptureUnavailable / ReplayTooLong with the reason.
 Returns a small summary and where the shard's samples are (Step Functions payloads are small).
@@ -28,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Awaitable, Callable
+from datetime import datetime
 
 import boto3
 
@@ -36,6 +39,11 @@ from optigate.bench.load import ComponentShare, LoadSpec
 from optigate.bench.runner import run_levels
 from optigate.bench.shard_workload import check_capture, worker_workload
 from optigate.bench.workload import Workload, shape
+
+#: Seconds from the fan-out to a replay's shared start: room for every worker's cold start, its read of the capture
+#: and its connections; with optigate.bench.shard_workload.MAX_REPLAY_SECONDS (12 min) and a request's timeout (at
+#: most 2 min) it stays inside Lambda's 15 minutes.
+SHARED_START_LEAD_S = 45.0
 
 
 def shard_key(event: dict) -> str:
@@ -69,7 +77,10 @@ def handler(event: dict, _context=None) -> dict:
         workload=workload,
         mode="replay" if replayed else "closed",
     )
-    result = asyncio.run(run_levels(target, [spec.concurrency], spec, timeout=float(event.get("timeout_s", 120))))
+    start = shared_start(event) if replayed else None
+    result = asyncio.run(
+        run_levels(target, [spec.concurrency], spec, timeout=float(event.get("timeout_s", 120)), start_at=start)
+    )
     result["shard"] = int(event["shard"])
     key = shard_key(event)
     boto3.client("s3").put_object(
@@ -89,6 +100,22 @@ def handler(event: dict, _context=None) -> dict:
     if spec.components:
         summary["requests_by_adapter"] = {name: sub["requests"] for name, sub in run.get("adapters", {}).items()}
     return summary
+
+
+def shared_start(event: dict) -> Callable[[], Awaitable[float]] | None:
+    """The start every shard of a replay sends on: SHARED_START_LEAD_S after the fleet fanned out
+    (`schedule_entered`, the ShardIndexes state's entry time), so together the workers send the recorded arrival
+    process, not one shifted by each worker's cold start. A worker ready after it starts late: its sends lag the
+    schedule, and the run is refused (optigate.bench.schedule.judge_schedule). None without it: the worker's own."""
+    entered = event.get("schedule_entered")
+    if not entered:
+        return None
+    start = datetime.fromisoformat(str(entered).replace("Z", "+00:00")).timestamp() + SHARED_START_LEAD_S
+
+    async def start_at() -> float:
+        return start
+
+    return start_at
 
 
 def request_count(event: dict, workload: Workload | None) -> int | None:
