@@ -16,9 +16,11 @@ Where the metrics go (read offline, 2026-12):
   (sagemaker/latest/dg/inference-monitoring.md, "OpenTelemetry metric labels").
 - The metric names are vLLM's (vllm/v1/metrics/loggers.py at 005a810b, vllm/v1/spec_decode/metrics.py at
   016a8587). AWS's metrics reference lists its dashboard aggregates (e.g. InputTokensPerSecond) but, in what could be
-  read, does not document under which name a scraped vLLM series is stored: `aws_documented` is None for every row. The
-  queries use Prometheus's conventions (a counter's `_total` sample, a histogram's `_bucket`, `_sum`, `_count`); a
-  name that finds no series reads as unavailable, never as zero.
+  read, does not document under which name a scraped vLLM series is stored: `aws_documented` is None for every row. So
+  each query accepts every spelling the conversion allows: a counter with or without its `_total` suffix, and a
+  histogram as Prometheus's classic `_bucket`/`_sum`/`_count` series `or` as one native (exponential) histogram,
+  which is how CloudWatch says it stores OTel histograms (metrics-otel-histograms.html). A name that finds no series
+  reads as unavailable, never as zero; the first live gate run should confirm the names (GetSeries, /api/v1/series).
 - djl-serving's own Prometheus metrics (QueryTime etc., prometheus/README.md at d21927c4, behind SERVING_PROMETHEUS)
   are served at /server/metrics on its management API, not the path SageMaker scrapes; the table does not use them.
 """
@@ -57,6 +59,13 @@ class ServerMetric:
     source: str
 
 
+def _counter(name: str) -> str:
+    """A counter's selector under either stored name: Prometheus's exposition sample (`_total`) or the OpenTelemetry
+    metric it came from (OTel's Prometheus receiver drops the suffix); CloudWatch documents neither, and only one
+    exists, so the sum never counts twice."""
+    return '{{__name__=~"' + name + '(_total)?",{sel}}}'
+
+
 TABLE: tuple[ServerMetric, ...] = (
     ServerMetric(
         "spec_acceptance",
@@ -64,8 +73,8 @@ TABLE: tuple[ServerMetric, ...] = (
         "counter",
         "share 0-1",
         "accepted / drafted tokens over the window (vLLM's own PromQL, SpecDecodingProm's docstring)",
-        'sum(increase({{"vllm:spec_decode_num_accepted_tokens_total",{sel}}}[{w}])) / '
-        'sum(increase({{"vllm:spec_decode_num_draft_tokens_total",{sel}}}[{w}]))',
+        f"sum(increase({_counter('vllm:spec_decode_num_accepted_tokens')}[{{w}}])) / "
+        f"sum(increase({_counter('vllm:spec_decode_num_draft_tokens')}[{{w}}]))",
         None,
         VLLM_SPEC,
     ),
@@ -95,7 +104,7 @@ TABLE: tuple[ServerMetric, ...] = (
         "counter",
         "requests",
         "preempted requests over the window, summed over instances",
-        'sum(increase({{"vllm:num_preemptions_total",{sel}}}[{w}]))',
+        f"sum(increase({_counter('vllm:num_preemptions')}[{{w}}]))",
         None,
         VLLM_LOGGERS,
     ),
@@ -105,7 +114,8 @@ TABLE: tuple[ServerMetric, ...] = (
         "histogram",
         "seconds",
         "p99 of the time requests waited before running (histogram buckets over the window)",
-        'histogram_quantile(0.99, sum by (le) (increase({{"vllm:request_queue_time_seconds_bucket",{sel}}}[{w}])))',
+        'histogram_quantile(0.99, sum by (le) (increase({{"vllm:request_queue_time_seconds_bucket",{sel}}}[{w}]))) '
+        'or histogram_quantile(0.99, sum(increase({{"vllm:request_queue_time_seconds",{sel}}}[{w}])))',
         None,
         VLLM_LOGGERS,
     ),
@@ -115,8 +125,10 @@ TABLE: tuple[ServerMetric, ...] = (
         "histogram",
         "seconds",
         "mean time requests waited before running (histogram sum / count over the window)",
-        'sum(increase({{"vllm:request_queue_time_seconds_sum",{sel}}}[{w}])) / '
-        'sum(increase({{"vllm:request_queue_time_seconds_count",{sel}}}[{w}]))',
+        '(sum(increase({{"vllm:request_queue_time_seconds_sum",{sel}}}[{w}])) / '
+        'sum(increase({{"vllm:request_queue_time_seconds_count",{sel}}}[{w}]))) '
+        'or (histogram_sum(sum(increase({{"vllm:request_queue_time_seconds",{sel}}}[{w}]))) / '
+        'histogram_count(sum(increase({{"vllm:request_queue_time_seconds",{sel}}}[{w}]))))',
         None,
         VLLM_LOGGERS,
     ),
@@ -126,8 +138,8 @@ TABLE: tuple[ServerMetric, ...] = (
         "counter",
         "share 0-1",
         "cached / queried prompt tokens over the window",
-        'sum(increase({{"vllm:prefix_cache_hits_total",{sel}}}[{w}])) / '
-        'sum(increase({{"vllm:prefix_cache_queries_total",{sel}}}[{w}]))',
+        f"sum(increase({_counter('vllm:prefix_cache_hits')}[{{w}}])) / "
+        f"sum(increase({_counter('vllm:prefix_cache_queries')}[{{w}}]))",
         None,
         VLLM_LOGGERS,
     ),

@@ -20,7 +20,16 @@ def test_every_figure_has_a_query_on_the_endpoint_label_over_the_window():
     for figure, promql in found.items():
         assert '"aws.sagemaker.endpoint.name"="optigate-team-cand-r1"' in promql, figure
         assert "[301s]" in promql, figure
-    assert found["spec_acceptance"].startswith('sum(increase({"vllm:spec_decode_num_accepted_tokens_total"')
+    # A counter under either stored name (Prometheus's `_total` sample or the OTel metric), never another one.
+    import re
+
+    accepted, drafted = re.findall(r'__name__=~"([^"]+)"', found["spec_acceptance"])
+    for name in ("vllm:spec_decode_num_accepted_tokens", "vllm:spec_decode_num_accepted_tokens_total"):
+        assert re.fullmatch(accepted, name) and not re.fullmatch(drafted, name)
+    assert not re.fullmatch(accepted, "vllm:spec_decode_num_accepted_tokens_per_pos")
+    # A histogram as classic buckets or, failing those, one native histogram.
+    assert '"vllm:request_queue_time_seconds_bucket"' in found["queue_time_p99_s"]
+    assert ' or histogram_quantile(0.99, sum(increase({"vllm:request_queue_time_seconds",' in found["queue_time_p99_s"]
 
 
 def test_the_table_says_aws_documents_no_stored_name_and_cites_vllm():

@@ -43,11 +43,16 @@ def test_both_temporary_endpoint_configs_publish_the_servers_metrics(gate_templa
 @pytest.mark.parametrize("variant", [True, "shadow"])
 def test_the_read_follows_the_evaluation_over_the_benchmarks_window_and_feeds_the_decision(gate_templates, variant):
     states = _states(gate_templates[variant])
-    assert states["BenchmarkWindowEnds"]["Parameters"] == {"end.$": "$$.State.EnteredTime"}
+    assert states["BenchmarkWindowStarts"]["Parameters"] == {"start.$": "$$.State.EnteredTime"}
+    assert states["BenchmarkWindowStarts"]["Next"] == "BenchmarkLevels"
+    assert states["BenchmarkWindowEnds"]["Parameters"] == {
+        "start.$": "$.server_window.start",
+        "end.$": "$$.State.EnteredTime",
+    }
     assert states["Evaluate"]["Next"] == "ReadServerMetrics"
     read = states["ReadServerMetrics"]
     event = read["Parameters"]["Payload"]["server_metrics"]
-    assert event["start.$"] == "$$.Execution.StartTime" and event["end.$"] == "$.server_window.end"
+    assert event["start.$"] == "$.server_window.start" and event["end.$"] == "$.server_window.end"
     assert set(event["sides"]) == {"baseline.$", "candidate.$"}
     assert "-twin-" in event["sides"]["baseline.$"] and "-cand-" in event["sides"]["candidate.$"]
     assert read["ResultPath"] == "$.server_metrics" and read.get("Catch")

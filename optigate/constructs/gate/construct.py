@@ -180,6 +180,8 @@ class OptimizationGate(Construct):
 
         # ---- benchmark, evaluate, (mirror live traffic,) decide, record
         benchmark = stages.benchmark_levels(self, plan, resources.fleet, cleanup, resources.workload_uri)
+        window_starts = server_metrics.mark_benchmark_start(self)  # the server's figures are read over the benchmark
+        window_starts.next(benchmark)
         evaluate = cleanup.guarded(
             sdk_task(
                 self,
@@ -198,9 +200,9 @@ class OptimizationGate(Construct):
         decide = cleanup.guarded(stages.decide(self, plan, self.decider, bucket_name, live))
         # An adapter team's endpoints then get their inference components, which the benchmark loads.
         loaded: sfn.IChainable = (
-            component_stages.stage_components(self, plan, cleanup, resources.baseline_model_name, then=benchmark)
+            component_stages.stage_components(self, plan, cleanup, resources.baseline_model_name, then=window_starts)
             if plan.components is not None
-            else benchmark
+            else window_starts
         )
         twin_ready = stages.endpoint_ready(self, plan, cleanup, "twin", then=loaded)
         candidate_in_service = stages.endpoint_ready(self, plan, cleanup, "cand", then=twin_ready)

@@ -1,9 +1,10 @@
-"""The server's own figures in the proof: when the benchmark ends, its time is kept (`$.server_window.end`); after
-the evaluation (minutes in which CloudWatch ingests the last points published every 10 s), a function of the gate
-reads what each temporary endpoint's vLLM published from the run's start to that end
+"""The server's own figures in the proof: when the benchmark starts and when it ends, the times are kept
+(`$.server_window`); after the evaluation (minutes in which CloudWatch ingests the last points published every 10 s),
+a function of the gate reads what each temporary endpoint's vLLM published over that window
 (optigate.bench.server_metrics over CloudWatch's QueryMetrics) into `$.server_metrics`, which the decision reads.
-The endpoints exist only for this run and only the benchmark loads them before that end, so the window is the
-benchmark's. A query that fails is a missing figure with its reason, never a failed run.
+The endpoints exist only for this run and only the benchmark loads them inside that window (each side idles while
+the other side's block runs: a counter's ratio, such as acceptance, is unchanged by that; a mean over time is
+diluted). A query that fails is a missing figure with its reason, never a failed run.
 
 The read is its own function with its own role (optigate/lambdas/read_server_metrics), which may only read metrics:
 cloudwatch:GetMetricData and cloudwatch:ListMetrics, what QueryMetrics needs (CloudWatch-PromQL-API-QueryMetrics.html),
@@ -25,13 +26,24 @@ from optigate.deployment.gate import GatePlan
 from optigate.lambdas import handler_source
 
 RESULT_PATH = "$.server_metrics"
-WINDOW_END_PATH = "$.server_window"
+WINDOW_PATH = "$.server_window"
+
+
+def mark_benchmark_start(scope: Construct) -> sfn.Pass:
+    """The benchmark's start, kept for the read (`$.server_window.start`): the window holds the benchmark, not the
+    endpoints' start-up and idle time, which would dilute a mean or a hit rate."""
+    return sfn.Pass(
+        scope, "BenchmarkWindowStarts", parameters={"start.$": "$$.State.EnteredTime"}, result_path=WINDOW_PATH
+    )
 
 
 def mark_benchmark_end(scope: Construct) -> sfn.Pass:
-    """The benchmark's end, kept for the read (`$.server_window.end`)."""
+    """The benchmark's end beside its start (`$.server_window.end`)."""
     return sfn.Pass(
-        scope, "BenchmarkWindowEnds", parameters={"end.$": "$$.State.EnteredTime"}, result_path=WINDOW_END_PATH
+        scope,
+        "BenchmarkWindowEnds",
+        parameters={"start.$": f"{WINDOW_PATH}.start", "end.$": "$$.State.EnteredTime"},
+        result_path=WINDOW_PATH,
     )
 
 
@@ -84,8 +96,8 @@ def read_server_metrics(scope: Construct, plan: GatePlan, cleanup: CleanupPath) 
                 "Payload": {
                     "server_metrics": {
                         "sides": {"baseline.$": run_name(plan, "twin"), "candidate.$": run_name(plan, "cand")},
-                        "start.$": "$$.Execution.StartTime",
-                        "end.$": f"{WINDOW_END_PATH}.end",
+                        "start.$": f"{WINDOW_PATH}.start",
+                        "end.$": f"{WINDOW_PATH}.end",
                     }
                 },
             },
