@@ -133,7 +133,7 @@ class GoodputDifference:
     candidate_replicates: np.ndarray | None = None
 
 
-def side_replicates(
+def _side_share(
     blocks: Sequence[RunSamples], slo: Slo, *, rng: stats.SeedLike = 0, replicates: int = stats.SE_REPLICATES
 ) -> tuple[float, np.ndarray] | None:
     """A side's goodput share over its blocks and its two-level replicates (blocks, then requests); None when a
@@ -143,18 +143,9 @@ def side_replicates(
         return None
     series = [f for f in flags if f is not None]
     points = [float(f.mean()) for f in series]
-    # Requests resampled inside each block: a share is a mean of 0/1, so the two-level mean bootstrap applies.
-    draw = stats.generator(rng)
-    picks = draw.integers(0, len(series), (replicates, len(series)))
-    means = np.empty((len(series), replicates, len(series)))
-    for b, units in enumerate(series):
-        means[b] = (
-            units[draw.integers(0, len(units), (replicates * len(series), len(units)))]
-            .mean(axis=1)
-            .reshape(replicates, len(series))
-        )
-    chosen = means[picks, np.arange(replicates)[:, None], np.arange(len(series))[None, :]]
-    return float(np.mean(points)), chosen.mean(axis=1)
+    # Requests resampled inside each block: a share is a mean of 0/1, so the two-level mean bootstrap applies (a
+    # block's share times the ratio of its resampled mean to its mean is the resampled share).
+    return stats.two_level_mean_replicates(points, series, replicates=replicates, rng=rng)
 
 
 def goodput_difference(
@@ -170,7 +161,7 @@ def goodput_difference(
     sides = []
     missing = []
     for name, blocks in (("baseline", base), ("candidate", cand)):
-        side = side_replicates(blocks, slo, rng=draw, replicates=replicates)
+        side = _side_share(blocks, slo, rng=draw, replicates=replicates)
         if side is None:
             missing.append(name)
         sides.append(side)

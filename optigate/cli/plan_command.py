@@ -410,7 +410,12 @@ def add_plan_parser(commands: argparse._SubParsersAction) -> None:
         "at concurrency 1), kept in config/calibration.yaml (default: none, literature estimates); with --endpoint, "
         "check the planner's KV capacity on a live endpoint instead",
     )
-    planner.add_argument("--endpoint", default=None, help="with --calibrate: a live endpoint to read")
+    planner.add_argument(
+        "--endpoint",
+        default=None,
+        help="with --calibrate: a live endpoint whose KV usage and batch to read (default: none: calibrate from gate "
+        "reports)",
+    )
     planner.add_argument(
         "--window-minutes", type=int, default=60, help="with --endpoint: how far back to read (default: 60)"
     )

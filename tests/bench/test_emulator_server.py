@@ -95,8 +95,13 @@ def test_the_running_and_waiting_gauges_show_the_batch_while_it_runs():
     async def body(url, _):
         spec = LoadSpec(concurrency=3, requests=3, max_new_tokens=10, prompt_tokens=4, warmup=False)
         load = asyncio.create_task(_load(url, spec))
-        await asyncio.sleep(0.1)
-        during = await _scrape(url)
+        # Until the three requests reached the server (a busy host may take a while to open the connections).
+        during: dict[str, float] = {}
+        for _ in range(250):
+            await asyncio.sleep(0.02)
+            during = await _scrape(url)
+            if any(k.startswith("vllm:num_requests_waiting") and v == 2 for k, v in during.items()) or load.done():
+                break
         await load
         return during, await _scrape(url)
 

@@ -3,37 +3,21 @@
 from __future__ import annotations
 
 import pytest
-from aws_cdk import App, Stack
+from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 
 from optigate.constructs import (
     AdapterSpec,
     BlueGreenSettings,
-    LmiModel,
     LoraAdapters,
     ShadowVariant,
     TunedEndpoint,
     VariantSettings,
 )
 from optigate.constructs.lora_adapters import ComponentCompute, ComponentScaling
-
-IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"
-
-
-def _stack() -> Stack:
-    return Stack(App(), "Test", env={"account": "111111111111", "region": "us-east-1"})
-
-
-def _model(stack: Stack, construct_id: str = "Model", **kwargs) -> LmiModel:
-    return LmiModel(
-        stack,
-        construct_id,
-        image_uri=IMAGE,
-        environment={"OPTION_MAX_MODEL_LEN": "8192"},
-        model_data_uri="s3://acme-models/llama/",
-        name_prefix="chat-dev",
-        **kwargs,
-    )
+from tests.fixtures.small_stacks import IMAGE
+from tests.fixtures.small_stacks import lmi_model as _model
+from tests.fixtures.small_stacks import small_stack as _stack
 
 
 def _policy_statements(template: Template) -> list[dict]:

@@ -11,7 +11,7 @@ from optigate.config.models import Serving
 from optigate.constructs import AdapterSpec, LoraAdapters, TunedEndpoint, VariantSettings
 from optigate.constructs.lora_adapters import ComponentCompute
 from optigate.deployment.observability import gate_metrics_config, metrics_config
-from tests.constructs.test_constructs import _model, _stack
+from tests.fixtures.small_stacks import lmi_model, small_stack
 
 
 def _config(template: Template) -> dict:
@@ -21,11 +21,11 @@ def _config(template: Template) -> dict:
 
 @pytest.mark.parametrize("enabled", [True, False])
 def test_tuned_endpoint_states_detailed_observability_and_the_shadow_copy_keeps_it(enabled):
-    stack = _stack()
+    stack = small_stack()
     endpoint = TunedEndpoint(
         stack,
         "Endpoint",
-        model=_model(stack),
+        model=lmi_model(stack),
         variant=VariantSettings(instance_type="ml.g6.2xlarge"),
         endpoint_name="chat-dev",
         detailed_metrics=enabled,
@@ -35,11 +35,11 @@ def test_tuned_endpoint_states_detailed_observability_and_the_shadow_copy_keeps_
 
 
 def test_tuned_endpoint_publishes_by_default():
-    stack = _stack()
+    stack = small_stack()
     TunedEndpoint(
         stack,
         "Endpoint",
-        model=_model(stack),
+        model=lmi_model(stack),
         variant=VariantSettings(instance_type="ml.g6.2xlarge"),
         endpoint_name="chat-dev",
     )
@@ -48,11 +48,11 @@ def test_tuned_endpoint_publishes_by_default():
 
 @pytest.mark.parametrize("enabled", [True, False])
 def test_adapter_endpoint_states_detailed_observability(enabled):
-    stack = _stack()
+    stack = small_stack()
     LoraAdapters(
         stack,
         "Adapters",
-        model=_model(stack),
+        model=lmi_model(stack),
         variant=VariantSettings(instance_type="ml.g6e.12xlarge"),
         endpoint_name="support-dev",
         adapters=[AdapterSpec("triage", "s3://acme-adapters/triage.tar.gz")],

@@ -11,16 +11,10 @@ from typing import Any
 import pytest
 
 from optigate.bench.emulator_process import emulator_process
+from tests.fixtures.gate_thresholds import THRESHOLDS
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
 LIVE_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"
-THRESHOLDS = {
-    "concurrency": [4],
-    "p99_ttft_ms_budget": 400.0,
-    "p99_itl_ms_budget": 60.0,
-    "min_throughput_gain_pct": 10.0,
-    "max_error_rate": 0.01,
-}
 
 
 @pytest.fixture(scope="module")

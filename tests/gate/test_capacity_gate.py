@@ -16,7 +16,7 @@ from optigate.rehearse.gate_run import GateRun
 from optigate.rehearse.harness import REGION, GateHarness
 from optigate.rehearse.rehearsal import host_compensated_decide
 from optigate.rehearse.scenario import Scenario
-from tests.gate.conftest import THRESHOLDS
+from tests.fixtures.gate_thresholds import THRESHOLDS
 
 BASELINE = {"ttft_ms": {"mean": 60, "jitter": 2}, "itl_ms": {"mean": 8, "jitter": 0.3}}
 CANDIDATE = {

@@ -20,7 +20,7 @@ from optigate.rehearse.gate_handlers import evaluation_writer
 from optigate.rehearse.gate_run import BUCKET, GateRun
 from optigate.rehearse.harness import REGION, GateHarness
 from optigate.rehearse.scenario import Scenario
-from tests.gate.conftest import THRESHOLDS
+from tests.fixtures.gate_thresholds import THRESHOLDS
 
 TRAFFIC, PREFIX = "acme-traffic", "capture/chat-dev/"
 SOURCE = f"s3://{TRAFFIC}/{PREFIX}"
