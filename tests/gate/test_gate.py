@@ -133,6 +133,7 @@ def test_happy_path_approves_records_and_cleans_up(templates, emulators, run_gat
         "itl_cdf.png",
         "throughput_vs_concurrency.png",
         "latency_vs_throughput.png",
+        "pareto_throughput_vs_p99_ttft.png",  # the latency budgets are an SLO: capacity per side
     }
 
 
@@ -254,6 +255,8 @@ def test_an_inconclusive_verdict_waits_for_a_person_and_promotes_nothing(
             "p99_itl": "pass",
             "throughput_gain": "pass",
             "error_rate": "pass",
+            "goodput": "pass",
+            "capacity": "pass",
             "quality": "inconclusive",
         }
         nothing_left(result)

@@ -48,7 +48,10 @@ def test_a_faster_candidate_is_approved_and_recorded(faster):
     # chat's candidate is an EAGLE head the optimization job trains: the job, then the head staged, then the model.
     assert "Init → FindLastProof → ProvenBefore? → CreateOptimizationJob" in _path(faster)
     assert "DescribeOptimizedModel → StageTrainedHead → CreateCandidateModel" in _path(faster)
-    assert "BenchmarkBaseline → BenchmarkCandidate → Evaluate → DecideVerdict" in _path(faster)
+    assert (
+        "BenchmarkBaseline → BenchmarkCandidate → BenchmarkWindowEnds → Evaluate → ReadServerMetrics → DecideVerdict"
+        in _path(faster)
+    )
     assert [p["ModelApprovalStatus"] for p in faster["packages"]] == ["Approved"]
     assert _left(faster) == 0
     assert _live(faster) == {"chat-dev": ("InService", True)}
@@ -87,7 +90,10 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
     faster_out, slower_out = out.split("rehearsing optigate-dev-chat: a slower candidate")
     assert "path: Init → FindLastProof → ProvenBefore? → CreateOptimizationJob" in faster_out
     assert "DescribeOptimizedModel → StageTrainedHead → CreateCandidateModel" in faster_out
-    assert "BenchmarkBaseline → BenchmarkCandidate → Evaluate → DecideVerdict" in faster_out
+    assert (
+        "BenchmarkBaseline → BenchmarkCandidate → BenchmarkWindowEnds → Evaluate → ReadServerMetrics → DecideVerdict"
+        in faster_out
+    )
     assert "verdict: APPROVED" in faster_out and "model package: Approved; SageMaker resources left: 0" in faster_out
     assert "verdict: CandidateRejected" in slower_out and "FAIL p99_ttft @c8" in slower_out
     assert "model package: Rejected; SageMaker resources left: 0; notifications: 1" in slower_out
