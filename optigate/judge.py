@@ -26,7 +26,7 @@ quality metric on a slice; each consumer writes it in its own report shape.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -76,6 +76,15 @@ def classify(interval: Interval, threshold: float, direction: Direction) -> Outc
     else:
         passed, failed = low >= threshold, high < threshold
     return Outcome.PASS if passed else Outcome.FAIL if failed else Outcome.INCONCLUSIVE
+
+
+def overall(outcomes: Iterable[Outcome]) -> Outcome:
+    """Several requirements at once: FAIL when any fails or there is none (no evidence never passes), else
+    INCONCLUSIVE when any cannot tell, else PASS. The gate's verdict and a level's SLO are read so."""
+    found = set(outcomes)
+    if not found or Outcome.FAIL in found:
+        return Outcome.FAIL
+    return Outcome.INCONCLUSIVE if Outcome.INCONCLUSIVE in found else Outcome.PASS
 
 
 def estimate_only(value: float) -> Interval:

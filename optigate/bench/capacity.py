@@ -49,7 +49,7 @@ from optigate import stats
 from optigate.bench.goodput import SLO_KEYS, Slo, goodput
 from optigate.bench.metrics import RunSamples, merge
 from optigate.bench.throughput import THROUGHPUT
-from optigate.judge import Direction, Outcome, classify
+from optigate.judge import Direction, Outcome, classify, overall
 from optigate.plan.cost import cost_per_million_tokens
 
 HOLDS, FAILS, UNCERTAIN, CLIENT_BOUND = "holds", "fails", "uncertain", "client-bound"
@@ -314,8 +314,8 @@ def judge_level(
             return step(UNCERTAIN, tuple(bounds), f"no {metric} samples")
         bounds.append(_bound(key, float(getattr(slo, key)), blocks, rng))
     # The one judge (optigate.judge.classify), as the gate's p99 checks apply it to the same kind of interval.
-    outcomes = {classify(stats.Interval(b.point, b.low, b.high), b.budget, Direction.AT_MOST) for b in bounds}
-    verdict = FAILS if Outcome.FAIL in outcomes else HOLDS if outcomes <= {Outcome.PASS} else UNCERTAIN
+    judged = overall(classify(stats.Interval(b.point, b.low, b.high), b.budget, Direction.AT_MOST) for b in bounds)
+    verdict = {Outcome.FAIL: FAILS, Outcome.INCONCLUSIVE: UNCERTAIN, Outcome.PASS: HOLDS}[judged]
     # A client that offered less load than asked makes any hold unproven; one that read the stream late only
     # inflated the latencies, so a hold stands and anything else may be the client's doing.
     short = refused or short_load_reason(blocks, concurrency)

@@ -136,8 +136,9 @@ def test_every_check_name_has_its_words_in_the_order_checks_were_listed():
         "shadow_error_rate",
         "quality",
     )
-    # The checks at the SLO came later: appended, so no earlier check's seed moved.
-    assert tuple(CheckName) == (*before, "goodput", "capacity")
+    # The checks at the SLO, then the server's acceptance and a replay's schedule came later: appended, so no
+    # earlier check's seed moved.
+    assert tuple(CheckName) == (*before, "goodput", "capacity", "speculative_acceptance", "schedule")
     assert list(WORDS) == list(CheckName)
 
 
@@ -160,3 +161,18 @@ def test_the_fixed_inputs_reach_every_outcome():
     assert bench == {"better", "worse", "equivalent", "inconclusive"}
     assert gate == {"pass", "fail", "inconclusive"} and evaluation == {"pass", "fail", "unresolved"}
     assert {outcome for outcome, _ in BEFORE["gate"].values()} == {"APPROVED", "REJECTED", "INCONCLUSIVE"}
+
+
+@pytest.mark.parametrize(
+    "outcomes, expected",
+    [
+        ([], Outcome.FAIL),  # no evidence never passes
+        ([Outcome.PASS, Outcome.PASS], Outcome.PASS),
+        ([Outcome.PASS, Outcome.INCONCLUSIVE], Outcome.INCONCLUSIVE),
+        ([Outcome.INCONCLUSIVE, Outcome.FAIL, Outcome.PASS], Outcome.FAIL),
+    ],
+)
+def test_several_requirements_fail_on_any_failure_and_pass_only_when_all_pass(outcomes, expected):
+    from optigate.judge import overall
+
+    assert overall(iter(outcomes)) is expected

@@ -40,7 +40,7 @@ from optigate.bench.metrics import RunSamples
 from optigate.config.models import BenchmarkGate
 from optigate.gate.decision.checks import check_seed, failed, latency_check
 from optigate.gate.decision.wording import CheckName, points
-from optigate.judge import Check, Direction, Outcome, classify
+from optigate.judge import Check, Direction, Outcome, classify, overall
 
 HOLDS, FAILS, UNCERTAIN = "holds", "fails", "uncertain"
 #: The latency checks that make up the SLO, and the budget of each.
@@ -139,10 +139,9 @@ def slo_checks(level: int, blocks: Sequence[RunSamples], thresholds: BenchmarkGa
 
 def level_status(checks: Sequence[Check]) -> str:
     """Whether the SLO holds at a level, from its p99 checks: any failing fails, any inconclusive is uncertain."""
-    outcomes = {check.outcome for check in checks}
-    if not checks or Outcome.FAIL in outcomes:
-        return FAILS
-    return UNCERTAIN if Outcome.INCONCLUSIVE in outcomes else HOLDS
+    return {Outcome.FAIL: FAILS, Outcome.INCONCLUSIVE: UNCERTAIN, Outcome.PASS: HOLDS}[
+        overall(check.outcome for check in checks)
+    ]
 
 
 @dataclass(frozen=True)

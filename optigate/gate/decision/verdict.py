@@ -41,7 +41,7 @@ from optigate.gate.decision.slo_checks import (
 )
 from optigate.gate.decision.wording import CheckName, label, reason
 from optigate.gate.server_metrics import acceptance_check, figures_to_report
-from optigate.judge import Check, Outcome
+from optigate.judge import Check, Outcome, overall
 from optigate.plan.cost import cost_per_million_tokens
 
 APPROVED, REJECTED, UNDECIDED = "APPROVED", "REJECTED", "INCONCLUSIVE"
@@ -262,10 +262,9 @@ def margins(thresholds: BenchmarkGate) -> MarginLike:
 
 def outcome_of(checks: Sequence[Check]) -> str:
     """Any fail REJECTED; else any inconclusive INCONCLUSIVE; else APPROVED (no checks: REJECTED)."""
-    outcomes = {c.outcome for c in checks}
-    if not checks or Outcome.FAIL in outcomes:
-        return REJECTED
-    return UNDECIDED if Outcome.INCONCLUSIVE in outcomes else APPROVED
+    return {Outcome.FAIL: REJECTED, Outcome.INCONCLUSIVE: UNDECIDED, Outcome.PASS: APPROVED}[
+        overall(c.outcome for c in checks)
+    ]
 
 
 def cost_per_million(

@@ -177,15 +177,15 @@ WORDS: dict[CheckName, Words] = {
     ),
     CheckName.GOODPUT: Words(_goodput_threshold, _closed_without_figure(_goodput_failure), "points"),
     CheckName.CAPACITY: Words(_capacity_threshold, lambda check, where: f"capacity fails: {check.detail}."),
-    CheckName.SCHEDULE: Words(
-        lambda check: f"p99 lag of the sends within {check.threshold or '?'} ms of the recorded schedule",
-        lambda check, where: f"schedule{where} fails: {check.detail}.",
-        "ms",
-    ),
     CheckName.SPECULATIVE_ACCEPTANCE: Words(
         _acceptance_threshold,
         lambda check, where: f"speculative_acceptance fails: {check.detail}, {_acceptance_threshold(check)}.",
         "fraction",
+    ),
+    CheckName.SCHEDULE: Words(
+        lambda check: f"p99 lag of the sends within {check.threshold or '?'} ms of the recorded schedule",
+        lambda check, where: f"schedule{where} fails: {check.detail}.",
+        "ms",
     ),
 }
 
