@@ -46,6 +46,8 @@ from optigate.bench.compare import GOODPUT, Delta, compare_levels
 from optigate.bench.goodput import Slo
 from optigate.bench.metrics import RunSamples
 from optigate.bench.throughput import RUN_TO_RUN_DRIFT_PCT
+from optigate.config.models import BenchmarkGate
+from optigate.gate.decision.slo_checks import capacity_check, side_capacity, slo_checks
 from tests.fixtures.simulated_blocks import GATE_BLOCKS, GATE_LEVELS, Shape, simulated_side
 
 Side = Mapping[int, Sequence[RunSamples]]
@@ -89,6 +91,18 @@ def capacity_level(side: Side, slo: Slo) -> tuple[int, dict[int, str]]:
     return carried, verdicts
 
 
+def gate_capacity(base: Side, cand: Side, slo: Slo) -> str:
+    """The gate's own capacity check (optigate.gate.decision.slo_checks) on a pair: pass, inconclusive or fail."""
+    thresholds = BenchmarkGate(
+        concurrency=sorted(base), p99_ttft_ms_budget=slo.p99_ttft_ms, p99_itl_ms_budget=slo.p99_itl_ms
+    )
+    base_side, cand_side = (
+        side_capacity({level: slo_checks(level, blocks[level], thresholds, 0) for level in sorted(blocks)}, thresholds)
+        for blocks in (base, cand)
+    )
+    return capacity_check(base_side, cand_side, slo).outcome.value
+
+
 def simulate(
     pairs: int,
     baseline: Shape,
@@ -96,7 +110,7 @@ def simulate(
     args: argparse.Namespace,
     seed: int,
     slo: Slo | None = None,
-    capacities: list[tuple[tuple[int, dict[int, str]], tuple[int, dict[int, str]]]] | None = None,
+    capacities: list[tuple[tuple[int, dict[int, str]], tuple[int, dict[int, str]], str]] | None = None,
 ) -> list[list[Delta]]:
     out = []
     for pair in range(pairs):
@@ -105,17 +119,17 @@ def simulate(
         cand = with_outcomes(simulated_side(candidate, seed=seed + 2 * pair + 1, **side))
         out.append(compare_levels(base, cand, seed=pair, slo=slo))
         if slo is not None and capacities is not None:
-            capacities.append((capacity_level(base, slo), capacity_level(cand, slo)))
+            capacities.append((capacity_level(base, slo), capacity_level(cand, slo), gate_capacity(base, cand, slo)))
     return out
 
 
 def report_capacity(name: str, capacities: list) -> None:
     """Two rules for "the candidate carries less": its capacity (levels held in a row) is lower, or (established)
     at some level the baseline holds (upper end within the budget) and the candidate fails (lower end over it)."""
-    lower = sum(cand < base for (base, _), (cand, _) in capacities)
+    lower = sum(cand < base for (base, _), (cand, _), _ in capacities)
     print(share_line(f"{name}: A/A pairs, candidate capacity lower", lower, len(capacities), "<= 5 %"))
     established = sum(
-        any(bv[level] == "holds" and cv[level] == "fails" for level in bv) for (_, bv), (_, cv) in capacities
+        any(bv[level] == "holds" and cv[level] == "fails" for level in bv) for (_, bv), (_, cv), _ in capacities
     )
     print(
         share_line(
@@ -123,11 +137,14 @@ def report_capacity(name: str, capacities: list) -> None:
             "<= 5 %",
         )
     )  # fmt: skip
-    differ = sum(cand != base for (base, _), (cand, _) in capacities)
+    differ = sum(cand != base for (base, _), (cand, _), _ in capacities)
     seen: dict[int, int] = {}
-    for (base, _), _ in capacities:
+    for (base, _), _, _ in capacities:
         seen[base] = seen.get(base, 0) + 1
     print(f"  capacities differ in {differ}/{len(capacities)}; baseline capacity counts {dict(sorted(seen.items()))}")
+    gate = [outcome for _, _, outcome in capacities]
+    print(share_line(f"{name}: A/A pairs the gate's capacity check fails", gate.count("fail"), len(gate), "<= 5 %"))
+    print(share_line(f"{name}: A/A pairs it cannot tell (inconclusive)", gate.count("inconclusive"), len(gate), "-"))
 
 
 def report_aa(name: str, results: list[list[Delta]]) -> None:
@@ -228,6 +245,7 @@ def main() -> None:
     parser.add_argument("--skip-aa", action="store_true", help="skip (a) and (b): power only")
     parser.add_argument("--changes", default="itl,ttft", help="A/B changes to try: itl, ttft or both (or none)")
     parser.add_argument("--slo", help="(d): compare goodput at this SLO too, and capacity per side (default: none)")
+    parser.add_argument("--slo-only", action="store_true", help="with --slo: run (d) alone")
     args = parser.parse_args()
     slo = Slo.parse(args.slo) if args.slo else None
     shape = Shape(drift=args.drift)
@@ -237,10 +255,10 @@ def main() -> None:
         f"sigma {args.drift:.0%}; margin ±3 %, SE floor: {RUN_TO_RUN_DRIFT_PCT:g} % assumed drift; "
         "Holm over every delta of a pair"
     )
-    if not args.skip_aa:
+    if not (args.skip_aa or args.slo_only):
         aa = timed("simulated A/A", lambda: simulate(args.pairs, shape, shape, args, seed=1_000))
         report_aa("(a) simulated", aa)
-    if not (args.skip_aa or args.skip_real):
+    if not (args.skip_aa or args.skip_real or args.slo_only):
         real = timed("real emulator A/A", lambda: real_pairs(args.real_pairs, slo))
         report_aa("(b) real emulator", real)
     if slo is not None and not args.skip_aa:
@@ -251,7 +269,7 @@ def main() -> None:
         )
         report_aa(f"(d) simulated, {slo.text()}", with_slo)
         report_capacity(f"(d) simulated, {slo.text()}", capacities)
-    changes = args.changes.split(",")
+    changes = [] if args.slo_only else args.changes.split(",")
     if "itl" in changes:
         itl = timed("A/B ITL", lambda: simulate(args.ab_pairs, shape, replace(shape, itl_ms=13.5), args, seed=50_000))
         report_ab("(c) A/B ITL 15 -> 13.5 ms", "itl_ms", itl)

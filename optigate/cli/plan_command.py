@@ -11,6 +11,7 @@ from rich.table import Table
 
 from optigate.cli.errors import CliError, UsageError, one_line
 from optigate.cli.output import console, stderr
+from optigate.cli.plan_live import add_live_arguments
 
 PLAN_ROWS = [
     ("weights_gib_per_accelerator", "weights per accelerator", "{:.2f} GiB"),
@@ -410,16 +411,7 @@ def add_plan_parser(commands: argparse._SubParsersAction) -> None:
         "at concurrency 1), kept in config/calibration.yaml (default: none, literature estimates); with --endpoint, "
         "check the planner's KV capacity on a live endpoint instead",
     )
-    planner.add_argument(
-        "--endpoint",
-        default=None,
-        help="with --calibrate: a live endpoint whose KV usage and batch to read (default: none: calibrate from gate "
-        "reports)",
-    )
-    planner.add_argument(
-        "--window-minutes", type=int, default=60, help="with --endpoint: how far back to read (default: 60)"
-    )
-    planner.add_argument("--region", default=None, help="with --endpoint: its region (default: the AWS config's)")
+    add_live_arguments(planner)
     planner.add_argument("--list-models", action="store_true", help="list the built-in architectures")
     planner.add_argument("--json", action="store_true", help="print JSON instead of a table")
     planner.set_defaults(handler=cmd_plan)

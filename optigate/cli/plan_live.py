@@ -15,6 +15,20 @@ from optigate.cli.output import console
 AGREES = (0.8, 1.25)  # live KV share over the planner's, inside which the planner's KV capacity holds
 
 
+def add_live_arguments(planner: argparse.ArgumentParser) -> None:
+    """`plan --calibrate --endpoint`'s options: which live endpoint to read, how far back, where."""
+    planner.add_argument(
+        "--endpoint",
+        default=None,
+        help="with --calibrate: a live endpoint whose KV usage and batch to read (default: none: calibrate from gate "
+        "reports)",
+    )
+    planner.add_argument(
+        "--window-minutes", type=int, default=60, help="with --endpoint: how far back to read (default: 60)"
+    )
+    planner.add_argument("--region", default=None, help="with --endpoint: its region (default: the AWS config's)")
+
+
 def live_kv_check(plan: dict[str, Any], figures: dict[str, Any]) -> dict[str, Any]:
     """The live peak KV share against the planner's for the same batch: the planner fills its KV cache with
     `max_concurrent_sequences_at_typical_length` sequences of the typical length, so `running_max` of them should

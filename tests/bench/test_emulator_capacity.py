@@ -210,7 +210,13 @@ def test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots():
                     invoked = asyncio.create_task(
                         session.post(f"{url}/endpoints/demo/invocations", json={"inputs": "hi"})
                     )
-                    await asyncio.sleep(0.03)
+                    # Until the server runs the invocation (a busy host may take a while to deliver it).
+                    for _ in range(200):
+                        await asyncio.sleep(0.01)
+                        async with session.get(f"{url}/metrics") as scraped:
+                            running = [line for line in (await scraped.text()).splitlines() if "running{" in line]
+                        if running and running[0].endswith(" 1.0"):
+                            break
                     spec = LoadSpec(concurrency=1, requests=1, max_new_tokens=3, prompt_tokens=4, warmup=False)
                     data = await run_levels(Target("demo", endpoint_url=url), [1], spec, timeout=10)
                     (await invoked).release()

@@ -93,14 +93,14 @@ def _replay(emulator_url: str, capture: str, entered: float, delays: tuple[float
 @mock_aws
 def test_shards_ready_at_different_times_send_the_recorded_arrivals_from_one_start(emulator_url, capture):
     lead = _module("benchmark").SHARED_START_LEAD_S
-    start = time.time() + 1.5  # the shared start, whatever each worker's readiness
-    run = _replay(emulator_url, capture, start - lead, delays=(0.0, 0.6))
+    start = time.time() + 5.0  # the shared start, whatever each worker's readiness (room for a busy host)
+    run = _replay(emulator_url, capture, start - lead, delays=(0.0, 0.6))  # the second worker ready 0.6 s later
     sent = sorted(begin for begin, _, measured in run["samples"]["intervals"] if measured)
     assert len(sent) == len(OFFSETS) and run["requests"] == len(OFFSETS)
     # Every request left at its recorded offset from the one start: the second shard's later readiness (0.6 s) does
     # not shift its share (on its own clock, its sends would be 0.6 s late against the first shard's).
     errors = [abs((at - start) - offset / SPEEDUP) for at, offset in zip(sent, OFFSETS, strict=True)]
-    assert max(errors) < 0.1, errors
+    assert max(errors) < 0.2, errors  # a shard on its own clock would be 0.6 s off; gaps are 0.25 s or more
     assert "schedule" in run
 
 

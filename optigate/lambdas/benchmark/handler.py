@@ -76,6 +76,9 @@ def handler(event: dict, _context=None) -> dict:
         components=components(event.get("inference_components")),
         workload=workload,
         mode="replay" if replayed else "closed",
+        # A replay's schedule bound: the fleet sends none (the runner's 5 ms); an offline rehearsal on a shared host
+        # widens it, as it widens the latency budgets (optigate.rehearse.gate_handlers).
+        **({"max_lag_ms": float(event["max_lag_ms"])} if event.get("max_lag_ms") else {}),
     )
     start = shared_start(event) if replayed else None
     result = asyncio.run(
