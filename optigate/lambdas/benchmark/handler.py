@@ -35,7 +35,7 @@ from datetime import datetime
 import boto3
 
 from optigate.bench.client import Target
-from optigate.bench.load import ComponentShare, LoadSpec
+from optigate.bench.load import DEFAULT_MAX_LAG_MS, ComponentShare, LoadSpec
 from optigate.bench.runner import run_levels
 from optigate.bench.shard_workload import check_capture, worker_workload
 from optigate.bench.workload import Workload, shape
@@ -78,7 +78,7 @@ def handler(event: dict, _context=None) -> dict:
         mode="replay" if replayed else "closed",
         # A replay's schedule bound: the fleet sends none (the runner's 5 ms); an offline rehearsal on a shared host
         # widens it, as it widens the latency budgets (optigate.rehearse.gate_handlers).
-        **({"max_lag_ms": float(event["max_lag_ms"])} if event.get("max_lag_ms") else {}),
+        max_lag_ms=float(event.get("max_lag_ms") or DEFAULT_MAX_LAG_MS),
     )
     start = shared_start(event) if replayed else None
     result = asyncio.run(
