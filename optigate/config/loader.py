@@ -12,7 +12,7 @@ import copy
 import difflib
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -314,10 +314,53 @@ def team_files(config_dir: str | Path) -> list[Path]:
     return sorted(Path(config_dir, "teams").glob("*.y*ml"))
 
 
-def load_project(config_dir: str | Path = "config", *, team_checks: TeamChecks | None = None) -> Project:
+def _declared_team(path: Path) -> str | None:
+    """The `team:` a file declares, read leniently (a broken file declares nothing)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    name = data.get("team") if isinstance(data, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def team_file(config_dir: str | Path, team: str) -> Path:
+    """The file that defines `team`: `teams/<team>.yaml` (the convention), else the one file declaring it.
+
+    Only the files whose name does not give the team away are read, leniently: another team's broken file
+    must not stop this team's check (`cdk synth -c team=...`, a team's own CI)."""
+    files = team_files(config_dir)
+    named = [path for path in files if path.stem == team]
+    if len(named) == 1:
+        return named[0]
+    declaring = [path for path in files if _declared_team(path) == team]
+    if len(declaring) == 1:
+        return declaring[0]
+    folder = _display_name(Path(config_dir, "teams"))
+    if declaring:
+        where = ", ".join(_display_name(path) for path in declaring)
+        message = f"team '{team}' is defined by {len(declaring)} files ({where}); keep one"
+    else:
+        known = [path.stem for path in files]
+        close = difflib.get_close_matches(team, known, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        message = f"no file in {folder} defines team '{team}'; {hint}known: {', '.join(known) or 'none'}"
+    raise ConfigError([ConfigIssue(folder, None, "team", message)])
+
+
+def load_project(
+    config_dir: str | Path = "config",
+    *,
+    team_checks: TeamChecks | None = None,
+    only: Collection[Path] | None = None,
+) -> Project:
     """Load environments.yaml and every team file; collect the problems of all files before raising.
 
-    `team_checks`: as for `load_team`, run on every team file."""
+    `team_checks`: as for `load_team`, run on every team file. `only`: read these team files and no other
+    (one team's synth or check; the cross-file checks then cover the files read, and an environment's
+    `teams:` list may name teams whose files were not read)."""
     issues: list[ConfigIssue] = []
     environments: EnvironmentsFile | None = None
     environments_path = Path(config_dir, "environments.yaml")
@@ -327,7 +370,7 @@ def load_project(config_dir: str | Path = "config", *, team_checks: TeamChecks |
         issues += error.issues
     teams: dict[str, TeamConfig] = {}
     files: dict[str, str] = {}
-    for path in team_files(config_dir):
+    for path in team_files(config_dir) if only is None else sorted(Path(p) for p in only):
         try:
             team = load_team(path, team_checks=team_checks)
         except ConfigError as error:
@@ -356,10 +399,12 @@ def load_project(config_dir: str | Path = "config", *, team_checks: TeamChecks |
             + check_capture_training(environments, teams)
             + capture_replay_problems(environments, teams),
         )
+    # A team named in an environment whose file exists but was not read (`only`) is not unknown.
+    unread = {path.stem for path in team_files(config_dir)} if only is not None else set()
     if environments is not None and every_file_parsed:
         for index, environment in enumerate(environments.environments):
             for name in environment.teams:
-                if name not in teams:
+                if name not in teams and (only is None or name not in unread):
                     where = ("environments", index, "teams", name)
                     close = difflib.get_close_matches(name, list(teams), n=1)
                     hint = f"; did you mean '{close[0]}'?" if close else ""

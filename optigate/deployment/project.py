@@ -7,11 +7,12 @@ tables, capacity plan), and any problem is reported at its file and line with th
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 from optigate import naming
-from optigate.config.loader import ConfigError, ConfigIssue, Project, load_project, load_team
+from optigate.config.loader import ConfigError, ConfigIssue, Project, load_project, load_team, team_file
 from optigate.config.models import Environment
 from optigate.config.rules.cross_file import RESOURCE_NAMES_DISTINCT
 from optigate.deployment.all_rules import acknowledgement_problems
@@ -60,8 +61,13 @@ class ResolvedProject:
         return result
 
 
-def load_resolved_project(config_dir: str | Path = "config") -> ResolvedProject:
-    """Load and check every file, then resolve each team once; raise ConfigError listing every problem."""
+def load_resolved_project(
+    config_dir: str | Path = "config", *, teams: Collection[str] | None = None
+) -> ResolvedProject:
+    """Load and check every file, then resolve each team once; raise ConfigError listing every problem.
+
+    `teams`: only these teams' files are read (with environments.yaml): one team's stacks, pipeline or
+    check, which another team's broken file does not stop (`optigate.config.loader.team_file`)."""
     resolved: dict[int, ResolvedTeam] = {}
 
     def check(team):
@@ -69,7 +75,8 @@ def load_resolved_project(config_dir: str | Path = "config") -> ResolvedProject:
         resolved[id(team)] = result
         return list(result.problems) + acknowledgement_problems(team)
 
-    project = load_project(config_dir, team_checks=check)
+    only = None if teams is None else _team_files(config_dir, teams)
+    project = load_project(config_dir, team_checks=check, only=only)
     clashes = _name_clashes(project)
     if clashes:
         raise ConfigError(clashes)
@@ -94,6 +101,18 @@ def _name_clashes(project: Project) -> list[ConfigIssue]:
         )
         for (first, second), kinds in shared.items()
     ]
+
+
+def _team_files(config_dir: str | Path, teams: Collection[str]) -> list[Path]:
+    files, issues = [], []
+    for name in dict.fromkeys(teams):
+        try:
+            files.append(team_file(config_dir, name))
+        except ConfigError as error:
+            issues += error.issues
+    if issues:
+        raise ConfigError(issues)
+    return files
 
 
 def load_resolved_team(path: str | Path) -> ResolvedTeam:

@@ -1,0 +1,58 @@
+"""One team's config read alone (issue 28): another team's broken file does not stop it, and a team is found
+by its file's name or, failing that, by the one file declaring it."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from optigate.config.loader import ConfigError, team_file
+from optigate.deployment import load_resolved_project
+from tests.conftest import CONFIG
+
+
+@pytest.fixture()
+def broken_research(tmp_path):
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
+    (config / "teams" / "research.yaml").write_text("team: research\nmodel: [unclosed\n")
+    return config
+
+
+def test_another_teams_broken_file_fails_the_whole_project_but_not_one_team(broken_research):
+    with pytest.raises(ConfigError) as whole:
+        load_resolved_project(broken_research)
+    assert any("research.yaml" in issue.file for issue in whole.value.issues)
+
+    chat = load_resolved_project(broken_research, teams=["chat"])
+    assert list(chat.teams) == ["chat"]
+    assert {d.team.team for d in chat.deployments()} == {"chat"}
+
+
+def test_the_broken_team_itself_is_refused_at_its_line(broken_research):
+    with pytest.raises(ConfigError) as error:
+        load_resolved_project(broken_research, teams=["research"])
+    assert [issue.file for issue in error.value.issues] and all(
+        issue.file.endswith("research.yaml") and issue.line for issue in error.value.issues
+    )
+
+
+def test_a_team_is_found_by_its_declaration_when_the_file_is_named_otherwise(broken_research):
+    (broken_research / "teams" / "chat.yaml").rename(broken_research / "teams" / "assistant.yaml")
+    assert team_file(broken_research, "chat").name == "assistant.yaml"
+    assert list(load_resolved_project(broken_research, teams=["chat"]).teams) == ["chat"]
+
+
+def test_an_unknown_team_says_which_are_known_with_a_did_you_mean(broken_research):
+    with pytest.raises(ConfigError) as error:
+        load_resolved_project(broken_research, teams=["chatt"])
+    message = str(error.value)
+    assert "did you mean 'chat'?" in message and "known: chat, research, support" in message
+
+
+def test_two_files_declaring_one_team_are_named(broken_research):
+    shutil.copyfile(broken_research / "teams" / "support.yaml", broken_research / "teams" / "help.yaml")
+    (broken_research / "teams" / "support.yaml").rename(broken_research / "teams" / "helpdesk.yaml")
+    with pytest.raises(ConfigError, match="defined by 2 files"):
+        team_file(broken_research, "support")
