@@ -44,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: 128 + SIGPIPE, what a shell reports for a writer whose reader closed the pipe.
+BROKEN_PIPE_EXIT = 141
+
+
 def _run(argv: list[str]) -> int:
     if argv[:1] == ["evaluate"]:  # every further argument belongs to the evaluation job
         args = argparse.Namespace(job_args=argv[1:], handler=evaluate_command.cmd_evaluate)
@@ -67,6 +71,12 @@ def main(argv: list[str] | None = None) -> int:
         failure = error
     except KeyboardInterrupt:
         failure = CliError("interrupted", exit_code=130)
+    except BrokenPipeError:
+        # The reader went away (`optigate summary | head`): not a failure to report. Point stdout at devnull so
+        # the interpreter's final flush does not raise again, and exit as a process killed by SIGPIPE would.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return BROKEN_PIPE_EXIT
     except Exception as error:
         # Imported here: `optigate --help` and argparse's usage errors need no pydantic.
         from optigate.config.loader import ConfigError
