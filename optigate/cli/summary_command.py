@@ -1,18 +1,27 @@
-"""`optigate summary`: what would be deployed per environment and team, with every value optigate chose."""
+"""`optigate summary`: what would be deployed per environment and team (every resource a stack creates, what
+its instances cost a month, every value optigate chose), and the fleet's totals; `--json` for the same data.
+
+Every line is built whole and wrapped at spaces to 100 columns (or the terminal's width, if narrower), and none is
+padded: a redirected summary fits 100 columns and carries no trailing spaces."""
 
 from __future__ import annotations
 
 import argparse
-
-from rich.table import Table
+import json
+import textwrap
+from typing import Any
 
 from optigate.cli.errors import UsageError
 from optigate.cli.output import console
 
+#: The widest line the summary prints, redirected or not.
+WIDTH = 100
+
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    """What would be deployed, per environment and team, with every value optigate chose."""
+    """What would be deployed, per environment and team, with every value optigate chose, and the fleet's totals."""
     from optigate.deployment import load_resolved_project
+    from optigate.deployment.inventory import inventory
     from optigate.promote.lock import default_locks_dir
 
     project = load_resolved_project(args.config)
@@ -22,12 +31,56 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"--env {','.join(unknown)}: no such environment in {args.config}; known: {', '.join(known)}")
     deployments = project.deployments(",".join(wanted) or None, default_locks_dir(args.config))
-    console.print(summary_table(deployments))
-    for deployment in deployments:
+    stacks = [inventory(deployment) for deployment in deployments]
+    if args.json:
+        print(json.dumps(summary_json(stacks), indent=2))
+        return 0
+    _say("optigate summary: what `cdk deploy` would create, from the resolved config (nothing synthesized)")
+    for deployment, stack in zip(deployments, stacks, strict=True):
+        _say("")
+        _print_stack(deployment, stack)
         print_details(deployment)
         if args.gate:
             print_gate(deployment)
+    _say("")
+    for line in fleet_lines(stacks):
+        text = line.lstrip()
+        _say(text, len(line) - len(text))
     return 0
+
+
+def summary_json(stacks) -> dict[str, Any]:
+    """`summary --json`: `stacks` (one StackInventory each: names, counts, `resource_counts` by CloudFormation type,
+    `cost` in USD per month), `environments` and `fleet` (totals), `resource_counts` (the fleet's), `price_source`."""
+    from optigate.deployment.inventory import PRICE_SOURCE, fleet
+
+    return {"price_source": PRICE_SOURCE, "stacks": [stack.to_json() for stack in stacks], **fleet(stacks)}
+
+
+def _say(text: str, indent: int = 0, hanging: int = 2) -> None:
+    """`text` wrapped at spaces to the summary's width, `indent` columns in (continuations `hanging` more), unpadded."""
+    from rich.markup import escape
+
+    width = min(WIDTH, console.width)
+    lines = textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=" " * indent,
+        subsequent_indent=" " * (indent + hanging),
+        break_long_words=True,  # only a word longer than a whole line is broken
+        break_on_hyphens=False,
+    ) or [""]
+    for line in lines:
+        console.print(escape(line.rstrip()), highlight=False, soft_wrap=True)
+
+
+def _plural(count: int, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + ("es" if noun.endswith("s") else "s")
+    return f"{count} {noun if count == 1 else plural}"
+
+
+def _dollars(amount: float | None) -> str:
+    return "no list price" if amount is None else f"${amount:,.0f}"
 
 
 def _rollout(deployment) -> str:
@@ -36,45 +89,129 @@ def _rollout(deployment) -> str:
     if team.rollout.shadow is not None and deployment.shadow is not None:
         changed = ", ".join(f"{k}={v}" for k, v in team.rollout.shadow.candidate.items()) or "same"
         rollout += f" {team.rollout.shadow.sampling_percentage}% → {changed}"
-    if team.adapters:
-        rollout += f"; {len(team.adapters)} adapters: " + ", ".join(a.name for a in team.adapters)
     return rollout
 
 
-def summary_table(deployments) -> Table:
-    """One row per stack with its names whole (they fit 100 columns); the long parts follow as text."""
-    from rich import box
-
-    table = Table(title="optigate: what `cdk deploy` would create", box=box.SIMPLE_HEAD, padding=(0, 1))
-    for column in ("stack", "endpoint", "instance", "rollout"):
-        table.add_column(column, no_wrap=column != "rollout")
-    for deployment in deployments:
-        table.add_row(
-            deployment.stack_name,
-            deployment.endpoint_name,
-            f"{deployment.instance_count} × {deployment.team.serving.instance_type}" + _more_pools(deployment),
-            _rollout(deployment),
+def stack_lines(deployment, stack) -> list[tuple[int, str]]:
+    """(indent, text) of what one stack creates: endpoint, components, alarms, autoscaling, gate, monthly cost."""
+    environment = deployment.environment
+    lines = [
+        (0, f"{stack.stack}: team {stack.team} in {stack.environment} ({stack.region}, account {environment.account})")
+    ]
+    instances = f"{stack.instance_count} × {stack.instance_type}"
+    if stack.pools:
+        instances += f" (pools in priority order: {', '.join(stack.pools)})"
+    variants = ", ".join(stack.variants)
+    lines.append((2, f"endpoint {stack.endpoint}: {instances}; variants {variants}; rollout {_rollout(deployment)}"))
+    created = [
+        "1 endpoint",
+        _plural(stack.models, "model"),
+        _plural(len(stack.inference_components), "inference component"),
+        _plural(len(stack.alarms), "alarm"),
+        _plural(1 if stack.scaling else 0, "scalable target"),
+        _plural(stack.dashboards, "dashboard"),
+        _plural(len(stack.buckets), "bucket"),
+    ]
+    if stack.gate is not None:
+        created += [
+            _plural(len(stack.gate.state_machines), "state machine"),
+            _plural(len(stack.gate.functions), "function"),
+            "1 model package group",
+        ]
+    lines.append((2, "creates: " + ", ".join(created)))
+    if stack.inference_components:
+        lines.append((2, "inference components: " + ", ".join(stack.inference_components)))
+    lines.append((2, "alarms: " + ", ".join(stack.alarms)))
+    scaling = stack.scaling
+    if scaling is not None:
+        to_zero = "yes (a request that finds no copy adds one)" if scaling.scale_to_zero else "no"
+        lines.append(
+            (
+                2,
+                f"autoscaling: {scaling.min_capacity}-{scaling.max_capacity} {scaling.unit}, target "
+                f"{scaling.target} {scaling.target_metric}; scale to zero: {to_zero}",
+            )
         )
-    return table
+    elif stack.scaling_suspended:
+        lines.append((2, "autoscaling: suspended for this deploy (the instance count scaling last set is kept)"))
+    else:
+        lines.append((2, f"autoscaling: none ({stack.instance_count} fixed); scale to zero: no"))
+    if stack.buckets:
+        lines.append((2, "buckets: " + ", ".join(stack.buckets)))
+    gate = stack.gate
+    if gate is not None:
+        lines.append(
+            (
+                2,
+                f"gate: state machines {', '.join(gate.state_machines)}; functions {', '.join(gate.functions)}; "
+                f"model package group {gate.package_group}"
+                + (
+                    f"; {_plural(gate.workload_configs, 'managed benchmark workload')}" if gate.workload_configs else ""
+                ),
+            )
+        )
+    cost = stack.cost
+    if cost.min_usd is None:
+        lines.append((2, f"cost per month: unknown (no list price for {', '.join(cost.unpriced)})"))
+    else:
+        lines.append(
+            (
+                2,
+                f"cost per month: {_dollars(cost.min_usd)} at minimum capacity "
+                f"({_plural(cost.min_instances, 'instance')}), {_dollars(cost.max_usd)} at maximum "
+                f"({_plural(cost.max_instances, 'instance')})",
+            )
+        )
+    return lines
 
 
-def _more_pools(deployment) -> str:
-    pools = deployment.resolved.pools
-    return f" +{len(pools) - 1} pool{'s' if len(pools) > 2 else ''}" if pools else ""
+def _print_stack(deployment, stack) -> None:
+    for indent, text in stack_lines(deployment, stack):
+        _say(text, indent)
+
+
+def fleet_lines(stacks) -> list[str]:
+    """The fleet's totals per environment, overall and per team (across its environments): stacks, instances and
+    monthly cost at minimum and maximum capacity."""
+    from optigate.deployment.inventory import PRICE_SOURCE, total
+
+    environments = list(dict.fromkeys(stack.environment for stack in stacks))
+    teams = list(dict.fromkeys(stack.team for stack in stacks))
+    lines = ["fleet: cost per month at minimum and maximum capacity", f"  prices: {PRICE_SOURCE}"]
+    by_environment = [(name, total([s for s in stacks if s.environment == name])) for name in environments]
+    lines += _totals_table("environment", [*by_environment, ("fleet", total(stacks))])
+    lines += ["", *_totals_table("team", [(name, total([s for s in stacks if s.team == name])) for name in teams])]
+    unpriced = sorted({stack.stack for stack in stacks if stack.cost.min_usd is None})
+    if unpriced:
+        lines.append(f"  not priced (no list price for their instance type): {', '.join(unpriced)}")
+    return lines
+
+
+def _totals_table(first_column: str, rows) -> list[str]:
+    """Rows of totals under a header, right-aligned, unpadded at the end."""
+    widths = [max(len(first_column), *(len(name) for name, _ in rows)), 6, 9, 12, 12]
+
+    def row(cells) -> str:
+        first, *rest = cells
+        aligned = "".join("  " + cell.rjust(width) for cell, width in zip(rest, widths[1:], strict=True))
+        return ("  " + first.ljust(widths[0]) + aligned).rstrip()
+
+    lines = [row((first_column, "stacks", "instances", "at minimum", "at maximum"))]
+    for name, totals in rows:
+        instances = f"{totals.min_instances}-{totals.max_instances}"
+        lines.append(row((name, str(totals.stacks), instances, _dollars(totals.min_usd), _dollars(totals.max_usd))))
+    return lines
 
 
 def _print_pools(deployment) -> None:
     """One line per instance pool: what the shared settings give on it, and what it decides."""
-    from rich.markup import escape
-    from rich.padding import Padding
-
     from optigate.cli.plan_command import pool_rows
 
     resolved = deployment.resolved
     if not resolved.pools:
         return
     gate = "; the gate measures priority 1 only" if deployment.candidate is not None else ""
-    console.print(f"  instance pools (one environment on each{gate}):", highlight=False)
+    _say(f"instance pools (one environment on each{gate}):", 2)
     for row in pool_rows(resolved):
         figures = [f"TP {row['tensor_parallel']}"]
         if row["weights_gib_per_accelerator"] is not None:
@@ -88,7 +225,7 @@ def _print_pools(deployment) -> None:
         if row["decides"]:
             figures.append("decides " + ", ".join(row["decides"]))
         line = f"{row['priority']}. {row['instance_type']}: {', '.join(figures)}"
-        console.print(Padding(escape(line), (0, 0, 0, 4)), highlight=False)
+        _say(line, 4)
 
 
 def _print_lines(lines: list[str], indent: int) -> None:
@@ -111,16 +248,13 @@ def _print_components(deployment) -> None:
     region = deployment.environment.region
     # The adapter versions the lock's package was approved with, once the lock records them (issue 26).
     approved = getattr(deployment.served, "adapters", None) if deployment.served else None
-    console.print("  inference components (the base model, each adapter on it):", highlight=False)
+    _say("inference components (the base model, each adapter on it):", 2)
     _print_lines(live_component_lines(team, deployment.endpoint_name, compute, region, approved), 4)
     _print_lines(rollout_lines(team), 2)
 
 
 def print_details(deployment) -> None:
     """A stack's image, LMI settings and every value optigate chose, wrapped at spaces and indented."""
-    from rich.markup import escape
-    from rich.padding import Padding
-
     from optigate.deployment.compilation import recompile_note
 
     served = deployment.served
@@ -129,9 +263,8 @@ def print_details(deployment) -> None:
     if served:
         image += f" (approved package {served.model_package_arn.split('/', 1)[-1]})"
     settings = ", ".join(f"{key.removeprefix('OPTION_')}={value}" for key, value in environment.items())
-    console.print(f"[bold]{deployment.stack_name}[/bold]", highlight=False)
-    console.print(Padding(escape(f"image: {image}"), (0, 0, 0, 2)), highlight=False)
-    console.print(Padding(escape(f"LMI settings: {settings or '-'}"), (0, 0, 0, 2)), highlight=False)
+    _say(f"image: {image}", 2)
+    _say(f"LMI settings: {settings or '-'}", 2)
     _print_pools(deployment)
     _print_components(deployment)
     plan = deployment.resolved.plan
@@ -141,24 +274,24 @@ def print_details(deployment) -> None:
             f"decode TPOT at batch 1: expected {expected.tpot_ms_batch1:.1f} ms ({expected.basis}: "
             f"{expected.bandwidth_efficiency:.0%} of peak bandwidth), bound {plan.decode_tpot_ms_batch1:.1f} ms"
         )
-        console.print(Padding(escape(line), (0, 0, 0, 2)), highlight=False)
+        _say(line, 2)
         if expected.basis != "literature estimate":
-            console.print(Padding(escape(f"calibration: {expected.source}"), (0, 0, 0, 4)), highlight=False)
+            _say(f"calibration: {expected.source}", 4)
     if plan is not None and plan.setting_notes:
-        console.print("  vLLM engine switches (what each changed in the plan):", highlight=False)
+        _say("vLLM engine switches (what each changed in the plan):", 2)
         for note in plan.setting_notes:
-            console.print(Padding(escape(f"• {note}"), (0, 0, 0, 4)), highlight=False)
+            _say(f"• {note}", 4)
     recompile = recompile_note(served.compiled_for if served else None, deployment.resolved)
     if recompile:
-        console.print(Padding(escape(f"note: {recompile}"), (0, 0, 0, 2)), highlight=False)
+        _say(f"note: {recompile}", 2)
     if not served:  # an approved package's weights are the optimization job's, not the team's checkpoint
-        console.print("  weights:", highlight=False)
+        _say("weights:", 2)
         for note in deployment.resolved.weights_notes:
-            console.print(Padding(escape(f"• {note}"), (0, 0, 0, 4)), highlight=False)
+            _say(f"• {note}", 4)
     notes = deployment.resolved.notes
-    console.print("  chosen by optigate:" + ("" if notes else " nothing"), highlight=False)
+    _say("chosen by optigate:" + ("" if notes else " nothing"), 2)
     for note in notes:
-        console.print(Padding(escape(f"• {note}"), (0, 0, 0, 4)), highlight=False)
+        _say(f"• {note}", 4)
 
 
 def gate_lines(plan) -> list[str]:
@@ -189,15 +322,12 @@ def gate_lines(plan) -> list[str]:
 
 def print_gate(deployment) -> None:
     """`summary --gate`: what the team's gate will measure here, when it has one."""
-    from rich.markup import escape
-    from rich.padding import Padding
-
     plan = deployment.gate
     if plan is None:
         return
-    console.print("  gate (what it measures):", highlight=False)
+    _say("gate (what it measures):", 2)
     for line in gate_lines(plan):
-        console.print(Padding(escape(line), (0, 0, 0, 4)), highlight=False)
+        _say(line, 4)
     if plan.components is not None:
         from optigate.cli.adapter_lines import gate_component_lines
 
@@ -208,5 +338,12 @@ def add_summary_parser(commands: argparse._SubParsersAction) -> None:
     summary = commands.add_parser("summary", help="print what would be deployed per environment and team")
     summary.add_argument("--config", default="config", help="config folder (default: config)")
     summary.add_argument("--env", default=None, help="environment(s), comma-separated (default: all)")
-    summary.add_argument("--gate", action="store_true", help="also print what each team's gate will measure")
+    summary.add_argument(
+        "--gate", action="store_true", help="also print what each team's gate will measure (default: not printed)"
+    )
+    summary.add_argument(
+        "--json",
+        action="store_true",
+        help="print the stacks' inventory, costs and fleet totals as JSON instead of text (default: text)",
+    )
     summary.set_defaults(handler=cmd_summary)
