@@ -12,8 +12,15 @@ from rich.console import Console
 from optigate.cli.errors import UsageError
 from optigate.jsonsafe import json_safe
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich exits 1 itself when the reader goes away; 1 is a negative verdict here, so leave it to
+        `optigate.cli.main`, which exits as a process killed by SIGPIPE would."""
+        raise BrokenPipeError
+
+
 # Wide tables stay readable when piped or logged by CI (rich assumes 80 columns there).
-console = Console(width=None if sys.stdout.isatty() else 180)
+console = _Console(width=None if sys.stdout.isatty() else 180)
 stderr = Console(stderr=True, width=None if sys.stderr.isatty() else 400)
 
 

@@ -315,3 +315,22 @@ def test_emulate_capture_dir_reaches_the_emulator(monkeypatch, tmp_path):
     monkeypatch.setattr(runtime_emulator, "serve", lambda config, **_: served.append(config))
     assert main(["emulate", "--port", "0", "--capture-dir", str(tmp_path)]) == 0
     assert [config.capture_dir for config in served] == [str(tmp_path)]
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly_as_sigpipe_would():
+    """`optigate summary | head`: the closed pipe is no bug report and no verdict (1), but 141 as from SIGPIPE."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write now fails with EPIPE
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "optigate.cli", "summary", "--config", str(CONFIG)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=_offline_env(),
+            timeout=300,
+        )
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (141, "")
