@@ -12,6 +12,7 @@ from rich.console import Console
 from optigate.cli.errors import UsageError
 from optigate.jsonsafe import json_safe
 
+
 class _Console(Console):
     def on_broken_pipe(self) -> None:
         """rich exits 1 itself when the reader goes away; 1 is a negative verdict here, so leave it to
