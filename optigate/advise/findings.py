@@ -96,6 +96,8 @@ class Finding:
     target: str = GATE  # where the block goes
     effect: tuple[Figure, ...] = ()
     notes: tuple[str, ...] = ()
+    # What the team must add before the gate takes any candidate (the same for every step: said once by Advice).
+    prerequisites: tuple[str, ...] = ()
 
     @property
     def title(self) -> str:
@@ -119,6 +121,7 @@ class Finding:
             "candidate_yaml": self.candidate_yaml,
             "effect": [f.to_dict() for f in self.effect],
             "notes": list(self.notes),
+            "prerequisites": list(self.prerequisites),
         }
 
 
@@ -140,6 +143,11 @@ class Advice:
     def next(self) -> Finding | None:
         return self.recommendations[0] if self.recommendations else None
 
+    @property
+    def prerequisites(self) -> tuple[str, ...]:
+        """What the gate needs before it takes any of the recommended blocks, each said once."""
+        return tuple(dict.fromkeys(p for f in self.recommendations for p in f.prerequisites))
+
     def to_dict(self) -> dict[str, Any]:
         upcoming = self.next
         return {
@@ -147,6 +155,7 @@ class Advice:
             "environment": self.environment,
             "concurrency": self.concurrency,
             "next_step": upcoming.step if upcoming else None,
+            "prerequisites": list(self.prerequisites),
             "recommendations": [f.to_dict() for f in self.recommendations],
             "findings": [f.to_dict() for f in self.findings],
             "adapter_gate": self.adapter_gate.to_dict() if self.adapter_gate else None,
@@ -259,8 +268,6 @@ def proposal(
     if not admission.admitted:
         refusal = "; ".join(admission.refusals)
         return Finding(step, NOT_NOW, f"{why}; but the rules refuse the change ({refusal})", notes=notes)
-    if admission.prerequisites:
-        notes += tuple(f"before the gate takes it: {p}" for p in admission.prerequisites)
     resolved = admission.resolved
     replanned = resolved.plan if resolved else None
     figures = effect(ctx.plan, replanned, ctx.concurrency) + figures
@@ -275,7 +282,7 @@ def proposal(
             "a pre-quantized checkpoint (a SageMaker optimization job's output as model.source, with model.weights) "
             "avoids it",
         )
-    return Finding(step, RECOMMENDED, why, admission.block, admission.target, figures, notes)
+    return Finding(step, RECOMMENDED, why, admission.block, admission.target, figures, notes, admission.prerequisites)
 
 
 def _same(candidate: Mapping[str, Any], block: Mapping[str, Any]) -> bool:

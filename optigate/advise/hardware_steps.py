@@ -84,8 +84,8 @@ def step_compile(ctx: Context) -> Finding:
         trade.append(f"LMI's TensorRT-LLM options have no {dtype} KV cache: it goes back to 16 bit")
     why = (
         f"the family is frozen on {instance.instance_type} ({instance.accelerator}, TP {base.tensor_parallel_degree}, "
-        f"max_model_len {base.max_model_len:,}), the three an engine is pinned to: compile now; compilation is worth "
-        "single-digit to 30 % latency"
+        f"max_model_len {base.max_model_len:,}), the three an engine is pinned to, so an engine built now stays "
+        "valid; compilation is worth single-digit to 30 % latency"
     )
     notes = (
         "the planner has no TensorRT-LLM efficiency of its own (it carries vLLM's over): the gate measures the gain",

@@ -161,7 +161,8 @@ def step_container_settings(ctx: Context) -> Finding:
         fine.append(f"the KV cache holds {holds} sequences of {typical:,} tokens, enough for {wanted}")
 
     if not block:
-        return Finding(1, DONE, "; ".join(fine) + ": the container settings fit the requests you benchmark")
+        requests = "you benchmark" if stated_lengths(ctx.team) else "of the benchmark's default lengths"
+        return Finding(1, DONE, "; ".join(fine) + f": the container settings fit the requests {requests}")
     return proposal(ctx, 1, "; ".join(reasons), block)
 
 

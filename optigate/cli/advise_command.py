@@ -144,6 +144,9 @@ def cmd_advise(args: argparse.Namespace) -> int:
         if reading.paid_off:
             console.print("  advice below is for the team with that change promoted into serving", highlight=False)
     recommendations = advice.recommendations
+    for prerequisite in advice.prerequisites:
+        line = f"before the gate takes any candidate below: {prerequisite}"
+        console.print(Padding(escape(line), (0, 0, 0, 2)), highlight=False)
     for index, finding in enumerate(recommendations):
         _print_finding(finding, first=index == 0)
     if not recommendations:

@@ -3,18 +3,26 @@ every expert across them, with the busiest GPU's expected experts under top-k ro
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .catalog import GIB
 from .memory import weight_footprint
 from .routing import expected_busiest_rank_experts
 from .sizing import PlanInputs, memory_plan
 
-if TYPE_CHECKING:
-    from .planner import PlanResult
+
+class PlanFigures(Protocol):
+    """What the note reads of a plan (optigate.plan.planner.PlanResult, not imported: the planner imports this)."""
+
+    @property
+    def tensor_parallel(self) -> int: ...
+    @property
+    def kv_capacity_tokens(self) -> int: ...
+    @property
+    def decode_tpot_ms_batch1(self) -> float | None: ...
 
 
-def expert_parallel_note(result: PlanResult, inputs: PlanInputs, sliced: PlanResult) -> str:
+def expert_parallel_note(result: PlanFigures, inputs: PlanInputs, sliced: PlanFigures) -> str:
     """What enable_expert_parallel changed against the experts sliced across the GPUs; figures that print the same
     are said once."""
     model, tp = inputs.model, result.tensor_parallel

@@ -140,9 +140,12 @@ def test_the_predicted_effect_is_the_re_plan_of_the_merged_serving_block(tmp_pat
 
 def test_without_an_evaluation_dataset_the_block_says_what_the_gate_needs_first(tmp_path):
     resolved = team(tmp_path, serving="max_model_len: 4096\n", dataset=False)
-    found = finding(resolved, 2)
-    assert found.status == RECOMMENDED
-    assert any("dataset_s3_uri" in note and "before the gate takes it" in note for note in found.notes)
+    advice = advise(resolved)
+    found = advice.findings[1]
+    assert found.status == RECOMMENDED and any("dataset_s3_uri" in p for p in found.prerequisites)
+    # Said once for the advice, however many steps it recommends.
+    assert len(advice.recommendations) >= 2 and all(f.prerequisites for f in advice.recommendations)
+    assert len(advice.prerequisites) == 1 and "dataset_s3_uri" in advice.prerequisites[0]
 
 
 # --------------------------------------------------------------------------- 3. speculative decoding
@@ -196,7 +199,7 @@ def test_compile_once_the_family_is_frozen(tmp_path):
     found = finding(resolved, 4)
     # The block the gate proves: the family switch and the engine its optimization job compiles.
     assert found.status == RECOMMENDED and found.candidate == {"container": {"family": "lmi-trtllm"}, "compile": True}
-    assert "the three an engine is pinned to: compile now" in found.why
+    assert "the three an engine is pinned to, so an engine built now stays valid" in found.why
     assert_pastes(resolved, found)
     pasted = resolve_team(with_candidate(resolved.team, found.candidate))
     assert [next(iter(c)) for c in pasted.optimization_configs] == ["ModelCompilationConfig"]
