@@ -5,6 +5,7 @@ router finds."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -78,3 +79,13 @@ def test_the_plan_says_the_bound_is_the_busiest_gpus_and_never_repeats_a_figure(
     assert "busiest GPU" in note and "top-2 routing" in note and "1.14 per layer at batch 1" in note
     # 8 experts divide over 4 GPUs: the per-GPU expert weights are the same as sliced, said once.
     assert "as sliced" in note and note.count("GiB of expert weights") == 1
+
+
+def test_the_moe_teams_note_never_says_a_figure_instead_of_itself():
+    """The onboarding MoE team's plan (Qwen3-30B-A3B on 4 L40S, experts whole) once read "13.50 GiB; sliced across
+    the 4 GPUs: 13.50 GiB" and "TPOT bound 1.8 ms instead of 1.8 ms"."""
+    result = plan("qwen3-30b-a3b", "ml.g6e.12xlarge", tensor_parallel=4, max_model_len=32768, expert_parallel=True)
+    note = result.setting_notes[0]
+    assert "13.50 GiB of expert weights per GPU, as sliced" in note and note.count("13.50 GiB") == 1
+    said = re.search(r"TPOT bound at batch 1 ([\d.]+) ms instead of ([\d.]+) ms", note)
+    assert said is not None and float(said[1]) > float(said[2])  # 3.49 experts on the busiest GPU, not 2
