@@ -36,6 +36,22 @@ STEPS = {
 }
 
 
+#: How each figure is printed (the rest with one decimal); a change is real only where it shows at this precision.
+FORMATS = {
+    "kv_capacity_tokens": "{:,.0f}",
+    "sequences_at_max_model_len": "{:,.0f}",
+    "expected_cost_per_million_output_tokens": "${:.3f}",
+    "cost_per_million_output_tokens": "${:.3f}",
+}
+#: Figures where less is better (time, dollars); the others (capacity) are better when larger.
+LOWER_IS_BETTER = ("_ms", "cost_")
+
+
+def shown(key: str, value: float | None) -> str:
+    """`value` as advise prints it."""
+    return "n/a" if value is None else FORMATS.get(key, "{:.1f}").format(value)
+
+
 @dataclass(frozen=True)
 class Figure:
     """One planner figure before and after a step (None where the planner has none)."""
@@ -44,6 +60,26 @@ class Figure:
     label: str
     before: float | None
     after: float | None
+
+    @property
+    def changes(self) -> bool:
+        """Whether the step changes the figure as printed (not below its precision)."""
+        return (
+            self.before is not None
+            and self.after is not None
+            and shown(self.key, self.before) != shown(self.key, self.after)
+        )
+
+    @property
+    def improves(self) -> bool:
+        if not self.changes or self.before is None or self.after is None:
+            return False
+        lower = any(part in self.key for part in LOWER_IS_BETTER)
+        return self.after < self.before if lower else self.after > self.before
+
+    @property
+    def worsens(self) -> bool:
+        return self.changes and not self.improves
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "label": self.label, "before": self.before, "after": self.after}
@@ -60,6 +96,8 @@ class Finding:
     target: str = GATE  # where the block goes
     effect: tuple[Figure, ...] = ()
     notes: tuple[str, ...] = ()
+    # What the team must add before the gate takes any candidate (the same for every step: said once by Advice).
+    prerequisites: tuple[str, ...] = ()
 
     @property
     def title(self) -> str:
@@ -83,6 +121,7 @@ class Finding:
             "candidate_yaml": self.candidate_yaml,
             "effect": [f.to_dict() for f in self.effect],
             "notes": list(self.notes),
+            "prerequisites": list(self.prerequisites),
         }
 
 
@@ -104,6 +143,11 @@ class Advice:
     def next(self) -> Finding | None:
         return self.recommendations[0] if self.recommendations else None
 
+    @property
+    def prerequisites(self) -> tuple[str, ...]:
+        """What the gate needs before it takes any of the recommended blocks, each said once."""
+        return tuple(dict.fromkeys(p for f in self.recommendations for p in f.prerequisites))
+
     def to_dict(self) -> dict[str, Any]:
         upcoming = self.next
         return {
@@ -111,6 +155,7 @@ class Advice:
             "environment": self.environment,
             "concurrency": self.concurrency,
             "next_step": upcoming.step if upcoming else None,
+            "prerequisites": list(self.prerequisites),
             "recommendations": [f.to_dict() for f in self.recommendations],
             "findings": [f.to_dict() for f in self.findings],
             "adapter_gate": self.adapter_gate.to_dict() if self.adapter_gate else None,
@@ -184,8 +229,30 @@ def effect(before: PlanResult, after: PlanResult | None, concurrency: int) -> tu
     )
 
 
-def proposal(ctx: Context, step: int, why: str, block: dict[str, Any], notes: tuple[str, ...] = ()) -> Finding:
-    """A step's block through the rules: recommended with its re-planned effect, or why it cannot be offered."""
+def _unreal(figures: tuple[Figure, ...], cost_may_rise: bool) -> str | None:
+    """Why a re-plan is no predicted gain (None when it is one): no figure improves as printed, or it costs more per
+    output token (unless the step buys latency: `cost_may_rise`)."""
+    cost = next((f for f in figures if f.key == "expected_cost_per_million_output_tokens"), None)
+    if cost is not None and cost.worsens and not cost_may_rise:
+        return f"the re-plan predicts {cost.label} {shown(cost.key, cost.before)} -> {shown(cost.key, cost.after)}"
+    if not any(f.improves for f in figures):
+        return "the re-plan predicts no figure better than now"
+    return None
+
+
+def proposal(
+    ctx: Context,
+    step: int,
+    why: str,
+    block: dict[str, Any],
+    notes: tuple[str, ...] = (),
+    figures: tuple[Figure, ...] = (),
+    *,
+    cost_may_rise: bool = False,
+) -> Finding:
+    """A step's block through the rules: recommended with its re-planned effect (and `figures`, what the step
+    predicts beyond the planner's), or why it cannot be offered: the rules refuse it, or the re-plan predicts
+    nothing better (`cost_may_rise`: a step that buys latency, such as a faster instance, may cost more per token)."""
     if ctx.team.gate.candidate and _same(ctx.team.gate.candidate, block):
         proving = ctx.resolved_team.candidate  # resolved once with the team: reused, not re-planned
         return Finding(
@@ -194,17 +261,19 @@ def proposal(ctx: Context, step: int, why: str, block: dict[str, Any], notes: tu
             why + "; your gate.candidate already proves this",
             dict(ctx.team.gate.candidate),
             GATE,
-            effect(ctx.plan, proving.plan if proving else None, ctx.concurrency),
+            effect(ctx.plan, proving.plan if proving else None, ctx.concurrency) + figures,
             notes,
         )
     admission: Admission = admit(ctx.team, block)
     if not admission.admitted:
         refusal = "; ".join(admission.refusals)
         return Finding(step, NOT_NOW, f"{why}; but the rules refuse the change ({refusal})", notes=notes)
-    if admission.prerequisites:
-        notes += tuple(f"before the gate takes it: {p}" for p in admission.prerequisites)
     resolved = admission.resolved
     replanned = resolved.plan if resolved else None
+    figures = effect(ctx.plan, replanned, ctx.concurrency) + figures
+    unreal = _unreal(figures, cost_may_rise)
+    if unreal is not None:
+        return Finding(step, NOT_NOW, f"{why}; but {unreal}: not offered", notes=notes)
     seconds = resolved.startup_quantization_seconds if resolved else None
     if resolved is not None and seconds is not None and ctx.baseline.startup_quantization_seconds is None:
         notes += (
@@ -213,9 +282,7 @@ def proposal(ctx: Context, step: int, why: str, block: dict[str, Any], notes: tu
             "a pre-quantized checkpoint (a SageMaker optimization job's output as model.source, with model.weights) "
             "avoids it",
         )
-    return Finding(
-        step, RECOMMENDED, why, admission.block, admission.target, effect(ctx.plan, replanned, ctx.concurrency), notes
-    )
+    return Finding(step, RECOMMENDED, why, admission.block, admission.target, figures, notes, admission.prerequisites)
 
 
 def _same(candidate: Mapping[str, Any], block: Mapping[str, Any]) -> bool:

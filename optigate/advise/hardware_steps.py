@@ -84,8 +84,8 @@ def step_compile(ctx: Context) -> Finding:
         trade.append(f"LMI's TensorRT-LLM options have no {dtype} KV cache: it goes back to 16 bit")
     why = (
         f"the family is frozen on {instance.instance_type} ({instance.accelerator}, TP {base.tensor_parallel_degree}, "
-        f"max_model_len {base.max_model_len:,}): compile only after the family is frozen, as an engine is pinned to "
-        "all three; compilation is worth single-digit to 30 % latency"
+        f"max_model_len {base.max_model_len:,}), the three an engine is pinned to, so an engine built now stays "
+        "valid; compilation is worth single-digit to 30 % latency"
     )
     notes = (
         "the planner has no TensorRT-LLM efficiency of its own (it carries vLLM's over): the gate measures the gain",
@@ -192,7 +192,7 @@ def step_instance(ctx: Context) -> Finding:
     block: dict[str, Any] = {"instance_type": found}
     if ctx.baseline.serving.tensor_parallel_degree is not None:
         block = admit_block_with_tp(ctx, found)
-    return proposal(ctx, 5, why, block, (note,))
+    return proposal(ctx, 5, why, block, (note,), cost_may_rise=True)
 
 
 def admit_block_with_tp(ctx: Context, instance_type: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from optigate.advise.findings import (
     NEEDS_INPUT,
     NOT_NOW,
     Context,
+    Figure,
     Finding,
     proposal,
 )
@@ -36,21 +37,69 @@ def _power_of_two_at_least(tokens: int) -> int:
     return 1 << max(0, tokens - 1).bit_length()
 
 
+def stated_lengths(team: TeamConfig) -> bool:
+    """Whether the team says how long its requests are: benchmark lengths it set, or a long-context evaluation the
+    gate runs (an evaluation dataset); the defaults (1,024 + 256) are nobody's requests."""
+    benchmark, evaluation = team.gate.benchmark, team.gate.evaluation
+    said = {"prompt_tokens", "max_new_tokens"} & benchmark.model_fields_set
+    long_context = evaluation.dataset_s3_uri is not None and "long_context_prompt_tokens" in evaluation.model_fields_set
+    return bool(said) or long_context
+
+
 def needed_length(team: TeamConfig) -> tuple[int, str]:
     """The longest request the team says it sends, and in which words: the benchmarked prompt + output with the
     planner's headroom, or the long-context evaluation's prompts + output when an evaluation dataset is set."""
     benchmark, evaluation = team.gate.benchmark, team.gate.evaluation
     typical = benchmark.prompt_tokens + benchmark.max_new_tokens
-    needed, said = HEADROOM * typical, f"{HEADROOM}x the {typical:,}-token request you benchmark"
+    needed, said = HEADROOM * typical, f"the {typical:,}-token request you benchmark, with {HEADROOM}x headroom"
     if evaluation.dataset_s3_uri is not None:
         long_context = evaluation.long_context_prompt_tokens + benchmark.max_new_tokens
         if long_context > needed:
             needed = long_context
             said = (
-                f"the long-context evaluation's {evaluation.long_context_prompt_tokens:,}-token prompts "
+                f"the long-context evaluation's prompts (over {evaluation.long_context_prompt_tokens:,} tokens) "
                 f"+ {benchmark.max_new_tokens:,} output"
             )
     return needed, said
+
+
+def _length_step(ctx: Context, block: dict[str, Any], reasons: list[str], fine: list[str]) -> None:
+    """Lower max_model_len where it is far above the longest request the team states and the cache cannot hold the
+    batch at that length (vLLM pages the cache: the capacity stays; what grows is how many full-length sequences
+    fit, a real gain only while fewer than the batch do)."""
+    base, plan = ctx.baseline, ctx.plan
+    arch_max = architecture_for(ctx.team.model.architecture).max_position_embeddings
+    needed, said = needed_length(ctx.team)
+    proposed = min(arch_max, max(MIN_DERIVED_MAX_MODEL_LEN, _power_of_two_at_least(needed)))
+    length = base.max_model_len
+    if length < needed:
+        fine.append(f"max_model_len {length:,} is below the {needed:,} tokens of {said}: longer requests are refused")
+        return
+    if length < LENGTH_RATIO * proposed:
+        fine.append(f"max_model_len {length:,} covers the {needed:,} tokens of {said}")
+        return
+    if not stated_lengths(ctx.team):
+        fine.append(
+            f"max_model_len {length:,}: gate.benchmark.prompt_tokens and max_new_tokens are unset (the defaults, "
+            f"{ctx.prompt_tokens:,} + {ctx.output_tokens:,}), so nothing says your requests are shorter; set them "
+            "to what your users send for advise to size it"
+        )
+        return
+    wanted = min(ctx.concurrency, base.max_batch_size)
+    full = plan.max_concurrent_sequences_at_max_model_len
+    if full >= wanted:
+        fine.append(
+            f"max_model_len {length:,} is above the {needed:,} tokens of {said}, but the cache holds {full:,} "
+            f"sequences of that length, enough for the {wanted} you run at once (vLLM pages it)"
+        )
+        return
+    block["max_model_len"] = proposed
+    reasons.append(
+        f"max_model_len {length:,} is {length / needed:.0f}x the {needed:,} tokens of {said}, and the cache holds "
+        f"only {full} sequences of that length for the {wanted} you run at once: lower it to {proposed:,}. vLLM "
+        f"pages the cache, so it still holds {plan.kv_capacity_tokens:,} tokens; what changes is how many "
+        "full-length sequences fit"
+    )
 
 
 def step_container_settings(ctx: Context) -> Finding:
@@ -65,21 +114,7 @@ def step_container_settings(ctx: Context) -> Finding:
     block: dict[str, Any] = {}
     reasons: list[str] = []
     fine: list[str] = []
-    arch_max = architecture_for(ctx.team.model.architecture).max_position_embeddings
-    needed, said = needed_length(ctx.team)
-    proposed = min(arch_max, max(MIN_DERIVED_MAX_MODEL_LEN, _power_of_two_at_least(needed)))
-    length = base.max_model_len
-    if length >= LENGTH_RATIO * proposed:
-        block["max_model_len"] = proposed
-        reasons.append(
-            f"max_model_len {length:,} reserves KV for {length / ctx.prompt_tokens:.0f}x the prompt you benchmark "
-            f"({ctx.prompt_tokens:,}); {proposed:,} covers {said} ({needed:,} tokens): lower it first. vLLM pages "
-            f"the cache, so it still holds {plan.kv_capacity_tokens:,} tokens; what changes is how many "
-            f"max-length sequences fit ({plan.max_concurrent_sequences_at_max_model_len} for a batch of "
-            f"{base.max_batch_size})"
-        )
-    else:
-        fine.append(f"max_model_len {length:,} is within {LENGTH_RATIO}x of {said} ({needed:,} tokens)")
+    _length_step(ctx, block, reasons, fine)
 
     concurrency, holds = ctx.concurrency, plan.max_concurrent_sequences_at_typical_length
     typical = ctx.prompt_tokens + ctx.output_tokens
@@ -126,7 +161,8 @@ def step_container_settings(ctx: Context) -> Finding:
         fine.append(f"the KV cache holds {holds} sequences of {typical:,} tokens, enough for {wanted}")
 
     if not block:
-        return Finding(1, DONE, "; ".join(fine) + ": the container settings fit the requests you benchmark")
+        requests = "you benchmark" if stated_lengths(ctx.team) else "of the benchmark's default lengths"
+        return Finding(1, DONE, "; ".join(fine) + f": the container settings fit the requests {requests}")
     return proposal(ctx, 1, "; ".join(reasons), block)
 
 
@@ -206,31 +242,34 @@ def step_speculation(ctx: Context) -> Finding:
     minimum, chunk_gain = benchmark.min_throughput_gain_pct, benchmark.min_tokens_per_chunk_gain_pct
     at_minimum = ceiling.gain_pct(1 + chunk_gain / 100)
     c = ctx.concurrency
+    verify, plain = f"{ceiling.verify_ms:.1f}", f"{ceiling.plain_ms:.1f}"
     steps = (
-        f"verifying {k} draft tokens per sequence takes {ceiling.verify_ms:.1f} ms against {ceiling.plain_ms:.1f} ms "
-        f"per plain step (expected)"
+        f"verifying {k} draft tokens per sequence takes {verify} ms against {plain} ms per plain step (expected)"
+        if verify != plain
+        else f"verifying {k} draft tokens per sequence takes the {plain} ms of a plain step (expected)"
     )
     if at_minimum < minimum:
         return Finding(
             3,
             NOT_NOW,
             f"concurrency {c} is high for speculation: {steps}; at the {chunk_gain:g} % more tokens per chunk the "
-            f"gate requires it gains {at_minimum:.0f} %, under the gate's {minimum:g} %: expect little (at most "
+            f"gate requires it {_gains(at_minimum)}, under the gate's {minimum:g} %: expect little (at most "
             f"{ceiling.full_acceptance_gain_pct:.0f} % at full acceptance)",
         )
     why = (
         f"at concurrency {c} a decode step is memory-bound ({ceiling.memory_ms:.1f} ms of memory against "
         f"{ceiling.compute_ms:.1f} ms of math): {steps}, so speculation gains {at_minimum:.0f} % at the "
         f"{chunk_gain:g} % more tokens per chunk the gate requires, up to {ceiling.full_acceptance_gain_pct:.0f} % "
-        f"at full acceptance; it pays from {ceiling.break_even_acceptance:.0%} acceptance of the {k} draft tokens"
+        f"at full acceptance; {_break_even(ceiling.break_even_acceptance, k)}"
     )
     budget = benchmark.p99_itl_ms_budget
     at = expected_tpot_at(ctx.plan, c)
     if budget is not None and at is not None:
         why += f"; the expected TPOT at concurrency {c} is {at:.1f} ms against the p99 ITL budget {budget:g} ms"
     notes: tuple[str, ...] = (
-        "the planner does not model acceptance (its figures do not change); the gate measures it as tokens per "
-        "streamed chunk (tokens_per_chunk_gain)",
+        "the planner does not model acceptance (its own figures do not change); the last row is the speculation "
+        "roofline at the tokens per step the gate requires, which it measures as tokens per streamed chunk "
+        "(tokens_per_chunk_gain)",
         "n-gram needs no extra weights and pays where outputs repeat the prompt; an EAGLE-3 head under the "
         "model's prefix accepts more on free text",
     )
@@ -240,4 +279,26 @@ def step_speculation(ctx: Context) -> Finding:
             "documents training for a base model alone, not the adapters' outputs); a head trained elsewhere "
             "(method: eagle3 with model) is staged like n-gram",
         )
-    return proposal(ctx, 3, why, {"speculative_decoding": {"method": "ngram", "num_speculative_tokens": k}}, notes)
+    per_token = Figure(
+        "speculation_tpot_ms_at_concurrency",
+        f"ms per output token at concurrency {c}, {1 + chunk_gain / 100:g} tokens per step",
+        ceiling.plain_ms,
+        ceiling.verify_ms / (1 + chunk_gain / 100),
+    )
+    block = {"speculative_decoding": {"method": "ngram", "num_speculative_tokens": k}}
+    return proposal(ctx, 3, why, block, notes, (per_token,))
+
+
+def _gains(pct: float) -> str:
+    return f"gains {pct:.0f} %" if f"{pct:.0f}" != "-0" and pct >= 0 else f"loses {-pct:.0f} %"
+
+
+def _break_even(acceptance: float, k: int) -> str:
+    """From which acceptance speculation pays, in words that hold at the precision printed: a verify step that costs
+    no more than a plain one loses nothing when every draft is rejected, and gains from the first accepted token."""
+    if f"{acceptance:.0%}" == "0%":
+        return (
+            "rejected drafts cost nothing in this model, so every accepted draft token is a gain (the drafting itself "
+            "and the rejection sampler, which it leaves out, are what the gate measures)"
+        )
+    return f"it pays once more than {acceptance:.0%} of the {k} draft tokens are accepted"

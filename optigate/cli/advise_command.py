@@ -13,17 +13,11 @@ from optigate.cli.errors import CANNOT_RESOLVE_EXIT, CliError, UsageError
 from optigate.cli.output import console
 from optigate.cli.reports import load_gate_report
 
-#: How each figure is printed.
-FORMATS = {
-    "kv_capacity_tokens": "{:,.0f}",
-    "sequences_at_max_model_len": "{:,.0f}",
-    "expected_cost_per_million_output_tokens": "${:.3f}",
-    "cost_per_million_output_tokens": "${:.3f}",
-}
-
 
 def _value(key: str, value) -> str:
-    return "n/a" if value is None else FORMATS.get(key, "{:.1f}").format(value)
+    from optigate.advise.findings import shown
+
+    return shown(key, value)
 
 
 def _print_finding(finding, first: bool) -> None:
@@ -150,6 +144,9 @@ def cmd_advise(args: argparse.Namespace) -> int:
         if reading.paid_off:
             console.print("  advice below is for the team with that change promoted into serving", highlight=False)
     recommendations = advice.recommendations
+    for prerequisite in advice.prerequisites:
+        line = f"before the gate takes any candidate below: {prerequisite}"
+        console.print(Padding(escape(line), (0, 0, 0, 2)), highlight=False)
     for index, finding in enumerate(recommendations):
         _print_finding(finding, first=index == 0)
     if not recommendations:

@@ -173,17 +173,11 @@ class WeightFootprint:
     def total_gib(self) -> float:
         return self.total / GIB
 
-    def read_per_step(self, distinct_experts_per_layer: float) -> float:
-        """Bytes streamed from memory by one forward step: everything except the
-        embedding table (a row lookup) and the experts nobody was routed to."""
-        if self.expert_parallel_ranks > 1:
-            # Whole experts on each rank: the step waits for the busiest rank, which holds at least its share of the
-            # experts the batch touches (at batch 1 one rank reads a whole expert where tensor parallelism reads
-            # 1/tp of each of the top-k), and never more than it holds.
-            distinct_experts_per_layer = min(
-                self.num_experts, math.ceil(distinct_experts_per_layer / self.expert_parallel_ranks - 1e-9)
-            )
-        experts = self.expert_each_layer * self.num_moe_layers * distinct_experts_per_layer
+    def read_per_step(self, experts_read_per_layer: float) -> float:
+        """Bytes streamed from memory by one forward step on this rank: everything except the embedding table (a row
+        lookup) and the experts this rank was not routed to; `experts_read_per_layer` is what this rank reads
+        (optigate.plan.roofline.experts_read_per_layer: the busiest rank's share under expert parallelism)."""
+        experts = self.expert_each_layer * self.num_moe_layers * min(experts_read_per_layer, self.num_experts)
         return self.lm_head + self.attention + self.dense_mlp + experts + self.shared_experts + self.router + self.norms
 
 

@@ -16,12 +16,12 @@ from .architecture import ModelArchitecture, load_architecture
 from .bounds import roofline_bounds
 from .catalog import GIB, Instance
 from .expected import Calibration, ExpectedLatency, eager_overhead, efficiency_for, expected_latency
+from .expert_parallel import expert_parallel_note
 from .memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     kv_dtype_bytes,
     max_concurrency,
     max_concurrent_sequences,
-    weight_footprint,
 )
 from .memory import weight_precision as lookup_weight_precision
 from .parallel import refusal
@@ -287,26 +287,7 @@ def _setting_notes(
             )
         notes.append(text)
     if result.expert_parallel:
-        sliced = plan_again(expert_parallel=False)
-        weights = memory_plan(inputs, result.tensor_parallel).weights
-        text = (
-            f"enable_expert_parallel: {weights.num_experts} whole expert(s) of {inputs.model.num_experts} per "
-            f"accelerator ({weights.experts_total / GIB:.2f} GiB of expert weights; sliced across the "
-            f"{result.tensor_parallel} GPUs: "
-            f"{weight_footprint(inputs.model, inputs.weights, result.tensor_parallel).experts_total / GIB:.2f} GiB); "
-            f"attention and the KV cache stay tensor parallel ({result.kv_capacity_tokens:,} KV tokens"
-            + (
-                f" instead of {sliced.kv_capacity_tokens:,})"
-                if sliced.kv_capacity_tokens != result.kv_capacity_tokens
-                else ")"
-            )
-        )
-        if result.decode_tpot_ms_batch1 is not None and sliced.decode_tpot_ms_batch1 is not None:
-            text += (
-                f"; at batch 1 the busiest GPU reads whole experts: TPOT bound {result.decode_tpot_ms_batch1:.1f} ms "
-                f"instead of {sliced.decode_tpot_ms_batch1:.1f} ms (the gap closes as the batch touches every expert)"
-            )
-        notes.append(text)
+        notes.append(expert_parallel_note(result, inputs, plan_again(expert_parallel=False)))
     if batched_tokens_asked is not None and batched_tokens_asked != default_batched_tokens:
         default = plan_again(max_num_batched_tokens=default_batched_tokens)
         text = (

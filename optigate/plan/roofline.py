@@ -18,6 +18,8 @@ expected number of distinct experts per layer is ``E * (1 - (1 - k/E)**b)`` -- k
 b=1, approaching E as b grows. Real routers are skewed, so fewer distinct experts
 are touched in practice; uniform routing is the standard, slightly pessimistic
 choice for bytes. FLOPs always use the *active* parameters (k experts per token).
+Under expert parallelism (whole experts per GPU) a step waits for the busiest GPU: it reads the expected maximum
+over GPUs of the touched experts it holds (optigate.plan.routing), more than the balanced share distinct / GPUs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 
 from .architecture import ModelArchitecture
 from .memory import WeightFootprint
+from .routing import expected_busiest_rank_experts
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,19 @@ def expected_distinct_experts(arch: ModelArchitecture, tokens: int) -> float:
     return e * (1 - (1 - k / e) ** tokens)
 
 
+def experts_read_per_layer(arch: ModelArchitecture, weights: WeightFootprint, tokens: int) -> float:
+    """Routed experts one rank reads per MoE layer in a step of `tokens` tokens: every touched expert (1/tp of
+    each) under tensor parallelism; under expert parallelism the expected busiest GPU's touched experts under
+    uniform top-k routing (optigate.plan.routing), which the step waits for."""
+    if not arch.is_moe or tokens <= 0:
+        return 0.0
+    if weights.expert_parallel_ranks > 1:
+        return expected_busiest_rank_experts(
+            arch.num_experts, arch.num_experts_per_tok, weights.expert_parallel_ranks, tokens
+        )
+    return expected_distinct_experts(arch, tokens)
+
+
 def linear_flops_per_token(arch: ModelArchitecture, tp: int) -> float:
     """2 FLOPs per multiply-accumulate over the active matmul parameters (lm_head included,
     embedding lookup excluded), on one rank."""
@@ -100,7 +116,8 @@ def decode_step_bound(
     if batch < 1:
         raise ValueError("batch must be >= 1")
     bytes_read = (
-        weights.read_per_step(expected_distinct_experts(arch, batch)) + batch * context_tokens * kv_bytes_per_token
+        weights.read_per_step(experts_read_per_layer(arch, weights, batch))
+        + batch * context_tokens * kv_bytes_per_token
     )
     flops = batch * (linear_flops_per_token(arch, tp) + attention_flops_per_token(arch, context_tokens, tp))
     return StepBound(
@@ -129,7 +146,7 @@ def prefill_bound(
     causal_attention = 2 * prompt_tokens**2 * arch.q_size * arch.num_hidden_layers / tp
     flops = total_tokens * linear_flops_per_token(arch, tp) + num_sequences * causal_attention
     bytes_read = (
-        weights.read_per_step(expected_distinct_experts(arch, total_tokens)) + total_tokens * kv_bytes_per_token
+        weights.read_per_step(experts_read_per_layer(arch, weights, total_tokens)) + total_tokens * kv_bytes_per_token
     )
     return StepBound(
         bytes_read=bytes_read,

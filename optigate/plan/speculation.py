@@ -13,7 +13,7 @@ from .catalog import Instance
 from .expected import allreduce_ms, efficiency_for
 from .memory import weight_footprint
 from .planner import PlanResult
-from .roofline import attention_flops_per_token, expected_distinct_experts, linear_flops_per_token
+from .roofline import attention_flops_per_token, experts_read_per_layer, linear_flops_per_token
 
 
 def batch_at(plan: PlanResult, concurrency: int) -> int:
@@ -82,7 +82,7 @@ def speculation_ceiling(
     if not (bandwidth and peak):
         return None
     efficiency = efficiency_for(instance, plan.weight_precision, plan.engine, calibrations)
-    weights = weight_footprint(arch, plan.weight_precision, plan.tensor_parallel)
+    weights = weight_footprint(arch, plan.weight_precision, plan.tensor_parallel, expert_parallel=plan.expert_parallel)
     batch = batch_at(plan, concurrency)
     context = prompt_tokens + output_tokens / 2
     tp = plan.tensor_parallel
@@ -90,7 +90,7 @@ def speculation_ceiling(
     per_token = linear_flops_per_token(arch, tp) + attention_flops_per_token(arch, context, tp)
 
     def memory_ms(tokens: int) -> float:
-        read = weights.read_per_step(expected_distinct_experts(arch, tokens)) + kv
+        read = weights.read_per_step(experts_read_per_layer(arch, weights, tokens)) + kv
         return 1000 * read / (bandwidth * efficiency.bandwidth)
 
     def compute_ms(tokens: int) -> float:
