@@ -4,24 +4,36 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.segment import Segment
 
 from optigate.cli.errors import UsageError
 from optigate.jsonsafe import json_safe
 
 
 class _Console(Console):
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        """Without a terminal, no line ends in spaces: rich pads padded and justified renderables to the width,
+        which a log file or `diff` then shows as trailing blanks (with a terminal, styles may follow them)."""
+        text = super()._render_buffer(buffer)
+        if self.is_terminal:
+            return text
+        return "\n".join(line.rstrip(" ") for line in text.split("\n"))
+
     def on_broken_pipe(self) -> None:
         """rich exits 1 itself when the reader goes away; 1 is a negative verdict here, so leave it to
         `optigate.cli.main`, which exits as a process killed by SIGPIPE would."""
         raise BrokenPipeError
 
 
-# Wide tables stay readable when piped or logged by CI (rich assumes 80 columns there).
-console = _Console(width=None if sys.stdout.isatty() else 180)
+#: Where no terminal says its width (piped, a CI log), results are laid out for 100 columns: every table is
+#: built to fit them with names whole (tests/cli/test_cli_output.py); rich would assume 80.
+RESULT_COLUMNS = 100
+console = _Console(width=None if sys.stdout.isatty() else RESULT_COLUMNS)
 stderr = Console(stderr=True, width=None if sys.stderr.isatty() else 400)
 
 

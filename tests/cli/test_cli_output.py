@@ -193,3 +193,18 @@ def test_a_gate_reports_each_state_as_it_is_entered():
     assert described["status"] == "SUCCEEDED"
     assert [state for state, _ in seen] == ["First", "Hold", "Last"]
     assert ended - seen[0][1] >= 1.0  # "First" was told before the 2-second wait was over, not at the end
+
+
+@pytest.mark.parametrize("argv", [["advise", "--team", "chat"], ["plan", "config/teams/support.yaml"]])
+def test_redirected_output_fits_100_columns_without_trailing_spaces(argv):
+    """Results piped to a file or a CI log: no line wider than 100 columns, none ending in spaces (rich pads)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "optigate.cli", *argv], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) > 5
+    assert [line for line in lines if len(line) > 100 or line != line.rstrip()] == []
