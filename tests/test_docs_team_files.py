@@ -100,3 +100,20 @@ def test_the_set_up_time_is_stated_once():
         ):
             stated[f"{path.name}: {match.group(0)}"] = match.group(1)
     assert len(stated) >= 2 and len(set(stated.values())) == 1, stated
+
+
+def test_the_guides_bench_example_sends_enough_requests_for_the_p99_compare_judges():
+    """Each synthetic `optigate bench` of the guide's example measures enough requests a level for `bench compare`
+    to judge a p99 (optigate.bench.compare: MIN_TAIL_UNITS beyond the percentile), not only a duration."""
+    import math
+
+    from optigate.bench.compare import MIN_TAIL_UNITS
+
+    needed = math.ceil(MIN_TAIL_UNITS / 0.01)
+    text = (REPO / "docs" / "guide.md").read_text()
+    example = text[text.index("## The streaming benchmark") :].split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [c for c in example.replace("\\\n", " ").splitlines() if c.startswith("optigate bench --endpoint")]
+    assert len(commands) == 2  # the baseline and the candidate that `bench compare` then compares
+    for command in commands:
+        match = re.search(r"--requests (\d+)", command)
+        assert match and int(match.group(1)) >= needed and "--duration" not in command, command
