@@ -345,10 +345,22 @@ def page(title: str, banner: tuple[str, str], shape: list[tuple[str, str]], body
 
 
 DEFINITIONS = (
-    '<p class="fine">TTFT: request sent → first token. ITL: per token (a chunk of k tokens counts as k gaps of '
-    "Δt/k). TPOT: (E2E − TTFT)/(tokens − 1). Queue time is reported apart from TTFT. Curves: one colour per "
-    "concurrency level, baseline solid, candidate dashed.</p>"
+    "TTFT: request sent → first token. ITL: per token (a chunk of k tokens counts as k gaps of "
+    "Δt/k). TPOT: (E2E − TTFT)/(tokens − 1). Queue time is reported apart from TTFT."
 )
+
+
+def definitions(sides: int, comparing: bool) -> str:
+    """The metrics' definitions and how to read the curves: line styles are named only when there are sides to tell
+    apart (optigate.bench.plots draws the first side solid, the second dashed, further ones dotted)."""
+    if sides <= 1:
+        curves = "Curves: one colour per concurrency level."
+    elif comparing:
+        curves = "Curves: one colour per concurrency level, baseline solid, candidate dashed."
+    else:
+        curves = "Curves: one colour per concurrency level, one line style per result, as the legend shows."
+    return f'<p class="fine">{DEFINITIONS} {curves}</p>'
+
 
 COMPARE_NOTE = (
     '<p class="fine">Intervals resample runs, then requests inside them; each is shown at the confidence Holm\'s '
@@ -401,7 +413,7 @@ def write_report(
         level_rows = [[str(r[0]), r[2], r[4], r[7], r[12]] for r in summary_rows(first[0])] if first else []
         body.append(_table(["concurrency", "TTFT p50 ms", "ITL p50 ms", "output tok/s", "errors"], level_rows))
     body.append(embedded_figures(pngs))
-    body.append(DEFINITIONS)
+    body.append(definitions(len(results), comparing))
     for (label, side), role in zip(results, roles, strict=False):
         for data in _files(side):
             body.append(

@@ -111,15 +111,16 @@ def _figure(value: float, failed: bool) -> str:
     return f"{value:,.2f}" if math.isfinite(value) else "–"
 
 
-def _delta_table(title: str, deltas: list) -> Table:
-    """One row per delta; deltas of one adapter's traffic name it in an `adapter` column."""
+def _delta_table(title: str, deltas: list, sides: tuple[str, str] = ("baseline", "candidate")) -> Table:
+    """One row per delta; deltas of one adapter's traffic name it in an `adapter` column. `sides`: the two
+    figures' column names (`--label`, else baseline and candidate)."""
     import math
 
     from rich import box
 
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1))
     per_adapter = any(d.adapter is not None for d in deltas)
-    columns = ("metric", "stat", "c", "baseline", "candidate", "delta", "interval", "verdict")
+    columns = ("metric", "stat", "c", *sides, "delta", "interval", "verdict")
     for column in (("adapter",) if per_adapter else ()) + columns:
         # Names whole (never folded mid-word); figures wrap at their spaces when the terminal is narrow.
         whole = column in ("adapter", "metric", "stat", "verdict")
@@ -176,19 +177,24 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
             f"{sorted(cand_levels)}); benchmark both at the same --concurrency"
         )
     blocks = f"{len(baselines)} vs {len(candidates)} run(s) per side"
+    # The sides' names as --label gives them (report and terminal alike), else their roles.
+    sides = (str(args.label[0]), str(args.label[1])) if args.label else ("baseline", "candidate")
+    versus = f"{sides[1]} (candidate) vs {sides[0]} (baseline)" if args.label else "candidate vs baseline"
     console.print(
-        _delta_table(f"candidate vs baseline ({blocks}; margin ±{args.margin_pct:g} %, Holm over all deltas)", deltas)
+        _delta_table(f"{versus} ({blocks}; margin ±{args.margin_pct:g} %, Holm over all deltas)", deltas, sides)
     )
     # An inference-component endpoint's results are split by adapter: each adapter compared on its own.
     adapter_deltas = compare_adapters(base_levels, cand_levels, margin_pct=_margins(args))
     if adapter_deltas:
         title = "per adapter (Holm over every per-adapter delta)"
-        console.print(_delta_table(title, adapter_deltas))
+        console.print(_delta_table(title, adapter_deltas, sides))
     rates = {}
     for level in sorted(set(base_levels) & set(cand_levels)):
         rate = {"baseline": error_rate(base_levels[level]), "candidate": error_rate(cand_levels[level])}
         rates[level] = rate
-        shown = ", ".join(f"{side} {'–' if r is None else f'{r:.1%}'}" for side, r in rate.items())
+        shown = ", ".join(
+            f"{name} {'–' if r is None else f'{r:.1%}'}" for name, r in zip(sides, rate.values(), strict=True)
+        )
         console.print(f"c={level}: error rate {shown}")
     worse = [d for d in deltas + adapter_deltas if d.verdict == "worse"]
     decided = _decided(deltas, args.decide)
@@ -242,7 +248,7 @@ def add_compare_parser(subcommands: argparse._SubParsersAction) -> None:
         "candidate", help="candidate result file(s) of `optigate bench --json`, comma-separated: one run per file"
     )
     compare_parser.add_argument(
-        "--margin-pct", type=float, default=3.0, help="practical margin, percent of the baseline"
+        "--margin-pct", type=float, default=3.0, help="practical margin, percent of the baseline (default: 3)"
     )
     compare_parser.add_argument(
         "--margin",
@@ -268,7 +274,8 @@ def add_compare_parser(subcommands: argparse._SubParsersAction) -> None:
         "--label",
         nargs=2,
         metavar=("BASELINE", "CANDIDATE"),
-        help="the sides' names in the report (default: each side's --label, else its endpoint; files' names if alike)",
+        help="the sides' names in the terminal and the report (default: baseline and candidate in the terminal; in the "
+        "report each side's `bench --label`, else its endpoint, files' names if alike)",
     )
     compare_parser.add_argument(
         "--slo",

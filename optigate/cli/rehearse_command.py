@@ -28,14 +28,14 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         raise CliError(f"{message}; see `optigate summary` for the teams and environments", exit_code=2) from error
     import time
 
-    started = time.monotonic()
+    from optigate.rehearse.progress import StateProgress
 
-    def entered(state: str) -> None:
-        seconds = int(time.monotonic() - started)
-        console.print(f"  {seconds // 60}:{seconds % 60:02d} {state}", highlight=False)
+    def plain(line: str) -> None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
+    began = time.monotonic()
     candidates = list(rehearsal.rehearsal_kinds(deployment.team)) if args.candidate == "both" else [args.candidate]
-    exit_code = 0
+    outcomes: list[tuple[str, str, str]] = []  # (candidate, outcome, expected)
     for candidate in candidates:
         gate_candidate = json.dumps(deployment.team.gate.candidate, default=str)
         kind = (
@@ -44,53 +44,81 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
             else f"a {candidate} candidate"
         )
         console.print(f"[bold]rehearsing {deployment.stack_name}: {kind} ({gate_candidate})[/bold]")
-        started = time.monotonic()
-        result = rehearsal.rehearse(template, deployment, candidate, on_state=entered)
-        console.print("  path: " + " → ".join(result["states"]), highlight=False, soft_wrap=True)
-        execution = result["execution"]
-        report = result["report"] or {}
-        for check in report.get("checks", []):
-            outcome = check.get("outcome") or ("pass" if check["passed"] else "fail")
-            mark = {"pass": "[green]pass[/green]", "inconclusive": "[yellow]inconclusive[/yellow]"}.get(
-                outcome, "[red]FAIL[/red]"
-            )
-            where = f" @c{check['concurrency']}" if check.get("concurrency") else ""
-            console.print(f"  {mark} {check['name']}{where}: {check.get('detail', '')}", highlight=False)
-        allowance = result.get("host_allowance_ms") or {}
-        if any(value > 0 for value in allowance.values()):
-            added = ", ".join(
-                f"{metric.removesuffix('_ms').upper()} +{value:.1f} ms" for metric, value in allowance.items()
-            )
-            console.print(
-                f"  host allowance: the twin measured above its emulated p99 ({added}); added to the budgets "
-                "for this rehearsal only (the host runs client, emulators and moto)",
-                highlight=False,
-                soft_wrap=True,
-            )
-        packages = ", ".join(p["ModelApprovalStatus"] for p in result["packages"]) or "none"
-        left = sum(len(v) for v in result["left"].values())
-        if execution["status"] == "SUCCEEDED":
-            verdict = "APPROVED"
-        else:
-            verdict = f"{execution.get('error', 'FAILED')}: {execution.get('cause', '')}"
-        console.print(f"  verdict: {verdict}", highlight=False, soft_wrap=True)
-        console.print(
-            f"  model package: {packages}; SageMaker resources left: {left}; notifications: {len(result['messages'])}"
-        )
-        for name, live in result["live"].items():
-            if live["config"] == live["original_config"]:
-                where = "its original config"
-            else:
-                where = f"{live['config']} (NOT its original {live['original_config']})"
-            console.print(f"  live endpoint {name}: {live['status']} on {where}", highlight=False)
-        # The faster candidate must be approved, the slower one and the one whose adapter loses quality rejected:
-        # anything else is a failed rehearsal (exit 1), or an inconclusive one (exit 3) when the gate could not tell.
+        progress = StateProgress(plain, verbose=args.verbose)
+        result = rehearsal.rehearse(template, deployment, candidate, on_history=progress.update)
         expected = rehearsal.expected_outcome(candidate)
-        outcome = _outcome(execution)
-        if outcome != expected:
-            console.print(f"  rehearsal of the {candidate} candidate: {outcome}, expected {expected}", highlight=False)
-            exit_code = 1 if outcome != "INCONCLUSIVE" or exit_code == 1 else 3
-    return exit_code
+        outcome = _outcome(result["execution"])
+        _print_result(result, outcome, expected, verbose=args.verbose)
+        outcomes.append((candidate, outcome, expected))
+    return _print_verdict(outcomes, time.monotonic() - began)
+
+
+def _print_result(result: dict, outcome: str, expected: str, verbose: bool) -> None:
+    """What one run showed: its checks (the failed ones; every one with -v), the verdict, what was left behind."""
+    if verbose:
+        console.print("  path: " + " → ".join(result["states"]), highlight=False, soft_wrap=True)
+    execution = result["execution"]
+    report = result["report"] or {}
+    checks = report.get("checks", [])
+    for check in checks:
+        outcome_of_check = check.get("outcome") or ("pass" if check["passed"] else "fail")
+        if outcome_of_check == "pass" and not verbose:
+            continue
+        mark = {"pass": "[green]pass[/green]", "inconclusive": "[yellow]inconclusive[/yellow]"}.get(
+            outcome_of_check, "[red]FAIL[/red]"
+        )
+        where = f" @c{check['concurrency']}" if check.get("concurrency") else ""
+        console.print(f"  {mark} {check['name']}{where}: {check.get('detail', '')}", highlight=False)
+    passed = sum(1 for check in checks if check.get("outcome", "pass" if check["passed"] else "fail") == "pass")
+    allowance = result.get("host_allowance_ms") or {}
+    if any(value > 0 for value in allowance.values()):
+        added = ", ".join(
+            f"{metric.removesuffix('_ms').upper()} +{value:.1f} ms" for metric, value in allowance.items()
+        )
+        console.print(
+            f"  host allowance: the twin measured above its emulated p99 ({added}); added to the budgets "
+            "for this rehearsal only (the host runs client, emulators and moto)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    error = execution.get("error")
+    why = f" ({error}: {execution.get('cause', '')})" if verbose and error else f" ({error})" if error else ""
+    as_expected = "as expected" if outcome == expected else f"expected {expected}"
+    console.print(
+        f"  verdict: {outcome}{why}, {as_expected}; checks passed: {passed} of {len(checks)}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    packages = ", ".join(p["ModelApprovalStatus"] for p in result["packages"]) or "none"
+    left = sum(len(v) for v in result["left"].values())
+    console.print(
+        f"  model package: {packages}; SageMaker resources left: {left}; notifications: {len(result['messages'])}"
+    )
+    for name, live in result["live"].items():
+        if live["config"] == live["original_config"]:
+            where = "its original config"
+        else:
+            where = f"{live['config']} (NOT its original {live['original_config']})"
+        console.print(f"  live endpoint {name}: {live['status']} on {where}", highlight=False)
+
+
+def _print_verdict(outcomes: list[tuple[str, str, str]], seconds: float) -> int:
+    """The last line, as the demo's: whether every candidate got the verdict it must, and the exit code.
+
+    The faster candidate must be approved, the slower one and the one whose adapter loses quality rejected:
+    anything else is a failed rehearsal (exit 1), or an inconclusive one (exit 3) when the gate could not tell."""
+    wrong = [(c, o, e) for c, o, e in outcomes if o != e and o != "INCONCLUSIVE"]
+    undecided = [(c, o, e) for c, o, e in outcomes if o != e and o == "INCONCLUSIVE"]
+    took = f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
+    if wrong or undecided:
+        code = 1 if wrong else 3
+        word = "FAILED" if wrong else "INCONCLUSIVE"
+        what = "; ".join(f"the {c} candidate {o}, expected {e}" for c, o, e in wrong + undecided)
+        console.print(f"rehearsal {word}: {what} (exit {code}, after {took})", highlight=False)
+        return code
+    verdicts = ", ".join(f"{c} {o}" for c, o, _ in outcomes)
+    console.print(f"rehearsal passed: {verdicts}, as the gate must decide (in {took})", highlight=False)
+    return 0
 
 
 def _rehearsal() -> ModuleType:
@@ -128,5 +156,12 @@ def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
         help="which emulated candidate goes through the gate: adapter-quality is a faster base whose first adapter "
         "loses quality (teams with adapters); both: faster and slower, or for a team with adapters faster and "
         "adapter-quality (default: both)",
+    )
+    rehearse.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="one line per state visit, the path, every check and the verdict's cause (default: one line per "
+        "state, loops folded, only the checks that did not pass)",
     )
     rehearse.set_defaults(handler=cmd_rehearse)

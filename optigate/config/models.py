@@ -631,7 +631,10 @@ class CrossCheckTolerance(Strict):
     ttft_p99_ms: float = Field(500.0, gt=0, le=MAX_BUDGET_MS, description="Absolute allowance on p99 TTFT (ms).")
     ttft_p99_pct: float = Field(50.0, gt=0, le=MAX_GAIN_PCT, description="Relative allowance on p99 TTFT (%).")
     itl_p99_ms: float = Field(
-        5.0, gt=0, le=MAX_BUDGET_MS, description="Absolute allowance on p99 inter-token latency (per-request TPOT, ms)."
+        5.0,
+        gt=0,
+        le=MAX_BUDGET_MS,
+        description="Absolute allowance on p99 TPOT (AIPerf's per-request inter-token latency), ms.",
     )
     itl_p99_pct: float = Field(25.0, gt=0, le=MAX_GAIN_PCT, description="Relative allowance on p99 ITL (%).")
     throughput_pct: float = Field(20.0, gt=0, le=MAX_GAIN_PCT, description="Allowance on output tokens/s (%).")
@@ -753,16 +756,16 @@ class BenchmarkGate(Strict):
         None,
         gt=0,
         le=MAX_BUDGET_MS,
-        description="p99 time to first token (ms) the candidate must keep at every level: passes when the 95 % "
-        "interval lies within it, fails when beyond, inconclusive in between; a level without a successful request "
-        "fails. Unset: no TTFT check. With p99_itl_ms_budget it also sets the rollback alarm on p99 ModelLatency: "
-        "2 x (this + p99_itl_ms_budget x max_new_tokens); without both, 60 s.",
+        description="p99 TTFT (ms; request sent to first token) the candidate must keep at every level: passes when "
+        "the 95 % interval lies within it, fails when beyond, inconclusive in between; a level without a successful "
+        "request fails. Unset: no TTFT check. With p99_itl_ms_budget it also sets the rollback alarm on p99 "
+        "ModelLatency: 2 x (this + p99_itl_ms_budget x max_new_tokens); without both, 60 s.",
     )
     p99_itl_ms_budget: float | None = Field(
         None,
         gt=0,
         le=MAX_BUDGET_MS,
-        description="p99 inter-token latency (ms) the candidate must keep at every level, judged like "
+        description="p99 ITL (ms; inter-token latency, per token) the candidate must keep at every level, judged like "
         "p99_ttft_ms_budget (whole requests resampled). Unset: no ITL check.",
     )
     min_throughput_gain_pct: float = Field(

@@ -350,11 +350,13 @@ class GateRun:
         timeout: float = 300,
         execution_input: dict[str, Any] | None = None,
         on_state: Callable[[str], None] | None = None,
+        on_history: Callable[[list[dict], bool], None] | None = None,
     ) -> dict[str, Any]:
-        """Start the gate, wait for it (telling `on_state` each state entered), and collect what happened."""
+        """Start the gate, wait for it (telling `on_state` each state entered, `on_history` the history as it grows:
+        GateHarness.wait), and collect what happened."""
         h = self.harness
         arn = h.start(self.gate_arn, execution_input or {}, name=f"run-{uuid.uuid4().hex[:12]}")
-        execution = h.wait(arn, timeout=timeout, on_state=on_state)
+        execution = h.wait(arn, timeout=timeout, on_state=on_state, on_history=on_history)
         s3 = h.client("s3")
         endpoints = h.sagemaker_resources()["endpoints"]
         packages = h.model_packages(self.group)
@@ -364,6 +366,7 @@ class GateRun:
         return {
             "execution": execution,
             "states": h.states_entered(arn),
+            "history": h.history(arn),  # get_execution_history's events (optigate.rehearse.progress reads them)
             "report": json.loads(s3.get_object(Bucket=BUCKET, Key=keys[0])["Body"].read()) if keys else None,
             "report_files": sorted(files),
             # Temporary resources the run left behind (never what CloudFormation owns).

@@ -170,18 +170,25 @@ class GateHarness:
         timeout: float = 10.0,
         poll: float = 0.02,
         on_state: Callable[[str], None] | None = None,
+        on_history: Callable[[list[dict], bool], None] | None = None,
     ) -> dict:
         """describe_execution once the execution is no longer RUNNING, with ``output`` parsed;
-        ``on_state`` is told each state entered as it happens (read from the history every half second)."""
+        ``on_state`` is told each state entered as it happens, ``on_history`` the whole history so far and whether
+        the execution has ended (both read from the history every half second, and once at the end)."""
         sfn = self.client("stepfunctions")
         deadline = time.monotonic() + timeout
         reported, next_report = 0, 0.0
         while True:
             described = sfn.describe_execution(executionArn=execution_arn)
-            if on_state is not None and (described["status"] != "RUNNING" or time.monotonic() >= next_report):
-                entered = self.states_entered(execution_arn)
-                for state in entered[reported:]:
-                    on_state(state)
+            watched = on_state is not None or on_history is not None
+            if watched and (described["status"] != "RUNNING" or time.monotonic() >= next_report):
+                history = self.history(execution_arn)
+                if on_history is not None:
+                    on_history(history, described["status"] != "RUNNING")
+                entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
+                if on_state is not None:
+                    for state in entered[reported:]:
+                        on_state(state)
                 reported, next_report = len(entered), time.monotonic() + 0.5
             if described["status"] != "RUNNING":
                 break

@@ -226,6 +226,7 @@ def rehearse(
     *,
     behaviour: dict[str, Any] | None = None,
     on_state: Callable[[str], None] | None = None,
+    on_history: Callable[[list[dict], bool], None] | None = None,
     trained_head_layout: str = "job_output",
     scenario_overrides: dict[str, Any] | None = None,
     seed_objects: dict[str, bytes] | None = None,
@@ -292,7 +293,7 @@ def rehearse(
                     s3.create_bucket(Bucket=bucket)
                 s3.put_object(Bucket=bucket, Key=key, Body=body)
             components_before = run.live_components()
-            result = run.execute(on_state=on_state)
+            result = run.execute(on_state=on_state, on_history=on_history)
             result["live_components_before"] = components_before
             result["candidate_files"] = harness.s3_objects(BUCKET, "optimized/")
     result["host_allowance_ms"] = allowance

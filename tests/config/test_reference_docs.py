@@ -109,3 +109,42 @@ def test_schema_writes_no_docs_into_a_users_project(tmp_path, capsys, monkeypatc
         "config/schema/team.schema.json",
     ]
     assert main(["schema", "--check"]) == 0
+
+
+def _tables(markdown: str) -> dict[str, set[str]]:
+    """Each section's heading -> the keys of its table's rows (the first column, link or not)."""
+    import re
+
+    tables: dict[str, set[str]] = {}
+    heading = ""
+    for line in markdown.splitlines():
+        if line.startswith("#"):
+            heading = line
+            tables.setdefault(heading, set())
+        match = re.match(r"\| \[?`([^`]+)`", line)
+        if match and heading:
+            tables[heading].add(match.group(1))
+    return tables
+
+
+def test_every_model_of_the_config_has_a_table_with_all_its_keys():
+    """Every pydantic model defined in optigate/config/models.py, reachable from a file's root or not: its keys
+    (aliases as a file spells them) are the rows of one table of the reference; a mixin's are within its user's."""
+    import inspect
+
+    from optigate.config import models
+
+    defined = [
+        model
+        for _, model in inspect.getmembers(models, inspect.isclass)
+        if issubclass(model, BaseModel) and model.__module__ == models.__name__ and model.model_fields
+    ]
+    assert len(defined) > 40
+    tables = _tables(render_reference())
+    uncovered = {}
+    for model in defined:
+        keys = {info.alias or name for name, info in model.model_fields.items()}
+        if not any(keys <= rows for rows in tables.values()):
+            best = max(tables.values(), key=lambda rows: len(keys & rows))
+            uncovered[model.__name__] = sorted(keys - best)
+    assert uncovered == {}

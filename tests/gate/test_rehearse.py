@@ -84,7 +84,8 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
     results = {"faster": faster, "slower": slower}
     monkeypatch.setattr(rehearsal, "synthesize_team", lambda team, environment, config: chat)
     monkeypatch.setattr(rehearsal, "rehearse", lambda template, deployment, candidate, **_: results[candidate])
-    code = main(["rehearse", "--team", "chat", "--env", "dev", "--config", str(example_config), "--candidate", "both"])
+    argv = ["rehearse", "--team", "chat", "--env", "dev", "--config", str(example_config), "--candidate", "both"]
+    code = main([*argv, "-v"])
     out = capsys.readouterr().out
     assert code == 0, out
     faster_out, slower_out = out.split("rehearsing optigate-dev-chat: a slower candidate")
@@ -94,11 +95,31 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
         "BenchmarkBaseline → BenchmarkCandidate → BenchmarkWindowEnds → Evaluate → ReadServerMetrics → DecideVerdict"
         in faster_out
     )
-    assert "verdict: APPROVED" in faster_out and "model package: Approved; SageMaker resources left: 0" in faster_out
-    assert "verdict: CandidateRejected" in slower_out and "FAIL p99_ttft @c8" in slower_out
+    assert "verdict: APPROVED, as expected" in faster_out and "pass p99_ttft @c8" in faster_out
+    assert "model package: Approved; SageMaker resources left: 0" in faster_out
+    assert "verdict: REJECTED (CandidateRejected: " in slower_out and "FAIL p99_ttft @c8" in slower_out
     assert "model package: Rejected; SageMaker resources left: 0; notifications: 1" in slower_out
     assert faster_out.count("live endpoint chat-dev: InService on its original config") == 1
     assert slower_out.count("live endpoint chat-dev: InService on its original config") == 1
+    assert out.splitlines()[-1].startswith("rehearsal passed: faster APPROVED, slower REJECTED, as the gate must")
+
+    # Without -v: one line per state as it is left (loops folded), no path, only the checks that did not pass.
+    def replayed(template, deployment, candidate, on_history, **_):
+        on_history(results[candidate]["history"], True)
+        return results[candidate]
+
+    monkeypatch.setattr(rehearsal, "rehearse", replayed)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    faster_out = out.split("rehearsing optigate-dev-chat: a slower candidate")[0]
+    progress = [line for line in faster_out.splitlines() if line.startswith("  ") and line.endswith(" s")]
+    named = [line.split()[0] for line in progress if not line.startswith("  again:")]
+    assert len(named) == len(set(named)) == len(set(faster["states"]))  # each state once
+    assert any(line.startswith("  again: BenchmarkBaseline ×2, BenchmarkCandidate ×2;") for line in progress)
+    assert len(progress) < len(faster["states"])
+    assert "path:" not in out and "pass p99_ttft" not in out and "FAIL p99_ttft @c8" in out
+    assert "verdict: REJECTED (CandidateRejected), as expected" in out
+    assert out.splitlines()[-1].startswith("rehearsal passed: faster APPROVED, slower REJECTED")
 
 
 def test_the_cli_exits_1_for_a_wrong_verdict_and_3_for_an_inconclusive_one(
@@ -116,9 +137,12 @@ def test_the_cli_exits_1_for_a_wrong_verdict_and_3_for_an_inconclusive_one(
     for results, expected in cases:
         monkeypatch.setattr(rehearsal, "rehearse", lambda template, deployment, candidate, r=results, **_: r[candidate])
         assert main([*argv, "both"]) == expected
-    out = capsys.readouterr().out
-    assert "rehearsal of the faster candidate: INCONCLUSIVE, expected APPROVED" in out
-    assert "rehearsal of the faster candidate: REJECTED, expected APPROVED" in out
+    last_lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("rehearsal ")]
+    assert last_lines[0].startswith("rehearsal INCONCLUSIVE: the faster candidate INCONCLUSIVE, expected APPROVED")
+    assert "(exit 3, after " in last_lines[0]
+    assert last_lines[1].startswith("rehearsal FAILED: the faster candidate REJECTED, expected APPROVED (exit 1")
+    assert last_lines[2].startswith("rehearsal FAILED: the faster candidate REJECTED, expected APPROVED; ")
+    assert "the slower candidate INCONCLUSIVE, expected REJECTED (exit 1" in last_lines[2]
 
 
 def test_rehearse_refuses_a_team_without_a_candidate(example_config, tmp_path, capsys):
