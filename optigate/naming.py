@@ -93,6 +93,22 @@ def inference_component_name(endpoint: str, component: str) -> str:
     return shorten(f"{endpoint}-{component}", SAGEMAKER_NAME_MAX)
 
 
+# --------------------------------------------------------------------------- the pipelines
+
+#: One promotion pipeline per team (its stack, its CodePipeline and its role share the name, at most 50
+#: characters), and the platform's own: the shared resources and the test suite.
+PIPELINE_PREFIX = f"{STACK_PREFIX}-pipeline-"
+PLATFORM_STACK = f"{STACK_PREFIX}-platform"
+PLATFORM_ROLE = f"{PLATFORM_STACK}-pipeline"
+#: The one role EventBridge assumes to start any team's pipeline on an approval (the platform's).
+PIPELINE_TRIGGER_ROLE = f"{PLATFORM_STACK}-trigger"
+
+
+def pipeline_stack_name(team: str) -> str:
+    """A team's promotion pipeline: its CloudFormation stack and its CodePipeline name."""
+    return f"{PIPELINE_PREFIX}{team}"
+
+
 # --------------------------------------------------------------------------- the gate
 
 
@@ -110,10 +126,10 @@ def gate_state_machine_name(team: str, environment: str) -> str:
     return f"{STACK_PREFIX}-{gate_prefix(team, environment)}{GATE_SUFFIX}"
 
 
-def pipeline_role_name() -> str:
-    """The promotion pipeline's own role in the tools account (a fixed name: each environment's gate
-    invoker role trusts exactly this principal)."""
-    return f"{STACK_PREFIX}-pipeline"
+def pipeline_role_name(team: str) -> str:
+    """A team's promotion pipeline's own role in the tools account (a fixed name: each of the team's gate
+    invoker roles trusts exactly this principal, not another team's pipeline). At most 50 characters."""
+    return f"{PIPELINE_PREFIX}{team}"
 
 
 def gate_invoker_role_name(team: str, environment: str) -> str:

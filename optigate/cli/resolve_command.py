@@ -13,12 +13,14 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-    from optigate.config.loader import ConfigError, load_project
-    from optigate.promote.lock import write_lock
+    from optigate.config.loader import ConfigError, load_project, team_file
+    from optigate.promote.lock import read_lock, write_lock
     from optigate.promote.resolve import resolve
 
     try:
-        project = load_project(args.config)
+        # --team: only those teams' files are read (a team's pipeline; another team's broken file does not stop it).
+        only = None if args.team is None else [team_file(args.config, team) for team in args.team]
+        project = load_project(args.config, only=only)
     except ConfigError as error:
         raise InvalidConfig([error], exit_code=2) from error  # 2, not 1: resolve has always exited 2 here
     known = {environment.name: environment for environment in project.environments.environments}
@@ -54,6 +56,9 @@ def cmd_resolve(args: argparse.Namespace) -> int:
                 f"{name}: {error}; reject that package in the registry, then resolve again",
                 exit_code=CANNOT_RESOLVE_EXIT,
             ) from error
+        previous = read_lock(args.out, name) if args.team else None
+        if previous is not None:  # the other teams' entries stay as they were
+            lock = lock.model_copy(update={"teams": {**previous.teams, **lock.teams}})
         path = write_lock(lock, args.out)
         for team, package in lock.teams.items():
             served = package.model_package_arn if package else "baseline (no Approved package)"
@@ -70,6 +75,12 @@ def add_resolve_parser(commands: argparse._SubParsersAction) -> None:
     )
     resolver.add_argument("--env", action="append", required=True, help="environment; repeat for several (required)")
     resolver.add_argument("--config", default="config", help="config folder (default: config)")
+    resolver.add_argument(
+        "--team",
+        action="append",
+        help="only this team (its file alone is read, only its entry of the lock updated); repeat for several"
+        " (default: every team)",
+    )
     resolver.add_argument(
         "--out", default="config/locks", help="folder <env>.json is written to; synth reads it from here"
     )

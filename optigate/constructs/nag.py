@@ -12,7 +12,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from aws_cdk import Acknowledgment, Stack, Validations
+import jsii
+from aws_cdk import Acknowledgment, AspectPriority, Aspects, IAspect, Stack, Validations
 from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
@@ -77,21 +78,44 @@ def allow(
 def acknowledge_generated_wildcards(scope: IConstruct, reason_for: Callable[[list[str]], str | None]) -> None:
     """Acknowledge the wildcards of IAM policies CDK generated under `scope` (task grants, logging,
     tracing), one finding at a time. `reason_for(actions)` gives the reason for a statement, or
-    None to leave it unacknowledged (so an unexpected wildcard still fails the synth)."""
-    stack = Stack.of(scope)
+    None to leave it unacknowledged (so an unexpected wildcard still fails the synth).
+
+    A role whose inline policy outgrows IAM's size limit has its statements moved into overflow managed
+    policies (`<role>/OverflowPolicyN`) by a CDK aspect at synth time, after this runs: each role under
+    `scope` also gets a read-only aspect that acknowledges the policies that exist by then."""
     for child in scope.node.find_all():
-        if not isinstance(child, iam.CfnPolicy):
+        if isinstance(child, iam.CfnPolicy | iam.CfnManagedPolicy):
+            _acknowledge_policy(child, reason_for)
+        elif isinstance(child, iam.Role):
+            Aspects.of(child).add(_OverflowPolicies(reason_for), priority=AspectPriority.READONLY)
+
+
+def _acknowledge_policy(
+    policy: iam.CfnPolicy | iam.CfnManagedPolicy, reason_for: Callable[[list[str]], str | None]
+) -> None:
+    document = Stack.of(policy).resolve(policy.policy_document)
+    for statement in document.get("Statement", []):
+        actions = statement.get("Action", [])
+        actions = [actions] if isinstance(actions, str) else actions
+        resources = statement.get("Resource", [])
+        resources = resources if isinstance(resources, list) else [resources]
+        reason = reason_for(actions)
+        if reason is None:
             continue
-        document = stack.resolve(child.policy_document)
-        for statement in document.get("Statement", []):
-            actions = statement.get("Action", [])
-            actions = [actions] if isinstance(actions, str) else actions
-            resources = statement.get("Resource", [])
-            resources = resources if isinstance(resources, list) else [resources]
-            reason = reason_for(actions)
-            if reason is None:
-                continue
-            findings = [f"AwsSolutions-IAM5[Action::{a}]" for a in actions if "*" in a]
-            findings += [f"AwsSolutions-IAM5[Resource::{nag_text(r)}]" for r in resources if "*" in nag_text(r)]
-            if findings:
-                acknowledge(child, findings[0], reason, *findings[1:])
+        findings = [f"AwsSolutions-IAM5[Action::{a}]" for a in actions if "*" in a]
+        findings += [f"AwsSolutions-IAM5[Resource::{nag_text(r)}]" for r in resources if "*" in nag_text(r)]
+        if findings:
+            acknowledge(policy, findings[0], reason, *findings[1:])
+
+
+@jsii.implements(IAspect)
+class _OverflowPolicies:
+    """Acknowledges the overflow managed policies CDK splits off a role (they exist only once its
+    mutating aspect has run; this one is read-only, so it runs after)."""
+
+    def __init__(self, reason_for: Callable[[list[str]], str | None]) -> None:
+        self.reason_for = reason_for
+
+    def visit(self, node: IConstruct) -> None:
+        if isinstance(node, iam.CfnManagedPolicy):
+            _acknowledge_policy(node, self.reason_for)

@@ -1,4 +1,5 @@
-"""Build the CDK app: one TeamInferenceStack per (team, environment), cdk-nag on every stack."""
+"""Build the CDK app: one TeamInferenceStack per (team, environment), or the promotion pipelines (one per
+team and the platform's); cdk-nag on every stack."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def build_app(
     config_dir: str | Path = "config",
     *,
     environments: str | None = None,
+    teams: str | None = None,
     outdir: str | None = None,
     nag: bool = True,
     locks_dir: str | Path | None = None,
@@ -30,18 +32,30 @@ def build_app(
     """The whole app; raises ConfigError before creating any stack if a config file is wrong.
 
     Locks (what each environment serves) are read from `locks_dir`, `-c locks=<dir>`, or
-    `<config>/locks`; an environment without a lock serves every team's baseline. `progress` is
-    told what is about to be built, once the configuration is read.
+    `<config>/locks`; an environment without a lock serves every team's baseline. `teams` (or
+    `-c team=a,b`): only those teams' files are read and only their stacks or pipelines built, so
+    another team's broken file does not stop them. `-c pipeline=true`: the platform's pipeline and one
+    pipeline per team (only the selected teams' with `-c team`); `-c pipeline=platform`: the
+    platform's alone. `progress` is told what is about to be built, once the configuration is read.
     """
-    project = load_resolved_project(config_dir)
     app = App(outdir=outdir, context=FEATURE_FLAGS) if outdir else App(context=FEATURE_FLAGS)
+    selected = selected_teams(teams if teams is not None else app.node.try_get_context("team"))
+    mode = str(app.node.try_get_context("pipeline") or "").lower()
+    if mode == "platform":
+        project = load_resolved_project(config_dir, teams=[])
+    else:
+        project = load_resolved_project(config_dir, teams=selected)
     selection = environments if environments is not None else app.node.try_get_context("env")
     locks = locks_dir or app.node.try_get_context("locks") or default_locks_dir(config_dir)
-    if str(app.node.try_get_context("pipeline") or "").lower() in ("1", "true", "yes"):
+    if mode == "platform":
         if progress:
-            teams = project.deployments(None, locks)
-            progress(f"the pipeline and its {len(teams)} team stacks for {_environment_names(teams)}")
-        build_pipeline(app, project, locks)
+            progress("the platform's pipeline")
+        build_pipelines(app, project, locks, platform=True, teams=False)
+    elif mode in ("1", "true", "yes"):
+        if progress:
+            what = f"{len(project.teams)} team pipelines"
+            progress(what if selected else f"the platform's pipeline and {what}")
+        build_pipelines(app, project, locks, platform=selected is None, teams=True)
     else:
         deployments = project.deployments(selection, locks)
         if progress:
@@ -53,9 +67,27 @@ def build_app(
     return app
 
 
-def build_pipeline(app: App, project: ResolvedProject, locks_dir: str | Path | None) -> None:
-    """`-c pipeline=true`: only the promotion pipeline, whose stages hold every team stack."""
-    from optigate.stacks.pipeline_stack import PipelineStack
+def selected_teams(value: object) -> list[str] | None:
+    """`-c team=chat` or `-c team=chat,research` as a list; None (every team) when unset."""
+    if value is None or value == "":
+        return None
+    names = [name.strip() for name in str(value).split(",") if name.strip()]
+    if not names:
+        raise ConfigError([ConfigIssue("-c team", None, "", "name at least one team, e.g. -c team=chat")])
+    return names
+
+
+def build_pipelines(
+    app: App,
+    project: ResolvedProject,
+    locks_dir: str | Path | None,
+    *,
+    platform: bool = True,
+    teams: bool = True,
+) -> None:
+    """`-c pipeline=true`: the platform's pipeline and one pipeline per team of `project`, each of whose
+    stages holds only that team's stack (optigate.stacks.pipeline_stack)."""
+    from optigate.stacks.pipeline_stack import PlatformStack, TeamPipelineStack
 
     pipeline = project.project.environments.pipeline
     if pipeline is None:
@@ -69,12 +101,17 @@ def build_pipeline(app: App, project: ResolvedProject, locks_dir: str | Path | N
                 )
             ]
         )
+    if platform:
+        PlatformStack(app, pipeline, project.environments)
+    if not teams:
+        return
     deployments = project.deployments(None, locks_dir)
-    stages = [
-        (environment, [d for d in deployments if d.environment.name == environment.name])
-        for environment in project.environments
-    ]
-    PipelineStack(app, pipeline, stages)
+    for team in project.teams:
+        stages = [
+            (environment, [d for d in deployments if d.team.team == team and d.environment.name == environment.name])
+            for environment in project.environments
+        ]
+        TeamPipelineStack(app, pipeline, team, stages)
 
 
 def enable_nag(app: App) -> None:

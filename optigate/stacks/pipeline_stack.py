@@ -1,12 +1,19 @@
-"""PipelineStack: CDK Pipelines carrying every team's stack dev → staging → prod, each stage gated.
+"""The promotion pipelines: one per team, and the platform's own (`cdk synth -c pipeline=true`).
 
-source (CodeStar connection or CodeCommit) → synth (set up, run the tests, `optigate resolve` every
-environment, `cdk synth -c pipeline=true`) → self-mutation and assets → one stage per environment
-in environments.yaml order: [manual approval when `requires_approval`] → deploy every team stack of
-the environment (in parallel: they are independent) → every team's gate as a blocking Step
-Functions invoke action. The cloud assembly, lock files included, is built once, so what staging
-proved is exactly what prod deploys. An Approved model package in any environment starts the
-pipeline again (EventBridge), which then serves it there.
+A team's pipeline (`optigate-pipeline-<team>`): source (CodeStar connection or CodeCommit) → synth (set
+up, `optigate resolve --team <team>` every environment, `cdk synth -c pipeline=true -c team=<team>`,
+which reads only that team's file) → self-mutation and assets → one stage per environment in
+environments.yaml order: [manual approval when `requires_approval`] → deploy the team's stack → its gate
+as a blocking Step Functions invoke action. The cloud assembly, lock files included, is built once, so
+what staging proved is exactly what prod deploys. An Approved package of one of the team's own gate
+groups starts the team's pipeline again (EventBridge), which then serves it.
+
+Nothing in a team's pipeline reads, deploys or waits for another team: a failed deploy, gate or
+broken file holds only that team (docs/design.md, "Promotion pipelines").
+
+The platform's pipeline (`optigate-platform`) runs the test suite once per push for every team and
+holds what all teams share: the event bus policy accepting approvals forwarded from environment
+accounts (one fixed StatementId per bus, so it cannot live in 200 team stacks).
 """
 
 from __future__ import annotations
@@ -36,11 +43,9 @@ from optigate.naming import gate_invoker_role_name, gate_state_machine_name
 from optigate.promote.lock import package_group
 from optigate.stacks.team_inference_stack import TeamInferenceStack
 
-PIPELINE_STACK = "optigate-pipeline"
-
 
 class EnvironmentStage(Stage):
-    """Every team's stack in one environment (one account and region)."""
+    """A team's stack in one environment (one account and region)."""
 
     def __init__(self, scope: Construct, environment: Environment, deployments: Sequence[Deployment]) -> None:
         super().__init__(
@@ -88,51 +93,71 @@ class GateStep(pipelines.Step):
         return pipelines.CodePipelineActionFactoryResult(run_orders_consumed=1)
 
 
-def synth_commands(environments: Sequence[Environment]) -> list[str]:
-    """What the synth step runs: set up as CI does, run the tests, resolve every lock, synthesize."""
+def team_synth_commands(team: str, environments: Sequence[Environment]) -> list[str]:
+    """What a team pipeline's synth step runs: set up as CI does, resolve the team's lock in every
+    environment, synthesize its own pipeline (only its team file is read). The test suite runs once,
+    in the platform's pipeline."""
     return [
-        "bash scripts/test.sh",
         ". scripts/setup.sh",
-        *(f"optigate resolve --env {environment.name}" for environment in environments),
-        "cdk synth -c pipeline=true",
+        *(f"optigate resolve --env {environment.name} --team {team}" for environment in environments),
+        f"cdk synth -c pipeline=true -c team={team}",
     ]
 
 
-class PipelineStack(Stack):
-    """The promotion pipeline in the tools account (see the module docstring)."""
+def platform_synth_commands() -> list[str]:
+    """What the platform pipeline's synth step runs: the whole test suite, then its own stack only."""
+    return ["bash scripts/test.sh", ". scripts/setup.sh", "cdk synth -c pipeline=platform"]
+
+
+class _PromotionPipeline(Stack):
+    """What both kinds of pipeline share: the source, a named role, a V2 CDK pipeline with as few
+    generated roles and projects as CDK Pipelines allows, and the acknowledged generated policies."""
 
     def __init__(
-        self, scope: Construct, pipeline: Pipeline, stages: Sequence[tuple[Environment, Sequence[Deployment]]]
+        self,
+        scope: Construct,
+        stack_name: str,
+        pipeline: Pipeline,
+        *,
+        role_name: str,
+        description: str,
+        commands: list[str],
+        synth_permissions: list[iam.PolicyStatement],
     ) -> None:
         super().__init__(
             scope,
-            PIPELINE_STACK,
+            stack_name,
             env=CdkEnvironment(account=pipeline.account, region=pipeline.region),
-            description="optigate: promotion of gated LLM endpoints through the environments",
+            description=description,
         )
-        environments = [environment for environment, _ in stages]
         source = self._source(pipeline)
-        synth = pipelines.CodeBuildStep(
-            "Synth",
-            input=source,
-            commands=synth_commands(environments),
-            primary_output_directory="cdk.out",
-            # As in optigate/containers/evaluate: the CPU build of torch for fmeval, not a multi-GB CUDA one.
-            env={"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"},
-            role_policy_statements=self._resolve_permissions([d for _, ds in stages for d in ds]),
-        )
-        # A fixed name: each environment's gate invoker role trusts this role only (optigate.naming).
+        # A fixed name: the gate invoker roles trust this role only (optigate.naming). The synth step runs
+        # as this role too: one role fewer per pipeline (IAM's roles per account bind at 200 teams), and
+        # what synth runs is what the pipeline deploys anyway.
         self.pipeline_role = iam.Role(
             self,
             "PipelineRole",
-            role_name=naming.pipeline_role_name(),
-            assumed_by=iam.ServicePrincipal("codepipeline.amazonaws.com"),
-            description="optigate: the promotion pipeline (the only principal that may start a gate)",
+            role_name=role_name,
+            assumed_by=iam.CompositePrincipal(
+                iam.ServicePrincipal("codepipeline.amazonaws.com"), iam.ServicePrincipal("codebuild.amazonaws.com")
+            ),
+            description=f"optigate: {description}",
         )
+        synth = pipelines.CodeBuildStep(
+            "Synth",
+            input=source,
+            commands=commands,
+            primary_output_directory="cdk.out",
+            # As in optigate/containers/evaluate: the CPU build of torch for fmeval, not a multi-GB CUDA one.
+            env={"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"},
+            role=self.pipeline_role,
+        )
+        for statement in synth_permissions:
+            self.pipeline_role.add_to_policy(statement)
         self.pipeline = pipelines.CodePipeline(
             self,
             "Pipeline",
-            pipeline_name="optigate",
+            pipeline_name=stack_name,
             # V2 explicitly (CDK warns about the V1 default): billed per action-minute rather than per
             # active pipeline and month; a gate's Step Functions action is billed while it waits for
             # the gate, manual approvals are not. Pushes to the branch still start it (no triggers set).
@@ -141,27 +166,22 @@ class PipelineStack(Stack):
             synth=synth,
             cross_account_keys=True,  # each environment's account decrypts the artifacts it deploys
             enable_key_rotation=True,
+            # Per pipeline: a support stack shared by 200 pipelines would be redeployed by each one's
+            # self-mutation with only its own grants (docs/design.md).
+            reuse_cross_region_support_stacks=False,
+            # The actions CDK would give a role each (source, build, approval) run as the pipeline role,
+            # and one project publishes every file asset: fewer roles and projects per pipeline (IAM's
+            # roles per account, CodeBuild's projects per region; benchmarks/scale.py).
+            use_pipeline_role_for_actions=True,
+            publish_assets_in_parallel=False,
             code_build_defaults=pipelines.CodeBuildOptions(
                 build_environment=codebuild.BuildEnvironment(build_image=codebuild.LinuxBuildImage.STANDARD_7_0)
             ),
         )
         self.stages: list[EnvironmentStage] = []
-        for environment, deployments in stages:
-            stage = EnvironmentStage(self, environment, deployments)
-            self.stages.append(stage)
-            pre = (
-                [
-                    pipelines.ManualApprovalStep(
-                        f"Promote-to-{environment.name}", comment=f"Promote the proven models to {environment.name}"
-                    )
-                ]
-                if environment.requires_approval
-                else []
-            )
-            post = [GateStep(d) for d in deployments if d.candidate is not None]
-            self.pipeline.add_stage(stage, pre=pre, post=post)
+
+    def _finish(self) -> None:
         self.pipeline.build_pipeline()
-        self._trigger_on_approval(environments)
         self._acknowledge_generated()
         self._role_arns_as_sub()
 
@@ -178,30 +198,6 @@ class PipelineStack(Stack):
         return pipelines.CodePipelineSource.connection(
             source.repository, source.branch, connection_arn=source.connection_arn
         )
-
-    @staticmethod
-    def _resolve_permissions(deployments: Sequence[Deployment]) -> list[iam.PolicyStatement]:
-        """`optigate resolve` reads each environment's gate groups (shared with this account by the
-        groups' resource policies)."""
-        readable = []
-        for deployment in deployments:
-            if deployment.candidate is None:
-                continue
-            environment, group = (
-                deployment.environment,
-                package_group(deployment.team.team, deployment.environment.name),
-            )
-            base = f"arn:{Aws.PARTITION}:sagemaker:{environment.region}:{environment.account}"
-            readable += [f"{base}:model-package-group/{group}", f"{base}:model-package/{group}/*"]
-        statements = [iam.PolicyStatement(actions=["sagemaker:ListModelPackages"], resources=["*"])]
-        if readable:
-            statements.append(
-                iam.PolicyStatement(
-                    actions=["sagemaker:DescribeModelPackage", "sagemaker:DescribeModelPackageGroup"],
-                    resources=readable,
-                )
-            )
-        return statements
 
     def _role_arns_as_sub(self) -> None:
         """CDK Pipelines writes the deploy actions' RoleArn as Fn::Join with an empty delimiter, which
@@ -228,7 +224,7 @@ class PipelineStack(Stack):
         def reason_for(actions: list[str]) -> str:
             if any(a.startswith("sagemaker:") for a in actions):
                 return (
-                    "optigate resolve reads the versions of each environment's gate model package group; "
+                    "optigate resolve reads the versions of the team's gate model package groups; "
                     "ListModelPackages has no resource scope."
                 )
             return (
@@ -246,38 +242,152 @@ class PipelineStack(Stack):
             "the pipeline's executions; CloudTrail records access. Access logs would need a log bucket per region."
         )
         nag.acknowledge(self.pipeline.pipeline.artifact_bucket, "AwsSolutions-S1", no_access_logs)
-        # Environments in another region get a replication bucket in a support stack CDK names
-        # cross-region-stack-<account>:<region> (that is not the cross-account support stack).
+        # Environments in another region get a replication bucket in a support stack of this pipeline's
+        # own (`<stack>-support-<region>`, as reuse_cross_region_support_stacks=False makes it).
         for child in self.node.root.node.children:
-            if isinstance(child, Stack) and child.node.id.startswith("cross-region-stack"):
+            if isinstance(child, Stack) and child.stack_name.startswith(f"{self.stack_name}-support-"):
                 nag.acknowledge(child, "AwsSolutions-S1", no_access_logs)
 
-    def _trigger_on_approval(self, environments: Sequence[Environment]) -> None:
-        """A package Approved by any environment's gate starts the pipeline, which then serves it.
-        Environments in other accounts forward the event here (TeamInferenceStack)."""
+
+class TeamPipelineStack(_PromotionPipeline):
+    """One team's promotion pipeline in the tools account (see the module docstring)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        pipeline: Pipeline,
+        team: str,
+        stages: Sequence[tuple[Environment, Sequence[Deployment]]],
+    ) -> None:
+        environments = [environment for environment, _ in stages]
+        deployments = [d for _, ds in stages for d in ds]
+        strangers = sorted({d.team.team for d in deployments} - {team})
+        if strangers:
+            raise ValueError(f"the pipeline of {team} was given the stacks of {', '.join(strangers)}")
+        super().__init__(
+            scope,
+            naming.pipeline_stack_name(team),
+            pipeline,
+            role_name=naming.pipeline_role_name(team),
+            description=f"promotion of {team}'s gated LLM endpoint through the environments",
+            commands=team_synth_commands(team, environments),
+            synth_permissions=self._resolve_permissions(deployments),
+        )
+        self.team = team
+        for environment, team_deployments in stages:
+            stage = EnvironmentStage(self, environment, team_deployments)
+            self.stages.append(stage)
+            pre = (
+                [
+                    pipelines.ManualApprovalStep(
+                        f"Promote-to-{environment.name}", comment=f"Promote {team}'s proven model to {environment.name}"
+                    )
+                ]
+                if environment.requires_approval
+                else []
+            )
+            post = [GateStep(d) for d in team_deployments if d.candidate is not None]
+            self.pipeline.add_stage(stage, pre=pre, post=post)
+        self._finish()
+        self._trigger_on_approval(deployments)
+
+    @staticmethod
+    def _resolve_permissions(deployments: Sequence[Deployment]) -> list[iam.PolicyStatement]:
+        """`optigate resolve --team` reads the team's gate group in each environment (shared with this
+        account by the group's resource policy): two ARNs per environment, whatever the number of teams."""
+        readable = []
+        for deployment in deployments:
+            if deployment.candidate is None:
+                continue
+            environment, group = (
+                deployment.environment,
+                package_group(deployment.team.team, deployment.environment.name),
+            )
+            base = f"arn:{Aws.PARTITION}:sagemaker:{environment.region}:{environment.account}"
+            readable += [f"{base}:model-package-group/{group}", f"{base}:model-package/{group}/*"]
+        statements = [iam.PolicyStatement(actions=["sagemaker:ListModelPackages"], resources=["*"])]
+        if readable:
+            statements.append(
+                iam.PolicyStatement(
+                    actions=["sagemaker:DescribeModelPackage", "sagemaker:DescribeModelPackageGroup"],
+                    resources=readable,
+                )
+            )
+        return statements
+
+    def _trigger_on_approval(self, deployments: Sequence[Deployment]) -> None:
+        """A package Approved by one of this team's gates starts this team's pipeline, which then serves
+        it; another team's approval does not. Environments in other accounts forward the event here
+        (TeamInferenceStack), where the platform's event bus policy accepts it."""
+        groups = sorted({package_group(d.team.team, d.environment.name) for d in deployments if d.candidate})
+        if not groups:
+            return
         rule = events.Rule(
             self,
             "ModelPackageApproved",
-            description="optigate: a gate approved a model package; promote it",
-            event_pattern=approval_event_pattern({"prefix": "optigate-"}),
+            description=f"optigate: a gate of {self.team} approved a model package; promote it",
+            event_pattern=approval_event_pattern(groups),
         )
-        rule.add_target(targets.CodePipeline(self.pipeline.pipeline))
+        # The platform's trigger role, allowed to start any team pipeline: one role, not one per team.
+        trigger = iam.Role.from_role_name(self, "TriggerRole", naming.PIPELINE_TRIGGER_ROLE, mutable=False)
+        rule.add_target(targets.CodePipeline(self.pipeline.pipeline, event_role=trigger))
+
+
+class PlatformStack(_PromotionPipeline):
+    """The platform's pipeline: the test suite on every push, and what every team shares."""
+
+    def __init__(self, scope: Construct, pipeline: Pipeline, environments: Sequence[Environment]) -> None:
+        super().__init__(
+            scope,
+            naming.PLATFORM_STACK,
+            pipeline,
+            role_name=naming.PLATFORM_ROLE,
+            description="the platform's shared resources and the test suite of every team's pipeline",
+            commands=platform_synth_commands(),
+            synth_permissions=[],
+        )
+        self._finish()
+        self._accept_approvals(environments)
+        self._trigger_role()
+
+    def _trigger_role(self) -> None:
+        """The role EventBridge assumes to start a team's pipeline on one of its gates' approvals (each
+        team pipeline's rule names it): one statement for every team pipeline, by the naming prefix."""
+        role = iam.Role(
+            self,
+            "TriggerRole",
+            role_name=naming.PIPELINE_TRIGGER_ROLE,
+            assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
+            description="optigate: an approval in a team's gate starts that team's pipeline",
+        )
+        nag.allow(
+            role,
+            ["codepipeline:StartPipelineExecution"],
+            [f"arn:{Aws.PARTITION}:codepipeline:{self.region}:{self.account}:{naming.PIPELINE_PREFIX}*"],
+            why_wildcard="Every team's promotion pipeline (optigate-pipeline-<team>), which one approval rule "
+            "per team starts; the rule, not this role, chooses the pipeline.",
+        )
+
+    def _accept_approvals(self, environments: Sequence[Environment]) -> None:
+        """Environments in other accounts forward their gates' approvals to this account's default bus,
+        where each team's pipeline rule picks its own."""
         senders = sorted({e.account for e in environments if e.account != self.account})
-        if senders:
-            # The raw resource: CfnEventBusPolicy warns about its deprecated `principal` prop even
-            # unset, and the L2 EventBusPolicy cannot render an account principal in this CDK version.
-            CfnResource(
-                self,
-                "AcceptApprovalsFromEnvironments",
-                type="AWS::Events::EventBusPolicy",
-                properties={
-                    "EventBusName": "default",
-                    "StatementId": "optigate-environments",
-                    "Statement": {
-                        "Effect": "Allow",
-                        "Principal": {"AWS": [f"arn:{Aws.PARTITION}:iam::{account}:root" for account in senders]},
-                        "Action": "events:PutEvents",
-                        "Resource": f"arn:{Aws.PARTITION}:events:{self.region}:{self.account}:event-bus/default",
-                    },
+        if not senders:
+            return
+        # The raw resource: CfnEventBusPolicy warns about its deprecated `principal` prop even
+        # unset, and the L2 EventBusPolicy cannot render an account principal in this CDK version.
+        CfnResource(
+            self,
+            "AcceptApprovalsFromEnvironments",
+            type="AWS::Events::EventBusPolicy",
+            properties={
+                "EventBusName": "default",
+                "StatementId": "optigate-environments",
+                "Statement": {
+                    "Effect": "Allow",
+                    "Principal": {"AWS": [f"arn:{Aws.PARTITION}:iam::{account}:root" for account in senders]},
+                    "Action": "events:PutEvents",
+                    "Resource": f"arn:{Aws.PARTITION}:events:{self.region}:{self.account}:event-bus/default",
                 },
-            )
+            },
+        )

@@ -21,10 +21,10 @@ def synth_pipeline(config_dir: Path, outdir: Path) -> None:
 
     from optigate.deployment import load_resolved_project
     from optigate.promote.lock import default_locks_dir
-    from optigate.stacks.app import FEATURE_FLAGS, build_pipeline, enable_nag
+    from optigate.stacks.app import FEATURE_FLAGS, build_pipelines, enable_nag
 
     app = App(outdir=str(outdir), context=FEATURE_FLAGS)
-    build_pipeline(app, load_resolved_project(config_dir), default_locks_dir(config_dir))
+    build_pipelines(app, load_resolved_project(config_dir), default_locks_dir(config_dir))
     enable_nag(app)
     app.synth()
 

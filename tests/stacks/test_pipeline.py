@@ -1,6 +1,6 @@
-"""The promotion pipeline (`cdk synth -c pipeline=true`): stages in environments.yaml order, every
-team's gate after its environment's deploys, a manual approval only where required, explicit
-invoke roles (no cross-account support stack), the EventBridge trigger; cfn-lint and cdk-nag clean."""
+"""The promotion pipelines (`cdk synth -c pipeline=true`): one per team, stages in environments.yaml order,
+the team's gate after its deploy, a manual approval only where required, explicit invoke roles (no
+cross-account support stack), the EventBridge trigger, the platform's pipeline; cfn-lint and cdk-nag clean."""
 
 from __future__ import annotations
 
@@ -20,8 +20,11 @@ def _template(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def _pipeline(assembly: Path) -> dict:
-    template = _template(assembly / "optigate-pipeline.template.json")
+TEAMS = ("chat", "research", "support")
+
+
+def _pipeline(assembly: Path, stack: str = "optigate-pipeline-chat") -> dict:
+    template = _template(assembly / f"{stack}.template.json")
     (pipeline,) = resources_of(template, "AWS::CodePipeline::Pipeline").values()
     return pipeline["Properties"]
 
@@ -37,20 +40,15 @@ def test_stages_follow_the_order_of_environments_yaml(assembly):
     assert [n for n in names if n in environments] == environments == names[-len(environments) :]
 
 
-def test_each_stage_deploys_every_team_in_parallel_then_runs_every_gate(assembly):
-    stages = {stage["Name"]: stage for stage in _pipeline(assembly)["Stages"]}
-    for environment in ENVIRONMENTS["environments"]:
-        stage = stages[environment["name"]]
-        deploys = [a for a in _actions(stage, "CloudFormation") if a["Name"].endswith(".Deploy")]
-        assert sorted(a["Name"] for a in deploys) == [
-            f"optigate-{environment['name']}-{t}.Deploy" for t in ("chat", "research", "support")
-        ]
-        assert len({a["RunOrder"] for a in deploys}) == 1  # independent stacks deploy side by side
-        gates = _actions(stage, "StepFunctions")
-        assert sorted(a["Name"] for a in gates) == ["Gate-chat", "Gate-research", "Gate-support"]
-        assert min(a["RunOrder"] for a in gates) > max(a["RunOrder"] for a in deploys)
-        for gate in gates:
-            team = gate["Name"].removeprefix("Gate-")
+def test_each_teams_stage_deploys_only_that_team_then_runs_its_gate(assembly):
+    for team in TEAMS:
+        stages = {stage["Name"]: stage for stage in _pipeline(assembly, f"optigate-pipeline-{team}")["Stages"]}
+        for environment in ENVIRONMENTS["environments"]:
+            stage = stages[environment["name"]]
+            deploys = [a for a in _actions(stage, "CloudFormation") if a["Name"].endswith(".Deploy")]
+            assert [a["Name"] for a in deploys] == [f"optigate-{environment['name']}-{team}.Deploy"]
+            (gate,) = _actions(stage, "StepFunctions")
+            assert gate["Name"] == f"Gate-{team}" and gate["RunOrder"] > deploys[0]["RunOrder"]
             arn = json.dumps(gate["Configuration"]["StateMachineArn"])
             assert (
                 f":states:{environment['region']}:{environment['account']}:stateMachine:optigate-{team}-{environment['name']}-gate"
@@ -73,7 +71,7 @@ def _actions_granted(template: dict, role_name: str) -> set[str]:
 
 
 def test_a_manual_approval_precedes_only_the_environments_that_require_one(assembly):
-    stages = {stage["Name"]: stage for stage in _pipeline(assembly)["Stages"]}
+    stages = {stage["Name"]: stage for stage in _pipeline(assembly, "optigate-pipeline-research")["Stages"]}
     for environment in ENVIRONMENTS["environments"]:
         stage = stages[environment["name"]]
         approvals = _actions(stage, "Manual")
@@ -89,38 +87,43 @@ def test_gate_actions_assume_an_explicit_role_in_the_target_account_and_no_suppo
     assembly, stage_templates
 ):
     stacks = stage_templates
-    for stage in _pipeline(assembly)["Stages"]:
-        for gate in _actions(stage, "StepFunctions"):
-            env = next(e for e in ENVIRONMENTS["environments"] if e["name"] == stage["Name"])
-            team = gate["Name"].removeprefix("Gate-")
-            role_name = f"optigate-{team}-{env['name']}-gate-invoker"
-            assert f":iam::{env['account']}:role/{role_name}" in json.dumps(gate["RoleArn"])
-            # The team stack deployed just before defines that role, trusting the pipeline account only.
-            (role,) = [
-                r
-                for r in resources_of(stacks[f"optigate-{env['name']}-{team}"], "AWS::IAM::Role").values()
-                if r["Properties"].get("RoleName") == role_name
-            ]
-            principals = json.dumps(role["Properties"]["AssumeRolePolicyDocument"])
-            assert f":iam::{PIPELINE_ACCOUNT}:root" in principals and "Service" not in principals
-            # The action describes the state machine, then starts it (CDK grants both to roles it creates).
-            granted = _actions_granted(stacks[f"optigate-{env['name']}-{team}"], role_name)
-            assert {"states:StartExecution", "states:DescribeStateMachine", "states:DescribeExecution"} <= granted
+    for team in TEAMS:
+        for stage in _pipeline(assembly, f"optigate-pipeline-{team}")["Stages"]:
+            for gate in _actions(stage, "StepFunctions"):
+                env = next(e for e in ENVIRONMENTS["environments"] if e["name"] == stage["Name"])
+                role_name = f"optigate-{team}-{env['name']}-gate-invoker"
+                assert f":iam::{env['account']}:role/{role_name}" in json.dumps(gate["RoleArn"])
+                # The team stack deployed just before defines that role, trusting the team's own pipeline role.
+                (role,) = [
+                    r
+                    for r in resources_of(stacks[f"optigate-{env['name']}-{team}"], "AWS::IAM::Role").values()
+                    if r["Properties"].get("RoleName") == role_name
+                ]
+                trust = json.dumps(role["Properties"]["AssumeRolePolicyDocument"])
+                assert f":iam::{PIPELINE_ACCOUNT}:root" in trust and "Service" not in trust
+                assert f":iam::{PIPELINE_ACCOUNT}:role/optigate-pipeline-{team}" + '"' in trust
+                # The action describes the state machine, then starts it (CDK grants both to roles it creates).
+                granted = _actions_granted(stacks[f"optigate-{env['name']}-{team}"], role_name)
+                assert {"states:StartExecution", "states:DescribeStateMachine", "states:DescribeExecution"} <= granted
     stack_files = [p.name for p in assembly.glob("*.template.json")]
     assert not [name for name in stack_files if "-support-" in name], stack_files
-    # Another region needs only CodePipeline's artifact replication bucket.
-    assert sorted(stack_files) == [
-        "cross-region-stack-000011112222_us-west-2.template.json",
-        "optigate-pipeline.template.json",
-    ]
+    # Another region needs only CodePipeline's artifact replication bucket, one per team pipeline (a shared one
+    # would be redeployed by each team's self-mutation with only that team's grants).
+    assert sorted(stack_files) == sorted(
+        [f"cross-region-stack-optigate-pipeline-{team}_us-west-2.template.json" for team in TEAMS]
+        + [f"optigate-pipeline-{team}.template.json" for team in TEAMS]
+        + ["optigate-platform.template.json"]
+    )
 
 
-def test_the_pipeline_runs_as_the_role_the_gates_trust(assembly):
-    template = _template(assembly / "optigate-pipeline.template.json")
-    (pipeline,) = resources_of(template, "AWS::CodePipeline::Pipeline").values()
-    roles = resources_of(template, "AWS::IAM::Role")
-    logical = pipeline["Properties"]["RoleArn"]["Fn::GetAtt"][0]
-    assert roles[logical]["Properties"]["RoleName"] == "optigate-pipeline"
+def test_each_pipeline_runs_as_the_role_its_teams_gates_trust(assembly):
+    for team in TEAMS:
+        template = _template(assembly / f"optigate-pipeline-{team}.template.json")
+        (pipeline,) = resources_of(template, "AWS::CodePipeline::Pipeline").values()
+        assert pipeline["Properties"]["Name"] == f"optigate-pipeline-{team}"
+        roles = resources_of(template, "AWS::IAM::Role")
+        logical = pipeline["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+        assert roles[logical]["Properties"]["RoleName"] == f"optigate-pipeline-{team}"
 
 
 def test_the_pipeline_is_a_v2_pipeline_started_by_pushes(assembly):
@@ -131,20 +134,33 @@ def test_the_pipeline_is_a_v2_pipeline_started_by_pushes(assembly):
     assert "Triggers" not in pipeline
 
 
-def test_an_approved_model_package_anywhere_starts_the_pipeline(assembly, stage_templates):
-    template = _template(assembly / "optigate-pipeline.template.json")
-    (rule,) = resources_of(template, "AWS::Events::Rule").values()
-    pattern = rule["Properties"]["EventPattern"]
-    assert pattern == {
-        "source": ["aws.sagemaker"],
-        "detail-type": ["SageMaker Model Package State Change"],
-        "detail": {"ModelApprovalStatus": ["Approved"], "ModelPackageGroupName": [{"prefix": "optigate-"}]},
-    }
-    (pipeline_id,) = resources_of(template, "AWS::CodePipeline::Pipeline")
-    assert pipeline_id in json.dumps(rule["Properties"]["Targets"])
-    (policy,) = resources_of(template, "AWS::Events::EventBusPolicy").values()
+def test_only_the_teams_own_approvals_start_its_pipeline(assembly, stage_templates):
+    for team in TEAMS:
+        template = _template(assembly / f"optigate-pipeline-{team}.template.json")
+        (rule,) = resources_of(template, "AWS::Events::Rule").values()
+        assert rule["Properties"]["EventPattern"] == {
+            "source": ["aws.sagemaker"],
+            "detail-type": ["SageMaker Model Package State Change"],
+            "detail": {
+                "ModelApprovalStatus": ["Approved"],
+                "ModelPackageGroupName": sorted(f"optigate-{team}-{e['name']}" for e in ENVIRONMENTS["environments"]),
+            },
+        }
+        (pipeline_id,) = resources_of(template, "AWS::CodePipeline::Pipeline")
+        (target,) = rule["Properties"]["Targets"]
+        assert pipeline_id in json.dumps(target["Arn"]) and "role/optigate-platform-trigger" in json.dumps(target)
+        # No team pipeline defines the account's event bus policy (one fixed StatementId): the platform does.
+        assert resources_of(template, "AWS::Events::EventBusPolicy") == {}
+    platform = _template(assembly / "optigate-platform.template.json")
+    (policy,) = resources_of(platform, "AWS::Events::EventBusPolicy").values()
     senders = json.dumps(policy["Properties"]["Statement"]["Principal"])
     assert all(f":iam::{e['account']}:root" in senders for e in ENVIRONMENTS["environments"])
+    (trigger,) = [
+        r
+        for r in resources_of(platform, "AWS::IAM::Role").values()
+        if r["Properties"].get("RoleName") == "optigate-platform-trigger"
+    ]
+    assert "events.amazonaws.com" in json.dumps(trigger["Properties"]["AssumeRolePolicyDocument"])
     # Each gated team stack forwards its group's approvals to the pipeline account's default bus.
     for stack in stage_templates.values():
         forwards = [
@@ -174,26 +190,38 @@ def test_the_pipeline_account_may_resolve_each_gate_group(stage_templates):
             }
 
 
-def test_the_synth_step_tests_resolves_every_environment_and_synthesizes_the_pipeline(assembly):
-    template = _template(assembly / "optigate-pipeline.template.json")
+def _synth_commands(template: dict, marker: str) -> list[str]:
     buildspecs = [
         p["Properties"]["Source"].get("BuildSpec", "")
         for p in resources_of(template, "AWS::CodeBuild::Project").values()
     ]
-    (spec,) = [json.loads(b) for b in buildspecs if "cdk synth -c pipeline=true" in b]
-    commands = spec["phases"]["build"]["commands"]
-    assert commands[0] == "bash scripts/test.sh"
+    (spec,) = [json.loads(b) for b in buildspecs if marker in b]
+    return spec["phases"]["build"]["commands"]
+
+
+def test_a_teams_synth_step_resolves_and_synthesizes_that_team_alone(assembly):
+    template = _template(assembly / "optigate-pipeline-support.template.json")
+    commands = _synth_commands(template, "cdk synth -c pipeline=true")
     assert [c for c in commands if c.startswith("optigate resolve")] == [
-        f"optigate resolve --env {e['name']}" for e in ENVIRONMENTS["environments"]
+        f"optigate resolve --env {e['name']} --team support" for e in ENVIRONMENTS["environments"]
     ]
-    assert commands[-1] == "cdk synth -c pipeline=true"
+    assert commands[-1] == "cdk synth -c pipeline=true -c team=support"
+    assert "bash scripts/test.sh" not in commands  # the platform's pipeline runs the suite, once
+
+
+def test_the_platform_pipeline_runs_the_test_suite_and_synthesizes_itself(assembly):
+    template = _template(assembly / "optigate-platform.template.json")
+    commands = _synth_commands(template, "cdk synth -c pipeline=platform")
+    assert commands[0] == "bash scripts/test.sh" and commands[-1] == "cdk synth -c pipeline=platform"
+    stages = [stage["Name"] for stage in _pipeline(assembly, "optigate-platform")["Stages"]]
+    assert stages == ["Source", "Build", "UpdatePipeline"]  # it deploys no team
 
 
 def test_every_template_passes_cfn_lint(assembly, stage_templates):
     from cfnlint.api import ManualArgs, lint
 
     templates = {p.name: _template(p) for p in assembly.glob("*.template.json")} | stage_templates
-    assert len(templates) == 2 + 3 * 3
+    assert len(templates) == 1 + 2 * 3 + 3 * 3  # the platform, each team's pipeline and support stack, stages
     regions = sorted({ENVIRONMENTS["pipeline"]["region"], *(e["region"] for e in ENVIRONMENTS["environments"])})
     errors = {
         name: [
@@ -220,10 +248,10 @@ def test_a_codecommit_source_and_a_single_environment(tmp_path, pipeline_synth):
     }
     (config / "environments.yaml").write_text(yaml.safe_dump(environments))
     pipeline_synth(config, tmp_path / "out")
-    pipeline = _pipeline(tmp_path / "out")
+    pipeline = _pipeline(tmp_path / "out", "optigate-pipeline-chat")
     (source,) = pipeline["Stages"][0]["Actions"]
     assert source["ActionTypeId"]["Provider"] == "CodeCommit" and source["Configuration"]["BranchName"] == "main"
-    template = _template(tmp_path / "out" / "optigate-pipeline.template.json")
+    template = _template(tmp_path / "out" / "optigate-platform.template.json")
     # Same account as the environment: nothing to accept from elsewhere.
     assert resources_of(template, "AWS::Events::EventBusPolicy") == {}
 

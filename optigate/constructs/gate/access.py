@@ -17,12 +17,13 @@ from optigate.constructs.gate.grants import sagemaker_arn
 from optigate.deployment.gate import GatePlan
 
 
-def approval_event_pattern(group: str | dict[str, str]) -> events.EventPattern:
-    """SageMaker's event for a package of `group` (a name, or an EventBridge matcher) turning Approved."""
+def approval_event_pattern(group: str | dict[str, str] | list[str]) -> events.EventPattern:
+    """SageMaker's event for a package of `group` (a name, several, or an EventBridge matcher) turning Approved."""
+    groups = group if isinstance(group, list) else [group]
     return events.EventPattern(
         source=["aws.sagemaker"],
         detail_type=["SageMaker Model Package State Change"],
-        detail={"ModelApprovalStatus": ["Approved"], "ModelPackageGroupName": [group]},
+        detail={"ModelApprovalStatus": ["Approved"], "ModelPackageGroupName": groups},
     )
 
 
@@ -67,7 +68,8 @@ def pipeline_access(scope: Construct, plan: GatePlan, state_machine_arn: str, gr
         raise ValueError(f"the gate of {plan.prefix} has no promotion pipeline")
     account, region = plan.pipeline
     stack = Stack.of(scope)
-    pipeline_role = f"arn:{Aws.PARTITION}:iam::{account}:role/{naming.pipeline_role_name()}"
+    # The team's own pipeline: another team's pipeline cannot start this gate.
+    pipeline_role = f"arn:{Aws.PARTITION}:iam::{account}:role/{naming.pipeline_role_name(plan.team)}"
     role = iam.Role(
         scope,
         "Invoker",
@@ -75,7 +77,7 @@ def pipeline_access(scope: Construct, plan: GatePlan, state_machine_arn: str, gr
         # Only the pipeline's own role, not every principal of the tools account that may assume roles:
         # a gate creates GPU endpoints and, with a shadow rollout, mirrors live traffic.
         assumed_by=iam.AccountPrincipal(account).with_conditions({"ArnEquals": {"aws:PrincipalArn": pipeline_role}}),
-        description=f"The optigate pipeline runs the gate of {plan.prefix}",
+        description=f"The team's optigate pipeline runs the gate of {plan.prefix}",
     )
     # CodePipeline's Step Functions action describes the state machine before it starts an execution
     # (CDK grants both to the roles it creates for that action; this role is imported there).
