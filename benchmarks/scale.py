@@ -11,7 +11,7 @@ unacknowledged finding):
 - template sizes, IAM policy sizes per role, pipeline stages and actions, and resources per account,
   each against the AWS quota that binds, with its headroom and the page that states it.
 
-    python benchmarks/scale.py [--teams 200] [--keep DIR]
+    python benchmarks/scale.py [--teams 10,200] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ ACCOUNT_QUOTAS = {
     "AWS::Events::Rule": ("rules per event bus", 300, EVENTS),
     "stacks": ("CloudFormation stacks per region", 2_000, CFN),
 }
+# Quotas that AWS raises on request (Service Quotas), to the maximum the same page states.
+ADJUSTABLE_TO = {"AWS::IAM::Role": 5_000, "AWS::IAM::ManagedPolicy": 5_000}
 
 
 def say(text: str) -> None:
@@ -175,7 +177,20 @@ def policy_sizes(template: dict) -> tuple[int, int, int]:
     return max(inline.values(), default=0), largest_managed, max(attached.values(), default=0)
 
 
-def report(found: list[tuple[str, str, dict]], label: str) -> None:
+def teams_within(kind: str, used: int, teams: int) -> None:
+    """What the per-team rate of an account quota means for a platform: teams it holds by default, and raised."""
+    _, quota, _ = ACCOUNT_QUOTAS[kind]
+    per_team = used / teams
+    if per_team <= 0:
+        return
+    raised = ADJUSTABLE_TO.get(kind)
+    line = f"  {'':<42} {per_team:.1f} per team: {int(quota / per_team):,} teams per account at the default quota"
+    if raised:
+        line += f", {int(raised / per_team):,} raised to {raised:,} (Service Quotas)"
+    say(line)
+
+
+def report(found: list[tuple[str, str, dict]], label: str, teams: int) -> None:
     say(f"\n{label}: {len(found)} stacks")
     biggest = max(found, key=lambda s: len(json.dumps(s[2])))
     row(TEMPLATE_BYTES, len(json.dumps(biggest[2])), biggest[0])
@@ -195,6 +210,7 @@ def report(found: list[tuple[str, str, dict]], label: str) -> None:
         for kind, what in ACCOUNT_QUOTAS.items():
             if counts[kind]:
                 row(what, counts[kind], kind)
+                teams_within(kind, counts[kind], teams)
 
 
 def pipelines_report(found: list[tuple[str, str, dict]]) -> None:
@@ -210,16 +226,42 @@ def pipelines_report(found: list[tuple[str, str, dict]]) -> None:
     row(ACTIONS, worst_actions[0], worst_actions[1])
 
 
+def growth(work: Path, sizes: list[int]) -> list[tuple[int, int, float, float]]:
+    """Synth time of the whole app and of one team alone at each smaller size: (teams, stacks, whole, one)."""
+    rows = []
+    for teams in sizes:
+        say(f"{teams} teams (for the growth of synth time):")
+        config = work / f"config-{teams}"
+        one = generate(config, teams)[0]
+        whole = synth(config, work / f"app-{teams}.out", {}, f"the whole app of {teams} teams")
+        alone = synth(config, work / f"one-{teams}.out", {"team": one}, f"the app of {one} alone")
+        rows.append((teams, len(stacks(work / f"app-{teams}.out")), whole, alone))
+        shutil.rmtree(work / f"app-{teams}.out", ignore_errors=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--teams", type=int, default=200, help="teams to generate (default: 200)")
+    parser.add_argument(
+        "--teams",
+        default="10,200",
+        help="teams to generate; with several (comma-separated), the smaller ones time the synth only, for its "
+        "growth, and the largest gets every check (default: 10,200)",
+    )
     parser.add_argument("--keep", type=Path, help="keep the config and assemblies in this folder (default: a temp dir)")
     args = parser.parse_args()
+    sizes = sorted({int(size) for size in str(args.teams).split(",") if size.strip()})
+    args.teams = sizes[-1]
     work = args.keep or Path(tempfile.mkdtemp(prefix="optigate-scale-"))
     if args.keep:
         shutil.rmtree(work, ignore_errors=True)
+    say(
+        f"teams {', '.join(map(str, sizes))} × 3 environments in {work}; "
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+    )
+    grown = growth(work, sizes[:-1])
     config = work / "config"
-    say(f"{args.teams} teams × 3 environments into {config}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    say(f"{args.teams} teams (every check):")
     names = generate(config, args.teams)
     one = names[0]
     timings = {
@@ -241,9 +283,20 @@ def main() -> int:
     for what, seconds in timings.items():
         say(f"  {what:<44} {seconds:>7.1f} s")
     say(f"  {'per team stack (whole app)':<44} {timings['app (every team, every environment)'] / len(app):>7.2f} s")
+    grown.append(
+        (
+            args.teams,
+            len(app),
+            timings["app (every team, every environment)"],
+            timings[f"app, one team (-c team={one})"],
+        )
+    )
+    say("growth: teams, team stacks, whole app, per stack, one team alone")
+    for teams, count, whole, alone in grown:
+        say(f"  {teams:>5} {count:>6} {whole:>9.1f} s {whole / count:>7.2f} s {alone:>8.1f} s")
     say(f"cfn-lint errors: {lint_errors}; cdk-nag findings: {findings} (an unacknowledged one fails the synth)")
-    report(app, "the app (environment accounts)")
-    report(pipes, "the pipelines (tools account)")
+    report(app, "the app (environment accounts)", args.teams)
+    report(pipes, "the pipelines (tools account)", args.teams)
     pipelines_report(pipes)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
