@@ -12,6 +12,7 @@ from rich.table import Table
 from optigate.cli.errors import CliError, UsageError, one_line
 from optigate.cli.output import console, stderr
 from optigate.cli.plan_live import add_live_arguments
+from optigate.cli.team_argument import add_team_arguments, chosen_team, instance_types
 
 PLAN_ROWS = [
     ("weights_gib_per_accelerator", "weights per accelerator", "{:.2f} GiB"),
@@ -225,6 +226,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION
     from optigate.plan.team_plan import plan_longest_held
 
+    chosen = chosen_team(args, "plan", needs_project=False)
+    args.team_file = str(chosen.file) if chosen is not None else None
     if args.list_models:
         for name in known_models():
             console.print(name)
@@ -261,7 +264,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             _print_components(resolved_team.team, resolved)
         return 0 if resolved.plan.fits else 1
     if not args.model or not (args.instance or args.compare):
-        raise UsageError("give a team file, or --model with --instance (or --compare)")
+        raise UsageError("give a team (its name or file, e.g. plan chat), or --model with --instance (or --compare)")
     try:
         arch = load_architecture(args.model)
     except (KeyError, ValueError, NotImplementedError) as error:  # the last: a layout the planner refuses (MLA)
@@ -354,15 +357,14 @@ def _print_components(team, resolved) -> None:
 
 def add_plan_parser(commands: argparse._SubParsersAction) -> None:
     planner = commands.add_parser("plan", help="capacity and roofline: what fits and how fast it can be")
-    planner.add_argument(
-        "team_file", nargs="?", help="a team file (config/teams/x.yaml; default: none, plan ad hoc with --model)"
-    )
+    add_team_arguments(planner, required=False)
     planner.add_argument(
         "--model",
         help="ad hoc: a known model name, a Hugging Face repo id or a config.json path (default: none)",
     )
     planner.add_argument(
         "--instance",
+        type=instance_types,
         help="ad hoc: e.g. ml.g6.2xlarge (with --compare: a comma-separated list; default there: nine common ones)",
     )
     planner.add_argument(

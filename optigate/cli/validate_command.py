@@ -16,17 +16,7 @@ from rich.markup import escape
 
 from optigate.cli.errors import InvalidConfig, UsageError
 from optigate.cli.output import console
-
-ENVIRONMENTS_FILE = "environments.yaml"
-TEAM_FILE_SUFFIXES = (".yaml", ".yml")
-
-
-def project_of(team_file: Path) -> Path | None:
-    """The config folder a team file belongs to (`<config>/teams/x.yaml` with `<config>/environments.yaml`)."""
-    config = team_file.parent.parent
-    if team_file.parent.name == "teams" and (config / ENVIRONMENTS_FILE).is_file():
-        return config
-    return None
+from optigate.cli.team_argument import ENVIRONMENTS_FILE, TEAM_FILE_SUFFIXES, project_of
 
 
 @dataclass
