@@ -220,7 +220,7 @@ def _calibrate(team_file: Path, reports: list[Path]) -> None:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Capacity and roofline for a team file, or ad hoc for a model on an instance."""
-    from optigate.deployment import load_resolved_team
+    from optigate.deployment import load_resolved_project, load_resolved_team
     from optigate.plan.architecture import known_models, load_architecture
     from optigate.plan.instance_comparison import compare
     from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION
@@ -239,7 +239,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.team_file and args.calibrate:
         _calibrate(Path(args.team_file), [Path(report) for report in args.calibrate])
     if args.team_file:
-        resolved_team = load_resolved_team(args.team_file)
+        if chosen is not None and chosen.config is not None:
+            # In its config folder, a team is refused as `optigate validate` refuses it (the environments' rules too).
+            resolved_team = load_resolved_project(chosen.config, teams=[chosen.name]).teams[chosen.name]
+        else:
+            resolved_team = load_resolved_team(args.team_file)
         resolved = resolved_team.baseline
         if resolved is None or resolved.plan is None:  # refused by the rules, which raised above
             raise RuntimeError(f"{args.team_file}: resolved without a plan")

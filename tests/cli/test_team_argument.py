@@ -103,3 +103,20 @@ def test_chosen_team_is_none_without_a_team_and_plan_says_what_to_give(capsys):
     assert "give a team (its name or file" in capsys.readouterr().err
     with pytest.raises(UsageError):
         chosen_team(build_parser().parse_args(["advise", "no/such/file.yaml"]), "advise", needs_project=True)
+
+
+def test_plan_refuses_a_team_file_as_validate_does(tmp_path, capsys):
+    """A copy of chat as `search`: its environments capture nothing its EAGLE head could be trained from, so validate
+    refuses it, and plan does too; outside a config folder both check the file alone."""
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
+    search = config / "teams" / "search.yaml"
+    search.write_text((config / "teams" / "chat.yaml").read_text().replace("team: chat", "team: search", 1))
+    verdicts = {}
+    for command in ("validate", "plan"):
+        verdicts[command] = main([command, str(search)])
+        assert "team 'search' trains its EAGLE head from data capture" in capsys.readouterr().err
+    assert verdicts == {"validate": 1, "plan": 2}  # validate's verdict "invalid"; plan refuses its input
+    loose = tmp_path / "search.yaml"
+    shutil.copyfile(search, loose)
+    assert main(["validate", str(loose)]) == 0 and main(["plan", str(loose), "--json"]) == 0
