@@ -144,6 +144,11 @@ def _unknown_key(key: str, here: tuple[Any, ...], root: type[BaseModel]) -> str:
     near = closest(key, allowed)
     if near is not None:
         return f"{unknown}; did you mean '{near}'?"
+    if " (method " in section:  # a key of another method of the same union: name the methods that take it
+        members = models_at(root, tuple(part for part in here if part != here[-1]))
+        methods = [str(tag) for member in members if key in member.model_fields for tag in _tags_of(member)]
+        if methods:
+            return f"{unknown}: it is a key of method {', '.join(methods)}; allowed here: {', '.join(allowed)}"
     elsewhere = [path for path in _sections_with_key(root, key) if path != section.split(" (method")[0]]
     if elsewhere:
         where = " or ".join(f"`{path}`" for path in elsewhere[:3])

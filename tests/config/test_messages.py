@@ -161,3 +161,17 @@ def test_a_value_that_fits_no_form_of_a_union_is_one_problem_naming_every_form(t
     assert "  architecture: 42" in path.read_text()
     problems = _problems(path)
     assert len(problems) == 1 and "model.architecture: expected text or a section of keys" in problems[0], problems
+
+
+def test_a_key_of_another_method_names_the_methods_that_take_it(tmp_path):
+    path = _edited(
+        tmp_path,
+        "teams/chat.yaml",
+        "  kv_cache_dtype: fp8\n",
+        "  kv_cache_dtype: fp8\n  speculative_decoding:\n    method: ngram\n    model_s3_uri: s3://b/draft/\n",
+    )
+    problems = _problems(path)
+    assert any(
+        "unknown key 'model_s3_uri' in serving.speculative_decoding (method ngram): it is a key of method draft" in p
+        for p in problems
+    ), problems
