@@ -12,6 +12,7 @@ from rich.padding import Padding
 from optigate.cli.errors import CANNOT_RESOLVE_EXIT, CliError, UsageError
 from optigate.cli.output import console
 from optigate.cli.reports import load_gate_report
+from optigate.cli.team_argument import add_team_arguments, chosen_team
 
 
 def _value(key: str, value) -> str:
@@ -89,10 +90,12 @@ def cmd_advise(args: argparse.Namespace) -> int:
 
     if args.utilization_pct is not None and not 0 <= args.utilization_pct <= 100:
         raise UsageError(f"--utilization-pct {args.utilization_pct:g}: give a share of hours from 0 to 100")
-    project = load_resolved_project(args.config)
-    if args.team not in project.teams:
-        known = ", ".join(sorted(project.teams)) or "none"
-        raise UsageError(f"--team {args.team}: no such team in {args.config}; known: {known}")
+    chosen = chosen_team(args, "advise", needs_project=True)
+    if chosen is None:
+        raise UsageError("advise: name the team: optigate advise chat, or --team chat, or its file; see --help")
+    # Only this team's file is read (with environments.yaml): another team's broken file does not stop its advice.
+    args.team, args.config = chosen.name, chosen.config
+    project = load_resolved_project(args.config, teams=[chosen.name])
     known_envs = [environment.name for environment in project.environments]
     if args.env is not None and args.env not in known_envs:
         raise UsageError(f"--env {args.env}: no such environment in {args.config}; known: {', '.join(known_envs)}")
@@ -168,11 +171,10 @@ def add_advise_parser(commands: argparse._SubParsersAction) -> None:
     advise = commands.add_parser(
         "advise", help="the next optimization step for a team, in order, with the gate.candidate block to paste"
     )
-    advise.add_argument("--team", required=True, help="the team's name (`team:` of a file in config/teams; required)")
+    add_team_arguments(advise, required=True)
     advise.add_argument(
         "--env", default=None, help="environment whose instance count prices the endpoint (default: the first)"
     )
-    advise.add_argument("--config", default="config", help="config folder (default: config)")
     advise.add_argument(
         "--from-report",
         default=None,

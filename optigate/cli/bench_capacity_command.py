@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from optigate.cli.errors import CANNOT_RESOLVE_EXIT, CliError, UsageError
+from optigate.cli.team_argument import instance_type
 
 #: Requests a level sends per stream (at least --requests): from 46 streams on, the 367 requests a
 #: distribution-free 97.5 % bound of the p99 needs (optigate.bench.capacity.order_statistic_bound).
@@ -38,6 +39,7 @@ def add_capacity_arguments(bench: argparse.ArgumentParser) -> None:
     )
     bench.add_argument(
         "--instance-type",
+        type=instance_type,
         help="with --find-capacity: the endpoint's instance type, priced from optigate's catalog (default: none)",
     )
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from optigate.cli.errors import CliError, UsageError, one_line
 from optigate.cli.output import console, stderr
 from optigate.cli.plan_live import add_live_arguments
+from optigate.cli.team_argument import add_team_arguments, chosen_team, instance_types
 
 PLAN_ROWS = [
     ("weights_gib_per_accelerator", "weights per accelerator", "{:.2f} GiB"),
@@ -219,12 +220,14 @@ def _calibrate(team_file: Path, reports: list[Path]) -> None:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Capacity and roofline for a team file, or ad hoc for a model on an instance."""
-    from optigate.deployment import load_resolved_team
+    from optigate.deployment import load_resolved_project, load_resolved_team
     from optigate.plan.architecture import known_models, load_architecture
     from optigate.plan.instance_comparison import compare
     from optigate.plan.memory import DEFAULT_GPU_MEMORY_UTILIZATION
     from optigate.plan.team_plan import plan_longest_held
 
+    chosen = chosen_team(args, "plan", needs_project=False)
+    args.team_file = str(chosen.file) if chosen is not None else None
     if args.list_models:
         for name in known_models():
             console.print(name)
@@ -236,7 +239,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.team_file and args.calibrate:
         _calibrate(Path(args.team_file), [Path(report) for report in args.calibrate])
     if args.team_file:
-        resolved_team = load_resolved_team(args.team_file)
+        if chosen is not None and chosen.config is not None:
+            # In its config folder, a team is refused as `optigate validate` refuses it (the environments' rules too).
+            resolved_team = load_resolved_project(chosen.config, teams=[chosen.name]).teams[chosen.name]
+        else:
+            resolved_team = load_resolved_team(args.team_file)
         resolved = resolved_team.baseline
         if resolved is None or resolved.plan is None:  # refused by the rules, which raised above
             raise RuntimeError(f"{args.team_file}: resolved without a plan")
@@ -261,7 +268,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             _print_components(resolved_team.team, resolved)
         return 0 if resolved.plan.fits else 1
     if not args.model or not (args.instance or args.compare):
-        raise UsageError("give a team file, or --model with --instance (or --compare)")
+        raise UsageError("give a team (its name or file, e.g. plan chat), or --model with --instance (or --compare)")
     try:
         arch = load_architecture(args.model)
     except (KeyError, ValueError, NotImplementedError) as error:  # the last: a layout the planner refuses (MLA)
@@ -354,15 +361,14 @@ def _print_components(team, resolved) -> None:
 
 def add_plan_parser(commands: argparse._SubParsersAction) -> None:
     planner = commands.add_parser("plan", help="capacity and roofline: what fits and how fast it can be")
-    planner.add_argument(
-        "team_file", nargs="?", help="a team file (config/teams/x.yaml; default: none, plan ad hoc with --model)"
-    )
+    add_team_arguments(planner, required=False)
     planner.add_argument(
         "--model",
         help="ad hoc: a known model name, a Hugging Face repo id or a config.json path (default: none)",
     )
     planner.add_argument(
         "--instance",
+        type=instance_types,
         help="ad hoc: e.g. ml.g6.2xlarge (with --compare: a comma-separated list; default there: nine common ones)",
     )
     planner.add_argument(

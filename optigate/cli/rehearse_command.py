@@ -8,6 +8,7 @@ from types import ModuleType
 
 from optigate.cli.errors import CliError, UsageError
 from optigate.cli.output import console
+from optigate.cli.team_argument import add_team_arguments, chosen_team
 
 #: How to install what `optigate rehearse` needs beyond optigate itself (moto): pyproject.toml's `rehearse` extra.
 REHEARSE_EXTRA = "pip install 'optigate[rehearse]'"
@@ -17,6 +18,10 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     """The team's whole gate offline: emulated endpoints, moto for AWS, the real definition."""
     from optigate.config.loader import ConfigError
 
+    chosen = chosen_team(args, "rehearse", needs_project=True)
+    if chosen is None:
+        raise UsageError("rehearse: name the team: optigate rehearse chat, or --team chat, or its file; see --help")
+    args.team, args.config = chosen.name, chosen.config
     rehearsal = _rehearsal()
     try:
         template, deployment = rehearsal.synthesize_team(args.team, args.env, args.config)
@@ -146,9 +151,8 @@ def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
     rehearse = commands.add_parser(
         "rehearse", help="run a team's gate offline against emulated endpoints (needs the rehearse extra)"
     )
-    rehearse.add_argument("--team", required=True, help="the team's name (`team:` of a file in config/teams; required)")
+    add_team_arguments(rehearse, required=True)
     rehearse.add_argument("--env", default=None, help="environment (default: the first in environments.yaml)")
-    rehearse.add_argument("--config", default="config", help="config folder (default: config)")
     rehearse.add_argument(
         "--candidate",
         choices=["faster", "slower", "adapter-quality", "both"],

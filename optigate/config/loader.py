@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import copy
 import difflib
-import types
-import typing
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,7 +24,6 @@ from optigate.config.reader import (
     ConfigIssue,
     PathT,
     YamlDocument,
-    clip,
     format_path,
     read_yaml,
     shown,
@@ -43,6 +40,7 @@ from optigate.config.rules import (
 from optigate.config.rules.cross_file import TEAM_IN_ENVIRONMENT_EXISTS, TEAM_NAME_ONCE
 from optigate.config.rules.registry import rule_of_model_error
 from optigate.config.rules.workload_rules import capture_replay_problems
+from optigate.config.schema_messages import expected_type, message
 
 # Checks of a later layer on a parsed team (see load_team).
 TeamChecks = Callable[[TeamConfig], list[Problem]]
@@ -50,47 +48,6 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 # --------------------------------------------------------------------------- pydantic errors
-
-
-def _model_classes(annotation: Any) -> list[type[BaseModel]]:
-    """The pydantic models an annotation can hold (through Optional, unions, Annotated, list, dict)."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _model_classes(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType, list, dict):
-        found: list[type[BaseModel]] = []
-        for arg in typing.get_args(annotation):
-            found += _model_classes(arg)
-        return found
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return []
-
-
-def _models_at(root: type[BaseModel], loc: tuple[Any, ...]) -> list[type[BaseModel]]:
-    """The model classes that the location `loc` (a pydantic error loc) points into."""
-    current = [root]
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        following: list[type[BaseModel]] = []
-        for model in current:
-            if part in model.model_fields:
-                following += _model_classes(model.model_fields[part].annotation)
-        if following:
-            current = following
-        else:  # a union tag in the loc (e.g. 'eagle3'): keep the member whose name or tag matches
-            tagged = [m for m in current if m.__name__ == part or _tag_of(m) == part]
-            current = tagged or current
-    return current
-
-
-def _tag_of(model: type[BaseModel]) -> str | None:
-    method = model.model_fields.get("method")
-    if method is None:
-        return None
-    args = typing.get_args(method.annotation)
-    return args[0] if len(args) == 1 else None
 
 
 def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[PathT, bool]:
@@ -111,7 +68,9 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[PathT, bool]:
             continue  # discriminated-union tag
         elif part in ("str", "int", "float", "bool"):
             return tuple(path), not isinstance(node, (str, int, float, bool)) or isinstance(node, dict)
-        elif isinstance(part, str) and part[:1].isupper() and index < len(loc) - 1:
+        elif isinstance(part, str) and part[:1].isupper():
+            if index == len(loc) - 1:
+                continue  # the model member of a union a scalar did not fit: reported at the value's own path
             if not isinstance(node, dict):
                 return tuple(path), True  # a model branch for a scalar value
             continue
@@ -121,65 +80,35 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[PathT, bool]:
     return tuple(path), False
 
 
-def _message(error: ErrorDetails, root: type[BaseModel], data: Any) -> str:
-    kind = error["type"]
-    loc = error["loc"]
-    if kind == "extra_forbidden":
-        allowed = sorted({name for model in _models_at(root, loc[:-1]) for name in model.model_fields})
-        key = str(loc[-1])
-        if len(key) > 200:  # no close match is meant for a key this long
-            return f"unknown key '{clip(key)}'; allowed keys: {', '.join(allowed)}"
-        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-        hint = f"; did you mean '{close[0]}'?" if close else f"; allowed keys: {', '.join(allowed)}"
-        return f"unknown key '{clip(key)}'{hint}"
-    if kind == "missing":
-        return "required key is missing"
-    if kind == "union_tag_invalid":
-        expected = error.get("ctx", {}).get("expected_tags", "")
-        return f"unknown method {shown(error.get('ctx', {}).get('tag'))}; expected one of {expected}"
-    if kind == "union_tag_not_found":
-        return "needs a 'method' key"
-    text = error["msg"]
-    if kind.startswith(
-        (
-            "string_pattern",
-            "literal",
-            "int_",
-            "float_",
-            "bool_",
-            "greater",
-            "less",
-            "string_type",
-            "model_type",
-            "dict_type",
-            "list_type",
-        )
-    ):
-        text += f" (got {shown(error['input'])})" if not isinstance(error["input"], (dict, list)) else ""
-    if kind == "string_pattern_mismatch" and "s3://" in str(error.get("ctx", {}).get("pattern", "")):
-        text = f"not an S3 URI (got {shown(error['input'])}); expected s3://bucket/key"
-    return text
-
-
 def issues_from_validation_error(
     document: YamlDocument, error: ValidationError, root: type[BaseModel]
 ) -> list[ConfigIssue]:
+    """Each error at its line, in optigate's words (`optigate.config.schema_messages`); a value that fits no member of a
+    union (a model name or a mapping of fields) is one issue saying every form it could take."""
     issues: list[ConfigIssue] = []
     seen: set[tuple[str, str]] = set()
+    expected_at: dict[str, list[str]] = {}  # a union's type errors at one path: merged into one issue
     for item in error.errors(include_url=False):
         path, is_noise = _data_path(document.data, item["loc"])
         if is_noise:
             continue
-        entry = ConfigIssue(
-            document.file,
-            document.line_of(path),
-            format_path(path),
-            _message(item, root, document.data),
-            _rule_id(item),
-        )
+        where = format_path(path)
+        expected = expected_type(item, root)
+        if expected is not None and item["input"] is not None and where in expected_at:
+            if expected not in expected_at[where]:
+                expected_at[where].append(expected)
+            continue
+        if expected is not None and item["input"] is not None:
+            expected_at[where] = [expected]
+        entry = ConfigIssue(document.file, document.line_of(path), where, message(item, root), _rule_id(item))
         if (entry.path, entry.message) not in seen:
             seen.add((entry.path, entry.message))
             issues.append(entry)
+    for index, issue in enumerate(issues):
+        forms = expected_at.get(issue.path, [])
+        if len(forms) > 1 and issue.message.startswith("expected "):
+            got = issue.message[issue.message.index(" (got ") :]
+            issues[index] = replace(issue, message=f"expected {' or '.join(forms)}{got}")
     return issues
 
 
@@ -196,9 +125,11 @@ def _rule_id(error: ErrorDetails) -> str | None:
 
 def _parse(document: YamlDocument, model: type[ModelT]) -> ModelT:
     if not isinstance(document.data, dict):
-        raise ConfigError(
-            [ConfigIssue(document.file, 1, "", f"expected a mapping of keys, got {type(document.data).__name__}")]
+        got = "nothing (the file is empty or only comments)" if document.data is None else shown(document.data)
+        message = (
+            f"expected the file's keys at the top level (`key: value` lines), got {got}; see docs/configuration.md"
         )
+        raise ConfigError([ConfigIssue(document.file, 1, "", message)])
     try:
         return model.model_validate(document.data)
     except ValidationError as error:
@@ -314,7 +245,7 @@ def team_files(config_dir: str | Path) -> list[Path]:
     return sorted(Path(config_dir, "teams").glob("*.y*ml"))
 
 
-def _declared_team(path: Path) -> str | None:
+def declared_team(path: Path) -> str | None:
     """The `team:` a file declares, read leniently (a broken file declares nothing)."""
     import yaml
 
@@ -335,7 +266,7 @@ def team_file(config_dir: str | Path, team: str) -> Path:
     named = [path for path in files if path.stem == team]
     if len(named) == 1:
         return named[0]
-    declaring = [path for path in files if _declared_team(path) == team]
+    declaring = [path for path in files if declared_team(path) == team]
     if len(declaring) == 1:
         return declaring[0]
     folder = _display_name(Path(config_dir, "teams"))

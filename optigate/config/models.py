@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from optigate.config.instance_names import INSTANCE_TYPE_PATTERN
 from optigate.config.limits import (
     ADAPTER_VERSION_MARGIN_PCT,
     MAX_BUDGET_MS,
@@ -375,7 +376,7 @@ class InstancePool(Strict):
     SageMaker provisions priority 1 first and falls back in priority order when a type has no capacity.
     https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html"""
 
-    instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="e.g. ml.g6e.2xlarge")
+    instance_type: str = Field(pattern=INSTANCE_TYPE_PATTERN, description="e.g. ml.g6e.2xlarge")
     priority: int = Field(ge=1, le=MAX_INSTANCE_POOLS, description="1 (tried first) to 5; each priority once.")
 
 
@@ -390,7 +391,7 @@ class ServingCore(Strict):
     container: Container = Field(
         Container(), description="The LMI container: its family (the engine) and its version (the image)."
     )
-    instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="e.g. ml.g6.2xlarge")
+    instance_type: str = Field(pattern=INSTANCE_TYPE_PATTERN, description="e.g. ml.g6.2xlarge")
     instance_count: int = Field(
         1,
         ge=1,

@@ -393,7 +393,7 @@ def test_a_foreign_report_is_one_line_and_exit_2(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("argv", "why"),
     [
-        (["--team", "nobody"], "--team nobody: no such team"),
+        (["--team", "nobody"], "--team nobody: no file in"),
         (["--team", "demo", "--env", "moon"], "--env moon: no such environment"),
         (["--team", "demo", "--utilization-pct", "150"], "give a share of hours from 0 to 100"),
         (["--team", "demo", "--from-report", "missing.json"], "missing.json: no such file"),

@@ -214,7 +214,8 @@ def test_resolve_of_an_unknown_environment_lists_the_known_ones(tmp_path):
 
 def test_rehearse_an_unknown_team_says_so_without_quotes():
     line = one_line(optigate("rehearse", "--team", "chatt", "--config", str(CONFIG)), 2)
-    assert line.startswith("✗ no team 'chatt'; known: chat, research, support"), line
+    assert line.startswith("✗ --team chatt: no file in"), line
+    assert "defines team 'chatt'; did you mean 'chat'? known: chat, research, support" in line
     assert '"' not in line
 
 

@@ -280,7 +280,7 @@ def test_infinite_budget_in_a_file_is_a_config_issue(tmp_path):
 )
 def test_numbers_beyond_any_real_model_or_endpoint_are_refused_with_the_bound(tmp_path, extra, tail, path):
     issue = _only_issue(_team_file(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", extra, tail))
-    assert issue.path == path and "less than or equal to" in issue.message
+    assert issue.path == path and "must be at most" in issue.message
 
 
 # --------------------------------------------------------------------------- suggested fixes
