@@ -93,7 +93,8 @@ def synthesize_team(
     the environment's lock there approved (optigate.promote.lock)."""
     from optigate.deployment import deploy, load_resolved_project
 
-    project = load_resolved_project(config_dir)
+    # Only this team's file (and environments.yaml): another team's broken file does not stop its rehearsal.
+    project = load_resolved_project(config_dir, teams=[team_name])
     if team_name not in project.teams:
         raise KeyError(f"no team '{team_name}'; known: {', '.join(sorted(project.teams))}")
     environments = project.environments

@@ -56,3 +56,12 @@ def test_two_files_declaring_one_team_are_named(broken_research):
     (broken_research / "teams" / "support.yaml").rename(broken_research / "teams" / "helpdesk.yaml")
     with pytest.raises(ConfigError, match="defined by 2 files"):
         team_file(broken_research, "support")
+
+
+def test_a_teams_rehearsal_is_not_stopped_by_another_teams_broken_file(broken_research):
+    from optigate.rehearse.rehearsal import synthesize_team
+
+    template, deployment = synthesize_team("chat", "dev", broken_research)
+    assert deployment.team.team == "chat" and template["Resources"]
+    with pytest.raises(ConfigError, match="research.yaml"):
+        synthesize_team("research", "dev", broken_research)
