@@ -63,5 +63,5 @@ def test_a_teams_rehearsal_is_not_stopped_by_another_teams_broken_file(broken_re
 
     template, deployment = synthesize_team("chat", "dev", broken_research)
     assert deployment.team.team == "chat" and template["Resources"]
-    with pytest.raises(ConfigError, match="research.yaml"):
+    with pytest.raises(ConfigError, match=r"research\.yaml"):
         synthesize_team("research", "dev", broken_research)
