@@ -34,7 +34,9 @@ from optigate.rehearse.scenario import Scenario
 # Emulated behaviour of the live endpoint and of a faster or slower candidate.
 BASELINE: Final = {"ttft_ms": {"mean": 150, "jitter": 8}, "itl_ms": {"mean": 15, "jitter": 1}}
 FASTER: Final = {"ttft_ms": {"mean": 110, "jitter": 6}, "itl_ms": {"mean": 9, "jitter": 0.8}}
-SLOWER: Final = {"ttft_ms": {"mean": 900, "jitter": 30}, "itl_ms": {"mean": 25, "jitter": 2}}
+# Twice the chat team's 800 ms p99 TTFT budget: a busy host raises the budget by what it adds to the baseline
+# (host_compensated_decide); at 900 ms the slower side once passed its p99 TTFT on a loaded 2-core host.
+SLOWER: Final = {"ttft_ms": {"mean": 1600, "jitter": 40}, "itl_ms": {"mean": 25, "jitter": 2}}
 # The most concurrent streams a rehearsal benchmarks (one level; see rehearse()).
 MAX_CONCURRENCY: Final = 16
 # Budgets the host allowance applies to: (benchmark metric, gate.benchmark key).
