@@ -1163,4 +1163,7 @@ class EnvironmentsFile(Strict):
         min_length=1,
         description="In promotion order: the pipeline deploys and gates them one after the other, as its stages.",
     )
-    pipeline: Pipeline | None = Field(None, description="Optional: the promotion pipeline (optigate-pipeline stack).")
+    pipeline: Pipeline | None = Field(
+        None,
+        description="Optional: the promotion pipelines (optigate-pipeline-<team> per team, and optigate-platform).",
+    )
