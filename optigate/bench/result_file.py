@@ -305,3 +305,15 @@ def _fill_summary(run: dict[str, Any]) -> None:
 def read_result_file(path: str | Path) -> dict[str, Any]:
     """A result file of `optigate bench --json`, checked: its parsed JSON, or ResultFileError (OSError unread)."""
     return parse_result(Path(path).read_bytes(), str(path))
+
+
+#: The result file's JSON schema, in optigate's docs (`optigate schema --docs docs` writes it; --check compares).
+RESULT_SCHEMA_NAME = "bench-result.schema.json"
+
+
+def render_result_schema() -> str:
+    """The JSON schema of :class:`BenchResultFile`, generated as the config files' are (optigate.config.schema)."""
+    schema = BenchResultFile.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://optigate.dev/schema/{RESULT_SCHEMA_NAME}"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"

@@ -121,3 +121,12 @@ def test_a_run_without_summary_figures_gets_them_from_its_samples(result):
     read = parse_result(json.dumps(result), "r.json")["runs"][0]
     assert read["ttft_ms"] == written["ttft_ms"] and read["requests"] == written["requests"]
     assert read["output_tokens_per_s"] == pytest.approx(written["output_tokens_per_s"])
+
+
+def test_the_committed_json_schema_is_the_model_s():
+    from optigate.bench.result_file import RESULT_SCHEMA_NAME, render_result_schema
+    from tests.conftest import REPO
+
+    committed = (REPO / "docs" / RESULT_SCHEMA_NAME).read_text()
+    assert committed == render_result_schema(), "run `optigate schema --docs docs` and commit docs/"
+    assert json.loads(committed)["properties"]["format_version"]["anyOf"][0] == {"const": 1, "type": "integer"}
