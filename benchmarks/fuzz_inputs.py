@@ -66,8 +66,13 @@ def main() -> int:
                 slowest = (outcome.seconds, mutant)
             if outcome.kind in ("unexpected", "verdict_changed", "slow"):
                 failures.setdefault(outcome.signature or outcome.kind, []).append((mutant, outcome))
-            elif outcome.kind == "refused" and len(refusals) < args.show * 2:
-                refusals.append((mutant, outcome))
+            elif outcome.kind == "refused" and len(refusals) < args.show * 3:
+                # One example per kind of refusal (what was expected), not the same cut file again.
+                kind = outcome.detail.split("expected", 1)[-1].split(",")[0]
+                if all(kind not in seen.detail for _, seen in refusals):
+                    refusals.append((mutant, outcome))
+            if mutant.summary_only:
+                counts[f"summary_only_{outcome.kind}"] += 1
 
         run()
 
@@ -75,6 +80,10 @@ def main() -> int:
     print(f"{args.format}: {total} mutants in {time.monotonic() - started:.0f} s (seed {args.seed})")
     for kind, label in LABELS.items():
         print(f"  {counts[kind]:6}  {label}")
+    print(
+        f"  of which {sum(counts[f'summary_only_{kind}'] for kind in LABELS)} touched only summary fields: "
+        f"{counts['summary_only_read']} read with the unmutated verdicts, {counts['summary_only_refused']} refused"
+    )
     for signature, cases in sorted(failures.items(), key=lambda item: -len(item[1])):
         print(f"\n{len(cases)} x {signature}")
         for mutant, outcome in sorted(cases, key=lambda case: len(case[0].content))[: args.show]:

@@ -248,7 +248,7 @@ def _check_times(file: str, where: str, run: BenchRun) -> None:
     ]
     if not times:
         return
-    # The median time: one value gone astray cannot move it far, so it is the one named.
+    # Measured from the median: one value gone astray cannot move it far, so the stray value is the one named.
     ordered = sorted(t for _, values in times for t in values)
     middle = ordered[len(ordered) // 2]
     for name, values in times:
@@ -275,8 +275,8 @@ def parse_result(text: str | bytes, file: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ResultFileError(file, "", "an object with `runs` (a benchmark result)", _found(data))
     version = data.get("format_version")
-    if version is not None and version != FORMAT_VERSION:
-        if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+    if version is not None and (type(version) is not int or version != FORMAT_VERSION):  # true == 1 in Python
+        if type(version) is int and version > FORMAT_VERSION:
             found = f"format version {version}, written by a newer optigate (this one reads version {FORMAT_VERSION})"
             raise ResultFileError(file, "format_version", f"format version {FORMAT_VERSION}", found)
         raise ResultFileError(file, "format_version", f"format version {FORMAT_VERSION}", _found(version))

@@ -96,8 +96,9 @@ def test_a_file_without_a_version_is_read_and_a_newer_one_refused_naming_both(re
     error = _refusal(result)
     assert error.location == "format_version" and f"format version {FORMAT_VERSION + 1}" in error.found
     assert f"reads version {FORMAT_VERSION}" in error.found
-    result["format_version"] = "1"
-    assert _refusal(result).found == '"1"'
+    for wrong in ("1", True, 1.0, 0):
+        result["format_version"] = wrong
+        assert _refusal(result).found == json.dumps(wrong)
 
 
 def test_bench_compare_refuses_a_broken_file_in_one_line_with_exit_2(result, tmp_path, capsys):
