@@ -76,7 +76,7 @@ def main() -> int:
 
         run()
 
-    total = sum(counts.values())
+    total = sum(counts[kind] for kind in LABELS)
     print(f"{args.format}: {total} mutants in {time.monotonic() - started:.0f} s (seed {args.seed})")
     for kind, label in LABELS.items():
         print(f"  {counts[kind]:6}  {label}")
