@@ -16,6 +16,7 @@ from typing import Any
 from optigate.bench.client import StreamingClient, Target
 from optigate.bench.load import LoadSpec, run_load
 from optigate.bench.metrics import RunSamples, to_epoch
+from optigate.bench.result_file import FORMAT_VERSION
 from optigate.bench.schedule import judge_schedule
 
 
@@ -79,6 +80,8 @@ async def run_levels(
             error = f"no request reached {target.url} at c={level}; the levels after it were not run"
             break
     data: dict[str, Any] = {
+        # The layout of optigate.bench.result_file.BenchResultFile, the model its readers check it against.
+        "format_version": FORMAT_VERSION,
         "target": {k: v for k, v in asdict(target).items() if v is not None},
         # Never the prompts' text (a workload's requests): prompts do not leave the team's account.
         "load": {

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -32,34 +30,21 @@ only changes of about 9 % are labelled, with three about 5 %; equivalence within
 fifteen runs a side."""
 
 
-#: What compare reads from each run of a result file.
-RUN_FIELDS = ("concurrency", "requests", "errors", "samples")
-
-
 def _read_results(paths: str, side: str) -> list[tuple[str, dict]]:
-    """Each result file of a side, checked enough that comparing it cannot fail half-way."""
+    """Each result file of a side, checked (optigate.bench.result_file) so that comparing it cannot fail half-way."""
+    from optigate.bench.result_file import ResultFileError, read_result_file
+
     out = []
     written_by = "give a file that `optigate bench --json` wrote"
     for path in (p.strip() for p in paths.split(",") if p.strip()):
         try:
-            data = json.loads(Path(path).read_text())
+            data = read_result_file(path)
         except FileNotFoundError:
             raise UsageError(f"{side} {path}: no such file; {written_by}") from None
         except OSError as error:
             raise UsageError(f"{side} {path}: cannot read it ({error.strerror or error}); {written_by}") from error
-        except ValueError as error:
-            raise UsageError(f"{side} {path}: not JSON ({error}); {written_by}") from error
-        if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
-            raise UsageError(f"{side} {path}: no `runs` list, so not a benchmark result; {written_by}")
-        if not data["runs"]:
-            raise UsageError(f"{side} {path}: no runs (the benchmark measured no level); benchmark again")
-        for number, run in enumerate(data["runs"], 1):
-            missing = [key for key in RUN_FIELDS if not isinstance(run, dict) or key not in run]
-            if missing:
-                raise UsageError(
-                    f"{side} {path}: run {number} has no {', '.join(missing)} (raw samples are needed); "
-                    "benchmark again with `optigate bench --json`"
-                )
+        except ResultFileError as error:
+            raise UsageError(f"{side} {error}; {written_by} (or benchmark again)") from None
         out.append((path, data))
     if not out:
         raise UsageError(f"no {side} result file given; {written_by}")

@@ -164,14 +164,14 @@ def test_compare_of_an_empty_object_exits_2(tmp_path):
     empty = tmp_path / "empty.json"
     empty.write_text("{}")
     line = one_line(optigate("bench", "compare", str(empty), str(empty)), 2)
-    assert "no `runs` list" in line
+    assert "runs: expected a `runs` list" in line
 
 
 def test_compare_of_runs_without_samples_exits_2(tmp_path):
     stripped = tmp_path / "stripped.json"
     stripped.write_text(json.dumps({"runs": [{"concurrency": 1, "requests": 3, "errors": {}}]}))
     line = one_line(optigate("bench", "compare", str(stripped), str(stripped)), 2)
-    assert "run 1 has no samples" in line
+    assert "runs[0].samples: expected the run's raw samples" in line
 
 
 def test_compare_writes_strict_json_and_passes_nothing_when_every_request_failed(tmp_path):
