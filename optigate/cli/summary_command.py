@@ -205,7 +205,7 @@ def _totals_table(first_column: str, rows) -> list[str]:
 
 def _print_pools(deployment) -> None:
     """One line per instance pool: what the shared settings give on it, and what it decides."""
-    from optigate.cli.plan_command import pool_rows
+    from optigate.cli.pool_table import pool_rows
 
     resolved = deployment.resolved
     if not resolved.pools:

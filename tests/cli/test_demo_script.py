@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 
 from optigate.cli import build_parser
+from optigate.cli.team_argument import chosen_team
 from optigate.config.loader import load_team
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,7 +20,12 @@ def _rehearsals() -> list[list[str]]:
 
 def test_the_demo_rehearses_every_example_gate_and_an_adapter_teams():
     parser = build_parser()
-    rehearsed = {parser.parse_args(argv).team for argv in _rehearsals()}
+    rehearsed = set()
+    for argv in _rehearsals():
+        args = parser.parse_args([*argv, "--config", str(REPO / "config")])
+        chosen = chosen_team(args, "rehearse", needs_project=True)
+        assert chosen is not None, argv
+        rehearsed.add(chosen.name)
     teams = [load_team(path) for path in sorted((REPO / "config" / "teams").glob("*.yaml"))]
     gated = {team.team for team in teams if team.gate.candidate}
     assert rehearsed == gated
