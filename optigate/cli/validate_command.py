@@ -85,8 +85,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             failures.append(error)
     for config, files in selection.teams_by_project.items():
         try:
-            # By file name: `team_file` finds a `teams/<stem>.yaml` by its name, so exactly these files are read.
-            project = load_resolved_project(config, teams=[file.stem for file in files])
+            # Exactly these files are read (with environments.yaml), whatever team each declares.
+            project = load_resolved_project(config, files=files)
             checked += len(project.teams)
             advised += [(project.project.team_files[name], team) for name, team in project.teams.items()]
         except ConfigError as error:

@@ -264,13 +264,22 @@ def team_file(config_dir: str | Path, team: str) -> Path:
     must not stop this team's check (`cdk synth -c team=...`, a team's own CI)."""
     files = team_files(config_dir)
     named = [path for path in files if path.stem == team]
-    if len(named) == 1:
+    # A copied file not yet renamed inside (search.yaml still saying `team: support`) is not search's: building it
+    # as `-c team=search` would deploy over support's stacks.
+    misnamed = [path for path in named if declared_team(path) not in (team, None)]
+    if len(named) == 1 and not misnamed:
         return named[0]
     declaring = [path for path in files if declared_team(path) == team]
     if len(declaring) == 1:
         return declaring[0]
     folder = _display_name(Path(config_dir, "teams"))
-    if declaring:
+    if misnamed and not declaring:
+        path = misnamed[0]
+        message = (
+            f"{_display_name(path)} declares team '{declared_team(path)}', not '{team}': "
+            f"set `team: {team}` in it (or name the file after its team)"
+        )
+    elif declaring:
         where = ", ".join(_display_name(path) for path in declaring)
         message = f"team '{team}' is defined by {len(declaring)} files ({where}); keep one"
     else:
@@ -320,6 +329,23 @@ def load_project(
             continue
         teams[team.team] = team
         files[team.team] = _display_name(path)
+        if only is not None:  # the files not read may still declare this team: one file per team
+            others = [
+                other
+                for other in team_files(config_dir)
+                if other.resolve() != Path(path).resolve() and declared_team(other) == team.team
+            ]
+            if others:
+                issues.append(
+                    ConfigIssue(
+                        _display_name(path),
+                        read_yaml(Path(path)).line_of(("team",)) or 1,
+                        "team",
+                        f"team name '{team.team}' is also declared by {', '.join(map(_display_name, others))}; "
+                        "keep one file per team (a copied file keeps the name it was copied from until you change it)",
+                        TEAM_NAME_ONCE.id,
+                    )
+                )
     every_file_parsed = not issues  # else a team whose file failed would look unknown below
     if environments is not None:
         # Across files, over every team file that parsed: one run reports them with the files' own problems.

@@ -62,12 +62,16 @@ class ResolvedProject:
 
 
 def load_resolved_project(
-    config_dir: str | Path = "config", *, teams: Collection[str] | None = None
+    config_dir: str | Path = "config",
+    *,
+    teams: Collection[str] | None = None,
+    files: Collection[Path] | None = None,
 ) -> ResolvedProject:
     """Load and check every file, then resolve each team once; raise ConfigError listing every problem.
 
     `teams`: only these teams' files are read (with environments.yaml): one team's stacks, pipeline or
-    check, which another team's broken file does not stop (`optigate.config.loader.team_file`)."""
+    check, which another team's broken file does not stop (`optigate.config.loader.team_file`). `files`:
+    only these team files (`optigate validate <file>`, whatever the file's name)."""
     resolved: dict[int, ResolvedTeam] = {}
 
     def check(team):
@@ -76,6 +80,8 @@ def load_resolved_project(
         return list(result.problems) + acknowledgement_problems(team)
 
     only = None if teams is None else _team_files(config_dir, teams)
+    if files is not None:
+        only = [*(only or []), *(Path(file) for file in files)]
     project = load_project(config_dir, team_checks=check, only=only)
     clashes = _name_clashes(project)
     if clashes:

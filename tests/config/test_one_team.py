@@ -65,3 +65,20 @@ def test_a_teams_rehearsal_is_not_stopped_by_another_teams_broken_file(broken_re
     assert deployment.team.team == "chat" and template["Resources"]
     with pytest.raises(ConfigError, match=r"research\.yaml"):
         synthesize_team("research", "dev", broken_research)
+
+
+def test_a_copied_file_not_renamed_inside_is_nobodys_but_its_declared_teams(broken_research):
+    """search.yaml copied from support.yaml still says `team: support`: `-c team=search` must not build support's
+    stacks from it, and validating the file alone must not pass while the folder fails."""
+    teams = broken_research / "teams"
+    (teams / "search.yaml").write_text((teams / "support.yaml").read_text())
+    with pytest.raises(ConfigError, match=r"search\.yaml declares team 'support', not 'search'"):
+        load_resolved_project(broken_research, teams=["search"])
+    with pytest.raises(ConfigError) as error:
+        load_resolved_project(broken_research, files=[teams / "search.yaml"])
+    assert any("also declared by" in issue.message and "support.yaml" in issue.message for issue in error.value.issues)
+    # A file named otherwise than its team, alone in declaring it, is read by name or by file.
+    (teams / "search.yaml").unlink()
+    (teams / "support.yaml").rename(teams / "helpdesk.yaml")
+    assert list(load_resolved_project(broken_research, files=[teams / "helpdesk.yaml"]).teams) == ["support"]
+    assert list(load_resolved_project(broken_research, teams=["support"]).teams) == ["support"]
