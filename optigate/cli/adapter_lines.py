@@ -29,14 +29,16 @@ def live_component_lines(
     compute: ComponentCompute,
     region: str,
     approved: Mapping[str, str] | None = None,
+    max_capacity: int | None = None,
 ) -> list[str]:
     """The live endpoint's components: the base with its reservation and copies, each adapter with its archive
-    (`approved`: the versions the lock's package names, deployed instead of the team file's)."""
+    (`approved`: the versions the lock's package names, deployed instead of the team file's; `max_capacity`: the
+    environment's autoscaling_max_capacity, which the stack deploys instead of the team file's)."""
     scaling = team.serving.autoscaling
     if scaling is None:
         copies = f"{compute.copies} cop{'y' if compute.copies == 1 else 'ies'}"
     else:
-        copies = f"{scaling.min_capacity}-{scaling.max_capacity} copies"
+        copies = f"{scaling.min_capacity}-{max_capacity or scaling.max_capacity} copies"
         copies += ", scale to zero" if scaling.scale_to_zero else ""
     lines = [
         f"{naming.inference_component_name(endpoint, BASE)}: the base model, {copies}",

@@ -51,7 +51,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 def summary_json(stacks) -> dict[str, Any]:
     """`summary --json`: `stacks` (one StackInventory each: names, counts, `resource_counts` by CloudFormation type,
-    `cost` in USD per month), `environments` and `fleet` (totals), `resource_counts` (the fleet's), `price_source`."""
+    `cost` in USD per month), `environments`, `teams` and `fleet` (totals), `resource_counts` (the fleet's),
+    `price_source`."""
     from optigate.deployment.inventory import PRICE_SOURCE, fleet
 
     return {"price_source": PRICE_SOURCE, "stacks": [stack.to_json() for stack in stacks], **fleet(stacks)}
@@ -249,7 +250,8 @@ def _print_components(deployment) -> None:
     # The adapter versions the lock's package was approved with, once the lock records them (issue 26).
     approved = getattr(deployment.served, "adapters", None) if deployment.served else None
     _say("inference components (the base model, each adapter on it):", 2)
-    _print_lines(live_component_lines(team, deployment.endpoint_name, compute, region, approved), 4)
+    maximum = deployment.overrides.autoscaling_max_capacity
+    _print_lines(live_component_lines(team, deployment.endpoint_name, compute, region, approved, maximum), 4)
     _print_lines(rollout_lines(team), 2)
 
 

@@ -294,14 +294,16 @@ def total(stacks: list[StackInventory]) -> CostTotal:
 
 
 def fleet(stacks: list[StackInventory]) -> dict[str, Any]:
-    """Per environment (in the order given) and for the whole fleet: stacks, instances and monthly cost, and how
-    many of each resource type they create."""
+    """Per environment (in the order given), per team (across its environments) and for the whole fleet: stacks,
+    instances and monthly cost, and how many of each resource type they create."""
     environments = list(dict.fromkeys(s.environment for s in stacks))
+    teams = list(dict.fromkeys(s.team for s in stacks))
     resources: Counter[str] = Counter()
     for stack in stacks:
         resources.update(stack.resource_counts())
     return {
         "environments": {name: asdict(total([s for s in stacks if s.environment == name])) for name in environments},
+        "teams": {name: asdict(total([s for s in stacks if s.team == name])) for name in teams},
         "fleet": asdict(total(stacks)),
         "resource_counts": dict(sorted(resources.items())),
     }

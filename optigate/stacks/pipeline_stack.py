@@ -131,17 +131,22 @@ class _PromotionPipeline(Stack):
             description=description,
         )
         source = self._source(pipeline)
-        # A fixed name: the gate invoker roles trust this role only (optigate.naming). The synth step runs
-        # as this role too: one role fewer per pipeline (IAM's roles per account bind at 200 teams), and
-        # what synth runs is what the pipeline deploys anyway.
+        # A fixed name: the gate invoker roles trust this role only (optigate.naming). Only CodePipeline
+        # assumes it: it may assume the environments' deploy roles and the team's gate invoker roles.
         self.pipeline_role = iam.Role(
             self,
             "PipelineRole",
             role_name=role_name,
-            assumed_by=iam.CompositePrincipal(
-                iam.ServicePrincipal("codepipeline.amazonaws.com"), iam.ServicePrincipal("codebuild.amazonaws.com")
-            ),
+            assumed_by=iam.ServicePrincipal("codepipeline.amazonaws.com"),
             description=f"optigate: {description}",
+        )
+        # The synth step runs code and packages fetched at build time (setup.sh installs from PyPI): its own
+        # role, with no way to the deploy roles or the gates (as CDK Pipelines keeps it by default).
+        synth_role = iam.Role(
+            self,
+            "SynthRole",
+            assumed_by=iam.ServicePrincipal("codebuild.amazonaws.com"),
+            description=f"optigate: the synth step of {stack_name} (reads the gate groups, deploys nothing)",
         )
         synth = pipelines.CodeBuildStep(
             "Synth",
@@ -150,10 +155,11 @@ class _PromotionPipeline(Stack):
             primary_output_directory="cdk.out",
             # As in optigate/containers/evaluate: the CPU build of torch for fmeval, not a multi-GB CUDA one.
             env={"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"},
-            role=self.pipeline_role,
+            role=synth_role,
         )
         for statement in synth_permissions:
-            self.pipeline_role.add_to_policy(statement)
+            synth_role.add_to_policy(statement)
+        self.synth_role = synth_role
         self.pipeline = pipelines.CodePipeline(
             self,
             "Pipeline",
@@ -234,7 +240,7 @@ class _PromotionPipeline(Stack):
                 "and the cdk bootstrap roles it assumes to publish and deploy."
             )
 
-        for generated in (self.pipeline, self.pipeline_role):  # CDK writes the named role's policy too
+        for generated in (self.pipeline, self.pipeline_role, self.synth_role):  # CDK writes these roles' policies too
             nag.acknowledge_generated_wildcards(generated, reason_for)
         no_access_logs = (
             "A CDK Pipelines artifact bucket: only the pipeline's "
@@ -325,6 +331,9 @@ class TeamPipelineStack(_PromotionPipeline):
         rule = events.Rule(
             self,
             "ModelPackageApproved",
+            # Named as its pipeline (within the role name's 64 characters, so EventBridge's 64 too): the platform's
+            # trigger role accepts rules by this prefix only.
+            rule_name=self.stack_name,
             description=f"optigate: a gate of {self.team} approved a model package; promote it",
             event_pattern=approval_event_pattern(groups),
         )
@@ -357,7 +366,18 @@ class PlatformStack(_PromotionPipeline):
             self,
             "TriggerRole",
             role_name=naming.PIPELINE_TRIGGER_ROLE,
-            assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
+            # Only this account's team pipeline rules (each named as its pipeline) may pass it: EventBridge's
+            # confused-deputy guidance (aws:SourceAccount, aws:SourceArn).
+            assumed_by=iam.ServicePrincipal(
+                "events.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": self.account},
+                    "ArnLike": {
+                        "aws:SourceArn": f"arn:{Aws.PARTITION}:events:{self.region}:{self.account}"
+                        f":rule/{naming.PIPELINE_PREFIX}*"
+                    },
+                },
+            ),
             description="optigate: an approval in a team's gate starts that team's pipeline",
         )
         nag.allow(

@@ -94,7 +94,7 @@ def test_summary_json_has_every_stack_and_the_fleets_totals():
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     _, stacks = _stacks()
-    assert set(data) == {"price_source", "stacks", "environments", "fleet", "resource_counts"}
+    assert set(data) == {"price_source", "stacks", "environments", "teams", "fleet", "resource_counts"}
     assert "on-demand" in data["price_source"] and "instances.csv" in data["price_source"]
     assert [stack["stack"] for stack in data["stacks"]] == [stack.stack for stack in stacks]
     for written, stack in zip(data["stacks"], stacks, strict=True):
@@ -105,7 +105,11 @@ def test_summary_json_has_every_stack_and_the_fleets_totals():
         assert totals["stacks"] == len(mine)
         assert totals["max_usd"] == pytest.approx(sum(stack.cost.max_usd for stack in mine))
         assert totals["min_instances"] == sum(stack.cost.min_instances for stack in mine)
+    for name, totals in data["teams"].items():
+        mine = [stack for stack in stacks if stack.team == name]
+        assert totals["stacks"] == len(mine) and totals["max_usd"] == pytest.approx(sum(s.cost.max_usd for s in mine))
     assert data["fleet"]["max_usd"] == pytest.approx(sum(t["max_usd"] for t in data["environments"].values()))
+    assert data["fleet"]["max_usd"] == pytest.approx(sum(t["max_usd"] for t in data["teams"].values()))
     assert data["fleet"]["min_usd"] <= data["fleet"]["max_usd"]
     assert data["resource_counts"]["AWS::StepFunctions::StateMachine"] == sum(
         stack.resource_counts()["AWS::StepFunctions::StateMachine"] for stack in stacks
@@ -149,3 +153,11 @@ def test_an_instance_without_a_list_price_is_said_not_guessed(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "cost per month: unknown (no list price for ml.g6e.16xlarge)" in result.stdout
     assert "not priced (no list price for their instance type): optigate-dev-support" in " ".join(result.stdout.split())
+
+
+def test_an_adapter_teams_copies_are_what_the_environment_deploys():
+    """dev caps support's autoscaling at 1 (environments.yaml): the components' line says so, as scaling does."""
+    result = _run("--env", "dev")
+    assert result.returncode == 0, result.stderr
+    block = result.stdout.split("optigate-dev-support", 1)[1]
+    assert "support-dev-base: the base model, 0-1 copies" in block and "autoscaling: 0-1 copies" in block

@@ -268,3 +268,41 @@ def test_every_state_machine_of_every_stage_retries_what_its_integration_raises(
             machines += 1
             assert retry_problems(placeholder_definition(stack.template, logical)) == [], (stack.name, logical)
     assert machines >= 9  # a gate or a fleet in every stage's team stacks
+
+
+def test_the_synth_step_cannot_deploy_or_start_a_gate(assembly):
+    """Synth runs what setup.sh fetches at build time: its role assumes no role (no deploy role, no gate invoker),
+    and the pipeline role, which may, is assumed by CodePipeline alone."""
+    for team in TEAMS:
+        template = _template(assembly / f"optigate-pipeline-{team}.template.json")
+        roles = resources_of(template, "AWS::IAM::Role")
+        (project,) = [p for k, p in resources_of(template, "AWS::CodeBuild::Project").items() if "Synth" in k]
+        synth_role = project["Properties"]["ServiceRole"]["Fn::GetAtt"][0]
+        assert roles[synth_role]["Properties"].get("RoleName") != f"optigate-pipeline-{team}"
+        granted = set()
+        for policy in resources_of(template, "AWS::IAM::Policy").values():
+            if {"Ref": synth_role} in policy["Properties"].get("Roles", []):
+                for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                    listed = statement["Action"]
+                    granted.update([listed] if isinstance(listed, str) else listed)
+        assert granted and not any(action.startswith(("sts:", "states:", "cloudformation:")) for action in granted)
+        (pipeline_role,) = [r for r in roles.values() if r["Properties"].get("RoleName") == f"optigate-pipeline-{team}"]
+        principals = [s["Principal"] for s in pipeline_role["Properties"]["AssumeRolePolicyDocument"]["Statement"]]
+        assert principals == [{"Service": "codepipeline.amazonaws.com"}]
+
+
+def test_only_this_accounts_team_pipeline_rules_may_pass_the_trigger_role(assembly):
+    """EventBridge's confused-deputy guidance: the shared trigger role names the source account and the rules."""
+    platform = _template(assembly / "optigate-platform.template.json")
+    (trust,) = [
+        r["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+        for r in resources_of(platform, "AWS::IAM::Role").values()
+        if r["Properties"].get("RoleName") == "optigate-platform-trigger"
+    ]
+    (statement,) = trust
+    assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": PIPELINE_ACCOUNT}
+    assert json.dumps(statement["Condition"]["ArnLike"]["aws:SourceArn"]).endswith(':rule/optigate-pipeline-*"]]}')
+    for team in TEAMS:
+        template = _template(assembly / f"optigate-pipeline-{team}.template.json")
+        (rule,) = resources_of(template, "AWS::Events::Rule").values()
+        assert rule["Properties"]["Name"] == f"optigate-pipeline-{team}"
