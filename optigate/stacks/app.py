@@ -111,7 +111,10 @@ def build_pipelines(
             (environment, [d for d in deployments if d.team.team == team and d.environment.name == environment.name])
             for environment in project.environments
         ]
-        TeamPipelineStack(app, pipeline, team, stages)
+        team_file = (
+            f"config/teams/{Path(project.project.team_files[team]).name}"  # in the repository, as synth reads it
+        )
+        TeamPipelineStack(app, pipeline, team, stages, team_file=team_file)
 
 
 def enable_nag(app: App) -> None:

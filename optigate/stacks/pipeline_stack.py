@@ -264,6 +264,8 @@ class TeamPipelineStack(_PromotionPipeline):
         pipeline: Pipeline,
         team: str,
         stages: Sequence[tuple[Environment, Sequence[Deployment]]],
+        *,
+        team_file: str | None = None,
     ) -> None:
         environments = [environment for environment, _ in stages]
         deployments = [d for _, ds in stages for d in ds]
@@ -296,6 +298,39 @@ class TeamPipelineStack(_PromotionPipeline):
             self.pipeline.add_stage(stage, pre=pre, post=post)
         self._finish()
         self._trigger_on_approval(deployments)
+        if team_file is not None:
+            self._start_on_own_changes(pipeline, team_file)
+
+    def _start_on_own_changes(self, pipeline: Pipeline, team_file: str) -> None:
+        """A push starts this pipeline only when it changes what the team's synth reads: its own file, the
+        environments, the locks or optigate itself, not another team's file (200 pipelines started by every
+        push would queue past CodeBuild's concurrent builds and fail other teams' builds). A CodeConnections
+        source only: CodeCommit's source has no file path filter, so it keeps starting on every push."""
+        if pipeline.source.codecommit:
+            return
+        (source_action,) = self.pipeline.pipeline.stages[0].actions
+        self.pipeline.pipeline.add_trigger(
+            provider_type=codepipeline.ProviderType.CODE_STAR_SOURCE_CONNECTION,
+            git_configuration=codepipeline.GitConfiguration(
+                source_action=source_action,
+                push_filter=[
+                    codepipeline.GitPushFilter(
+                        branches_includes=[pipeline.source.branch],
+                        # CodePipeline takes at most 8 file path patterns per filter.
+                        file_paths_includes=[
+                            team_file,
+                            "config/environments.yaml",
+                            "config/locks/**",
+                            "optigate/**",
+                            "scripts/**",
+                            "app.py",
+                            "pyproject.toml",
+                            "*.json",
+                        ],
+                    )
+                ],
+            ),
+        )
 
     @staticmethod
     def _resolve_permissions(deployments: Sequence[Deployment]) -> list[iam.PolicyStatement]:

@@ -126,12 +126,24 @@ def test_each_pipeline_runs_as_the_role_its_teams_gates_trust(assembly):
         assert roles[logical]["Properties"]["RoleName"] == f"optigate-pipeline-{team}"
 
 
-def test_the_pipeline_is_a_v2_pipeline_started_by_pushes(assembly):
-    """V2 (billed per action-minute; CDK warns when the type is left to its default), with no trigger
-    declarations, which would turn off the source's default change detection on pushes to the branch."""
-    pipeline = _pipeline(assembly)
-    assert pipeline["PipelineType"] == "V2"
-    assert "Triggers" not in pipeline
+def test_a_team_pipeline_is_a_v2_pipeline_started_by_pushes_that_change_what_it_reads(assembly):
+    """V2 (billed per action-minute; CDK warns when the type is left to its default). A push starts a team's
+    pipeline when it changes that team's file or what every team reads, never for another team's file alone
+    (every pipeline started by every push would queue past CodeBuild's concurrent builds); the platform's
+    pipeline starts on every push (no trigger: the source's default change detection)."""
+    branch = ENVIRONMENTS["pipeline"]["source"]["branch"]
+    for team in TEAMS:
+        pipeline = _pipeline(assembly, f"optigate-pipeline-{team}")
+        assert pipeline["PipelineType"] == "V2"
+        (trigger,) = pipeline["Triggers"]
+        (push,) = trigger["GitConfiguration"]["Push"]
+        assert push["Branches"]["Includes"] == [branch]
+        paths = push["FilePaths"]["Includes"]
+        assert f"config/teams/{team}.yaml" in paths and "config/environments.yaml" in paths and "optigate/**" in paths
+        assert not [p for p in paths if p.startswith("config/teams/") and p != f"config/teams/{team}.yaml"]
+        assert len(paths) <= 8  # CodePipeline's limit per filter
+        assert trigger["GitConfiguration"]["SourceActionName"] == pipeline["Stages"][0]["Actions"][0]["Name"]
+    assert "Triggers" not in _pipeline(assembly, "optigate-platform")
 
 
 def test_only_the_teams_own_approvals_start_its_pipeline(assembly, stage_templates):
