@@ -152,7 +152,7 @@ def _unknown_key(key: str, here: tuple[Any, ...], root: type[BaseModel]) -> str:
     elsewhere = [path for path in _sections_with_key(root, key) if path != section.split(" (method")[0]]
     if elsewhere:
         where = " or ".join(f"`{path}`" for path in elsewhere[:3])
-        return f"{unknown}: it belongs under {where}; indent it there (allowed here: {', '.join(allowed)})"
+        return f"{unknown}: it belongs under {where}; move it there (allowed here: {', '.join(allowed)})"
     return f"{unknown}; allowed keys: {', '.join(allowed)}"
 
 

@@ -116,7 +116,7 @@ def test_a_serving_key_dedented_to_the_top_level_says_it_belongs_under_serving(t
     path = _edited(tmp_path, "teams/chat.yaml", "  max_model_len: 8192\n", "")
     path.write_text(path.read_text() + "max_model_len: 8192\n")
     (problem,) = _problems(path)
-    assert "unknown key 'max_model_len' at the top level: it belongs under `serving`; indent it there" in problem
+    assert "unknown key 'max_model_len' at the top level: it belongs under `serving`; move it there" in problem
 
 
 def test_a_key_of_another_section_names_every_section_it_belongs_to(tmp_path):
