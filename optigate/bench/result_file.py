@@ -21,8 +21,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-#: The layout this optigate writes and reads (files without the key: the same layout, before versioning).
-FORMAT_VERSION = 1
+# The layout this optigate writes and reads (files without the key: the same layout, before versioning).
+from optigate.bench.result_format import FORMAT_VERSION
+
 #: The longest span of one run's times (sends, arrivals, completions), seconds. A benchmark level runs minutes;
 #: throughput counts one-second buckets across the span, so a time far off (a hand-edit, a corrupted value)
 #: would ask for billions of buckets.

@@ -16,7 +16,7 @@ from typing import Any
 from optigate.bench.client import StreamingClient, Target
 from optigate.bench.load import LoadSpec, run_load
 from optigate.bench.metrics import RunSamples, to_epoch
-from optigate.bench.result_file import FORMAT_VERSION
+from optigate.bench.result_format import FORMAT_VERSION
 from optigate.bench.schedule import judge_schedule
 
 

@@ -29,6 +29,7 @@ BENCH_MODULES = (
     "load.py",
     "metrics.py",
     "payloads.py",
+    "result_format.py",
     "runner.py",
     "schedule.py",
     "shard_workload.py",

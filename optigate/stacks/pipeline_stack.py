@@ -1,3 +1,4 @@
+# Over 400 lines: the pipeline base and its two kinds (a team's, the platform's) share its private helpers.
 """The promotion pipelines: one per team, and the platform's own (`cdk synth -c pipeline=true`).
 
 A team's pipeline (`optigate-pipeline-<team>`): source (CodeStar connection or CodeCommit) → synth (set
