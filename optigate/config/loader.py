@@ -310,6 +310,7 @@ def load_project(
         issues += error.issues
     teams: dict[str, TeamConfig] = {}
     files: dict[str, str] = {}
+    declared: dict[Path, str | None] | None = None
     for path in team_files(config_dir) if only is None else sorted(Path(p) for p in only):
         try:
             team = load_team(path, team_checks=team_checks)
@@ -330,11 +331,9 @@ def load_project(
         teams[team.team] = team
         files[team.team] = _display_name(path)
         if only is not None:  # the files not read may still declare this team: one file per team
-            others = [
-                other
-                for other in team_files(config_dir)
-                if other.resolve() != Path(path).resolve() and declared_team(other) == team.team
-            ]
+            if declared is None:  # every file's `team:`, read once, leniently
+                declared = {other.resolve(): declared_team(other) for other in team_files(config_dir)}
+            others = [other for other, name in declared.items() if other != Path(path).resolve() and name == team.team]
             if others:
                 issues.append(
                     ConfigIssue(
