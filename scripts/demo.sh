@@ -2,7 +2,7 @@
 # The main job, offline: validate every config file, plan each team (what fits, how fast it can
 # be, what it costs), show what would be deployed, and synthesize
 # every team's stack for every environment with the CDK CLI (cdk-nag runs inside the synth) and the
-# promotion pipeline with its stages, then benchmark an emulated baseline and candidate endpoint,
+# promotion pipelines (one per team) with their stages, then benchmark an emulated baseline and candidate endpoint,
 # write the comparison report, and rehearse the gates (chat; research with its shadow rollout; support, whose
 # LoRA adapters the gate stages as inference components).
 set -euo pipefail
@@ -37,7 +37,7 @@ cdk synth --quiet --no-notices --output cdk.out
 echo "Synthesized $(ls cdk.out/*.template.json | wc -l) stacks into cdk.out/ (no AWS call, no credentials)."
 step="cdk synth -c pipeline=true"
 cdk synth --quiet --no-notices -c pipeline=true --output cdk.out.pipeline
-echo "Synthesized the promotion pipeline into cdk.out.pipeline/: $(ls -d cdk.out.pipeline/assembly-* | wc -l) environment stages."
+echo "Synthesized the promotion pipelines into cdk.out.pipeline/: $(ls cdk.out.pipeline/optigate-pipeline-*.template.json | wc -l) team pipelines and the platform's, $(ls -d cdk.out.pipeline/assembly-* | wc -l) environment stages in all."
 
 # Benchmark two emulated endpoints (the chat team's baseline and a faster candidate) on loopback
 # and compare them with bootstrap confidence intervals.
