@@ -267,7 +267,11 @@ def test_find_capacity_on_the_emulator_lands_at_its_truth(tmp_path):
     data = json.loads(out.read_text())
     found = data["capacity"]
     assert code in (0, 3)  # 3 only if this busy machine's client read the streams late: then it says so
-    assert found["capacity"] is not None and 0.9 * 12 <= found["capacity"] <= 12
+    # Never above the truth. Within 10 % below it, unless this machine's load made a level straddle the budget or
+    # the client fall behind the streams: then the search stops low (fail closed) and the result records why.
+    assert found["capacity"] is not None and found["capacity"] <= 12
+    disturbed = found["client_bound"] or any(s["verdict"] in (UNCERTAIN, CLIENT_BOUND) for s in found["steps"])
+    assert found["capacity"] >= 0.9 * 12 or disturbed, found["steps"]
     assert found["runs"] <= 8 and len(data["runs"]) == found["runs"]
     assert found["usd_per_million_output_tokens"] > 0
     assert [s["concurrency"] for s in found["steps"]][:2] == [1, 4]
