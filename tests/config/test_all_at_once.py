@@ -54,7 +54,8 @@ def test_an_environment_variable_name_outside_ascii_upper_case_is_refused(tmp_pa
 
 @pytest.mark.parametrize("key", ["QUANTIZATION", "Quantization"])
 def test_an_unknown_upper_case_candidate_key_is_an_issue_not_a_traceback(tmp_path, key):
-    """Found by benchmarks/fuzz_inputs.py --format config: the candidate's error location lost a key that starts upper-case."""
+    """Found by `benchmarks/fuzz_inputs.py --format config`: the candidate's error location lost a key that
+    starts upper-case."""
     from optigate.config.loader import load_team
 
     config = edited_config(tmp_path, "teams/research.yaml", "      quantization: fp8\n", f"      {key}: fp8\n")

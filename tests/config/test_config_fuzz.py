@@ -5,8 +5,8 @@ mutations, the hostile snippets of the issue: `tests.fixtures.config_mutants`) a
 `optigate validate` runs: the whole folder (loader, rules, the planner over each team, cross-file checks)
 and the mutated file alone. It must either pass or raise ConfigError whose issues all name a file and a
 line; never another exception, and never a hang: a mutant stuck past 30 s of CPU time is stopped and fails.
-The speed target (each mutant under 2 s of CPU time) is `benchmarks/fuzz_inputs.py --format config`'s, not this test's: on a
-busy shared CI machine even CPU time varies with the neighbours (one valid mutant took 2.19 s there).
+The speed target (each mutant under 2 s of CPU time) is `benchmarks/fuzz_inputs.py --format config`'s, not this
+test's: on a busy shared CI machine even CPU time varies with the neighbours (one valid mutant took 2.19 s there).
 
 500 examples, derandomized and without an example database, so every CI run tries the same mutants;
 `benchmarks/fuzz_inputs.py --format config` runs 5,000 or more with a seed of choice.
