@@ -94,8 +94,8 @@ def read_result(s3, bucket: str, key: str, merged: bool) -> dict:
         parse_result(_body(s3, bucket, shard["key"]), f"s3://{bucket}/{shard['key']}")
     except ResultFileError as error:
         problem = str(error)
-    except Exception:  # the shard cannot be fetched again (gone, no access): the merge's reason says enough
-        LOG.exception("the unreadable shard %s could not be re-read", shard["key"])
+    except Exception as error:  # the shard cannot be fetched again (gone, no access): the merge's reason says enough
+        LOG.warning("the unreadable shard %s could not be re-read: %s", shard["key"], error)
     more = f" ({len(unreadable) - 1} more unreadable shard(s) listed in {source})" if len(unreadable) > 1 else ""
     raise UnreadableInput(f"a benchmark shard merged into {source} could not be read: {problem}{more}")
 
