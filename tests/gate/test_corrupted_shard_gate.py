@@ -46,7 +46,7 @@ def test_a_corrupted_shard_fails_the_gate_closed_with_its_object_and_path_and_le
     corrupted: list[dict] = []
     result = rehearse(*chat, "faster", wrap_handlers={MERGE: corrupting_first_shard(corrupted)})
     [shard] = corrupted
-    where = f"s3://{shard['bucket']}/{shard['key']}: runs[0].samples.ttft_ms[0]: expected a number, found \"fast\""
+    where = f's3://{shard["bucket"]}/{shard["key"]}: runs[0].samples.ttft_ms[0]: expected a number, found "fast"'
 
     execution = result["execution"]
     assert execution["status"] == "FAILED" and execution["error"] == "Inconclusive", execution
