@@ -21,13 +21,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-# The layout this optigate writes and reads (files without the key: the same layout, before versioning).
-from optigate.bench.result_format import FORMAT_VERSION
+# The layout this optigate writes and reads (files without the key: the same layout, before versioning), and the
+# longest span of a run's times (the merge Lambda, without pydantic, guards with it too).
+from optigate.bench.result_format import FORMAT_VERSION, MAX_RUN_SPAN_S
 
-#: The longest span of one run's times (sends, arrivals, completions), seconds. A benchmark level runs minutes;
-#: throughput counts one-second buckets across the span, so a time far off (a hand-edit, a corrupted value)
-#: would ask for billions of buckets.
-MAX_RUN_SPAN_S = 6 * 3600.0
 #: The largest latency (ms) or count read; anything beyond is not a measurement.
 MAX_MS = 1e9
 MAX_COUNT = 2**53
@@ -137,6 +134,24 @@ class BenchResultFile(_Strict):
     label: str | None = None
     error: str | None = None
     inference_components: list[dict[str, Any]] | None = None
+
+
+class UnreadableShard(_Strict):
+    """A shard the merge could not read or merge, and why (the merge Lambda cannot say where: it has no schema)."""
+
+    key: str
+    reason: str
+
+
+class MergedResultFile(BenchResultFile):
+    """What the benchmark fleet's merge Lambda writes (optigate/lambdas/benchmark_merge) and the gate's decision
+    reads: a bench result of one run, the shards' samples merged, and the shards it came from. A shard it could not
+    read is in ``unreadable_shards`` and the file has no run: the decision fails closed on it."""
+
+    runs: Annotated[list[BenchRun], Field(max_length=1, description="the merged run; none when a shard was unreadable")]
+    shards: Count
+    shard_keys: list[str] | None = Field(default=None, description="absent before it was recorded")
+    unreadable_shards: list[UnreadableShard] = Field(default_factory=list)
 
 
 class ResultFileError(ValueError):
@@ -262,8 +277,8 @@ def _check_times(file: str, where: str, run: BenchRun) -> None:
             )
 
 
-def parse_result(text: str | bytes, file: str) -> dict[str, Any]:
-    """A result file's content checked (see the module docstring): the parsed JSON, or ResultFileError."""
+def _load(text: str | bytes, file: str, what: str) -> dict[str, Any]:
+    """The file's JSON object, its format version checked (a newer one named as such); else ResultFileError."""
     try:
         data = json.loads(text)
     except UnicodeDecodeError as error:
@@ -274,21 +289,40 @@ def parse_result(text: str | bytes, file: str) -> dict[str, Any]:
     except (ValueError, RecursionError) as error:  # huge integers, nesting past Python's limit
         raise ResultFileError(file, "", "JSON", str(error) or type(error).__name__) from None
     if not isinstance(data, dict):
-        raise ResultFileError(file, "", "an object with `runs` (a benchmark result)", _found(data))
+        raise ResultFileError(file, "", what, _found(data))
     version = data.get("format_version")
     if version is not None and (type(version) is not int or version != FORMAT_VERSION):  # true == 1 in Python
         if type(version) is int and version > FORMAT_VERSION:
             found = f"format version {version}, written by a newer optigate (this one reads version {FORMAT_VERSION})"
             raise ResultFileError(file, "format_version", f"format version {FORMAT_VERSION}", found)
         raise ResultFileError(file, "format_version", f"format version {FORMAT_VERSION}", _found(version))
+    return data
+
+
+def _validated(text: str | bytes, file: str, model: type[BenchResultFile], what: str) -> dict[str, Any]:
+    data = _load(text, file, what)
     try:
-        result = BenchResultFile.model_validate_json(text)
+        result = model.model_validate_json(text)
     except ValidationError as error:
         raise _first_error(file, data, error) from None
     _check_runs(file, result, data)
     for run in data["runs"]:
         _fill_summary(run)
     return data
+
+
+def parse_merged_result(body: bytes, source: str) -> dict[str, Any]:
+    """A merged fleet result (`source`: where it was read, e.g. its S3 URI) checked as :func:`parse_result` checks a
+    bench result: the parsed JSON (its ``unreadable_shards`` for the caller to refuse), or ResultFileError."""
+    data = _validated(body, source, MergedResultFile, "an object with `runs` (a merged fleet result)")
+    if not data["runs"] and not data.get("unreadable_shards"):
+        raise ResultFileError(source, "runs", "one merged run (or `unreadable_shards` saying why none)", "[]")
+    return data
+
+
+def parse_result(text: str | bytes, file: str) -> dict[str, Any]:
+    """A result file's content checked (see the module docstring): the parsed JSON, or ResultFileError."""
+    return _validated(text, file, BenchResultFile, "an object with `runs` (a benchmark result)")
 
 
 def _fill_summary(run: dict[str, Any]) -> None:
@@ -310,11 +344,27 @@ def read_result_file(path: str | Path) -> dict[str, Any]:
 
 #: The result file's JSON schema, in optigate's docs (`optigate schema --docs docs` writes it; --check compares).
 RESULT_SCHEMA_NAME = "bench-result.schema.json"
+#: The merged fleet result's, beside it.
+MERGED_SCHEMA_NAME = "merged-result.schema.json"
+
+
+def _render(model: type[BaseModel], name: str) -> str:
+    """A model's JSON schema, generated as the config files' are (optigate.config.schema)."""
+    schema = model.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://optigate.dev/schema/{name}"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
 def render_result_schema() -> str:
-    """The JSON schema of :class:`BenchResultFile`, generated as the config files' are (optigate.config.schema)."""
-    schema = BenchResultFile.model_json_schema(mode="validation")
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = f"https://optigate.dev/schema/{RESULT_SCHEMA_NAME}"
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+    """The JSON schema of :class:`BenchResultFile`."""
+    return _render(BenchResultFile, RESULT_SCHEMA_NAME)
+
+
+def render_merged_schema() -> str:
+    """The JSON schema of :class:`MergedResultFile`."""
+    return _render(MergedResultFile, MERGED_SCHEMA_NAME)
+
+
+#: Each read-back file's schema in optigate's docs: file name -> its renderer (`optigate schema --docs` writes them).
+FILE_SCHEMAS = {RESULT_SCHEMA_NAME: render_result_schema, MERGED_SCHEMA_NAME: render_merged_schema}

@@ -12,7 +12,7 @@ from optigate.cli.output import console
 def cmd_schema(args: argparse.Namespace) -> int:
     """Write the JSON schema of the config files (and, with --docs, optigate's reference pages), or check that they
     are current."""
-    from optigate.bench.result_file import RESULT_SCHEMA_NAME, render_result_schema
+    from optigate.bench.result_file import FILE_SCHEMAS
     from optigate.config.reference import REFERENCE_PATH, stale_reference, write_reference
     from optigate.config.rules.rules_reference import RULES_REFERENCE_PATH, stale_rules_reference, write_rules_reference
     from optigate.config.schema import stale_schemas, write_schemas
@@ -22,7 +22,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
     docs = Path(args.docs) if args.docs else None
     reference = docs / REFERENCE_PATH.name if docs else None
     rules = docs / RULES_REFERENCE_PATH.name if docs else None
-    result_schema = docs / RESULT_SCHEMA_NAME if docs else None  # the file `optigate bench --json` writes
+    # The files optigate reads back (a bench result, a merged fleet result): their schemas beside the reference.
+    file_schemas = {docs / name: render for name, render in FILE_SCHEMAS.items()} if docs else {}
     again = "optigate schema" + (f" --docs {args.docs}" if docs else "")
     if args.check:
         stale = [f"out of date in {args.out}: {', '.join(names)}"] if (names := stale_schemas(args.out)) else []
@@ -30,19 +31,19 @@ def cmd_schema(args: argparse.Namespace) -> int:
             stale.append(f"{reference} is out of date")
         if rules is not None and stale_rules_reference(rules, every_rule()):
             stale.append(f"{rules} is out of date")
-        if result_schema is not None and (
-            not result_schema.exists() or result_schema.read_text() != render_result_schema()
-        ):
-            stale.append(f"{result_schema} is out of date")
+        for path, render in file_schemas.items():
+            if not path.exists() or path.read_text() != render():
+                stale.append(f"{path} is out of date")
         if stale:
             raise CliError("; ".join(stale) + f"; run `{again}`")
         console.print(f"[green]✓[/green] schemas in {args.out} match the models")
         return 0
     written = write_schemas(args.out)
-    if reference is not None and rules is not None and result_schema is not None:
+    if reference is not None and rules is not None:
         written += [write_reference(reference), write_rules_reference(rules, every_rule())]
-        result_schema.write_text(render_result_schema())
-        written.append(result_schema)
+        for path, render in file_schemas.items():
+            path.write_text(render())
+            written.append(path)
     for path in written:
         console.print(f"wrote {path}")
     return 0

@@ -18,7 +18,7 @@ import math
 import os
 import random
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -66,12 +66,15 @@ def host_compensated_decide(baseline: dict[str, Any], allowance: dict[str, float
     import numpy as np
 
     from optigate.bench.metrics import RunSamples
-    from optigate.lambdas.gate_decide.handler import read_benchmark
+    from optigate.lambdas.gate_decide.handler import UnreadableInput, read_benchmark
 
     decide = load_handler(HANDLER_FOLDERS[DECIDE])
 
     def handler(event: dict, context: Any) -> Any:
-        runs = read_benchmark(boto3.client("s3"), event["bucket"], event, "baseline")["runs"]
+        try:
+            runs = read_benchmark(boto3.client("s3"), event["bucket"], event, "baseline")["runs"]
+        except UnreadableInput:  # nothing to allow for: the decision fails closed on it, naming what is wrong
+            return decide(event, context)
         thresholds = dict(event.get("thresholds") or {})
         for metric, budget in BUDGETS:
             measured = [getattr(RunSamples.from_result(run), metric) for run in runs]
@@ -234,6 +237,7 @@ def rehearse(
     scenario_overrides: dict[str, Any] | None = None,
     seed_objects: dict[str, bytes] | None = None,
     adapter_quality: dict[str, str] | None = None,
+    wrap_handlers: Mapping[str, Callable[[Callable], Callable]] | None = None,
 ) -> dict[str, Any]:
     """Run the gate once with a `faster` or `slower` emulated candidate (or an explicit emulator
     `behaviour`), or `adapter-quality` (faster, its first adapter losing quality); an EAGLE-training job
@@ -241,7 +245,9 @@ def rehearse(
     (optigate.rehearse.sagemaker.jobs.TRAINED_HEAD_LAYOUTS); `scenario_overrides` replace fields of the emulated
     SageMaker's Scenario (e.g. an inference component that fails); `seed_objects` (S3 URI -> bytes) are put in the
     emulated S3 first (e.g. a new adapter version's archive); `adapter_quality` (an adapter team) is each adapter's
-    evaluation outcome, "pass" for those it leaves out, written by the evaluation job's own code. Returns what
+    evaluation outcome, "pass" for those it leaves out, written by the evaluation job's own code; `wrap_handlers`
+    (function role -> wrapper of its in-process handler, optigate.rehearse.gate_layout's names) lets a scenario act
+    between the gate's steps (e.g. corrupt a shard the workers wrote before the merge reads it). Returns what
     happened (GateRun.execute's result), with the live endpoints' components before the run
     (`live_components_before`)."""
     team = deployment.team
@@ -284,6 +290,8 @@ def rehearse(
         for name, value in (scenario_overrides or {}).items():
             setattr(scenario, name, value)
         handlers = lambda_handlers(baseline_url, candidate_url, decide=host_compensated_decide(BASELINE, allowance))
+        for role, wrap in (wrap_handlers or {}).items():
+            handlers[role] = wrap(handlers[role])
         with GateHarness(lambda_handlers=handlers, scenario=scenario, region=REGION) as harness:
             run = GateRun(template, harness, compress_options)
             run.seed_baseline_files()  # the team's model bucket holds the folders the gate stages (an EAGLE-3 head)

@@ -158,6 +158,7 @@ def test_handler_imports_only_the_pure_gate_logic():
         "boto3",
         "json",
         "logging",
+        "optigate.bench.result_file",
         "optigate.gate.cross_check",
         "optigate.gate.decision",
         "optigate.gate.report",

@@ -136,9 +136,9 @@ def test_every_check_name_has_its_words_in_the_order_checks_were_listed():
         "shadow_error_rate",
         "quality",
     )
-    # The checks at the SLO, then the server's acceptance and a replay's schedule came later: appended, so no
-    # earlier check's seed moved.
-    assert tuple(CheckName) == (*before, "goodput", "capacity", "speculative_acceptance", "schedule")
+    # The checks at the SLO, then the server's acceptance, a replay's schedule and the inputs' schemas came later:
+    # appended, so no earlier check's seed moved.
+    assert tuple(CheckName) == (*before, "goodput", "capacity", "speculative_acceptance", "schedule", "inputs")
     assert list(WORDS) == list(CheckName)
 
 

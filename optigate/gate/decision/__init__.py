@@ -11,7 +11,8 @@ Rooms:
   (what each check measures and when it passes is documented there);
 - :mod:`.verdict`: :class:`GateVerdict` and :func:`decide`, which runs the checks per
   concurrency level and adds costs and the planner's prediction next to the measurement; the
-  outcome is APPROVED, REJECTED or INCONCLUSIVE (a person decides).
+  outcome is APPROVED, REJECTED or INCONCLUSIVE (a person decides); :func:`unreadable_verdict` is the
+  INCONCLUSIVE one when a file the decision reads failed its schema (nothing decided from it).
 """
 
 from optigate.gate.decision.inputs import GateInputs, speculative_method
@@ -23,6 +24,7 @@ from optigate.gate.decision.verdict import (
     GateVerdict,
     cost_per_million,
     decide,
+    unreadable_verdict,
 )
 from optigate.gate.decision.wording import CheckName
 from optigate.judge import Check
@@ -39,4 +41,5 @@ __all__ = [
     "cost_per_million",
     "decide",
     "speculative_method",
+    "unreadable_verdict",
 ]

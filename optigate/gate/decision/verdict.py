@@ -91,6 +91,13 @@ class GateVerdict:
         outcome = self.outcome
         if outcome == APPROVED:
             return f"APPROVED {where}: all {len(self.checks)} checks pass"
+        unread = [c.detail for c in self.inconclusive if c.name == CheckName.INPUTS]
+        if unread:  # the notification says which file and where: a person fixes or re-runs, then decides
+            more = f" (and {len(unread) - 1} more in the report)" if len(unread) > 1 else ""
+            return (
+                f"INCONCLUSIVE {where}: nothing decided, a file the gate reads failed its schema: {unread[0]}{more}. "
+                "A person decides: approve or reject the model package"
+            )
         if outcome == UNDECIDED:
             names = ", ".join(dict.fromkeys(label(c) for c in self.inconclusive))
             return (
@@ -233,6 +240,27 @@ def decide(inputs: GateInputs) -> GateVerdict:
         capacity=json_safe(capacity) if capacity is not None else None,
         server_metrics=figures_to_report(inputs.server_metrics) if inputs.server_metrics is not None else None,
         traffic=json_safe(dict(inputs.traffic)) if inputs.traffic is not None else None,
+    )
+
+
+def unreadable_verdict(
+    team: str, environment: str, problems: Sequence[str], change: Mapping[str, Any] | None = None
+) -> GateVerdict:
+    """The verdict when a file the decision reads failed its schema (`problems`: each one's file, JSON path,
+    expected and found): INCONCLUSIVE, one ``inputs`` check per problem and no other. No figure is computed from
+    such a file: a verdict from garbage would be worse than none, so nothing is promoted and a person decides."""
+    if not problems:
+        raise ValueError("an unreadable verdict needs the problem that made it")
+    checks = tuple(Check(CheckName.INPUTS, Outcome.INCONCLUSIVE, None, None, problem) for problem in problems)
+    return GateVerdict(
+        team=team,
+        environment=environment,
+        approved=False,
+        checks=checks,
+        reasons=tuple(reason(c) for c in checks),
+        cost_per_million_output_tokens=(),
+        prediction_vs_measurement=None,
+        change=json_safe(dict(change or {})),
     )
 
 

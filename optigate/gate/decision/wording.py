@@ -33,6 +33,9 @@ class CheckName(StrEnum):
     SPECULATIVE_ACCEPTANCE = "speculative_acceptance"
     # A replay whose client fell behind the recorded schedule (optigate.bench.schedule.judge_schedule).
     SCHEDULE = "schedule"
+    # A file the decision reads (a merged benchmark result, a shard of one, the evaluation's verdict) that failed its
+    # schema: the verdict is this check alone, inconclusive (optigate.gate.decision.verdict.unreadable_verdict).
+    INPUTS = "inputs"
 
 
 # Typed Any: they word a check's figures, typed float | str | None, where the check says a number.
@@ -186,6 +189,10 @@ WORDS: dict[CheckName, Words] = {
         lambda check: f"p99 lag of the sends within {check.threshold or '?'} ms of the recorded schedule",
         lambda check, where: f"schedule{where} fails: {check.detail}.",
         "ms",
+    ),
+    CheckName.INPUTS: Words(
+        lambda check: "every file the decision reads valid, or nothing is decided from it",
+        lambda check, where: f"inputs fail: {check.detail}.",
     ),
 }
 

@@ -3,15 +3,21 @@ report next to them, publish metrics, return a small verdict (Step Functions pay
 
 Event:
   {"team", "environment", "change": {...}, "thresholds": {gate.benchmark}, "price_per_hour_usd",
-   "instance_count", "prediction": {...} | null, "bucket", "baseline_key", "candidate_key" (or
-   "baseline_keys", "candidate_keys": one merged fleet result per (level, block), in order),
+   "instance_count", "prediction": {...} | null, "bucket", "baseline_key", "candidate_key" (an `optigate bench
+   --json` file each; or, as the deployed gate sends, "baseline_keys", "candidate_keys": one merged fleet result per
+   (level, block), in order),
    "evaluation_key": "..." | null, "report_prefix": "gates/<run_id>",
    "shadow": {"window_minutes", "sampling_percentage", "production_variant", "shadow_variant",
               "metric_data": GetMetricData's answer for the mirror window} (optional),
    "cross_check": {"tolerance", "jobs": [{"concurrency", "side", "job", "result": {"status", "output" |
                    "reason"}}]} (optional: SageMaker's managed benchmark, reported beside, never decided on)
 Returns {"approved", "outcome" (APPROVED | REJECTED | INCONCLUSIVE), "reasons", "report_key", "summary"};
-the full verdict is in report.json. CloudWatch (namespace optigate/gate, dimensions Team, Environment):
+the full verdict is in report.json. Every benchmark result is read through its schema (optigate.bench.result_file:
+MergedResultFile, BenchResultFile), the evaluation's verdict as a JSON object with a status: one that
+fails, or a merged result naming shards the merge could not read (each re-read through the bench result's schema to
+say where it is wrong), makes the verdict INCONCLUSIVE with where and what (unreadable_verdict): nothing is
+decided on it, the summary the notification publishes names it, and the package waits for a person.
+CloudWatch (namespace optigate/gate, dimensions Team, Environment):
 Approved 0/1, Inconclusive 0/1, and per level (plus Concurrency) CandidateP99TtftMs and ThroughputGainPct.
 """
 
@@ -24,8 +30,9 @@ from pathlib import Path
 
 import boto3
 
+from optigate.bench.result_file import ResultFileError, parse_merged_result, parse_result
 from optigate.gate.cross_check import OUTPUT_ARCHIVE, ExportError, read_archive
-from optigate.gate.decision import UNDECIDED, GateInputs, GateVerdict, decide
+from optigate.gate.decision import UNDECIDED, GateInputs, GateVerdict, decide, unreadable_verdict
 from optigate.gate.report import render_html, render_json
 
 LOG = logging.getLogger(__name__)
@@ -33,8 +40,31 @@ NAMESPACE = "optigate/gate"
 MAX_RETURN_BYTES = 3000  # the returned dict stays well under 4 KB
 
 
-def _read_json(s3, bucket: str, key: str) -> dict:
-    return json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+class UnreadableInput(ValueError):
+    """A file the decision reads that failed its schema: the message says which file, where and what."""
+
+
+def _body(s3, bucket: str, key: str) -> bytes:
+    return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+def read_evaluation(s3, bucket: str, key: str) -> dict:
+    """The evaluation's verdict.json: a JSON object with a string `status` (and `reasons`, a list, when present),
+    as optigate.gate.decision.checks.quality_check reads it; else UnreadableInput."""
+    source = f"s3://{bucket}/{key}"
+    try:
+        data = json.loads(_body(s3, bucket, key))
+    except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, nesting past the limit, a huge integer
+        raise UnreadableInput(f"{source}: expected a JSON evaluation verdict, found {type(error).__name__}") from None
+    if not isinstance(data, dict):
+        raise UnreadableInput(f"{source}: expected an object (the evaluation's verdict), found a {type(data).__name__}")
+    if not isinstance(data.get("status"), str):
+        raise UnreadableInput(
+            f"{source}: status: expected a string (pass, fail, ...), found {data.get('status')!r:.60}"
+        )
+    if not isinstance(data.get("reasons") or [], list):
+        raise UnreadableInput(f"{source}: reasons: expected a list, found {json.dumps(data.get('reasons'))[:60]}")
+    return data
 
 
 def _flatten(value) -> list[str]:
@@ -44,20 +74,97 @@ def _flatten(value) -> list[str]:
     return [key for item in value for key in _flatten(item)]
 
 
+def read_result(s3, bucket: str, key: str, merged: bool) -> dict:
+    """One benchmark result through its schema: a merged fleet result (`merged`) or an `optigate bench --json`
+    file; UnreadableInput naming the object and the JSON path when it fails it, or when a merged one lists shards
+    the merge could not read (the first one re-read through the bench result's schema, to name its own path; the
+    merge's reason when that reads)."""
+    source = f"s3://{bucket}/{key}"
+    try:
+        body = _body(s3, bucket, key)
+        data = parse_merged_result(body, source) if merged else parse_result(body, source)
+    except ResultFileError as error:
+        raise UnreadableInput(str(error)) from None
+    unreadable = data.get("unreadable_shards") or []
+    if not unreadable:
+        return data
+    shard = unreadable[0]
+    problem = f"s3://{bucket}/{shard['key']}: {shard['reason']}"
+    try:  # the shard is in the merged result's bucket, as the fleet writes both
+        parse_result(_body(s3, bucket, shard["key"]), f"s3://{bucket}/{shard['key']}")
+    except ResultFileError as error:
+        problem = str(error)
+    except Exception as error:  # the shard cannot be fetched again (gone, no access): the merge's reason says enough
+        LOG.warning("the unreadable shard %s could not be re-read: %s", shard["key"], error)
+    more = f" ({len(unreadable) - 1} more unreadable shard(s) listed in {source})" if len(unreadable) > 1 else ""
+    raise UnreadableInput(f"a benchmark shard merged into {source} could not be read: {problem}{more}")
+
+
 def read_benchmark(s3, bucket: str, event: dict, side: str) -> dict:
-    """One side's results: `<side>_key`, or `<side>_keys` (one merged fleet result per (level, block),
-    in the benchmark Map's order). Each run is tagged with its `block`: the n-th run at a level is
-    block n (a run that carries a block keeps it)."""
-    keys = _flatten(event.get(f"{side}_keys") or [event[f"{side}_key"]])
+    """One side's results: `<side>_keys` (one merged fleet result per (level, block), in the benchmark Map's order:
+    the deployed gate's) or `<side>_key` (one `optigate bench --json` file), each read through its schema
+    (UnreadableInput if one fails it). Each run is tagged with its `block`: the n-th run at a level is block n (a
+    run that carries a block keeps it)."""
+    merged = bool(event.get(f"{side}_keys"))
+    keys = _flatten(event[f"{side}_keys"] if merged else [event[f"{side}_key"]])
     runs = []
     seen: dict[int, int] = {}
     for key in keys:
-        for run in _read_json(s3, bucket, key)["runs"]:
+        for index, run in enumerate(read_result(s3, bucket, key, merged)["runs"]):
             level = int(run["concurrency"])
             block = seen.get(level, 0)
             seen[level] = block + 1
-            runs.append({**run, "block": run.get("block", block)})
+            block = run.get("block", block)
+            if type(block) is not int or block < 0:
+                where = f"s3://{bucket}/{key}: runs[{index}].block"
+                raise UnreadableInput(f"{where}: expected a whole number, found {json.dumps(block)[:60]}")
+            runs.append({**run, "block": block})
     return {"runs": runs}
+
+
+def read_inputs(s3, event: dict) -> tuple[dict, dict, dict | None] | list[str]:
+    """Both sides' benchmark results and the evaluation's verdict (None when none ran), or what failed its schema
+    (one problem per file kind, so a person sees each side's)."""
+    bucket, evaluation_key = event["bucket"], event.get("evaluation_key")
+    problems: list[str] = []
+    read: list = []
+    for side in ("baseline", "candidate"):
+        try:
+            read.append(read_benchmark(s3, bucket, event, side))
+        except UnreadableInput as error:
+            problems.append(f"{side} benchmark: {error}")
+    try:
+        read.append(read_evaluation(s3, bucket, evaluation_key) if evaluation_key else None)
+    except UnreadableInput as error:
+        problems.append(f"evaluation: {error}")
+    return problems or (read[0], read[1], read[2])
+
+
+def verdict_for(s3, event: dict) -> tuple[GateVerdict, dict | None, dict | None]:
+    """The verdict on the event's inputs, and both sides' benchmark results (None when an input failed its
+    schema: the verdict is then unreadable_verdict's, and nothing is computed from them)."""
+    read = read_inputs(s3, event)
+    if isinstance(read, list):
+        return unreadable_verdict(event["team"], event["environment"], read, event.get("change")), None, None
+    baseline, candidate, evaluation = read
+    inputs = GateInputs(
+        team=event["team"],
+        environment=event["environment"],
+        change=event.get("change") or {},
+        thresholds=event.get("thresholds") or {},
+        baseline_benchmark=baseline,
+        candidate_benchmark=candidate,
+        evaluation=evaluation,
+        price_per_hour_usd=event.get("price_per_hour_usd"),
+        instance_count=event.get("instance_count") or 1,
+        prediction=event.get("prediction"),
+        shadow=shadow_figures(event.get("shadow")),
+        cross_check=cross_check_jobs(s3, event.get("cross_check")),
+        # The state machine always passes what its reader read; an event without it read nothing (fail closed).
+        server_metrics=event.get("server_metrics") or {},
+        traffic=event.get("workload"),  # the captured workload's shape (constructs.gate.benchmark_workload)
+    )
+    return decide(inputs), baseline, candidate
 
 
 def shadow_figures(shadow: dict | None) -> dict | None:
@@ -208,30 +315,12 @@ def _small(verdict: GateVerdict, report_key: str) -> dict:
 def handler(event: dict, _context=None) -> dict:
     s3 = boto3.client("s3")
     bucket = event["bucket"]
-    evaluation_key = event.get("evaluation_key")
-    baseline, candidate = read_benchmark(s3, bucket, event, "baseline"), read_benchmark(s3, bucket, event, "candidate")
-    inputs = GateInputs(
-        team=event["team"],
-        environment=event["environment"],
-        change=event.get("change") or {},
-        thresholds=event.get("thresholds") or {},
-        baseline_benchmark=baseline,
-        candidate_benchmark=candidate,
-        evaluation=_read_json(s3, bucket, evaluation_key) if evaluation_key else None,
-        price_per_hour_usd=event.get("price_per_hour_usd"),
-        instance_count=event.get("instance_count") or 1,
-        prediction=event.get("prediction"),
-        shadow=shadow_figures(event.get("shadow")),
-        cross_check=cross_check_jobs(s3, event.get("cross_check")),
-        # The state machine always passes what its reader read; an event without it read nothing (fail closed).
-        server_metrics=event.get("server_metrics") or {},
-        traffic=event.get("workload"),  # the captured workload's shape (constructs.gate.benchmark_workload)
-    )
-    verdict = decide(inputs)
+    verdict, baseline, candidate = verdict_for(s3, event)
     prefix = event["report_prefix"].strip("/")
     report_key, html_key = f"{prefix}/report.json", f"{prefix}/report.html"
     s3.put_object(Bucket=bucket, Key=report_key, Body=render_json(verdict).encode(), ContentType="application/json")
-    page = render_html(verdict, _plots(s3, bucket, prefix, baseline, candidate, verdict), event.get("thresholds"))
+    plots = _plots(s3, bucket, prefix, baseline, candidate, verdict) if baseline and candidate else []
+    page = render_html(verdict, plots, event.get("thresholds"))
     s3.put_object(Bucket=bucket, Key=html_key, Body=page.encode(), ContentType="text/html; charset=utf-8")
     metrics = _metrics(verdict)
     cloudwatch = boto3.client("cloudwatch")
