@@ -7,7 +7,9 @@ Formats and what reads them (mutants and checkers: `tests/fixtures/<format>_muta
 property tests, which run 500 of each; JSON formats share the engine of tests/fixtures/json_mutants.py):
 
 - config: the example project's YAML files, through what `optigate validate` runs; each mutant under 2 s of CPU;
-- bench_result: a pair of `optigate bench --json` results, compared with `optigate bench compare`.
+- bench_result: a pair of `optigate bench --json` results, compared with `optigate bench compare`;
+- merged_result: the benchmark fleet's merged results, through what the gate's decision runs on them (it fails
+  closed: a refusal is the INCONCLUSIVE verdict naming the file and JSON path).
 
 Prints, per format, the count per outcome, each distinct failure with its smallest mutants, a few refusals as
 examples, and the slowest mutant. Exits 1 on any failure (an unexpected error, a summary-only mutant read with
@@ -28,7 +30,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 REPO = Path(__file__).resolve().parents[1]
-FORMATS = ("config", "bench_result")
+FORMATS = ("config", "bench_result", "merged_result")
 
 
 def fuzz(name: str, target: Any, mutants: int, chosen_seed: int | None, show: int) -> bool:
