@@ -12,6 +12,7 @@ from optigate.cli.output import console
 def cmd_schema(args: argparse.Namespace) -> int:
     """Write the JSON schema of the config files (and, with --docs, optigate's reference pages), or check that they
     are current."""
+    from optigate.bench.capture_file import CAPTURE_SCHEMA_NAME, render_capture_schema
     from optigate.bench.result_file import RESULT_SCHEMA_NAME, render_result_schema
     from optigate.config.reference import REFERENCE_PATH, stale_reference, write_reference
     from optigate.config.rules.rules_reference import RULES_REFERENCE_PATH, stale_rules_reference, write_rules_reference
@@ -23,6 +24,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     reference = docs / REFERENCE_PATH.name if docs else None
     rules = docs / RULES_REFERENCE_PATH.name if docs else None
     result_schema = docs / RESULT_SCHEMA_NAME if docs else None  # the file `optigate bench --json` writes
+    capture_schema = docs / CAPTURE_SCHEMA_NAME if docs else None  # a SageMaker capture record, as optigate reads it
     again = "optigate schema" + (f" --docs {args.docs}" if docs else "")
     if args.check:
         stale = [f"out of date in {args.out}: {', '.join(names)}"] if (names := stale_schemas(args.out)) else []
@@ -34,6 +36,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
             not result_schema.exists() or result_schema.read_text() != render_result_schema()
         ):
             stale.append(f"{result_schema} is out of date")
+        if capture_schema is not None and (
+            not capture_schema.exists() or capture_schema.read_text() != render_capture_schema()
+        ):
+            stale.append(f"{capture_schema} is out of date")
         if stale:
             raise CliError("; ".join(stale) + f"; run `{again}`")
         console.print(f"[green]✓[/green] schemas in {args.out} match the models")
@@ -43,6 +49,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
         written += [write_reference(reference), write_rules_reference(rules, every_rule())]
         result_schema.write_text(render_result_schema())
         written.append(result_schema)
+    if capture_schema is not None:
+        capture_schema.write_text(render_capture_schema())
+        written.append(capture_schema)
     for path in written:
         console.print(f"wrote {path}")
     return 0
