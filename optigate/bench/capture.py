@@ -1,3 +1,4 @@
+# Over 400 lines: SageMaker capture written and read in one stdlib module, the one the benchmark Lambda ships
 """SageMaker data capture as the service writes it: one JSON Lines record per captured invocation, files
 partitioned by hour under ``<DestinationS3Uri>/<endpoint>/<variant>/yyyy/mm/dd/hh/<file>.jsonl``.
 
@@ -29,7 +30,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -104,11 +105,20 @@ class CapturedRequest:
 @dataclass(frozen=True)
 class CaptureRead:
     """What a capture location held: the readable requests in arrival order, the count of lines skipped per reason
-    and how many capture files were read."""
+    (and where each reason was first met, ``file:line``) and how many capture files were read."""
 
     requests: tuple[CapturedRequest, ...]
     skipped: dict[str, int]
     files: int
+    first_skipped: dict[str, str] = field(default_factory=dict)
+
+    def skipped_note(self, limit: int = 3) -> str:
+        """The skipped records in a few words, most frequent reason first: "3 not JSON (first at f.jsonl:7), ..."."""
+        reasons = sorted(self.skipped.items(), key=lambda item: -item[1])[:limit]
+        return ", ".join(
+            f"{count} {reason}" + (f" (first at {self.first_skipped[reason]})" if reason in self.first_skipped else "")
+            for reason, count in reasons
+        )
 
 
 #: Characters a token, about, in English for Llama-, Qwen- and Mistral-style tokenizers (optigate.evaluate.scoring's
@@ -116,6 +126,12 @@ class CaptureRead:
 CHARS_PER_TOKEN = 4
 #: Largest output length accepted from a body: anything above is a malformed value, not a request.
 MAX_REQUESTED_TOKENS = 1_000_000
+#: The least share of a capture's records (those in the window) that must be readable. SageMaker writes whole
+#: records, but a file may end in one cut short, and an endpoint may serve bodies optigate does not replay (images,
+#: batches): a few are skipped and counted; when most are, the readable rest would not stand for the traffic.
+MIN_READABLE_SHARE = 0.5
+#: Reasons that say nothing of the capture's quality: the record is fine, only outside what was asked for.
+NOT_COUNTED_AGAINST = frozenset({"before the window"})
 _HOUR_FOLDER = re.compile(r"(?:^|/)(\d{4})/(\d{2})/(\d{2})/(\d{2})/[^/]*$")
 
 
@@ -130,18 +146,21 @@ def read_capture(
     window_days: float | None = None,
     max_requests: int | None = None,
     now: float | None = None,
+    min_readable_share: float = MIN_READABLE_SHARE,
 ) -> CaptureRead:
     """The requests captured under `source`: a ``.jsonl`` file, a folder or an ``s3://bucket/prefix`` walked
     recursively (SageMaker's ``endpoint/variant/yyyy/mm/dd/hh/`` layout or any part of it). `window_days` keeps the
     requests of the last days before `now`; `max_requests` keeps the newest ones (files are read newest first and
-    reading stops once enough are read). ValueError, naming the source and the top skip reasons, when none is
-    readable."""
+    reading stops once enough are read). A record that cannot be a request is skipped and counted by reason
+    (``CaptureRead.skipped``). ValueError, naming the source and the top skip reasons, when none is readable or
+    fewer than `min_readable_share` of the records read are."""
     if max_requests is not None and max_requests < 1:
         raise ValueError(f"max_requests must be at least 1, got {max_requests}")
     if window_days is not None and not (math.isfinite(window_days) and window_days > 0):
         raise ValueError(f"window_days must be a positive number, got {window_days}")
     since = None if window_days is None else (time.time() if now is None else now) - window_days * 86400
     skipped: Counter[str] = Counter()
+    first_skipped: dict[str, str] = {}
     found: list[tuple[CapturedRequest, bool, int, int]] = []
     files = 0
     for name, read in _capture_files(str(source), s3_client, since):
@@ -149,7 +168,9 @@ def read_capture(
         try:
             content = read()
         except OSError as error:
-            skipped[f"file unreadable ({error.strerror or error})"] += 1
+            reason = f"file unreadable ({error.strerror or error})"
+            skipped[reason] += 1
+            first_skipped.setdefault(reason, _within(name, str(source)))
             continue
         for number, line in enumerate(content.split(b"\n"), 1):
             if not line.strip():
@@ -158,6 +179,7 @@ def read_capture(
                 request, whole_second = parse_capture_line(line, f"{name}:{number}")
             except Skip as skip:
                 skipped[str(skip)] += 1
+                first_skipped.setdefault(str(skip), _within(f"{name}:{number}", str(source)))
                 continue
             if since is not None and request.at < since:
                 skipped["before the window"] += 1
@@ -165,17 +187,31 @@ def read_capture(
             found.append((request, whole_second, -files, number))
         if max_requests is not None and len(found) >= max_requests:
             break
+    result = CaptureRead(requests=(), skipped=dict(skipped), files=files, first_skipped=first_skipped)
     if not found:
-        reasons = ", ".join(f"{count} {reason}" for reason, count in skipped.most_common(3)) or "every file empty"
         raise ValueError(
-            f"{source}: no readable capture record in {files} file(s) ({reasons})"
+            f"{source}: no readable capture record in {files} file(s) ({result.skipped_note() or 'every file empty'})"
             if files
             else f"{source}: no capture files (.jsonl) found"
+        )
+    unreadable = sum(count for reason, count in skipped.items() if reason not in NOT_COUNTED_AGAINST)
+    if len(found) < min_readable_share * (len(found) + unreadable):
+        raise ValueError(
+            f"{source}: only {len(found)} of {len(found) + unreadable} capture records are readable requests "
+            f"({result.skipped_note()}); fewer than {min_readable_share:.0%} would not stand for the traffic: check "
+            "what the endpoint is sent and that the files are whole"
         )
     requests = _spread_whole_seconds(found)
     if max_requests is not None:
         requests = requests[-max_requests:]
-    return CaptureRead(requests=tuple(requests), skipped=dict(skipped), files=files)
+    return replace(result, requests=tuple(requests))
+
+
+def _within(where: str, source: str) -> str:
+    """`where` (``file:line``) as a message naming `source` shows it: the line alone for a file, else relative."""
+    if where.startswith(source + ":"):
+        return f"line {where[len(source) + 1 :]}"
+    return where[len(source) :].lstrip("/") if where.startswith(source.rstrip("/") + "/") else where
 
 
 def _spread_whole_seconds(found: list[tuple[CapturedRequest, bool, int, int]]) -> list[CapturedRequest]:
@@ -371,7 +407,9 @@ def _message_text(message: Any) -> str:
 
 
 def _tokens(fields: dict[str, Any], *names: str) -> int | None:
-    """The first of `names` present in `fields` as a whole number of tokens; Skip when malformed."""
+    """The first of `names` present in `fields` as a whole number of tokens; Skip when any present is malformed
+    (a body with a malformed length is not a request to replay, whichever length the server would have used)."""
+    found = None
     for name in names:
         if fields.get(name) is None:
             continue
@@ -380,8 +418,8 @@ def _tokens(fields: dict[str, Any], *names: str) -> int | None:
             raise Skip(f"{name} not a number")
         if not 1 <= value <= MAX_REQUESTED_TOKENS or value != int(value):  # NaN fails the range, inf too
             raise Skip(f"{name} not a whole number in 1..{MAX_REQUESTED_TOKENS}")
-        return int(value)
-    return None
+        found = int(value) if found is None else found
+    return found
 
 
 def _usage_prompt_tokens(output: Any) -> int | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from optigate.bench.load import DEFAULT_MAX_LAG_MS
 from optigate.cli.errors import UsageError
-from optigate.cli.output import console
+from optigate.cli.output import console, stderr
 
 WORKLOAD_KINDS = ("replay", "sessions", "distribution")
 #: Defaults that depend on the load model: a replay's level is the connections opened before its schedule (one
@@ -108,8 +108,9 @@ def resolve_load_arguments(args: argparse.Namespace) -> None:
 
 
 def read_workload(args: argparse.Namespace) -> Any:
-    """The workload --workload names (None without it), read once however many specs are made of it; a capture
-    that cannot be read is a usage error naming it."""
+    """The workload --workload names (None without it), read once however many specs are made of it. Records that
+    are not requests are skipped and counted in one line on stderr; a capture with none readable, or mostly
+    unreadable (optigate.bench.capture.MIN_READABLE_SHARE), is a usage error naming it and why."""
     if not hasattr(args, "read_workload"):
         args.read_workload = _read(args)
     return args.read_workload
@@ -130,6 +131,15 @@ def _read(args: argparse.Namespace) -> Any:
         read = read_capture(
             args.workload, s3_client=s3_client, window_days=args.window_days, max_requests=args.max_requests
         )
+        skipped = sum(read.skipped.values())
+        if skipped:  # a file cut short, a body of another kind: said once, the rest is the workload
+            stderr.print(
+                f"--workload {args.workload}: {len(read.requests)} request(s) read from {read.files} file(s), "
+                f"{skipped} record(s) skipped: {read.skipped_note()}",
+                highlight=False,
+                soft_wrap=True,
+                markup=False,
+            )
         return from_capture(
             read,
             kind=args.workload_kind,
@@ -139,7 +149,8 @@ def _read(args: argparse.Namespace) -> Any:
             source=args.workload,
         )
     except (OSError, ValueError) as error:
-        raise UsageError(f"--workload {args.workload}: {error}") from error
+        reason = str(error).removeprefix(f"{args.workload}: ")  # named once
+        raise UsageError(f"--workload {args.workload}: {reason}") from error
 
 
 def print_schedules(data: dict) -> None:

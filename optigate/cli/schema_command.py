@@ -12,6 +12,7 @@ from optigate.cli.output import console
 def cmd_schema(args: argparse.Namespace) -> int:
     """Write the JSON schema of the config files (and, with --docs, optigate's reference pages), or check that they
     are current."""
+    from optigate.bench.capture_file import CAPTURE_SCHEMA_NAME, render_capture_schema
     from optigate.bench.result_file import FILE_SCHEMAS
     from optigate.config.reference import REFERENCE_PATH, stale_reference, write_reference
     from optigate.config.rules.rules_reference import RULES_REFERENCE_PATH, stale_rules_reference, write_rules_reference
@@ -22,8 +23,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
     docs = Path(args.docs) if args.docs else None
     reference = docs / REFERENCE_PATH.name if docs else None
     rules = docs / RULES_REFERENCE_PATH.name if docs else None
-    # The files optigate reads back (a bench result, a merged fleet result): their schemas beside the reference.
-    file_schemas = {docs / name: render for name, render in FILE_SCHEMAS.items()} if docs else {}
+    # The files optigate reads back (a bench result, a merged fleet result, a SageMaker capture record as optigate
+    # reads it): their schemas beside the reference.
+    readers = {**FILE_SCHEMAS, CAPTURE_SCHEMA_NAME: render_capture_schema}
+    file_schemas = {docs / name: render for name, render in readers.items()} if docs else {}
     again = "optigate schema" + (f" --docs {args.docs}" if docs else "")
     if args.check:
         stale = [f"out of date in {args.out}: {', '.join(names)}"] if (names := stale_schemas(args.out)) else []

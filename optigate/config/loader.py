@@ -177,10 +177,23 @@ def calibration_path(team_file: Path) -> Path | None:
 
 
 def load_calibrations(path: Path) -> tuple[Calibration, ...]:
-    """The calibrations of a calibration.yaml (none when it does not exist); a malformed file is a ConfigError."""
+    """The calibrations of a calibration.yaml (none when it does not exist); a malformed file is a ConfigError whose
+    issues name the file, the line and the YAML path, each on one line. A file without `format_version` (written
+    before versioning) is read; another version is refused naming both (CalibrationFile)."""
     if not path.exists():
         return ()
-    return tuple(_parse(read_yaml(path), CalibrationFile).calibrations)
+    try:
+        return tuple(_parse(read_yaml(path), CalibrationFile).calibrations)
+    except ConfigError as error:
+        # A key may hold a line break (`? "a\nb"`): shown escaped, so each issue stays one line.
+        raise ConfigError([_one_line(issue) for issue in error.issues]) from None
+
+
+def _one_line(issue: ConfigIssue) -> ConfigIssue:
+    def escaped(text: str) -> str:
+        return text.replace("\r", "\\r").replace("\n", "\\n")
+
+    return replace(issue, path=escaped(issue.path), message=escaped(issue.message))
 
 
 def calibrations_for(team_file: Path) -> tuple[Calibration, ...]:

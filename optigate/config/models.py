@@ -12,7 +12,7 @@ tables or the capacity plan in `optigate.deployment.rules`, so each problem is r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -22,6 +22,7 @@ from pydantic import (
     PrivateAttr,
     StringConstraints,
     Tag,
+    field_validator,
     model_validator,
 )
 
@@ -924,14 +925,41 @@ class Calibration(Strict):
     source: str = Field(min_length=1, description="The gate report it came from (path or S3 URI) and its run.")
 
 
+#: The layout of config/calibration.yaml this optigate writes and reads. A file without `format_version` was written
+#: before versioning, in the same layout, and is read; a file of another version is refused, naming both.
+CALIBRATION_FORMAT_VERSION = 1
+
+
 class CalibrationFile(Strict):
     """`config/calibration.yaml`: what the team's own gate runs measured, newest last."""
 
+    format_version: int = Field(
+        CALIBRATION_FORMAT_VERSION,
+        description=f"The file's layout, written by `optigate plan --calibrate` ({CALIBRATION_FORMAT_VERSION}). A "
+        "file without it was written before versioning, in the same layout, and is read; another version is "
+        "refused, naming both.",
+    )
     calibrations: list[Calibration] = Field(
         default_factory=list,
         description="Written by `optigate plan --calibrate`, newest last: the planner uses the newest for an "
         "accelerator, weight format and engine.",
     )
+
+    @field_validator("format_version", mode="before")
+    @classmethod
+    def _a_version_this_optigate_reads(cls, version: Any) -> Any:
+        if type(version) is int and version != CALIBRATION_FORMAT_VERSION:  # true is no version (though true == 1)
+            newer = "by a newer optigate: upgrade optigate, or " if version > CALIBRATION_FORMAT_VERSION else ""
+            raise ValueError(
+                f"this file is format version {version} and this optigate reads version {CALIBRATION_FORMAT_VERSION}"
+                f" (written {newer or 'by another optigate: '}recalibrate with `optigate plan --calibrate`)"
+            )
+        if type(version) is not int:
+            raise ValueError(
+                f"expected format version {CALIBRATION_FORMAT_VERSION} (a whole number), got {version!r:.40}; "
+                "`optigate plan --calibrate` writes it"
+            )
+        return version
 
 
 # --------------------------------------------------------------------------- files

@@ -188,9 +188,10 @@ def test_each_unreadable_line_is_counted_by_reason_and_the_rest_are_read(tmp_pat
     path = tmp_path / "mixed.jsonl"
     path.write_bytes("\n".join(lines).encode() + b"\n\xff\xfe broken\n")
 
-    read = read_capture(path)
+    read = read_capture(path, min_readable_share=0)
 
     assert [r.record for r in read.requests] == [{"inputs": LMI["inputs"]}]
+    assert read.first_skipped["not JSON"] == "line 2" and read.first_skipped["not UTF-8"] == "line 13"
     assert read.skipped == {
         "not JSON": 1,
         "no inferenceTime": 1,
@@ -208,7 +209,10 @@ def test_each_unreadable_line_is_counted_by_reason_and_the_rest_are_read(tmp_pat
 
 def test_no_readable_record_fails_naming_the_source_and_the_top_reasons(tmp_path):
     (tmp_path / "a.jsonl").write_text("nope\n" * 3 + _line("2026-11-30T09:15:02Z", {"instances": []}) + "\n")
-    with pytest.raises(ValueError, match=r"no readable capture record in 1 file\(s\) \(3 not JSON, 1 no messages"):
+    with pytest.raises(
+        ValueError,
+        match=r"no readable capture record in 1 file\(s\) \(3 not JSON \(first at a.jsonl:1\), 1 no messages",
+    ):
         read_capture(tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -216,6 +220,29 @@ def test_no_readable_record_fails_naming_the_source_and_the_top_reasons(tmp_path
         read_capture(empty)
     with pytest.raises(ValueError, match="no such file or folder"):
         read_capture(tmp_path / "missing")
+
+
+def test_a_capture_mostly_unreadable_fails_closed_and_a_few_bad_records_are_skipped_and_counted(tmp_path):
+    """A file may end in a record cut short (skipped, counted, its line named); when most records cannot be read
+    (another body format, a corrupted file) the rest would not stand for the traffic: refused, saying why."""
+    stamp = "2026-11-30T09:15:02Z"
+    good = [_line(stamp, LMI)] * 3
+    cut = _line(stamp, LMI)[:40]
+    (tmp_path / "mostly-good.jsonl").write_text("\n".join([*good, cut]))
+    read = read_capture(tmp_path / "mostly-good.jsonl")
+    assert len(read.requests) == 3 and read.skipped == {"not JSON": 1}
+    assert read.skipped_note() == "1 not JSON (first at line 4)"
+
+    (tmp_path / "mostly-bad.jsonl").write_text("\n".join([good[0], cut, cut, _line(stamp, {"instances": [1]})]))
+    with pytest.raises(ValueError, match=r"only 1 of 4 capture records are readable requests \(2 not JSON \(first at "
+                       r"line 2\), 1 no messages, inputs or prompt \(first at line 4\)\); fewer than 50%"):  # fmt: skip
+        read_capture(tmp_path / "mostly-bad.jsonl")
+    assert len(read_capture(tmp_path / "mostly-bad.jsonl", min_readable_share=0.25).requests) == 1
+    # Records outside the window are fine records: they do not count against the capture.
+    old = _line("2020-01-01T00:00:00Z", LMI)
+    (tmp_path / "old.jsonl").write_text("\n".join([good[0], old, old, old]))
+    recent = read_capture(tmp_path / "old.jsonl", window_days=365, now=T0)
+    assert len(recent.requests) == 1 and recent.skipped == {"before the window": 3}
 
 
 def test_the_window_keeps_recent_days_and_max_requests_the_newest(tmp_path):
@@ -342,7 +369,7 @@ def test_hostile_capture_lines_never_crash_each_is_read_or_skipped_with_a_reason
     path = tmp_path_factory.mktemp("hostile") / "h.jsonl"
     good = json.dumps(capture_record(LMI, T0, "good")).encode()
     path.write_bytes(b"\n".join([*lines, good]))
-    read = read_capture(path)
+    read = read_capture(path, min_readable_share=0)
     nonblank = sum(1 for line in b"\n".join([*lines, good]).split(b"\n") if line.strip())
     assert len(read.requests) + sum(read.skipped.values()) == nonblank
     assert all(reason and count > 0 for reason, count in read.skipped.items())

@@ -65,6 +65,19 @@ def test_a_missing_or_empty_capture_fails_with_a_named_reason(tmp_path):
         check_capture(spec(tmp_path), now=NOW)
 
 
+def test_a_capture_mostly_cut_short_fails_closed_before_anything_is_paid_for(tmp_path):
+    """The gate reads captures as `optigate bench --workload` does: a few bad records are skipped, but when most
+    records cannot be read (files cut short, another body format) the check fails with the reason."""
+    write_capture(tmp_path, [START + i for i in range(4)])
+    (capture_file,) = (tmp_path / "capture").rglob("*.jsonl")
+    lines = capture_file.read_text().splitlines()
+    capture_file.write_text("\n".join([*lines[:3], *(line[: len(line) // 2] for line in lines * 2)]) + "\n")
+    with pytest.raises(CaptureUnavailable, match=r"only 3 of 11 capture records are readable requests \(8 not JSON"):
+        check_capture(spec(tmp_path), now=NOW)
+    capture_file.write_text("\n".join([*lines, lines[0][:40]]) + "\n")  # one record cut short: skipped
+    assert check_capture(spec(tmp_path), now=NOW)["shape"]["requests"] == 4
+
+
 def test_records_older_than_the_window_are_no_workload(tmp_path):
     write_capture(tmp_path, [NOW - 3 * 86400 + i for i in range(5)])
     with pytest.raises(CaptureUnavailable):
