@@ -182,18 +182,7 @@ def load_calibrations(path: Path) -> tuple[Calibration, ...]:
     before versioning) is read; another version is refused naming both (CalibrationFile)."""
     if not path.exists():
         return ()
-    try:
-        return tuple(_parse(read_yaml(path), CalibrationFile).calibrations)
-    except ConfigError as error:
-        # A key may hold a line break (`? "a\nb"`): shown escaped, so each issue stays one line.
-        raise ConfigError([_one_line(issue) for issue in error.issues]) from None
-
-
-def _one_line(issue: ConfigIssue) -> ConfigIssue:
-    def escaped(text: str) -> str:
-        return text.replace("\r", "\\r").replace("\n", "\\n")
-
-    return replace(issue, path=escaped(issue.path), message=escaped(issue.message))
+    return tuple(_parse(read_yaml(path), CalibrationFile).calibrations)
 
 
 def calibrations_for(team_file: Path) -> tuple[Calibration, ...]:

@@ -77,9 +77,11 @@ class ConfigIssue:
     rule: str | None = None  # the ID of the rule that reports it (optigate.config.rules.registry), if one does
 
     def __post_init__(self) -> None:
-        # Whatever a layer quotes, a message stays readable (a 200 KB value is never echoed whole).
+        # Whatever a layer quotes, a message stays readable (a 200 KB value is never echoed whole) and one line (a
+        # key or value may hold a line break: `? "a\nb"`), shown escaped.
         for name in ("path", "message"):
-            text = getattr(self, name)
+            text = getattr(self, name).replace("\r", "\\r").replace("\n", "\\n")
+            object.__setattr__(self, name, text)
             if len(text) > MAX_MESSAGE_CHARS:
                 cut = f"{text[: MAX_MESSAGE_CHARS - 200]} …({len(text) - MAX_MESSAGE_CHARS:,} characters cut)… "
                 object.__setattr__(self, name, cut + text[-200:])

@@ -105,3 +105,11 @@ def test_a_candidate_quantized_by_a_job_must_be_on_an_instance_type_the_job_take
     assert problem.path == ("gate", "candidate", "quantization") and "cannot run on ml.p5.4xlarge" in problem.message
     assert optimization_job_problems(team("fp8"), Serving(instance_type="ml.p5.48xlarge")) == []
     assert optimization_job_problems(team(None), job_outside) == []  # no job, nothing to refuse
+
+
+def test_a_key_or_value_holding_a_line_break_is_still_one_line_per_problem(tmp_path):
+    """Found by the calibration file's fuzz: a key `? "a\\nb"` printed its issue over two lines (`validate` too)."""
+    config = edited_config(tmp_path, "teams/chat.yaml", "serving:\n", 'serving:\n  ? "max_\\nbatch"\n  : "1\\n2"\n')
+    problems = _problems(config)
+    assert problems and all("\n" not in problem for problem in problems)
+    assert any("max_\\nbatch" in problem for problem in problems), problems
