@@ -9,7 +9,9 @@ property tests, which run 500 of each; JSON formats share the engine of tests/fi
 - config: the example project's YAML files, through what `optigate validate` runs; each mutant under 2 s of CPU;
 - bench_result: a pair of `optigate bench --json` results, compared with `optigate bench compare`;
 - merged_result: the benchmark fleet's merged results, through what the gate's decision runs on them (it fails
-  closed: a refusal is the INCONCLUSIVE verdict naming the file and JSON path).
+  closed: a refusal is the INCONCLUSIVE verdict naming the file and JSON path);
+- capture: real SageMaker data-capture files (JSON Lines), through what `optigate bench --workload` reads;
+- calibration: real calibration.yaml files, through `optigate plan` of a team that has one.
 
 Prints, per format, the count per outcome, each distinct failure with its smallest mutants, a few refusals as
 examples, and the slowest mutant. Exits 1 on any failure (an unexpected error, a summary-only mutant read with
@@ -30,7 +32,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 REPO = Path(__file__).resolve().parents[1]
-FORMATS = ("config", "bench_result", "merged_result")
+FORMATS = ("config", "bench_result", "merged_result", "capture", "calibration")
 
 
 def fuzz(name: str, target: Any, mutants: int, chosen_seed: int | None, show: int) -> bool:

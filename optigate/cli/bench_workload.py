@@ -12,6 +12,8 @@ from optigate.cli.errors import UsageError
 from optigate.cli.output import console, stderr
 
 WORKLOAD_KINDS = ("replay", "sessions", "distribution")
+#: The longest replay `optigate bench` runs (at its --speedup): a day, a soak test's length.
+MAX_REPLAY_HOURS = 24
 #: Defaults that depend on the load model: a replay's level is the connections opened before its schedule (one
 #: level: its load is the recorded schedule and --speedup), and it sends the whole workload unless told otherwise.
 DEFAULT_LEVELS = "1,16,64"
@@ -140,7 +142,7 @@ def _read(args: argparse.Namespace) -> Any:
                 soft_wrap=True,
                 markup=False,
             )
-        return from_capture(
+        workload = from_capture(
             read,
             kind=args.workload_kind,
             speedup=args.speedup,
@@ -151,6 +153,15 @@ def _read(args: argparse.Namespace) -> Any:
     except (OSError, ValueError) as error:
         reason = str(error).removeprefix(f"{args.workload}: ")  # named once
         raise UsageError(f"--workload {args.workload}: {reason}") from error
+    span = max((request.offset_s or 0.0) for request in workload.requests) if workload.scheduled else 0.0
+    if span > MAX_REPLAY_HOURS * 3600:
+        # A stray timestamp (a hand-edited or corrupted record) would otherwise make a replay wait for years.
+        raise UsageError(
+            f"--workload {args.workload}: the {len(workload.requests)} requests span {span / 3600:,.0f} h at speedup "
+            f"{args.speedup:g}, over the {MAX_REPLAY_HOURS} h a replay may run: raise --speedup to at least "
+            f"{args.speedup * span / (MAX_REPLAY_HOURS * 3600):.3g}, lower --window-days or --max-requests"
+        )
+    return workload
 
 
 def print_schedules(data: dict) -> None:

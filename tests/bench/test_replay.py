@@ -369,3 +369,12 @@ def test_workload_options_need_a_workload_and_a_capture_that_reads(tmp_path, cap
     empty.write_text('{"not": "a capture record"}\n')
     assert _bench_cli("http://127.0.0.1:9", "--workload", str(empty)) == 2
     assert f"--workload {empty}" in capsys.readouterr().err
+
+
+def test_a_replay_longer_than_a_day_is_refused_before_any_request(tmp_path, capsys):
+    """A stray timestamp (found by the capture fuzz: one record years away) must not make a replay wait for it."""
+    capture = tmp_path / "capture.jsonl"
+    _capture_file(capture, [0.0, 0.1, 30 * 3600.0])
+    assert _bench_cli("http://127.0.0.1:9", "--workload", str(capture)) == 2
+    error = " ".join(capsys.readouterr().err.split())
+    assert "span 30 h at speedup 1, over the 24 h a replay may run: raise --speedup to at least 1.25" in error
