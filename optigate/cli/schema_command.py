@@ -17,12 +17,15 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from optigate.config.rules.rules_reference import RULES_REFERENCE_PATH, stale_rules_reference, write_rules_reference
     from optigate.config.schema import stale_schemas, write_schemas
     from optigate.deployment.all_rules import every_rule
+    from optigate.gate.report_file import REPORT_SCHEMA_NAME, render_report_schema
 
     # The reference pages are optigate's own docs: written only when asked, never into a user's project.
     docs = Path(args.docs) if args.docs else None
     reference = docs / REFERENCE_PATH.name if docs else None
     rules = docs / RULES_REFERENCE_PATH.name if docs else None
-    result_schema = docs / RESULT_SCHEMA_NAME if docs else None  # the file `optigate bench --json` writes
+    # The files optigate reads back: what `optigate bench --json` writes, the gate's report.json.
+    renders = {RESULT_SCHEMA_NAME: render_result_schema, REPORT_SCHEMA_NAME: render_report_schema}
+    read_back = {docs / name: render for name, render in renders.items()} if docs else {}
     again = "optigate schema" + (f" --docs {args.docs}" if docs else "")
     if args.check:
         stale = [f"out of date in {args.out}: {', '.join(names)}"] if (names := stale_schemas(args.out)) else []
@@ -30,19 +33,19 @@ def cmd_schema(args: argparse.Namespace) -> int:
             stale.append(f"{reference} is out of date")
         if rules is not None and stale_rules_reference(rules, every_rule()):
             stale.append(f"{rules} is out of date")
-        if result_schema is not None and (
-            not result_schema.exists() or result_schema.read_text() != render_result_schema()
-        ):
-            stale.append(f"{result_schema} is out of date")
+        for schema, render in read_back.items():
+            if not schema.exists() or schema.read_text() != render():
+                stale.append(f"{schema} is out of date")
         if stale:
             raise CliError("; ".join(stale) + f"; run `{again}`")
         console.print(f"[green]✓[/green] schemas in {args.out} match the models")
         return 0
     written = write_schemas(args.out)
-    if reference is not None and rules is not None and result_schema is not None:
+    if reference is not None and rules is not None:
         written += [write_reference(reference), write_rules_reference(rules, every_rule())]
-        result_schema.write_text(render_result_schema())
-        written.append(result_schema)
+        for schema, render in read_back.items():
+            schema.write_text(render())
+            written.append(schema)
     for path in written:
         console.print(f"wrote {path}")
     return 0
