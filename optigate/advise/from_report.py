@@ -140,7 +140,9 @@ def applied(resolved_team: ResolvedTeam, change: Mapping[str, Any]) -> ResolvedT
         serving = serving_with(team.serving, overrides)
     except ValidationError:
         return None
-    gate = team.gate.model_copy(update={"candidate": {}})
+    # Promoted, the team has no candidate, so no gate runs: nor a cross-check beside it (rule OG404 refuses one).
+    benchmark = team.gate.benchmark.model_copy(update={"cross_check": "none"})
+    gate = team.gate.model_copy(update={"candidate": {}, "benchmark": benchmark})
     trial = team.model_copy(update={"serving": serving, "gate": gate})
     if check_team(trial):
         return None

@@ -59,7 +59,7 @@ def _print_reading(reading) -> None:
     console.print(f"[bold]last gate run ({reading.source}): {step} {verdict}[/bold]", highlight=False)
     console.print(Padding(escape(reading.summary), (0, 0, 0, 2)), highlight=False)
     for level in reading.levels:
-        parts = [f"c{level['concurrency']}:"]
+        parts = []
         for key, label in (("p50_tpot_ms", "TPOT"), ("p99_itl_ms", "p99 ITL"), ("p99_ttft_ms", "p99 TTFT")):
             before, after = level[key]
             if before is not None or after is not None:
@@ -71,7 +71,8 @@ def _print_reading(reading) -> None:
         before, after = level["tokens_per_chunk"]
         if after is not None and before is not None and after != before:
             parts.append(f"tokens/chunk {before:.2f} -> {after:.2f}")
-        console.print(Padding(escape(", ".join(parts)), (0, 0, 0, 2)), highlight=False)
+        line = f"c{level['concurrency']}: " + (", ".join(parts) or "no figure measured")
+        console.print(Padding(escape(line), (0, 0, 0, 2)), highlight=False)
     if reading.tpot_expected_ratio is not None:
         ratio = f"measured / expected TPOT at concurrency 1: {reading.tpot_expected_ratio:.2f}"
         console.print(Padding(escape(ratio), (0, 0, 0, 2)), highlight=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from types import ModuleType
 
 from optigate.cli.errors import CliError, UsageError
@@ -22,6 +23,8 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     if chosen is None:
         raise UsageError("rehearse: name the team: optigate rehearse chat, or --team chat, or its file; see --help")
     args.team, args.config = chosen.name, chosen.config
+    if args.report is not None and not Path(args.report).parent.is_dir():
+        raise UsageError(f"--report {args.report}: no folder {Path(args.report).parent}; create it or name another")
     rehearsal = _rehearsal()
     try:
         template, deployment = rehearsal.synthesize_team(args.team, args.env, args.config)
@@ -54,6 +57,8 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         expected = rehearsal.expected_outcome(candidate)
         outcome = _outcome(result["execution"])
         _print_result(result, outcome, expected, verbose=args.verbose)
+        if args.report is not None:
+            _write_report(result, report_path(Path(args.report), candidate, len(candidates)))
         outcomes.append((candidate, outcome, expected))
     return _print_verdict(outcomes, time.monotonic() - began)
 
@@ -105,6 +110,29 @@ def _print_result(result: dict, outcome: str, expected: str, verbose: bool) -> N
         else:
             where = f"{live['config']} (NOT its original {live['original_config']})"
         console.print(f"  live endpoint {name}: {live['status']} on {where}", highlight=False)
+
+
+def report_path(requested: Path, candidate: str, candidates: int) -> Path:
+    """Where `--report` puts a candidate's gate report: the file asked for, or with several candidates the
+    candidate's name before its suffix (report.json: report.faster.json, report.slower.json)."""
+    if candidates == 1:
+        return requested
+    return requested.with_name(f"{requested.stem}.{candidate}{requested.suffix or '.json'}")
+
+
+def _write_report(result: dict, path: Path) -> None:
+    """The report.json the gate's decision wrote to the emulated S3, byte for byte, or a line saying there is none."""
+    body = result.get("report_body")
+    if body is None:
+        console.print(f"  gate report: none (the gate stopped before its decision); {path} not written")
+        return
+    try:
+        path.write_bytes(body)
+    except OSError as error:
+        raise UsageError(
+            f"--report {path}: cannot write it ({error.strerror or error}); name a writable file"
+        ) from None
+    console.print(f"  gate report: {path}", highlight=False, soft_wrap=True)
 
 
 def _print_verdict(outcomes: list[tuple[str, str, str]], seconds: float) -> int:
@@ -167,5 +195,13 @@ def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="one line per state visit, the path, every check and the verdict's cause (default: one line per "
         "state, loops folded, only the checks that did not pass)",
+    )
+    rehearse.add_argument(
+        "--report",
+        default=None,
+        metavar="FILE",
+        help="write the gate's report (the report.json its decision wrote) to FILE, for `advise --from-report` and "
+        "`plan --calibrate`; with several candidates, one file each: FILE's name with the candidate before its "
+        "suffix (default: none, no file written)",
     )
     rehearse.set_defaults(handler=cmd_rehearse)

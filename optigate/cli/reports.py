@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from optigate.cli.errors import UsageError
 
 
-def load_gate_report(path: Path) -> Mapping[str, Any]:
-    """The report's JSON object (the verdict the gate's decision wrote); a file that is not one is a usage error
-    (exit 2) saying why."""
+def load_gate_report(path: Path) -> dict[str, Any]:
+    """The report's JSON object (the verdict the gate's decision wrote), checked by optigate.gate.report_file; a file
+    that is not one is a usage error (exit 2) saying where and what is wrong."""
+    from optigate.gate.report_file import GateReportError, read_gate_report
+
     try:
-        data = json.loads(path.read_text())
+        return read_gate_report(path)
     except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a gate report (not UTF-8 text)") from None
-    except json.JSONDecodeError as error:
-        raise UsageError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: not a gate report (a JSON object is expected)")
-    return data
+        raise UsageError(f"{path}: no such file; give the gate's report.json") from None
+    except GateReportError as error:
+        raise UsageError(str(error)) from None
+    except OSError as error:
+        raise UsageError(f"{path}: cannot be read ({error.strerror or error}); give the gate's report.json") from None

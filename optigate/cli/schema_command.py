@@ -18,14 +18,15 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from optigate.config.rules.rules_reference import RULES_REFERENCE_PATH, stale_rules_reference, write_rules_reference
     from optigate.config.schema import stale_schemas, write_schemas
     from optigate.deployment.all_rules import every_rule
+    from optigate.gate.report_file import REPORT_SCHEMA_NAME, render_report_schema
 
     # The reference pages are optigate's own docs: written only when asked, never into a user's project.
     docs = Path(args.docs) if args.docs else None
     reference = docs / REFERENCE_PATH.name if docs else None
     rules = docs / RULES_REFERENCE_PATH.name if docs else None
-    # The files optigate reads back (a bench result, a merged fleet result, a SageMaker capture record as optigate
-    # reads it): their schemas beside the reference.
-    readers = {**FILE_SCHEMAS, CAPTURE_SCHEMA_NAME: render_capture_schema}
+    # The files optigate reads back (a bench result, a merged fleet result, the gate's report.json, a SageMaker
+    # capture record as optigate reads it): their schemas beside the reference.
+    readers = {**FILE_SCHEMAS, REPORT_SCHEMA_NAME: render_report_schema, CAPTURE_SCHEMA_NAME: render_capture_schema}
     file_schemas = {docs / name: render for name, render in readers.items()} if docs else {}
     again = "optigate schema" + (f" --docs {args.docs}" if docs else "")
     if args.check:

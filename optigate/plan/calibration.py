@@ -49,7 +49,9 @@ def from_report(report: Mapping[str, Any], source: str) -> Calibration:
         raise CalibrationError(f"{source}: no TPOT measured at concurrency 1; give the gate a level of 1")
     if not bound:
         raise CalibrationError(f"{source}: the plan had no roofline bound (no hardware figures for the instance)")
-    overhead = float(plan.get("step_overhead_ms", 0.0)) + float(plan.get("allreduce_ms_per_step", 0.0))
+    _check_plan(plan, source)
+    # No expected figure in the plan (null overheads): none assumed.
+    overhead = float(plan.get("step_overhead_ms") or 0.0) + float(plan.get("allreduce_ms_per_step") or 0.0)
     streaming = float(measured) - overhead
     if streaming <= 0:
         raise CalibrationError(
@@ -62,6 +64,11 @@ def from_report(report: Mapping[str, Any], source: str) -> Calibration:
             f"{source}: {measured:.2f} ms per token is faster than the roofline allows ({bound:.2f} ms plus "
             f"{overhead:.2f} ms of overheads); check the report's instance and precision"
         )
+    if round(efficiency, 4) <= 0:
+        raise CalibrationError(
+            f"{source}: {measured:.2f} ms per token against a {bound:.4g} ms bound is a bandwidth efficiency below "
+            "0.0001: no instance runs that slowly; check the report's figures"
+        )
     return Calibration(
         instance_type=str(plan["instance_type"]),
         accelerator=str(plan["accelerator"]),
@@ -72,6 +79,29 @@ def from_report(report: Mapping[str, Any], source: str) -> Calibration:
         bound_tpot_ms=float(bound),
         source=source,
     )
+
+
+def _check_plan(plan: Mapping[str, Any], source: str) -> None:
+    """The plan names what a calibration is kept under: an instance the catalog knows, its accelerator, a weight
+    precision and an engine."""
+    from optigate.plan.catalog import get_instance
+
+    try:
+        accelerator = get_instance(str(plan["instance_type"])).accelerator
+    except KeyError as error:
+        message = error.args[0] if error.args else str(error)
+        raise CalibrationError(f"{source}: the report's plan: {message}") from None
+    if plan.get("accelerator") != accelerator:
+        raise CalibrationError(
+            f"{source}: the report's plan puts accelerator {plan.get('accelerator')!r} in {plan['instance_type']}, "
+            f"whose accelerator is {accelerator}; check the report's instance"
+        )
+    missing = [key for key in ("weight_precision", "engine") if not plan.get(key)]
+    if missing:
+        raise CalibrationError(
+            f"{source}: the report's plan names no {' or '.join(missing)}: a calibration is kept by both; "
+            "run the gate again"
+        )
 
 
 def merged(existing: Iterable[Calibration], new: Iterable[Calibration]) -> list[Calibration]:

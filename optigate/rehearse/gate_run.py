@@ -367,7 +367,8 @@ class GateRun:
             "execution": execution,
             "states": h.states_entered(arn),
             "history": h.history(arn),  # get_execution_history's events (optigate.rehearse.progress reads them)
-            "report": json.loads(s3.get_object(Bucket=BUCKET, Key=keys[0])["Body"].read()) if keys else None,
+            "report": json.loads(report_body) if (report_body := _object(s3, keys)) is not None else None,
+            "report_body": report_body,  # report.json's bytes as the decision wrote them (`rehearse --report`)
             "report_files": sorted(files),
             # Temporary resources the run left behind (never what CloudFormation owns).
             "left": {
@@ -395,3 +396,8 @@ class GateRun:
                 for name, config in self.live.items()
             },
         }
+
+
+def _object(s3: Any, keys: list[str]) -> bytes | None:
+    """The first of `keys` in the rehearsal's bucket, or None without one."""
+    return s3.get_object(Bucket=BUCKET, Key=keys[0])["Body"].read() if keys else None

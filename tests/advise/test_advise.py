@@ -370,9 +370,16 @@ def test_a_rejected_step_did_not_pay_off_and_is_not_offered_again(tmp_path, caps
 @pytest.mark.parametrize(
     ("content", "why"),
     [
-        ("{not json", "not JSON"),
-        ("[1, 2]", "a JSON object is expected"),
-        ('{"team": "demo"}', "not a gate report (no outcome, change, checks, levels)"),
+        ("{not json", "expected JSON (a gate report), found expecting property name"),
+        ("[1, 2]", "expected an object with `outcome` and `checks` (the gate's report), found [1, 2]"),
+        (
+            '{"team": "demo"}',
+            'expected an object with `outcome` and `checks` (the gate\'s report), found an object with keys ["team"]',
+        ),
+        (
+            '{"team": "demo", "outcome": "APPROVED"}',
+            "environment: expected this key, found nothing (the key is missing)",
+        ),
     ],
 )
 def test_a_malformed_report_is_one_line_and_exit_2(tmp_path, capsys, content, why):

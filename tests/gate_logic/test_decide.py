@@ -437,6 +437,7 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
     text = render_json(verdict)
     data = json.loads(text)
     assert list(data) == [
+        "format_version",
         "team",
         "environment",
         "approved",

@@ -17,6 +17,7 @@ from optigate.plan import calibration, get_instance, plan
 from optigate.plan.expected import DATA, efficiency_for, literature_efficiency
 from optigate.plan.instance_comparison import compare
 from tests.fixtures.benchmark_scripts import benchmark_script
+from tests.fixtures.gate_report_mutants import originals
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -114,11 +115,22 @@ PLAN = {
 }
 
 
+def gate_report_with(prediction: dict) -> dict:
+    """A real gate report (tests/fixtures/gate_reports) with `prediction` in place of its own."""
+    report = json.loads(originals()["support-approved"])
+    decode = {"expected": None, "measured_as": "candidate p50 TPOT at concurrency 1", "ratio": None}
+    report["prediction_vs_measurement"] = {
+        **prediction,
+        "decode_tpot_ms_batch1": {**decode, **prediction["decode_tpot_ms_batch1"]},
+    }
+    return report
+
+
 def test_a_gate_report_calibrates_the_expected_figure_and_the_plan_says_so(tmp_path, capsys):
     config = tmp_path / "config"
     shutil.copytree(REPO / "config", config, ignore=shutil.ignore_patterns("locks"))
     report = tmp_path / "gate-report.json"
-    report.write_text(json.dumps(_report(34.0, PLAN)))
+    report.write_text(json.dumps(gate_report_with(_report(34.0, PLAN)["prediction_vs_measurement"])))
     before = json.loads(_plan_json(config, capsys))
     code = main(["plan", str(config / "teams/chat.yaml"), "--calibrate", str(report), "--json"])
     out = capsys.readouterr().out
@@ -166,7 +178,7 @@ def test_calibrate_from_the_cli_fails_in_one_line_with_exit_2(tmp_path, capsys):
     (tmp_path / "broken.json").write_text("{not json")
     assert main(["plan", str(config / "teams/chat.yaml"), "--calibrate", str(tmp_path / "broken.json")]) == 2
     err = capsys.readouterr().err
-    assert "not JSON" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "expected JSON (a gate report)" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (config / "calibration.yaml").exists()
 
 

@@ -40,6 +40,7 @@ from optigate.gate.decision.slo_checks import (
     slo_checks,
 )
 from optigate.gate.decision.wording import CheckName, label, reason
+from optigate.gate.report_format import FORMAT_VERSION
 from optigate.gate.server_metrics import acceptance_check, figures_to_report
 from optigate.judge import Check, Outcome, overall
 from optigate.plan.cost import cost_per_million_tokens
@@ -110,6 +111,7 @@ class GateVerdict:
     def to_dict(self) -> dict[str, Any]:
         return json_safe(
             {
+                "format_version": FORMAT_VERSION,  # the layout optigate.gate.report_file reads back
                 "team": self.team,
                 "environment": self.environment,
                 "approved": self.approved,
