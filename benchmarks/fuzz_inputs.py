@@ -10,6 +10,8 @@ property tests, which run 500 of each; JSON formats share the engine of tests/fi
 - bench_result: a pair of `optigate bench --json` results, compared with `optigate bench compare`;
 - merged_result: the benchmark fleet's merged results, through what the gate's decision runs on them (it fails
   closed: a refusal is the INCONCLUSIVE verdict naming the file and JSON path);
+- gate_report: real gate reports (`optigate rehearse --report`), through `optigate advise --from-report` and
+  `optigate plan --calibrate`;
 - capture: real SageMaker data-capture files (JSON Lines), through what `optigate bench --workload` reads;
 - calibration: real calibration.yaml files, through `optigate plan` of a team that has one.
 
@@ -32,7 +34,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 REPO = Path(__file__).resolve().parents[1]
-FORMATS = ("config", "bench_result", "merged_result", "capture", "calibration")
+FORMATS = ("config", "bench_result", "merged_result", "gate_report", "capture", "calibration")
 
 
 def fuzz(name: str, target: Any, mutants: int, chosen_seed: int | None, show: int) -> bool:
