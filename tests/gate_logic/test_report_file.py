@@ -179,3 +179,22 @@ def test_read_gate_report_names_a_missing_file(tmp_path, capsys):
     code = main(["advise", "research", "--config", str(CONFIG), "--from-report", str(tmp_path / "none.json")])
     assert code == 2
     assert capsys.readouterr().err.strip() == f"✗ {tmp_path / 'none.json'}: no such file; give the gate's report.json"
+
+
+def test_the_fail_closed_report_of_an_unreadable_input_is_read_back_and_advise_says_inconclusive(tmp_path, capsys):
+    """The verdict the decision writes when a shard or merged result failed its schema is itself a valid report."""
+    from optigate.gate.decision.verdict import unreadable_verdict
+    from optigate.gate.report import render_json
+
+    problem = 's3://b/benchmarks/run/shard-0.json: runs[0].samples.ttft_ms[0]: expected a number, found "fast"'
+    verdict = unreadable_verdict("research", "dev", [problem], {"quantization": "fp8"})
+    report = tmp_path / "report.json"
+    report.write_text(render_json(verdict))
+    data = read_gate_report(report)
+    assert data["outcome"] == "INCONCLUSIVE" and data["approved"] is False
+    assert [check["name"] for check in data["checks"]] == ["inputs"] and problem in data["reasons"][0]
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG, config)
+    code = main(["advise", "research", "--config", str(config), "--from-report", str(report)])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 3 and "INCONCLUSIVE" in out and "failed its schema" in out, out  # 3: inconclusive
