@@ -68,6 +68,8 @@ def read_shard(body: bytes) -> tuple[dict[str, Any], list[RunSamples]]:
     raw_runs = data.get("runs")
     if not isinstance(raw_runs, list) or not raw_runs:
         raise ShardError("no `runs` list with a run in it")
+    if len(raw_runs) > 1:  # merged as one, two levels would add up to a level neither measured
+        raise ShardError(f"{len(raw_runs)} runs; a shard measures one level (one run)")
     runs = []
     for index, raw in enumerate(raw_runs):
         if not isinstance(raw, dict):
