@@ -144,3 +144,8 @@ def test_a_shard_at_another_level_than_its_siblings_is_not_merged():
     one_level = _with(bad, _set(("runs", 0, "concurrency"), 1))
     _, merged = _merge([good, _with(one_level, _set(("runs", 0, "concurrency"), 7))])
     assert merged["runs"] == [] and "concurrency" in merged["unreadable_shards"][0]["reason"]
+
+
+def test_no_shards_fails_the_task_instead_of_writing_a_result_its_reader_refuses():
+    with pytest.raises(ValueError, match="the event names no shards"):
+        _merge([])

@@ -115,6 +115,8 @@ def _median(values: list[float]) -> float | None:
 def handler(event: dict, _context=None) -> dict:
     s3 = boto3.client("s3")
     keys = [str(shard["key"]) for shard in event["shards"]]
+    if not keys:  # the event's fault, not a shard's: fail the task rather than write a result with no run and no why
+        raise ValueError("the event names no shards: nothing to merge")
     read: list[tuple[str, dict[str, Any], list[RunSamples]]] = []
     unreadable: list[dict[str, str]] = []
     for shard, key in zip(event["shards"], keys, strict=True):
