@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -19,3 +19,26 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     return value
+
+
+#: The longest key a JSON path shows whole, and the longest path (a deeply nested one keeps its two ends).
+MAX_KEY_CHARS, MAX_PATH_CHARS = 40, 160
+
+
+def json_path(loc: Iterable[Any]) -> str:
+    """A location in a JSON document (a pydantic error's ``loc``) as a path: ``runs[0].samples.ttft_ms[3]``. A key
+    longer than MAX_KEY_CHARS is cut and its length said: keys are the file's own (one can be megabytes), and the path
+    goes into one-line messages, the gate's Step Functions output and its SNS notification (so does a deep one)."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+            continue
+        key = str(part)
+        if len(key) > MAX_KEY_CHARS:
+            key = f"{key[: MAX_KEY_CHARS - 1]}…({len(key)} characters)"
+        text += f".{key}" if text else key
+    if len(text) > MAX_PATH_CHARS:
+        half = MAX_PATH_CHARS // 2
+        text = f"{text[:half]}…{text[-half:]}"
+    return text

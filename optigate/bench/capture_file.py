@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from optigate.bench.capture import MAX_REQUESTED_TOKENS
+from optigate.jsonsafe import json_path
 
 
 class _Open(BaseModel):
@@ -232,11 +233,8 @@ _UNION_BRANCHES = frozenset({"str", "int", "float", "bool", "none"})
 def _first(error: ValidationError) -> str:
     """The first problem as "json.path: expected …" (list items as [i], pydantic's own wording trimmed)."""
     first = error.errors(include_url=False)[0]
-    path = ""
-    for part in first["loc"]:
-        if isinstance(part, str) and ("[" in part or part in _UNION_BRANCHES):
-            continue  # the member of a union pydantic tried, not a key of the record
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    # A part naming the member of a union pydantic tried is not a key of the record.
+    path = json_path(p for p in first["loc"] if not (isinstance(p, str) and ("[" in p or p in _UNION_BRANCHES)))
     expected = str(first["msg"]).removeprefix("Value error, ").removeprefix("Input should be ")
     if first["type"] == "missing":
         expected = "this key (it is missing)"

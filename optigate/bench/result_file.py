@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 # The layout this optigate writes and reads (files without the key: the same layout, before versioning), and the
 # longest span of a run's times (the merge Lambda, without pydantic, guards with it too).
 from optigate.bench.result_format import FORMAT_VERSION, MAX_RUN_SPAN_S
+from optigate.jsonsafe import json_path
 
 #: The largest latency (ms) or count read; anything beyond is not a measurement.
 MAX_MS = 1e9
@@ -163,13 +164,6 @@ class ResultFileError(ValueError):
         super().__init__(f"{where}expected {expected}, found {found}")
 
 
-def _path(loc: tuple[Any, ...]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
 def _found(value: Any, limit: int = 60) -> str:
     try:
         text = json.dumps(value, allow_nan=True)
@@ -222,11 +216,11 @@ def _first_error(file: str, data: Any, error: ValidationError) -> ResultFileErro
                 value = _at(data, element)
             except (KeyError, IndexError, TypeError):
                 break
-            return ResultFileError(file, _path(element), ELEMENT_SHAPES[str(loc[depth])], _found(value))
+            return ResultFileError(file, json_path(element), ELEMENT_SHAPES[str(loc[depth])], _found(value))
     if first["type"] == "missing":
         expected = MISSING.get(str(loc[-1]), "this key")
-        return ResultFileError(file, _path(loc), expected, "nothing (the key is missing)")
-    return ResultFileError(file, _path(loc), _expected(first), _found(first.get("input")))
+        return ResultFileError(file, json_path(loc), expected, "nothing (the key is missing)")
+    return ResultFileError(file, json_path(loc), _expected(first), _found(first.get("input")))
 
 
 def _check_runs(file: str, result: BenchResultFile, data: dict[str, Any]) -> None:

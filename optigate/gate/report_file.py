@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optigate.gate.report_format import FORMAT_VERSION
+from optigate.jsonsafe import json_path
 
 #: The largest magnitude of a figure read: anything beyond is no measurement (and would overflow arithmetic).
 MAX_FIGURE = 1e15
@@ -178,13 +179,6 @@ class GateReportError(ValueError):
         super().__init__(f"{where}expected {expected}, found {found}")
 
 
-def _path(loc: tuple[Any, ...]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
 def _found(value: Any, limit: int = 60) -> str:
     try:
         text = json.dumps(value, allow_nan=True)
@@ -233,8 +227,9 @@ def _first_error(file: str, error: ValidationError) -> GateReportError:
     first = error.errors(include_url=False)[0]
     loc = tuple(part for part in first["loc"] if not (isinstance(part, str) and "[" in part))
     if first["type"] == "missing":
-        return GateReportError(file, _path(loc), _MISSING.get(str(loc[-1]), "this key"), "nothing (the key is missing)")
-    return GateReportError(file, _path(loc), _expected(first), _found(first.get("input")))
+        expected = _MISSING.get(str(loc[-1]), "this key")
+        return GateReportError(file, json_path(loc), expected, "nothing (the key is missing)")
+    return GateReportError(file, json_path(loc), _expected(first), _found(first.get("input")))
 
 
 def _non_finite(file: str, data: Any) -> None:
@@ -243,7 +238,7 @@ def _non_finite(file: str, data: Any) -> None:
     while stack:
         loc, value = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
-            raise GateReportError(file, _path(loc), "a finite number or null", _found(value))
+            raise GateReportError(file, json_path(loc), "a finite number or null", _found(value))
         if isinstance(value, dict):
             stack.extend(((*loc, key), item) for key, item in reversed(value.items()))
         elif isinstance(value, list):

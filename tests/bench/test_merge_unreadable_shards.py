@@ -83,6 +83,7 @@ def _set(path: tuple, value):
         (lambda body: _with(body, _set(("runs", 0, "samples", "completions", 0), ["x", 5])), "not a number"),
         (lambda body: _with(body, _set(("runs", 0, "schedule"), {"bound_ms": "5"})), "no positive bound_ms"),
         (lambda body: b"[1, 2]", "not a bench result"),
+        (lambda body: _with(body, lambda data: data["runs"].append(data["runs"][0])), "2 runs; a shard measures one"),
     ],
 )
 def test_a_shard_that_cannot_be_read_is_recorded_with_why_and_nothing_is_merged(corrupt, reason):
@@ -129,3 +130,22 @@ def test_a_merged_result_without_its_run_or_a_reason_is_refused_naming_the_path(
     two_runs = _with(body, lambda data: data["runs"].append({**data["runs"][0], "concurrency": 4}))
     with pytest.raises(ResultFileError, match=r"^s3://b/k: runs: expected a list of the documented length"):
         parse_merged_result(two_runs, "s3://b/k")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (review of #29): the merge adds up shards of different levels; the real fleet runs every shard at "
+    "one per_shard level, but tests/fixtures/merged_results' shards are a bench result's levels 1 and 2 (merged: 3), "
+    "so refusing it needs those fixtures regenerated first",
+)
+def test_a_shard_at_another_level_than_its_siblings_is_not_merged():
+    """A corrupted shard's concurrency (1 -> 7) must not turn the merged level into 8, a level no shard measured."""
+    good, bad = _shards()
+    one_level = _with(bad, _set(("runs", 0, "concurrency"), 1))
+    _, merged = _merge([good, _with(one_level, _set(("runs", 0, "concurrency"), 7))])
+    assert merged["runs"] == [] and "concurrency" in merged["unreadable_shards"][0]["reason"]
+
+
+def test_no_shards_fails_the_task_instead_of_writing_a_result_its_reader_refuses():
+    with pytest.raises(ValueError, match="the event names no shards"):
+        _merge([])

@@ -107,3 +107,26 @@ def test_a_shard_the_merge_could_not_read_fails_closed_naming_the_shard_and_its_
 def test_an_evaluation_verdict_that_is_not_one_fails_closed(body, named):
     output, report, page = _decide({"evaluation/verdict.json": body}, evaluation_key="evaluation/verdict.json")
     _fails_closed(output, report, page, f"s3://{BUCKET}/evaluation/verdict.json", named)
+
+
+def test_a_huge_key_in_a_merged_result_keeps_the_returned_verdict_and_the_notification_small():
+    """A JSON key is part of the path an error names: 300,000 characters of it must not reach the state's output
+    (Step Functions: 256 KiB) nor the summary SNS publishes (256 KiB by default), or the gate ends in
+    States.DataLimitExceeded instead of its named reason."""
+    data = json.loads((MERGED / "candidate.json").read_bytes())
+    data["runs"][0]["errors"] = {"E" * 300_000: "x"}
+    output, report, page = _decide({merged_key("candidate"): json.dumps(data).encode()})
+    _fails_closed(output, report, page, f"s3://{BUCKET}/{merged_key('candidate')}: runs[0].errors.EEEE")
+    assert len(report["summary"]) < 2000 and all(len(reason) < 2000 for reason in report["reasons"])
+
+
+def test_the_returned_summary_is_cut_whatever_a_problem_says():
+    """The summary is the SNS message and the Fail state's cause: a problem of any length leaves it short, the
+    returned verdict within its budget, and says where the rest is."""
+    from optigate.gate.decision import unreadable_verdict
+
+    verdict = unreadable_verdict("chat", "dev", ["s3://b/" + "k" * 5000 + ": runs: expected a list, found 3"])
+    output = _module("gate_decide")._small(verdict, "reports/run/report.json")
+    assert len(json.dumps(output)) <= MAX_RETURN_BYTES
+    assert output["summary"].startswith("INCONCLUSIVE chat/dev: nothing decided, a file the gate reads failed")
+    assert output["summary"].endswith("… (the rest in reports/run/report.json)")

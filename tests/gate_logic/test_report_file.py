@@ -129,7 +129,10 @@ def _broken(tmp_path: Path) -> Path:
 
 def test_advise_and_plan_refuse_a_broken_report_in_one_line_with_exit_2(config, tmp_path, capsys):
     broken = _broken(tmp_path)
-    expected = f"✗ {broken}: levels[0].baseline: expected an object, found []"
+    expected = (
+        f"✗ {broken}: levels[0].baseline: expected an object, found []; give the report.json the gate wrote "
+        "(or one `optigate rehearse --report FILE` writes offline)"
+    )
     assert main(["advise", "research", "--config", str(config), "--from-report", str(broken)]) == 2
     assert capsys.readouterr().err.strip() == expected
     assert main(["plan", str(config / "teams" / "research.yaml"), "--calibrate", str(broken)]) == 2

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from optigate.jsonsafe import json_safe
+from optigate.jsonsafe import MAX_KEY_CHARS, MAX_PATH_CHARS, json_path, json_safe
 
 
 def test_non_finite_numbers_become_null_at_any_depth():
@@ -24,3 +24,11 @@ def test_numpy_scalars_become_python_values_and_keys_strings():
 
 def test_everything_else_is_left_as_it_is():
     assert json_safe("text") == "text" and json_safe(None) is None and json_safe(7) == 7 and json_safe(False) is False
+
+
+def test_a_json_path_names_items_and_keys_and_cuts_a_huge_key_or_a_deep_path():
+    assert json_path(("runs", 0, "samples", "ttft_ms", 3)) == "runs[0].samples.ttft_ms[3]"
+    huge = json_path(("runs", 0, "errors", "E" * 300_000))
+    assert huge == f"runs[0].errors.{'E' * (MAX_KEY_CHARS - 1)}…(300000 characters)"
+    deep = json_path(("thresholds", *["a"] * 10_000))
+    assert len(deep) == MAX_PATH_CHARS + 1 and deep.startswith("thresholds.a.a") and deep.endswith(".a.a")

@@ -68,6 +68,8 @@ def read_shard(body: bytes) -> tuple[dict[str, Any], list[RunSamples]]:
     raw_runs = data.get("runs")
     if not isinstance(raw_runs, list) or not raw_runs:
         raise ShardError("no `runs` list with a run in it")
+    if len(raw_runs) > 1:  # merged as one, two levels would add up to a level neither measured
+        raise ShardError(f"{len(raw_runs)} runs; a shard measures one level (one run)")
     runs = []
     for index, raw in enumerate(raw_runs):
         if not isinstance(raw, dict):
@@ -113,6 +115,8 @@ def _median(values: list[float]) -> float | None:
 def handler(event: dict, _context=None) -> dict:
     s3 = boto3.client("s3")
     keys = [str(shard["key"]) for shard in event["shards"]]
+    if not keys:  # the event's fault, not a shard's: fail the task rather than write a result with no run and no why
+        raise ValueError("the event names no shards: nothing to merge")
     read: list[tuple[str, dict[str, Any], list[RunSamples]]] = []
     unreadable: list[dict[str, str]] = []
     for shard, key in zip(event["shards"], keys, strict=True):

@@ -38,6 +38,8 @@ from optigate.gate.report import render_html, render_json
 LOG = logging.getLogger(__name__)
 NAMESPACE = "optigate/gate"
 MAX_RETURN_BYTES = 3000  # the returned dict stays well under 4 KB
+#: The summary is the SNS message and the Fail state's cause: whatever a file made it say, it stays this short.
+MAX_SUMMARY_CHARS = 1200
 
 
 class UnreadableInput(ValueError):
@@ -288,6 +290,10 @@ def _metrics(verdict: GateVerdict) -> list[dict]:
     return data
 
 
+def _cut(text: str, limit: int, report_key: str) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… (the rest in {report_key})"
+
+
 def _small(verdict: GateVerdict, report_key: str) -> dict:
     """The reasons that fit the budget; the rest are counted and left to report.json."""
     out: dict = {
@@ -295,7 +301,7 @@ def _small(verdict: GateVerdict, report_key: str) -> dict:
         "outcome": verdict.outcome,
         "reasons": [],
         "report_key": report_key,
-        "summary": verdict.summary,
+        "summary": _cut(verdict.summary, MAX_SUMMARY_CHARS, report_key),
     }
     reasons = list(verdict.reasons)
     for index, reason in enumerate(reasons):
