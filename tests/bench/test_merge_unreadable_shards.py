@@ -36,7 +36,7 @@ def _merge(bodies: list[bytes]) -> tuple[dict, dict]:
         s3.create_bucket(Bucket=BUCKET)
         shards = []
         for index, body in enumerate(bodies):
-            key = f"benchmarks/r/c3/shard-{index:04d}.json"
+            key = f"benchmarks/r/c2/shard-{index:04d}.json"
             s3.put_object(Bucket=BUCKET, Key=key, Body=body)
             shards.append({"bucket": BUCKET, "key": key})
         output = _merge_handler()({"shards": shards, "bucket": BUCKET, "key": "benchmarks/r/result.json"}, None)
@@ -53,9 +53,9 @@ def _with(body: bytes, change) -> bytes:
 def test_readable_shards_merge_into_a_versioned_result_naming_them():
     output, merged = _merge(_shards())
     assert merged["format_version"] == FORMAT_VERSION and merged["shards"] == 2
-    assert merged["shard_keys"] == [f"benchmarks/r/c3/shard-{i:04d}.json" for i in range(2)]
+    assert merged["shard_keys"] == [f"benchmarks/r/c2/shard-{i:04d}.json" for i in range(2)]
     assert "unreadable_shards" not in merged and len(merged["runs"]) == 1
-    assert merged["runs"][0]["concurrency"] == 3 and output["summary"]["requests"] == 24
+    assert merged["runs"][0]["concurrency"] == 2 and output["summary"]["requests"] == 24
 
 
 def _set(path: tuple, value):
@@ -90,7 +90,7 @@ def test_a_shard_that_cannot_be_read_is_recorded_with_why_and_nothing_is_merged(
     good, bad = _shards()
     output, merged = _merge([good, corrupt(bad)])
     assert merged["runs"] == [] and merged["shards"] == 2
-    assert [shard["key"] for shard in merged["unreadable_shards"]] == ["benchmarks/r/c3/shard-0001.json"]
+    assert [shard["key"] for shard in merged["unreadable_shards"]] == ["benchmarks/r/c2/shard-0001.json"]
     assert reason in merged["unreadable_shards"][0]["reason"]
     assert output["summary"]["unreadable_shards"] == merged["unreadable_shards"]
     assert output["summary"]["unreadable_shard_count"] == 1
@@ -132,12 +132,6 @@ def test_a_merged_result_without_its_run_or_a_reason_is_refused_naming_the_path(
         parse_merged_result(two_runs, "s3://b/k")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (review of #29): the merge adds up shards of different levels; the real fleet runs every shard at "
-    "one per_shard level, but tests/fixtures/merged_results' shards are a bench result's levels 1 and 2 (merged: 3), "
-    "so refusing it needs those fixtures regenerated first",
-)
 def test_a_shard_at_another_level_than_its_siblings_is_not_merged():
     """A corrupted shard's concurrency (1 -> 7) must not turn the merged level into 8, a level no shard measured."""
     good, bad = _shards()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from typing import Any
 
 import boto3
@@ -135,6 +136,7 @@ def handler(event: dict, _context=None) -> dict:
             hours = MAX_RUN_SPAN_S / 3600
             reason = f"a time ({stray!r} s) more than {hours:g} h from the other shards' (around {overall:.3f} s)"
             unreadable.append({"key": key, "reason": reason})
+    unreadable += _other_levels(read)
     result: dict[str, Any] = {"format_version": FORMAT_VERSION, "target": None, "shards": len(keys)}
     result["shard_keys"] = keys
     summary: dict[str, Any] = {}
@@ -161,6 +163,22 @@ def handler(event: dict, _context=None) -> dict:
         Bucket=event["bucket"], Key=event["key"], Body=json.dumps(result).encode(), ContentType="application/json"
     )
     return {"bucket": event["bucket"], "key": event["key"], "summary": summary}
+
+
+def _other_levels(read: list[tuple[str, dict[str, Any], list[RunSamples]]]) -> list[dict[str, str]]:
+    """The shards run at another concurrency than most: the fleet runs every shard at one level (`per_shard`), so
+    adding a shard of another level up would report a level nobody measured."""
+    levels = Counter(run.concurrency for _, _, runs in read for run in runs)
+    if len(levels) < 2:
+        return []
+    # The most shards' level; on a tie, the first shard's.
+    first = read[0][2][0].concurrency
+    usual = max(levels, key=lambda level: (levels[level], level == first))
+    return [
+        {"key": key, "reason": f"ran at concurrency {runs[0].concurrency}, the other shards at {usual}"}
+        for key, _, runs in read
+        if runs[0].concurrency != usual
+    ]
 
 
 def _times_of(runs: list[RunSamples]) -> list[float]:
