@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 # The layout this optigate writes and reads (files without the key: the same layout, before versioning), and the
 # longest span of a run's times (the merge Lambda, without pydantic, guards with it too).
 from optigate.bench.result_format import FORMAT_VERSION, MAX_RUN_SPAN_S
+from optigate.file_errors import FileError, expected_of, shown
 from optigate.jsonsafe import json_path
 
 #: The largest latency (ms) or count read; anything beyond is not a measurement.
@@ -155,48 +156,12 @@ class MergedResultFile(BenchResultFile):
     unreadable_shards: list[UnreadableShard] = Field(default_factory=list)
 
 
-class ResultFileError(ValueError):
+class ResultFileError(FileError):
     """A result file that cannot be read: where (file and JSON path), what was expected and what was found."""
 
-    def __init__(self, file: str, location: str, expected: str, found: str):
-        self.file, self.location, self.expected, self.found = file, location, expected, found
-        where = f"{file}: {location}: " if location else f"{file}: "
-        super().__init__(f"{where}expected {expected}, found {found}")
 
-
-def _found(value: Any, limit: int = 60) -> str:
-    try:
-        text = json.dumps(value, allow_nan=True)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
-
-
-_EXPECTED = {
-    "finite_number": "a finite number",
-    "float_type": "a number",
-    "int_type": "a whole number",
-    "bool_type": "true or false",
-    "string_type": "a string",
-    "list_type": "a list",
-    "tuple_type": "a list",
-    "dict_type": "an object",
-    "model_type": "an object",
-    "too_short": "at least one run",
-    "literal_error": f"format version {FORMAT_VERSION}",
-}
-
-
-def _expected(error: Any) -> str:
-    kind = error["type"]
-    context = error.get("ctx") or {}
-    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        bounds = {"greater_than_equal": "≥", "less_than_equal": "≤", "greater_than": ">", "less_than": "<"}
-        limit = next(iter(context.values()), "?")
-        return f"a number {bounds[kind]} {limit}"
-    if kind in ("too_long", "unexpected_positional_argument", "missing_positional_argument"):
-        return "a list of the documented length"
-    return _EXPECTED.get(kind, str(error.get("msg", kind)).removeprefix("Input should be ").lower())
+#: This reader's words for what a pydantic error expected (optigate.file_errors has the common ones).
+_WORDS = {"too_short": "at least one run", "literal_error": f"format version {FORMAT_VERSION}"}
 
 
 def _at(data: Any, loc: tuple[Any, ...]) -> Any:
@@ -216,11 +181,11 @@ def _first_error(file: str, data: Any, error: ValidationError) -> ResultFileErro
                 value = _at(data, element)
             except (KeyError, IndexError, TypeError):
                 break
-            return ResultFileError(file, json_path(element), ELEMENT_SHAPES[str(loc[depth])], _found(value))
+            return ResultFileError(file, json_path(element), ELEMENT_SHAPES[str(loc[depth])], shown(value))
     if first["type"] == "missing":
         expected = MISSING.get(str(loc[-1]), "this key")
         return ResultFileError(file, json_path(loc), expected, "nothing (the key is missing)")
-    return ResultFileError(file, json_path(loc), _expected(first), _found(first.get("input")))
+    return ResultFileError(file, json_path(loc), expected_of(first, _WORDS), shown(first.get("input")))
 
 
 def _check_runs(file: str, result: BenchResultFile, data: dict[str, Any]) -> None:
@@ -267,7 +232,7 @@ def _check_times(file: str, where: str, run: BenchRun) -> None:
                 file,
                 f"{where}.samples.{name}",
                 f"times within {MAX_RUN_SPAN_S / 3600:g} h of the run's others (around {middle:.3f} s)",
-                _found(list(values)),
+                shown(list(values)),
             )
 
 
@@ -283,13 +248,13 @@ def _load(text: str | bytes, file: str, what: str) -> dict[str, Any]:
     except (ValueError, RecursionError) as error:  # huge integers, nesting past Python's limit
         raise ResultFileError(file, "", "JSON", str(error) or type(error).__name__) from None
     if not isinstance(data, dict):
-        raise ResultFileError(file, "", what, _found(data))
+        raise ResultFileError(file, "", what, shown(data))
     version = data.get("format_version")
     if version is not None and (type(version) is not int or version != FORMAT_VERSION):  # true == 1 in Python
         if type(version) is int and version > FORMAT_VERSION:
             found = f"format version {version}, written by a newer optigate (this one reads version {FORMAT_VERSION})"
             raise ResultFileError(file, "format_version", f"format version {FORMAT_VERSION}", found)
-        raise ResultFileError(file, "format_version", f"format version {FORMAT_VERSION}", _found(version))
+        raise ResultFileError(file, "format_version", f"format version {FORMAT_VERSION}", shown(version))
     return data
 
 

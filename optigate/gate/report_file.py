@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from optigate.file_errors import FileError, expected_of, shown
 from optigate.gate.report_format import FORMAT_VERSION
 from optigate.jsonsafe import json_path
 
@@ -170,35 +171,12 @@ class GateReportFile(_Strict):
     traffic: dict[str, Any] | None = None
 
 
-class GateReportError(ValueError):
+class GateReportError(FileError):
     """A gate report that cannot be read: where (file and JSON path), what was expected and what was found."""
 
-    def __init__(self, file: str, location: str, expected: str, found: str):
-        self.file, self.location, self.expected, self.found = file, location, expected, found
-        where = f"{file}: {location}: " if location else f"{file}: "
-        super().__init__(f"{where}expected {expected}, found {found}")
 
-
-def _found(value: Any, limit: int = 60) -> str:
-    try:
-        text = json.dumps(value, allow_nan=True)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
-
-
-_EXPECTED = {
-    "finite_number": "a finite number",
-    "float_type": "a number",
-    "int_type": "a whole number",
-    "bool_type": "true or false",
-    "string_type": "a string",
-    "string_too_short": "a name",
-    "list_type": "a list",
-    "dict_type": "an object",
-    "model_type": "an object",
-    "literal_error": "one of",  # completed with the choices below
-}
+#: This reader's words for what a pydantic error expected (optigate.file_errors has the common ones).
+_WORDS = {"string_too_short": "a name"}
 
 #: What a missing key is, where "this key" says too little.
 _MISSING = {
@@ -210,18 +188,6 @@ _MISSING = {
 }
 
 
-def _expected(error: Any) -> str:
-    kind = error["type"]
-    context = error.get("ctx") or {}
-    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        bounds = {"greater_than_equal": "≥", "less_than_equal": "≤", "greater_than": ">", "less_than": "<"}
-        limit = next(iter(context.values()), "?")
-        return f"a number {bounds[kind]} {limit:g}" if isinstance(limit, int | float) else f"a number {bounds[kind]} ?"
-    if kind == "literal_error":
-        return f"one of {context.get('expected', '?')}"
-    return _EXPECTED.get(kind, str(error.get("msg", kind)).removeprefix("Input should be ").lower())
-
-
 def _first_error(file: str, error: ValidationError) -> GateReportError:
     # Several members of a union fail together (a figure or null): the first names what the file has.
     first = error.errors(include_url=False)[0]
@@ -229,7 +195,7 @@ def _first_error(file: str, error: ValidationError) -> GateReportError:
     if first["type"] == "missing":
         expected = _MISSING.get(str(loc[-1]), "this key")
         return GateReportError(file, json_path(loc), expected, "nothing (the key is missing)")
-    return GateReportError(file, json_path(loc), _expected(first), _found(first.get("input")))
+    return GateReportError(file, json_path(loc), expected_of(first, _WORDS), shown(first.get("input")))
 
 
 def _non_finite(file: str, data: Any) -> None:
@@ -238,7 +204,7 @@ def _non_finite(file: str, data: Any) -> None:
     while stack:
         loc, value = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
-            raise GateReportError(file, json_path(loc), "a finite number or null", _found(value))
+            raise GateReportError(file, json_path(loc), "a finite number or null", shown(value))
         if isinstance(value, dict):
             stack.extend(((*loc, key), item) for key, item in reversed(value.items()))
         elif isinstance(value, list):
@@ -263,7 +229,7 @@ def _check_report(file: str, report: GateReportFile) -> None:
     if report.outcome != given:
         counted = f"{len(report.checks)} checks" if report.checks else "no checks"
         expected = f"{given}, the outcome its {counted} give"
-        raise GateReportError(file, "outcome", expected, repr(report.outcome))
+        raise GateReportError(file, "outcome", expected, shown(report.outcome))
     if report.approved != (report.outcome == "APPROVED"):
         expected = f"{json.dumps(report.outcome == 'APPROVED')} (the outcome is {report.outcome})"
         raise GateReportError(file, "approved", expected, json.dumps(report.approved))
@@ -293,14 +259,14 @@ def parse_gate_report(text: str | bytes, file: str) -> dict[str, Any]:
         raise GateReportError(file, "", "JSON (a gate report)", str(error) or type(error).__name__) from None
     if not isinstance(data, dict) or not {"outcome", "checks"} & data.keys():
         # Not a broken report but another file (a bench result, say): its keys say which.
-        found = _found(data) if not isinstance(data, dict) else f"an object with keys {_found(sorted(data))}"
+        found = shown(data) if not isinstance(data, dict) else f"an object with keys {shown(sorted(data))}"
         raise GateReportError(file, "", "an object with `outcome` and `checks` (the gate's report)", found)
     version = data.get("format_version")
     if version is not None and (type(version) is not int or version != FORMAT_VERSION):  # true == 1 in Python
         if type(version) is int and version > FORMAT_VERSION:
             found = f"format version {version}, written by a newer optigate (this one reads version {FORMAT_VERSION})"
             raise GateReportError(file, "format_version", f"format version {FORMAT_VERSION}", found)
-        raise GateReportError(file, "format_version", f"format version {FORMAT_VERSION}", _found(version))
+        raise GateReportError(file, "format_version", f"format version {FORMAT_VERSION}", shown(version))
     _non_finite(file, data)
     try:
         report = GateReportFile.model_validate_json(text)

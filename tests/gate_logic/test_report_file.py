@@ -70,7 +70,8 @@ def test_an_outcome_its_checks_do_not_give_is_refused():
     """A hand-edited verdict: REJECTED turned APPROVED without its failed check passing."""
     data = _report("research-rejected")
     data["outcome"], data["approved"] = "APPROVED", True
-    assert _refusal(data) == "report.json: outcome: expected REJECTED, the outcome its 9 checks give, found 'APPROVED'"
+    expected = 'report.json: outcome: expected REJECTED, the outcome its 9 checks give, found "APPROVED"'
+    assert _refusal(data) == expected
     data = _report("research-approved")
     data["approved"] = False
     assert _refusal(data) == "report.json: approved: expected true (the outcome is APPROVED), found false"
