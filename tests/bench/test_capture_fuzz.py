@@ -16,21 +16,16 @@ import json
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from tests.fixtures import capture_mutants
 from tests.fixtures.capture_mutants import Mutant, check_mutant, mutants, originals
+from tests.fixtures.json_mutants import SUITE_SETTINGS
 
 _WORKDIR = tempfile.TemporaryDirectory(prefix="optigate-fuzz-captures-")
 
 
-@settings(
-    max_examples=500,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@SUITE_SETTINGS
 @given(mutants())
 def test_a_mutated_capture_gives_a_workload_or_is_refused_in_one_line_never_a_bug(mutant: Mutant):
     outcome = check_mutant(_WORKDIR.name, mutant)

@@ -16,21 +16,16 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from tests.fixtures import calibration_mutants
 from tests.fixtures.calibration_mutants import Mutant, check_mutant, mutants, originals
+from tests.fixtures.json_mutants import SUITE_SETTINGS
 
 _WORKDIR = tempfile.TemporaryDirectory(prefix="optigate-fuzz-calibration-")
 
 
-@settings(
-    max_examples=500,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@SUITE_SETTINGS
 @given(mutants())
 def test_a_mutated_calibration_file_is_planned_with_or_refused_at_its_line_never_a_bug(mutant: Mutant):
     outcome = check_mutant(_WORKDIR.name, mutant)

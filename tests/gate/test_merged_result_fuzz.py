@@ -16,19 +16,14 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from tests.fixtures import merged_result_mutants
+from tests.fixtures.json_mutants import SUITE_SETTINGS
 from tests.fixtures.merged_result_mutants import Mutant, check_mutant, mutants, originals
 
 
-@settings(
-    max_examples=500,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@SUITE_SETTINGS
 @given(mutants())
 def test_a_mutated_merged_result_is_decided_or_fails_closed_never_a_bug(mutant: Mutant):
     outcome = check_mutant("", mutant)
