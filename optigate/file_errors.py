@@ -56,3 +56,32 @@ def expected_of(error: Mapping[str, Any], words: Mapping[str, str] | None = None
     if kind == "literal_error":
         return f"one of {context.get('expected', '?')}"
     return EXPECTED.get(kind, str(error.get("msg", kind)).removeprefix("Input should be ").lower())
+
+
+def load_json(text: str | bytes, file: str, error: type[FileError], what: str = "JSON") -> Any:
+    """A file's JSON (any value), or `error` naming how it is not JSON (cut short, edited, not UTF-8, past limits)."""
+    try:
+        return json.loads(text)
+    except UnicodeDecodeError as problem:
+        raise error(file, "", f"UTF-8 {what}", f"undecodable bytes ({problem.reason})") from None
+    except json.JSONDecodeError as problem:
+        found = f"{problem.msg.lower()} (line {problem.lineno} column {problem.colno}: cut short or edited?)"
+        raise error(file, "", what, found) from None
+    except (ValueError, RecursionError) as problem:  # huge integers, nesting past Python's limit
+        raise error(file, "", what, str(problem) or type(problem).__name__) from None
+
+
+def check_version(data: dict[str, Any], file: str, error: type[FileError], version: int) -> None:
+    """A file's `format_version`: absent (written before versioning) or `version`; a newer one named as such."""
+    found = data.get("format_version")
+    if found is None or (type(found) is int and found == version):  # `type`: true == 1 in Python
+        return
+    expected = f"format version {version}"
+    if type(found) is int and found > version:
+        raise error(
+            file,
+            "format_version",
+            expected,
+            f"format version {found}, written by a newer optigate (this one reads version {version})",
+        )
+    raise error(file, "format_version", expected, shown(found))

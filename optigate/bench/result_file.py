@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 # The layout this optigate writes and reads (files without the key: the same layout, before versioning), and the
 # longest span of a run's times (the merge Lambda, without pydantic, guards with it too).
 from optigate.bench.result_format import FORMAT_VERSION, MAX_RUN_SPAN_S
-from optigate.file_errors import FileError, expected_of, shown
+from optigate.file_errors import FileError, check_version, expected_of, load_json, shown
 from optigate.jsonsafe import json_path
 
 #: The largest latency (ms) or count read; anything beyond is not a measurement.
@@ -238,23 +238,10 @@ def _check_times(file: str, where: str, run: BenchRun) -> None:
 
 def _load(text: str | bytes, file: str, what: str) -> dict[str, Any]:
     """The file's JSON object, its format version checked (a newer one named as such); else ResultFileError."""
-    try:
-        data = json.loads(text)
-    except UnicodeDecodeError as error:
-        raise ResultFileError(file, "", "UTF-8 JSON", f"undecodable bytes ({error.reason})") from None
-    except json.JSONDecodeError as error:
-        found = f"{error.msg.lower()} at line {error.lineno} column {error.colno} (cut short or edited?)"
-        raise ResultFileError(file, "", "JSON", found) from None
-    except (ValueError, RecursionError) as error:  # huge integers, nesting past Python's limit
-        raise ResultFileError(file, "", "JSON", str(error) or type(error).__name__) from None
+    data = load_json(text, file, ResultFileError)
     if not isinstance(data, dict):
         raise ResultFileError(file, "", what, shown(data))
-    version = data.get("format_version")
-    if version is not None and (type(version) is not int or version != FORMAT_VERSION):  # true == 1 in Python
-        if type(version) is int and version > FORMAT_VERSION:
-            found = f"format version {version}, written by a newer optigate (this one reads version {FORMAT_VERSION})"
-            raise ResultFileError(file, "format_version", f"format version {FORMAT_VERSION}", found)
-        raise ResultFileError(file, "format_version", f"format version {FORMAT_VERSION}", shown(version))
+    check_version(data, file, ResultFileError, FORMAT_VERSION)
     return data
 
 

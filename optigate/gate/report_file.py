@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from optigate.file_errors import FileError, expected_of, shown
+from optigate.file_errors import FileError, check_version, expected_of, load_json, shown
 from optigate.gate.report_format import FORMAT_VERSION
 from optigate.jsonsafe import json_path
 
@@ -248,25 +248,12 @@ def _check_report(file: str, report: GateReportFile) -> None:
 
 def parse_gate_report(text: str | bytes, file: str) -> dict[str, Any]:
     """A gate report's content checked (see the module docstring): the parsed JSON, or GateReportError."""
-    try:
-        data = json.loads(text)
-    except UnicodeDecodeError as error:
-        raise GateReportError(file, "", "UTF-8 JSON (a gate report)", f"undecodable bytes ({error.reason})") from None
-    except json.JSONDecodeError as error:
-        found = f"{error.msg.lower()} (line {error.lineno} column {error.colno}: cut short or edited?)"
-        raise GateReportError(file, "", "JSON (a gate report)", found) from None
-    except (ValueError, RecursionError) as error:  # huge integers, nesting past Python's limit
-        raise GateReportError(file, "", "JSON (a gate report)", str(error) or type(error).__name__) from None
+    data = load_json(text, file, GateReportError, "JSON (a gate report)")
     if not isinstance(data, dict) or not {"outcome", "checks"} & data.keys():
         # Not a broken report but another file (a bench result, say): its keys say which.
         found = shown(data) if not isinstance(data, dict) else f"an object with keys {shown(sorted(data))}"
         raise GateReportError(file, "", "an object with `outcome` and `checks` (the gate's report)", found)
-    version = data.get("format_version")
-    if version is not None and (type(version) is not int or version != FORMAT_VERSION):  # true == 1 in Python
-        if type(version) is int and version > FORMAT_VERSION:
-            found = f"format version {version}, written by a newer optigate (this one reads version {FORMAT_VERSION})"
-            raise GateReportError(file, "format_version", f"format version {FORMAT_VERSION}", found)
-        raise GateReportError(file, "format_version", f"format version {FORMAT_VERSION}", shown(version))
+    check_version(data, file, GateReportError, FORMAT_VERSION)
     _non_finite(file, data)
     try:
         report = GateReportFile.model_validate_json(text)

@@ -71,7 +71,8 @@ def test_a_missing_key_and_an_empty_list_of_runs_are_named(result):
 
 def test_a_file_cut_short_is_refused_as_not_json(result):
     text = json.dumps(result)
-    with pytest.raises(ResultFileError, match=r"^r\.json: expected JSON, found .* at line 1 column 101 "):
+    cut = r"^r\.json: expected JSON, found .* \(line 1 column 101: cut short or edited\?\)$"
+    with pytest.raises(ResultFileError, match=cut):
         parse_result(text[:100], "r.json")
 
 
