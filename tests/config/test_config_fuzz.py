@@ -49,14 +49,15 @@ def test_the_checker_reports_a_traceback_an_issue_without_a_line_and_a_slow_exam
     from tests.fixtures import config_mutants
 
     chat = Mutant("teams/chat.yaml", _ORIGINALS["teams/chat.yaml"], ("unchanged",))
-    assert check_mutant(_PROJECT, chat, _ORIGINALS).kind == "valid"
+    # Only a hang counts here, as in the property: on a busy CI machine the unchanged project took over 2 s of CPU.
+    assert check_mutant(_PROJECT, chat, _ORIGINALS, slow_seconds=None).kind == "valid"
     assert check_mutant(_PROJECT, chat, _ORIGINALS, slow_seconds=0.0).kind == "slow", "the benchmark's budget"
 
     def crash(path):
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(deployment, "load_resolved_project", crash)
-    outcome = check_mutant(_PROJECT, chat, _ORIGINALS)
+    outcome = check_mutant(_PROJECT, chat, _ORIGINALS, slow_seconds=None)
     assert outcome.kind == "traceback" and outcome.signature.startswith("ZeroDivisionError at ")
     monkeypatch.undo()
 
@@ -64,7 +65,7 @@ def test_the_checker_reports_a_traceback_an_issue_without_a_line_and_a_slow_exam
         raise loader.ConfigError([loader.ConfigIssue("chat.yaml", None, "team", "no line")])
 
     monkeypatch.setattr(deployment, "load_resolved_project", no_line)
-    assert check_mutant(_PROJECT, chat, _ORIGINALS).kind == "issue_without_line"
+    assert check_mutant(_PROJECT, chat, _ORIGINALS, slow_seconds=None).kind == "issue_without_line"
     monkeypatch.undo()
 
     def spin(path):
@@ -73,7 +74,7 @@ def test_the_checker_reports_a_traceback_an_issue_without_a_line_and_a_slow_exam
 
     monkeypatch.setattr(deployment, "load_resolved_project", spin)
     monkeypatch.setattr(config_mutants, "HANG_SECONDS", 0.3)
-    outcome = check_mutant(_PROJECT, chat, _ORIGINALS)
+    outcome = check_mutant(_PROJECT, chat, _ORIGINALS, slow_seconds=None)
     # The profiling timer stopped it; its own reading of the CPU time may fall a tick short of the limit.
     assert outcome.kind == "slow" and outcome.seconds > 0.1
     assert (_PROJECT / "teams" / "chat.yaml").read_bytes() == _ORIGINALS["teams/chat.yaml"], "restored after"
