@@ -10,5 +10,6 @@ ruff check optigate tests benchmarks scripts app.py
 ruff format --check --quiet optigate tests benchmarks scripts app.py
 mypy
 
-# Two workers: the gate and benchmark tests mostly wait on emulated endpoints.
-python -m pytest -q -n 2 --dist loadfile "$@"
+# Two workers: the gate and benchmark tests mostly wait on emulated endpoints. worksteal: a worker that runs out of
+# tests takes some of the other's, so the suite does not end on one long file.
+python -m pytest -q -n 2 --dist worksteal "$@"

@@ -291,6 +291,10 @@ class Emulator:
                 return await self._send_tokens(
                     request, response, behaviour, total, sends, faults, words, body, load_ms, server
                 )
+        except ConnectionResetError:
+            # The client went away mid-stream (its timeout, a cancelled benchmark): nothing left to send, and no
+            # traceback either, as a server does not log its clients' hang-ups as its own errors.
+            return response
         finally:
             self.active_streams -= 1
 

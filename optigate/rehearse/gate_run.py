@@ -37,6 +37,11 @@ def _state_sets(definition: dict[str, Any]) -> Iterator[dict[str, dict[str, Any]
             yield from _state_sets(nested)
 
 
+#: A hang guard, not a budget: the longest rehearsal (an adapter team's, every component benchmarked) takes about
+#: 1.5 minutes on a quiet two-core machine, several times that on a shared one; a hung execution is stopped after this.
+EXECUTION_TIMEOUT_S = 1800.0
+
+
 def _starts_executions(state: dict[str, Any]) -> bool:
     return state.get("Type") == "Task" and ":states:::states:startExecution" in state.get("Resource", "")
 
@@ -347,7 +352,7 @@ class GateRun:
 
     def execute(
         self,
-        timeout: float = 300,
+        timeout: float = EXECUTION_TIMEOUT_S,
         execution_input: dict[str, Any] | None = None,
         on_state: Callable[[str], None] | None = None,
         on_history: Callable[[list[dict], bool], None] | None = None,

@@ -167,8 +167,10 @@ class GateHarness:
     def wait(
         self,
         execution_arn: str,
-        timeout: float = 10.0,
-        poll: float = 0.02,
+        timeout: float = 60.0,
+        # Each describe_execution is milliseconds of moto's CPU under the GIL the executor's threads need too:
+        # a tenth of a second keeps a rehearsal's own polling out of what it measures.
+        poll: float = 0.1,
         on_state: Callable[[str], None] | None = None,
         on_history: Callable[[list[dict], bool], None] | None = None,
     ) -> dict:
@@ -205,7 +207,7 @@ class GateHarness:
             described["output"] = json.loads(described["output"])
         return described
 
-    def run(self, definition: dict | str, execution_input: Any = None, timeout: float = 10.0) -> dict:
+    def run(self, definition: dict | str, execution_input: Any = None, timeout: float = 60.0) -> dict:
         """Create the state machine, start it with ``execution_input`` and wait for it to finish."""
         return self.wait(self.start(self.create_state_machine(definition), execution_input), timeout=timeout)
 

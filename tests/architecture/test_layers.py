@@ -203,7 +203,7 @@ def test_summary_does_not_start_node():
         "sys.exit(code)\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=120
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=900
     )
     assert result.returncode == 0, result.stderr
     assert "LOADED []" in result.stdout

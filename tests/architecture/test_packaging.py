@@ -67,10 +67,10 @@ def test_an_installed_wheel_synthesizes_a_config_outside_the_checkout(tmp_path):
         str(wheels),
         str(source),
     ]
-    subprocess.run(build, check=True, capture_output=True, timeout=300)
+    subprocess.run(build, check=True, capture_output=True, timeout=900)
     (wheel,) = wheels.glob("optigate-*.whl")
     install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)]
-    subprocess.run(install, check=True, capture_output=True, timeout=300)
+    subprocess.run(install, check=True, capture_output=True, timeout=900)
     assert (site / "optigate" / "containers" / "gate-decide" / "Dockerfile").exists()
     assert (site / "optigate" / "lambdas" / "benchmark" / "handler.py").exists()
     _assert_ships_the_rehearsal_and_no_test_kit(wheel, site)
@@ -84,7 +84,7 @@ def test_an_installed_wheel_synthesizes_a_config_outside_the_checkout(tmp_path):
         "AWS_EC2_METADATA_DISABLED": "true",
     }
     result = subprocess.run(
-        [sys.executable, "-c", SYNTH], cwd=work, env=environment, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", SYNTH], cwd=work, env=environment, capture_output=True, text=True, timeout=900
     )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])

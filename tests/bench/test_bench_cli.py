@@ -205,7 +205,7 @@ def test_heartbeat_lines_reach_a_pipe_while_the_run_goes_on(tmp_path):
                 if line.startswith("c=1: done"):
                     first_level_at = time.monotonic()
                     break
-            rest, err = process.communicate(timeout=120)
+            rest, err = process.communicate(timeout=900)
             ended = time.monotonic()
         finally:
             process.kill()

@@ -243,7 +243,7 @@ def test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots():
         env={**os.environ, "OPTIGATE_SLOT_PROBE": "1"},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=900,
     )
     (line,) = [line for line in probe.stdout.splitlines() if line.startswith("[")]
     without_slots, with_one_slot = json.loads(line)

@@ -21,6 +21,6 @@ def test_handler_imports_from_its_staged_bundle_alone(handler):
     env["PYTHONPATH"] = str(staged)
     probe = f"import handler, optigate; assert optigate.__file__.startswith({str(staged)!r}), optigate.__file__"
     result = subprocess.run(
-        [sys.executable, "-c", probe], cwd=staged, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", probe], cwd=staged, env=env, capture_output=True, text=True, timeout=900
     )
     assert result.returncode == 0, result.stderr[-2000:]

@@ -35,7 +35,7 @@ def _offline_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def optigate(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def optigate(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "optigate.cli", *args],
         capture_output=True,
@@ -138,7 +138,7 @@ def test_emulate_on_a_port_in_use_exits_2():
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        line = one_line(optigate("emulate", "--port", str(port), timeout=60), 2)
+        line = one_line(optigate("emulate", "--port", str(port), timeout=900), 2)
     assert f"port {port} on 127.0.0.1 is in use" in line and "--port" in line
 
 
@@ -233,7 +233,7 @@ def _without(module: str, *args: str) -> subprocess.CompletedProcess:
         "runpy.run_module('optigate.cli', run_name='__main__')\n"
     )
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO, env=_offline_env()
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=900, cwd=REPO, env=_offline_env()
     )
 
 
@@ -330,7 +330,7 @@ def test_a_reader_that_goes_away_ends_the_command_quietly_as_sigpipe_would():
             text=True,
             cwd=REPO,
             env=_offline_env(),
-            timeout=300,
+            timeout=900,
         )
     finally:
         os.close(write_end)

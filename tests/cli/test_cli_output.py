@@ -188,7 +188,7 @@ def test_a_gate_reports_each_state_as_it_is_entered():
     seen: list[tuple[str, float]] = []
     with GateHarness() as harness:
         arn = harness.start(harness.create_state_machine(definition))
-        described = harness.wait(arn, timeout=60, on_state=lambda state: seen.append((state, time.monotonic())))
+        described = harness.wait(arn, timeout=900, on_state=lambda state: seen.append((state, time.monotonic())))
         ended = time.monotonic()
     assert described["status"] == "SUCCEEDED"
     assert [state for state, _ in seen] == ["First", "Hold", "Last"]
@@ -202,7 +202,7 @@ def test_redirected_output_has_no_line_ending_in_spaces(argv):
     import sys
 
     result = subprocess.run(
-        [sys.executable, "-m", "optigate.cli", *argv], cwd=REPO, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "optigate.cli", *argv], cwd=REPO, capture_output=True, text=True, timeout=900
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()

@@ -36,7 +36,7 @@ def _run(*args: str, config=CONFIG) -> subprocess.CompletedProcess:
         text=True,
         cwd=REPO,
         env=env,
-        timeout=300,
+        timeout=900,
     )
 
 

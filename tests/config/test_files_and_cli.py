@@ -88,7 +88,7 @@ def test_app_refuses_an_invalid_config_and_synthesizes_nothing(tmp_path):
         env={**os.environ, "OPTIGATE_CONFIG": str(config), "CDK_OUTDIR": str(outdir)},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=900,
     )
     assert result.returncode == 1
     assert "serving.quantization: FP8 W8A8" in result.stderr

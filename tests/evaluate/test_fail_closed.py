@@ -136,7 +136,7 @@ def test_the_command_line_reports_bad_input_and_no_records_by_exit_code(tmp_path
             capture_output=True,
             text=True,
             cwd=REPO,
-            timeout=300,
+            timeout=900,
         )
         for name, path in (("bad", bad), ("empty", empty))
     }

@@ -70,7 +70,7 @@ def _run(
         for name, body in {"config.json": b"{}", "model.safetensors": b"bf16", **head}.items():
             s3.put_object(Bucket=MODEL_BUCKET, Key=MODEL_KEY + name, Body=body)
         run = GateRun(template, harness, {"rounds": 4})
-        result = run.execute(timeout=120)
+        result = run.execute()
         history = harness.history(result["execution"]["executionArn"])
         state = harness.sagemaker.region_state(harness.sagemaker_backend())
         result["optimization_requests"] = list(state.optimization_requests.values())

@@ -41,7 +41,7 @@ def result(gate_synth, tmp_path_factory):
         scenario = Scenario(on_processing_job=evaluation_writer("pass"))
         with GateHarness(lambda_handlers=handlers, scenario=scenario, region=REGION) as harness:
             run = GateRun(template, harness, {"rounds": 16, "max_new_tokens": 16})
-            outcome = run.execute(timeout=300)
+            outcome = run.execute()
     outcome["host_allowance_ms"] = allowance
     return outcome
 

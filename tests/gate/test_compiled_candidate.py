@@ -42,7 +42,7 @@ def compiled_template(tmp_path_factory, gate_synth) -> dict[str, Any]:
 def _run(template, emulators, gate_handlers, scenario: Scenario, *, approve: bool = False, **inputs) -> dict[str, Any]:
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
         run = GateRun(template, harness, inputs)
-        result = run.execute(timeout=120)
+        result = run.execute()
         state = harness.sagemaker.region_state(harness.sagemaker_backend())
         result["optimization_requests"] = list(state.optimization_requests.values())
         result["candidate_objects"] = harness.s3_objects(BUCKET, "optimized/")

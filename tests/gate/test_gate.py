@@ -240,7 +240,7 @@ def test_an_inconclusive_verdict_waits_for_a_person_and_promotes_nothing(
     scenario = Scenario(on_processing_job=evaluation_writer("unresolved", unresolved))
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
         run = GateRun(templates[False], harness)
-        result = run.execute(timeout=120)
+        result = run.execute()
         execution = result["execution"]
         assert execution["status"] == "FAILED" and execution["error"] == "Inconclusive", execution
         assert execution["cause"].startswith("INCONCLUSIVE chat/dev: 1 of ")
@@ -262,14 +262,14 @@ def test_an_inconclusive_verdict_waits_for_a_person_and_promotes_nothing(
         nothing_left(result)
         assert "INCONCLUSIVE" in result["messages"][-1]["Message"]
 
-        undecided = run.execute(timeout=60)
+        undecided = run.execute()
         assert undecided["execution"]["error"] == "Inconclusive" and "CreateCandidateModel" not in undecided["states"]
         assert "Approve or reject that model package" in undecided["execution"]["cause"]
 
         harness.client("sagemaker").update_model_package(
             ModelPackageArn=package["ModelPackageArn"], ModelApprovalStatus="Approved"
         )
-        approved = run.execute(timeout=60)
+        approved = run.execute()
         assert approved["execution"]["status"] == "SUCCEEDED", (approved["states"], approved["execution"])
         assert "AlreadyProven" in approved["states"]
         assert approved["execution"]["output"]["model_package_arn"] == package["ModelPackageArn"]
@@ -327,7 +327,7 @@ def test_an_unchanged_candidate_passes_as_a_no_op_and_force_proves_it_again(temp
                 "SupportedResponseMIMETypes": ["application/json"],
             },
         )["ModelPackageArn"]
-        again = run.execute(timeout=60)
+        again = run.execute()
         assert again["execution"]["status"] == "SUCCEEDED"
         assert again["states"] == [
             "Init",
@@ -377,8 +377,8 @@ def test_an_unchanged_rejected_candidate_fails_at_once(templates, emulators, gat
     scenario = Scenario(on_processing_job=evaluation_writer("fail", ["qa_exact_match drops by 4.0%"]))
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
         run = GateRun(templates[False], harness, {"rounds": 4})
-        assert run.execute(timeout=120)["execution"]["status"] == "FAILED"
-        again = run.execute(timeout=120)
+        assert run.execute()["execution"]["status"] == "FAILED"
+        again = run.execute()
     assert again["execution"]["error"] == "CandidateRejectedBefore"
     assert "qa_exact_match" in again["execution"]["cause"] or "REJECTED" in again["execution"]["cause"]
     assert "CreateCandidateModel" not in again["states"] and len(again["packages"]) == 1

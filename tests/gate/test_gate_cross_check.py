@@ -61,7 +61,7 @@ def assets(template, outdir):
 
 def _run(template, emulators, gate_handlers, scenario: Scenario) -> tuple[dict, dict]:
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
-        result = GateRun(template, harness).execute(timeout=180)
+        result = GateRun(template, harness).execute()
         return result, ai_benchmark_jobs(harness)
 
 

@@ -134,7 +134,7 @@ def test_a_busy_live_endpoint_is_not_touched(emulators, gate_templates, gate_han
         on_processing_job=lambda request: (evaluation_writer("pass")(request), busy(active_harness()))[0]
     )
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
-        result = GateRun(gate_templates["shadow"], harness, {"rounds": 4}).execute(timeout=120)
+        result = GateRun(gate_templates["shadow"], harness, {"rounds": 4}).execute()
     assert result["execution"]["status"] == "FAILED"
     assert "LiveEndpointBusy" in result["execution"]["cause"]
     assert _updates(result) == []
@@ -155,7 +155,7 @@ def test_the_shadow_and_the_restore_keep_the_count_autoscaling_gave_the_live_end
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
         run = GateRun(gate_templates["shadow"], harness, {"rounds": 4})
         scaled_out(harness)
-        result = run.execute(timeout=120)
+        result = run.execute()
         (variant,) = harness.sagemaker_backend().endpoints["chat-dev"].production_variants
     assert _updates(result) == ["PutShadowOnLiveEndpoint", "RestoreLiveEndpoint"]
     assert variant["CurrentInstanceCount"] == 4

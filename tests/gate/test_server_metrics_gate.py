@@ -99,7 +99,7 @@ def test_executed_the_decision_receives_both_sides_each_figure_a_number_or_missi
     handlers[DECIDE] = recording
     scenario = Scenario(on_processing_job=evaluation_writer("pass"))
     with GateHarness(lambda_handlers=handlers, scenario=scenario, region=REGION) as harness:
-        result = GateRun(gate_templates[False], harness).execute(timeout=120)
+        result = GateRun(gate_templates[False], harness).execute()
     assert result["execution"]["status"] == "SUCCEEDED", json.dumps(result["report"], default=str)[:2000]
     (event,) = received
     figures = event["server_metrics"]

@@ -56,7 +56,7 @@ def _run(template, emulators, gate_handlers, *, seed: bool, empty_file: bool = F
             s3.create_bucket(Bucket=TRAFFIC)
             key = capture_key("capture", "chat-dev", "AllTraffic", time.time() - 1800, "x.jsonl")  # inside the window
             s3.put_object(Bucket=TRAFFIC, Key=key, Body=b"\n{}\nnot json\n")
-        result = run.execute(timeout=240)
+        result = run.execute()
         history = harness.history(result["execution"]["executionArn"])
         result["seeded"] = seeded
         result["objects"] = harness.s3_objects(BUCKET)
