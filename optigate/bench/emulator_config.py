@@ -12,6 +12,20 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from optigate.bench.payloads import ENGINE_MODES
+from optigate.serving.surfaces import FAMILIES, Container
+
+#: The container an emulated server stands for unless told otherwise: LMI 0.36.0 as the SageMaker SDK's table tags it,
+#: the newest LMI whose surfaces are read from a source (optigate.serving.surfaces.LMI_READ_THROUGH).
+DEFAULT_CONTAINER = "lmi:0.36.0-lmi27.0.0-cu130"
+
+
+def emulated_container(text: str) -> Container:
+    """`family:tag` (`lmi:0.36.0-lmi27.0.0-cu130`) as optigate.serving.surfaces names a container; ValueError for a
+    family optigate does not deploy (the emulator serves LMI's streams only)."""
+    family, _, tag = str(text).partition(":")
+    if family not in FAMILIES or not tag:
+        raise ValueError(f"container {text!r}: expected <family>:<image tag>, family one of {', '.join(FAMILIES)}")
+    return Container.from_tag(family, tag)
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,13 @@ class Behaviour:
         metadata=_option(
             "LMI's engine mode, whose stream is emitted: async (vLLM's chat chunks; LMI v17+) or rolling-batch",
             choices=ENGINE_MODES,
+        ),
+    )
+    container: str = field(
+        default=DEFAULT_CONTAINER,
+        metadata=_option(
+            "the container emulated, <family>:<image tag>: it serves only what optigate.serving.surfaces says that "
+            "container publishes (no /metrics on LMI)"
         ),
     )
     throttle_rate: float = field(default=0.0, metadata=_option("share of requests answered 429 ThrottlingException"))
@@ -133,6 +154,8 @@ class Behaviour:
         for key in ("wrong_categories", "refuse_categories"):
             if key in values:
                 values[key] = tuple(values[key])
+        if "container" in values:
+            emulated_container(values["container"])
         if values.get("engine_mode", ENGINE_MODES[0]) not in ENGINE_MODES:
             raise ValueError(f"engine_mode {values['engine_mode']!r}: expected one of {', '.join(ENGINE_MODES)}")
         slots = values.get("max_num_seqs")
@@ -222,6 +245,9 @@ class EmulatorConfig:
     record_trace: bool = True
     # Where to write each request as SageMaker's data capture does (optigate.bench.capture's layout); None: nowhere.
     capture_dir: str | None = None
+    # Whether streamed invocations are captured too. AWS documents data capture of InvokeEndpoint only: capturing
+    # InvokeEndpointWithResponseStream is an assumed surface (optigate.serving.surfaces), off unless asked for.
+    capture_streams: bool = False
 
     @classmethod
     def parse(cls, data: dict[str, Any]) -> EmulatorConfig:
@@ -236,6 +262,7 @@ class EmulatorConfig:
             int(data.get("seed", 0)),
             bool(data.get("record_trace", True)),
             None if capture_dir is None else str(capture_dir),
+            bool(data.get("capture_streams", False)),
         )
 
     def behaviour_for(self, endpoint: str, variant: str | None, component: str | None) -> Behaviour | None:

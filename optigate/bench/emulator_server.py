@@ -38,6 +38,7 @@ class Server:
 
     def __init__(self, behaviour: Behaviour, endpoint: str, variant: str, shared: Batch) -> None:
         limited = behaviour.max_num_seqs is not None or behaviour.kv_cache_tokens is not None
+        self.behaviour = behaviour
         self.own_batch = limited
         self.batch = Batch(behaviour.max_num_seqs, behaviour.kv_cache_tokens) if limited else shared
         kv = behaviour.kv_cache_tokens

@@ -19,6 +19,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from optigate.config.schema import stale_schemas, write_schemas
     from optigate.deployment.all_rules import every_rule
     from optigate.gate.report_file import REPORT_SCHEMA_NAME, render_report_schema
+    from optigate.serving.surfaces import SURFACES_PAGE, reference_markdown
 
     # The reference pages are optigate's own docs: written only when asked, never into a user's project.
     docs = Path(args.docs) if args.docs else None
@@ -26,7 +27,13 @@ def cmd_schema(args: argparse.Namespace) -> int:
     rules = docs / RULES_REFERENCE_PATH.name if docs else None
     # The files optigate reads back (a bench result, a merged fleet result, the gate's report.json, a SageMaker
     # capture record as optigate reads it): their schemas beside the reference.
-    readers = {**FILE_SCHEMAS, REPORT_SCHEMA_NAME: render_report_schema, CAPTURE_SCHEMA_NAME: render_capture_schema}
+    # And what each container and service publishes (optigate.serving.surfaces), which the emulators serve from.
+    readers = {
+        **FILE_SCHEMAS,
+        REPORT_SCHEMA_NAME: render_report_schema,
+        CAPTURE_SCHEMA_NAME: render_capture_schema,
+        SURFACES_PAGE: reference_markdown,
+    }
     file_schemas = {docs / name: render for name, render in readers.items()} if docs else {}
     again = "optigate schema" + (f" --docs {args.docs}" if docs else "")
     if args.check:
@@ -60,7 +67,7 @@ def add_schema_parser(commands: argparse._SubParsersAction) -> None:
         "--docs",
         default=None,
         metavar="FOLDER",
-        help="also optigate's reference pages, configuration.md and rules.md, in this folder (in optigate's "
+        help="also optigate's reference pages (configuration.md, rules.md, container-surfaces.md, the read-back files' schemas) in this folder (in optigate's "
         "checkout: --docs docs; default: none, a user's project has no use for them)",
     )
     schema.add_argument("--check", action="store_true", help="fail if the files differ from the models and rules")

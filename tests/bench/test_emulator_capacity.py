@@ -221,7 +221,7 @@ def test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots():
                     # Until the server runs the invocation (a busy host may take a while to deliver it).
                     for _ in range(200):
                         await asyncio.sleep(0.01)
-                        async with session.get(f"{url}/metrics") as scraped:
+                        async with session.get(f"{url}/_emulator/metrics") as scraped:
                             running = [line for line in (await scraped.text()).splitlines() if "running{" in line]
                         if running and running[0].endswith(" 1.0"):
                             break

@@ -1,5 +1,6 @@
-"""The emulated server beyond its slots: KV admission, prefix cache, speculative decoding, vLLM's /metrics, and
-data capture as SageMaker writes it; and what the capacity truth makes of each."""
+"""The emulated server beyond its slots: KV admission, prefix cache, speculative decoding, its state (the emulator's own
+/_emulator/metrics, named as vLLM names its series), and data capture as SageMaker writes it; and what the capacity
+truth makes of each."""
 
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ def _load(url: str, spec: LoadSpec, endpoint: str = "demo"):
 
 
 async def _scrape(url: str) -> dict[str, float]:
-    """Sample name{labels} -> value, checking every line is Prometheus text (a comment or `name{labels} number`)."""
-    async with aiohttp.ClientSession() as session, session.get(f"{url}/metrics") as response:
+    """Sample name{labels} -> value of the emulator's own state route, checking every line is Prometheus text (a
+    comment or `name{labels} number`)."""
+    async with aiohttp.ClientSession() as session, session.get(f"{url}/_emulator/metrics") as response:
         assert response.status == 200 and response.content_type == "text/plain"
         text = await response.text()
     samples: dict[str, float] = {}
@@ -244,7 +246,7 @@ def test_cached_prompt_tokens_lower_the_truths_ttft_only_with_prefix_caching():
 
 def test_the_emulator_writes_each_request_as_sagemakers_data_capture_does(tmp_path: Path):
     config = EmulatorConfig(default=Behaviour(ttft_ms=Distribution(5.0), itl_ms=Distribution(1.0)))
-    config.capture_dir = str(tmp_path)
+    config.capture_dir, config.capture_streams = str(tmp_path), True
 
     async def body(url, _):
         spec = LoadSpec(concurrency=1, requests=3, max_new_tokens=4, prompt_tokens=6, warmup=False)
@@ -263,6 +265,25 @@ def test_the_emulator_writes_each_request_as_sagemakers_data_capture_does(tmp_pa
         body = json.loads(captured["data"])
         assert body["messages"][0]["role"] == "user" and body["max_tokens"] == 4
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", record["eventMetadata"]["inferenceTime"])
+
+
+def test_streamed_calls_are_captured_only_when_asked_as_aws_documents_capture_of_invokeendpoint_alone(tmp_path: Path):
+    """optigate.serving.surfaces: capture of InvokeEndpoint is documented, of InvokeEndpointWithResponseStream not
+    (an assumed row), so the emulator captures a streamed call only with capture_streams."""
+    config = EmulatorConfig(default=Behaviour(ttft_ms=Distribution(5.0), itl_ms=Distribution(1.0)))
+    config.capture_dir = str(tmp_path)
+
+    async def body(url, _):
+        spec = LoadSpec(concurrency=1, requests=2, max_new_tokens=4, prompt_tokens=6, warmup=False)
+        await _load(url, spec, endpoint="chat-prod")
+        async with aiohttp.ClientSession() as session:
+            invoked = await session.post(f"{url}/endpoints/chat-prod/invocations", json={"inputs": "one call"})
+            assert invoked.status == 200
+
+    asyncio.run(_serve(config, body))
+    (file,) = list(tmp_path.rglob("*.jsonl"))
+    (record,) = [json.loads(line) for line in file.read_text().splitlines()]
+    assert json.loads(record["captureData"]["endpointInput"]["data"]) == {"inputs": "one call"}
 
 
 def test_a_body_that_is_not_json_is_captured_base64_encoded(tmp_path: Path):
@@ -285,7 +306,7 @@ def test_what_the_emulator_captured_reads_back_as_the_requests_it_received(tmp_p
     if not hasattr(capture, "read_capture"):
         pytest.skip("optigate.bench.capture.read_capture is not on this branch yet")
     config = EmulatorConfig(default=Behaviour(ttft_ms=Distribution(5.0), itl_ms=Distribution(1.0)))
-    config.capture_dir = str(tmp_path)
+    config.capture_dir, config.capture_streams = str(tmp_path), True
     prompts = tuple({"prompt": f"question number {i} about caching"} for i in range(4))
 
     async def body(url, _):
