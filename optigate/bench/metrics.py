@@ -184,6 +184,28 @@ class RunSamples:
         self.outcomes.append((ttft * 1000, tpot))
         self.completions.append((record.completed_at, record.output_tokens))
 
+    def decode_steps(self) -> list[tuple[int, int]] | None:
+        """(tokens, chunks) of each successful request between its first and its last chunk, in order: under LMI's
+        async mode a chunk is one engine step, so tokens / chunks is the mean tokens a whole step yields (1 + the
+        drafts accepted, a speculative server's acceptance length). The first chunk carries the prefill's token and
+        the last may be cut short (max_tokens, end of sequence): both are left out. Read from the per-chunk token
+        counts and each request's ITL count (the tokens after its first chunk); None when the two do not add up
+        (samples cut or merged out of order)."""
+        chunks, index, steps = self.tokens_per_chunk, 0, []
+        for count in self.itl_counts:
+            if index >= len(chunks):
+                return None
+            index += 1  # the first chunk
+            sizes: list[int] = []
+            while sum(sizes) < count and index < len(chunks):
+                sizes.append(int(chunks[index]))
+                index += 1
+            if sum(sizes) != count:
+                return None
+            whole = sizes[:-1]  # the last chunk may be cut short
+            steps.append((sum(whole), len(whole)))
+        return steps if index == len(chunks) else None
+
     def window(self) -> tuple[float, float] | None:
         measured = [(sent, ended) for sent, ended, is_measured in self.intervals if is_measured]
         if not measured:

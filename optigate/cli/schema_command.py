@@ -67,7 +67,8 @@ def add_schema_parser(commands: argparse._SubParsersAction) -> None:
         "--docs",
         default=None,
         metavar="FOLDER",
-        help="also optigate's reference pages (configuration.md, rules.md, container-surfaces.md, the read-back files' schemas) in this folder (in optigate's "
+        help="also optigate's reference pages (configuration.md, rules.md, container-surfaces.md, the read-back "
+        "files' schemas) in this folder (in optigate's "
         "checkout: --docs docs; default: none, a user's project has no use for them)",
     )
     schema.add_argument("--check", action="store_true", help="fail if the files differ from the models and rules")

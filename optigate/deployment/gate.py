@@ -31,9 +31,10 @@ from optigate.deployment.optimization import (
     configs_with_image,
     job_serving_options,
 )
+from optigate.deployment.speculation_proof import SpeculationProof, resolve_speculation
 from optigate.deployment.team import ResolvedTeam
 from optigate.promote.lock import ServedPackage
-from optigate.serving import images
+from optigate.serving import images, surfaces
 from optigate.serving.engine_mode import container_mode
 from optigate.serving.lmi import MODEL_DIR
 
@@ -139,6 +140,11 @@ class GatePlan:
     # every request has prompt_tokens and max_new_tokens (optigate.deployment.gate_workload).
     workload: CapturePlan | None = None
     synthetic: SyntheticPlan | None = None
+    # A speculative candidate: what its acceptance is read from and the acceptance it must reach per level.
+    speculation: SpeculationProof | None = None
+    # The server series the candidate's container publishes for the gate to read from CloudWatch (detailed
+    # observability); empty for every LMI container (optigate.serving.surfaces): the gate then reads none.
+    server_series: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         speculative = any("ModelSpeculativeDecodingConfig" in c for c in self.optimization_configs or [])
@@ -366,6 +372,8 @@ def resolve_gate(
     )
     head = resolved_team.trained_head
     tokenizer = cross_check_tokenizer(team)
+    candidate_image = candidate.image_uri(region)
+    measured = [shards * c for c in levels]
     return GatePlan(
         team=team.team,
         environment=environment.name,
@@ -373,14 +381,14 @@ def resolve_gate(
         instance_type=candidate.serving.instance_type,
         instance_pools=tuple(pool.instance_type for pool in candidate.pools),
         baseline_model_uri=team.model.source.artifact_uri.replace("{region}", region),
-        candidate_image=candidate.image_uri(region),
+        candidate_image=candidate_image,
         candidate_environment=candidate.environment,
         change=json.loads(json.dumps(resolved_team.change, default=str)),
         thresholds={
             **benchmark.model_dump(
                 exclude={"prompt_tokens", "max_new_tokens", "blocks", "adapter_mix", *CROSS_CHECK_KEYS, *WORKLOAD_KEYS}
             ),
-            "concurrency": [shards * c for c in levels],
+            "concurrency": measured,
             **adapter_version_margin(resolved_team),
         },
         optimization_configs=resolved_team.optimization_configs,
@@ -428,4 +436,13 @@ def resolve_gate(
         components=resolve_components(resolved_team, region, dataset.replace("{region}", region), served),
         workload=workload,
         synthetic=resolve_synthetic(benchmark),
+        speculation=resolve_speculation(
+            resolved_team,
+            candidate_image,
+            candidate.engine_mode.name,
+            measured,
+            prompt_tokens=benchmark.prompt_tokens,
+            max_new_tokens=benchmark.max_new_tokens,
+        ),
+        server_series=tuple(sorted(surfaces.server_series(surfaces.Container.from_image(candidate_image)))),
     )

@@ -2,10 +2,11 @@
 benchmark's window (optigate.bench.server_metrics.read_sides, run by the gate's reader function), as report rows,
 informational findings, and the one check they decide: speculation whose acceptance is below break-even is rejected.
 
-Break-even: the seed tutorial's rule, which optigate/gate/decision/checks.py words for its client-side proxy: "below
-roughly 40 % acceptance, drafting and verifying costs more than it saves". A planner's own break-even for the
-instance and batch (optigate.plan.speculation.SpeculationCeiling.break_even_acceptance) replaces it when given.
-Fail closed: a candidate that speculates but whose acceptance the server did not publish cannot be approved.
+The acceptance check here is the server's evidence of speculative decoding, used only where the candidate's container
+exports vLLM's counters (optigate.serving.surfaces; no LMI container does: optigate.gate.decision.speculation reads
+the client's instead). Break-even: the plan's (optigate.deployment.speculation_proof), else the rule of thumb
+(optigate.plan.speculation.DEFAULT_BREAK_EVEN_ACCEPTANCE). Fail closed: a candidate that speculates but whose
+acceptance the server did not publish cannot be approved.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from optigate.bench.server_metrics import FIGURES, TABLE
 from optigate.gate.decision.inputs import speculative_method
 from optigate.gate.decision.wording import CheckName
 from optigate.judge import Check, Outcome
+from optigate.plan.speculation import DEFAULT_BREAK_EVEN_ACCEPTANCE
 
-BREAK_EVEN_ACCEPTANCE = 0.40
+BREAK_EVEN_ACCEPTANCE = DEFAULT_BREAK_EVEN_ACCEPTANCE
 SIDES = ("baseline", "candidate")
 ACCEPTANCE_SERIES = "vllm:spec_decode_num_accepted_tokens / vllm:spec_decode_num_draft_tokens"
 KV_FULL = 0.95  # a KV cache this full admits new requests only as others finish

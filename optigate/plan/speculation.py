@@ -15,6 +15,13 @@ from .memory import weight_footprint
 from .planner import PlanResult
 from .roofline import attention_flops_per_token, experts_read_per_layer, linear_flops_per_token
 
+#: The share of drafted tokens below which speculation loses to drafting's cost, which the planner does not model
+#: (it prices verifying k drafts only): the seed tutorial's rule, "below roughly 40 % acceptance, drafting and
+#: verifying costs more than it saves". The gate holds a candidate to the higher of this and the planner's
+#: break-even for verifying (SpeculationCeiling.break_even_acceptance).
+DEFAULT_BREAK_EVEN_ACCEPTANCE = 0.40
+DEFAULT_BREAK_EVEN_SOURCE = "the seed tutorial's rule of thumb (below ~40 % acceptance speculation loses)"
+
 
 def batch_at(plan: PlanResult, concurrency: int) -> int:
     """The decode batch at `concurrency`: capped at the batch the plan runs."""

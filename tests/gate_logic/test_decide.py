@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from optigate.config.models import BenchmarkGate
 from optigate.gate import GateInputs, decide, render_html, render_json
 from optigate.gate.decision import cost_per_million, speculative_method
-from tests.fixtures.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, synthetic_run
+from tests.fixtures.synthetic_runs import PASS, THRESHOLDS, bench, itl_for_gain, speculation, synthetic_run
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +193,7 @@ def test_errors_above_the_maximum_rate_fail(baseline):
 def test_tokens_per_chunk_gain_only_with_speculative_decoding(baseline, sizes, passed):
     candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.30), tokens_per_chunk=sizes, seed=7))
     change = {"speculative_decoding": "ngram"}
-    verdict = decide(inputs(baseline, candidate, change=change))
+    verdict = decide(inputs(baseline, candidate, change=change, speculation=speculation("client", draft_tokens=1)))
     result = check(verdict, "tokens_per_chunk_gain")
     mean = np.mean(candidate["runs"][0]["samples"]["tokens_per_chunk"])
     assert result.measured == pytest.approx(100 * (mean - 1))
@@ -201,7 +201,9 @@ def test_tokens_per_chunk_gain_only_with_speculative_decoding(baseline, sizes, p
     assert "ngram" in result.detail
     if not passed:
         assert 5 < result.measured < 15
-        [reason] = verdict.reasons
+        # The client's acceptance (one draft, ~10 % accepted) fails beside it.
+        assert check(verdict, "speculative_acceptance").outcome == "fail"
+        [reason] = [r for r in verdict.reasons if r.startswith("tokens_per_chunk_gain")]
         assert reason.startswith("tokens_per_chunk_gain at concurrency 4 fails: mean tokens-per-chunk gain is +")
         assert "+20.0 % minimum" in reason and "slows decoding" in reason
     else:
@@ -221,14 +223,54 @@ def test_the_servers_acceptance_decides_a_speculative_candidate_that_is_faster(b
     candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.30), tokens_per_chunk=(2,), seed=7))
     published = {"spec_acceptance": acceptance} if acceptance is not None else {"missing": {"spec_acceptance": "x"}}
     figures = {"baseline": {}, "candidate": published}
-    verdict = decide(inputs(baseline, candidate, change={"speculative_decoding": "eagle3"}, server_metrics=figures))
+    change, server = {"speculative_decoding": "eagle3"}, speculation("server")
+    verdict = decide(inputs(baseline, candidate, change=change, server_metrics=figures, speculation=server))
     assert verdict.outcome == outcome
     result = check(verdict, "speculative_acceptance", None)
     assert result.measured == acceptance
     assert [c.name for c in verdict.checks if not c.passed] == ([] if outcome == "APPROVED" else [result.name])
-    # An offline decision (no server metrics read) has no such check; the deployed gate always passes a mapping.
-    offline = decide(inputs(baseline, candidate, change={"speculative_decoding": "eagle3"}))
-    assert offline.approved and all(c.name != "speculative_acceptance" for c in offline.checks)
+    # A decision whose plan named no evidence of acceptance cannot approve speculation (fail closed).
+    unplanned = decide(inputs(baseline, candidate, change=change))
+    assert unplanned.outcome == "INCONCLUSIVE"
+    assert "names no evidence" in check(unplanned, "speculative_acceptance", None).detail
+
+
+@pytest.mark.parametrize(
+    "sizes, break_even, outcome",
+    [((3,), 0.4, "pass"), ((1,) * 9 + (2,), 0.4, "fail"), ((2,), 0.3, "pass"), ((2,), 0.5, "fail")],
+)
+def test_on_lmi_the_clients_tokens_per_step_decide_acceptance_against_the_levels_break_even(
+    baseline, sizes, break_even, outcome
+):
+    """LMI publishes no server series: a streamed chunk is one engine step, so (tokens per step on the candidate / on
+    the baseline - 1) / k is the share of k drafts accepted. Three drafts: 3 tokens a step is 67 %, 2 is 33 %."""
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.30), tokens_per_chunk=sizes, seed=7))
+    plan = speculation("client", draft_tokens=3 if sizes != (1,) * 9 + (2,) else 1, break_even=break_even)
+    verdict = decide(inputs(baseline, candidate, change={"speculative_decoding": "eagle"}, speculation=plan))
+    result = check(verdict, "speculative_acceptance")
+    assert result.outcome == outcome and result.threshold == break_even
+    assert result.low <= result.measured <= result.high and result.baseline == pytest.approx(1.0)
+    expected = {(3,): 2 / 3, (2,): 1 / 3}.get(sizes, 0.1)  # one step in ten carries a second token
+    assert result.measured == pytest.approx(expected, abs=0.035)
+    if outcome == "fail":
+        [reason] = [r for r in verdict.reasons if r.startswith("speculative_acceptance")]
+        assert "at concurrency 4 fails" in reason and "tokens per decode step" in reason
+        assert f"break-even {break_even:.0%}" in reason
+
+
+@pytest.mark.parametrize(
+    "plan, words",
+    [
+        (speculation(None, why_none="lmi 0.34.0 in rolling-batch mode publishes no acceptance"), "rolling-batch"),
+        (speculation("client", assumed="async messages: read through 0.36.0"), "assumed surfaces alone"),
+    ],
+)
+def test_acceptance_is_never_decided_without_evidence_or_on_assumed_surfaces_alone(baseline, plan, words):
+    candidate = bench(synthetic_run(4, itl_ms=itl_for_gain(0.30), tokens_per_chunk=(3,), seed=7))
+    verdict = decide(inputs(baseline, candidate, change={"speculative_decoding": "eagle"}, speculation=plan))
+    assert verdict.outcome == "INCONCLUSIVE"
+    [result] = [c for c in verdict.checks if c.name == "speculative_acceptance"]
+    assert result.outcome == "inconclusive" and words in result.detail
 
 
 def test_speculative_method_reads_the_change():

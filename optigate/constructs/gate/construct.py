@@ -180,8 +180,11 @@ class OptimizationGate(Construct):
 
         # ---- benchmark, evaluate, (mirror live traffic,) decide, record
         benchmark = stages.benchmark_levels(self, plan, resources.fleet, cleanup, resources.workload_uri)
-        window_starts = server_metrics.mark_benchmark_start(self)  # the server's figures are read over the benchmark
-        window_starts.next(benchmark)
+        # The server's own figures are read over the benchmark, where the containers publish any (none on LMI).
+        reads_server = bool(plan.server_series)
+        window_starts: sfn.IChainable = benchmark
+        if reads_server:
+            window_starts = server_metrics.mark_benchmark_start(self).next(benchmark)
         evaluate = cleanup.guarded(
             sdk_task(
                 self,
@@ -210,17 +213,18 @@ class OptimizationGate(Construct):
             create_twin
         ).next(candidate_in_service)
         # The benchmark's end is kept; the server's own figures are read after the evaluation (server_metrics).
-        window_ends = server_metrics.mark_benchmark_end(self)
-        benchmark.next(window_ends)
-        if self.cross_check_role is not None and self.cross_check_jobs is not None:
-            window_ends.next(
-                cross_check.cross_check_states(
-                    self, plan, self.cross_check_role, self.cross_check_jobs, bucket_name, then=evaluate
-                )
+        after_evaluation: sfn.IChainable = (
+            cross_check.cross_check_states(
+                self, plan, self.cross_check_role, self.cross_check_jobs, bucket_name, then=evaluate
             )
+            if self.cross_check_role is not None and self.cross_check_jobs is not None
+            else evaluate
+        )
+        if reads_server:
+            benchmark.next(server_metrics.mark_benchmark_end(self).next(after_evaluation))
         else:
-            window_ends.next(evaluate)
-        evaluated = evaluate.next(server_metrics.read_server_metrics(self, plan, cleanup))
+            benchmark.next(after_evaluation)
+        evaluated = evaluate.next(server_metrics.read_server_metrics(self, plan, cleanup)) if reads_server else evaluate
         if restore_path is not None and live is not None:
             restore, after_restore = restore_path
             # After the restore: the deletes when cleaning up or failed, else on to the decision.

@@ -169,8 +169,9 @@ def temporary_endpoint(
                 # Inference components: the config isolates every model container (EnableNetworkIsolation), as the
                 # candidate model itself is isolated on a model-backed endpoint.
                 **({"EnableNetworkIsolation": True} if serves_components else {}),
-                # The server's own metrics over the benchmark (optigate.bench.server_metrics reads them).
-                "MetricsConfig": gate_metrics_config(),
+                # The server's own metrics over the benchmark, where its container publishes any (none on LMI:
+                # optigate.serving.surfaces); optigate.bench.server_metrics reads them.
+                **({"MetricsConfig": gate_metrics_config()} if plan.server_series else {}),
             },
             grants=[temporary, *([grants.pass_role(model_role_arn)] if model_role_arn and serves_components else [])],
             result_path=sfn.JsonPath.DISCARD,
@@ -383,8 +384,10 @@ def decide(
                 "candidate_keys.$": "$.benchmark[*].candidate_result.key",
                 "evaluation_key.$": f"States.Format('evaluations/{{}}/verdict.json', {run_name(plan, 'eval')})",
                 "report_prefix.$": "States.Format('reports/{}/', $.run.id)",
-                # Each side's container metrics over the benchmark (constructs.gate.server_metrics).
-                "server_metrics.$": "$.server_metrics",
+                # Each side's container metrics over the benchmark (constructs.gate.server_metrics), where read.
+                **({"server_metrics.$": "$.server_metrics"} if plan.server_series else {}),
+                # A speculative candidate: what its acceptance is read from and must reach (speculation_proof).
+                **({"speculation": plan.speculation.event()} if plan.speculation is not None else {}),
                 **shadow_metrics,
                 **cross_check.decide_payload(plan),
                 **benchmark_workload.decide_payload(plan),

@@ -44,6 +44,10 @@ class GateInputs:
     # The endpoints' own metrics for the benchmark's window (optigate.gate.server_metrics), carried into the
     # verdict and its report as given: None when not read.
     server_metrics: Mapping[str, Any] | None = None
+    # A speculative candidate's proof as the plan resolved it (optigate.deployment.speculation_proof.SpeculationProof
+    # .event): what its acceptance is read from and the break-even per level. None: a change that speculates cannot
+    # be approved (no evidence named).
+    speculation: Mapping[str, Any] | None = None
     # The team's own traffic the benchmark sent, when gate.benchmark.workload is set: its shape (counts, length
     # percentiles, sessions, schedule; never text: optigate.bench.workload.shape). Reported, never decided on.
     traffic: Mapping[str, Any] | None = None

@@ -39,9 +39,10 @@ from optigate.gate.decision.slo_checks import (
     side_goodput,
     slo_checks,
 )
+from optigate.gate.decision.speculation import acceptance_checks
 from optigate.gate.decision.wording import CheckName, label, reason
 from optigate.gate.report_format import FORMAT_VERSION
-from optigate.gate.server_metrics import acceptance_check, figures_to_report
+from optigate.gate.server_metrics import figures_to_report
 from optigate.judge import Check, Outcome, overall
 from optigate.plan.cost import cost_per_million_tokens
 
@@ -218,10 +219,9 @@ def decide(inputs: GateInputs) -> GateVerdict:
         peak = None if inputs.peak_concurrency is None else float(inputs.peak_concurrency)
         capacity = capacity_summary(base_capacity, cand_capacity, slo, count, peak)
     checks.append(quality_check(inputs.evaluation))
-    # None: the caller read no server metrics (an offline decision); the deployed gate always passes what it read.
-    acceptance = acceptance_check(inputs.server_metrics, change) if inputs.server_metrics is not None else None
-    if acceptance is not None:
-        checks.append(acceptance)
+    # A speculative change: its acceptance from the evidence the plan names (the client's chunks on LMI).
+    measured = {level: (base_runs[level], cand_runs[level]) for level in common}
+    checks += acceptance_checks(method, inputs.speculation, measured, inputs.server_metrics, change, inputs.seed)
     if inputs.shadow is not None:
         checks += shadow_checks(inputs.shadow, thresholds)
     checks.sort(key=sort_key)

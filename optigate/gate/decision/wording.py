@@ -182,7 +182,7 @@ WORDS: dict[CheckName, Words] = {
     CheckName.CAPACITY: Words(_capacity_threshold, lambda check, where: f"capacity fails: {check.detail}."),
     CheckName.SPECULATIVE_ACCEPTANCE: Words(
         _acceptance_threshold,
-        lambda check, where: f"speculative_acceptance fails: {check.detail}, {_acceptance_threshold(check)}.",
+        lambda check, where: f"speculative_acceptance{where} fails: {check.detail}, {_acceptance_threshold(check)}.",
         "fraction",
     ),
     CheckName.SCHEDULE: Words(

@@ -162,8 +162,10 @@ def verdict_for(s3, event: dict) -> tuple[GateVerdict, dict | None, dict | None]
         prediction=event.get("prediction"),
         shadow=shadow_figures(event.get("shadow")),
         cross_check=cross_check_jobs(s3, event.get("cross_check")),
-        # The state machine always passes what its reader read; an event without it read nothing (fail closed).
-        server_metrics=event.get("server_metrics") or {},
+        # What the reader read, where the containers publish server series (none on LMI: no read, None here).
+        server_metrics=event.get("server_metrics"),
+        # A speculative candidate's evidence and break-even (the plan's); without it nothing approves speculation.
+        speculation=event.get("speculation"),
         traffic=event.get("workload"),  # the captured workload's shape (constructs.gate.benchmark_workload)
     )
     return decide(inputs), baseline, candidate
