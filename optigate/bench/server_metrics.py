@@ -12,17 +12,23 @@ Where the metrics go (read offline, 2026-12):
   NO CloudWatch namespace and no GetMetricStatistics dimensions. They are read with CloudWatch's
   Prometheus-compatible QueryMetrics API, https://monitoring.<region>.amazonaws.com/api/v1/query, signed with SigV4
   for service "monitoring", which needs cloudwatch:GetMetricData and cloudwatch:ListMetrics
-  (CloudWatch-PromQL-API-QueryMetrics.html). A series is picked by the label aws.sagemaker.endpoint.name
-  (sagemaker/latest/dg/inference-monitoring.md, "OpenTelemetry metric labels").
+  (CloudWatch-PromQL-API-QueryMetrics.html) and, SageMaker's detailed-observability PromQL page adds,
+  cloudwatch:QueryMetrics (monitoring-detailed-observability-promql.html): all three are granted. A series is picked
+  by the label aws.sagemaker.endpoint.name (sagemaker/latest/dg/inference-monitoring.md, "OpenTelemetry metric
+  labels"). "The expression must select a metric by name — for example, {"x"} or {__name__="x"}" (QueryMetrics): a
+  regular expression on the name is not among those forms, so every selector names one metric exactly.
 - The metric names are vLLM's (vllm/v1/metrics/loggers.py at 005a810b, vllm/v1/spec_decode/metrics.py at
   016a8587). AWS's metrics reference lists its dashboard aggregates (e.g. InputTokensPerSecond) but, in what could be
   read, does not document under which name a scraped vLLM series is stored: `aws_documented` is None for every row. So
-  each query accepts every spelling the conversion allows: a counter with or without its `_total` suffix, and a
+  each query accepts every spelling the conversion allows, each selected by its exact name and joined with `or`: a
+  counter with or without its `_total` suffix, and a
   histogram as Prometheus's classic `_bucket`/`_sum`/`_count` series `or` as one native (exponential) histogram,
   which is how CloudWatch says it stores OTel histograms (metrics-otel-histograms.html). A name that finds no series
   reads as unavailable, never as zero; the first live gate run should confirm the names (GetSeries, /api/v1/series).
 - djl-serving's own Prometheus metrics (QueryTime etc., prometheus/README.md at d21927c4, behind SERVING_PROMETHEUS)
   are served at /server/metrics on its management API, not the path SageMaker scrapes; the table does not use them.
+- Which containers export these series at all is optigate.serving.surfaces' to say: no LMI container does (djl-serving
+  serves no /metrics), so the gate reads them only for a container whose row says it does.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ ENDPOINT_LABEL = "aws.sagemaker.endpoint.name"  # inference-monitoring.md, OpenT
 QUERY_PATH = "/api/v1/query"  # CloudWatch-PromQL-API-QueryMetrics.html
 SIGNING_SERVICE = "monitoring"
 # What the reader function's role needs to call QueryMetrics; neither action takes a resource-level scope.
-QUERY_ACTIONS = ("cloudwatch:GetMetricData", "cloudwatch:ListMetrics")
+QUERY_ACTIONS = ("cloudwatch:GetMetricData", "cloudwatch:ListMetrics", "cloudwatch:QueryMetrics")
 
 VLLM_LOGGERS = "github:vllm-project/vllm vllm/v1/metrics/loggers.py@005a810bc40faa25b8870fbc8559c3462581eee3"
 VLLM_SPEC = "github:vllm-project/vllm vllm/v1/spec_decode/metrics.py@016a8587edb04ae53c913a1da9355a07dc0ca4ae"
@@ -60,10 +66,13 @@ class ServerMetric:
 
 
 def _counter(name: str) -> str:
-    """A counter's selector under either stored name: Prometheus's exposition sample (`_total`) or the OpenTelemetry
-    metric it came from (OTel's Prometheus receiver drops the suffix); CloudWatch documents neither, and only one
-    exists, so the sum never counts twice."""
-    return '{{__name__=~"' + name + '(_total)?",{sel}}}'
+    """A counter's increase over the window under either stored name, each selected exactly (QueryMetrics takes a
+    metric's name, not a pattern): Prometheus's exposition sample (`_total`) `or` the OpenTelemetry metric it came
+    from (OTel's Prometheus receiver drops the suffix). CloudWatch documents neither; `or` keeps the first that has
+    series, so the sum never counts twice."""
+    return " or ".join(
+        f'sum(increase({{{{__name__="{stored}",{{sel}}}}}}[{{w}}]))' for stored in (f"{name}_total", name)
+    )
 
 
 TABLE: tuple[ServerMetric, ...] = (
@@ -73,8 +82,7 @@ TABLE: tuple[ServerMetric, ...] = (
         "counter",
         "share 0-1",
         "accepted / drafted tokens over the window (vLLM's own PromQL, SpecDecodingProm's docstring)",
-        f"sum(increase({_counter('vllm:spec_decode_num_accepted_tokens')}[{{w}}])) / "
-        f"sum(increase({_counter('vllm:spec_decode_num_draft_tokens')}[{{w}}]))",
+        f"({_counter('vllm:spec_decode_num_accepted_tokens')}) / ({_counter('vllm:spec_decode_num_draft_tokens')})",
         None,
         VLLM_SPEC,
     ),
@@ -104,7 +112,7 @@ TABLE: tuple[ServerMetric, ...] = (
         "counter",
         "requests",
         "preempted requests over the window, summed over instances",
-        f"sum(increase({_counter('vllm:num_preemptions')}[{{w}}]))",
+        _counter("vllm:num_preemptions"),
         None,
         VLLM_LOGGERS,
     ),
@@ -138,8 +146,7 @@ TABLE: tuple[ServerMetric, ...] = (
         "counter",
         "share 0-1",
         "cached / queried prompt tokens over the window",
-        f"sum(increase({_counter('vllm:prefix_cache_hits')}[{{w}}])) / "
-        f"sum(increase({_counter('vllm:prefix_cache_queries')}[{{w}}]))",
+        f"({_counter('vllm:prefix_cache_hits')}) / ({_counter('vllm:prefix_cache_queries')})",
         None,
         VLLM_LOGGERS,
     ),

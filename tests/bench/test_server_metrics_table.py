@@ -20,16 +20,39 @@ def test_every_figure_has_a_query_on_the_endpoint_label_over_the_window():
     for figure, promql in found.items():
         assert '"aws.sagemaker.endpoint.name"="optigate-team-cand-r1"' in promql, figure
         assert "[301s]" in promql, figure
-    # A counter under either stored name (Prometheus's `_total` sample or the OTel metric), never another one.
+    # A counter under either stored name (Prometheus's `_total` sample or the OTel metric), each exactly.
     import re
 
-    accepted, drafted = re.findall(r'__name__=~"([^"]+)"', found["spec_acceptance"])
-    for name in ("vllm:spec_decode_num_accepted_tokens", "vllm:spec_decode_num_accepted_tokens_total"):
-        assert re.fullmatch(accepted, name) and not re.fullmatch(drafted, name)
-    assert not re.fullmatch(accepted, "vllm:spec_decode_num_accepted_tokens_per_pos")
+    names = re.findall(r'__name__="([^"]+)"', found["spec_acceptance"])
+    assert names == [
+        "vllm:spec_decode_num_accepted_tokens_total",
+        "vllm:spec_decode_num_accepted_tokens",
+        "vllm:spec_decode_num_draft_tokens_total",
+        "vllm:spec_decode_num_draft_tokens",
+    ]
     # A histogram as classic buckets or, failing those, one native histogram.
     assert '"vllm:request_queue_time_seconds_bucket"' in found["queue_time_p99_s"]
     assert ' or histogram_quantile(0.99, sum(increase({"vllm:request_queue_time_seconds",' in found["queue_time_p99_s"]
+
+
+def test_every_selector_names_its_metric_exactly_as_cloudwatchs_queryMetrics_requires():
+    """QueryMetrics: "The expression must select a metric by name — for example, {"x"} or {__name__="x"}. Selecting
+    series only by labels, without a metric name, is not supported" (CloudWatch-PromQL-API-QueryMetrics.html). A
+    regular expression on __name__ is not among those forms: a refusal would read as a missing figure."""
+    import re
+
+    exact = re.compile(r'^(?:"[^"]+"|__name__="[^"]+"),"aws\.sagemaker\.endpoint\.name"="ep"$')
+    for figure, promql in sm.queries("ep", 0.0, 60.0).items():
+        selectors = re.findall(r"\{([^{}]*)\}", promql)
+        assert selectors, figure
+        for selector in selectors:
+            assert exact.match(selector), (figure, selector)
+
+
+def test_the_reader_may_call_everything_queryMetrics_is_documented_to_need():
+    """CloudWatch's QueryMetrics page names GetMetricData and ListMetrics; SageMaker's detailed-observability PromQL
+    page adds QueryMetrics (monitoring-detailed-observability-promql.html): all three."""
+    assert set(sm.QUERY_ACTIONS) == {"cloudwatch:GetMetricData", "cloudwatch:ListMetrics", "cloudwatch:QueryMetrics"}
 
 
 def test_the_table_says_aws_documents_no_stored_name_and_cites_vllm():

@@ -7,8 +7,11 @@ the other side's block runs: a counter's ratio, such as acceptance, is unchanged
 diluted). A query that fails is a missing figure with its reason, never a failed run.
 
 The read is its own function with its own role (optigate/lambdas/read_server_metrics), which may only read metrics:
-cloudwatch:GetMetricData and cloudwatch:ListMetrics, what QueryMetrics needs (CloudWatch-PromQL-API-QueryMetrics.html),
-on "*" because neither action supports a resource-level permission."""
+cloudwatch:GetMetricData, cloudwatch:ListMetrics and cloudwatch:QueryMetrics, what QueryMetrics needs
+(optigate.bench.server_metrics.QUERY_ACTIONS), on "*" because none supports a resource-level permission.
+
+Only where the candidate's container publishes server series (GatePlan.server_series, from optigate.serving.surfaces):
+no LMI container does, so an LMI team's gate has none of these states."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from optigate.bench.server_metrics import QUERY_ACTIONS
 from optigate.constructs import nag
 from optigate.constructs.assets import PACKAGE, stage
 from optigate.constructs.common import function_role
@@ -52,11 +56,11 @@ def reader_function(scope: Construct, plan: GatePlan) -> lambda_.Function:
     role, log_group = function_role(scope, "ServerMetrics")
     nag.allow(
         role,
-        ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"],  # optigate.bench.server_metrics.QUERY_ACTIONS
+        list(QUERY_ACTIONS),
         ["*"],
         why_wildcard="GetMetricData and ListMetrics support no resource-level permission (the Service Authorization "
-        "Reference lists no resource type for either); CloudWatch's QueryMetrics needs both to read the gate's "
-        "temporary endpoints' container metrics.",
+        "Reference lists no resource type for either), nor does QueryMetrics, which SageMaker's PromQL page lists "
+        "beside them; CloudWatch's QueryMetrics needs them to read the gate's temporary endpoints' container metrics.",
     )
     return lambda_.Function(
         scope,

