@@ -140,6 +140,9 @@ class GatePlan:
     # every request has prompt_tokens and max_new_tokens (optigate.deployment.gate_workload).
     workload: CapturePlan | None = None
     synthetic: SyntheticPlan | None = None
+    # The live model's image, which the baseline's twin runs (the team's, or an approved package's); None: the
+    # candidate's.
+    baseline_image: str | None = None
     # A speculative candidate: what its acceptance is read from and the acceptance it must reach per level.
     speculation: SpeculationProof | None = None
     # The server series the candidate's container publishes for the gate to read from CloudWatch (detailed
@@ -382,6 +385,7 @@ def resolve_gate(
         instance_pools=tuple(pool.instance_type for pool in candidate.pools),
         baseline_model_uri=team.model.source.artifact_uri.replace("{region}", region),
         candidate_image=candidate_image,
+        baseline_image=live_image,
         candidate_environment=candidate.environment,
         change=json.loads(json.dumps(resolved_team.change, default=str)),
         thresholds={

@@ -20,6 +20,7 @@ import random
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -181,43 +182,89 @@ def variant_traffic(deployment: Any, candidate: dict[str, Any], live_requests: i
     }
 
 
+def emulated_container(image: str) -> str:
+    """The emulator's `container` setting for an image URI (`lmi:0.36.0-lmi27.0.0-cu130`): the emulated server then
+    publishes what optigate.serving.surfaces says that container does, and nothing else."""
+    from optigate.serving.images import tag_of
+    from optigate.serving.surfaces import Container
+
+    return f"{Container.from_image(image).family}:{tag_of(image)}"
+
+
 @contextmanager
 def emulators(
-    candidate: dict[str, Any], speculative: bool, engine_modes: tuple[str, str] = ("async", "async")
+    candidate: dict[str, Any],
+    speculative: bool,
+    engine_modes: tuple[str, str] = ("async", "async"),
+    containers: tuple[str, str] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """Emulator processes of the live endpoint (BASELINE) and of the candidate: their URLs. Each streams its side's
-    LMI engine mode, `engine_modes` being (baseline's, candidate's) as the gate plan resolves them."""
+    LMI engine mode, `engine_modes` being (baseline's, candidate's) as the gate plan resolves them, and stands for its
+    side's container (`containers`: the emulator's `container` settings, baseline's and candidate's; None: its
+    default LMI)."""
     from optigate.bench.emulator_process import emulator_process
 
     if speculative and "num_speculative_tokens" not in candidate:
-        # Three drafts a step, each accepted 70 % of the time: 2.5 tokens a step, and the server reports 51 %
-        # acceptance (emulator_model.reported_acceptance) on its vLLM counters, above the gate's break-even. Drafting
-        # costs 4 ms a token, so a token costs about what a faster candidate's does (a rehearsal's benchmark windows
-        # are sized for that pace).
+        # Three drafts a step, each accepted 70 % of the time: 2.5 tokens a step, i.e. 51 % of the drafts accepted
+        # (emulator_model.reported_acceptance), which the client reads from the stream's chunks, above the gate's
+        # break-even. Drafting costs 4 ms a token, so a token costs about what a faster candidate's does (a
+        # rehearsal's benchmark windows are sized for that pace).
         candidate = {**candidate, "num_speculative_tokens": 3, "acceptance_rate": 0.7, "draft_ms_per_token": 4}
     baseline_mode, candidate_mode = engine_modes
     candidate = {"engine_mode": candidate_mode, **candidate}
+    baseline = {**BASELINE, "engine_mode": baseline_mode}
+    if containers is not None:
+        baseline["container"], candidate["container"] = containers
     with (
-        emulator_process({"default": {**BASELINE, "engine_mode": baseline_mode}}) as baseline_url,
+        emulator_process({"default": baseline}) as baseline_url,
         emulator_process({"default": candidate}) as candidate_url,
     ):
         yield baseline_url, candidate_url
 
 
+@dataclass(frozen=True)
+class Expectation:
+    """The verdict a kind of candidate must reach and why: with `failing`, one of those checks must be among the
+    ones that did not pass (a rejection for another reason is not the rehearsal's)."""
+
+    verdict: str
+    failing: frozenset[str] = frozenset()
+
+    def met(self, outcome: str, checks: list[dict[str, Any]]) -> bool:
+        if outcome != self.verdict:
+            return False
+        failed = {check.get("name") for check in checks if (check.get("outcome") or "pass") == "fail"}
+        return not self.failing or bool(self.failing & failed)
+
+    def __str__(self) -> str:
+        return self.verdict + (f" on {' or '.join(sorted(self.failing))}" if self.failing else "")
+
+
 #: The kinds of candidate a rehearsal emulates, and the verdict each must reach: a faster one is approved, a slower
-#: one rejected, and (a team with adapters) a faster base whose first adapter loses quality on its own records is
-#: rejected by that adapter's evaluation.
-EXPECTED_OUTCOMES: Final = {"faster": "APPROVED", "slower": "REJECTED", "adapter-quality": "REJECTED"}
+#: one rejected on its latency or throughput, (a team with adapters) a faster base whose first adapter loses quality
+#: on its own records rejected by that adapter's evaluation, and (a speculative team) a faster candidate whose
+#: drafts are rarely accepted rejected on its acceptance, which the client reads from the stream.
+EXPECTATIONS: Final = {
+    "faster": Expectation("APPROVED"),
+    "slower": Expectation("REJECTED", frozenset({"p99_ttft", "p99_itl", "throughput_gain", "goodput", "capacity"})),
+    "adapter-quality": Expectation("REJECTED", frozenset({"quality"})),
+    "drafts-rejected": Expectation("REJECTED", frozenset({"speculative_acceptance"})),
+}
+#: Faster per step, drafting free, but three drafts a step each accepted 10 % of the time: 1.1 tokens a step, about
+#: 4 % of the drafts accepted. Only the acceptance (and the tokens per chunk it makes) can reject it.
+DRAFTS_REJECTED: Final = {**FASTER, "num_speculative_tokens": 3, "acceptance_rate": 0.1}
 
 
 def expected_outcome(kind: str) -> str:
-    return EXPECTED_OUTCOMES[kind]
+    return EXPECTATIONS[kind].verdict
 
 
 def rehearsal_kinds(team: Any) -> tuple[str, ...]:
     """What `optigate rehearse --candidate both` runs for `team`: for a team with adapters the faster base and the
-    faster base one of whose adapters loses quality (the gate's per-adapter proof), else faster and slower."""
-    return ("faster", "adapter-quality") if team.adapters else ("faster", "slower")
+    faster base one of whose adapters loses quality (the gate's per-adapter proof), else faster and slower; and for a
+    speculative candidate a faster one whose drafts are rarely accepted."""
+    kinds = ("faster", "adapter-quality") if team.adapters else ("faster", "slower")
+    return (*kinds, "drafts-rejected") if team.gate.candidate.get("speculative_decoding") else kinds
 
 
 def rehearsal_rounds(total: int, blocks: int) -> int:
@@ -251,11 +298,15 @@ def rehearse(
     happened (GateRun.execute's result), with the live endpoints' components before the run
     (`live_components_before`)."""
     team = deployment.team
+    speculative = bool(team.gate.candidate.get("speculative_decoding"))
+    if candidate == "drafts-rejected":
+        if not speculative:
+            raise ValueError(f"team {team.team}'s candidate does not speculate: no drafts to reject")
+        candidate, behaviour = "faster", behaviour or DRAFTS_REJECTED
     if candidate == "adapter-quality":
         if not team.adapters:
             raise ValueError(f"team {team.team} serves no adapters: there is no adapter to lose quality")
         candidate, adapter_quality = "faster", {team.adapters[0].name: "fail", **(adapter_quality or {})}
-    speculative = bool(team.gate.candidate.get("speculative_decoding"))
     # The rehearsal benchmarks one level (the deployed gate runs every level): the highest up to
     # MAX_CONCURRENCY streams, so what is measured is the emulated server rather than the host's CPU
     # (at 64 streams a 9 ms ITL is 7,000 frames a second through one Python client, and a busy host
@@ -274,7 +325,13 @@ def rehearse(
     allowance: dict[str, float] = {}
     plan = deployment.gate
     modes = (plan.baseline_engine_mode, plan.candidate_engine_mode) if plan is not None else ("async", "async")
-    with emulators(behaviour, speculative, modes) as (baseline_url, candidate_url), _offline_aws():
+    # Each emulator stands for its side's container and publishes only what that container does.
+    containers = (
+        (emulated_container(plan.baseline_image or plan.candidate_image), emulated_container(plan.candidate_image))
+        if plan is not None
+        else None
+    )
+    with emulators(behaviour, speculative, modes, containers) as (baseline_url, candidate_url), _offline_aws():
         scenario = Scenario(
             # An adapter team's evaluation judges each adapter: its verdict is written by the job's own code.
             on_processing_job=evaluation_writer("pass", adapters=(adapter_quality or {}) if team.adapters else None),

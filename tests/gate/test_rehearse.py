@@ -48,10 +48,19 @@ def test_a_faster_candidate_is_approved_and_recorded(faster):
     # chat's candidate is an EAGLE head the optimization job trains: the job, then the head staged, then the model.
     assert "Init → FindLastProof → ProvenBefore? → CreateOptimizationJob" in _path(faster)
     assert "DescribeOptimizedModel → StageTrainedHead → CreateCandidateModel" in _path(faster)
-    assert (
-        "BenchmarkBaseline → BenchmarkCandidate → BenchmarkWindowEnds → Evaluate → ReadServerMetrics → DecideVerdict"
-        in _path(faster)
-    )
+    # LMI publishes no server series (optigate.serving.surfaces): nothing is read beside the benchmark.
+    assert "BenchmarkBaseline → BenchmarkCandidate → Evaluate → DecideVerdict" in _path(faster)
+    assert faster["report"]["server_metrics"] is None
+
+
+def test_the_speculative_candidates_acceptance_is_what_the_client_saw_above_break_even(faster):
+    """chat's EAGLE head on LMI 0.36.0: the emulators publish exactly LMI's row (no /metrics), so the gate reads
+    acceptance from the stream: 2.5 tokens a step of 3 drafts accepted 70 % each, 51 % of the drafts."""
+    (check,) = [c for c in faster["report"]["checks"] if c["name"] == "speculative_acceptance"]
+    assert check["outcome"] == "pass" and check["threshold"] == 0.4
+    assert 0.4 < check["ci_low"] <= check["measured"] <= check["ci_high"]
+    assert check["measured"] == pytest.approx(0.51, abs=0.08)
+    assert "the client saw" in check["detail"] and "one engine step" in check["detail"]
     assert [p["ModelApprovalStatus"] for p in faster["packages"]] == ["Approved"]
     assert _left(faster) == 0
     assert _live(faster) == {"chat-dev": ("InService", True)}
@@ -83,6 +92,7 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
 
     results = {"faster": faster, "slower": slower}
     monkeypatch.setattr(rehearsal, "synthesize_team", lambda team, environment, config: chat)
+    monkeypatch.setattr(rehearsal, "rehearsal_kinds", lambda team: ("faster", "slower"))  # not drafts-rejected
     monkeypatch.setattr(rehearsal, "rehearse", lambda template, deployment, candidate, **_: results[candidate])
     argv = ["rehearse", "--team", "chat", "--env", "dev", "--config", str(example_config), "--candidate", "both"]
     code = main([*argv, "-v"])
@@ -91,10 +101,7 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
     faster_out, slower_out = out.split("rehearsing optigate-dev-chat: a slower candidate")
     assert "path: Init → FindLastProof → ProvenBefore? → CreateOptimizationJob" in faster_out
     assert "DescribeOptimizedModel → StageTrainedHead → CreateCandidateModel" in faster_out
-    assert (
-        "BenchmarkBaseline → BenchmarkCandidate → BenchmarkWindowEnds → Evaluate → ReadServerMetrics → DecideVerdict"
-        in faster_out
-    )
+    assert "BenchmarkBaseline → BenchmarkCandidate → Evaluate → DecideVerdict" in faster_out
     assert "verdict: APPROVED, as expected" in faster_out and "pass p99_ttft @c8" in faster_out
     assert "model package: Approved; SageMaker resources left: 0" in faster_out
     assert "verdict: REJECTED (CandidateRejected: " in slower_out and "FAIL p99_ttft @c8" in slower_out
@@ -130,10 +137,16 @@ def test_the_cli_exits_1_for_a_wrong_verdict_and_3_for_an_inconclusive_one(
     from optigate.rehearse import rehearsal
 
     inconclusive = {**faster, "execution": {**faster["execution"], "status": "FAILED", "error": "Inconclusive"}}
+    # Rejected, but on quality alone: the right verdict for a reason that is not the rehearsal's.
+    quality = [{**c, "passed": c["name"] != "quality", "outcome": "fail" if c["name"] == "quality" else "pass"}
+               for c in slower["report"]["checks"]]  # fmt: skip
+    on_quality = {**slower, "report": {**slower["report"], "checks": quality}}
     monkeypatch.setattr(rehearsal, "synthesize_team", lambda team, environment, config: chat)
+    monkeypatch.setattr(rehearsal, "rehearsal_kinds", lambda team: ("faster", "slower"))
     argv = ["rehearse", "--team", "chat", "--env", "dev", "--config", str(example_config), "--candidate"]
     cases = [({"faster": inconclusive, "slower": slower}, 3), ({"faster": slower, "slower": slower}, 1)]
     cases.append(({"faster": slower, "slower": inconclusive}, 1))  # a wrong verdict outweighs an inconclusive one
+    cases.append(({"faster": faster, "slower": on_quality}, 1))
     for results, expected in cases:
         monkeypatch.setattr(rehearsal, "rehearse", lambda template, deployment, candidate, r=results, **_: r[candidate])
         assert main([*argv, "both"]) == expected
@@ -142,7 +155,8 @@ def test_the_cli_exits_1_for_a_wrong_verdict_and_3_for_an_inconclusive_one(
     assert "(exit 3, after " in last_lines[0]
     assert last_lines[1].startswith("rehearsal FAILED: the faster candidate REJECTED, expected APPROVED (exit 1")
     assert last_lines[2].startswith("rehearsal FAILED: the faster candidate REJECTED, expected APPROVED; ")
-    assert "the slower candidate INCONCLUSIVE, expected REJECTED (exit 1" in last_lines[2]
+    assert "the slower candidate INCONCLUSIVE, expected REJECTED on capacity or goodput or p99_itl" in last_lines[2]
+    assert last_lines[3].startswith("rehearsal FAILED: the slower candidate REJECTED for another reason, expected ")
 
 
 def test_rehearse_refuses_a_team_without_a_candidate(example_config, tmp_path, capsys):
