@@ -1,6 +1,8 @@
 """``arn:aws:states:::sagemaker:<action>[.sync]`` for moto's Step Functions executor, which lacks
 Step Functions' optimized SageMaker integration: request-response for the optimized APIs, and
-``.sync`` (create, then poll Describe until terminal) for the job APIs."""
+``.sync`` (create, then poll Describe until terminal) for the job APIs. As Step Functions does, a field the
+integration does not take (optigate.rehearse.optimized_parameters, the sourced list) is refused when the state machine
+is created (a literal key: InvalidDefinition) and when the Task runs (a value filled from a path: States.Runtime)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,12 @@ from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
     StatesErrorNameType,
 )
+from moto.stepfunctions.parser.asl.component.common.parargs import Parameters
+from moto.stepfunctions.parser.asl.component.common.payload.payloadvalue.payloadarr.payload_arr import PayloadArr
+from moto.stepfunctions.parser.asl.component.common.payload.payloadvalue.payloadbinding.payload_binding import (
+    PayloadBindingValue,
+)
+from moto.stepfunctions.parser.asl.component.common.payload.payloadvalue.payloadtmpl.payload_tmpl import PayloadTmpl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import ResourceCondition
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
     StateTaskServiceCallback,
@@ -26,6 +34,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
 
+from optigate.rehearse import optimized_parameters
 from optigate.rehearse.sagemaker.state import snake
 from optigate.rehearse.validation import service_model
 
@@ -92,9 +101,61 @@ class StateTaskServiceSageMaker(StateTaskServiceCallback):
         return action[0].upper() + action[1:]
 
     def _get_supported_parameters(self) -> set[str] | None:
-        if self.resource.api_action not in self._allowed():
+        action = self.resource.api_action
+        if action not in self._allowed():
             return None
+        if action in OPTIMIZED_SAGEMAKER_ACTIONS:  # Step Functions' own list, not the API's
+            return set(optimized_parameters.top_level(action))
         return set(service_model("sagemaker").operation_model(self._operation()).input_shape.members)
+
+    def _literal_parameters(self) -> Any:
+        """The state's Parameters as written: each key (`Key.$` for a path), literal structures and lists kept."""
+
+        def written(value: Any) -> Any:
+            if isinstance(value, PayloadTmpl):
+                return {
+                    binding.field if isinstance(binding, PayloadBindingValue) else f"{binding.field}.$": (
+                        written(binding.payload_value) if isinstance(binding, PayloadBindingValue) else None
+                    )
+                    for binding in value.payload_bindings
+                }
+            if isinstance(value, PayloadArr):
+                return [written(item) for item in value.payload_values]
+            return None
+
+        return written(self.parargs.template_eval_component) if isinstance(self.parargs, Parameters) else {}
+
+    def _eval_parameters(self, env) -> dict:
+        """The Parameters evaluated, refused (States.Runtime) if a path filled a field Step Functions does not take;
+        moto's own version drops a top-level one silently instead."""
+        parameters: dict = {}
+        if self.parargs is not None:
+            self.parargs.eval(env=env)
+            parameters = env.stack.pop()
+        action = self.resource.api_action
+        fields = (
+            optimized_parameters.unknown_fields(action, parameters) if action in OPTIMIZED_SAGEMAKER_ACTIONS else []
+        )
+        if fields:
+            cause = (
+                f"The Parameters '{to_json_str(parameters)}' could not be used to start the Task: "
+                f"[{optimized_parameters.refusal(action, self.name, fields)}]"
+            )
+            details = TaskFailedEventDetails(
+                resource=self._get_sfn_resource(),
+                resourceType="sagemaker",
+                error=StatesErrorNameType.StatesRuntime.to_name(),
+                cause=cause,
+            )
+            raise FailureEventException(
+                FailureEvent(
+                    env=env,
+                    error_name=StatesErrorName(typ=StatesErrorNameType.StatesRuntime),
+                    event_type=HistoryEventType.TaskFailed,
+                    event_details=EventDetails(taskFailedEventDetails=details),  # type: ignore[typeddict-item]
+                )
+            )
+        return parameters
 
     def _validate_service_integration_is_supported(self):
         action, condition, arn = self.resource.api_action, self.resource.condition, self.resource.resource_arn
@@ -113,6 +174,10 @@ class StateTaskServiceSageMaker(StateTaskServiceCallback):
             raise ValueError(
                 f"The resource provided {arn} not recognized: SageMaker {action} does not support .{condition}."
             )
+        if action in OPTIMIZED_SAGEMAKER_ACTIONS:
+            fields = optimized_parameters.unknown_fields(action, self._literal_parameters())
+            if fields:
+                raise ValueError(optimized_parameters.refusal(action, self.name, fields))
 
     def _get_sfn_resource_type(self) -> str:
         return "sagemaker"

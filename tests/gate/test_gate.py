@@ -138,12 +138,12 @@ def test_happy_path_approves_records_and_cleans_up(templates, emulators, run_gat
 
 
 def test_throttled_sagemaker_calls_are_retried_and_the_gate_still_approves(emulators, run_gate, nothing_left):
-    """A busy account throttles. The optimized integrations (createModel, createEndpoint, ...) name that
+    """A busy account throttles. The optimized integrations (createEndpoint, createProcessingJob) name that
     SageMaker.AmazonSageMakerException and the SDK ones SageMaker.SageMakerException: a Retry listing
     SageMaker.ThrottlingException (as the gate's did) matches neither, and the first throttle failed the run."""
     throttle = {
-        "CreateModel": 1,  # optimized
-        "CreateEndpointConfig": 1,  # optimized
+        "CreateModel": 1,  # aws-sdk (the optimized one refuses ModelDataSource)
+        "CreateEndpointConfig": 1,  # aws-sdk (the optimized one refuses MetricsConfig and the variant's timeouts)
         "CreateEndpoint": 2,  # optimized
         "CreateProcessingJob": 1,  # optimized, .sync
         "CreateOptimizationJob": 1,  # aws-sdk

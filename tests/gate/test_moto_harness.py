@@ -734,6 +734,46 @@ def test_malformed_requests_fail_loudly():
     assert validate_request("sagemaker", "DescribeEndpoint", {"EndpointName": "x"}) is None
 
 
+def test_a_field_the_optimized_integration_does_not_take_is_refused_as_step_functions_refuses_it():
+    """The optimized integration's own list of parameters (optigate/rehearse/data/sfn_optimized_sagemaker.json), not
+    the API's: a literal field off it fails CreateStateMachine (InvalidDefinition, nested members too), one a path
+    fills fails the Task (States.Runtime); the SDK integration takes the API's shape."""
+    variant = {
+        "VariantName": "AllTraffic",
+        "ModelName": "m1",
+        "InitialInstanceCount": 1,
+        "InstanceType": "ml.g5.2xlarge",
+    }
+
+    def config(resource: str, parameters: dict) -> dict:
+        task = {"Type": "Task", "Resource": resource, "Parameters": parameters, "End": True}
+        return {"StartAt": "CreateCandidateConfig", "States": {"CreateCandidateConfig": task}}
+
+    newer = {**variant, "ModelDataDownloadTimeoutInSeconds": 900}
+    optimized = "arn:aws:states:::sagemaker:createEndpointConfig"
+    with GateHarness() as h:
+        create_model_and_config(h)
+        for parameters, field in (
+            ({"EndpointConfigName": "c2", "ProductionVariants": [variant], "MetricsConfig": {}}, "MetricsConfig"),
+            ({"EndpointConfigName": "c2", "ProductionVariants": [newer]}, "ModelDataDownloadTimeoutInSeconds"),
+        ):
+            with pytest.raises(ClientError, match="InvalidDefinition") as refused:
+                h.create_state_machine(config(optimized, parameters))
+            said = str(refused.value)
+            assert f'The field "{field}" is not supported by Step Functions at /States/CreateCandidateConfig' in said
+            assert "use arn:aws:states:::aws-sdk:sagemaker:createEndpointConfig" in said
+        filled = h.run(
+            config(optimized, {"EndpointConfigName": "c3", "ProductionVariants.$": "$.variants"}), {"variants": [newer]}
+        )
+        assert (filled["status"], filled["error"]) == ("FAILED", "States.Runtime"), filled
+        assert "ProductionVariants[0].ModelDataDownloadTimeoutInSeconds" in filled["cause"]
+        assert [c["EndpointConfigName"] for c in h.client("sagemaker").list_endpoint_configs()["EndpointConfigs"]] == [
+            "c1"
+        ]
+        sdk = h.run(config(SDK + "createEndpointConfig", {"EndpointConfigName": "c4", "ProductionVariants": [newer]}))
+        assert sdk["status"] == "SUCCEEDED", sdk
+
+
 # ------------------------------------------------------------------------------------------------ instance pools
 
 

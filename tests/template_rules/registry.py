@@ -15,6 +15,7 @@ from tests.template_rules.rules import (
     inference_component_rollout,
     lambda_calls_permitted,
     optimization_stopping_condition,
+    sfn_optimized_parameters_known,
     sfn_optional_reads_guarded,
     sfn_sdk_actions_supported,
     state_machine_calls_permitted,
@@ -41,6 +42,7 @@ RULES: tuple[Rule, ...] = tuple(
         sfn_optional_reads_guarded,
         optimization_stopping_condition,
         sfn_sdk_actions_supported,
+        sfn_optimized_parameters_known,
         inference_component_rollout,
     )
 )

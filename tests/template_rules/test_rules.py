@@ -18,6 +18,7 @@ from tests.template_rules.rules import (
     inference_component_rollout,
     lambda_calls_permitted,
     optimization_stopping_condition,
+    sfn_optimized_parameters_known,
     sfn_optional_reads_guarded,
     sfn_sdk_actions_supported,
     state_machine_calls_permitted,
@@ -66,6 +67,20 @@ def _describe_benchmark_job() -> dict[str, Any]:
     resource = "arn:aws:states:::aws-sdk:sagemaker:describeAIBenchmarkJob"
     task = {"Type": "Task", "Resource": resource, "Parameters": {"AIBenchmarkJobName": "chat"}, "End": True}
     return {"Describe": task}
+
+
+def _create_endpoint_config(resource: str, **extra: Any) -> dict[str, Any]:
+    """CreateEndpointConfig through `resource`, its one variant carrying `extra` (a member newer than the list's)."""
+    variant = {
+        "VariantName": "AllTraffic",
+        "ModelName": "chat",
+        "InstanceType": "ml.g6.2xlarge",
+        "InitialInstanceCount": 1,
+    }
+    parameters = {"EndpointConfigName": "chat", "ProductionVariants": [{**variant, **extra}]}
+    return {
+        "Describe": {"Type": "Task", "Resource": resource, "Parameters": parameters, "ResultPath": None, "End": True}
+    }
 
 
 def _policy_naming(action: str) -> Stack:
@@ -139,6 +154,10 @@ DESCRIBE = _allow("sagemaker:DescribeEndpoint", ENDPOINT + "chat")
 DESCRIBE_JOB = _allow(
     "sagemaker:DescribeAIBenchmarkJob", "arn:aws:sagemaker:us-east-1:111111111111:ai-benchmark-job/chat"
 )
+CREATE_CONFIG = _allow(
+    "sagemaker:CreateEndpointConfig", "arn:aws:sagemaker:us-east-1:111111111111:endpoint-config/chat"
+)
+OPTIMIZED_CONFIG = "arn:aws:states:::sagemaker:createEndpointConfig"
 DESCRIBE_ANOTHER = _allow("sagemaker:DescribeEndpoint", ENDPOINT + "code")
 
 #: rule id -> (a compliant fragment, a non-compliant one, what the finding must say), each built in a folder.
@@ -174,6 +193,14 @@ EXAMPLES: dict[str, tuple[Callable[[Path], Stack], Callable[[Path], Stack], str]
         lambda _: _machine(_describe_endpoint(), [DESCRIBE]),
         lambda _: _machine(_describe_benchmark_job(), [DESCRIBE_JOB]),
         "calls aws-sdk:sagemaker:describeAIBenchmarkJob, which is not on the list of supported actions",
+    ),
+    sfn_optimized_parameters_known.ID: (
+        lambda _: _machine(_create_endpoint_config(OPTIMIZED_CONFIG), [CREATE_CONFIG]),
+        lambda _: _machine(
+            _create_endpoint_config(OPTIMIZED_CONFIG, InferenceAmiVersion="al2-ami-sagemaker-inference-gpu-3-1"),
+            [CREATE_CONFIG],
+        ),
+        "Describe sends ProductionVariants[0].InferenceAmiVersion to the optimized sagemaker:createEndpointConfig",
     ),
     inference_component_rollout.ID: (
         lambda _: _components(_rolling(PERCENT_10)),
@@ -264,6 +291,139 @@ def test_an_unlisted_action_inside_a_map_or_parallel_is_found():
     assert [a for _, a in sfn_sdk_actions_supported.unsupported_calls(definition)] == [
         "sagemaker:stopAIBenchmarkJob"
     ] * 2
+
+
+# --------------------------------------------------------------------------- the optimized SageMaker parameters
+
+#: "Supported parameters:" entries per API of awsdocs/aws-step-functions-developer-guide@de67ba0a (2021-10-15)
+#: doc_source/connect-sagemaker.md, counted by hand (the names were lost to the export, the counts were not).
+GUIDE_2021_COUNTS = {
+    "createEndpoint": 3,
+    "createEndpointConfig": 4,
+    "createHyperParameterTuningJob": 5,
+    "createLabelingJob": 10,
+    "createModel": 7,
+    "createProcessingJob": 11,
+    "createTrainingJob": 10,
+    "createTransformJob": 10,
+    "updateEndpoint": 2,
+}
+
+
+def test_the_optimized_list_knows_each_optimized_api_and_agrees_with_the_guides_counts():
+    """Every optimized SageMaker API (the harness's table) is on the list with the 2021 guide's count; where the list
+    claims the guide, its top-level names are exactly that many; every other basis says why not."""
+    from optigate.rehearse import optimized_parameters
+    from optigate.rehearse.sync_service import OPTIMIZED_SAGEMAKER_ACTIONS
+
+    listed = optimized_parameters.optimized_list()["actions"]
+    assert set(listed) == set(OPTIMIZED_SAGEMAKER_ACTIONS) == set(GUIDE_2021_COUNTS)
+    for action, entry in listed.items():
+        assert entry["guide_count"] == GUIDE_2021_COUNTS[action], action
+        assert entry["source"], action
+        if entry["basis"] == "guide":
+            assert len(entry["parameters"]) == GUIDE_2021_COUNTS[action], action
+        elif entry["basis"] == "cdk":
+            assert entry["note"] and "aws/aws-cdk" in entry["source"], action
+        else:
+            assert entry["basis"] == "none" and entry["parameters"] is None, action
+
+
+def test_every_name_on_the_optimized_list_is_a_member_of_the_api_of_its_kind():
+    """No typo on the list (aws-cdk#10014 was one): each name is a member of botocore's shape at its place, a structure
+    where the list gives members or says `unlisted`, a map where it says `map`, no structure where it says `value`."""
+    from botocore.model import ListShape, MapShape, StructureShape
+
+    from optigate.rehearse import optimized_parameters
+    from optigate.rehearse.validation import service_model
+
+    def problems(spec, shape, path):
+        while isinstance(shape, ListShape):
+            shape = shape.member
+        if spec == optimized_parameters.MAP:
+            return [] if isinstance(shape, MapShape) else [f"{path} is no map"]
+        if spec == optimized_parameters.VALUE:
+            return [] if not isinstance(shape, (StructureShape, MapShape)) else [f"{path} is a {shape.type_name}"]
+        if not isinstance(shape, StructureShape):
+            return [f"{path} is no structure"]
+        if spec == optimized_parameters.UNLISTED:
+            return []
+        found = [f"{path}.{name} is no member" for name in spec if name not in shape.members]
+        return found + [
+            problem
+            for name, sub in spec.items()
+            if name in shape.members
+            for problem in problems(sub, shape.members[name], f"{path}.{name}")
+        ]
+
+    model = service_model("sagemaker")
+    found = []
+    for action, entry in optimized_parameters.optimized_list()["actions"].items():
+        if entry["parameters"] is not None:
+            shape = model.operation_model(action[0].upper() + action[1:]).input_shape
+            found += problems(entry["parameters"], shape, action)
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    ("action", "parameters", "unknown"),
+    [
+        ("createEndpoint", {"EndpointName.$": "$.name", "EndpointConfigName": "c"}, []),
+        (
+            "createEndpointConfig",
+            {"EndpointConfigName": "c", "MetricsConfig": {"EnableEnhancedMetrics": True}},
+            ["MetricsConfig"],
+        ),
+        ("createEndpointConfig", {"ProductionVariants.$": "$.variants"}, []),  # filled at run time: checked then
+        (
+            "createEndpointConfig",
+            {"ProductionVariants": [{"VariantName": "a"}, {"ModelDataDownloadTimeoutInSeconds": 600}]},
+            ["ProductionVariants[1].ModelDataDownloadTimeoutInSeconds"],
+        ),
+        (
+            "createEndpointConfig",
+            {"Tags": [{"key": "team", "Value": "chat"}]},
+            ["Tags[0].key"],
+        ),  # amazon-sagemaker-examples#4492
+        (
+            "createModel",
+            {"PrimaryContainer": {"Image": "i", "Environment": {"ANY_NAME": "1"}, "ModelDataSource": {}}},
+            ["PrimaryContainer.ModelDataSource"],
+        ),
+        (
+            "createTrainingJob",
+            {"InputDataConfig": [{"DataSource": {"S3DataSource": {"AtttributeNames": []}}}]},
+            ["InputDataConfig[0].DataSource.S3DataSource.AtttributeNames"],
+        ),  # aws-cdk#10014
+        (
+            "createLabelingJob",
+            {"InputConfig.$": "$.input", "OutputConfig": {"S3OutputPath": "s3://b/"}},
+            ["OutputConfig.S3OutputPath"],
+        ),
+        ("createHyperParameterTuningJob", {"HyperParameterTuningJobName": "h"}, ["HyperParameterTuningJobName"]),
+        ("deleteEndpoint", {"EndpointName": "e"}, ["EndpointName"]),  # no optimized integration
+    ],
+)
+def test_a_field_off_the_optimized_list_is_found_at_its_path(action, parameters, unknown):
+    from optigate.rehearse.optimized_parameters import unknown_fields
+
+    assert unknown_fields(action, parameters) == unknown
+
+
+def test_an_unlisted_optimized_parameter_inside_a_map_or_parallel_is_found_and_aws_sdk_is_not_this_rules():
+    inner = {"StartAt": "C", "States": _create_endpoint_config(OPTIMIZED_CONFIG, InferenceAmiVersion="x")}
+    inner["States"]["C"] = inner["States"].pop("Describe")
+    sdk = _create_endpoint_config("arn:aws:states:::aws-sdk:sagemaker:createEndpointConfig", InferenceAmiVersion="x")
+    definition = {
+        "StartAt": "P",
+        "States": {
+            "P": {"Type": "Parallel", "Branches": [inner], "Next": "M"},
+            "M": {"Type": "Map", "ItemProcessor": inner, "Next": "Describe"},
+            **sdk,
+        },
+    }
+    unknown = ("ProductionVariants[0].InferenceAmiVersion",)
+    assert sfn_optimized_parameters_known.unknown_calls(definition) == [("C", "createEndpointConfig", unknown)] * 2
 
 
 # --------------------------------------------------------------------------- inference component roll-outs

@@ -91,7 +91,9 @@ def mirror_live_traffic(
         sdk_task(
             scope,
             "CreateShadowConfig",
-            "sagemaker:createEndpointConfig",
+            # The SDK integration: the optimized one refuses ShadowProductionVariants and what the live config
+            # carries beyond its four parameters (optigate/rehearse/data/sfn_optimized_sagemaker.json).
+            "aws-sdk:sagemaker:createEndpointConfig",
             {
                 **live.request,
                 "EndpointConfigName.$": shadow_config,

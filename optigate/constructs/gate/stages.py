@@ -151,7 +151,9 @@ def temporary_endpoint(
         sdk_task(
             scope,
             f"Create{label}Config",
-            "sagemaker:createEndpointConfig",
+            # The SDK integration: the optimized one refuses MetricsConfig, the variant's timeouts and AMI version
+            # and the components' ExecutionRoleArn (optigate/rehearse/data/sfn_optimized_sagemaker.json).
+            "aws-sdk:sagemaker:createEndpointConfig",
             {
                 "EndpointConfigName.$": run_name(plan, kind),
                 "ProductionVariants": [
@@ -196,7 +198,9 @@ def candidate_model(scope: Construct, plan: GatePlan, cleanup: CleanupPath, mode
         sdk_task(
             scope,
             "CreateCandidateModel",
-            "sagemaker:createModel",
+            # The SDK integration: the optimized one refuses the container's ModelDataSource
+            # (optigate/rehearse/data/sfn_optimized_sagemaker.json).
+            "aws-sdk:sagemaker:createModel",
             {
                 "ModelName.$": run_name(plan, "cand"),
                 "ExecutionRoleArn": model_role_arn,
