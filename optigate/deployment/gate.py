@@ -31,6 +31,7 @@ from optigate.deployment.optimization import (
     configs_with_image,
     job_serving_options,
 )
+from optigate.deployment.source_keys import source_keys
 from optigate.deployment.team import ResolvedTeam
 from optigate.promote.lock import ServedPackage
 from optigate.serving import images
@@ -139,6 +140,9 @@ class GatePlan:
     # every request has prompt_tokens and max_new_tokens (optigate.deployment.gate_workload).
     workload: CapturePlan | None = None
     synthetic: SyntheticPlan | None = None
+    # The customer-managed KMS key of baseline_model_uri's objects (model.source.kms_key_arn), None: none. Not in the
+    # fingerprint: it changes who may read the weights, not what is proven.
+    baseline_model_key_arn: str | None = None
 
     def __post_init__(self) -> None:
         speculative = any("ModelSpeculativeDecodingConfig" in c for c in self.optimization_configs or [])
@@ -366,6 +370,7 @@ def resolve_gate(
     )
     head = resolved_team.trained_head
     tokenizer = cross_check_tokenizer(team)
+    keys = source_keys(team, region)
     return GatePlan(
         team=team.team,
         environment=environment.name,
@@ -425,7 +430,8 @@ def resolve_gate(
             else None
         ),
         evaluation_dataset_uri=dataset.replace("{region}", region),
-        components=resolve_components(resolved_team, region, dataset.replace("{region}", region), served),
+        components=resolve_components(resolved_team, region, dataset.replace("{region}", region), served, keys),
         workload=workload,
         synthetic=resolve_synthetic(benchmark),
+        baseline_model_key_arn=keys.model,
     )
