@@ -47,6 +47,22 @@ S3Uri = Annotated[
 ]
 
 
+#: A KMS key's ARN (IAM authorizes kms:Decrypt on the key, never on an alias). `{region}` stands for the region only
+#: with a multi-Region key (mrk-...), the one key ID that is the same in every region it is replicated to.
+KMS_KEY_ARN_PATTERN = (
+    r"^arn:aws[a-z-]*:kms:(?:[a-z]{2}(-gov)?-[a-z]+-\d:\d{12}:key/(?:mrk-[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-"
+    r"[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})|\{region\}:\d{12}:key/mrk-[0-9a-f]{32})$"
+)
+KmsKeyArn = Annotated[
+    str,
+    StringConstraints(pattern=KMS_KEY_ARN_PATTERN),
+    Field(
+        description="A KMS key ARN, arn:aws:kms:<region>:<account>:key/<key id> (not an alias). `{region}` as the "
+        "region is replaced by the environment's, for a multi-Region key (mrk-...) only."
+    ),
+]
+
+
 def split_s3_uri(uri: str) -> tuple[str, str]:
     """(bucket, key) of `s3://bucket/key`; the key is "" for a bare bucket."""
     bucket, _, key = uri.removeprefix("s3://").partition("/")
@@ -107,6 +123,14 @@ class ModelSource(Strict):
         None,
         description="A Hugging Face Hub model, served from the copy of its weights at s3_uri (synth never contacts "
         "the hub); its model_id is also the managed cross-check's default tokenizer.",
+    )
+    kms_key_arn: KmsKeyArn | None = Field(
+        None,
+        description="The customer-managed KMS key that encrypts the objects under the model's S3 prefix (SSE-KMS), "
+        "draft and EAGLE-3 heads under it included. optigate grants kms:Decrypt of it, through S3 only, to the "
+        "roles that read the prefix: the model's execution role (the live model, the gate's baseline twin and "
+        "candidate, its optimization job), a shadow model's role and the gate's staging function's role. The key's "
+        "own policy must allow those roles too. Unset: the prefix is not encrypted with a customer-managed key.",
     )
 
     @property
@@ -511,8 +535,21 @@ class AdapterEvaluation(Strict):
 
 
 class Adapter(Strict):
+    """One LoRA adapter. Its archives' KMS key is set per adapter (`kms_key_arn`), not once for the team: adapters may
+    sit in different buckets under different keys, and each role is granted only the keys of what it reads. A new
+    version in `gate.candidate.adapters` is named by its adapter and read with that adapter's key, so keep an
+    adapter's versions under one key."""
+
     name: ResourceName
     s3_uri: S3Uri = Field(description="The adapter as a .tar.gz (adapter_config.json + weights).")
+    kms_key_arn: KmsKeyArn | None = Field(
+        None,
+        description="The customer-managed KMS key that encrypts this adapter's archives (SSE-KMS): s3_uri and any "
+        "new version of it in gate.candidate.adapters. optigate grants kms:Decrypt of it, through S3 only, to the "
+        "model's execution role (SageMaker reads each inference component's ArtifactUrl as that role) and, when "
+        "the gate checks a new version, to the gate's staging function's role. The key's own policy must allow "
+        "those roles too. Unset: the archives are not encrypted with a customer-managed key.",
+    )
     evaluation: AdapterEvaluation | None = Field(
         None,
         description="The adapter's own evaluation dataset for the gate; without it the adapter is judged on "

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
 from optigate.config.instance_names import INSTANCE_TYPE_PATTERN, instance_type_problem
+from optigate.config.models import KMS_KEY_ARN_PATTERN
 from optigate.config.reader import clip, shown
 
 # --------------------------------------------------------------------------- the models behind a location
@@ -172,6 +173,10 @@ PATTERN_FORMS: dict[str, str] = {
         "a CodeConnections connection ARN (arn:aws:codeconnections:<region>:<account>:connection/<id>)"
     ),
     r"^[a-zA-Z0-9*.+/-]{1,256}$": "a content type (e.g. application/json)",
+    KMS_KEY_ARN_PATTERN: (
+        "a KMS key ARN, arn:aws:kms:<region>:<account>:key/<key id> (not an alias; `{region}` as the region only "
+        "for a multi-Region key, key/mrk-...)"
+    ),
 }
 
 

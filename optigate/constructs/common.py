@@ -3,6 +3,8 @@ SageMaker scalable dimension, and the grants every SageMaker job or model role n
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_iam as iam
@@ -12,6 +14,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from optigate.constructs import nag
+from optigate.deployment.source_keys import key_region
 
 #: What a caller of InvokeEndpointWithResponseStream needs: its API reference says "your IAM
 #: permissions must allow the sagemaker:InvokeEndpoint action"; the streaming action is granted too.
@@ -100,6 +103,22 @@ def allow_ecr_token_and_sagemaker_metrics(role: iam.IRole) -> None:
         conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*"]}},
         why_wildcard="PutMetricData has no resource scope; the namespace condition limits it to SageMaker's.",
     )
+
+
+def allow_source_decrypt(role: iam.IRole, key_arns: Iterable[str]) -> None:
+    """kms:Decrypt of the customer-managed keys that encrypt S3 objects `role` reads (optigate.deployment.source_keys),
+    nothing more: a source is only read. Through S3 only (kms:ViaService of the key's region, where its bucket is),
+    as the benchmark's capture key: not anything else the key encrypts. Nothing without keys."""
+    by_region: dict[str, list[str]] = {}
+    for arn in sorted(set(key_arns)):
+        by_region.setdefault(key_region(arn), []).append(arn)
+    for region, arns in by_region.items():
+        nag.allow(
+            role,
+            ["kms:Decrypt"],
+            arns,
+            conditions={"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}},
+        )
 
 
 def function_role(scope: Construct, name: str) -> tuple[iam.Role, logs.LogGroup]:

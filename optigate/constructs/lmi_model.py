@@ -13,7 +13,7 @@ from constructs import Construct
 
 from optigate.config.models import split_s3_uri
 from optigate.constructs import nag
-from optigate.constructs.common import allow_ecr_token_and_sagemaker_metrics
+from optigate.constructs.common import allow_ecr_token_and_sagemaker_metrics, allow_source_decrypt
 from optigate.serving.images import image_repository_arn
 
 
@@ -41,7 +41,7 @@ class LmiModel(Construct):
     :param network: VPC placement. @default network isolation, no VPC
     :param accept_eula: accept the model's EULA (gated JumpStart models). @default False
 
-    A model bucket encrypted with a customer-managed key needs `key.grant_decrypt(model.role)`.
+    A model prefix or adapter archives encrypted with a customer-managed key need `grant_decrypt` of its ARN.
     """
 
     def __init__(
@@ -125,6 +125,11 @@ class LmiModel(Construct):
                     [f"arn:{Aws.PARTITION}:s3:::{bucket}"],
                     conditions={"StringLike": {"s3:prefix": [f"{key}*"]}},
                 )
+
+    def grant_decrypt(self, key_arns: Sequence[str]) -> None:
+        """Let the execution role decrypt, through S3, what these customer-managed keys encrypt of what it reads (the
+        model's prefix, adapter archives): SageMaker downloads them as this role."""
+        allow_source_decrypt(self.role, key_arns)
 
     def _grant_image_pull(self) -> None:
         nag.allow(

@@ -14,6 +14,7 @@ from optigate.config.models import Environment, EnvironmentOverrides, TeamConfig
 from optigate.config.rules.cross_file import effective_overrides
 from optigate.deployment.gate import GatePlan, resolve_gate
 from optigate.deployment.serving import ResolvedServing
+from optigate.deployment.source_keys import SourceKeys, source_keys
 from optigate.deployment.team import ResolvedTeam
 from optigate.promote.lock import ServedPackage
 
@@ -68,6 +69,11 @@ class Deployment:
     def model_prefix(self) -> str:
         """The baseline's S3 prefix in this environment's region."""
         return self.team.model.source.artifact_uri.replace("{region}", self.environment.region)
+
+    @cached_property
+    def source_keys(self) -> SourceKeys:
+        """The customer-managed KMS keys of the model's prefix and the adapters' archives here (`{region}` filled)."""
+        return source_keys(self.team, self.environment.region)
 
     @property
     def stack_name(self) -> str:

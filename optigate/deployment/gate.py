@@ -31,6 +31,7 @@ from optigate.deployment.optimization import (
     configs_with_image,
     job_serving_options,
 )
+from optigate.deployment.source_keys import source_keys
 from optigate.deployment.speculation_proof import SpeculationProof, resolve_speculation
 from optigate.deployment.team import ResolvedTeam
 from optigate.promote.lock import ServedPackage
@@ -148,6 +149,9 @@ class GatePlan:
     # The server series the candidate's container publishes for the gate to read from CloudWatch (detailed
     # observability); empty for every LMI container (optigate.serving.surfaces): the gate then reads none.
     server_series: tuple[str, ...] = ()
+    # The customer-managed KMS key of baseline_model_uri's objects (model.source.kms_key_arn), None: none. Not in the
+    # fingerprint: it changes who may read the weights, not what is proven.
+    baseline_model_key_arn: str | None = None
 
     def __post_init__(self) -> None:
         speculative = any("ModelSpeculativeDecodingConfig" in c for c in self.optimization_configs or [])
@@ -377,6 +381,7 @@ def resolve_gate(
     tokenizer = cross_check_tokenizer(team)
     candidate_image = candidate.image_uri(region)
     measured = [shards * c for c in levels]
+    keys = source_keys(team, region)
     return GatePlan(
         team=team.team,
         environment=environment.name,
@@ -437,7 +442,7 @@ def resolve_gate(
             else None
         ),
         evaluation_dataset_uri=dataset.replace("{region}", region),
-        components=resolve_components(resolved_team, region, dataset.replace("{region}", region), served),
+        components=resolve_components(resolved_team, region, dataset.replace("{region}", region), served, keys),
         workload=workload,
         synthetic=resolve_synthetic(benchmark),
         speculation=resolve_speculation(
@@ -449,4 +454,5 @@ def resolve_gate(
             max_new_tokens=benchmark.max_new_tokens,
         ),
         server_series=tuple(sorted(surfaces.server_series(surfaces.Container.from_image(candidate_image)))),
+        baseline_model_key_arn=keys.model,
     )

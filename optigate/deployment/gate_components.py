@@ -10,6 +10,7 @@ from optigate.config.limits import ADAPTER_VERSION_MARGIN_PCT
 from optigate.config.models import CANDIDATE_ADAPTERS, Autoscaling, TeamConfig
 from optigate.deployment.adapter_mix import BASE, resolved_mix
 from optigate.deployment.serving import ResolvedServing
+from optigate.deployment.source_keys import SourceKeys
 from optigate.deployment.team import ResolvedTeam
 from optigate.naming import MAX_RUN_COMPONENTS  # also what one ListInferenceComponents page returns (MaxResults)
 from optigate.promote.lock import ServedPackage
@@ -48,13 +49,15 @@ def component_compute(resolved: ResolvedServing, scaling: Autoscaling | None) ->
 @dataclass(frozen=True)
 class GateAdapter:
     """One adapter as the gate stages it: the twin's component serves `artifact_uri` (the live version), the
-    candidate's `candidate_artifact_uri` (a new version, or the same archive); both are judged on `dataset_uri`."""
+    candidate's `candidate_artifact_uri` (a new version, or the same archive); both are judged on `dataset_uri`.
+    `key_arn`: the customer-managed KMS key of the adapter's archives, both versions (Adapter.kms_key_arn), or None."""
 
     name: str
     index: int  # its component's index on each side (0 is the base)
     artifact_uri: str
     candidate_artifact_uri: str
     dataset_uri: str
+    key_arn: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -143,11 +146,12 @@ def adapter_version_margin(resolved_team: ResolvedTeam) -> dict[str, float]:
 
 
 def resolve_components(
-    resolved_team: ResolvedTeam, region: str, dataset_uri: str, served: ServedPackage | None
+    resolved_team: ResolvedTeam, region: str, dataset_uri: str, served: ServedPackage | None, keys: SourceKeys
 ) -> GateComponents | None:
     """An adapter team's components on the gate's endpoints: the base reserves what the candidate's copy needs
     (the twin's copy the same, so both sides get the same share of the instance), each adapter on it. The twin
-    serves the adapter versions the live endpoint serves (an approved package's, else the team file's)."""
+    serves the adapter versions the live endpoint serves (an approved package's, else the team file's); each
+    adapter's archives are read with its key in `keys`."""
     team, candidate = resolved_team.team, resolved_team.candidate
     if not team.adapters or candidate is None:
         return None
@@ -167,6 +171,7 @@ def resolve_components(
                 artifact_uri=live,
                 candidate_artifact_uri=in_region(new_versions[adapter.name]) if adapter.name in new_versions else live,
                 dataset_uri=in_region(adapter.evaluation.dataset_s3_uri) if adapter.evaluation else dataset_uri,
+                key_arn=keys.adapter(adapter.name),
             )
         )
     return GateComponents(

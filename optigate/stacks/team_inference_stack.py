@@ -66,6 +66,8 @@ class TeamInferenceStack(Stack):
             name_prefix=deployment.endpoint_name,
             accept_eula=accept_eula,
         )
+        # SageMaker reads the prefix and every adapter's archives as the model's role (no keys: no grant).
+        self.model.grant_decrypt(deployment.source_keys.model_role)
         variant = self._variant(resolved, deployment.instance_count, self.model.image_uri)
         overrides = deployment.overrides
         # Suspended for one deploy (an instance-type change of an autoscaled endpoint): no scalable target.
@@ -149,6 +151,7 @@ class TeamInferenceStack(Stack):
                     name_prefix=deployment.endpoint_name,
                     accept_eula=accept_eula,
                 )
+                shadow_model.grant_decrypt([deployment.source_keys.model] if deployment.source_keys.model else [])
                 ShadowVariant(
                     self,
                     "Shadow",

@@ -160,6 +160,29 @@ CASES = [
         ["not an S3 URI", "'acme-models/llama-3.1-8b/'"],
     ),
     (
+        "model-kms-key-alias",
+        "    s3_uri: s3://acme-models/llama-3.1-8b/",
+        "    s3_uri: s3://acme-models/llama-3.1-8b/\n    kms_key_arn: arn:aws:kms:us-east-1:111122223333:alias/models",
+        "model.source.kms_key_arn",
+        ["'arn:aws:kms:us-east-1:111122223333:alias/models' is not a KMS key ARN", "not an alias"],
+    ),
+    (
+        "model-kms-key-region-placeholder-on-a-single-region-key",
+        "    s3_uri: s3://acme-models/llama-3.1-8b/",
+        "    s3_uri: s3://acme-models/llama-3.1-8b/\n"
+        "    kms_key_arn: arn:aws:kms:{region}:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+        "model.source.kms_key_arn",
+        ["is not a KMS key ARN", "`{region}` as the region only for a multi-Region key"],
+    ),
+    (
+        "adapter-kms-key-id-not-arn",
+        "rollout:",
+        "adapters:\n  - name: sql\n    s3_uri: s3://acme-adapters/sql.tar.gz\n"
+        "    kms_key_arn: 1234abcd-12ab-34cd-56ef-1234567890ab\nrollout:",
+        "adapters[0].kms_key_arn",
+        ["'1234abcd-12ab-34cd-56ef-1234567890ab' is not a KMS key ARN"],
+    ),
+    (
         "unknown-speculation-method",
         "  kv_cache_dtype: fp8",
         "  kv_cache_dtype: fp8\n  speculative_decoding:\n    method: medusa",

@@ -11,6 +11,7 @@ from constructs import Construct
 from optigate import naming
 from optigate.config.models import split_s3_uri
 from optigate.constructs import nag
+from optigate.constructs.common import allow_source_decrypt
 from optigate.constructs.gate import grants
 from optigate.constructs.gate.candidate import Stager
 from optigate.constructs.gate.component_stages import component_name
@@ -39,6 +40,7 @@ def check_adapter_archives(
     # check of ListBucket carries no s3:prefix, so no prefix condition (it would deny exactly that check).
     buckets = sorted({split_s3_uri(uri)[0] for uri in changed.values()})
     nag.allow(role, ["s3:ListBucket"], [f"arn:{Aws.PARTITION}:s3:::{bucket}" for bucket in buckets])
+    allow_source_decrypt(role, [a.key_arn for a in components.adapters if a.changed and a.key_arn])
     check = cleanup.guarded(
         sdk_task(
             scope,

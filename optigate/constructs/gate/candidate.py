@@ -15,7 +15,7 @@ from constructs import Construct
 from optigate.config.models import split_s3_uri
 from optigate.constructs import nag
 from optigate.constructs.assets import PACKAGE, stage
-from optigate.constructs.common import function_role
+from optigate.constructs.common import allow_source_decrypt, function_role
 from optigate.constructs.gate import grants
 from optigate.constructs.gate.resources import GateResources
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, SdkTask, poll_loop, run_name, sdk_task
@@ -261,6 +261,7 @@ def stage_trained_head(
         [f"arn:{Aws.PARTITION}:s3:::{baseline_bucket}"],
         conditions={"StringLike": {"s3:prefix": [f"{baseline_key}*"]}},
     )
+    allow_source_decrypt(role, [plan.baseline_model_key_arn] if plan.baseline_model_key_arn else [])
     describe = cleanup.guarded(
         sdk_task(
             scope,
@@ -329,6 +330,8 @@ def stage_candidate_files(
         [f"arn:{Aws.PARTITION}:s3:::{source_bucket}"],
         conditions={"StringLike": {"s3:prefix": [f"{source_key}{path}*" for path in paths]}},
     )
+    # CopyObject (and UploadPartCopy) decrypts the source; the target is the gate's bucket, whose key Stager grants.
+    allow_source_decrypt(role, [plan.baseline_model_key_arn] if plan.baseline_model_key_arn else [])
     target = f"s3://{bucket.bucket_name}/optimized/{{}}/"
     return cleanup.guarded(
         sdk_task(

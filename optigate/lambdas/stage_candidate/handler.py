@@ -51,7 +51,7 @@ Two kinds of event:
    Fails with error AdapterRefused ("<reason>: <adapter> (<uri>): <why>", the reason one of adapter_archive's
    named reasons, "archive-missing" for an object that is not there) for an archive the candidate cannot serve;
    other errors (access denied, a malformed event) are the run's own failures. IAM: s3:GetObject on the archives
-   (kms:Decrypt where their bucket encrypts with a KMS key). The function's code needs optigate/deployment/
+   (kms:Decrypt of the adapter's kms_key_arn when it has one). The function's code needs optigate/deployment/
    adapter_archive.py staged beside the handler as ADAPTER_ARCHIVE_FILE (it imports the standard library only).
 
 4. An adapter mix (a team with adapters and no gate.benchmark.adapter_mix): each live component's share of the
@@ -60,8 +60,9 @@ Two kinds of event:
    optigate/deployment/adapter_mix.py beside the handler (standard library only).
 
 Copies are server-side, nothing passes through the function: CopyObject up to its 5 GB, a multipart copy
-(UploadPartCopy) above it; the target bucket's default encryption applies. A source without
-any object fails: the candidate would not start without it.
+(UploadPartCopy) above it; the target bucket's default encryption applies, and a source encrypted with
+model.source.kms_key_arn is read with the kms:Decrypt the role is granted. A source without any object fails: the
+candidate would not start without it.
 """
 
 from __future__ import annotations
