@@ -147,13 +147,15 @@ def read_capture(
     max_requests: int | None = None,
     now: float | None = None,
     min_readable_share: float = MIN_READABLE_SHARE,
+    parse: Callable[[bytes, str], tuple[CapturedRequest, bool]] | None = None,
 ) -> CaptureRead:
     """The requests captured under `source`: a ``.jsonl`` file, a folder or an ``s3://bucket/prefix`` walked
     recursively (SageMaker's ``endpoint/variant/yyyy/mm/dd/hh/`` layout or any part of it). `window_days` keeps the
     requests of the last days before `now`; `max_requests` keeps the newest ones (files are read newest first and
     reading stops once enough are read). A record that cannot be a request is skipped and counted by reason
     (``CaptureRead.skipped``). ValueError, naming the source and the top skip reasons, when none is readable or
-    fewer than `min_readable_share` of the records read are."""
+    fewer than `min_readable_share` of the records read are. `parse` reads one line (:func:`parse_capture_line`
+    unless given: :func:`parse_training_line` reads what an EAGLE-training job reads)."""
     if max_requests is not None and max_requests < 1:
         raise ValueError(f"max_requests must be at least 1, got {max_requests}")
     if window_days is not None and not (math.isfinite(window_days) and window_days > 0):
@@ -176,7 +178,7 @@ def read_capture(
             if not line.strip():
                 continue
             try:
-                request, whole_second = parse_capture_line(line, f"{name}:{number}")
+                request, whole_second = (parse or parse_capture_line)(line, f"{name}:{number}")
             except Skip as skip:
                 skipped[str(skip)] += 1
                 first_skipped.setdefault(str(skip), _within(f"{name}:{number}", str(source)))
@@ -298,6 +300,27 @@ def _hour_before(key: str, since: float | None) -> bool:
 def parse_capture_line(line: bytes, where: str) -> tuple[CapturedRequest, bool]:
     """One capture line as a request and whether its time was stamped to a whole second; :class:`Skip` naming why
     it cannot be one."""
+    event, at, whole_second, captured = _envelope(line)
+    body = _decoded(captured)
+    output = event["captureData"].get("endpointOutput")
+    record, requested, text = _request(body)
+    _sendable(record)
+    return (
+        CapturedRequest(
+            at=at,
+            record=record,
+            requested_tokens=requested,
+            prompt_tokens=_usage_prompt_tokens(output) or max(1, len(text) // CHARS_PER_TOKEN),
+            session=_session(record),
+            where=where,
+        ),
+        whole_second,
+    )
+
+
+def _envelope(line: bytes) -> tuple[dict[str, Any], float, bool, dict[str, Any]]:
+    """A capture line's record, its time (epoch seconds, whether stamped to a whole second) and its
+    ``endpointInput``; :class:`Skip` naming why it is not a capture record with an input."""
     try:
         event = json.loads(line.decode("utf-8"))
     except UnicodeDecodeError:
@@ -313,24 +336,63 @@ def parse_capture_line(line: bytes, where: str) -> tuple[CapturedRequest, bool]:
     captured = event["captureData"].get("endpointInput")
     if not isinstance(captured, dict):
         raise Skip("input not captured")
-    body = _decoded(captured)
-    output = event["captureData"].get("endpointOutput")
-    record, requested, text = _request(body)
+    return event, at, whole_second, captured
+
+
+def _sendable(record: dict[str, Any]) -> None:
     try:  # a lone surrogate (JSON allows "\\ud800") cannot be sent as UTF-8
         json.dumps(record, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         raise Skip("text not valid Unicode") from None
-    return (
-        CapturedRequest(
-            at=at,
-            record=record,
-            requested_tokens=requested,
-            prompt_tokens=_usage_prompt_tokens(output) or max(1, len(text) // CHARS_PER_TOKEN),
-            session=_session(record),
-            where=where,
-        ),
-        whole_second,
+
+
+#: Why an LMI body does not count as training data: the job reads ShareGPT, OpenAI Completions or OpenAI Chat
+#: Completions only (API_ModelSpeculativeDecodingConfig), and LMI's {inputs, parameters} is none of them.
+NOT_TRAINABLE_LMI = "LMI inputs body (not ShareGPT or OpenAI chat/completions)"
+
+
+def parse_training_line(line: bytes, where: str) -> tuple[CapturedRequest, bool]:
+    """One capture line as a record an EAGLE-training optimization job reads, and whether its time was stamped to a
+    whole second; :class:`Skip` naming why it is not one. What the job reads is "ShareGPT, OpenAI Completions or
+    OpenAI Chat Completions", or "unencrypted captured data from a SageMaker endpoint as long as the endpoint uses
+    one of the above formats" (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ModelSpeculativeDecodingConfig.html):
+    a JSON-encoded input (whether the job decodes BASE64 is undocumented: optigate.config.rules.cross_file) whose
+    body is OpenAI chat ``messages``, an OpenAI completions ``prompt`` or ShareGPT ``conversations`` (a list of
+    ``{"from", "value"}``). LMI's ``inputs`` bodies are not counted. The record is the body's training part."""
+    _, at, whole_second, captured = _envelope(line)
+    if captured.get("encoding", "BASE64") != "JSON":
+        raise Skip("input not JSON-encoded (the job is not documented to decode BASE64)")
+    body = _decoded(captured)
+    if "messages" in body:
+        record, _, text = _request({"messages": body["messages"]})
+    elif "prompt" in body:
+        prompt = body["prompt"]
+        if not isinstance(prompt, str) or not prompt:
+            raise Skip("prompt not one prompt string")
+        record, text = {"prompt": prompt}, prompt
+    elif "conversations" in body:
+        turns = body["conversations"]
+        if not isinstance(turns, list) or not turns:
+            raise Skip("conversations not a list of turns")
+        if not all(
+            isinstance(t, dict) and isinstance(t.get("from"), str) and isinstance(t.get("value"), str) for t in turns
+        ):
+            raise Skip("conversation turn without from and value")
+        record, text = {"conversations": turns}, "\n".join(t["value"] for t in turns)
+    elif "inputs" in body:
+        raise Skip(NOT_TRAINABLE_LMI)
+    else:
+        raise Skip("no messages, prompt or conversations")
+    _sendable(record)
+    request = CapturedRequest(
+        at=at,
+        record=record,
+        requested_tokens=None,
+        prompt_tokens=max(1, len(text) // CHARS_PER_TOKEN),
+        session=None,
+        where=where,
     )
+    return request, whole_second
 
 
 def _inference_time(value: Any) -> tuple[float, bool]:

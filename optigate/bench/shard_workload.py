@@ -1,5 +1,7 @@
 """The gate's benchmark workload as one worker of the fleet builds it (optigate/lambdas/benchmark): the team's captured
-traffic read inside the account, or synthetic requests with length distributions.
+traffic read inside the account, or synthetic requests with length distributions; and the check, before an EAGLE head
+is trained from data capture, that the capture holds enough records the training job reads
+(:func:`check_training_data`).
 
 Every worker of both sides must send the same requests. The gate checks the capture once before anything is paid
 for (:func:`check_capture`): it pins the window's end (`until`, a little before now, so records SageMaker has not
@@ -16,7 +18,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from optigate.bench.capture import CaptureRead, read_capture
+from optigate.bench.capture import CaptureRead, parse_training_line, read_capture
 from optigate.bench.workload import Workload, digest, from_capture, shape, synthetic
 
 #: How long before the check the pinned window ends. SageMaker delivers capture files periodically and does not
@@ -29,6 +31,11 @@ MAX_REPLAY_SECONDS = 12 * 60
 
 class CaptureUnavailable(ValueError):
     """The capture is missing, empty or unreadable: the gate fails with this error's name and the reason."""
+
+
+class TrainingDataUnavailable(CaptureUnavailable):
+    """The capture an EAGLE head trains from holds fewer readable chat records than the team requires: the gate
+    fails with this error's name, the prefix and the count found and needed, before the optimization job exists."""
 
 
 class ReplayTooLong(ValueError):
@@ -119,3 +126,34 @@ def worker_workload(event: dict[str, Any], *, s3_client: Any = None) -> Workload
             seed=shard * 100_003,  # the same requests for the baseline and the candidate of a block
         )
     return None
+
+
+def check_training_data(spec: dict[str, Any], *, s3_client: Any = None) -> dict[str, Any]:
+    """The gate's check before an optimization job trains an EAGLE head from data capture: at least
+    `spec["min_records"]` records the job reads (optigate.bench.capture.parse_training_line: OpenAI chat or completions,
+    ShareGPT; JSON-encoded) under `spec["source"]`, the whole prefix the job gets. Files are read newest first and
+    reading stops once enough are found. TrainingDataUnavailable naming the prefix, the count found and needed, the
+    reasons records were skipped and what to do; else {source, records (the count needed, found), files read}."""
+    source, needed = str(spec["source"]), int(spec["min_records"])
+    if needed < 1:
+        raise ValueError(f"min_records must be at least 1, got {needed}")
+    files = 0
+    try:
+        read = read_capture(
+            source, s3_client=s3_client, max_requests=needed, min_readable_share=0.0, parse=parse_training_line
+        )
+        found, files = len(read.requests), read.files
+        note = read.skipped_note()
+        detail = f"{files} file(s) read" + (f"; skipped {note}" if note else "")
+    except ValueError as error:  # no files, nothing readable, or the prefix cannot be listed
+        found, detail = 0, str(error).removeprefix(f"{source}: ")
+    except ClientError as error:  # no such bucket, access denied
+        found, detail = 0, str(error.response.get("Error", {}).get("Code", "error"))
+    if found < needed:
+        raise TrainingDataUnavailable(
+            f"{source}: {found:,} readable chat record(s) found, {needed:,} needed to train the EAGLE head ({detail}); "
+            "let the endpoint capture more OpenAI chat or completions requests sent with InvokeEndpoint (streamed "
+            "calls may not be captured: OG423), train_from an S3 prefix of ShareGPT/OpenAI data, or lower "
+            "gate.candidate.speculative_decoding.min_training_records"
+        )
+    return {"source": source, "records": found, "files": files}

@@ -306,6 +306,14 @@ class Eagle3Speculation(Strict):
     )
 
 
+#: EagleTraining.min_training_records's default: the smallest of the built-in sets SageMaker trains EAGLE heads on
+#: (gsm8k_training.jsonl, magicoder.jsonl, opencodeinstruct.jsonl, swebench_oracle_train.jsonl,
+#: ultrachat_0_8k_515292.jsonl: https://aws.amazon.com/blogs/machine-learning/amazon-sagemaker-ai-introduces-eagle-based-adaptive-speculative-decoding-to-accelerate-generative-ai-inference,
+#: 2025-11-26) is GSM8K's training split, 7,473 records (https://huggingface.co/datasets/openai/gsm8k). AWS, botocore
+#: and the SageMaker Python SDK state no minimum.
+MIN_TRAINING_RECORDS = 7_473
+
+
 class EagleTraining(Strict):
     """An EAGLE head the gate's SageMaker optimization job trains (CreateOptimizationJob's
     ModelSpeculativeDecodingConfig, Technique EAGLE): a gate candidate only. Whether the service trains an
@@ -331,6 +339,15 @@ class EagleTraining(Strict):
         le=16,
         description="Tokens the trained head proposes per step (vLLM's num_speculative_tokens in the candidate's "
         "OPTION_SPECULATIVE_CONFIG).",
+    )
+    min_training_records: int = Field(
+        MIN_TRAINING_RECORDS,
+        ge=1,
+        description="With train_from: data_capture (an S3 URI's data is not counted): the least number of readable "
+        "chat records (OpenAI chat or completions, ShareGPT; JSON-encoded) the capture prefix must hold, checked "
+        "before the optimization job is created; fewer fail the gate run as TrainingDataUnavailable. AWS states no "
+        "minimum; the default is the smallest set SageMaker itself trains EAGLE heads on: GSM8K's training split, "
+        "7,473 records (gsm8k_training.jsonl, the AWS launch blog of 2025-11-26; the openai/gsm8k dataset card).",
     )
 
     @property

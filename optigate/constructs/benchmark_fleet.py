@@ -74,6 +74,9 @@ class BenchmarkFleet(Construct):
         window_days, max_requests, speedup, until, digest}), which every worker rebuilds and takes its share of.
         @default none
     :param varied_lengths: the input carries `synthetic` (length distributions, a shared prefix). @default False
+    :param training_data: the capture an EAGLE head trains from, which a worker counts before the optimization job
+        is created (its `training_data_check` event); the same read grant as `capture`, made once when both are one
+        object. @default none
     """
 
     def __init__(
@@ -90,6 +93,7 @@ class BenchmarkFleet(Construct):
         components: Sequence[str] = (),
         capture: CaptureAccess | None = None,
         varied_lengths: bool = False,
+        training_data: CaptureAccess | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         if shards < 1:
@@ -149,21 +153,28 @@ class BenchmarkFleet(Construct):
             nag.allow(role, ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"], [self.key.key_arn])
 
         if capture is not None:
-            self._read_capture(worker_role, capture)
+            self._read_capture(
+                worker_role,
+                capture,
+                "The team's captured requests the benchmark replays: the records under the capture's prefix only, "
+                "read inside the account.",
+            )
+        if training_data is not None and training_data != capture:
+            self._read_capture(
+                worker_role,
+                training_data,
+                "The capture the gate's EAGLE head trains from, counted before the optimization job: the records "
+                "under the capture's prefix only, read inside the account.",
+            )
         self.reads_capture = capture is not None
+        self.reads_training_data = training_data is not None
         self.varied_lengths = varied_lengths
         self.spread_over_components = bool(components)
         self.state_machine = self._state_machine(target)
 
     @staticmethod
-    def _read_capture(role: iam.Role, capture: CaptureAccess) -> None:
-        nag.allow(
-            role,
-            ["s3:GetObject"],
-            [capture.objects_arn],
-            why_wildcard="The team's captured requests the benchmark replays: the records under the capture's prefix "
-            "only, read inside the account.",
-        )
+    def _read_capture(role: iam.Role, capture: CaptureAccess, why: str) -> None:
+        nag.allow(role, ["s3:GetObject"], [capture.objects_arn], why_wildcard=why)
         nag.allow(
             role, ["s3:ListBucket"], [capture.bucket_arn], conditions={"StringLike": {"s3:prefix": [capture.listed]}}
         )

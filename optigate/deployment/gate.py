@@ -432,6 +432,7 @@ def resolve_gate(
                 train_from=head.train_from.replace("{region}", region),
                 s3_data_type=head.s3_data_type,
                 num_speculative_tokens=head.num_speculative_tokens,
+                min_training_records=head.min_training_records,
             )
             if head is not None
             else None

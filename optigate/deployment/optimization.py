@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from optigate.config.models import split_s3_uri
+from optigate.config.models import MIN_TRAINING_RECORDS, split_s3_uri
 from optigate.serving.images import FIRST_COMPRESSED_TENSORS_LMI, lmi_version
 
 #: The optimization job's bounds: at most 10 h of work (its StoppingCondition's MaxRuntimeInSeconds, which SageMaker
@@ -84,12 +84,16 @@ class TrainedHead:
     :param num_speculative_tokens: vLLM's num_speculative_tokens in OPTION_SPECULATIVE_CONFIG.
     :param method: "eagle", as configured; vLLM's method (eagle or eagle3) is read from the trained head, because
         the service chooses EAGLE-2 or EAGLE-3 per architecture.
+    :param min_training_records: from data capture, the readable chat records the capture must hold before the job
+        is created (the gate's check: optigate.bench.shard_workload.check_training_data). Not part of the
+        fingerprint: it decides whether a run starts, not what is proven.
     """
 
     train_from: str
     s3_data_type: str = "S3Prefix"
     num_speculative_tokens: int = 3
     method: str = "eagle"
+    min_training_records: int = MIN_TRAINING_RECORDS
 
     @property
     def from_capture(self) -> bool:
@@ -112,6 +116,15 @@ class TrainedHead:
         if source is None:
             raise ValueError("an EAGLE head trained from data capture needs the capture's S3 URI")
         return {"S3Uri": source, "S3DataType": self.s3_data_type}
+
+    def training_check(self, uri: str | None = None) -> dict[str, Any] | None:
+        """What the gate's check reads before the job is created ({source, min_records}: the capture's prefix,
+        `uri`, which the job gets whole), None when the head trains from an S3 URI (not capture: not counted)."""
+        if not self.from_capture:
+            return None
+        if uri is None:
+            raise ValueError("an EAGLE head trained from data capture needs the capture's S3 URI")
+        return {"source": uri, "min_records": self.min_training_records}
 
     @property
     def proof(self) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""Captured traffic for a rehearsal's gate whose benchmark replays it: capture records written into moto S3 as
-SageMaker writes them (optigate.bench.capture.capture_record, in `<prefix>/<endpoint>/<variant>/yyyy/mm/dd/hh/`),
-under the capture the gate's check reads (its CheckCapturedWorkload payload, rendered)."""
+"""Captured traffic for a rehearsal's gate whose benchmark replays it or whose EAGLE head trains from it: capture
+records written into moto S3 as SageMaker writes them (optigate.bench.capture.capture_record, in
+`<prefix>/<endpoint>/<variant>/yyyy/mm/dd/hh/`), under the capture each of the gate's checks reads (its
+CheckCapturedWorkload or CheckTrainingData payload, rendered)."""
 
 from __future__ import annotations
 
@@ -17,17 +18,22 @@ from optigate.rehearse.template import render_definition
 #: A rehearsal's captured requests end this long before now: inside the window the gate's check pins (it ends
 #: optigate.bench.shard_workload.SETTLE_SECONDS before the check).
 CAPTURED_BEFORE_S: Final = 20 * 60
+#: A rehearsal's training records are this old: before any benchmark window (gate.benchmark.workload.window_days is at
+#: most 90), so a replayed workload of the same capture neither reads nor replays them.
+TRAINED_BEFORE_S: Final = 120 * 86_400
 VARIANT: Final = "AllTraffic"
 WORDS: Final = ("where", "is", "my", "order", "please", "check", "the", "invoice", "for", "last", "week")
 
 
-def workload_checks(run: GateRun) -> list[dict[str, Any]]:
-    """The captured workload each check of the gate reads ({source, kind, window_days, ...}), rendered."""
+def workload_checks(run: GateRun, kind: str = "workload_check") -> list[dict[str, Any]]:
+    """What each of the gate's capture checks of `kind` reads, rendered: the captured workload ({source, kind,
+    window_days, ...}), or with kind "training_data_check" the capture an EAGLE head trains from ({source,
+    min_records})."""
     definition = render_definition(run.template, run.layout.gate, run.substitutions())
     return [
-        payload["workload_check"]
+        payload[kind]
         for _, state in iter_states(definition)
-        if isinstance(payload := state.get("Parameters", {}).get("Payload"), dict) and "workload_check" in payload
+        if isinstance(payload := state.get("Parameters", {}).get("Payload"), dict) and kind in payload
     ]
 
 
@@ -71,4 +77,28 @@ def seed_captured_workload(
         for key, lines in files.items():
             s3.put_object(Bucket=bucket, Key=key, Body="\n".join(lines).encode())
             written.append(f"s3://{bucket}/{key}")
+    return written
+
+
+def seed_training_capture(run: GateRun, *, now: float | None = None) -> list[str]:
+    """Write the records each training-data check of the gate needs (its min_records OpenAI chat requests) under the
+    capture it reads, in one capture file of one hour folder TRAINED_BEFORE_S ago, unless that file is there. The
+    keys written, as s3:// URIs."""
+    s3 = run.harness.client("s3")
+    hour = ((time.time() if now is None else now) - TRAINED_BEFORE_S) // 3600 * 3600
+    written = []
+    for check in workload_checks(run, "training_data_check"):
+        bucket, prefix = split_s3_uri(check["source"])
+        if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
+            s3.create_bucket(Bucket=bucket)
+        parent, _, endpoint = prefix.rstrip("/").rpartition("/")
+        key = capture_key(parent, endpoint, VARIANT, hour, "rehearsal-training.jsonl")
+        if s3.list_objects_v2(Bucket=bucket, Prefix=key).get("KeyCount"):
+            continue
+        count = int(check["min_records"])
+        # All inside the hour: the last at its 59th minute, at least 3 a second.
+        requests = captured_requests(count, max(3.0, count / 3000), end=hour + 3540)
+        lines = [json.dumps(capture_record(body, at, f"training-{n}")) for n, (at, body) in enumerate(requests)]
+        s3.put_object(Bucket=bucket, Key=key, Body="\n".join(lines).encode())
+        written.append(f"s3://{bucket}/{key}")
     return written

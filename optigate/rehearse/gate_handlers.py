@@ -57,7 +57,7 @@ def lambda_handlers(baseline_url: str, candidate_url: str, *, decide: Callable |
     worker, merge = load_handler(HANDLER_FOLDERS[WORKER]), load_handler(HANDLER_FOLDERS[MERGE])
 
     def routed_worker(event: dict, context: Any) -> Any:
-        if "workload_check" in event:  # the gate's check of its captured workload: no endpoint is loaded
+        if "workload_check" in event or "training_data_check" in event:  # the gate's capture checks: no endpoint
             return worker(event, context)
         name = event["endpoint_name"]
         baseline = False

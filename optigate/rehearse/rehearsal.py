@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from optigate import naming
-from optigate.rehearse.capture_seed import seed_captured_workload
+from optigate.rehearse.capture_seed import seed_captured_workload, seed_training_capture
 from optigate.rehearse.gate_handlers import HANDLER_FOLDERS, evaluation_writer, lambda_handlers, load_handler
 from optigate.rehearse.gate_layout import DECIDE
 from optigate.rehearse.gate_run import BUCKET, GateRun
@@ -285,6 +285,7 @@ def rehearse(
     seed_objects: dict[str, bytes] | None = None,
     adapter_quality: dict[str, str] | None = None,
     wrap_handlers: Mapping[str, Callable[[Callable], Callable]] | None = None,
+    seed_training_data: bool = True,
 ) -> dict[str, Any]:
     """Run the gate once with a `faster` or `slower` emulated candidate (or an explicit emulator
     `behaviour`), or `adapter-quality` (faster, its first adapter losing quality); an EAGLE-training job
@@ -294,8 +295,9 @@ def rehearse(
     emulated S3 first (e.g. a new adapter version's archive); `adapter_quality` (an adapter team) is each adapter's
     evaluation outcome, "pass" for those it leaves out, written by the evaluation job's own code; `wrap_handlers`
     (function role -> wrapper of its in-process handler, optigate.rehearse.gate_layout's names) lets a scenario act
-    between the gate's steps (e.g. corrupt a shard the workers wrote before the merge reads it). Returns what
-    happened (GateRun.execute's result), with the live endpoints' components before the run
+    between the gate's steps (e.g. corrupt a shard the workers wrote before the merge reads it);
+    `seed_training_data` False leaves the data an EAGLE head trains from as a new environment has it (none).
+    Returns what happened (GateRun.execute's result), with the live endpoints' components before the run
     (`live_components_before`)."""
     team = deployment.team
     speculative = bool(team.gate.candidate.get("speculative_decoding"))
@@ -352,8 +354,10 @@ def rehearse(
         with GateHarness(lambda_handlers=handlers, scenario=scenario, region=REGION) as harness:
             run = GateRun(template, harness, compress_options)
             run.seed_baseline_files()  # the team's model bucket holds the folders the gate stages (an EAGLE-3 head)
-            run.seed_training_data()  # the capture (or prefix) an EAGLE head trains from holds traffic
             seed_captured_workload(run)  # the capture a replayed benchmark reads holds recent traffic
+            if seed_training_data:  # the capture (or prefix) an EAGLE head trains from holds enough traffic
+                seed_training_capture(run)
+                run.seed_training_data()
             for uri, body in (seed_objects or {}).items():
                 bucket, key = uri.removeprefix("s3://").split("/", 1)
                 s3 = harness.client("s3")

@@ -203,10 +203,18 @@ class TeamInferenceStack(Stack):
             proposed = [a.candidate_artifact_uri for a in plan.components.adapters if a.changed]
             if proposed:
                 self.model.grant_read(proposed)
-        # The benchmark's captured workload: the workers read it (and nothing else of the capture's bucket).
+        # The benchmark's captured workload: the workers read it (and nothing else of the capture's bucket); and the
+        # capture an EAGLE head trains from, which a worker counts before the optimization job (one grant when both
+        # read this environment's data capture).
         workload_uri, capture = (
             self._capture_access(plan, plan.workload.data_location) if plan.workload is not None else (None, None)
         )
+        training_uri, training_access = (None, None)
+        if plan.trained_head is not None and plan.trained_head.from_capture:
+            from_capture = plan.workload is not None and plan.workload.from_capture
+            training_uri, training_access = (
+                (workload_uri, capture) if from_capture else self._capture_access(plan, None)
+            )
         fleet = BenchmarkFleet(
             self,
             "Benchmark",
@@ -218,6 +226,7 @@ class TeamInferenceStack(Stack):
             components=naming.run_component_patterns(plan.team, plan.environment) if plan.components else (),
             capture=capture,
             varied_lengths=plan.synthetic is not None,
+            training_data=training_access,
         )
         evaluation = EvaluationJob(
             self,
@@ -236,7 +245,7 @@ class TeamInferenceStack(Stack):
             fleet=fleet,
             evaluation=evaluation,
             live_config=self._live_config(plan),
-            training_data_uri=self._training_data(plan),
+            training_data_uri=self._training_data(plan, training_uri, training_access),
             workload_uri=workload_uri,
         )
         if plan.optimization_configs:
@@ -261,15 +270,16 @@ class TeamInferenceStack(Stack):
             self.model.grant_job_logs(OPTIMIZATION_JOB_LOG_GROUPS, plan.run_name_pattern("opt"))
         return OptimizationGate(self, "Gate", plan=plan, resources=resources)
 
-    def _training_data(self, plan: GatePlan) -> str | None:
+    def _training_data(self, plan: GatePlan, capture_uri: str | None, capture: CaptureAccess | None) -> str | None:
         """The model role (which the gate's optimization job runs as) may read the EAGLE head's training data, and
-        nothing else of it: this environment's data capture, or the plan's S3 prefix/manifest folder. Returns the
-        capture's S3 URI (a token) when the head trains from data capture."""
+        nothing else of it: this environment's data capture (`capture_uri` and `capture`, as the fleet's workers
+        read it), or the plan's S3 prefix/manifest folder. Returns the capture's S3 URI (a token) when the head
+        trains from data capture."""
         head = plan.trained_head
         if head is None:
             return None
         # The config rules refuse a capture the job cannot read (KMS, base64, off, not OpenAI/ShareGPT).
-        uri, access = self._capture_access(plan, head.data_location)
+        uri, access = (capture_uri, capture) if capture is not None else self._capture_access(plan, head.data_location)
         nag.allow(
             self.model.role,
             ["s3:GetObject"],

@@ -62,6 +62,33 @@ def test_the_example_chat_team_trains_its_head_from_each_environments_capture():
     assert effective_overrides(project.teams["research"].team, prod).capture == DataCapture(percentage=5)
 
 
+def test_the_records_the_capture_must_hold_reach_the_gates_check(tmp_path):
+    """Before the job, the gate counts min_training_records readable chat records in the capture: 7,473 unless the
+    team says (GSM8K's training split, the smallest set SageMaker trains EAGLE heads on), at least 1."""
+    from optigate.deployment import deploy
+
+    project = load_resolved_project(CONFIG)
+    head = deploy(project.teams["chat"], project.environments[0]).gate.trained_head
+    assert head.min_training_records == 7_473
+    assert head.training_check("s3://capture/chat-dev") == {"source": "s3://capture/chat-dev", "min_records": 7_473}
+    assert "min_training_records" not in head.proof  # it decides whether a run starts, not what is proven
+
+    lowered = edited_config(
+        tmp_path / "low", "teams/chat.yaml", "num_speculative_tokens: 3", "min_training_records: 500"
+    )
+    project = load_resolved_project(lowered)
+    assert deploy(project.teams["chat"], project.environments[0]).gate.trained_head.min_training_records == 500
+    # From an S3 prefix nothing is counted (it is not capture).
+    assert head.__class__(train_from="s3://acme-traffic/chat/").training_check() is None
+
+    zero = edited_config(tmp_path / "zero", "teams/chat.yaml", "num_speculative_tokens: 3", "min_training_records: 0")
+    (message,) = _messages(zero)
+    assert message.endswith(
+        "chat.yaml:34 gate.candidate.speculative_decoding.eagle.min_training_records: Input should be greater than "
+        "or equal to 1"
+    )
+
+
 def test_the_example_captures_as_optigate_did_before_are_refused_with_what_to_change(tmp_path):
     """Without chat's own capture, prod's environment-wide `data_capture_percentage: 5` applies: a KMS-encrypted
     capture with base64 payloads of requests in a format nobody stated, none of which the job can train from."""

@@ -45,8 +45,9 @@ def _left(result) -> int:
 
 def test_a_faster_candidate_is_approved_and_recorded(faster):
     assert faster["execution"]["status"] == "SUCCEEDED", faster["report"]
-    # chat's candidate is an EAGLE head the optimization job trains: the job, then the head staged, then the model.
-    assert "Init → FindLastProof → ProvenBefore? → CreateOptimizationJob" in _path(faster)
+    # chat's candidate is an EAGLE head the optimization job trains: its capture counted, the job, the head staged,
+    # then the model.
+    assert "Init → FindLastProof → ProvenBefore? → CheckTrainingData → CreateOptimizationJob" in _path(faster)
     assert "DescribeOptimizedModel → StageTrainedHead → CreateCandidateModel" in _path(faster)
     # LMI publishes no server series (optigate.serving.surfaces): nothing is read beside the benchmark.
     assert "BenchmarkBaseline → BenchmarkCandidate → Evaluate → DecideVerdict" in _path(faster)
@@ -99,7 +100,7 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
     out = capsys.readouterr().out
     assert code == 0, out
     faster_out, slower_out = out.split("rehearsing optigate-dev-chat: a slower candidate")
-    assert "path: Init → FindLastProof → ProvenBefore? → CreateOptimizationJob" in faster_out
+    assert "path: Init → FindLastProof → ProvenBefore? → CheckTrainingData → CreateOptimizationJob" in faster_out
     assert "DescribeOptimizedModel → StageTrainedHead → CreateCandidateModel" in faster_out
     assert "BenchmarkBaseline → BenchmarkCandidate → Evaluate → DecideVerdict" in faster_out
     assert "verdict: APPROVED, as expected" in faster_out and "pass p99_ttft @c8" in faster_out

@@ -458,6 +458,44 @@ def test_the_model_role_reads_the_training_capture_and_no_other_capture(example_
     assert lists and lists[0]["Condition"] == {"StringLike": {"s3:prefix": ["capture/chat-prod/*"]}}
 
 
+def test_chats_gate_counts_its_training_capture_before_anything_is_created(example_app):
+    """Right after the proof check, a benchmark worker counts the readable chat records under the prefix the job
+    gets (7,473 needed); the worker may read that prefix and nothing else of the capture bucket, with no KMS grant
+    (chat's capture is SSE-S3)."""
+    template = example_app.templates["optigate-prod-chat"]
+    (machine,) = [
+        r
+        for r in resources_of(template, "AWS::StepFunctions::StateMachine").values()
+        if r["Properties"].get("StateMachineName", "").endswith("-gate")
+    ]
+    separator, parts = machine["Properties"]["DefinitionString"]["Fn::Join"]
+    states = json.loads(separator.join(p if isinstance(p, str) else "TOKEN" for p in parts))["States"]
+    check = states["CheckTrainingData"]
+    assert check["Parameters"]["Payload"] == {
+        "training_data_check": {"source": "s3://TOKEN/capture/chat-prod/", "min_records": 7473}
+    }
+    assert states["ProvenBefore?"]["Default"] == "CheckTrainingData" and check["Next"] == "CreateOptimizationJob"
+    (worker,) = [
+        f
+        for f in resources_of(template, "AWS::Lambda::Function").values()
+        if f["Properties"].get("Description") == "optigate benchmark benchmark"
+    ]
+    assert json.dumps(check["Parameters"]["FunctionName"]) == '"TOKEN"'  # the worker's ARN (a token)
+    role = worker["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = [
+        s
+        for r in resources_of(template, "AWS::IAM::Policy").values()
+        if {"Ref": role} in r["Properties"]["Roles"]
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    captures = [s for s in statements if "capture/" in json.dumps(s)]
+    assert sorted(s["Action"] for s in captures) == ["s3:GetObject", "s3:ListBucket"]
+    get, listing = sorted(captures, key=lambda s: s["Action"])
+    assert json.dumps(get["Resource"]).endswith('"/capture/chat-prod/*"]]}')
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["capture/chat-prod/*"]}}
+    assert not [s for s in statements if "kms:ViaService" in json.dumps(s)]
+
+
 def test_gate_images_are_staged_with_everything_their_dockerfiles_copy(example_app):
     """No Docker at synth: the image contexts are only staged, from the installed package. Each holds
     every COPY source of its Dockerfile (so `cdk deploy` can build it) and nothing of the developer's

@@ -1,5 +1,6 @@
 """The gate's benchmark workload in its state machine: the captured traffic checked before anything is created or paid
-for, and what each fleet execution is told to send (optigate.deployment.gate_workload, optigate.bench.shard_workload).
+for, and what each fleet execution is told to send (optigate.deployment.gate_workload, optigate.bench.shard_workload);
+and, with the same worker and reader, the capture an EAGLE head trains from counted before the optimization job.
 """
 
 from __future__ import annotations
@@ -53,6 +54,39 @@ def check_capture(
         )
     )
     return check.next(then)
+
+
+def check_training_data(
+    scope: Construct,
+    plan: GatePlan,
+    fleet: BenchmarkFleet,
+    cleanup: CleanupPath,
+    training_data_uri: str | None,
+    then: sfn.IChainable,
+) -> sfn.IChainable:
+    """An EAGLE head trained from data capture: a fleet worker (with its read grant) counts the records the job reads
+    under the prefix the job gets, before any job or endpoint exists; fewer than the team's min_training_records fail
+    the run as TrainingDataUnavailable, naming the prefix and the count found and needed. Else (and without such a
+    head) `then`."""
+    check = plan.trained_head.training_check(training_data_uri) if plan.trained_head is not None else None
+    if check is None:
+        return then
+    if not fleet.reads_training_data:
+        raise ValueError(
+            f"{plan.prefix}: the EAGLE head trains from data capture, but the benchmark fleet's workers may not read "
+            "it: pass BenchmarkFleet(training_data=...)"
+        )
+    counted = cleanup.guarded(
+        sdk_task(
+            scope,
+            "CheckTrainingData",
+            "lambda:invoke",
+            {"FunctionName": fleet.worker.function_arn, "Payload": {"training_data_check": check}},
+            grants=[grants.invoke(fleet.worker)],
+            result_path=sfn.JsonPath.DISCARD,
+        )
+    )
+    return counted.next(then)
 
 
 def fleet_input(plan: GatePlan, capture_uri: str | None) -> dict[str, Any]:

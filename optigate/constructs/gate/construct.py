@@ -237,19 +237,27 @@ class OptimizationGate(Construct):
             evaluated.next(decide)
         decide.next(proof.record_verdict(self, plan, self.group_name, bucket_name, cleanup))
 
-        # New adapter versions and a captured workload are checked before anything is created or paid for.
-        checked = benchmark_workload.check_capture(
+        # The capture an EAGLE head trains from, a captured workload and new adapter versions are checked before
+        # anything is created or paid for.
+        checked = benchmark_workload.check_training_data(
             self,
             plan,
             resources.fleet,
             cleanup,
-            resources.workload_uri,
-            then=check_adapter_archives(
+            resources.training_data_uri,
+            then=benchmark_workload.check_capture(
                 self,
                 plan,
-                self.stager,
+                resources.fleet,
                 cleanup,
-                then=read_adapter_mix(self, plan, self.stager, cleanup, start_candidate),
+                resources.workload_uri,
+                then=check_adapter_archives(
+                    self,
+                    plan,
+                    self.stager,
+                    cleanup,
+                    then=read_adapter_mix(self, plan, self.stager, cleanup, start_candidate),
+                ),
             ),
         )
         definition = sfn.Chain.start(start_run(self)).next(

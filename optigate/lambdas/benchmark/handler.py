@@ -20,7 +20,9 @@ on the recorded schedule, every shard from one start (`schedule_entered` + SHARE
 (optional): {prompt_tokens: [...], max_new_tokens: [...], shared_prefix_share, prefix_tokens}, lengths drawn from
 those values. The summary describes the workload by its shape, never its text.
 `workload_check` (instead of a benchmark): the gate's check before anything is paid for, returning {until, digest,
-shape}, or failing as CaptureUnavailable / ReplayTooLong with the reason.
+shape}, or failing as CaptureUnavailable / ReplayTooLong with the reason. `training_data_check` (instead of a
+benchmark): {source, min_records}, the gate's check before an EAGLE head is trained from data capture, returning
+{source, records, files}, or failing as TrainingDataUnavailable with the count found and needed.
 Returns a small summary and where the shard's samples are (Step Functions payloads are small).
 """
 
@@ -37,7 +39,7 @@ import boto3
 from optigate.bench.client import Target
 from optigate.bench.load import DEFAULT_MAX_LAG_MS, ComponentShare, LoadSpec
 from optigate.bench.runner import run_levels
-from optigate.bench.shard_workload import check_capture, worker_workload
+from optigate.bench.shard_workload import check_capture, check_training_data, worker_workload
 from optigate.bench.workload import Workload, shape
 
 #: Seconds from the fan-out to a replay's shared start: room for every worker's cold start, its read of the capture
@@ -54,6 +56,8 @@ def shard_key(event: dict) -> str:
 def handler(event: dict, _context=None) -> dict:
     if event.get("workload_check"):
         return check_capture(event["workload_check"])
+    if event.get("training_data_check"):
+        return check_training_data(event["training_data_check"])
     if not event.get("engine_mode"):
         raise ValueError("the benchmark event names no engine_mode: the stream of the endpoint cannot be read")
     target = Target(
