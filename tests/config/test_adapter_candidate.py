@@ -11,7 +11,12 @@ from optigate.config.loader import load_project
 from optigate.config.models import TeamConfig, serving_with
 from optigate.config.rules import check_team
 from optigate.deployment import resolve_team
-from optigate.deployment.adapter_archive import ATTENTION_MODULES, DENSE_DECODER_MODULES
+from optigate.deployment.adapter_archive import (
+    ATTENTION_MODULES,
+    DENSE_DECODER_MODULES,
+    AdapterLimits,
+    BaseArchitecture,
+)
 from tests.conftest import CONFIG
 
 SUPPORT = load_project(CONFIG).teams["support"]
@@ -70,6 +75,22 @@ def test_an_adapter_team_check_limits_come_from_the_candidate():
     wider = resolve_team(_support({"adapters": {"reply": REPLY_V3}, "lora": lora}))
     assert wider.adapter_limits.max_lora_rank == 64  # the candidate's own serving.lora
     assert ATTENTION_MODULES < DENSE_DECODER_MODULES
+    # The base's architecture travels in the event as data (qwen2.5-7b's config.json in the catalog).
+    assert limits.architecture == BaseArchitecture(3584, 28, 18944, "qwen2")
+    assert AdapterLimits.from_event(limits.event()) == limits
+
+
+def test_architecture_fields_give_the_widths_they_state_and_no_model_type():
+    fields = {"num_hidden_layers": 28, "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4}
+    fields |= {"vocab_size": 152064, "max_position_embeddings": 32768}
+    model = SUPPORT.model.model_dump(exclude_unset=True)
+    model["architecture"] = {**fields, "num_parameters": 7_615_616_512}
+    derived = resolve_team(_support({"adapters": {"reply": REPLY_V3}}, model=model)).adapter_limits
+    # intermediate_size derived from num_parameters is an estimate: not compared.
+    assert derived.architecture == BaseArchitecture(3584, 28, None, None) and derived.base_models == ()
+    model["architecture"] = {**fields, "intermediate_size": 18944}
+    stated = resolve_team(_support({"adapters": {"reply": REPLY_V3}}, model=model)).adapter_limits
+    assert stated.architecture == BaseArchitecture(3584, 28, 18944, None)
 
 
 @pytest.mark.parametrize("value", [["reply"], {"reply": 3}, {"reply": "s3://acme/reply.zip"}])
