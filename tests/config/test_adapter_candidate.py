@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from optigate.cli import main, validate_command
 from optigate.config.loader import load_project
 from optigate.config.models import TeamConfig, serving_with
 from optigate.config.rules import check_team
@@ -96,3 +98,47 @@ def test_architecture_fields_give_the_widths_they_state_and_no_model_type():
 @pytest.mark.parametrize("value", [["reply"], {"reply": 3}, {"reply": "s3://acme/reply.zip"}])
 def test_a_malformed_value_is_refused_not_ignored(value):
     assert "OG453" in _rules(_support({"adapters": value}))
+
+
+NO_ID_TEAM = """\
+team: inhouse
+model:
+  source:
+    s3_uri: s3://acme-models/inhouse-7b/
+  architecture:
+    num_hidden_layers: 28
+    hidden_size: 3584
+    num_attention_heads: 28
+    num_key_value_heads: 4
+    intermediate_size: 18944
+    vocab_size: 152064
+    max_position_embeddings: 32768
+serving:
+  instance_type: ml.g6e.2xlarge
+  max_model_len: 8192
+  lora: {max_loras: 2, max_lora_rank: 16}
+adapters:
+  - name: triage
+    s3_uri: s3://acme-models/adapters/triage.tar.gz
+"""
+
+
+def test_validate_notes_an_adapter_team_whose_model_names_no_hugging_face_id(tmp_path, monkeypatch):
+    path = tmp_path / "inhouse.yaml"
+    path.write_text(NO_ID_TEAM)
+    recorded = Console(width=200, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    monkeypatch.setattr(validate_command, "console", recorded)
+    assert main(["validate", str(path)]) == 0
+    text = recorded.export_text()
+    assert "model.source [OG456]" in text and "1 config file(s) valid" in text
+    assert (
+        "adapters' base_model_name_or_path cannot be compared; the gate checks their architecture only; set "
+        "model.source.hugging_face to have the id compared" in " ".join(text.split())
+    )
+    # With its Hugging Face id the note goes.
+    hub = "    hugging_face: {model_id: acme/inhouse-7b, s3_uri: s3://acme-models/inhouse-7b/}\n"
+    path.write_text(NO_ID_TEAM.replace("    s3_uri: s3://acme-models/inhouse-7b/\n", hub))
+    recorded = Console(width=200, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    monkeypatch.setattr(validate_command, "console", recorded)
+    assert main(["validate", str(path)]) == 0
+    assert "OG456" not in recorded.export_text()
