@@ -45,16 +45,13 @@ Two kinds of event:
    model by its Hugging Face id where both name one and by its architecture wherever the archive shows it, target
    modules vLLM serves, no DoRA / modules_to_save / bias, a safe archive).
 
-   Event: {"adapter_check": {"adapters": {"<adapter>": "s3://<bucket>/<key>.tar.gz", ...},
-                             "max_lora_rank": 32, "base_models": ["Qwen/Qwen2.5-7B-Instruct"],
-                             "modules": ["q_proj", ...],
-                             "architecture": {"hidden_size": 3584, "num_hidden_layers": 28,
-                                              "intermediate_size": 18944, "model_type": "qwen2"}}}
+   Event: {"adapter_check": {"adapters": {"<adapter>": "s3://<bucket>/<key>.tar.gz", ...}, "max_lora_rank": 32,
+                             "base_models": ["Qwen/Qwen2.5-7B-Instruct"], "modules": ["q_proj", ...],
+                             "architecture": {"hidden_size": 3584, "num_hidden_layers": 28, ...}}}
                                                                     (ResolvedTeam.adapter_limits.event() + adapters)
    Returns {"adapters": {"<adapter>": {"uri", "bytes", "rank", "lora_alpha", "base_model", "base_model_check"
-   ("same" | "unknown": not compared, e.g. a local path), "base_model_why" (why unknown; "" when same),
-   "architecture_checked" (the files whose figures matched the team's architecture)}}}: the gate's decision
-   carries it into the report.
+   ("same" | "unknown": not compared, e.g. a local path), "base_model_why", "architecture_checked" (the files whose
+   figures matched the team's architecture)}}}, which the gate's report shows.
    Fails with error AdapterRefused ("<reason>: <adapter> (<uri>): <why>", the reason one of adapter_archive's
    named reasons, "archive-missing" for an object that is not there) for an archive the candidate cannot serve;
    other errors (access denied, a malformed event) are the run's own failures. IAM: s3:GetObject on the archives
