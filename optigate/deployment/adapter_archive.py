@@ -1,3 +1,4 @@
+# Over 400 lines: the stager Lambda carries this one standard-library file, the archive and every check of it.
 """A LoRA adapter archive (.tar.gz) read and checked before any endpoint exists: can the candidate serve it?
 
 Pure: reads a stream or bytes (the stager Lambda downloads the archive, bounded). Reading is bounded and refuses
@@ -19,6 +20,23 @@ adapter, so a refusal here is one the endpoint would give later, after an hour o
   tensor's module (the name's last component) must be one the model serves with LoRA, else "expected target
   modules in ... but received ...". vllm/lora/utils.py get_supported_lora_modules: "In vLLM, all linear layers
   support LoRA" (by their last name; packed qkv_proj / gate_up_proj take q/k/v and gate/up).
+- The base model, three answers. vLLM does not read `base_model_name_or_path`: PEFTHelper has no such field and
+  from_dict drops the keys it does not declare, so validate_legal never sees it (vllm/lora/peft_helper.py at
+  e745bafffc44744aa601169f8c6f325e47ca7cd5). PEFT records whatever path the base was loaded from, so an adapter
+  trained on SageMaker or in-house records a local path (`/opt/ml/input/data/model`, `./base`). The id is compared
+  only when it is a Hugging Face repo id (huggingface_hub's validate_repo_id, utils/_validators.py at 0.36.2:
+  `repo_name` or `namespace/repo_name`, letters, digits, `-`, `_`, `.`, at most 96 characters a part, neither
+  starting nor ending with `-` or `.`, no `--` or `..`, not ending `.git`) and the team's model names one: then
+  "same" passes and "differs" is refused (a base and its -Instruct differ). Anything else (a path, an s3:// URI,
+  no value, a team whose model names no id) is "unknown": not refused, recorded with why (the gate report shows
+  it).
+- The base's architecture, wherever the archive tells it, against the team's (AdapterLimits.architecture, the
+  catalog's or the team's config.json fields): the LoRA tensors' shapes in adapter_model.safetensors (PEFT saves
+  lora_A as [r, in_features] and lora_B as [out_features, r]: q/k/v/gate/up_proj take hidden_size in, o_proj and
+  down_proj give hidden_size out; gate/up_proj give intermediate_size out and down_proj takes it in) and their
+  layer index (`...layers.<i>...`, below num_hidden_layers); and a `config.json` at the archive's top level
+  (model_type, hidden_size, num_hidden_layers, intermediate_size). A difference is refused: the weights would
+  not load on the base (a shape) or adapt layers it does not have.
 - The files at the archive's top level: SageMaker's own adapter checks ask "an adapter_config.json file with a
   positive rank (r), and the adapter weight files (.safetensors or .bin)" at the adapter's location
   (https://docs.aws.amazon.com/sagemaker/latest/dg/generative-ai-inference-recommendations-adapters.html); that
@@ -28,6 +46,7 @@ adapter, so a refusal here is one the endpoint would give later, after an hour o
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import posixpath
 import re
@@ -35,7 +54,7 @@ import struct
 import tarfile
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 ADAPTER_CONFIG = "adapter_config.json"  # PEFT's CONFIG_NAME
@@ -72,7 +91,13 @@ NO_WEIGHTS = "adapter-weights-missing"
 NOT_LORA = "adapter-not-lora"
 RANK = "adapter-rank-too-high"
 BASE_MODEL = "adapter-base-model-differs"
-BASE_UNKNOWN = "adapter-base-model-unknown"
+ARCHITECTURE = "adapter-base-architecture-differs"
+BASE_CONFIG = "config.json"  # the base's config, when an archive carries it at its top level
+
+# The base model check's answers (AdapterFacts.base_model_check): the id is the team's, or cannot be compared.
+SAME, UNKNOWN = "same", "unknown"
+#: huggingface_hub's REPO_ID_REGEX (utils/_validators.py at 0.36.2): an optional namespace, then a name.
+HF_REPO_ID = re.compile(r"^(\b[\w\-.]+\b/)?\b[\w\-.]{1,96}\b$")
 TARGET_MODULE = "adapter-target-module-unsupported"
 MODULES_TO_SAVE = "adapter-modules-to-save"
 DORA = "adapter-dora"
@@ -88,13 +113,54 @@ class AdapterRefused(ValueError):
 
 
 @dataclass(frozen=True)
+class BaseArchitecture:
+    """The team's base model as far as an adapter archive can show it: the config.json fields its LoRA tensors'
+    shapes and layer indices depend on (intermediate_size and model_type None where the team's model does not
+    give them: not compared)."""
+
+    hidden_size: int
+    num_hidden_layers: int
+    intermediate_size: int | None = None
+    model_type: str | None = None
+
+    def event(self) -> dict[str, Any]:
+        return {
+            "hidden_size": self.hidden_size,
+            "num_hidden_layers": self.num_hidden_layers,
+            "intermediate_size": self.intermediate_size,
+            "model_type": self.model_type,
+        }
+
+    @classmethod
+    def from_event(cls, event: Any) -> BaseArchitecture:
+        """ValueError for a malformed one (never a default: that would pass)."""
+        if not isinstance(event, dict):
+            raise ValueError(f"architecture must be an object of the base's config.json fields, not {event!r}")
+
+        def size(key: str) -> int:
+            value = event.get(key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"architecture.{key} must be a positive integer, not {value!r}")
+            return value
+
+        model_type = event.get("model_type")
+        if model_type is not None and (not isinstance(model_type, str) or not model_type):
+            raise ValueError(f"architecture.model_type must be a name or null, not {model_type!r}")
+        intermediate = None if event.get("intermediate_size") is None else size("intermediate_size")
+        return cls(size("hidden_size"), size("num_hidden_layers"), intermediate, model_type)
+
+
+@dataclass(frozen=True)
 class AdapterLimits:
     """What the serving side takes: the candidate's OPTION_MAX_LORA_RANK, the Hugging Face ids the team's base
-    model is known by (empty: unknown, every archive is refused), and the module names vLLM serves LoRA on."""
+    model is known by (empty: the model names none, and an adapter's base_model_name_or_path is then not compared:
+    the base check is "unknown"), the module names vLLM serves LoRA on, and the base's architecture (compared with
+    the archive's tensor shapes and config.json whatever the id says)."""
 
     max_lora_rank: int
     base_models: tuple[str, ...]
-    modules: frozenset[str] = DENSE_DECODER_MODULES
+    modules: frozenset[str]
+    architecture: BaseArchitecture
 
     def event(self) -> dict[str, Any]:
         """As the stager Lambda's event carries it."""
@@ -102,6 +168,7 @@ class AdapterLimits:
             "max_lora_rank": self.max_lora_rank,
             "base_models": list(self.base_models),
             "modules": sorted(self.modules),
+            "architecture": self.architecture.event(),
         }
 
     @classmethod
@@ -115,18 +182,24 @@ class AdapterLimits:
                 raise ValueError(f"{key} must be a list of names, not {value!r}")
         if not modules:
             raise ValueError("modules is empty: no module could be served")
-        return cls(rank, tuple(bases or ()), frozenset(modules or ()))
+        architecture = BaseArchitecture.from_event(event.get("architecture"))
+        return cls(rank, tuple(bases or ()), frozenset(modules or ()), architecture)
 
 
 @dataclass(frozen=True)
 class AdapterFacts:
-    """What a passing archive declares."""
+    """What a passing archive declares, and how far its base was checked: `base_model_check` SAME (the team's
+    Hugging Face id) or UNKNOWN (not compared, `base_model_why` says why); `architecture_checked` names the files
+    whose figures matched the team's architecture (empty: none could tell, e.g. .bin weights and no config.json)."""
 
     rank: int
     lora_alpha: float
     base_model: str
     target_modules: tuple[str, ...] | str
     tensor_modules: frozenset[str] = field(default_factory=frozenset)
+    base_model_check: str = SAME
+    base_model_why: str = ""
+    architecture_checked: tuple[str, ...] = ()
 
 
 def _member_name(member: tarfile.TarInfo) -> str:
@@ -173,11 +246,13 @@ class _Contents:
     config: dict[str, Any] | None = None
     weights: list[str] = field(default_factory=list)
     tensors: dict[str, Any] | None = None
+    base_config: dict[str, Any] | None = None  # the base's config.json, when the archive carries it
 
 
 def read_archive(archive: bytes | IO[bytes]) -> _Contents:
-    """adapter_config.json, the weight files and the safetensors header of an adapter .tar.gz, read as a stream
-    (members are never written anywhere); AdapterRefused for what a hostile or broken archive does."""
+    """adapter_config.json, the weight files, the safetensors header and a base config.json of an adapter .tar.gz,
+    read as a stream (members are never written anywhere); AdapterRefused for what a hostile or broken archive
+    does."""
     stream = io.BytesIO(archive) if isinstance(archive, bytes | bytearray) else archive
     contents = _Contents()
     total = count = 0
@@ -203,6 +278,11 @@ def read_archive(archive: bytes | IO[bytes]) -> _Contents:
                     if contents.config is not None:
                         raise AdapterRefused(BAD_CONFIG, f"{ADAPTER_CONFIG} appears twice")
                     contents.config = _config(_read(tar.extractfile(member), MAX_CONFIG_BYTES, ADAPTER_CONFIG))
+                elif name == BASE_CONFIG:
+                    if contents.base_config is not None:
+                        raise AdapterRefused(BAD_CONFIG, f"{BASE_CONFIG} appears twice")
+                    data = _read(tar.extractfile(member), MAX_CONFIG_BYTES, BASE_CONFIG)
+                    contents.base_config = _config(data, BASE_CONFIG)
                 elif name in WEIGHT_FILES:
                     contents.weights.append(name)
                     if name == SAFETENSORS:
@@ -214,13 +294,13 @@ def read_archive(archive: bytes | IO[bytes]) -> _Contents:
     return contents
 
 
-def _config(data: bytes) -> dict[str, Any]:
+def _config(data: bytes, what: str = ADAPTER_CONFIG) -> dict[str, Any]:
     try:
         config = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise AdapterRefused(BAD_CONFIG, f"{ADAPTER_CONFIG} is not JSON ({error})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise AdapterRefused(BAD_CONFIG, f"{what} is not JSON ({error})") from None
     if not isinstance(config, dict):
-        raise AdapterRefused(BAD_CONFIG, f"{ADAPTER_CONFIG} is not a JSON object")
+        raise AdapterRefused(BAD_CONFIG, f"{what} is not a JSON object")
     return config
 
 
@@ -289,24 +369,128 @@ def _tensor_modules(tensors: dict[str, Any], allowed: frozenset[str], max_rank: 
     return frozenset(modules)
 
 
-def _same_base(base: Any, known: Iterable[str]) -> str:
-    known = tuple(known)
-    if not known:
-        raise AdapterRefused(
-            BASE_UNKNOWN,
-            "the team's model names no Hugging Face id (model.source.hugging_face, or an architecture optigate's "
-            "catalog knows) to compare the adapter's base_model_name_or_path with",
+#: What a LoRA weight's shape says about its base: (module, lora_A or lora_B) -> (the axis, the config.json field).
+#: PEFT saves lora_A as [r, in_features] and lora_B as [out_features, r]. The packed qkv_proj and gate_up_proj take
+#: hidden_size in; what they give out (q + 2 kv heads, twice intermediate_size) and o_proj's input (the query heads)
+#: are not compared.
+_SIZES = {
+    **{(module, "lora_A"): (1, "hidden_size") for module in ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")},
+    ("qkv_proj", "lora_A"): (1, "hidden_size"),
+    ("gate_up_proj", "lora_A"): (1, "hidden_size"),
+    ("o_proj", "lora_B"): (0, "hidden_size"),
+    ("down_proj", "lora_B"): (0, "hidden_size"),
+    ("gate_proj", "lora_B"): (0, "intermediate_size"),
+    ("up_proj", "lora_B"): (0, "intermediate_size"),
+    ("down_proj", "lora_A"): (1, "intermediate_size"),
+}
+TRAIN_ON_BASE = "the adapter was trained on another model: train it on the team's base model"
+
+
+def _layer(parts: list[str]) -> int | None:
+    """The decoder layer a weight adapts (`...layers.<i>...`, as PEFT names Llama-style models), or None."""
+    for before, part in itertools.pairwise(parts):
+        if before == "layers" and re.fullmatch(r"[0-9]{1,9}", part):
+            return int(part)
+    return None
+
+
+def _tensor_architecture(tensors: dict[str, Any], base: BaseArchitecture) -> bool:
+    """The LoRA weights' layer indices and shapes against the team's base; AdapterRefused (ARCHITECTURE) for a
+    layer it does not have or a width it does not have. True when any figure was compared."""
+    compared = False
+    for name, info in tensors.items():
+        parts = name.removeprefix("base_model.model.").split(".")
+        if parts[-2:] not in (["lora_A", "weight"], ["lora_B", "weight"]):
+            continue  # lora_embedding_A/B: embeddings are not served (_tensor_modules refuses them)
+        layer = _layer(parts)
+        if layer is not None:
+            compared = True
+            if layer >= base.num_hidden_layers:
+                raise AdapterRefused(
+                    ARCHITECTURE,
+                    f"{name} adapts layer {layer}; the team's base has {base.num_hidden_layers} layers "
+                    f"(num_hidden_layers): {TRAIN_ON_BASE}",
+                )
+        shape = info["shape"]
+        if len(shape) != 2:
+            raise AdapterRefused(UNREADABLE, f"{SAFETENSORS} gives {name} the shape {shape}, not a matrix")
+        axis, key = _SIZES.get((parts[-3], parts[-2]), (None, ""))
+        expected = getattr(base, key, None) if axis is not None else None
+        if axis is None or expected is None:
+            continue
+        compared = True
+        if shape[axis] != expected:
+            raise AdapterRefused(
+                ARCHITECTURE,
+                f"{name} has shape {shape}: a base of {key} {shape[axis]}; the team's base has {key} {expected}: "
+                f"{TRAIN_ON_BASE}",
+            )
+    return compared
+
+
+def _config_architecture(config: dict[str, Any], base: BaseArchitecture) -> bool:
+    """A config.json the archive carries against the team's base (model_type, hidden_size, num_hidden_layers,
+    intermediate_size, each where the team's model gives it; a VLM wrapper's text_config as the planner reads it;
+    `architectures`, class names, are not compared: the team's model gives its model_type only). AdapterRefused
+    (ARCHITECTURE) for a difference; True when any field was compared."""
+    text = config.get("text_config")
+    if isinstance(text, dict) and "num_hidden_layers" not in config:
+        config = {**config, **text}
+    compared = False
+    for key in ("model_type", "hidden_size", "num_hidden_layers", "intermediate_size"):
+        expected, found = getattr(base, key), config.get(key)
+        if expected is None or found is None:
+            continue
+        compared = True
+        same = (
+            found.lower() == expected.lower() if isinstance(found, str) and key == "model_type" else found == expected
         )
-    if not isinstance(base, str) or not base:
-        raise AdapterRefused(BASE_UNKNOWN, "adapter_config.json names no base_model_name_or_path")
-    # Hugging Face ids are case-insensitive; a local path or another repository is another base.
-    if base.strip().lower() not in {k.lower() for k in known}:
+        if not same or isinstance(found, bool):
+            raise AdapterRefused(
+                ARCHITECTURE,
+                f"the archive's {BASE_CONFIG} gives {key} {found!r}; the team's base has {key} {expected!r}: "
+                f"{TRAIN_ON_BASE}",
+            )
+    return compared
+
+
+def is_hugging_face_id(value: str) -> bool:
+    """Whether `value` is a Hugging Face repo id by huggingface_hub's validate_repo_id: `name` or `org/name`,
+    REPO_ID_REGEX, no `--` or `..`, not ending `.git` (a local path or an s3:// URI is not)."""
+    return (
+        value.count("/") <= 1
+        and HF_REPO_ID.match(value) is not None
+        and "--" not in value
+        and ".." not in value
+        and not value.endswith(".git")
+    )
+
+
+def base_check(base: Any, known: Iterable[str]) -> tuple[str, str]:
+    """(SAME, "") when `base` (adapter_config.json's base_model_name_or_path) is one of the team's Hugging Face ids
+    `known`, (UNKNOWN, why) when it cannot be compared: not a Hugging Face id (a local path, an s3:// URI, none), or
+    a team whose model names no id (`known` empty; the architecture is still checked). AdapterRefused (BASE_MODEL)
+    for another Hugging Face id: a LoRA adapter is only valid on the weights it was trained on."""
+    known = tuple(known)
+    if not isinstance(base, str) or not base.strip():
+        return UNKNOWN, f"{ADAPTER_CONFIG} names no base_model_name_or_path"
+    base = base.strip()
+    if not is_hugging_face_id(base):
+        return UNKNOWN, f"base_model_name_or_path {base!r} is not a Hugging Face id (a local path or a URI)"
+    if not known:
+        return UNKNOWN, (
+            f"the team's model names no Hugging Face id to compare {base!r} with (set model.source.hugging_face to "
+            "have it compared)"
+        )
+    # Hugging Face ids are case-insensitive.
+    if base.lower() not in {k.lower() for k in known}:
         raise AdapterRefused(
             BASE_MODEL,
             f"the adapter was trained on {base!r}; the team serves {' / '.join(known)}. A LoRA adapter is only "
-            "valid on the weights it was trained on (a base and its -Instruct differ)",
+            "valid on the weights it was trained on (a base and its -Instruct differ): train it on the team's base, "
+            f"or, if {base!r} names a local copy of those weights, set base_model_name_or_path to {known[0]}",
         )
-    return base.strip()
+    return SAME, ""
 
 
 def check_config(config: dict[str, Any], limits: AdapterLimits) -> AdapterFacts:
@@ -335,19 +519,31 @@ def check_config(config: dict[str, Any], limits: AdapterLimits) -> AdapterFacts:
     if not isinstance(alpha, int | float) or isinstance(alpha, bool):
         raise AdapterRefused(BAD_CONFIG, f"lora_alpha is {alpha!r}, not a number")
     targets = _target_modules(config["target_modules"], limits.modules)
-    base = _same_base(config.get("base_model_name_or_path"), limits.base_models)
-    return AdapterFacts(rank, alpha, base, targets)
+    named = config.get("base_model_name_or_path")
+    check, why = base_check(named, limits.base_models)
+    base = named.strip() if isinstance(named, str) else ""
+    return AdapterFacts(rank, alpha, base, targets, base_model_check=check, base_model_why=why)
 
 
 def check_archive(archive: bytes | IO[bytes], limits: AdapterLimits) -> AdapterFacts:
-    """Every check of one adapter archive; AdapterRefused names the first that fails."""
+    """Every check of one adapter archive; AdapterRefused names the first that fails. A base that cannot be
+    compared by its id passes as UNKNOWN, its architecture checked wherever the archive shows it."""
     contents = read_archive(archive)
     if contents.config is None:
         raise AdapterRefused(NO_CONFIG, f"no {ADAPTER_CONFIG} at the archive's top level")
     facts = check_config(contents.config, limits)
     if not contents.weights:
         raise AdapterRefused(NO_WEIGHTS, f"none of {list(WEIGHT_FILES)} at the archive's top level")
-    if contents.tensors is None:
-        return facts  # .bin/.pt: pickles, not opened here; vLLM checks their names when it loads them
-    modules = _tensor_modules(contents.tensors, limits.modules, limits.max_lora_rank)
-    return AdapterFacts(facts.rank, facts.lora_alpha, facts.base_model, facts.target_modules, modules)
+    modules: frozenset[str] = frozenset()
+    checked: list[str] = []
+    # .bin/.pt weights are pickles, not opened here: vLLM checks their names when it loads them.
+    if contents.tensors is not None:
+        modules = _tensor_modules(contents.tensors, limits.modules, limits.max_lora_rank)
+        if _tensor_architecture(contents.tensors, limits.architecture):
+            checked.append(SAFETENSORS)
+    if contents.base_config is not None and _config_architecture(contents.base_config, limits.architecture):
+        checked.append(BASE_CONFIG)
+    why = facts.base_model_why
+    if facts.base_model_check == UNKNOWN and not checked:
+        why += "; nor does the archive show its base's architecture (no safetensors weights or config.json to compare)"
+    return replace(facts, tensor_modules=modules, base_model_why=why, architecture_checked=tuple(checked))

@@ -15,10 +15,23 @@ from typing import Any
 from pydantic import ValidationError
 
 from optigate.config.models import EagleTraining, Serving, TeamConfig
-from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem, quantization_problems, rule
+from optigate.config.rules import (
+    GATE_CANDIDATE,
+    SHADOW_CANDIDATE,
+    PathT,
+    Problem,
+    Severity,
+    quantization_problems,
+    rule,
+)
 from optigate.config.rules.adapter_candidate_rules import candidate_adapters
 from optigate.deployment import compilation, pools, reference_gaps, rules
-from optigate.deployment.adapter_archive import ATTENTION_MODULES, DENSE_DECODER_MODULES, AdapterLimits
+from optigate.deployment.adapter_archive import (
+    ATTENTION_MODULES,
+    DENSE_DECODER_MODULES,
+    AdapterLimits,
+    BaseArchitecture,
+)
 from optigate.deployment.checkpoint import Checkpoint, resolve_checkpoint, served_precision
 from optigate.deployment.gate_workload import synthetic_problems
 from optigate.deployment.serving import ResolvedServing, resolve_serving
@@ -28,6 +41,11 @@ from optigate.plan.checkpoints import stored_gb
 from optigate.plan.team_plan import architecture_for
 
 SERVING: PathT = ("serving",)
+NOTE_ADAPTER_BASE_BY_ARCHITECTURE = rule(
+    "OG456",
+    "an adapter team whose model names no Hugging Face id: adapters' base is checked by its architecture only",
+    Severity.NOTE,
+)
 
 
 @dataclass(frozen=True)
@@ -68,29 +86,65 @@ class ResolvedTeam:
     @property
     def adapter_limits(self) -> AdapterLimits:
         """What the candidate serves adapters with, for the stager's archive check: its resolved serving.lora's
-        max_lora_rank, the team's base model (base_models) and the modules vLLM serves LoRA on."""
+        max_lora_rank, the team's base model (base_models: its Hugging Face ids; base_architecture: its shape) and
+        the modules vLLM serves LoRA on."""
         variant = self.candidate or self.baseline
         if variant is None or variant.lora is None:
             raise ValueError(f"team {self.team.team}: the candidate serves no adapters (no serving.lora)")
-        moe = architecture_for(self.team.model.architecture).is_moe
+        arch = architecture_for(self.team.model.architecture)
         return AdapterLimits(
-            variant.lora.max_lora_rank, base_models(self.team), ATTENTION_MODULES if moe else DENSE_DECODER_MODULES
+            variant.lora.max_lora_rank,
+            base_models(self.team),
+            ATTENTION_MODULES if arch.is_moe else DENSE_DECODER_MODULES,
+            base_architecture(self.team, arch),
         )
+
+
+def base_architecture(team: TeamConfig, arch: ModelArchitecture) -> BaseArchitecture:
+    """The team's base as an adapter archive can show it (adapter_archive.BaseArchitecture): hidden_size and
+    num_hidden_layers always; intermediate_size where the team's model gives it (a catalog architecture, or
+    architecture fields that state it: one derived from num_parameters is an estimate) and the model is dense (an
+    MoE's MLP modules take no LoRA here); model_type where the catalog gives it (architecture fields have none)."""
+    spec = team.model.architecture
+    stated = isinstance(spec, str) or spec.intermediate_size is not None
+    return BaseArchitecture(
+        hidden_size=arch.hidden_size,
+        num_hidden_layers=arch.num_hidden_layers,
+        intermediate_size=arch.intermediate_size if stated and not arch.is_moe else None,
+        model_type=arch.model_type or None,
+    )
 
 
 def base_models(team: TeamConfig) -> tuple[str, ...]:
     """The Hugging Face ids the team's base model is, to compare an adapter's base_model_name_or_path with:
     model.source.hugging_face's id; for an S3 or JumpStart source, which names no id, the hf_repo of its catalog
     architecture (the checkpoint whose config.json the catalog's figures come from). Architecture fields without a
-    Hugging Face source name none: every adapter candidate is then refused rather than served on weights it may
-    not belong to. A team whose S3 copy is another checkpoint than the catalog's (the base, not the -Instruct)
-    says which with model.source.hugging_face."""
+    Hugging Face source name none: an adapter's base_model_name_or_path is then not compared (the stager's base
+    check is "unknown", said in the gate report, and `optigate validate` notes it: OG456); its architecture is still
+    compared with base_architecture's. A team whose S3 copy is another checkpoint than the catalog's (the base, not
+    the -Instruct) says which with model.source.hugging_face."""
     source = team.model.source.hugging_face
     if source is not None:
         return (source.model_id,)
     spec = team.model.architecture
     repo = builtin_entries().get(spec, {}).get("hf_repo") if isinstance(spec, str) else None
     return (repo,) if repo else ()
+
+
+def adapter_base_notes(team: TeamConfig) -> list[Problem]:
+    """An adapter team whose model names no Hugging Face id (base_models is empty): the gate's stager cannot compare
+    a new adapter version's base_model_name_or_path, so it checks the base's architecture alone."""
+    if not team.adapters or base_models(team):
+        return []
+    return [
+        Problem(
+            ("model", "source"),
+            "the model names no Hugging Face id (no model.source.hugging_face, and architecture fields rather than a "
+            "catalog name): adapters' base_model_name_or_path cannot be compared; the gate checks their architecture "
+            "only; set model.source.hugging_face to have the id compared",
+            NOTE_ADAPTER_BASE_BY_ARCHITECTURE,
+        )
+    ]
 
 
 def trained_head(team: TeamConfig) -> EagleTraining | None:
@@ -301,4 +355,5 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
     problems = shadow_problems + candidate_problems + synthetic_problems(team)
     advisories = pools.pool_advisories(team) + compilation.compile_advisories(team, candidate)
     advisories += reference_gaps.reference_gap_notes(team, baseline, shadow, candidate, trained_head(team))
+    advisories += adapter_base_notes(team)
     return ResolvedTeam(team, baseline, shadow, candidate, tuple(problems), tuple(advisories))

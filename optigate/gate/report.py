@@ -13,6 +13,7 @@ from typing import Any
 
 from optigate.gate.decision import GateVerdict
 from optigate.gate.report_sections import (
+    adapter_check_section,
     capacity_section,
     cross_check_section,
     goodput_section,
@@ -162,6 +163,8 @@ def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapp
         reasons = "".join(f"<li>{html.escape(r)}</li>" for r in data["reasons"])
         why = "Why it was rejected" if data["outcome"] == "REJECTED" else "What it could not tell"
         sections.append(f"<h2>{why}</h2><ul>{reasons}</ul>")
+    if data.get("adapter_check"):
+        sections.append(adapter_check_section(data["adapter_check"]))
     if data.get("capacity"):
         sections.append(capacity_section(data["capacity"]))
     sections.append(_figures(plots))

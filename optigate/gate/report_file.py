@@ -8,8 +8,8 @@ what was expected and what was found. The writer never writes NaN or infinity (r
 read anywhere in the file, nor a figure out of range.
 
 Strict where a reader depends on it (the outcome, the change, the levels' figures, the plan the prediction came
-from); the rest (thresholds, deltas, the shadow, cross-check, capacity, server metrics and traffic sections) is
-checked for shape only: no reader takes a decision from them.
+from); the rest (thresholds, deltas, the shadow, cross-check, capacity, server metrics, traffic and adapter check
+sections) is checked for shape only: no reader takes a decision from them.
 
 ``format_version`` is :data:`FORMAT_VERSION`. A report without one was written before versioning, in the same
 layout: it is read when it validates. A report of another version is refused, naming both.
@@ -169,6 +169,7 @@ class GateReportFile(_Strict):
     capacity: dict[str, Any] | None = None
     server_metrics: dict[str, Any] | None = None
     traffic: dict[str, Any] | None = None
+    adapter_check: dict[str, Any] | None = None
 
 
 class GateReportError(FileError):

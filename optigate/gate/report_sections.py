@@ -186,3 +186,39 @@ def goodput_section(levels: Iterable[Mapping[str, Any]]) -> str:
         "ITL budget; a failed request never), as a share of the requests sent and as requests per second.</p>"
         + table(header, rows)
     )
+
+
+def adapter_check_section(checked: Mapping[str, Any]) -> str:
+    """Each new adapter version's archive as the stager checked it before anything was created (lambdas/
+    stage_candidate check_adapters): its rank, the base it names and how far that base was checked. An "unknown"
+    base was not compared by its Hugging Face id (a local path, or a team whose model names none) and is said with
+    why; its architecture was compared wherever the archive shows it."""
+    rows = []
+    for name, found in sorted(checked.items()):
+        found = found if isinstance(found, Mapping) else {}
+        check = str(found.get("base_model_check") or "?")
+        why = str(found.get("base_model_why") or "")
+        result = (
+            '<span class="pass">same</span>'
+            if check == "same"
+            else f'<span class="unsure">{html.escape(check)}</span> <span class="detail">{html.escape(why)}</span>'
+        )
+        files = found.get("architecture_checked")
+        architecture = ", ".join(map(str, files)) if isinstance(files, list) and files else "nothing to compare"
+        rows.append(
+            [
+                html.escape(str(name)),
+                html.escape(str(found.get("uri", "—"))),
+                number(found.get("rank")),
+                html.escape(str(found.get("base_model") or "—")),
+                result,
+                html.escape(architecture),
+            ]
+        )
+    header = ["adapter", "archive", "rank", "base_model_name_or_path", "base model (its id)", "architecture from"]
+    return (
+        "<h2>New adapter versions</h2><p>Each archive was checked before anything was created, as vLLM will load it. "
+        "The base model's id is compared when the adapter names a Hugging Face id and the team's model has one "
+        "(another id was refused); otherwise it is unknown, and only the base's architecture (the LoRA tensors' "
+        "shapes and layers, a config.json) was compared.</p>" + table(header, rows)
+    )

@@ -505,6 +505,8 @@ NOTE_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ),
     ("OG423", gate({"speculative_decoding": EAGLE_FROM_CAPTURE}), gate({"speculative_decoding": EAGLE_FROM_S3})),
     ("OG424", gate({"speculative_decoding": EAGLE_FROM_S3}), gate({"max_batch_size": 16})),
+    # adapters on a model given by its config.json fields alone; twin: the same with its Hugging Face id
+    ("OG456", {**arch(), **ADAPTERS}, {"model": {**HUB["model"], **arch()["model"]}, **ADAPTERS}),
 ]
 CAPTURE = "          encryption: s3_managed\n"
 CAPTURED = "    workload: {from: data_capture, kind: sessions}\n"

@@ -52,10 +52,16 @@ def _component(result, side: str, index: int) -> str:
 
 def test_a_new_adapter_version_is_proven_beside_the_current_one_and_the_lock_deploys_it(example_config, tmp_path):
     config = _support_with_new_reply(example_config, tmp_path)
-    result = _rehearse(config, adapter())
+    # Trained on SageMaker: the base recorded as the training job's channel, its tensors shaped for Qwen2.5-7B.
+    trained = adapter(adapter_config(base_model_name_or_path="/opt/ml/input/data/model"))
+    result = _rehearse(config, trained)
     assert result["execution"]["status"] == "SUCCEEDED", (result["execution"].get("cause"), result["report"])
     states = result["states"]
     assert states.index("CheckAdapterArchives") < states.index("CreateCandidateModel")
+    # The base could not be compared by its id: the report says so, and what was compared instead.
+    reply = result["report"]["adapter_check"]["reply"]
+    assert reply["base_model_check"] == "unknown" and "is not a Hugging Face id" in reply["base_model_why"]
+    assert reply["architecture_checked"] == ["adapter_model.safetensors"]
     assert "CreateOptimizationJob" not in states  # an adapter alone: the candidate serves the baseline's weights
     # reply is the third adapter: component 03 on each side; the twin serves v2, the candidate v3.
     served = {name: uri for run in result["benchmarked"] for name, uri in run.get("artifacts", {}).items()}

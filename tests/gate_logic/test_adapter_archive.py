@@ -16,12 +16,19 @@ from optigate.deployment.adapter_archive import AdapterLimits, AdapterRefused, c
 from tests.fixtures.adapter_archives import (
     BASE,
     LIMITS,
+    QWEN,
+    TINY,
     adapter,
     adapter_config,
     archive,
     lora_tensors,
     safetensors,
 )
+
+#: Llama-3.1-8B's widths (optigate/plan/data/models.yaml llama-3.1-8b): another base than Qwen2.5-7B.
+LLAMA = {"hidden": 4096, "intermediate": 14336, "kv": 1024}
+QWEN_CONFIG = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_size": 3584}
+QWEN_CONFIG |= {"num_hidden_layers": 28, "intermediate_size": 18944}
 
 
 def _refusal(data: bytes, limits: AdapterLimits = LIMITS) -> str:
@@ -32,7 +39,8 @@ def _refusal(data: bytes, limits: AdapterLimits = LIMITS) -> str:
 
 def test_a_well_formed_adapter_passes_and_says_what_it_is():
     facts = check_archive(adapter(), LIMITS)
-    assert (facts.rank, facts.lora_alpha, facts.base_model) == (16, 32, BASE)
+    assert (facts.rank, facts.lora_alpha, facts.base_model, facts.base_model_check) == (16, 32, BASE, aa.SAME)
+    assert facts.architecture_checked == (aa.SAFETENSORS,) and facts.base_model_why == ""
     assert facts.tensor_modules == {"q_proj", "k_proj", "v_proj", "o_proj"}
     # A stream reads the same as bytes (the stager streams the S3 body), and a folder prefix ./ is the top level.
     assert check_archive(io.BytesIO(adapter()), LIMITS) == facts
@@ -47,8 +55,6 @@ def test_a_well_formed_adapter_passes_and_says_what_it_is():
         (adapter_config(rank_pattern={"model.layers.0.self_attn.q_proj": 64}), None, aa.RANK),
         (adapter_config(), lora_tensors(48), aa.RANK),  # the weights are wider than the config says
         (adapter_config(base_model_name_or_path="Qwen/Qwen2.5-7B"), None, aa.BASE_MODEL),  # the base, not -Instruct
-        (adapter_config(base_model_name_or_path="/opt/ml/model"), None, aa.BASE_MODEL),
-        (adapter_config(base_model_name_or_path=None), None, aa.BASE_UNKNOWN),
         (adapter_config(target_modules=["q_proj", "lm_head"]), None, aa.TARGET_MODULE),
         (adapter_config(target_modules=["embed_tokens"]), None, aa.TARGET_MODULE),
         (adapter_config(target_modules=r".*\.(q_proj|conv1d)$"), None, aa.TARGET_MODULE),
@@ -74,16 +80,112 @@ def test_target_modules_as_vllm_reads_them():
             tuple(targets) if isinstance(targets, list) else targets,
         )
     # An MoE's experts: only the attention projections are served there.
-    moe = AdapterLimits(32, (BASE,), aa.ATTENTION_MODULES)
+    moe = AdapterLimits(32, (BASE,), aa.ATTENTION_MODULES, QWEN)
     assert _refusal(adapter(adapter_config(target_modules=["q_proj", "gate_proj"])), moe) == aa.TARGET_MODULE
     expert = {"base_model.model.model.layers.0.mlp.experts.0.q_proj.lora_A.weight": [16, 8]}
     assert _refusal(adapter(tensors=expert)) == aa.TARGET_MODULE
 
 
-def test_a_team_whose_base_names_no_hugging_face_id_refuses_every_adapter():
-    assert _refusal(adapter(), AdapterLimits(32, (), aa.DENSE_DECODER_MODULES)) == aa.BASE_UNKNOWN
+def test_a_team_whose_model_names_no_hugging_face_id_compares_the_architecture_only():
+    no_id = AdapterLimits(32, (), aa.DENSE_DECODER_MODULES, QWEN)
+    for base in (BASE, "/opt/ml/input/data/model"):
+        facts = check_archive(adapter(adapter_config(base_model_name_or_path=base)), no_id)
+        assert facts.base_model_check == aa.UNKNOWN and facts.architecture_checked == (aa.SAFETENSORS,)
+    assert "set model.source.hugging_face" in check_archive(adapter(), no_id).base_model_why
+    assert _refusal(adapter(tensors=lora_tensors(**LLAMA)), no_id) == aa.ARCHITECTURE
     # Hugging Face ids are case-insensitive.
     assert check_archive(adapter(adapter_config(base_model_name_or_path=BASE.lower())), LIMITS).rank == 16
+
+
+@pytest.mark.parametrize(
+    "base", ["/opt/ml/input/data/model", "./base", "/home/x/llama", "s3://acme/models/qwen/", "~/qwen", "", None]
+)
+def test_a_base_recorded_as_a_local_path_passes_as_unknown_with_why(base):
+    """SageMaker training and in-house scripts record where they loaded the base from; vLLM never reads it."""
+    facts = check_archive(adapter(adapter_config(base_model_name_or_path=base)), LIMITS)
+    assert facts.base_model_check == aa.UNKNOWN and facts.architecture_checked == (aa.SAFETENSORS,)
+    assert ("is not a Hugging Face id" if base else "names no base_model_name_or_path") in facts.base_model_why
+    # Nothing else tells the base: said, not refused.
+    files = {"adapter_config.json": json.dumps(adapter_config(base_model_name_or_path=base)).encode()}
+    facts = check_archive(archive({**files, "adapter_model.bin": b"pickle"}), LIMITS)
+    assert facts.architecture_checked == () and "nor does the archive show its base's architecture" in (
+        facts.base_model_why
+    )
+
+
+@pytest.mark.parametrize("base", ["Qwen/Qwen2.5-7B", "meta-llama/Llama-3.1-8B-Instruct", "gpt2"])
+def test_another_hugging_face_id_is_still_refused(base):
+    with pytest.raises(AdapterRefused) as refused:
+        check_archive(adapter(adapter_config(base_model_name_or_path=base)), LIMITS)
+    assert refused.value.reason == aa.BASE_MODEL and BASE in refused.value.detail
+
+
+@pytest.mark.parametrize(
+    ("value", "is_id"),
+    [
+        # huggingface_hub's validate_repo_id docstring: valid, then not valid.
+        *[(v, True) for v in ("foo", "foo/bar", "123", "Foo-BAR_foo.bar123", BASE)],
+        *[(v, False) for v in ("datasets/foo/bar", ".repo_id", "foo--bar", "foo.git", "a/" + "x" * 97)],
+        *[(v, False) for v in ("/opt/ml/model", "./base", "../base", "C:\\models\\llama", "s3://b/k", "hf://a/b")],
+    ],
+)
+def test_hugging_face_ids_as_huggingface_hub_validates_them(value, is_id):
+    assert aa.is_hugging_face_id(value) is is_id
+
+
+def test_tensor_shapes_of_another_base_are_refused_with_both_values():
+    with pytest.raises(AdapterRefused) as refused:
+        check_archive(adapter(tensors=lora_tensors(**LLAMA)), LIMITS)
+    assert refused.value.reason == aa.ARCHITECTURE
+    assert "hidden_size 4096" in refused.value.detail and "hidden_size 3584" in refused.value.detail
+    # The MLP's width: gate/up_proj give intermediate_size out, down_proj takes it in.
+    mlp = ["gate_proj", "up_proj", "down_proj"]
+    config = adapter_config(target_modules=mlp)
+    assert check_archive(adapter(config, lora_tensors(modules=mlp, layers=1)), LIMITS).tensor_modules == set(mlp)
+    with pytest.raises(AdapterRefused, match="intermediate_size 14336; the team's base has intermediate_size 18944"):
+        check_archive(adapter(config, lora_tensors(modules=mlp, layers=1, intermediate=14336)), LIMITS)
+
+
+def test_a_layer_the_base_does_not_have_is_refused():
+    beyond = {**lora_tensors(layers=1), **lora_tensors(layers=1, first_layer=QWEN.num_hidden_layers)}
+    with pytest.raises(AdapterRefused) as refused:
+        check_archive(adapter(tensors=beyond), LIMITS)
+    assert refused.value.reason == aa.ARCHITECTURE
+    assert "adapts layer 28; the team's base has 28 layers" in refused.value.detail
+    last = lora_tensors(layers=1, first_layer=QWEN.num_hidden_layers - 1)
+    assert check_archive(adapter(tensors=last), LIMITS).architecture_checked == (aa.SAFETENSORS,)
+
+
+@pytest.mark.parametrize(
+    ("config", "refused"),
+    [
+        (QWEN_CONFIG, None),
+        ({**QWEN_CONFIG, "model_type": "Qwen2"}, None),  # model_type is compared as a name
+        ({"architectures": ["Qwen2VLForConditionalGeneration"], "text_config": QWEN_CONFIG}, None),
+        ({**QWEN_CONFIG, "model_type": "llama", "architectures": ["LlamaForCausalLM"]}, "model_type 'llama'"),
+        ({**QWEN_CONFIG, "hidden_size": 4096}, "hidden_size 4096"),
+        ({**QWEN_CONFIG, "num_hidden_layers": 32}, "num_hidden_layers 32"),
+        ({**QWEN_CONFIG, "intermediate_size": 14336}, "intermediate_size 14336"),
+        ({**QWEN_CONFIG, "hidden_size": "3584"}, "hidden_size '3584'"),
+    ],
+)
+def test_a_config_json_in_the_archive_is_compared_with_the_base(config, refused):
+    unknown = adapter_config(base_model_name_or_path="/opt/ml/input/data/model")
+    data = adapter(unknown, **{"config.json": json.dumps(config).encode()})
+    if refused is None:
+        assert check_archive(data, LIMITS).architecture_checked == (aa.SAFETENSORS, aa.BASE_CONFIG)
+        return
+    with pytest.raises(AdapterRefused) as caught:
+        check_archive(data, LIMITS)
+    assert caught.value.reason == aa.ARCHITECTURE and refused in caught.value.detail
+    # Also beside .bin weights, where the config.json is all that tells the base.
+    files = {"adapter_config.json": json.dumps(unknown).encode(), "config.json": json.dumps(config).encode()}
+    assert _refusal(archive({**files, "adapter_model.bin": b"pickle"})) == aa.ARCHITECTURE
+
+
+def test_an_unreadable_config_json_is_refused():
+    assert _refusal(adapter(**{"config.json": b"{not json"})) == aa.BAD_CONFIG
+    assert _refusal(adapter(**{"config.json": b"[]"})) == aa.BAD_CONFIG
 
 
 def test_the_archive_itself_is_checked():
@@ -118,12 +220,13 @@ def test_oversize_members_and_tar_bombs_are_refused_without_unpacking_them(monke
     assert _refusal(adapter(adapter_config(padding="x" * 200))) == aa.TOO_LARGE
     monkeypatch.setattr(aa, "MAX_CONFIG_BYTES", 1024**2)
     monkeypatch.setattr(aa, "MAX_MEMBER_BYTES", 8000)
-    assert _refusal(adapter(**{"big.bin": b"\0" * 8001})) == aa.TOO_LARGE
+    tiny = lora_tensors(**TINY)
+    assert _refusal(adapter(tensors=tiny, **{"big.bin": b"\0" * 8001})) == aa.TOO_LARGE
     monkeypatch.setattr(aa, "MAX_TOTAL_BYTES", 12000)
     # Zeros compress ~1000:1: each member is under the member limit, together over the total.
-    assert _refusal(adapter(**{f"pad{i}.bin": b"\0" * 7000 for i in range(2)})) == aa.TAR_BOMB
+    assert _refusal(adapter(tensors=tiny, **{f"pad{i}.bin": b"\0" * 7000 for i in range(2)})) == aa.TAR_BOMB
     monkeypatch.setattr(aa, "MAX_MEMBERS", 5)
-    assert _refusal(adapter(**{f"f{i}": b"" for i in range(6)})) == aa.TAR_BOMB
+    assert _refusal(adapter(tensors=tiny, **{f"f{i}": b"" for i in range(6)})) == aa.TAR_BOMB
 
 
 def test_a_declared_size_is_trusted_only_as_far_as_the_limit():
@@ -138,7 +241,19 @@ def test_a_declared_size_is_trusted_only_as_far_as_the_limit():
 
 def test_limits_travel_in_the_event_and_a_malformed_event_is_no_pass():
     assert AdapterLimits.from_event(LIMITS.event()) == LIMITS
-    for broken in ({}, {**LIMITS.event(), "max_lora_rank": "32"}, {**LIMITS.event(), "modules": []}):
+    event = LIMITS.event()
+    without_architecture = {key: value for key, value in event.items() if key != "architecture"}
+    wide = {**event["architecture"], "hidden_size": 0}
+    for broken in (
+        {},
+        {**event, "max_lora_rank": "32"},
+        {**event, "modules": []},
+        without_architecture,
+        {**event, "architecture": None},
+        {**event, "architecture": wide},
+        {**event, "architecture": {**event["architecture"], "intermediate_size": "18944"}},
+        {**event, "architecture": {**event["architecture"], "model_type": ""}},
+    ):
         with pytest.raises(ValueError):
             AdapterLimits.from_event(broken)
 
@@ -167,4 +282,5 @@ def test_hostile_archives_are_refused_by_name_or_pass_with_a_rank_in_limits(name
             getattr(aa, name) for name in dir(aa) if name.isupper() and isinstance(getattr(aa, name), str)
         }
     else:
-        assert 1 <= facts.rank <= LIMITS.max_lora_rank and facts.base_model.lower() == BASE.lower()
+        assert 1 <= facts.rank <= LIMITS.max_lora_rank
+        assert facts.base_model_check == aa.UNKNOWN or facts.base_model.lower() == BASE.lower()

@@ -126,6 +126,21 @@ def test_handler_reads_inputs_writes_reports_and_publishes_metrics(results):
 
 
 @mock_aws
+def test_the_stagers_adapter_check_reaches_the_verdict_as_given(results):
+    """The state machine passes the archive check's result (`$.adapter_check.adapters`); the report carries it."""
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket=BUCKET)
+    _put(s3, "runs/r1/baseline.json", results["baseline"])
+    _put(s3, "runs/r1/candidate.json", results["faster"])
+    _put(s3, "runs/r1/verdict.json", PASS)
+    checked = {"reply": {"uri": "s3://a/reply.tar.gz", "base_model_check": "unknown", "base_model_why": "a path"}}
+    verdict, _, _ = _handler().__globals__["verdict_for"](s3, _event(adapter_check=checked))
+    assert verdict.to_dict()["adapter_check"] == checked and verdict.approved
+    verdict, _, _ = _handler().__globals__["verdict_for"](s3, _event())
+    assert verdict.to_dict()["adapter_check"] is None
+
+
+@mock_aws
 def test_handler_rejects_without_evaluation_and_keeps_its_answer_small(results):
     s3 = boto3.client("s3", region_name="us-east-1")
     s3.create_bucket(Bucket=BUCKET)

@@ -125,3 +125,41 @@ def test_a_captured_workload_is_described_by_its_shape_never_its_text():
         "tokens 128/512/1024, recorded over 300 s at 0.797/s · open loop on the recorded schedule"
     ) in page
     assert "closed loop" not in page
+
+
+def test_a_new_adapter_versions_base_check_is_in_the_report_unknown_with_why():
+    """The stager's result reaches the report: a base recorded as a local path is unknown (not refused) and says why."""
+    from optigate.gate.report import render_json
+    from optigate.gate.report_file import parse_gate_report
+
+    baseline = _side(0.0, 1)
+    checked = {
+        "reply": {
+            "uri": "s3://adapters/support/reply-v3.tar.gz",
+            "bytes": 1024,
+            "rank": 16,
+            "lora_alpha": 32,
+            "base_model": "/opt/ml/input/data/model",
+            "base_model_check": "unknown",
+            "base_model_why": "base_model_name_or_path '/opt/ml/input/data/model' is not a Hugging Face id",
+            "architecture_checked": ["adapter_model.safetensors"],
+        },
+        "triage": {"uri": "s3://adapters/support/triage-v4.tar.gz", "rank": 8, "base_model_check": "same"},
+    }
+    verdict = decide(
+        GateInputs(
+            team="t", environment="e", baseline_benchmark=baseline, candidate_benchmark=baseline, adapter_check=checked
+        )
+    )
+    assert verdict.to_dict()["adapter_check"] == checked
+    assert parse_gate_report(render_json(verdict).encode(), "report.json")["adapter_check"] == checked
+    page = render_html(verdict)
+    assert "<h2>New adapter versions</h2>" in page
+    assert (
+        '<span class="unsure">unknown</span> <span class="detail">base_model_name_or_path '
+        "&#x27;/opt/ml/input/data/model&#x27; is not a Hugging Face id</span>"
+    ) in page
+    assert "<td>adapter_model.safetensors</td>" in page and "<td>nothing to compare</td>" in page
+    assert "New adapter versions" not in render_html(
+        decide(GateInputs(team="t", environment="e", baseline_benchmark=baseline, candidate_benchmark=baseline))
+    )

@@ -38,6 +38,17 @@ def test_good_archives_pass_and_say_what_they_are():
     )
     assert result["adapters"]["reply"]["rank"] == 16 and result["adapters"]["triage"]["rank"] == 32
     assert result["adapters"]["reply"]["uri"] == REPLY and result["adapters"]["reply"]["bytes"] > 0
+    assert result["adapters"]["reply"]["base_model_check"] == aa.SAME
+    assert result["adapters"]["reply"]["architecture_checked"] == [aa.SAFETENSORS]
+
+
+def test_a_base_recorded_as_a_local_path_passes_as_unknown_and_the_result_says_why():
+    local = adapter(adapter_config(base_model_name_or_path="/opt/ml/input/data/model"))
+    reply = _check({REPLY: local}, {"reply": REPLY})["adapters"]["reply"]
+    assert reply["base_model_check"] == aa.UNKNOWN and reply["base_model"] == "/opt/ml/input/data/model"
+    assert "'/opt/ml/input/data/model' is not a Hugging Face id" in reply["base_model_why"]
+    assert reply["architecture_checked"] == [aa.SAFETENSORS]
+    json.dumps(reply)  # the state machine carries it to the decision
 
 
 @pytest.mark.parametrize(
@@ -46,6 +57,7 @@ def test_good_archives_pass_and_say_what_they_are():
         (adapter(adapter_config(r=64), lora_tensors(64)), aa.RANK),
         (adapter(adapter_config(base_model_name_or_path="meta-llama/Llama-3.1-8B-Instruct")), aa.BASE_MODEL),
         (adapter(adapter_config(target_modules=["q_proj", "lm_head"])), aa.TARGET_MODULE),
+        (adapter(tensors=lora_tensors(hidden=4096, kv=1024)), aa.ARCHITECTURE),  # Llama-3.1-8B's widths
         (adapter(adapter_config(use_dora=True)), aa.DORA),
     ],
 )

@@ -18,17 +18,32 @@ from optigate.constructs.gate.component_stages import component_name
 from optigate.constructs.gate.tasks import CleanupPath, sdk_task
 from optigate.deployment.gate import GatePlan
 
+#: Where the archive check's result waits for the decision (each adapter's rank, base model check and why).
+CHECKED = "$.adapter_check"
+
+
+def _checked_archives(plan: GatePlan) -> tuple[dict[str, str], dict[str, object]] | None:
+    """The new adapter versions the candidate brings (name: archive) and the limits they are checked against; None
+    when there is nothing to check."""
+    components = plan.components
+    changed = {a.name: a.candidate_artifact_uri for a in components.adapters if a.changed} if components else {}
+    if not changed or components is None or components.adapter_limits is None:
+        return None
+    return changed, components.adapter_limits
+
 
 def check_adapter_archives(
     scope: Construct, plan: GatePlan, stager: Stager, cleanup: CleanupPath, then: sfn.IChainable
 ) -> sfn.IChainable:
     """A candidate that brings new adapter versions (gate.candidate.adapters): each archive is read and checked
-    (optigate.deployment.adapter_archive: rank, base model, target modules vLLM serves) before any job or endpoint
-    exists; a refused archive fails the run as AdapterRefused, with the adapter and the reason. Else `then`."""
-    components = plan.components
-    changed = {a.name: a.candidate_artifact_uri for a in components.adapters if a.changed} if components else {}
-    if not changed or components is None or components.adapter_limits is None:
+    (optigate.deployment.adapter_archive: rank, base model by its id and its architecture, target modules vLLM
+    serves) before any job or endpoint exists; a refused archive fails the run as AdapterRefused, with the adapter
+    and the reason. What each passing archive is (its base model check among it: "same", or "unknown" with why)
+    goes to `$.adapter_check` for the decision's report. Else `then`."""
+    checked = _checked_archives(plan)
+    if checked is None:
         return then
+    changed, limits = checked
     function, role = stager.get()
     nag.allow(
         role,
@@ -48,13 +63,20 @@ def check_adapter_archives(
             "lambda:invoke",
             {
                 "FunctionName": function.function_arn,
-                "Payload": {"adapter_check": {"adapters": changed, **components.adapter_limits}},
+                "Payload": {"adapter_check": {"adapters": changed, **limits}},
             },
             grants=[grants.invoke(function)],
-            result_path=sfn.JsonPath.DISCARD,
+            result_path=CHECKED,
+            result_selector={"adapters.$": "$.Payload.adapters"},
         )
     )
     return check.next(then)
+
+
+def decide_payload(plan: GatePlan) -> dict[str, str]:
+    """The archive check's result for the decision, which reports it (never decides on it: a refused archive
+    stopped the run before anything was created); nothing when no archive was checked."""
+    return {"adapter_check.$": f"{CHECKED}.adapters"} if _checked_archives(plan) is not None else {}
 
 
 def read_adapter_mix(

@@ -10,7 +10,7 @@ from constructs import Construct
 
 from optigate import naming
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
-from optigate.constructs.gate import benchmark_workload, component_stages, cross_check, grants
+from optigate.constructs.gate import adapter_steps, benchmark_workload, component_stages, cross_check, grants
 from optigate.constructs.gate.resources import LiveConfig
 from optigate.constructs.gate.tasks import CleanupPath, PollStates, SdkTask, poll_loop, run_name, sdk_task
 from optigate.deployment.gate import GatePlan
@@ -395,6 +395,7 @@ def decide(
                 **shadow_metrics,
                 **cross_check.decide_payload(plan),
                 **benchmark_workload.decide_payload(plan),
+                **adapter_steps.decide_payload(plan),
             },
         },
         grants=[grants.invoke_with_versions(decider)],

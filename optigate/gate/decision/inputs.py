@@ -51,6 +51,10 @@ class GateInputs:
     # The team's own traffic the benchmark sent, when gate.benchmark.workload is set: its shape (counts, length
     # percentiles, sessions, schedule; never text: optigate.bench.workload.shape). Reported, never decided on.
     traffic: Mapping[str, Any] | None = None
+    # The stager's check of each new adapter version's archive, by adapter ({"uri", "rank", "lora_alpha",
+    # "base_model", "base_model_check": "same" | "unknown", "base_model_why", "architecture_checked"}): reported,
+    # never decided on (a refused archive stopped the run before anything was created).
+    adapter_check: Mapping[str, Any] | None = None
     seed: int = SEED
 
     @classmethod

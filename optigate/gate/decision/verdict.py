@@ -73,6 +73,7 @@ class GateVerdict:
     # The endpoints' own metrics for the benchmark's window as the report shows them (figures_to_report).
     server_metrics: dict[str, Any] | None = None
     traffic: dict[str, Any] | None = None  # the captured workload's shape, as GateInputs.traffic carried it
+    adapter_check: dict[str, Any] | None = None  # each new adapter version's archive, as GateInputs carried it
 
     @property
     def failed(self) -> tuple[Check, ...]:
@@ -131,6 +132,7 @@ class GateVerdict:
                 "capacity": self.capacity,
                 "server_metrics": self.server_metrics,
                 "traffic": self.traffic,
+                "adapter_check": self.adapter_check,
             }
         )
 
@@ -242,6 +244,7 @@ def decide(inputs: GateInputs) -> GateVerdict:
         capacity=json_safe(capacity) if capacity is not None else None,
         server_metrics=figures_to_report(inputs.server_metrics) if inputs.server_metrics is not None else None,
         traffic=json_safe(dict(inputs.traffic)) if inputs.traffic is not None else None,
+        adapter_check=json_safe(dict(inputs.adapter_check)) if inputs.adapter_check is not None else None,
     )
 
 

@@ -10,7 +10,9 @@ Event:
    "shadow": {"window_minutes", "sampling_percentage", "production_variant", "shadow_variant",
               "metric_data": GetMetricData's answer for the mirror window} (optional),
    "cross_check": {"tolerance", "jobs": [{"concurrency", "side", "job", "result": {"status", "output" |
-                   "reason"}}]} (optional: SageMaker's managed benchmark, reported beside, never decided on)
+                   "reason"}}]} (optional: SageMaker's managed benchmark, reported beside, never decided on),
+   "adapter_check": {"<adapter>": {"uri", "rank", "base_model", "base_model_check", "base_model_why", ...}}
+                    (optional: the stager's check of each new adapter version's archive, reported, never decided on)
 Returns {"approved", "outcome" (APPROVED | REJECTED | INCONCLUSIVE), "reasons", "report_key", "summary"};
 the full verdict is in report.json. Every benchmark result is read through its schema (optigate.bench.result_file:
 MergedResultFile, BenchResultFile), the evaluation's verdict as a JSON object with a status: one that
@@ -167,6 +169,7 @@ def verdict_for(s3, event: dict) -> tuple[GateVerdict, dict | None, dict | None]
         # A speculative candidate's evidence and break-even (the plan's); without it nothing approves speculation.
         speculation=event.get("speculation"),
         traffic=event.get("workload"),  # the captured workload's shape (constructs.gate.benchmark_workload)
+        adapter_check=event.get("adapter_check"),  # each new adapter version's archive (constructs.gate.adapter_steps)
     )
     return decide(inputs), baseline, candidate
 

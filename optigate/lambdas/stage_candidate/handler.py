@@ -42,12 +42,16 @@ Two kinds of event:
 3. An adapter check (a new adapter version as the candidate, `gate.candidate.adapters`): before any endpoint exists,
    download each archive (at most adapter_archive.MAX_ARCHIVE_BYTES, streamed, never written to disk) and check it
    the way vLLM will load it (optigate.deployment.adapter_archive: rank within max_lora_rank, the team's base
-   model, target modules vLLM serves, no DoRA / modules_to_save / bias, a safe archive).
+   model by its Hugging Face id where both name one and by its architecture wherever the archive shows it, target
+   modules vLLM serves, no DoRA / modules_to_save / bias, a safe archive).
 
-   Event: {"adapter_check": {"adapters": {"<adapter>": "s3://<bucket>/<key>.tar.gz", ...},
-                             "max_lora_rank": 32, "base_models": ["Qwen/Qwen2.5-7B-Instruct"],
-                             "modules": ["q_proj", ...]}}           (ResolvedTeam.adapter_limits.event() + adapters)
-   Returns {"adapters": {"<adapter>": {"uri", "bytes", "rank", "lora_alpha", "base_model"}}}.
+   Event: {"adapter_check": {"adapters": {"<adapter>": "s3://<bucket>/<key>.tar.gz", ...}, "max_lora_rank": 32,
+                             "base_models": ["Qwen/Qwen2.5-7B-Instruct"], "modules": ["q_proj", ...],
+                             "architecture": {"hidden_size": 3584, "num_hidden_layers": 28, ...}}}
+                                                                    (ResolvedTeam.adapter_limits.event() + adapters)
+   Returns {"adapters": {"<adapter>": {"uri", "bytes", "rank", "lora_alpha", "base_model", "base_model_check"
+   ("same" | "unknown": not compared, e.g. a local path), "base_model_why", "architecture_checked" (the files whose
+   figures matched the team's architecture)}}}, which the gate's report shows.
    Fails with error AdapterRefused ("<reason>: <adapter> (<uri>): <why>", the reason one of adapter_archive's
    named reasons, "archive-missing" for an object that is not there) for an archive the candidate cannot serve;
    other errors (access denied, a malformed event) are the run's own failures. IAM: s3:GetObject on the archives
@@ -358,6 +362,9 @@ def check_adapters(s3, event: dict[str, Any]) -> dict[str, Any]:
             "rank": facts.rank,
             "lora_alpha": facts.lora_alpha,
             "base_model": facts.base_model,
+            "base_model_check": facts.base_model_check,
+            "base_model_why": facts.base_model_why,
+            "architecture_checked": list(facts.architecture_checked),
         }
     return {"adapters": checked}
 
