@@ -55,7 +55,9 @@ def check_adapter_archives(
     # check of ListBucket carries no s3:prefix, so no prefix condition (it would deny exactly that check).
     buckets = sorted({split_s3_uri(uri)[0] for uri in changed.values()})
     nag.allow(role, ["s3:ListBucket"], [f"arn:{Aws.PARTITION}:s3:::{bucket}" for bucket in buckets])
-    allow_source_decrypt(role, [a.key_arn for a in components.adapters if a.changed and a.key_arn])
+    components = plan.components
+    if components is not None:  # the new versions are read with their adapters' keys
+        allow_source_decrypt(role, [a.key_arn for a in components.adapters if a.changed and a.key_arn])
     check = cleanup.guarded(
         sdk_task(
             scope,
