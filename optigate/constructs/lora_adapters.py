@@ -17,7 +17,7 @@ from optigate import naming
 from optigate.constructs.common import target_tracking
 from optigate.constructs.data_capture import CaptureSettings, capture_config, capture_prefix
 from optigate.constructs.lmi_model import LmiModel
-from optigate.constructs.rollback_alarms import rollback_alarms, variant_metric
+from optigate.constructs.rollback_alarms import MAX_METRICS_PER_ALARM, rollback_alarms, variant_metric
 from optigate.constructs.tuned_endpoint import VariantSettings, metrics_property
 from optigate.deployment.component_rollout import ComponentRollout
 from optigate.deployment.component_settings import BaseComponentSettings, ComponentPlacement
@@ -44,10 +44,6 @@ class ComponentScaling:
     scale_to_zero: bool = False
     scale_in_cooldown_seconds: int = 300
     scale_out_cooldown_seconds: int = 60
-
-
-#: CloudWatch: "an alarm can ... contain up to 10 metrics" (metric math alarms; alarm-limits in the user guide).
-MAX_METRICS_PER_ALARM = 10
 
 
 @jsii.implements(cloudwatch.IAlarmAction)
@@ -219,6 +215,12 @@ class LoraAdapters(Construct):
             max_5xx_per_minute=rollout.max_5xx_per_minute,
             p99_model_latency_ms=rollout.p99_model_latency_ms,
             update="a rolling update of the base inference component",
+            # An endpoint hosting components may publish its invocations per component only: the alarms read those
+            # too (the base's, and each adapter's, which the base's copies serve).
+            components=[
+                self.base_component_name,
+                *(naming.inference_component_name(self.endpoint_name, name) for name in self.adapter_components),
+            ],
         )
         component = sagemaker.CfnInferenceComponent
         self.base.deployment_config = component.InferenceComponentDeploymentConfigProperty(

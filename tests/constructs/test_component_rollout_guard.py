@@ -67,17 +67,47 @@ def test_the_base_rolls_out_in_capacity_batches_and_rolls_back_on_the_endpoints_
     }
     alarms = _rollback_alarms(template)
     assert config["AutoRollbackConfiguration"]["Alarms"] == [{"AlarmName": {"Ref": logical}} for logical in alarms]
-    # The blue/green roll-outs' alarms: 5XX errors and p99 ModelLatency of the endpoint's variant.
-    watched = {
-        (a["MetricName"], a.get("Statistic") or a.get("ExtendedStatistic")): {
-            d["Name"]: d["Value"] for d in a["Dimensions"]
-        }
-        for a in alarms.values()
-    }
+    # The blue/green roll-outs' alarms, 5XX errors and p99 ModelLatency, over every dimension set the user guide
+    # lists for an endpoint's invocation metrics: the variant's and each inference component's (an endpoint hosting
+    # components was seen publishing its invocations per component only), whichever is higher.
     variant = {"EndpointName": "support-dev", "VariantName": "AllTraffic"}
-    assert watched == {("Invocation5XXErrors", "Sum"): variant, ("ModelLatency", "p99"): variant}
+    per_component = [{"InferenceComponentName": f"support-dev-{name}"} for name in ("base", "triage", "reply")]
+    for metric, statistic, combine in (("Invocation5XXErrors", "Sum", "SUM"), ("ModelLatency", "p99", "MAX")):
+        (alarm,) = [a for a in alarms.values() if a["Metrics"][1]["MetricStat"]["Metric"]["MetricName"] == metric]
+        read = {m["Id"]: m for m in alarm["Metrics"]}
+        expression = next(m["Expression"] for m in alarm["Metrics"] if "Expression" in m)
+        assert expression == f"IF(FILL(variant, 0) > {combine}(FILL([c0, c1, c2], 0)), FILL(variant, 0), " \
+            f"{combine}(FILL([c0, c1, c2], 0)))"  # fmt: skip
+        dimensions = {key: {d["Name"]: d["Value"] for d in m["MetricStat"]["Metric"]["Dimensions"]}
+                      for key, m in read.items() if "MetricStat" in m}  # fmt: skip
+        assert dimensions == {"variant": variant, **{f"c{i}": d for i, d in enumerate(per_component)}}
+        assert {m["MetricStat"]["Stat"] for m in read.values() if "MetricStat" in m} == {statistic}
     # Adapters share the base's copies: nothing to batch, so no DeploymentConfig.
     assert all("DeploymentConfig" not in components[f"support-dev-{name}"] for name in ("triage", "reply"))
+
+
+def test_components_past_what_one_alarm_may_read_get_another_pair_of_alarms():
+    """An alarm reads at most 10 metrics: the variant and 9 components; the base and 11 adapters need two pairs."""
+    from aws_cdk import aws_cloudwatch as cloudwatch
+
+    from optigate.constructs.rollback_alarms import rollback_alarms, variant_metric
+
+    stack = Stack(App(), "Test")
+    names = [f"support-dev-a{i}" for i in range(12)]
+    alarms = rollback_alarms(
+        stack,
+        "support-dev",
+        VariantSettings(instance_type="ml.g6e.12xlarge"),
+        lambda name, statistic: variant_metric("support-dev", "AllTraffic", name, statistic),
+        max_5xx_per_minute=5,
+        p99_model_latency_ms=2000,
+        update="a rolling update",
+        components=names,
+    )
+    assert len(alarms) == 4 and all(isinstance(a, cloudwatch.Alarm) for a in alarms)
+    template = Template.from_stack(stack).to_json()
+    read = [len(r["Properties"]["Metrics"]) for r in template["Resources"].values()]
+    assert sorted(read) == [5, 5, 11, 11]  # the expression, the variant and 9 components; then the other 3
 
 
 def test_the_default_is_a_guarded_roll_out_and_none_leaves_updates_unguarded():
