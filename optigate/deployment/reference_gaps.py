@@ -23,6 +23,11 @@ NOTE_CAPTURE_OF_STREAMS = rule(
 NOTE_TRAINING_IMAGE_UNNAMED = rule(
     "OG424", "an EAGLE head: the image its optimization job trains in is undocumented", Severity.NOTE
 )
+NOTE_ACCEPTANCE_UNSEEN = rule(
+    "OG425",
+    "a speculative candidate whose container publishes its acceptance nowhere a source says: the gate cannot decide it",
+    Severity.NOTE,
+)
 
 SPECULATION: PathT = (*GATE_CANDIDATE, "speculative_decoding")
 
@@ -131,6 +136,31 @@ def trained_head_notes(head: EagleTraining | None) -> list[Problem]:
     return notes
 
 
+def acceptance_notes(team: TeamConfig, candidate: ResolvedServing | None) -> list[Problem]:
+    """A speculative candidate's acceptance is read from the surfaces its container publishes
+    (optigate.serving.surfaces.acceptance_evidence): LMI's rolling batch publishes it nowhere a client or CloudWatch
+    can read, and a container version newer than every source read (LMI 0.38.0) publishes it only by extrapolation.
+    Either way the gate's speculative_acceptance check is INCONCLUSIVE: said before anything is paid for."""
+    from optigate.serving import surfaces
+
+    if candidate is None or not team.gate.candidate.get("speculative_decoding"):
+        return []
+    container = surfaces.Container.from_tag(candidate.image_family, candidate.image_tag)
+    evidence = surfaces.acceptance_evidence(container, candidate.engine_mode.name)
+    if evidence.source is not None and evidence.assumed is None:
+        return []
+    why = evidence.why_none or f"its acceptance is read from assumed surfaces alone ({evidence.assumed})"
+    return [
+        Problem(
+            (*SPECULATION, "method"),
+            f"the gate cannot decide this speculation: {why}; its speculative_acceptance check will be INCONCLUSIVE "
+            "(a person approves or rejects). Pin gate.candidate's container.version to one whose async stream is "
+            f"sourced (LMI {'.'.join(map(str, surfaces.LMI_READ_THROUGH))}: docs/container-surfaces.md)",
+            NOTE_ACCEPTANCE_UNSEEN,
+        )
+    ]
+
+
 def reference_gap_notes(
     team: TeamConfig,
     baseline: ResolvedServing | None,
@@ -140,4 +170,9 @@ def reference_gap_notes(
 ) -> list[Problem]:
     """Every note of this module for a resolved team."""
     variants = {("serving",): baseline, SHADOW_CANDIDATE: shadow, GATE_CANDIDATE: candidate}
-    return cuda13_host_notes(variants) + cross_check_tokenizer_notes(team) + trained_head_notes(head)
+    return (
+        cuda13_host_notes(variants)
+        + cross_check_tokenizer_notes(team)
+        + trained_head_notes(head)
+        + acceptance_notes(team, candidate)
+    )

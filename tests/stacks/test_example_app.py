@@ -233,6 +233,25 @@ def test_every_endpoint_has_a_rotating_customer_managed_key(example_app):
         assert keys and all(k["Properties"]["EnableKeyRotation"] for k in keys.values()), stack
 
 
+def test_no_template_traces_payloads_since_tracing_cannot_go_with_data_capture(example_app):
+    """botocore 1.44.18 CreateEndpointConfig.TracingConfig: "You can't enable tracing together with data capture
+    (EnableCapture set to True in DataCaptureConfig)". optigate offers no tracing; one that adds it needs a validate
+    rule refusing it beside data capture first, and this test says so."""
+    from optigate.rehearse.asl import iter_states
+    from optigate.rehearse.template import placeholder_definition, state_machines
+
+    for stack, template in example_app.templates.items():
+        configs = [r["Properties"] for r in resources_of(template, "AWS::SageMaker::EndpointConfig").values()]
+        configs += [
+            state.get("Parameters") or {}
+            for logical in state_machines(template)
+            for _, state in iter_states(placeholder_definition(template, logical))
+            if "createEndpointConfig" in str(state.get("Resource", ""))
+        ]
+        assert configs or "chat" not in stack, stack  # every team's stack has an endpoint config
+        assert all("TracingConfig" not in config for config in configs), f"{stack}: refuse tracing with capture"
+
+
 def test_prod_overrides_apply_only_where_configured(example_app):
     prod_chat = _only(example_app.templates["optigate-prod-chat"], "AWS::SageMaker::EndpointConfig")
     dev_chat = _only(example_app.templates["optigate-dev-chat"], "AWS::SageMaker::EndpointConfig")
