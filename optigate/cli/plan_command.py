@@ -205,7 +205,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if args.endpoint:
             from optigate.cli.plan_live import check_endpoint
 
-            return check_endpoint(args, resolved.plan.to_dict())
+            return check_endpoint(args, resolved.plan.to_dict(), (resolved.image_family, resolved.image_tag))
         residency = _adapter_residency(resolved_team.team, resolved)
         _print_plan(resolved.plan, args, title, said, pool_rows(resolved), weights, residency)
         if resolved.pools and not args.json:

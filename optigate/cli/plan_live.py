@@ -62,11 +62,23 @@ def live_kv_check(plan: dict[str, Any], figures: dict[str, Any]) -> dict[str, An
     }
 
 
-def check_endpoint(args: argparse.Namespace, plan: dict[str, Any]) -> int:
-    """Read the endpoint's window and print the check: exit 0 checked, 3 when the figures cannot decide."""
+def check_endpoint(args: argparse.Namespace, plan: dict[str, Any], container: tuple[str, str]) -> int:
+    """Read the endpoint's window and print the check: exit 0 checked, 3 when the figures cannot decide. `container`:
+    the team's (family, image tag); a container that exports no KV series (no LMI container does:
+    optigate.serving.surfaces) is said in one line without a query."""
     import boto3
 
     from optigate.bench import server_metrics
+    from optigate.serving import surfaces
+
+    served = surfaces.Container.from_tag(*container)
+    if "vllm:kv_cache_usage_perc" not in surfaces.server_series(served):
+        raise CliError(
+            f"{args.endpoint}: {served} exports no KV-cache series (djl-serving serves no /metrics: "
+            "docs/container-surfaces.md), so there is nothing live to check the planner with; calibrate from gate "
+            "reports instead (--calibrate REPORT)",
+            exit_code=3,
+        )
 
     region = args.region or boto3.Session().region_name
     if not region:

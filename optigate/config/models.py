@@ -525,10 +525,10 @@ class Serving(VllmEngineSwitches, ServingCore):  # fields: ServingCore's, the sw
     )
     detailed_metrics: bool = Field(
         True,
-        description="EndpointConfig MetricsConfig.EnableDetailedObservability: SageMaker scrapes the container's own "
-        "Prometheus metrics (vLLM's KV-cache usage, queue time, preemptions, prefix-cache hits, speculative "
-        "acceptance) into CloudWatch, where `optigate plan --calibrate --endpoint` reads them. The gate's temporary "
-        "endpoints always publish them (the verdict reads them); false turns them off for this team's endpoints.",
+        description="EndpointConfig MetricsConfig.EnableDetailedObservability: SageMaker publishes per-GPU (DCGM) and "
+        "node metrics to CloudWatch, and the container's own Prometheus series where it exports them (vLLM's DLC does; "
+        "no LMI container does: docs/container-surfaces.md). The gate's temporary endpoints publish them only where "
+        "the candidate's container exports series the verdict reads; false turns them off for this team's endpoints.",
     )
     autoscaling: Autoscaling | None = Field(
         None,

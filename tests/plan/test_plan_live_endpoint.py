@@ -41,7 +41,27 @@ def test_missing_live_figures_cannot_check():
     assert not check["checked"] and "no series" in check["why"]
 
 
-def test_the_cli_reads_the_endpoint_window_and_checks_the_plan(monkeypatch, capsys):
+def test_an_lmi_team_gets_one_line_and_exit_3_without_a_query(monkeypatch, capsys):
+    """chat runs LMI, which exports no KV series (djl-serving serves no /metrics): nothing live to read."""
+    asked: list[str] = []
+    monkeypatch.setattr(server_metrics, "signed_transport", lambda region: _fake({"kv_cache_usage_max": 0.5}, asked))
+    assert main(["plan", TEAM, "--calibrate", "--endpoint", "chat-prod", "--region", "us-east-1"]) == 3
+    err = capsys.readouterr().err
+    assert "chat-prod: lmi 0.36.0 (lmi27) exports no KV-cache series" in err and "--calibrate REPORT" in err
+    assert asked == []
+
+
+@pytest.fixture
+def exporting(monkeypatch):
+    """The team's container as one that exports vLLM's series (none of optigate's families does: this stands for
+    one, SageMaker's vLLM DLC's rows)."""
+    from optigate.serving import surfaces
+
+    series = surfaces.server_series(surfaces.Container(surfaces.VLLM_DLC, (0, 11, 0)))
+    monkeypatch.setattr(surfaces, "server_series", lambda container: series)
+
+
+def test_the_cli_reads_the_endpoint_window_and_checks_the_plan(monkeypatch, capsys, exporting):
     asked: list[str] = []
     monkeypatch.setattr(
         server_metrics, "signed_transport", lambda region: _fake({"kv_cache_usage_max": 0.5, "running_max": 4.0}, asked)
@@ -54,7 +74,7 @@ def test_the_cli_reads_the_endpoint_window_and_checks_the_plan(monkeypatch, caps
     assert all('"aws.sagemaker.endpoint.name"="chat-prod"' in q and "[3600s]" in q for q in asked)
 
 
-def test_the_cli_exits_3_when_the_endpoint_publishes_nothing(monkeypatch, capsys):
+def test_the_cli_exits_3_when_the_endpoint_publishes_nothing(monkeypatch, capsys, exporting):
     monkeypatch.setattr(server_metrics, "signed_transport", lambda region: _fake({}, []))
     assert main(["plan", TEAM, "--calibrate", "--endpoint", "chat-prod", "--region", "us-east-1"]) == 3
     assert "cannot check the planner" in capsys.readouterr().out
