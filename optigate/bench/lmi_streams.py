@@ -11,7 +11,8 @@
   lines for the dropped usage chunk and `[DONE]`.
 - rolling-batch, `inputs`: `{"token": {"id", "text", "log_prob"}}` per token; the last with `generated_text`, and
   `details` when asked.
-- rolling-batch, chat request: `chat.completion.chunk` per token, without `model` or `usage`.
+- rolling-batch, chat request: `chat.completion.chunk` per token, without `model` or `usage`; as server-sent events
+  (`data: {...}` lines, then `data: [DONE]`) from LMI 26 on (`sse`, optigate.serving.surfaces says which container).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class LmiStream:
     body: dict[str, Any]
     total: int
     words: list[str] | None = None
+    sse: bool = False  # the rolling batch's chat stream as server-sent events (LMI 26 on)
     created: int = field(default_factory=lambda: int(time.time()))
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -68,7 +70,10 @@ class LmiStream:
         if self.engine_mode == "async":
             return self._async_chat(start, count, last) if self.chat else self._async_inputs(start, count, last)
         if self.chat:
-            return b"".join(self._sync_chat(i, i == self.total - 1) for i in range(start, start + count))
+            lines = [self._sync_chat(i, i == self.total - 1) for i in range(start, start + count)]
+            if self.sse:  # djl-serving's sse_chat: each chunk an event, and [DONE] after the last
+                lines = [b"data: " + line.rstrip(b"\n") + b"\n\n" for line in lines] + [b"data: [DONE]\n\n"] * last
+            return b"".join(lines)
         return b"".join(self._sync_token(i, i == self.total - 1) for i in range(start, start + count))
 
     # ------------------------------------------------------------------ async mode (vllm_async_service)

@@ -1,33 +1,18 @@
-"""A local SageMaker-runtime emulator for LLM endpoints (`optigate emulate`).
+"""A local SageMaker-runtime emulator for LLM endpoints (`optigate emulate`). Only ever bind it to loopback.
 
-It serves `POST /endpoints/{name}/invocations` and `/invocations-response-stream` the way
-SageMaker does: the streaming response is `application/vnd.amazon.eventstream` with real
-framing (prelude, headers, both CRC32s) carrying what LMI streams in the configured engine mode for the
-request's schema (optigate.bench.lmi_streams: async mode's chat chunks, the rolling batch's token lines),
-errors come back with `X-Amzn-ErrorType` as boto3 expects, and the target variant and inference
-component headers select per-variant behaviour. boto3 talks to it through `endpoint_url`.
-
-Behaviour per endpoint (and per variant / inference component) is configurable: TTFT and ITL
-distributions, output length, tokens per chunk (speculative decoding), frames per socket write
-(a server that flushes in bursts), LMI's engine mode, and injected faults (throttling, ModelError,
-ModelStreamError mid-stream, connection reset, stall). LoRA residency per endpoint: adapter components take
-one of `max_loras` GPU slots (LRU); a request whose adapter is not resident waits `adapter_load_ms` more for its
-first token (emulator_config.EndpointConfig).
-The server behind each endpoint's variant (or component) is a batch (optigate.bench.emulator_server): batch slots
-(`max_num_seqs`) and KV admission (`kv_cache_tokens`) queue requests, the prefill costs per uncached prompt token
-with vLLM's prefix caching, speculative decoding emits accepted drafts per step, and `capture_dir` receives every
-InvokeEndpoint request (and, with `capture_streams`, every streamed one: an assumed surface) as SageMaker's data
-capture writes it. What this model predicts for a load is optigate.bench.emulator_truth.
-
-Each emulated server stands for a container (`container`, a family at an image tag) and publishes only what
-optigate.serving.surfaces says that container publishes: the stream of its engine mode for the request's schema, and
-`GET /metrics` (the container's Prometheus route) only where a row says the container serves one, which no LMI
-container does. ROUTE_SURFACES names the surface each route emulates; a test fails for a route or stream without a
-row.
-It records when it actually sent each chunk, so a benchmark's measurement error can be computed
-against the emulator's own clock (`GET /_emulator/trace`; same host, same monotonic clock).
-
-Only ever bind it to loopback.
+`POST /endpoints/{name}/invocations` and `/invocations-response-stream` as SageMaker serves them: the stream is
+`application/vnd.amazon.eventstream` with real framing (prelude, headers, both CRC32s) carrying what LMI streams in the
+engine mode for the request's schema (optigate.bench.lmi_streams), errors carry `X-Amzn-ErrorType` as boto3 expects,
+and the target variant and inference component headers select the behaviour. Per endpoint, variant or component:
+TTFT and ITL distributions, output length, tokens per chunk, frames per socket write, the engine mode, faults
+(throttling, ModelError, ModelStreamError mid-stream, reset, stall), and LoRA residency (`max_loras` slots, LRU,
+`adapter_load_ms`: emulator_config.EndpointConfig). Each server is a batch (optigate.bench.emulator_server): slots
+(`max_num_seqs`), KV admission (`kv_cache_tokens`), prefill per uncached prompt token with prefix caching, speculative
+steps; optigate.bench.emulator_truth predicts it. `capture_dir` receives each InvokeEndpoint request (streamed ones
+too with `capture_streams`: an assumed surface) as SageMaker's data capture writes it. Each server stands for a
+container (`container`) and publishes only what optigate.serving.surfaces says it does (emulator_surfaces: no
+`GET /metrics` on LMI). It records when it sent each chunk (`GET /_emulator/trace`, the same monotonic clock), so a
+benchmark's measurement error can be computed against the emulator's own clock.
 """
 
 from __future__ import annotations
@@ -44,26 +29,16 @@ from typing import Any
 from aiohttp import web
 
 from optigate.bench.emulator_answers import AnswerBook
-from optigate.bench.emulator_config import Behaviour, EmulatorConfig, emulated_container
-from optigate.bench.emulator_metrics import render
+from optigate.bench.emulator_config import Behaviour, EmulatorConfig
 from optigate.bench.emulator_model import draw_accepted, prefill_ms, prompt_text, prompt_words, step_overhead_ms
 from optigate.bench.emulator_scheduler import Batch
 from optigate.bench.emulator_server import Admission, CaptureWriter, Server
+from optigate.bench.emulator_surfaces import metrics_page, stream_form
 from optigate.bench.eventstream import payload_part, stream_exception
 from optigate.bench.lmi_streams import WORDS, LmiStream
-from optigate.bench.payloads import DEFAULT_SCHEMA
-from optigate.serving import surfaces
 
 LOOPBACK = "127.0.0.1"
 EMULATOR_KEY: web.AppKey[Emulator] = web.AppKey("emulator")
-#: The surface (optigate.serving.surfaces: publisher, kind, name) each route emulates; "container" is the emulated
-#: server's container. Routes under /_emulator/ are the emulator's own (its clock trace), no surface of AWS's.
-CONTAINER = "container"
-ROUTE_SURFACES: dict[str, tuple[str, surfaces.Kind, str]] = {
-    "POST /endpoints/{name}/invocations-response-stream": (surfaces.RUNTIME, "api", surfaces.INVOKE_STREAM),
-    "POST /endpoints/{name}/invocations": (surfaces.RUNTIME, "api", surfaces.INVOKE),
-    "GET /metrics": (CONTAINER, "route", surfaces.METRICS_ROUTE),
-}
 
 
 # ----------------------------------------------------------------------------- payloads
@@ -89,7 +64,7 @@ class Emulator:
         self.app.router.add_get("/_emulator/trace", self.get_trace)
         self.app.router.add_delete("/_emulator/trace", self.clear_trace)
         self.app.router.add_get("/metrics", self.get_metrics)
-        self.app.router.add_get("/_emulator/metrics", self.get_internal_metrics)
+        self.app.router.add_get("/_emulator/metrics", self.get_metrics)
         self.active_streams = 0
         # One emulated server per endpoint and variant (or component); those without max_num_seqs or
         # kv_cache_tokens share one unlimited batch (per-active-stream slowdowns count all of them, as ever).
@@ -102,25 +77,12 @@ class Emulator:
         self.resident: dict[str, OrderedDict[str, float]] = {}
 
     async def get_metrics(self, request: web.Request) -> web.Response:
-        """vLLM's container metrics (optigate.bench.emulator_metrics) of each emulated server whose container serves
-        them (optigate.serving.surfaces; no LMI container does: 404, as djl-serving answers); `?endpoint=` narrows."""
-        wanted = request.query.get("endpoint")
-        servers = [
-            server.metrics
-            for (endpoint, _), server in self.servers.items()
-            if wanted in (None, endpoint)
-            and surfaces.publishes(emulated_container(server.behaviour.container), "route", surfaces.METRICS_ROUTE)
-        ]
-        if not servers:
+        """The container metrics of each server whose container serves them (none on LMI: 404, as djl-serving
+        answers), or at /_emulator/metrics every server's state, for tests (optigate.bench.emulator_surfaces)."""
+        text = metrics_page(self.servers, request.query.get("endpoint"), own=request.path.startswith("/_emulator/"))
+        if text is None:
             return web.Response(status=404, text="Resource not found")  # djl-serving's InvalidRequestHandler
-        return web.Response(text=render(servers), content_type="text/plain", charset="utf-8")
-
-    async def get_internal_metrics(self, request: web.Request) -> web.Response:
-        """Every emulated server's state (batch, KV, queue, speculation counters), named as vLLM names them, for
-        tests and people inspecting the emulator: the emulator's own route, whatever the containers publish."""
-        wanted = request.query.get("endpoint")
-        servers = [server.metrics for (endpoint, _), server in self.servers.items() if wanted in (None, endpoint)]
-        return web.Response(text=render(servers), content_type="text/plain", charset="utf-8")
+        return web.Response(text=text, content_type="text/plain", charset="utf-8")
 
     async def get_trace(self, _request: web.Request) -> web.Response:
         return web.json_response(self.trace)
@@ -177,10 +139,10 @@ class Emulator:
         return self.config.behaviour_for(name, variant, component), variant or component or "AllTraffic"
 
     async def _prelude(
-        self, request: web.Request, *, streamed: bool = False
-    ) -> tuple[Behaviour | web.Response, dict[str, Any], str, str, float]:
-        """The request's behaviour (or the error answer), body, id, variant label, and adapter load wait in ms.
-        A `streamed` invocation is captured only with `capture_streams` (optigate.serving.surfaces: assumed)."""
+        self, request: web.Request, streamed: bool = False
+    ) -> tuple[Any, dict[str, Any], str, str, float]:
+        """The request's behaviour (or the error answer), body, id, variant label, and adapter load wait in ms; a
+        `streamed` one captured only with `capture_streams` (optigate.serving.surfaces: an assumed surface)."""
         received = time.perf_counter()
         request_id = str(uuid.uuid4())
         behaviour, variant = self._select(request)
@@ -263,20 +225,6 @@ class Emulator:
             payload, headers={"x-amzn-RequestId": request_id, "x-Amzn-Invoked-Production-Variant": variant}
         )
 
-    @staticmethod
-    def _unpublished_stream(behaviour: Behaviour, body: dict[str, Any]) -> str | None:
-        """Why the emulated container cannot answer this request's schema as a stream (no row of
-        optigate.serving.surfaces says it publishes that stream in its engine mode), None when it can."""
-        container = emulated_container(behaviour.container)
-        schema = "messages" if "messages" in body else DEFAULT_SCHEMA.get(behaviour.engine_mode, "inputs")
-        name = surfaces.stream_name(behaviour.engine_mode, schema)
-        if surfaces.publishes(container, "stream", name):
-            return None
-        return (
-            f"emulator: no row of optigate.serving.surfaces says {container} streams `{name}` "
-            "(docs/container-surfaces.md), so it is not emulated"
-        )
-
     def _too_long(self, request_id: str, server: Server, prompt: int, output: int) -> web.Response:
         message = (
             f'Received client error (400) from primary with message "{prompt} prompt + {output} output tokens '
@@ -302,12 +250,12 @@ class Emulator:
         return book.answer(prompt_text(body)).split() or [""]
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
-        behaviour, body, request_id, variant, load_ms = await self._prelude(request, streamed=True)
+        behaviour, body, request_id, variant, load_ms = await self._prelude(request, True)
         if isinstance(behaviour, web.Response):
             return behaviour
-        unpublished = self._unpublished_stream(behaviour, body)
-        if unpublished is not None:
-            return self._error(400, "ValidationError", unpublished, request_id)
+        form = stream_form(behaviour, body)
+        if isinstance(form, str):
+            return self._error(400, "ValidationError", form, request_id)
         rng = self.rng
         words = self._answer_words(behaviour, body)
         total = len(words) if words else behaviour.output_tokens or _requested_tokens(body)
@@ -337,7 +285,7 @@ class Emulator:
                 load_ms += prefill_ms(behaviour, admission.uncached_tokens)
                 faults = (stream_error, reset, stall)
                 return await self._send_tokens(
-                    request, response, behaviour, total, sends, faults, words, body, load_ms, server
+                    request, response, behaviour, total, sends, faults, words, body, load_ms, server, sse=form
                 )
         except ConnectionResetError:
             # The client went away mid-stream (its timeout, a cancelled benchmark): nothing left to send, and no
@@ -358,9 +306,10 @@ class Emulator:
         body=None,
         load_ms=0.0,
         server: Server | None = None,
+        sse: bool = False,
     ) -> web.StreamResponse:
         stream_error, reset, stall = faults
-        lmi = LmiStream(behaviour.engine_mode, body or {}, total, words)
+        lmi = LmiStream(behaviour.engine_mode, body or {}, total, words, sse=sse)
         rng = self.rng
         loop = asyncio.get_running_loop()
         batch = server.batch if server is not None else self.shared_batch

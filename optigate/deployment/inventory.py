@@ -206,12 +206,15 @@ def inventory(deployment: Deployment) -> StackInventory:
 
 def _gate(deployment: Deployment) -> GateResources | None:
     """The gate's state machine and the benchmark fleet's, and the functions they call (optigate.constructs.gate):
-    the fleet's worker and merger, the decision and the server-metrics reader always; the staging function when a
-    stage needs it (candidate.Stager's callers); the managed benchmark's jobs with a cross-check."""
+    the fleet's worker and merger and the decision always; the server-metrics reader where the candidate's container
+    publishes series the gate reads (none on LMI: GatePlan.server_series); the staging function when a stage needs it
+    (candidate.Stager's callers); the managed benchmark's jobs with a cross-check."""
     plan = deployment.gate
     if plan is None:
         return None
-    functions = ["benchmark worker", "benchmark merge", "decision", "server metrics reader"]
+    functions = ["benchmark worker", "benchmark merge", "decision"]
+    if plan.server_series:
+        functions.append("server metrics reader")
     components = plan.components
     stages_files = bool(plan.optimization_configs) and (bool(plan.staged_paths()) or plan.trained_head is not None)
     checks_archives = (

@@ -1,3 +1,4 @@
+# Over 400 lines: the one table of surfaces (most of the file is its rows, each with its source) and its lookups.
 """What each container and service really publishes to optigate: THE one table of surfaces (routes, streams, metric
 series, capture, runtime API), each row with its source (a file at a commit, a botocore member, a documentation page)
 or `assumed` with why.

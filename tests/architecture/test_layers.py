@@ -129,7 +129,8 @@ def test_the_rehearsal_is_a_late_layer_only_the_cli_imports():
     handlers and the evaluation job's own verdict writer, and synthesizes a team itself with a lock's approvals): it
     may import those layers, and only the CLI imports it."""
     graph = package_graph()
-    below = {"config", "deployment", "constructs", "stacks", "bench", "evaluate", "lambdas", "promote"}
+    # serving: which container each side's emulator stands for (optigate.serving.surfaces).
+    below = {"config", "deployment", "constructs", "stacks", "bench", "evaluate", "lambdas", "promote", "serving"}
     assert graph["optigate.rehearse"] <= {f"optigate.{name}" for name in below}
     assert {source for source, targets in graph.items() if "optigate.rehearse" in targets} == {"optigate.cli"}
 

@@ -10,9 +10,10 @@ import pytest
 
 from optigate.bench.emulator_config import DEFAULT_CONTAINER, EmulatorConfig, emulated_container
 from optigate.bench.emulator_metrics import COUNTERS, GAUGES, QUEUE_TIME
+from optigate.bench.emulator_surfaces import CONTAINER, ROUTE_SURFACES
 from optigate.bench.lmi_streams import LmiStream
 from optigate.bench.payloads import SCHEMAS
-from optigate.bench.runtime_emulator import CONTAINER, ROUTE_SURFACES, Emulator, emulator_of, start
+from optigate.bench.runtime_emulator import Emulator, emulator_of, start
 from optigate.serving import surfaces
 
 
@@ -87,10 +88,7 @@ def test_an_emulated_lmi_container_answers_get_metrics_404_as_djl_serving_does()
 
 @pytest.mark.parametrize(
     "container, mode, message",
-    [
-        ("lmi:0.36.0-lmi27.0.0-cu130", "rolling-batch", "rolling-batch messages"),  # SSE from lmi26
-        ("lmi-trtllm:0.33.0-tensorrtllm0.21.0-cu128", "async", "async messages"),
-    ],
+    [("lmi-trtllm:0.33.0-tensorrtllm0.21.0-cu128", "async", "async messages")],
 )
 def test_a_stream_no_row_says_the_container_publishes_is_refused_naming_the_row(container, mode, message):
     config = EmulatorConfig.parse({"default": {"ttft_ms": 5, "itl_ms": 1, "output_tokens": 3,
@@ -112,3 +110,28 @@ def test_a_stream_no_row_says_the_container_publishes_is_refused_naming_the_row(
 def test_the_emulator_emulates_optigates_families_only(text):
     with pytest.raises(ValueError, match="expected <family>:<image tag>"):
         EmulatorConfig.parse({"default": {"container": text}})
+
+
+@pytest.mark.parametrize(
+    "container, sse", [("lmi:0.36.0-lmi27.0.0-cu130", True), ("lmi:0.35.0-lmi17.0.0-cu128", False)]
+)
+def test_the_rolling_batchs_chat_stream_is_server_sent_events_from_lmi26_on(container, sse):
+    """djl-serving's rolling-batch chat stream: JSON lines up to lmi25, `data: {...}` events and `data: [DONE]` from
+    lmi26 (optigate.serving.surfaces' rows); the benchmark's parser refuses the events (StreamFormatMismatch)."""
+    from optigate.bench.eventstream import decode_events
+
+    config = EmulatorConfig.parse({"default": {"ttft_ms": 5, "itl_ms": 1, "output_tokens": 3,
+                                               "container": container, "engine_mode": "rolling-batch"}})  # fmt: skip
+
+    async def body(url, _):
+        async with aiohttp.ClientSession() as session:
+            answer = await session.post(
+                f"{url}/endpoints/chat/invocations-response-stream",
+                json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3},
+            )
+            return answer.status, await answer.read()
+
+    status, raw = asyncio.run(_serve(config, body))
+    text = b"".join(event.payload for event in decode_events(raw)).decode()
+    assert status == 200 and text.startswith("data: {") is sse and text.endswith("data: [DONE]\n\n") is sse
+    assert text.count("chat.completion.chunk") == 3

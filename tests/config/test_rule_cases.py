@@ -505,6 +505,12 @@ NOTE_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ),
     ("OG423", gate({"speculative_decoding": EAGLE_FROM_CAPTURE}), gate({"speculative_decoding": EAGLE_FROM_S3})),
     ("OG424", gate({"speculative_decoding": EAGLE_FROM_S3}), gate({"max_batch_size": 16})),
+    # speculation on the newest LMI (0.38.0, no public source: its stream extrapolated); twin: pinned to 0.36.0
+    (
+        "OG425",
+        gate({"speculative_decoding": EAGLE_FROM_S3}),
+        both(serving(container={"version": "0.36.0"}), gate({"speculative_decoding": EAGLE_FROM_S3})),
+    ),
     # adapters on a model given by its config.json fields alone; twin: the same with its Hugging Face id
     ("OG456", {**arch(), **ADAPTERS}, {"model": {**HUB["model"], **arch()["model"]}, **ADAPTERS}),
 ]

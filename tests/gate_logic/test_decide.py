@@ -498,6 +498,7 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
         "capacity",
         "server_metrics",
         "traffic",
+        "adapter_check",
     ]
     assert list(data["checks"][0]) == [
         "name",

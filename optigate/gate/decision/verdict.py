@@ -15,6 +15,7 @@ from typing import Any
 from optigate.bench.compare import Delta, MarginLike, compare_adapters, compare_blocks
 from optigate.bench.metrics import RunSamples
 from optigate.config.models import BenchmarkGate, CrossCheckTolerance
+from optigate.gate.decision.acceptance import acceptance_checks
 from optigate.gate.decision.adapters import adapter_blocks, adapter_latency_checks, adapter_names
 from optigate.gate.decision.checks import (
     check_dict,
@@ -39,7 +40,6 @@ from optigate.gate.decision.slo_checks import (
     side_goodput,
     slo_checks,
 )
-from optigate.gate.decision.speculation import acceptance_checks
 from optigate.gate.decision.wording import CheckName, label, reason
 from optigate.gate.report_format import FORMAT_VERSION
 from optigate.gate.server_metrics import figures_to_report
