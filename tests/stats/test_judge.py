@@ -148,8 +148,7 @@ def test_each_consumer_gives_the_verdicts_it_gave_before_the_judge(consumer):
     if consumer == "gate":  # the checks at the SLO and the acceptance came later; the rest and every outcome stay
         later = ("goodput", "capacity", "speculative_acceptance")
         found = {
-            name: [outcome, [row for row in rows if row[0] not in later]]
-            for name, (outcome, rows) in found.items()
+            name: [outcome, [row for row in rows if row[0] not in later]] for name, (outcome, rows) in found.items()
         }
     assert found == BEFORE[consumer]
 
