@@ -54,14 +54,21 @@ def _files(results: Results) -> list[Mapping[str, Any]]:
 
 
 def workload_text(data: Mapping[str, Any]) -> str:
-    """One line: prompt and output tokens, loop, levels, requests or duration per level, schema."""
+    """One line: prompt and output tokens (a captured workload's own lengths), loop, levels, requests or duration
+    per level, schema."""
     load = data.get("load") or {}
     levels = sorted({int(run["concurrency"]) for run in data.get("runs") or []})
     parts = []
-    if load.get("prompt_tokens") is not None or load.get("max_new_tokens") is not None:
-        parts.append(f"{load.get('prompt_tokens', '?')} prompt → {load.get('max_new_tokens', '?')} output tokens")
+    captured = load.get("workload") if isinstance(load.get("workload"), Mapping) else None
+    if captured:  # its requests' own lengths were sent (older files recorded unsent synthetic defaults beside it)
+        parts.append(captured_text(captured))
+    elif load.get("prompt_tokens") is not None or load.get("max_new_tokens") is not None:
+        prompt = "prompts file" if load.get("prompt_tokens") is None else f"{load.get('prompt_tokens', '?')} prompt"
+        parts.append(f"{prompt} → {load.get('max_new_tokens', '?')} output tokens")
     if load.get("mode") == "open":
         parts.append(f"open loop at {load.get('rate')} requests/s")
+    elif load.get("mode") == "replay":
+        parts.append("open loop on the recorded schedule")
     elif load.get("mode"):
         parts.append("closed loop")
     parts.append("concurrency " + ", ".join(map(str, levels)) if levels else "no level measured")
@@ -74,6 +81,21 @@ def workload_text(data: Mapping[str, Any]) -> str:
     if not load:
         parts.append("workload not recorded")
     return " · ".join(parts)
+
+
+def captured_text(shape: Mapping[str, Any]) -> str:
+    """A captured workload in one phrase (optigate.bench.workload.shape): counts and length percentiles, never
+    text."""
+
+    def lengths(key: str) -> str:
+        value = shape.get(key)
+        found: Mapping[str, Any] = value if isinstance(value, Mapping) else {}
+        return "/".join(str(found.get(q, "?")) for q in ("p50", "p90", "p99"))
+
+    return (
+        f"{shape.get('kind', 'captured')} of {shape.get('requests', '?')} captured requests: prompt tokens "
+        f"p50/p90/p99 {lengths('prompt_tokens')} → output tokens {lengths('max_new_tokens')}"
+    )
 
 
 def target_text(data: Mapping[str, Any]) -> str:
