@@ -472,8 +472,11 @@ def workload(result: dict[str, Any]) -> dict[str, Any]:
     """The workload of a result file: its load keys and levels (a key it does not record is None)."""
     load = result.get("load") or {}
     requests = load.get("workload") if isinstance(load.get("workload"), dict) else {}
+    # A workload's requests carry their own lengths (its digest tells two apart); files written before they were
+    # recorded as null hold the synthetic defaults there, which were not sent.
+    lengths = ("prompt_tokens", "max_new_tokens") if requests else ()
     return {
-        **{key: load.get(key) for key in WORKLOAD_KEYS},
+        **{key: None if key in lengths else load.get(key) for key in WORKLOAD_KEYS},
         "levels": sorted(int(run["concurrency"]) for run in result.get("runs", [])),
         # A captured or drawn workload: the same requests only when the digests agree (None: synthetic prompts).
         "requests": requests.get("digest", "unrecorded") if requests else None,

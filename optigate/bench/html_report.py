@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from optigate.bench.compare import Delta, workload_difference
+from optigate.bench.goodput import Slo
 from optigate.bench.plots import Results, figures, png
 
 # --------------------------------------------------------------------------- labels and workload
@@ -54,14 +55,21 @@ def _files(results: Results) -> list[Mapping[str, Any]]:
 
 
 def workload_text(data: Mapping[str, Any]) -> str:
-    """One line: prompt and output tokens, loop, levels, requests or duration per level, schema."""
+    """One line: prompt and output tokens (a captured workload's own lengths), loop, levels, requests or duration
+    per level, schema."""
     load = data.get("load") or {}
     levels = sorted({int(run["concurrency"]) for run in data.get("runs") or []})
     parts = []
-    if load.get("prompt_tokens") is not None or load.get("max_new_tokens") is not None:
-        parts.append(f"{load.get('prompt_tokens', '?')} prompt → {load.get('max_new_tokens', '?')} output tokens")
+    captured = load.get("workload") if isinstance(load.get("workload"), Mapping) else None
+    if captured:  # its requests' own lengths were sent (older files recorded unsent synthetic defaults beside it)
+        parts.append(captured_text(captured))
+    elif load.get("prompt_tokens") is not None or load.get("max_new_tokens") is not None:
+        prompt = "prompts file" if load.get("prompt_tokens") is None else f"{load.get('prompt_tokens', '?')} prompt"
+        parts.append(f"{prompt} → {load.get('max_new_tokens', '?')} output tokens")
     if load.get("mode") == "open":
         parts.append(f"open loop at {load.get('rate')} requests/s")
+    elif load.get("mode") == "replay":
+        parts.append("open loop on the recorded schedule")
     elif load.get("mode"):
         parts.append("closed loop")
     parts.append("concurrency " + ", ".join(map(str, levels)) if levels else "no level measured")
@@ -76,6 +84,21 @@ def workload_text(data: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def captured_text(shape: Mapping[str, Any]) -> str:
+    """A captured workload in one phrase (optigate.bench.workload.shape): counts and length percentiles, never
+    text."""
+
+    def lengths(key: str) -> str:
+        value = shape.get(key)
+        found: Mapping[str, Any] = value if isinstance(value, Mapping) else {}
+        return "/".join(str(found.get(q, "?")) for q in ("p50", "p90", "p99"))
+
+    return (
+        f"{shape.get('kind', 'captured')} of {shape.get('requests', '?')} captured requests: prompt tokens "
+        f"p50/p90/p99 {lengths('prompt_tokens')} → output tokens {lengths('max_new_tokens')}"
+    )
+
+
 def target_text(data: Mapping[str, Any]) -> str:
     target = data.get("target") or {}
     names = (
@@ -86,6 +109,14 @@ def target_text(data: Mapping[str, Any]) -> str:
         ("endpoint_url", "via"),
     )
     return ", ".join(f"{word} {target[key]}" for key, word in names if target.get(key)) or "target not recorded"
+
+
+def slo_text(slo: Slo) -> str:
+    """The SLO a comparison judged goodput against, in one line."""
+    return (
+        f"{slo.text()}, judged per request: goodput is the share of a side's requests within it (its TTFT and its own "
+        "time per output token; a failed request never is)"
+    )
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -121,6 +152,7 @@ _NAMES = {
     "tpot_ms": "TPOT",
     "e2e_ms": "E2E",
     "output_tokens_per_s": "output tokens/s",
+    "goodput_share": "goodput (share within the SLO)",
 }
 
 
@@ -252,6 +284,7 @@ HEADLINE = (
     ("tpot_ms", "p50"),
     ("e2e_ms", "p50"),
     ("output_tokens_per_s", "mean"),
+    ("goodput_share", "share"),  # with --slo
 )
 
 
@@ -263,7 +296,7 @@ def headline_table(deltas: Sequence[Delta]) -> str:
     for metric, statistic in HEADLINE:
         if not any((metric, statistic, level) in found for level in levels):
             continue
-        cells = [html.escape(_NAMES[metric] + ("" if statistic == "mean" else f" {statistic}"))]
+        cells = [html.escape(_NAMES[metric] + ("" if statistic in ("mean", "share") else f" {statistic}"))]
         for level in levels:
             d = found.get((metric, statistic, level))
             if d is None:
@@ -350,11 +383,15 @@ DEFINITIONS = (
 )
 
 
-def definitions(sides: int, comparing: bool) -> str:
+def definitions(sides: int, comparing: bool, levels: int = 2) -> str:
     """The metrics' definitions and how to read the curves: line styles are named only when there are sides to tell
-    apart (optigate.bench.plots draws the first side solid, the second dashed, further ones dotted)."""
+    apart (optigate.bench.plots draws the first side solid, the second dashed, further ones dotted); with one level,
+    each side has its own colour too (optigate.bench.plot_palette)."""
     if sides <= 1:
         curves = "Curves: one colour per concurrency level."
+    elif levels == 1:
+        each = "baseline solid, candidate dashed" if comparing else "one line style per result"
+        curves = f"Curves: one level, so one colour per side as well: {each}, as the legend shows."
     elif comparing:
         curves = "Curves: one colour per concurrency level, baseline solid, candidate dashed."
     else:
@@ -375,10 +412,12 @@ def write_report(
     folder: str | Path,
     deltas: list[Delta] | None = None,
     adapter_deltas: list[Delta] | None = None,
+    slo: Slo | None = None,
 ) -> Path:
     """`index.html` (self-contained) and the four PNGs in `folder`. `results`: one ``(label, results)``
     per side, baseline first; a side's results are one result file or a list of them (runs). `adapter_deltas`:
-    an inference-component endpoint's deltas per adapter (they count in the verdict, in a table of their own)."""
+    an inference-component endpoint's deltas per adapter (they count in the verdict, in a table of their own).
+    `slo`: the budgets goodput was judged against (`bench compare --slo`), stated with the workload."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     comparing = deltas is not None and len(results) >= 2
@@ -398,6 +437,8 @@ def write_report(
         difference = workload_difference(labelled)
         if difference:
             shape.append(("workloads differ", difference))
+    if slo is not None:
+        shape.append(("SLO", slo_text(slo)))
     for (label, side), role in zip(results, roles, strict=False):
         files = _files(side)
         runs = f"; {len(files)} runs" if len(files) > 1 else ""
@@ -413,7 +454,8 @@ def write_report(
         level_rows = [[str(r[0]), r[2], r[4], r[7], r[12]] for r in summary_rows(first[0])] if first else []
         body.append(_table(["concurrency", "TTFT p50 ms", "ITL p50 ms", "output tok/s", "errors"], level_rows))
     body.append(embedded_figures(pngs))
-    body.append(definitions(len(results), comparing))
+    levels = {int(run["concurrency"]) for _, side in results for data in _files(side) for run in data.get("runs") or []}
+    body.append(definitions(len(results), comparing, len(levels)))
     for (label, side), role in zip(results, roles, strict=False):
         for data in _files(side):
             body.append(

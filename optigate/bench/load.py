@@ -215,6 +215,12 @@ class LoadSpec:
     def request_schema(self) -> str:
         return str(self.schema)
 
+    @property
+    def warms_up(self) -> bool:
+        """Whether a warm-up request precedes the measured ones: the closed loop's only (an open loop and a replay
+        send on their schedule from the first request)."""
+        return self.warmup and self.mode == "closed"
+
     def body(self, index: int) -> bytes:
         """The index-th request's body: the workload's requests (each with its own output length), the prompt
         records, or a synthetic prompt, in order and cycling."""
@@ -323,7 +329,7 @@ class _Run:
     async def closed(self) -> None:
         connections = [self.client.new_connection() for _ in range(self.spec.concurrency)]
         stagger = 0.0
-        if self.spec.warmup:
+        if self.spec.warms_up:
             await self.one(connections[0], time.perf_counter(), warmup=True)
             probe = self.exchanges[-1][2]
             if probe.error is None and probe.segments:
@@ -332,7 +338,7 @@ class _Run:
         async def worker(position: int, connection: Connection) -> None:
             if stagger:
                 await asyncio.sleep(position * stagger)
-            first = self.spec.warmup
+            first = self.spec.warms_up
             while True:
                 if not first and self.measure_start is None:
                     self.measure_start = time.perf_counter()

@@ -1,7 +1,8 @@
 """The benchmark plots, drawn so a reviewer can read them in seconds.
 
 - One colour per concurrency level, one line style per side (baseline solid, candidate dashed,
-  further sides dotted / dash-dot): a level's pair of curves shares its colour.
+  further sides dotted / dash-dot): a level's pair of curves shares its colour. With one level only (a replay, one
+  --concurrency) there is no level to pair: each side has its own colour as well as its line style.
 - Axes span the data's bulk: values beyond an upper fence (pooled p95 + 3 × (p95 − p50)) are
   outliers; the axis stops before them and the plot says how many points lie beyond it.
 - The legend sits below the axes, never on the data.
@@ -27,14 +28,13 @@ from typing import Any
 import numpy as np
 
 from optigate import stats
+from optigate.bench.plot_palette import Palette, side_style
 
 #: An axis's upper fence: the pooled p95 plus this many times its distance from the median.
 FENCE_PERCENTILE = 95
 FENCE_SPREADS = 3.0
 #: An axis spans at least this share of its values' magnitude.
 MIN_RELATIVE_SPAN = 0.2
-#: Line styles by side: baseline, candidate, then any further side.
-SIDE_STYLES = ("-", "--", ":", "-.")
 FIGSIZE = (8.4, 4.6)
 DPI = 110
 PLOT_NAMES = ("ttft_cdf.png", "itl_cdf.png", "throughput_vs_concurrency.png", "latency_vs_throughput.png")
@@ -70,22 +70,6 @@ def sides_of(results: Sequence[tuple[str, Results]]) -> list[Side]:
 
 def levels_of(sides: Sequence[Side]) -> list[int]:
     return sorted({level for side in sides for level in side.levels})
-
-
-def level_colours(levels: Sequence[int]) -> dict[int, tuple[float, float, float, float]]:
-    """One colour per level: matplotlib's tab10 up to ten levels, viridis beyond."""
-    from matplotlib import colormaps
-
-    ordered = sorted(set(levels))
-    if len(ordered) <= 10:
-        table = colormaps["tab10"]
-        return {level: table(index) for index, level in enumerate(ordered)}
-    ramp = colormaps["viridis"]
-    return {level: ramp(index / (len(ordered) - 1) * 0.9) for index, level in enumerate(ordered)}
-
-
-def side_style(index: int) -> Any:  # one of matplotlib's line style literals
-    return SIDE_STYLES[index % len(SIDE_STYLES)]
 
 
 # --------------------------------------------------------------------------- axis rules
@@ -147,16 +131,26 @@ def quantity(value: float, unit: str = "ms") -> str:
 # --------------------------------------------------------------------------- legend
 
 
-def _legend(figure, sides: Sequence[Side], colours: Mapping[int, Any], extra: Sequence[Any] = ()) -> None:
-    """To the right of the axes, one column: the levels' colours, then the sides' line styles (long
-    labels wrapped), then any extra entries."""
+def _legend(figure, sides: Sequence[Side], palette: Palette, extra: Sequence[Any] = ()) -> None:
+    """To the right of the axes, one column: the levels' colours, then the sides' line styles (and colours, when each
+    side has its own; long labels wrapped), then any extra entries."""
     import textwrap
 
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=colour, linewidth=3, label=f"c={level}") for level, colour in colours.items()]
+    handles = [
+        Line2D([], [], color=colour, linewidth=0 if palette.sides else 3, label=f"c={level}")
+        for level, colour in palette.levels.items()
+    ]
     handles += [
-        Line2D([], [], color="0.25", linestyle=side_style(index), linewidth=1.6, label=textwrap.fill(side.label, 24))
+        Line2D(
+            [],
+            [],
+            color=palette.side_colour(index),
+            linestyle=side_style(index),
+            linewidth=2.2 if palette.sides else 1.6,
+            label=textwrap.fill(side.label, 24),
+        )
         for index, side in enumerate(sides)
     ]
     handles += list(extra)
@@ -201,7 +195,7 @@ def cdf_figure(sides: Sequence[Side], metric: str, title: str, xlabel: str):
     """Empirical CDFs of one metric: a curve per side and level (blocks pooled)."""
     figure, axis = _figure(title)
     levels = levels_of(sides)
-    colours = level_colours(levels)
+    palette = Palette.of(levels_of(sides), len(sides))
     drawn = []
     for index, side in enumerate(sides):
         for level in levels:
@@ -212,7 +206,7 @@ def cdf_figure(sides: Sequence[Side], metric: str, title: str, xlabel: str):
             axis.plot(
                 values,
                 fraction,
-                color=colours[level],
+                color=palette.colour(index, level),
                 linestyle=side_style(index),
                 linewidth=1.5,
                 drawstyle="steps-post",
@@ -229,7 +223,7 @@ def cdf_figure(sides: Sequence[Side], metric: str, title: str, xlabel: str):
         low = float(pooled.min())
         axis.set_xlim(max(0.0, low - 0.03 * (limits.upper - low)), limits.upper)
         _note(axis, limits.note())
-    _legend(figure, sides, colours)
+    _legend(figure, sides, palette)
     return figure
 
 
@@ -258,7 +252,7 @@ def throughput_figure(sides: Sequence[Side]):
 
     figure, axis = _figure("Throughput vs concurrency (bars: 95 % interval)")
     levels = levels_of(sides)
-    colours = level_colours(levels)
+    palette = Palette.of(levels_of(sides), len(sides))
     logarithmic = len(levels) > 1 and levels[0] > 0 and levels[-1] / levels[0] >= 4
     without = 0
     tops = [0.0]
@@ -275,20 +269,21 @@ def throughput_figure(sides: Sequence[Side]):
             tops.append(y if interval is None else interval[2])
             if interval is None:
                 without += 1
-                axis.plot([x], [y], marker="o", color=colours[level], markerfacecolor="white", zorder=3)
+                axis.plot([x], [y], marker="o", color=palette.colour(index, level), markerfacecolor="white", zorder=3)
                 continue
             axis.errorbar(
                 [x],
                 [y],
                 yerr=[[y - interval[1]], [interval[2] - y]],
                 fmt="o",
-                color=colours[level],
+                color=palette.colour(index, level),
                 capsize=4,
                 elinewidth=1.6,
                 zorder=3,
                 label=f"side{index}:c{level}",  # the legend is built from its own handles
             )
-        axis.plot(xs, ys, color="0.25", linestyle=side_style(index), linewidth=1.3, zorder=2, label=side.label)
+        colour = palette.side_colour(index)
+        axis.plot(xs, ys, color=colour, linestyle=side_style(index), linewidth=1.3, zorder=2, label=side.label)
     if logarithmic:
         axis.set_xscale("log")
     axis.xaxis.set_major_locator(FixedLocator(levels))
@@ -304,7 +299,7 @@ def throughput_figure(sides: Sequence[Side]):
             f"{without} hollow point(s): no interval (fewer than 5 one-second buckets or no raw samples)",
             "upper left",
         )
-    _legend(figure, sides, colours)
+    _legend(figure, sides, palette)
     return figure
 
 
@@ -324,8 +319,7 @@ def latency_throughput_figure(sides: Sequence[Side]):
     from matplotlib.lines import Line2D
 
     figure, axis = _figure("Latency vs throughput")
-    levels = levels_of(sides)
-    colours = level_colours(levels)
+    palette = Palette.of(levels_of(sides), len(sides))
     xs_all, ys_all = [], []
     for index, side in enumerate(sides):
         for q, marker, alpha in ((50, "o", 1.0), (99, "^", 0.55)):
@@ -337,8 +331,10 @@ def latency_throughput_figure(sides: Sequence[Side]):
                     continue
                 xs.append(x)
                 ys.append(y)
-                axis.plot([x], [y], marker=marker, color=colours[level], linestyle="none", alpha=alpha, zorder=3)
-            axis.plot(xs, ys, color="0.25", linestyle=side_style(index), linewidth=1.2, alpha=alpha, zorder=2)
+                colour = palette.colour(index, level)
+                axis.plot([x], [y], marker=marker, color=colour, linestyle="none", alpha=alpha, zorder=3)
+            colour = palette.side_colour(index)
+            axis.plot(xs, ys, color=colour, linestyle=side_style(index), linewidth=1.2, alpha=alpha, zorder=2)
             xs_all += xs
             ys_all += ys
     axis.set(xlabel="output tokens/s", ylabel="time per output token (ms)")
@@ -351,7 +347,7 @@ def latency_throughput_figure(sides: Sequence[Side]):
         Line2D([], [], color="0.4", marker="o", linestyle="none", label="TPOT p50"),
         Line2D([], [], color="0.4", marker="^", linestyle="none", alpha=0.55, label="TPOT p99"),
     ]
-    _legend(figure, sides, colours, extra)
+    _legend(figure, sides, palette, extra)
     return figure
 
 
@@ -366,7 +362,7 @@ def pareto_figure(sides: Sequence[Side], *, ttft_budget_ms: float | None = None,
     from matplotlib.lines import Line2D
 
     figure, axis = _figure("Throughput per instance vs p99 TTFT (Pareto view)")
-    colours = level_colours(levels_of(sides))
+    palette = Palette.of(levels_of(sides), len(sides))
     xs_all, ys_all = [], []
     for index, side in enumerate(sides):
         xs, ys = [], []
@@ -377,8 +373,8 @@ def pareto_figure(sides: Sequence[Side], *, ttft_budget_ms: float | None = None,
                 continue
             xs.append(x)
             ys.append(y)
-            axis.plot([x], [y], marker="o", color=colours[level], linestyle="none", zorder=3)
-        axis.plot(xs, ys, color="0.25", linestyle=side_style(index), linewidth=1.3, zorder=2)
+            axis.plot([x], [y], marker="o", color=palette.colour(index, level), linestyle="none", zorder=3)
+        axis.plot(xs, ys, color=palette.side_colour(index), linestyle=side_style(index), linewidth=1.3, zorder=2)
         xs_all += xs
         ys_all += ys
     extra = []
@@ -393,7 +389,7 @@ def pareto_figure(sides: Sequence[Side], *, ttft_budget_ms: float | None = None,
         axis.set_ylim(*span(min(ys_all), max(ys_all)))
     else:
         _empty(axis, "no successful request")
-    _legend(figure, sides, colours, extra)
+    _legend(figure, sides, palette, extra)
     return figure
 
 

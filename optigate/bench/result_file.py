@@ -129,7 +129,14 @@ class BenchResultFile(_Strict):
     )
     # Provenance no verdict reads (bench compare refuses a side without `load` itself, naming the workload).
     target: dict[str, Any] | None = None
-    load: dict[str, Any] | None = None
+    load: dict[str, Any] | None = Field(
+        default=None,
+        description="the load sent (optigate.bench.load.LoadSpec's fields): prompt_tokens and max_new_tokens are null "
+        "when the requests carried their own (a workload: its shape under `workload`, counts and length percentiles; "
+        "prompt_tokens also with a prompts file); warmup is true only when a warm-up request preceded each level (the "
+        "closed loop's: an open loop and a replay send none). Files written before recorded the synthetic defaults "
+        "and warmup true there whatever was sent",
+    )
     finished_at: float | None = None
     interrupted: bool = False
     runs: Annotated[list[BenchRun], Field(min_length=1)]

@@ -94,7 +94,13 @@ async def run_levels(
         "runs": runs,
     }
     data["load"]["workers"] = workers
+    # What was sent, not the synthetic defaults: a workload's requests carry their own prompts and output lengths
+    # (its shape below), a prompts file its own prompts; only the closed loop sends a warm-up request first.
+    data["load"]["warmup"] = spec.warms_up
+    if spec.workload is not None or spec.prompts:
+        data["load"]["prompt_tokens"] = None
     if spec.workload is not None:  # its shape: counts, lengths, rate; never text
+        data["load"]["max_new_tokens"] = None
         from optigate.bench.workload import digest, shape
 
         # The digest lets `bench compare` refuse two sides that replayed different requests.

@@ -155,7 +155,8 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
         raise CliError(f"cannot judge: the client shaped the load in {refused[0]}", exit_code=3)
     base_levels = levels_of([data for _, data in baselines])
     cand_levels = levels_of([data for _, data in candidates])
-    deltas = compare_levels(base_levels, cand_levels, margin_pct=_margins(args), slo=_slo(args.slo))
+    slo = _slo(args.slo)
+    deltas = compare_levels(base_levels, cand_levels, margin_pct=_margins(args), slo=slo)
     if not deltas:
         raise UsageError(
             f"the two sides share no concurrency level (baseline {sorted(base_levels)}, candidate "
@@ -211,7 +212,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
     if args.report:
         names = side_labels(baselines, candidates, args.label)
         results = [(names[0], [data for _, data in baselines]), (names[1], [data for _, data in candidates])]
-        console.print(f"wrote {write_report(results, args.report, deltas, adapter_deltas)}")
+        console.print(f"wrote {write_report(results, args.report, deltas, adapter_deltas, slo)}")
     return code
 
 

@@ -60,4 +60,6 @@ class InvalidConfig(CliError):
             for issue in failure.issues:
                 line = issue.text(with_rule=self.with_rules)
                 console.print(f"[red]✗[/red] {escape(line)}", highlight=False, soft_wrap=True)
+            for held in failure.held_back:  # not a problem: which checks wait for a schema problem's fix
+                console.print(f"[yellow]held back[/yellow] {escape(held.text())}", highlight=False, soft_wrap=True)
             console.print(f"[red]{len(failure.issues)} problem(s)[/red]")

@@ -8,12 +8,13 @@ Both are mapped back to the YAML line through the composed node tree.
 
 from __future__ import annotations
 
-import copy
 import difflib
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
+from contextlib import ExitStack, nullcontext
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -22,7 +23,6 @@ from optigate.config.models import Calibration, CalibrationFile, EnvironmentsFil
 from optigate.config.reader import (
     ConfigError,
     ConfigIssue,
-    PathT,
     YamlDocument,
     format_path,
     read_yaml,
@@ -37,10 +37,11 @@ from optigate.config.rules import (
     check_regions,
     check_team,
 )
-from optigate.config.rules.cross_file import TEAM_IN_ENVIRONMENT_EXISTS, TEAM_NAME_ONCE
+from optigate.config.rules.cross_file import TEAM_NAME_ONCE, unknown_team_problems
 from optigate.config.rules.registry import rule_of_model_error
 from optigate.config.rules.workload_rules import capture_replay_problems
 from optigate.config.schema_messages import expected_type, message
+from optigate.config.valid_part import Key, ValidPart, blocked_issue, data_path, held_back_issue, judge
 
 # Checks of a later layer on a parsed team (see load_team).
 TeamChecks = Callable[[TeamConfig], list[Problem]]
@@ -48,36 +49,6 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 # --------------------------------------------------------------------------- pydantic errors
-
-
-def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[PathT, bool]:
-    """Map a pydantic loc to the YAML path, dropping union-branch names pydantic inserts.
-
-    Returns the path and whether the error belongs to a union branch the data did not take
-    (e.g. the `str` branch of `architecture` when the user gave a mapping), which is noise.
-    """
-    path: list[str | int] = []
-    node = data
-    for index, part in enumerate(loc):
-        if (isinstance(node, dict) and part in node) or (
-            isinstance(node, list) and isinstance(part, int) and part < len(node)
-        ):
-            path.append(part)
-            node = node[part]
-        elif isinstance(node, dict) and node.get("method") == part:
-            continue  # discriminated-union tag
-        elif part in ("str", "int", "float", "bool"):
-            return tuple(path), not isinstance(node, (str, int, float, bool)) or isinstance(node, dict)
-        elif isinstance(part, str) and part[:1].isupper():
-            if index == len(loc) - 1:
-                continue  # the model member of a union a scalar did not fit: reported at the value's own path
-            if not isinstance(node, dict):
-                return tuple(path), True  # a model branch for a scalar value
-            continue
-        else:
-            path.append(part)
-            node = None
-    return tuple(path), False
 
 
 def issues_from_validation_error(
@@ -89,7 +60,7 @@ def issues_from_validation_error(
     seen: set[tuple[str, str]] = set()
     expected_at: dict[str, list[str]] = {}  # a union's type errors at one path: merged into one issue
     for item in error.errors(include_url=False):
-        path, is_noise = _data_path(document.data, item["loc"])
+        path, is_noise = data_path(document.data, item["loc"])
         if is_noise:
             continue
         where = format_path(path)
@@ -136,6 +107,79 @@ def _parse(document: YamlDocument, model: type[ModelT]) -> ModelT:
         raise ConfigError(issues_from_validation_error(document, error, model)) from None
 
 
+@dataclass
+class Judged(Generic[ModelT]):
+    """One file judged: its model (or, when its schema has problems, its valid part: see `optigate.config.valid_part`;
+    None when not even that can be made), every problem, and the checks a key with a schema problem held back."""
+
+    value: ModelT | None
+    issues: list[ConfigIssue]
+    document: YamlDocument | None = None
+    part: ValidPart[ModelT] | None = None  # set when `value` is the valid part only
+    held: dict[str, set[Key]] = field(default_factory=dict)  # by check: the keys left out it read
+    blocked: ConfigIssue | None = None  # no part could be made: why no rule ran
+
+    def run(self, area: str, check: Callable[[], list[Problem]]) -> tuple[list[Problem], bool]:
+        """`check`'s problems, and whether it ran whole (see `optigate.config.rules.team_rules.AreaRunner`)."""
+        if self.part is None:
+            return check(), True
+        problems, read = judge(check)
+        if read:
+            self.held.setdefault(area, set()).update(read)
+        return problems, not read
+
+    def held_back(self) -> list[ConfigIssue]:
+        """The one line naming the checks held back in this file (none when every check ran whole)."""
+        if self.blocked is not None:
+            return [self.blocked]
+        line = held_back_issue(self.document, self.held) if self.document is not None else None
+        return [line] if line is not None else []
+
+
+def _judged(path: Path, model: type[ModelT], rules: bool) -> Judged[ModelT]:
+    """The file read and validated: its model, or its valid part with the schema problems (rules: find one)."""
+    try:
+        document = read_yaml(path)
+    except ConfigError as error:
+        return Judged(None, error.issues)
+    try:
+        return Judged(_parse(document, model), [], document)
+    except ConfigError as error:
+        found = ValidPart.of(document, model) if rules else None
+        if isinstance(found, ValidPart):
+            return Judged(found.value, error.issues, document, found)
+        blocked = blocked_issue(document, found) if found is not None and isinstance(document.data, dict) else None
+        return Judged(None, error.issues, document, blocked=blocked)
+
+
+def _with_problems(judged: Judged[ModelT], problems: list[Problem]) -> None:
+    """The rules' problems added at their lines; with schema problems, all in file order."""
+    assert judged.document is not None
+    schema = bool(judged.issues)
+    judged.issues += _issues(judged.document, problems)
+    if schema and problems:
+        judged.issues.sort(key=lambda issue: issue.line or 0)
+
+
+def judge_team_file(path: Path, *, rules: bool = True, team_checks: TeamChecks | None = None) -> Judged[TeamConfig]:
+    """Read, validate and rule-check one team file, every problem at once (see `load_team`). A file with schema
+    problems is rule-checked on its valid part: the rules that read only keys without a problem report in the same
+    run; those that read one are held back, said in one line."""
+    judged = _judged(path, TeamConfig, rules)
+    team = judged.value
+    if team is None:
+        return judged
+    team.with_calibrations(calibrations_for(path)).located_in(str(path.parent))
+    if not rules:
+        return judged
+    with judged.part.watched() if judged.part is not None else nullcontext():
+        problems = check_team(team, judged.run)
+        if team_checks is not None:
+            problems += judged.run("deployment checks (catalog, images, capacity plan)", lambda: team_checks(team))[0]
+    _with_problems(judged, problems)
+    return judged
+
+
 def load_team(path: str | Path, *, rules: bool = True, team_checks: TeamChecks | None = None) -> TeamConfig:
     """Read, validate and rule-check one team file; raise ConfigError listing every problem.
 
@@ -144,27 +188,10 @@ def load_team(path: str | Path, *, rules: bool = True, team_checks: TeamChecks |
     schema only: for tools that read thresholds in environments without the image tables or the
     catalog (the evaluation container).
     """
-    document = read_yaml(Path(path))
-    try:
-        team = _parse(document, TeamConfig)
-    except ConfigError as schema_error:
-        known = _without_unknown_keys(document.data) if rules else None
-        if known is None:
-            raise
-        # Unknown keys change nothing the model reads: the rules still judge the rest, so one run shows the
-        # typo and the rule problems together.
-        problems = check_team(known) + (team_checks(known) if team_checks is not None else [])
-        issues = schema_error.issues + _issues(document, problems)
-        raise ConfigError(sorted(issues, key=lambda issue: issue.line or 0)) from None
-    team.with_calibrations(calibrations_for(Path(path))).located_in(str(Path(path).parent))
-    if not rules:
-        return team
-    problems = check_team(team)
-    if team_checks is not None:
-        problems += team_checks(team)
-    if problems:
-        raise ConfigError(_issues(document, problems))
-    return team
+    judged = judge_team_file(Path(path), rules=rules, team_checks=team_checks)
+    if judged.issues or judged.value is None:
+        raise ConfigError(judged.issues, judged.held_back())
+    return judged.value
 
 
 #: Beside environments.yaml: what the teams' own gate runs measured (`optigate plan --calibrate`).
@@ -190,32 +217,6 @@ def calibrations_for(team_file: Path) -> tuple[Calibration, ...]:
     return load_calibrations(path) if path is not None else ()
 
 
-def _without_unknown_keys(data: Any) -> TeamConfig | None:
-    """The team without the keys the schema does not know, when unknown keys are its only schema errors."""
-    try:
-        TeamConfig.model_validate(data)
-    except ValidationError as error:
-        if any(item["type"] != "extra_forbidden" for item in error.errors()):
-            return None
-        pruned = copy.deepcopy(data)
-        for item in error.errors():
-            path, _ = _data_path(data, item["loc"])
-            parent = pruned
-            try:
-                for part in path[:-1]:
-                    parent = parent[part]
-            except (KeyError, IndexError, TypeError):
-                return None
-            if not path or not isinstance(parent, dict):
-                return None
-            parent.pop(path[-1], None)
-        try:
-            return TeamConfig.model_validate(pruned)
-        except ValidationError:
-            return None
-    return None
-
-
 def _issues(document: YamlDocument, problems: list[Problem]) -> list[ConfigIssue]:
     """Problems as issues at their lines, in file order (a problem without a line comes first)."""
     issues = [
@@ -225,13 +226,23 @@ def _issues(document: YamlDocument, problems: list[Problem]) -> list[ConfigIssue
     return sorted(issues, key=lambda issue: issue.line or 0)
 
 
+def judge_environments_file(path: Path) -> Judged[EnvironmentsFile]:
+    """environments.yaml read, validated and rule-checked, every problem at once (its valid part, as a team file's)."""
+    judged = _judged(path, EnvironmentsFile, rules=True)
+    environments = judged.value
+    if environments is not None:
+        with judged.part.watched() if judged.part is not None else nullcontext():
+            problems = judged.run("environment rules", lambda: check_environments(environments))[0]
+            problems += judged.run("region rules", lambda: check_regions(environments))[0]
+        _with_problems(judged, problems)
+    return judged
+
+
 def load_environments(path: str | Path) -> EnvironmentsFile:
-    document = read_yaml(Path(path))
-    environments = _parse(document, EnvironmentsFile)
-    problems = check_environments(environments) + check_regions(environments)
-    if problems:
-        raise ConfigError(_issues(document, problems))
-    return environments
+    judged = judge_environments_file(Path(path))
+    if judged.issues or judged.value is None:
+        raise ConfigError(judged.issues, judged.held_back())
+    return judged.value
 
 
 @dataclass(frozen=True)
@@ -292,6 +303,14 @@ def team_file(config_dir: str | Path, team: str) -> Path:
     raise ConfigError([ConfigIssue(folder, None, "team", message)])
 
 
+def _across_files(environments: EnvironmentsFile, teams: dict[str, TeamConfig]) -> list[Problem]:
+    return (
+        check_overrides(environments, teams)
+        + check_capture_training(environments, teams)
+        + capture_replay_problems(environments, teams)
+    )
+
+
 def load_project(
     config_dir: str | Path = "config",
     *,
@@ -303,21 +322,22 @@ def load_project(
     `team_checks`: as for `load_team`, run on every team file. `only`: read these team files and no other
     (one team's synth or check; the cross-file checks then cover the files read, and an environment's
     `teams:` list may name teams whose files were not read)."""
-    issues: list[ConfigIssue] = []
-    environments: EnvironmentsFile | None = None
     environments_path = Path(config_dir, "environments.yaml")
-    try:
-        environments = load_environments(environments_path)
-    except ConfigError as error:
-        issues += error.issues
-    teams: dict[str, TeamConfig] = {}
+    judged_environments = judge_environments_file(environments_path)
+    environments = judged_environments.value
+    issues: list[ConfigIssue] = list(judged_environments.issues)
+    every: list[Judged[Any]] = [judged_environments]
+    teams: dict[str, TeamConfig] = {}  # every team judged: a file's whole team, or its valid part
     files: dict[str, str] = {}
+    unjudged: set[str] = set()  # the teams files that could not be judged may define
     declared: dict[Path, str | None] | None = None
     for path in team_files(config_dir) if only is None else sorted(Path(p) for p in only):
-        try:
-            team = load_team(path, team_checks=team_checks)
-        except ConfigError as error:
-            issues += error.issues
+        judged = judge_team_file(Path(path), team_checks=team_checks)
+        every.append(judged)
+        issues += judged.issues
+        team = judged.value
+        if team is None:
+            unjudged.add(declared_team(Path(path)) or Path(path).stem)
             continue
         if team.team in teams:
             issues.append(
@@ -347,34 +367,29 @@ def load_project(
                         TEAM_NAME_ONCE.id,
                     )
                 )
-    every_file_parsed = not issues  # else a team whose file failed would look unknown below
-    if environments is not None:
-        # Across files, over every team file that parsed: one run reports them with the files' own problems.
-        document = read_yaml(environments_path)
-        issues += _issues(
-            document,
-            check_overrides(environments, teams)
-            + check_capture_training(environments, teams)
-            + capture_replay_problems(environments, teams),
-        )
-    # A team named in an environment whose file exists but was not read (`only`) is not unknown.
-    unread = {path.stem for path in team_files(config_dir)} if only is not None else set()
-    if environments is not None and every_file_parsed:
-        for index, environment in enumerate(environments.environments):
-            for name in environment.teams:
-                if name not in teams and (only is None or name not in unread):
-                    where = ("environments", index, "teams", name)
-                    close = difflib.get_close_matches(name, list(teams), n=1)
-                    hint = f"; did you mean '{close[0]}'?" if close else ""
-                    issues.append(
-                        ConfigIssue(
-                            document.file,
-                            document.line_of(where),
-                            format_path(where),
-                            f"no team file defines team '{name}'{hint}",
-                            TEAM_IN_ENVIRONMENT_EXISTS.id,
-                        )
-                    )
+    if environments is not None and judged_environments.document is not None:
+        # Across files, over every team judged (a file with problems too): one run reports them with the files' own.
+        by_file = {judged.document.file: judged for judged in every if judged.document is not None}
+        # A team named in an environment whose file exists but was not read (`only`) is not unknown.
+        unread = {path.stem for path in team_files(config_dir)} if only is not None else set()
+
+        def across(area: str, check: Callable[[], list[Problem]]) -> list[Problem]:
+            problems, read = judge(check)
+            for key in read:
+                by_file[key[0]].held.setdefault(area, set()).add(key)
+            return problems
+
+        with ExitStack() as watching:
+            for judged in every:
+                if judged.part is not None:
+                    watching.enter_context(judged.part.watched())
+            problems: list[Problem] = []
+            for name, team in teams.items():
+                problems += across("cross-file rules", partial(_across_files, environments, {name: team}))
+            known = set(teams) | unjudged | unread
+            problems += across("cross-file rules", partial(unknown_team_problems, environments, known, list(teams)))
+        issues += _issues(judged_environments.document, problems)
+    held_back = [line for judged in every for line in judged.held_back()]
     if issues or environments is None:
-        raise ConfigError(issues)
+        raise ConfigError(issues, held_back)
     return Project(environments, teams, files)

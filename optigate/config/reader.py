@@ -98,10 +98,12 @@ class ConfigIssue:
 
 
 class ConfigError(Exception):
-    """One or more problems in config files; `str()` lists them one per line."""
+    """One or more problems in config files; `str()` lists them one per line. `held_back`: lines (not problems) naming
+    the checks a key with a schema problem held back in a file (optigate.config.valid_part), one per file."""
 
-    def __init__(self, issues: list[ConfigIssue]):
+    def __init__(self, issues: list[ConfigIssue], held_back: list[ConfigIssue] | None = None):
         self.issues = issues
+        self.held_back = list(held_back or [])
         super().__init__("\n".join(str(issue) for issue in issues))
 
 

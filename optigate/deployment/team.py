@@ -25,6 +25,7 @@ from optigate.config.rules import (
     rule,
 )
 from optigate.config.rules.adapter_candidate_rules import candidate_adapters
+from optigate.config.rules.team_rules import candidates_own
 from optigate.deployment import compilation, pools, reference_gaps, rules
 from optigate.deployment.adapter_archive import (
     ATTENTION_MODULES,
@@ -345,13 +346,17 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
         return ResolvedTeam(team, None, problems=tuple(hardware + problems + checkpoint_problems))
     weights = _Weights(checkpoint)
     baseline, problems = _variant(team, arch, team.serving, SERVING, weights)
-    if problems or baseline is None:  # a candidate inherits the serving block: report its own problems only
-        return ResolvedTeam(team, baseline, problems=tuple(problems))
     shadow, shadow_problems = _candidate(team, arch, team.shadow_serving, SHADOW_CANDIDATE, weights)
     candidate, candidate_problems = _candidate(team, arch, team.gate_serving, GATE_CANDIDATE, weights)
     if candidate is not None:
         candidate_problems += optimization_job_problems(team, candidate.serving)
-        candidate_problems += compilation.compilation_problems(baseline, candidate)
+        if baseline is not None:
+            candidate_problems += compilation.compilation_problems(baseline, candidate)
+    if problems or baseline is None:  # a candidate inherits the serving block: reported once, where it is written
+        shadow_own = team.rollout.shadow.candidate if team.rollout.shadow is not None else {}
+        problems += candidates_own(shadow_problems, problems, shadow_own, SHADOW_CANDIDATE)
+        problems += candidates_own(candidate_problems, problems, team.gate.candidate, GATE_CANDIDATE)
+        return ResolvedTeam(team, baseline, problems=tuple(problems + synthetic_problems(team)))
     problems = shadow_problems + candidate_problems + synthetic_problems(team)
     advisories = pools.pool_advisories(team) + compilation.compile_advisories(team, candidate)
     advisories += reference_gaps.reference_gap_notes(team, baseline, shadow, candidate, trained_head(team))

@@ -378,3 +378,40 @@ def test_a_replay_longer_than_a_day_is_refused_before_any_request(tmp_path, caps
     assert _bench_cli("http://127.0.0.1:9", "--workload", str(capture)) == 2
     error = " ".join(capsys.readouterr().err.split())
     assert "span 30 h at speedup 1, over the 24 h a replay may run: raise --speedup to at least 1.25" in error
+
+
+def test_a_replayed_run_records_the_workloads_own_lengths_and_no_warm_up(tmp_path, capsys):
+    """Issue 37: a replay's JSON said `prompt_tokens 1024, max_new_tokens 256, warmup true`, none of which was sent.
+    It records null beside the workload's shape (what each request carried), and warmup false; a closed loop still
+    records its synthetic lengths and its warm-up. Readers accept both, and the older layout still compares."""
+    from optigate.bench.compare import workload_difference
+    from optigate.bench.html_report import workload_text
+    from optigate.bench.result_file import read_result_file
+
+    capture, out, closed, opened = (tmp_path / name for name in ("c.jsonl", "r.json", "closed.json", "open.json"))
+    _capture_file(capture, [n * 0.02 for n in range(8)])  # output lengths 3..6, prompts of 3 words
+    with emulator_process({"default": {"ttft_ms": 5, "itl_ms": 1}}) as url:
+        assert _bench_cli(url, "--workload", str(capture), "--max-lag-ms", "500", "--json", str(out)) == 0
+        assert (
+            _bench_cli(url, "--concurrency", "2", "--requests", "4", "--max-new-tokens", "6", "--json", str(closed))
+            == 0
+        )
+        assert _bench_cli(url, "--mode", "open", "--rate", "50", "--requests", "4", "--json", str(opened)) == 0
+    capsys.readouterr()
+    replayed = json.loads(out.read_text())
+    load = replayed["load"]
+    assert (load["prompt_tokens"], load["max_new_tokens"], load["warmup"]) == (None, None, False)
+    assert load["workload"]["max_new_tokens"] == {"p50": 4, "p90": 6, "p99": 6, "max": 6}
+    assert load["workload"]["prompt_tokens"]["max"] == 3
+    sent = json.loads(closed.read_text())["load"]
+    assert (sent["prompt_tokens"], sent["max_new_tokens"], sent["warmup"]) == (1024, 6, True)
+    assert json.loads(opened.read_text())["load"]["warmup"] is False  # an open loop sends no warm-up either
+    for path in (out, closed, opened):
+        read_result_file(path)  # the reader takes the new layout (same format version)
+    text = workload_text(replayed)
+    assert text.startswith("replay of 8 captured requests: prompt tokens p50/p90/p99 3/3/3 → output tokens 4/6/6")
+    assert "open loop on the recorded schedule" in text and "1024" not in text and "closed loop" not in text
+    # A replay written before (the synthetic defaults beside its workload) still compares with one written now.
+    older = json.loads(out.read_text())
+    older["load"].update(prompt_tokens=1024, max_new_tokens=256, warmup=True)
+    assert workload_difference([("now", replayed), ("before", older)]) is None

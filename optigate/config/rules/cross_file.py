@@ -237,3 +237,21 @@ def check_capture_training(environments: EnvironmentsFile, teams: Mapping[str, T
                     )
                 )
     return problems
+
+
+def unknown_team_problems(environments: EnvironmentsFile, known: set[str], teams: list[str]) -> list[Problem]:
+    """Each team an environment names that no file defines (`known`: the teams defined, or that a file which could not
+    be read may define; `teams`: the names to suggest)."""
+    problems = []
+    for index, environment in enumerate(environments.environments):
+        for name in environment.teams:
+            if name not in known:
+                where = ("environments", index, "teams", name)
+                problems.append(
+                    Problem(
+                        where,
+                        f"no team file defines team '{name}'{did_you_mean(name, teams)}",
+                        TEAM_IN_ENVIRONMENT_EXISTS,
+                    )
+                )
+    return problems

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 PathT = tuple[str | int, ...]
@@ -74,6 +75,15 @@ def rule_of_model_error(message: str) -> Rule | None:
     return next((r for r in REGISTRY.values() if r.model_message == message), None)
 
 
+#: Numbers each Problem in the order it is made (see Problem.made).
+_MADE = itertools.count()
+
+
+def problems_made() -> int:
+    """A number above every Problem's `made` so far, and below the next one's."""
+    return next(_MADE)
+
+
 @dataclass(frozen=True)
 class Problem:
     """A problem in a config file at a YAML path (the loader adds file and line), reported by `rule`."""
@@ -81,6 +91,9 @@ class Problem:
     path: PathT
     message: str
     rule: Rule | None = None  # None: not a config rule (e.g. "the candidate does not resolve" in advise)
+    #: When it was made, among all Problems: a check over a file with schema problems keeps only what it found before
+    #: it read a key left out for its problem (optigate.config.valid_part).
+    made: int = field(default_factory=lambda: next(_MADE), init=False, compare=False, repr=False)
 
     @property
     def rule_id(self) -> str | None:
