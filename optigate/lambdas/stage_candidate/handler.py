@@ -53,8 +53,8 @@ Two kinds of event:
    ("same" | "unknown": not compared, e.g. a local path), "base_model_why", "architecture_checked" (the files whose
    figures matched the team's architecture)}}}, which the gate's report shows.
    Fails with error AdapterRefused ("<reason>: <adapter> (<uri>): <why>", the reason one of adapter_archive's
-   named reasons, "archive-missing" for an object that is not there) for an archive the candidate cannot serve;
-   other errors (access denied, a malformed event) are the run's own failures. IAM: s3:GetObject on the archives
+   named reasons, "archive-missing" for an object or a bucket that is not there) for an archive the candidate cannot
+   serve; other errors (access denied, a malformed event) are the run's own failures. IAM: s3:GetObject on the archives
    (kms:Decrypt of the adapter's kms_key_arn when it has one). The function's code needs optigate/deployment/
    adapter_archive.py staged beside the handler as ADAPTER_ARCHIVE_FILE (it imports the standard library only).
 
@@ -86,7 +86,7 @@ HEAD_OPTIONS = ("OPTION_SPECULATIVE_CONFIG", "OPTION_SPECULATIVE_DRAFT_MODEL")
 METHODS = ("eagle3", "eagle")  # vLLM's speculative methods for EAGLE-3 and EAGLE(-2) heads, most specific first
 BASELINE_COPY_DIR = "model"  # where, under the job's output, the baseline's files are copied when the job kept them
 ADAPTER_ARCHIVE_FILE = "adapter_archive.py"  # where the function's code carries optigate.deployment.adapter_archive
-MISSING_ARCHIVE = "archive-missing"  # an adapter check's reason for an archive that is not there
+MISSING_ARCHIVE = "archive-missing"  # an adapter check's reason for an archive (or its bucket) that is not there
 COPY_WORKERS = 8  # parallel server-side copies: a 70B checkpoint is ~30 objects of up to 5 GB
 
 
@@ -332,6 +332,15 @@ class _Bounded(io.RawIOBase):
         return len(data)
 
 
+def _missing(error: ClientError, bucket: str) -> str | None:
+    """What is not there when S3 answers that an object or its bucket does not exist (HeadObject's 404 has no body,
+    so S3 cannot tell which: "no such object"), else None."""
+    code = error.response.get("Error", {}).get("Code")
+    if code == "NoSuchBucket":
+        return f"no bucket {bucket}"
+    return "no such object" if code in ("404", "NoSuchKey", "NotFound") else None
+
+
 def check_adapters(s3, event: dict[str, Any]) -> dict[str, Any]:
     """Every candidate adapter archive checked; AdapterRefused (with the adapter named) for the first that fails."""
     archive = adapter_archive()
@@ -353,8 +362,9 @@ def check_adapters(s3, event: dict[str, Any]) -> dict[str, Any]:
         except archive.AdapterRefused as refusal:
             raise archive.AdapterRefused(refusal.reason, f"{name} ({uri}): {refusal.detail}") from None
         except ClientError as error:
-            if error.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
-                raise archive.AdapterRefused(MISSING_ARCHIVE, f"{name} ({uri}): no such object") from None
+            missing = _missing(error, bucket)
+            if missing is not None:
+                raise archive.AdapterRefused(MISSING_ARCHIVE, f"{name} ({uri}): {missing}") from None
             raise
         checked[name] = {
             "uri": uri,
