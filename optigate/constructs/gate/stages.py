@@ -4,6 +4,8 @@ ends in."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -17,6 +19,19 @@ from optigate.deployment.gate import GatePlan
 from optigate.deployment.observability import gate_metrics_config
 
 
+@dataclass(frozen=True)
+class Ending:
+    """Where a run ends: `cleanup`, the deletes of what it may have created, then the notification and the end;
+    `nothing_created`, a failure's notification and end without them (a failure before the first create)."""
+
+    cleanup: sfn.IChainable
+    nothing_created: sfn.IChainable
+
+
+#: The optimization job's statuses after which there is nothing to stop (DescribeOptimizationJob).
+FINISHED_JOB = ("COMPLETED", "FAILED", "STOPPED")
+
+
 def cleanup_and_end(
     scope: Construct,
     plan: GatePlan,
@@ -24,11 +39,12 @@ def cleanup_and_end(
     key_arn: str,
     *,
     cross_check_jobs: lambda_.IFunction | None = None,
-) -> sfn.IChainable:
-    """Stop the run's optimization job if it still runs, delete what the run created (each step catches
-    its own error: a resource never created is fine to miss), then notify and end: Succeed (APPROVED),
+) -> Ending:
+    """Stop the run's optimization job unless its last describe saw it finish, delete what the run created (each
+    step catches its own error: a resource never created is fine to miss), then notify and end: Succeed (APPROVED),
     or Fail with the failure, the rejection (CandidateRejected) or an inconclusive verdict (`Inconclusive`:
-    the model package waits in PendingManualApproval, so the pipeline's action fails and a person decides)."""
+    the model package waits in PendingManualApproval, so the pipeline's action fails and a person decides). A
+    failure before anything is created (Ending.nothing_created) is notified and ends without the deletes."""
     # The twin runs CloudFormation's model: its endpoint and config go, the model stays.
     deletes: list[tuple[str, str, str, naming.RunKind]] = [
         ("Endpoint", "deleteEndpoint", "EndpointName", "cand"),
@@ -113,18 +129,27 @@ def cleanup_and_end(
     for state, following in zip(states, [*states[1:], after_cleanup], strict=True):
         state.next(following)
         state.add_catch(following, errors=["States.ALL"], result_path="$.cleanup_error")
+    deleted: sfn.IChainable = states[0]
+    if plan.optimization_configs:
+        # A job its last describe saw finish has nothing to stop (StopOptimizationJob would fail on it in every run
+        # that got that far); one never described may have been created (a Create whose answer was lost): stopped.
+        status = "$.optimization.OptimizationJobStatus"
+        finished = sfn.Condition.and_(
+            sfn.Condition.is_present(status),
+            sfn.Condition.or_(*(sfn.Condition.string_equals(status, s) for s in FINISHED_JOB)),
+        )
+        deleted = sfn.Choice(scope, "OptimizationJobLeftRunning?").when(finished, states[1]).otherwise(states[0])
     # An adapter team's components go before their endpoints (optigate.constructs.gate.component_stages).
     first: sfn.IChainable = (
-        component_stages.delete_run_components(scope, plan, then=states[0])
-        if plan.components is not None
-        else states[0]
+        component_stages.delete_run_components(scope, plan, then=deleted) if plan.components is not None else deleted
     )
+    nothing_created = notify_failure
     # The managed benchmark's jobs stop first, before their endpoints go (cross_check.stop_all).
     if plan.cross_check is None:
-        return first
+        return Ending(first, nothing_created)
     if cross_check_jobs is None:
         raise ValueError(f"the gate of {plan.prefix} has a cross-check but no function to stop its jobs")
-    return cross_check.stop_all(scope, plan, cross_check_jobs, first)
+    return Ending(cross_check.stop_all(scope, plan, cross_check_jobs, first), nothing_created)
 
 
 def temporary_endpoint(
