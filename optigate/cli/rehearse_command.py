@@ -36,6 +36,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         raise CliError(f"{message}; see `optigate summary` for the teams and environments", exit_code=2) from error
     import time
 
+    from optigate.rehearse.gate_layout import cleanup_states
     from optigate.rehearse.progress import StateProgress
 
     def plain(line: str) -> None:
@@ -54,7 +55,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
             else f"a {candidate} candidate"
         )
         console.print(f"[bold]rehearsing {deployment.stack_name}: {kind} ({gate_candidate})[/bold]")
-        progress = StateProgress(plain, verbose=args.verbose)
+        progress = StateProgress(plain, verbose=args.verbose, cleanup=cleanup_states(template))
         result = rehearsal.rehearse(template, deployment, candidate, on_history=progress.update)
         expectation = rehearsal.EXPECTATIONS[candidate]
         outcome = _outcome(result["execution"])
@@ -96,8 +97,12 @@ def _print_result(result: dict, outcome: str, expected: str, met: bool, verbose:
             highlight=False,
             soft_wrap=True,
         )
+    from optigate.rehearse.progress import failure_cause
+
     error = execution.get("error")
-    why = f" ({error}: {execution.get('cause', '')})" if verbose and error else f" ({error})" if error else ""
+    # The failure in one line (a Lambda's stack trace left out); -v gives the cause as the execution ended with it.
+    cause = f"{error}: {execution.get('cause', '')}" if verbose and error else failure_cause(execution)
+    why = f" ({cause})" if cause else ""
     as_expected = "as expected" if met else f"expected {expected}"
     console.print(
         f"  verdict: {outcome}{why}, {as_expected}; checks passed: {passed} of {len(checks)}",

@@ -7,6 +7,7 @@ from optigate import naming
 from optigate.constructs.retries import MAX_ATTEMPTS
 from optigate.rehearse.asl import sdk_calls
 from optigate.rehearse.gate_handlers import evaluation_writer
+from optigate.rehearse.gate_layout import cleanup_states
 from optigate.rehearse.gate_run import GateRun
 from optigate.rehearse.harness import REGION, GateHarness
 from optigate.rehearse.scenario import Outcome, Scenario
@@ -49,6 +50,10 @@ def test_the_cleanup_stops_the_optimization_job_first_unless_it_saw_it_finish(ga
     assert early == {"FindLastProof"}  # this gate reads no capture and trains no head: nothing else comes first
     (call,) = [c for c in sdk_calls(definition) if c.state == "CleanupStopOptimizationJob"]
     assert parameter_errors(call.service, call.operation, call.parameters) == []
+    # What a rehearsal's progress folds into one line when it fails: the cleanup's deletes and stops, nothing else.
+    cleanup = cleanup_states(gate_templates[True])
+    assert cleanup == {name for name in states if name.startswith(("Delete", "CleanupStop"))}
+    assert "CleanupStopOptimizationJob" in cleanup and "StopOptimizationJob" not in cleanup
     # Without an optimization job there is nothing to stop.
     plain = _definition(gate_templates[False])["States"]
     assert not {"CleanupStopOptimizationJob", "OptimizationJobLeftRunning?"} & set(plain)
