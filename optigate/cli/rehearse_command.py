@@ -130,19 +130,29 @@ def report_path(requested: Path, candidate: str, candidates: int) -> Path:
     return requested.with_name(f"{requested.stem}.{candidate}{requested.suffix or '.json'}")
 
 
+def html_path(report: Path) -> Path:
+    """Where the report's HTML goes beside its JSON: report.json -> report.html (report.html -> report.html.html)."""
+    return report.with_name(report.name + ".html") if report.suffix == ".html" else report.with_suffix(".html")
+
+
 def _write_report(result: dict, path: Path) -> None:
-    """The report.json the gate's decision wrote to the emulated S3, byte for byte, or a line saying there is none."""
+    """The report.json the gate's decision wrote to the emulated S3, byte for byte, and the report.html beside it
+    (its plots embedded), or a line saying there is none."""
     body = result.get("report_body")
     if body is None:
         console.print(f"  gate report: none (the gate stopped before its decision); {path} not written")
         return
-    try:
-        path.write_bytes(body)
-    except OSError as error:
-        raise UsageError(
-            f"--report {path}: cannot write it ({error.strerror or error}); name a writable file"
-        ) from None
-    console.print(f"  gate report: {path}", highlight=False, soft_wrap=True)
+    written = [(path, body)]
+    if result.get("report_html") is not None:
+        written.append((html_path(path), result["report_html"]))
+    for target, data in written:
+        try:
+            target.write_bytes(data)
+        except OSError as error:
+            raise UsageError(
+                f"--report {target}: cannot write it ({error.strerror or error}); name a writable file"
+            ) from None
+    console.print(f"  gate report: {' and '.join(str(t) for t, _ in written)}", highlight=False, soft_wrap=True)
 
 
 def _print_verdict(outcomes: list[tuple[str, str, str, bool]], seconds: float) -> int:
@@ -212,7 +222,7 @@ def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
         default=None,
         metavar="FILE",
         help="write the gate's report (the report.json its decision wrote) to FILE, for `advise --from-report` and "
-        "`plan --calibrate`; with several candidates, one file each: FILE's name with the candidate before its "
-        "suffix (default: none, no file written)",
+        "`plan --calibrate`, and its report.html beside it (FILE's name with .html); with several candidates, one "
+        "file each: FILE's name with the candidate before its suffix (default: none, no file written)",
     )
     rehearse.set_defaults(handler=cmd_rehearse)
