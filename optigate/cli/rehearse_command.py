@@ -25,6 +25,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     args.team, args.config = chosen.name, chosen.config
     if args.report is not None and not Path(args.report).parent.is_dir():
         raise UsageError(f"--report {args.report}: no folder {Path(args.report).parent}; create it or name another")
+    supplied = _adapter_options(args)
     rehearsal = _rehearsal()
     try:
         template, deployment = rehearsal.synthesize_team(args.team, args.env, args.config)
@@ -34,6 +35,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         # A KeyError's str() is its key's repr: the message is its first argument, without the quotes.
         message = error.args[0] if error.args else str(error)
         raise CliError(f"{message}; see `optigate summary` for the teams and environments", exit_code=2) from error
+    seeds = _adapter_seeds(deployment, supplied, args.missing_adapter)
     import time
 
     from optigate.rehearse.gate_layout import cleanup_states
@@ -48,7 +50,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     for candidate in candidates:
         gate_candidate = json.dumps(deployment.team.gate.candidate, default=str)
         kind = (
-            f"a faster candidate whose adapter {deployment.team.adapters[0].name} loses quality"
+            f"a faster candidate whose adapter {rehearsal.degraded_adapter(deployment)} loses quality"
             if candidate == "adapter-quality" and deployment.team.adapters
             else "a faster candidate whose drafts are rarely accepted"
             if candidate == "drafts-rejected"
@@ -56,8 +58,8 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         )
         console.print(f"[bold]rehearsing {deployment.stack_name}: {kind} ({gate_candidate})[/bold]")
         progress = StateProgress(plain, verbose=args.verbose, cleanup=cleanup_states(template))
-        result = rehearsal.rehearse(template, deployment, candidate, on_history=progress.update)
-        expectation = rehearsal.EXPECTATIONS[candidate]
+        result = rehearsal.rehearse(template, deployment, candidate, on_history=progress.update, seed_objects=seeds)
+        expectation = rehearsal.expectation(candidate, deployment)
         outcome = _outcome(result["execution"])
         met = expectation.met(outcome, (result["report"] or {}).get("checks", []))
         _print_result(result, outcome, str(expectation), met, verbose=args.verbose)
@@ -69,8 +71,37 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     return _print_verdict(outcomes, time.monotonic() - began)
 
 
+def _adapter_options(args: argparse.Namespace) -> dict[str, Path]:
+    """`--adapter NAME=PATH` as {name: path}, each path there (checked before anything is synthesized)."""
+    from optigate.rehearse.adapter_seed import parse_adapter_options
+
+    try:
+        supplied = parse_adapter_options(args.adapter)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    for name, path in supplied.items():
+        if not path.exists():
+            raise UsageError(f"--adapter {name}={path}: no such file or folder; give a .tar.gz or a PEFT folder")
+    return supplied
+
+
+def _adapter_seeds(deployment: object, supplied: dict[str, Path], left_out: list[str]) -> dict[str, bytes]:
+    """The candidate's new adapter versions for the emulated S3 (optigate.rehearse.adapter_seed), each said."""
+    from optigate.rehearse.adapter_seed import adapter_seeds
+
+    try:
+        seeds, said = adapter_seeds(deployment, supplied, left_out)
+    except ValueError as error:
+        raise UsageError(f"--adapter {error}") from None
+    for name, what in said.items():
+        console.print(f"  new version of adapter {name}: {what}", highlight=False, soft_wrap=True)
+    return seeds
+
+
 def _print_result(result: dict, outcome: str, expected: str, met: bool, verbose: bool) -> None:
     """What one run showed: its checks (the failed ones; every one with -v), the verdict, what was left behind."""
+    from rich.markup import escape  # a check's name and detail are text, not markup: quality[redline]
+
     if verbose:
         console.print("  path: " + " → ".join(result["states"]), highlight=False, soft_wrap=True)
     execution = result["execution"]
@@ -84,7 +115,9 @@ def _print_result(result: dict, outcome: str, expected: str, met: bool, verbose:
             outcome_of_check, "[red]FAIL[/red]"
         )
         where = f" @c{check['concurrency']}" if check.get("concurrency") else ""
-        console.print(f"  {mark} {check['name']}{where}: {check.get('detail', '')}", highlight=False)
+        name = check["name"] + (f"[{check['adapter']}]" if check.get("adapter") else "")  # an adapter's own check
+        text = f"{name}{where}: {check.get('detail', '')}"
+        console.print(f"  {mark} {escape(text)}", highlight=False)
     passed = sum(1 for check in checks if check.get("outcome", "pass" if check["passed"] else "fail") == "pass")
     allowance = result.get("host_allowance_ms") or {}
     if any(value > 0 for value in allowance.values()):
@@ -205,10 +238,11 @@ def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
         "--candidate",
         choices=["faster", "slower", "adapter-quality", "drafts-rejected", "both"],
         default="both",
-        help="which emulated candidate goes through the gate: adapter-quality is a faster base whose first adapter "
-        "loses quality (teams with adapters); drafts-rejected a faster one whose speculative drafts are rarely "
-        "accepted (speculative candidates); both: faster and slower, or for a team with adapters faster and "
-        "adapter-quality, and drafts-rejected too for a speculative candidate (default: both)",
+        help="which emulated candidate goes through the gate: adapter-quality is a faster base whose adapter loses "
+        "quality (the first the candidate changes, else the first; teams with adapters); drafts-rejected a faster "
+        "one whose speculative drafts are rarely accepted (speculative candidates); both: faster and slower, or for "
+        "a team with adapters faster and adapter-quality, and drafts-rejected too for a speculative candidate "
+        "(default: both)",
     )
     rehearse.add_argument(
         "-v",
@@ -216,6 +250,23 @@ def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="one line per state visit, the path, every check and the verdict's cause (default: one line per "
         "state, loops folded, only the checks that did not pass)",
+    )
+    rehearse.add_argument(
+        "--adapter",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="the new version of adapter NAME the candidate changes (gate.candidate.adapters): a .tar.gz, or a folder "
+        "(adapter_config.json, adapter_model.safetensors) packed as one, put where its S3 URI says for the gate's "
+        "archive check to read; repeat for several (default: an archive generated to match the candidate's "
+        "max_lora_rank, base model and architecture)",
+    )
+    rehearse.add_argument(
+        "--missing-adapter",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave adapter NAME's new version out of the emulated S3, to see the gate refuse a missing archive",
     )
     rehearse.add_argument(
         "--report",
