@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from types import ModuleType
 
+from rich.markup import escape  # what a run prints is text, not markup: quality[redline]
+
 from optigate.cli.errors import CliError, UsageError
 from optigate.cli.output import console
 from optigate.cli.team_argument import add_team_arguments, chosen_team
@@ -56,7 +58,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
             if candidate == "drafts-rejected"
             else f"a {candidate} candidate"
         )
-        console.print(f"[bold]rehearsing {deployment.stack_name}: {kind} ({gate_candidate})[/bold]")
+        console.print(f"[bold]rehearsing {deployment.stack_name}: {escape(f'{kind} ({gate_candidate})')}[/bold]")
         progress = StateProgress(plain, verbose=args.verbose, cleanup=cleanup_states(template))
         result = rehearsal.rehearse(template, deployment, candidate, on_history=progress.update, seed_objects=seeds)
         expectation = rehearsal.expectation(candidate, deployment)
@@ -94,16 +96,15 @@ def _adapter_seeds(deployment: object, supplied: dict[str, Path], left_out: list
     except ValueError as error:
         raise UsageError(f"--adapter {error}") from None
     for name, what in said.items():
-        console.print(f"  new version of adapter {name}: {what}", highlight=False, soft_wrap=True)
+        console.print(f"  new version of adapter {name}: {what}", markup=False, highlight=False, soft_wrap=True)
     return seeds
 
 
 def _print_result(result: dict, outcome: str, expected: str, met: bool, verbose: bool) -> None:
     """What one run showed: its checks (the failed ones; every one with -v), the verdict, what was left behind."""
-    from rich.markup import escape  # a check's name and detail are text, not markup: quality[redline]
 
     if verbose:
-        console.print("  path: " + " → ".join(result["states"]), highlight=False, soft_wrap=True)
+        console.print("  path: " + " → ".join(result["states"]), markup=False, highlight=False, soft_wrap=True)
     execution = result["execution"]
     report = result["report"] or {}
     checks = report.get("checks", [])
@@ -139,6 +140,7 @@ def _print_result(result: dict, outcome: str, expected: str, met: bool, verbose:
     as_expected = "as expected" if met else f"expected {expected}"
     console.print(
         f"  verdict: {outcome}{why}, {as_expected}; checks passed: {passed} of {len(checks)}",
+        markup=False,
         highlight=False,
         soft_wrap=True,
     )
@@ -152,7 +154,7 @@ def _print_result(result: dict, outcome: str, expected: str, met: bool, verbose:
             where = "its original config"
         else:
             where = f"{live['config']} (NOT its original {live['original_config']})"
-        console.print(f"  live endpoint {name}: {live['status']} on {where}", highlight=False)
+        console.print(f"  live endpoint {name}: {live['status']} on {where}", markup=False, highlight=False)
 
 
 def report_path(requested: Path, candidate: str, candidates: int) -> Path:
@@ -173,7 +175,7 @@ def _write_report(result: dict, path: Path) -> None:
     (its plots embedded), or a line saying there is none."""
     body = result.get("report_body")
     if body is None:
-        console.print(f"  gate report: none (the gate stopped before its decision); {path} not written")
+        console.print(f"  gate report: none (the gate stopped before its decision); {path} not written", markup=False)
         return
     written = [(path, body)]
     if result.get("report_html") is not None:
@@ -185,7 +187,8 @@ def _write_report(result: dict, path: Path) -> None:
             raise UsageError(
                 f"--report {target}: cannot write it ({error.strerror or error}); name a writable file"
             ) from None
-    console.print(f"  gate report: {' and '.join(str(t) for t, _ in written)}", highlight=False, soft_wrap=True)
+    written_to = " and ".join(str(t) for t, _ in written)
+    console.print(f"  gate report: {written_to}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_verdict(outcomes: list[tuple[str, str, str, bool]], seconds: float) -> int:
@@ -200,10 +203,10 @@ def _print_verdict(outcomes: list[tuple[str, str, str, bool]], seconds: float) -
         code = 1 if wrong else 3
         word = "FAILED" if wrong else "INCONCLUSIVE"
         what = "; ".join(f"the {c} candidate {o}, expected {e}" for c, o, e in wrong + undecided)
-        console.print(f"rehearsal {word}: {what} (exit {code}, after {took})", highlight=False)
+        console.print(f"rehearsal {word}: {what} (exit {code}, after {took})", markup=False, highlight=False)
         return code
     verdicts = ", ".join(f"{c} {o}" for c, o, _, _ in outcomes)
-    console.print(f"rehearsal passed: {verdicts}, as the gate must decide (in {took})", highlight=False)
+    console.print(f"rehearsal passed: {verdicts}, as the gate must decide (in {took})", markup=False, highlight=False)
     return 0
 
 

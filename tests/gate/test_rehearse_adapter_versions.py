@@ -59,6 +59,9 @@ def test_a_degraded_redline_is_rejected_by_redlines_quality_check(config, capsys
     assert "a faster candidate whose adapter redline loses quality" in out
     assert "  FAIL quality[redline]: quality evaluation failed" in out
     assert "FAIL quality[review]" not in out
+    assert (
+        "verdict: REJECTED (CandidateRejected: REJECTED legal/dev: 1 of " in out and "fail (quality[redline]))" in out
+    )
     assert code == 0, out
     assert "expected" not in out.splitlines()[-1]
     assert out.splitlines()[-1].startswith("rehearsal passed: adapter-quality REJECTED, as the gate must decide")
