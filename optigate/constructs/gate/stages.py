@@ -4,32 +4,17 @@ ends in."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from optigate import naming
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
-from optigate.constructs.gate import adapter_steps, benchmark_workload, component_stages, cross_check, grants
+from optigate.constructs.gate import adapter_steps, benchmark_workload, candidate, component_stages, cross_check, grants
 from optigate.constructs.gate.resources import LiveConfig
-from optigate.constructs.gate.tasks import CleanupPath, PollStates, SdkTask, poll_loop, run_name, sdk_task
+from optigate.constructs.gate.tasks import CleanupPath, Ending, PollStates, SdkTask, poll_loop, run_name, sdk_task
 from optigate.deployment.gate import GatePlan
 from optigate.deployment.observability import gate_metrics_config
-
-
-@dataclass(frozen=True)
-class Ending:
-    """Where a run ends: `cleanup`, the deletes of what it may have created, then the notification and the end;
-    `nothing_created`, a failure's notification and end without them (a failure before the first create)."""
-
-    cleanup: sfn.IChainable
-    nothing_created: sfn.IChainable
-
-
-#: The optimization job's statuses after which there is nothing to stop (DescribeOptimizationJob).
-FINISHED_JOB = ("COMPLETED", "FAILED", "STOPPED")
 
 
 def cleanup_and_end(
@@ -129,16 +114,8 @@ def cleanup_and_end(
     for state, following in zip(states, [*states[1:], after_cleanup], strict=True):
         state.next(following)
         state.add_catch(following, errors=["States.ALL"], result_path="$.cleanup_error")
-    deleted: sfn.IChainable = states[0]
-    if plan.optimization_configs:
-        # A job its last describe saw finish has nothing to stop (StopOptimizationJob would fail on it in every run
-        # that got that far); one never described may have been created (a Create whose answer was lost): stopped.
-        status = "$.optimization.OptimizationJobStatus"
-        finished = sfn.Condition.and_(
-            sfn.Condition.is_present(status),
-            sfn.Condition.or_(*(sfn.Condition.string_equals(status, s) for s in FINISHED_JOB)),
-        )
-        deleted = sfn.Choice(scope, "OptimizationJobLeftRunning?").when(finished, states[1]).otherwise(states[0])
+    # The optimization job is stopped unless its last describe saw it finish (candidate.unless_finished).
+    deleted = candidate.unless_finished(scope, states[0], states[1]) if plan.optimization_configs else states[0]
     # An adapter team's components go before their endpoints (optigate.constructs.gate.component_stages).
     first: sfn.IChainable = (
         component_stages.delete_run_components(scope, plan, then=deleted) if plan.components is not None else deleted
