@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from types import ModuleType
 
+from rich.markup import escape  # what a run prints is text, not markup: quality[redline]
+
 from optigate.cli.errors import CliError, UsageError
 from optigate.cli.output import console
 from optigate.cli.team_argument import add_team_arguments, chosen_team
@@ -25,6 +27,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     args.team, args.config = chosen.name, chosen.config
     if args.report is not None and not Path(args.report).parent.is_dir():
         raise UsageError(f"--report {args.report}: no folder {Path(args.report).parent}; create it or name another")
+    supplied = _adapter_options(args)
     rehearsal = _rehearsal()
     try:
         template, deployment = rehearsal.synthesize_team(args.team, args.env, args.config)
@@ -34,8 +37,10 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         # A KeyError's str() is its key's repr: the message is its first argument, without the quotes.
         message = error.args[0] if error.args else str(error)
         raise CliError(f"{message}; see `optigate summary` for the teams and environments", exit_code=2) from error
+    seeds = _adapter_seeds(deployment, supplied, args.missing_adapter)
     import time
 
+    from optigate.rehearse.gate_layout import cleanup_states
     from optigate.rehearse.progress import StateProgress
 
     def plain(line: str) -> None:
@@ -47,16 +52,16 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     for candidate in candidates:
         gate_candidate = json.dumps(deployment.team.gate.candidate, default=str)
         kind = (
-            f"a faster candidate whose adapter {deployment.team.adapters[0].name} loses quality"
+            f"a faster candidate whose adapter {rehearsal.degraded_adapter(deployment)} loses quality"
             if candidate == "adapter-quality" and deployment.team.adapters
             else "a faster candidate whose drafts are rarely accepted"
             if candidate == "drafts-rejected"
             else f"a {candidate} candidate"
         )
-        console.print(f"[bold]rehearsing {deployment.stack_name}: {kind} ({gate_candidate})[/bold]")
-        progress = StateProgress(plain, verbose=args.verbose)
-        result = rehearsal.rehearse(template, deployment, candidate, on_history=progress.update)
-        expectation = rehearsal.EXPECTATIONS[candidate]
+        console.print(f"[bold]rehearsing {deployment.stack_name}: {escape(f'{kind} ({gate_candidate})')}[/bold]")
+        progress = StateProgress(plain, verbose=args.verbose, cleanup=cleanup_states(template))
+        result = rehearsal.rehearse(template, deployment, candidate, on_history=progress.update, seed_objects=seeds)
+        expectation = rehearsal.expectation(candidate, deployment)
         outcome = _outcome(result["execution"])
         met = expectation.met(outcome, (result["report"] or {}).get("checks", []))
         _print_result(result, outcome, str(expectation), met, verbose=args.verbose)
@@ -68,10 +73,38 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     return _print_verdict(outcomes, time.monotonic() - began)
 
 
+def _adapter_options(args: argparse.Namespace) -> dict[str, Path]:
+    """`--adapter NAME=PATH` as {name: path}, each path there (checked before anything is synthesized)."""
+    from optigate.rehearse.adapter_seed import parse_adapter_options
+
+    try:
+        supplied = parse_adapter_options(args.adapter)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    for name, path in supplied.items():
+        if not path.exists():
+            raise UsageError(f"--adapter {name}={path}: no such file or folder; give a .tar.gz or a PEFT folder")
+    return supplied
+
+
+def _adapter_seeds(deployment: object, supplied: dict[str, Path], left_out: list[str]) -> dict[str, bytes]:
+    """The candidate's new adapter versions for the emulated S3 (optigate.rehearse.adapter_seed), each said."""
+    from optigate.rehearse.adapter_seed import adapter_seeds
+
+    try:
+        seeds, said = adapter_seeds(deployment, supplied, left_out)
+    except ValueError as error:
+        raise UsageError(f"--adapter {error}") from None
+    for name, what in said.items():
+        console.print(f"  new version of adapter {name}: {what}", markup=False, highlight=False, soft_wrap=True)
+    return seeds
+
+
 def _print_result(result: dict, outcome: str, expected: str, met: bool, verbose: bool) -> None:
     """What one run showed: its checks (the failed ones; every one with -v), the verdict, what was left behind."""
+
     if verbose:
-        console.print("  path: " + " → ".join(result["states"]), highlight=False, soft_wrap=True)
+        console.print("  path: " + " → ".join(result["states"]), markup=False, highlight=False, soft_wrap=True)
     execution = result["execution"]
     report = result["report"] or {}
     checks = report.get("checks", [])
@@ -83,7 +116,9 @@ def _print_result(result: dict, outcome: str, expected: str, met: bool, verbose:
             outcome_of_check, "[red]FAIL[/red]"
         )
         where = f" @c{check['concurrency']}" if check.get("concurrency") else ""
-        console.print(f"  {mark} {check['name']}{where}: {check.get('detail', '')}", highlight=False)
+        name = check["name"] + (f"[{check['adapter']}]" if check.get("adapter") else "")  # an adapter's own check
+        text = f"{name}{where}: {check.get('detail', '')}"
+        console.print(f"  {mark} {escape(text)}", highlight=False)
     passed = sum(1 for check in checks if check.get("outcome", "pass" if check["passed"] else "fail") == "pass")
     allowance = result.get("host_allowance_ms") or {}
     if any(value > 0 for value in allowance.values()):
@@ -96,11 +131,16 @@ def _print_result(result: dict, outcome: str, expected: str, met: bool, verbose:
             highlight=False,
             soft_wrap=True,
         )
+    from optigate.rehearse.progress import failure_cause
+
     error = execution.get("error")
-    why = f" ({error}: {execution.get('cause', '')})" if verbose and error else f" ({error})" if error else ""
+    # The failure in one line (a Lambda's stack trace left out); -v gives the cause as the execution ended with it.
+    cause = f"{error}: {execution.get('cause', '')}" if verbose and error else failure_cause(execution)
+    why = f" ({cause})" if cause else ""
     as_expected = "as expected" if met else f"expected {expected}"
     console.print(
         f"  verdict: {outcome}{why}, {as_expected}; checks passed: {passed} of {len(checks)}",
+        markup=False,
         highlight=False,
         soft_wrap=True,
     )
@@ -114,7 +154,7 @@ def _print_result(result: dict, outcome: str, expected: str, met: bool, verbose:
             where = "its original config"
         else:
             where = f"{live['config']} (NOT its original {live['original_config']})"
-        console.print(f"  live endpoint {name}: {live['status']} on {where}", highlight=False)
+        console.print(f"  live endpoint {name}: {live['status']} on {where}", markup=False, highlight=False)
 
 
 def report_path(requested: Path, candidate: str, candidates: int) -> Path:
@@ -125,19 +165,30 @@ def report_path(requested: Path, candidate: str, candidates: int) -> Path:
     return requested.with_name(f"{requested.stem}.{candidate}{requested.suffix or '.json'}")
 
 
+def html_path(report: Path) -> Path:
+    """Where the report's HTML goes beside its JSON: report.json -> report.html (report.html -> report.html.html)."""
+    return report.with_name(report.name + ".html") if report.suffix == ".html" else report.with_suffix(".html")
+
+
 def _write_report(result: dict, path: Path) -> None:
-    """The report.json the gate's decision wrote to the emulated S3, byte for byte, or a line saying there is none."""
+    """The report.json the gate's decision wrote to the emulated S3, byte for byte, and the report.html beside it
+    (its plots embedded), or a line saying there is none."""
     body = result.get("report_body")
     if body is None:
-        console.print(f"  gate report: none (the gate stopped before its decision); {path} not written")
+        console.print(f"  gate report: none (the gate stopped before its decision); {path} not written", markup=False)
         return
-    try:
-        path.write_bytes(body)
-    except OSError as error:
-        raise UsageError(
-            f"--report {path}: cannot write it ({error.strerror or error}); name a writable file"
-        ) from None
-    console.print(f"  gate report: {path}", highlight=False, soft_wrap=True)
+    written = [(path, body)]
+    if result.get("report_html") is not None:
+        written.append((html_path(path), result["report_html"]))
+    for target, data in written:
+        try:
+            target.write_bytes(data)
+        except OSError as error:
+            raise UsageError(
+                f"--report {target}: cannot write it ({error.strerror or error}); name a writable file"
+            ) from None
+    written_to = " and ".join(str(t) for t, _ in written)
+    console.print(f"  gate report: {written_to}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_verdict(outcomes: list[tuple[str, str, str, bool]], seconds: float) -> int:
@@ -152,10 +203,10 @@ def _print_verdict(outcomes: list[tuple[str, str, str, bool]], seconds: float) -
         code = 1 if wrong else 3
         word = "FAILED" if wrong else "INCONCLUSIVE"
         what = "; ".join(f"the {c} candidate {o}, expected {e}" for c, o, e in wrong + undecided)
-        console.print(f"rehearsal {word}: {what} (exit {code}, after {took})", highlight=False)
+        console.print(f"rehearsal {word}: {what} (exit {code}, after {took})", markup=False, highlight=False)
         return code
     verdicts = ", ".join(f"{c} {o}" for c, o, _, _ in outcomes)
-    console.print(f"rehearsal passed: {verdicts}, as the gate must decide (in {took})", highlight=False)
+    console.print(f"rehearsal passed: {verdicts}, as the gate must decide (in {took})", markup=False, highlight=False)
     return 0
 
 
@@ -190,10 +241,11 @@ def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
         "--candidate",
         choices=["faster", "slower", "adapter-quality", "drafts-rejected", "both"],
         default="both",
-        help="which emulated candidate goes through the gate: adapter-quality is a faster base whose first adapter "
-        "loses quality (teams with adapters); drafts-rejected a faster one whose speculative drafts are rarely "
-        "accepted (speculative candidates); both: faster and slower, or for a team with adapters faster and "
-        "adapter-quality, and drafts-rejected too for a speculative candidate (default: both)",
+        help="which emulated candidate goes through the gate: adapter-quality is a faster base whose adapter loses "
+        "quality (the first the candidate changes, else the first; teams with adapters); drafts-rejected a faster "
+        "one whose speculative drafts are rarely accepted (speculative candidates); both: faster and slower, or for "
+        "a team with adapters faster and adapter-quality, and drafts-rejected too for a speculative candidate "
+        "(default: both)",
     )
     rehearse.add_argument(
         "-v",
@@ -203,11 +255,28 @@ def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
         "state, loops folded, only the checks that did not pass)",
     )
     rehearse.add_argument(
+        "--adapter",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="the new version of adapter NAME the candidate changes (gate.candidate.adapters): a .tar.gz, or a folder "
+        "(adapter_config.json, adapter_model.safetensors) packed as one, put where its S3 URI says for the gate's "
+        "archive check to read; repeat for several (default: an archive generated to match the candidate's "
+        "max_lora_rank, base model and architecture)",
+    )
+    rehearse.add_argument(
+        "--missing-adapter",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave adapter NAME's new version out of the emulated S3, to see the gate refuse a missing archive",
+    )
+    rehearse.add_argument(
         "--report",
         default=None,
         metavar="FILE",
         help="write the gate's report (the report.json its decision wrote) to FILE, for `advise --from-report` and "
-        "`plan --calibrate`; with several candidates, one file each: FILE's name with the candidate before its "
-        "suffix (default: none, no file written)",
+        "`plan --calibrate`, and its report.html beside it (FILE's name with .html); with several candidates, one "
+        "file each: FILE's name with the candidate before its suffix (default: none, no file written)",
     )
     rehearse.set_defaults(handler=cmd_rehearse)

@@ -7,7 +7,9 @@
   invokes afterwards, at the top level; the gate's **decide** is the function the gate invokes and
   whose result it keeps, its **stage** one whose result it discards (it copies a candidate's files);
 - the gate's **cross-check** function is the one it invokes with a managed benchmark job `operation`
-  (optigate/lambdas/ai_benchmark_jobs), when the gate has a cross-check.
+  (optigate/lambdas/ai_benchmark_jobs), when the gate has a cross-check;
+- the gate's **cleanup states** are those that catch every error of theirs into `$.cleanup_error` and go on
+  (the deletes and stops of the cleanup, which fail on what the run never created).
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from optigate.rehearse.template import render_definition, resources_of_type, state_machines
+from optigate.rehearse.asl import iter_states
+from optigate.rehearse.template import placeholder_definition, render_definition, resources_of_type, state_machines
 
 WORKER, MERGE, DECIDE, STAGE, CROSS_CHECK = "worker", "merge", "decide", "stage", "cross_check"
 SERVER_METRICS = "server_metrics"  # the function that reads the temporary endpoints' container metrics
 _PROBE: Final = "cfn-token:"  # a rendered token that names its resource: cfn-token:<LogicalId>[.<Attribute>]
 _PARTITION: Final = {"AWS::Partition": "aws"}  # so that integration ARNs read as such
+#: Where the cleanup's states put the error they catch (optigate.constructs.gate.stages, component_stages, cross_check).
+CLEANUP_ERROR: Final = "$.cleanup_error"
 
 
 @dataclass(frozen=True)
@@ -138,3 +143,15 @@ def gate_layout(template: dict[str, Any]) -> GateLayout:
     if missing:
         raise ValueError(f"no Lambda function found for {sorted(missing)} (functions by role: {roles})")
     return GateLayout(gate=gate, fleet=fleet, functions=roles)
+
+
+def cleanup_states(template: dict[str, Any]) -> frozenset[str]:
+    """The gate's states that catch every error of theirs into CLEANUP_ERROR and go on: the cleanup's deletes and
+    stops, which fail on a resource the run never created, or one already going (optigate.rehearse.progress folds
+    those misses into one line)."""
+    definition = placeholder_definition(template, gate_layout(template).gate)
+    return frozenset(
+        name
+        for name, state in iter_states(definition)
+        if state.get("Catch") and all(c.get("ResultPath") == CLEANUP_ERROR for c in state["Catch"])
+    )

@@ -374,6 +374,8 @@ class GateRun:
             "history": h.history(arn),  # get_execution_history's events (optigate.rehearse.progress reads them)
             "report": json.loads(report_body) if (report_body := _object(s3, keys)) is not None else None,
             "report_body": report_body,  # report.json's bytes as the decision wrote them (`rehearse --report`)
+            # report.html beside it (its plots embedded), as the decision wrote it; None without one.
+            "report_html": _object(s3, [key for key in files if key.endswith("report.html")]),
             "report_files": sorted(files),
             # Temporary resources the run left behind (never what CloudFormation owns).
             "left": {

@@ -3,14 +3,16 @@
 The gate's polling loops and benchmark blocks visit the same states again and again (a rehearsal of chat enters
 about 60 states, a real gate hundreds): each state gets one line, the first time it is left, and the visits that
 follow are folded into one `again:` line per loop, written when the run moves on to a state it has not seen.
-`verbose` writes one line per visit instead. Plain text with fixed columns: no cursor movement, so a log file
-reads like the terminal.
+The cleanup's deletes catch their own errors (a resource the run never created, or one already going): those are
+folded into one `cleanup:` line rather than an error line each. `verbose` writes one line per visit instead. Plain
+text with fixed columns: no cursor movement, so a log file reads like the terminal.
 """
 
 from __future__ import annotations
 
+import json
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -78,14 +80,19 @@ def step_line(step: StateStep, visits: int = 1) -> str:
 
 
 class StateProgress:
-    """Feeds on an execution's history as it grows (`update`) and writes each state's line once it is known."""
+    """Feeds on an execution's history as it grows (`update`) and writes each state's line once it is known.
 
-    def __init__(self, write: Callable[[str], None], verbose: bool = False) -> None:
+    `cleanup`: the states whose errors are caught as a cleanup's miss (optigate.rehearse.gate_layout.cleanup_states);
+    their failed visits are folded into one `cleanup:` line."""
+
+    def __init__(self, write: Callable[[str], None], verbose: bool = False, cleanup: Collection[str] = ()) -> None:
         self.write = write
         self.verbose = verbose
+        self.cleanup = frozenset(cleanup)
         self.reported = 0  # steps of the history already handled
         self.seen: set[str] = set()
         self.again: dict[str, list[StateStep]] = {}  # revisits not yet written, by state, in first-revisit order
+        self.missed: list[StateStep] = []  # cleanup visits whose error was caught, not yet written
 
     def update(self, history: Sequence[dict[str, Any]], final: bool = False) -> None:
         """Write the lines of the visits that ended since the last call; `final`: the execution is over, so the
@@ -99,10 +106,14 @@ class StateProgress:
             for step in steps[len(finished) :]:
                 self._step(step)
             self._flush_again()
+            self._flush_missed()
 
     def _step(self, step: StateStep) -> None:
         if self.verbose:
             self.write(step_line(step))
+            return
+        if step.error is not None and step.finished and step.name in self.cleanup:
+            self.missed.append(step)  # caught: the run goes on; said once the cleanup's deletes are over
             return
         if step.name in self.seen:
             self.again.setdefault(step.name, []).append(step)
@@ -110,8 +121,22 @@ class StateProgress:
                 self._flush_again()
             return
         self._flush_again()
+        if step.name not in self.cleanup:
+            self._flush_missed()
         self.seen.add(step.name)
         self.write(step_line(step))
+
+    def _flush_missed(self) -> None:
+        if not self.missed:
+            return
+        names = list(dict.fromkeys(step.name for step in self.missed))
+        errors = ", ".join(sorted({str(step.error) for step in self.missed}))
+        seconds = sum(step.seconds for step in self.missed)
+        self.write(
+            f"  cleanup: {len(names)} found nothing to delete or stop ({errors}: never created, or already going): "
+            f"{', '.join(names)}; {seconds:.1f} s"
+        )
+        self.missed = []
 
     def _flush_again(self) -> None:
         if not self.again:
@@ -124,3 +149,44 @@ class StateProgress:
         seconds = sum(v.seconds for visits in self.again.values() for v in visits)
         self.write(f"  again: {', '.join(parts)}; {seconds:.1f} s")
         self.again = {}
+
+
+#: The most characters of a failure's cause `failure_cause` gives (one line on a terminal or two).
+CAUSE_WIDTH = 300
+
+
+def failure_cause(execution: dict[str, Any]) -> str | None:
+    """An ended execution's failure in one line, without the stack trace a Lambda's error carries: `GateFailed:
+    AdapterRefused: archive-missing: redline (s3://...): no such object`; None when it did not fail.
+
+    The gate's Fail states carry the failure they caught (`{"Error", "Cause"}` as JSON) or the verdict's summary;
+    a Lambda's cause is its JSON error (errorType, errorMessage, stackTrace), of which the message is kept."""
+    error = execution.get("error")
+    if not error:
+        return None
+    parts = [str(error)]
+    cause: Any = execution.get("cause")
+    for _ in range(3):  # a Fail state's failure, the Lambda error inside it, ...
+        parsed = _json(cause)
+        if isinstance(parsed, dict) and "Error" in parsed:
+            parts.append(str(parsed["Error"]))
+            cause = parsed.get("Cause")
+        elif isinstance(parsed, dict) and "errorMessage" in parsed:
+            if parsed.get("errorType") and parsed["errorType"] != parts[-1]:
+                parts.append(str(parsed["errorType"]))
+            cause = parsed["errorMessage"]
+        else:
+            break
+    if cause not in (None, ""):
+        parts.append(str(cause))
+    line = " ".join(": ".join(dict.fromkeys(parts)).split())
+    return line if len(line) <= CAUSE_WIDTH else line[: CAUSE_WIDTH - 1] + "…"
+
+
+def _json(value: Any) -> Any:
+    if not isinstance(value, str) or not value.lstrip().startswith("{"):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value

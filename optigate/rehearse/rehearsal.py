@@ -20,7 +20,7 @@ import random
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -225,25 +225,35 @@ def emulators(
 @dataclass(frozen=True)
 class Expectation:
     """The verdict a kind of candidate must reach and why: with `failing`, one of those checks must be among the
-    ones that did not pass (a rejection for another reason is not the rehearsal's)."""
+    ones that did not pass (a rejection for another reason is not the rehearsal's); with `adapter` too, that
+    adapter's own check (the report's `adapter` field: `quality[redline]`)."""
 
     verdict: str
     failing: frozenset[str] = frozenset()
+    adapter: str | None = None
 
     def met(self, outcome: str, checks: list[dict[str, Any]]) -> bool:
         if outcome != self.verdict:
             return False
-        failed = {check.get("name") for check in checks if (check.get("outcome") or "pass") == "fail"}
-        return not self.failing or bool(self.failing & failed)
+        failed = {
+            (check.get("name"), check.get("adapter")) for check in checks if (check.get("outcome") or "pass") == "fail"
+        }
+        return not self.failing or any(
+            name in self.failing and (self.adapter is None or adapter == self.adapter) for name, adapter in failed
+        )
 
     def __str__(self) -> str:
-        return self.verdict + (f" on {' or '.join(sorted(self.failing))}" if self.failing else "")
+        where = f"[{self.adapter}]" if self.adapter else ""
+        return self.verdict + (
+            f" on {' or '.join(name + where for name in sorted(self.failing))}" if self.failing else ""
+        )
 
 
 #: The kinds of candidate a rehearsal emulates, and the verdict each must reach: a faster one is approved, a slower
-#: one rejected on its latency or throughput, (a team with adapters) a faster base whose first adapter loses quality
-#: on its own records rejected by that adapter's evaluation, and (a speculative team) a faster candidate whose
-#: drafts are rarely accepted rejected on its acceptance, which the client reads from the stream.
+#: one rejected on its latency or throughput, (a team with adapters) a faster base one of whose adapters loses
+#: quality on its own records rejected by that adapter's quality check (`expectation` names it: degraded_adapter),
+#: and (a speculative team) a faster candidate whose drafts are rarely accepted rejected on its acceptance, which the
+#: client reads from the stream.
 EXPECTATIONS: Final = {
     "faster": Expectation("APPROVED"),
     "slower": Expectation("REJECTED", frozenset({"p99_ttft", "p99_itl", "throughput_gain", "goodput", "capacity"})),
@@ -257,6 +267,23 @@ DRAFTS_REJECTED: Final = {**FASTER, "num_speculative_tokens": 3, "acceptance_rat
 
 def expected_outcome(kind: str) -> str:
     return EXPECTATIONS[kind].verdict
+
+
+def degraded_adapter(deployment: Any) -> str:
+    """The adapter `adapter-quality` degrades: the first the candidate changes (gate.candidate.adapters: the new
+    version is what the gate proves), else the team's first. ValueError for a team without adapters."""
+    team = deployment.team
+    if not team.adapters:
+        raise ValueError(f"team {team.team} serves no adapters: there is no adapter to lose quality")
+    changed = deployment.resolved_team.candidate_adapters
+    return next((a.name for a in team.adapters if a.name in changed), team.adapters[0].name)
+
+
+def expectation(kind: str, deployment: Any) -> Expectation:
+    """What `kind` must reach on this team's gate: EXPECTATIONS', with adapter-quality's naming the degraded
+    adapter."""
+    expected = EXPECTATIONS[kind]
+    return replace(expected, adapter=degraded_adapter(deployment)) if kind == "adapter-quality" else expected
 
 
 def rehearsal_kinds(team: Any) -> tuple[str, ...]:
@@ -288,7 +315,7 @@ def rehearse(
     seed_training_data: bool = True,
 ) -> dict[str, Any]:
     """Run the gate once with a `faster` or `slower` emulated candidate (or an explicit emulator
-    `behaviour`), or `adapter-quality` (faster, its first adapter losing quality); an EAGLE-training job
+    `behaviour`), or `adapter-quality` (faster, degraded_adapter losing quality); an EAGLE-training job
     registers its head in `trained_head_layout`
     (optigate.rehearse.sagemaker.jobs.TRAINED_HEAD_LAYOUTS); `scenario_overrides` replace fields of the emulated
     SageMaker's Scenario (e.g. an inference component that fails); `seed_objects` (S3 URI -> bytes) are put in the
@@ -306,9 +333,7 @@ def rehearse(
             raise ValueError(f"team {team.team}'s candidate does not speculate: no drafts to reject")
         candidate, behaviour = "faster", behaviour or DRAFTS_REJECTED
     if candidate == "adapter-quality":
-        if not team.adapters:
-            raise ValueError(f"team {team.team} serves no adapters: there is no adapter to lose quality")
-        candidate, adapter_quality = "faster", {team.adapters[0].name: "fail", **(adapter_quality or {})}
+        candidate, adapter_quality = "faster", {degraded_adapter(deployment): "fail", **(adapter_quality or {})}
     # The rehearsal benchmarks one level (the deployed gate runs every level): the highest up to
     # MAX_CONCURRENCY streams, so what is measured is the emulated server rather than the host's CPU
     # (at 64 streams a 9 ms ITL is 7,000 frames a second through one Python client, and a busy host

@@ -107,8 +107,10 @@ def test_one_adapter_that_loses_quality_rejects_a_faster_candidate_and_the_repor
     assert result["execution"]["status"] == "FAILED"
     report = result["report"]
     assert report["outcome"] == "REJECTED", report["summary"]
-    quality = next(c for c in report["checks"] if c["name"] == "quality")
-    assert not quality["passed"] and "summarise" in quality["detail"]
+    # One quality check per component (the base and each adapter), each on its own records: summarise's fails.
+    quality = {c["adapter"]: c["outcome"] for c in report["checks"] if c["name"] == "quality"}
+    assert quality == {"base": "pass", "triage": "pass", "summarise": "fail", "reply": "pass"}
+    assert "quality[summarise]" in report["summary"]
     assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["Rejected"]
     _nothing_left_and_live_untouched(result)
 
@@ -173,7 +175,7 @@ def test_an_adapter_the_evaluation_cannot_judge_leaves_the_verdict_to_a_person(s
     result = rehearse(*support, "faster", adapter_quality={"reply": "unresolved"})
     assert result["execution"]["status"] == "FAILED" and result["execution"]["error"] == "Inconclusive"
     assert result["report"]["outcome"] == "INCONCLUSIVE", result["report"]["summary"]
-    quality = next(c for c in result["report"]["checks"] if c["name"] == "quality")
-    assert quality["outcome"] == "inconclusive" and "reply" in quality["detail"]
+    quality = {c["adapter"]: c["outcome"] for c in result["report"]["checks"] if c["name"] == "quality"}
+    assert quality == {"base": "pass", "triage": "pass", "summarise": "pass", "reply": "inconclusive"}
     assert [p["ModelApprovalStatus"] for p in result["packages"]] == ["PendingManualApproval"]
     _nothing_left_and_live_untouched(result)

@@ -120,6 +120,7 @@ def test_happy_path_approves_records_and_cleans_up(templates, emulators, run_gat
     throughput = next(c for c in result["report"]["checks"] if c["name"] == "throughput_gain")
     assert throughput["outcome"] == "pass" and "3 and 3 blocks" in throughput["detail"], throughput
     assert "CreateOptimizationJob" in result["states"] and "CandidateApproved" in result["states"]
+    assert "CleanupStopOptimizationJob" not in result["states"]  # the job had completed: nothing to stop
     assert result["messages"] and "APPROVED" in result["messages"][-1]["Message"]
     # The proof carries the candidate's fingerprint: the next run of an unchanged candidate is a no-op.
     package = result["package_details"][0]

@@ -7,6 +7,7 @@ from optigate import naming
 from optigate.constructs.retries import MAX_ATTEMPTS
 from optigate.rehearse.asl import sdk_calls
 from optigate.rehearse.gate_handlers import evaluation_writer
+from optigate.rehearse.gate_layout import cleanup_states
 from optigate.rehearse.gate_run import GateRun
 from optigate.rehearse.harness import REGION, GateHarness
 from optigate.rehearse.scenario import Outcome, Scenario
@@ -21,20 +22,41 @@ def _definition(template):
     raise AssertionError(f"no gate state machine in {sorted(state_machines(template))}")
 
 
-def test_the_cleanup_stops_the_optimization_job_first_and_goes_on_whatever_the_stop_answers(gate_templates):
+def test_the_cleanup_stops_the_optimization_job_first_unless_it_saw_it_finish(gate_templates):
     definition = _definition(gate_templates[True])
     states = definition["States"]
     stop = states["CleanupStopOptimizationJob"]
     assert stop["Resource"].endswith(":states:::aws-sdk:sagemaker:stopOptimizationJob")
     assert stop["Next"] == "DeleteEndpoint"
     assert [(c["ErrorEquals"], c["Next"]) for c in stop["Catch"]] == [(["States.ALL"], "DeleteEndpoint")]
-    # Every path to the cleanup enters through the stop: what each guarded state catches into.
+    # A job whose last describe said it finished is not stopped (the stop would fail in every such run); a job never
+    # described (its Create's answer lost) or still running is.
+    left = states["OptimizationJobLeftRunning?"]
+    assert left["Default"] == "CleanupStopOptimizationJob"
+    (finished,) = left["Choices"]
+    assert finished["Next"] == "DeleteEndpoint"
+    present, statuses = finished["And"]
+    assert present == {"Variable": "$.optimization.OptimizationJobStatus", "IsPresent": True}
+    assert sorted(c["StringEquals"] for c in statuses["Or"]) == ["COMPLETED", "FAILED", "STOPPED"]
+    # Every path to the cleanup after the first create enters through that choice; a failure before it (nothing
+    # created yet) is notified and ends, without deletes that could only fail.
     entries = {c["Next"] for s in states.values() for c in s.get("Catch", []) if c.get("ResultPath") == "$.failure"}
-    assert entries == {"CleanupStopOptimizationJob"}
+    assert entries == {"OptimizationJobLeftRunning?", "NotifyFailure"}
+    early = {
+        name
+        for name, s in states.items()
+        if any(c["Next"] == "NotifyFailure" and c.get("ResultPath") == "$.failure" for c in s.get("Catch", []))
+    }
+    assert early == {"FindLastProof"}  # this gate reads no capture and trains no head: nothing else comes first
     (call,) = [c for c in sdk_calls(definition) if c.state == "CleanupStopOptimizationJob"]
     assert parameter_errors(call.service, call.operation, call.parameters) == []
+    # What a rehearsal's progress folds into one line when it fails: the cleanup's deletes and stops, nothing else.
+    cleanup = cleanup_states(gate_templates[True])
+    assert cleanup == {name for name in states if name.startswith(("Delete", "CleanupStop"))}
+    assert "CleanupStopOptimizationJob" in cleanup and "StopOptimizationJob" not in cleanup
     # Without an optimization job there is nothing to stop.
-    assert "CleanupStopOptimizationJob" not in _definition(gate_templates[False])["States"]
+    plain = _definition(gate_templates[False])["States"]
+    assert not {"CleanupStopOptimizationJob", "OptimizationJobLeftRunning?"} & set(plain)
 
 
 def test_a_job_whose_describe_keeps_failing_is_stopped(gate_templates, gate_handlers, emulators, nothing_left):

@@ -126,7 +126,8 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
     assert any(line.startswith("  again: BenchmarkBaseline ×2, BenchmarkCandidate ×2;") for line in progress)
     assert len(progress) < len(faster["states"])
     assert "path:" not in out and "pass p99_ttft" not in out and "FAIL p99_ttft @c8" in out
-    assert "verdict: REJECTED (CandidateRejected), as expected" in out
+    # The cause in one line without -v: the verdict's summary.
+    assert "verdict: REJECTED (CandidateRejected: REJECTED chat/dev" in out and "checks fail (" in out
     assert out.splitlines()[-1].startswith("rehearsal passed: faster APPROVED, slower REJECTED")
 
 

@@ -1,5 +1,6 @@
 """`optigate rehearse --report FILE`: the gate's report.json, as its decision wrote it, for `advise --from-report`
-and `plan --calibrate` offline (issue 29). One rehearsal (support's faster candidate, the cheapest gate)."""
+and `plan --calibrate` offline (issue 29), and its report.html beside it (issue 37). One rehearsal (support's faster
+candidate, the cheapest gate)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from optigate.cli import main
-from optigate.cli.rehearse_command import report_path
+from optigate.cli.rehearse_command import html_path, report_path
 from optigate.gate.report_file import FORMAT_VERSION, read_gate_report
 
 
@@ -18,7 +19,10 @@ def test_a_rehearsal_writes_a_report_both_readers_accept(example_config, tmp_pat
     argv = ["rehearse", "--team", "support", "--config", str(config), "--candidate", "faster", "--report", str(report)]
     code = main(argv)
     out = capsys.readouterr().out
-    assert f"  gate report: {report}" in out
+    # The HTML the gate wrote beside its JSON (issue 37: only the JSON was written), the plots in it.
+    page = report.with_suffix(".html")
+    assert f"  gate report: {report} and {page}" in out
+    assert page.read_text().startswith("<!doctype html>") and "data:image/png;base64," in page.read_text()
     data = read_gate_report(report)
     assert data["format_version"] == FORMAT_VERSION and data["team"] == "support"
     verdict = {0: "APPROVED", 3: "INCONCLUSIVE"}.get(code, "REJECTED")  # a busy host may leave it undecided
@@ -38,6 +42,10 @@ def test_with_several_candidates_each_report_is_named_after_its_candidate():
     assert report_path(Path("out/report.json"), "faster", 1) == Path("out/report.json")
     assert report_path(Path("out/report.json"), "slower", 2) == Path("out/report.slower.json")
     assert report_path(Path("out/report"), "faster", 2) == Path("out/report.faster.json")
+    # The HTML beside each: the JSON's name with .html (never the JSON's own name).
+    assert html_path(Path("out/report.slower.json")) == Path("out/report.slower.html")
+    assert html_path(Path("out/report")) == Path("out/report.html")
+    assert html_path(Path("out/report.html")) == Path("out/report.html.html")
 
 
 def test_a_report_in_a_missing_folder_is_refused_before_rehearsing(example_config, tmp_path, capsys):

@@ -130,3 +130,52 @@ def test_holm_steps_down_and_keeps_the_level_where_it_stopped():
     confidences = [confidence for _, confidence, _ in levels]
     assert confidences[:3] == pytest.approx([1 - 0.05 / 4, 1 - 0.05 / 3, 1 - 0.05 / 2])
     assert confidences[3] == confidences[2]  # stopped at c: d is shown at c's level
+
+
+def _adapter_evaluation(**statuses: str) -> dict:
+    """An adapter team's verdict.json (optigate.evaluate.adapter_verdicts): each adapter's own verdict, and the
+    overall one over them (fail > unresolved > pass)."""
+    reasons = {"fail": ["exact_match dropped 0.08, beyond the 0.05 tolerated"], "unresolved": ["too few records"]}
+    worst = next((word for word in ("fail", "unresolved") if word in statuses.values()), "pass")
+    return {
+        "status": worst,
+        "passed": worst == "pass",
+        "reasons": [f"adapter {name}: {r}" for name, status in statuses.items() for r in reasons.get(status, [])],
+        "adapters": {
+            name: {"status": s, "passed": s == "pass", "reasons": reasons.get(s, [])} for name, s in statuses.items()
+        },
+    }
+
+
+def test_the_quality_check_is_each_adapters_and_the_one_that_lost_quality_is_named():
+    fast = benchmark({"base": FAST, "reply": FAST, "summarize": FAST}, WEIGHTS, seed=1)
+    evaluation = _adapter_evaluation(reply="pass", summarize="fail")
+    verdict = decide(GateInputs(**{**inputs(fast, fast).__dict__, "evaluation": evaluation}))
+    quality = [c for c in verdict.checks if c.name == "quality"]
+    assert [(c.adapter, c.outcome.value) for c in quality] == [("reply", "pass"), ("summarize", "fail")]
+    assert "quality[summarize]" in verdict.summary and "quality[reply]" not in verdict.summary
+    (reason,) = [r for r in verdict.reasons if r.startswith("quality")]
+    assert reason.startswith("quality for adapter summarize fails: quality evaluation failed: exact_match dropped")
+    written = [c for c in json.loads(render_json(verdict))["checks"] if c["name"] == "quality"]
+    assert [c.get("adapter") for c in written] == ["reply", "summarize"]
+
+
+@pytest.mark.parametrize(
+    ("evaluation", "outcome"),
+    [
+        # An adapter the evaluation expected has no verdict of its own: the run-wide check keeps it undecided.
+        (
+            {**_adapter_evaluation(reply="pass"), "status": "unresolved", "reasons": ["adapter summarize: no verdict"]},
+            "inconclusive",
+        ),
+        # An entry that is no verdict fails closed, and so does an overall status the adapters' do not reach.
+        ({**_adapter_evaluation(reply="pass"), "adapters": {"reply": "pass"}}, "fail"),
+        ({**_adapter_evaluation(reply="pass"), "status": "fail"}, "fail"),
+    ],
+)
+def test_the_quality_checks_per_adapter_are_never_more_lenient_than_the_evaluation(evaluation, outcome):
+    from optigate.gate.decision.adapters import quality_checks
+
+    checks = quality_checks(evaluation)
+    assert min((c.outcome.value for c in checks), key=["fail", "inconclusive", "pass"].index) == outcome
+    assert quality_checks(None)[0].outcome.value == "fail" and quality_checks(PASS)[0].adapter is None

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
-from optigate.rehearse.progress import StateProgress, StateStep, state_steps
+from optigate.rehearse.progress import CAUSE_WIDTH, StateProgress, StateStep, failure_cause, state_steps
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -72,3 +73,64 @@ def test_verbose_writes_every_visit():
     progress = StateProgress(lines.append, verbose=True)
     progress.update(HISTORY, final=True)
     assert [line.split()[0] for line in lines] == ["Init", "Wait", "Done?", "Wait", "Done?", "Benchmark", "Rejected"]
+
+
+# A cleanup whose first delete finds nothing (the endpoint was never created) and whose second deletes the model.
+MISSED = {"taskFailedEventDetails": {"error": "SageMaker.SageMakerException", "cause": "Could not find endpoint"}}
+CLEANUP = _history(
+    (0, "TaskStateEntered", "DeleteEndpoint", None),
+    (1, "TaskFailed", None, MISSED),
+    (1, "TaskStateExited", "DeleteEndpoint", None),
+    (1, "TaskStateEntered", "DeleteModel", None),
+    (2, "TaskStateExited", "DeleteModel", None),
+    (2, "TaskStateEntered", "NotifyFailure", None),
+    (3, "TaskStateExited", "NotifyFailure", None),
+    (3, "FailStateEntered", "GateFailed", None),
+    (3, "ExecutionFailed", None, {"executionFailedEventDetails": {"error": "GateFailed"}}),
+)
+
+
+def test_a_cleanup_that_finds_nothing_to_delete_is_one_quiet_line_not_an_error():
+    lines: list[str] = []
+    StateProgress(lines.append, cleanup={"DeleteEndpoint", "DeleteModel"}).update(CLEANUP, final=True)
+    assert [line.split()[:2] for line in lines] == [
+        ["DeleteModel", "ok"],
+        ["cleanup:", "1"],
+        ["NotifyFailure", "ok"],
+        ["GateFailed", "error"],
+    ]
+    assert lines[1] == (
+        "  cleanup: 1 found nothing to delete or stop (SageMaker.SageMakerException: never created, or already "
+        "going): DeleteEndpoint; 1.0 s"
+    )
+    # -v keeps every visit with its error; a state outside the cleanup keeps its error line.
+    verbose: list[str] = []
+    StateProgress(verbose.append, verbose=True, cleanup={"DeleteEndpoint"}).update(CLEANUP, final=True)
+    assert verbose[0].split()[:3] == ["DeleteEndpoint", "error", "SageMaker.SageMakerException"]
+    plain: list[str] = []
+    StateProgress(plain.append).update(CLEANUP, final=True)
+    assert plain[0].split()[:2] == ["DeleteEndpoint", "error"]
+
+
+def test_a_failure_is_one_line_of_cause_without_the_lambdas_stack_trace():
+    lambda_error = {
+        "errorMessage": "archive-missing: redline (s3://acme/legal/redline-v2.tar.gz): no bucket acme",
+        "errorType": "AdapterRefused",
+        "requestId": "1",
+        "stackTrace": ['  File "handler.py", line 1, in handler\n    raise\n'],
+    }
+    failure = {"Error": "AdapterRefused", "Cause": json.dumps(lambda_error)}
+    execution = {"status": "FAILED", "error": "GateFailed", "cause": json.dumps(failure)}
+    assert failure_cause(execution) == (
+        "GateFailed: AdapterRefused: archive-missing: redline (s3://acme/legal/redline-v2.tar.gz): no bucket acme"
+    )
+    # A named failure's cause is its text; a verdict's, the summary; a long one is cut; a success has none.
+    named = {"Error": "OptimizationFailed", "Cause": "optimization job FAILED:\n quantization diverged"}
+    assert failure_cause({"error": "GateFailed", "cause": json.dumps(named)}) == (
+        "GateFailed: OptimizationFailed: optimization job FAILED: quantization diverged"
+    )
+    rejected = {"error": "CandidateRejected", "cause": "REJECTED legal/dev: 1 of 9 checks fail (quality[redline])"}
+    assert failure_cause(rejected) == "CandidateRejected: REJECTED legal/dev: 1 of 9 checks fail (quality[redline])"
+    long = failure_cause({"error": "GateFailed", "cause": "x" * 1000}) or ""
+    assert len(long) == CAUSE_WIDTH and long.endswith("…")
+    assert failure_cause({"status": "SUCCEEDED"}) is None

@@ -69,8 +69,12 @@ def test_an_archive_the_candidate_cannot_serve_fails_with_a_named_error(body, re
 
 
 def test_a_missing_or_oversize_archive_is_refused(monkeypatch):
-    with pytest.raises(aa.AdapterRefused, match=r"^archive-missing: reply"):
+    with pytest.raises(aa.AdapterRefused, match=rf"^archive-missing: reply \({REPLY}\): no such object$"):
         _check({}, {"reply": REPLY})
+    # A bucket that does not exist is the same refusal, naming the object and the bucket (not S3's NoSuchBucket).
+    elsewhere = "s3://no-such-adapters/support/reply-v3.tar.gz"
+    with pytest.raises(aa.AdapterRefused, match=rf"^archive-missing: reply \({elsewhere}\): no bucket no-such-\w+$"):
+        _check({}, {"reply": elsewhere})
     monkeypatch.setattr(aa, "MAX_ARCHIVE_BYTES", 100)
     with pytest.raises(aa.AdapterRefused, match=r"^archive-too-large: reply"):
         _check({REPLY: adapter()}, {"reply": REPLY})

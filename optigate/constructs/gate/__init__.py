@@ -6,7 +6,8 @@ candidate (BenchmarkFleet) → evaluate both (EvaluationJob) → with a shadow s
 traffic to the candidate on the live endpoint and restore it → decide (Lambda over optigate.gate)
 → record the verdict as an Approved or Rejected model package → clean up → notify → Succeed or Fail.
 Every task retries throttling and catches every error into the cleanup, so no temporary endpoint,
-config or model outlives an execution, and what CloudFormation owns is never touched.
+config or model outlives an execution, and what CloudFormation owns is never touched; a failure before the
+first create (the checks of the capture, the training data and adapter archives) is notified without one.
 
 What the gate measures and proves is its GatePlan (optigate.deployment.gate, no CDK): these modules
 only turn it into states and resources.

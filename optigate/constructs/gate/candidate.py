@@ -90,6 +90,11 @@ class Stager:
         )
 
 
+#: Where the run keeps the optimization job's last DescribeOptimizationJob status, and the ones it ends in.
+JOB_STATUS = "$.optimization.OptimizationJobStatus"
+FINISHED_JOB = ("COMPLETED", "FAILED", "STOPPED")
+
+
 def candidate_source(
     scope: Construct, plan: GatePlan, resources: GateResources, stager: Stager, cleanup: CleanupPath
 ) -> tuple[sfn.IChainable, sfn.INextable]:
@@ -185,7 +190,7 @@ def candidate_source(
         describe, head = stage_trained_head(scope, plan, resources.bucket, stager, cleanup)
         describe.next(head)
         completed, ready = describe, head
-    status = "$.optimization.OptimizationJobStatus"
+    status = JOB_STATUS
     job_done = poll_loop(
         scope,
         PollStates(
@@ -224,6 +229,17 @@ def candidate_source(
         max_polls=plan.optimization_max_polls,
     )
     return sfn.Chain.start(create_job).next(job_done.entry), ready
+
+
+def unless_finished(scope: Construct, stop: sfn.IChainable, then: sfn.IChainable) -> sfn.Choice:
+    """The cleanup's `stop` of the optimization job, skipped for `then` when the job's last describe saw it finish
+    (the stop would fail on it in every run that got that far); a job never described (a Create whose answer was
+    lost) or still running is stopped."""
+    finished = sfn.Condition.and_(
+        sfn.Condition.is_present(JOB_STATUS),
+        sfn.Condition.or_(*(sfn.Condition.string_equals(JOB_STATUS, status) for status in FINISHED_JOB)),
+    )
+    return sfn.Choice(scope, "OptimizationJobLeftRunning?").when(finished, then).otherwise(stop)
 
 
 def stage_trained_head(

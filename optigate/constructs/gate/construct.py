@@ -148,9 +148,13 @@ class OptimizationGate(Construct):
     def _state_machine(self) -> sfn.StateMachine:
         plan, resources = self.plan, self.resources
         bucket_name = resources.bucket.bucket_name
-        deletes = stages.cleanup_and_end(
+        ending = stages.cleanup_and_end(
             self, plan, self.topic.topic_arn, resources.key.key_arn, cross_check_jobs=self.cross_check_jobs
         )
+        deletes = ending.cleanup
+        # A failure before the first create (a refused archive, no capture, no traffic history) has nothing to
+        # delete or restore: it is notified and ends.
+        before_creation = CleanupPath(self, ending.nothing_created)
         restore_path: tuple[sfn.Choice, sfn.Choice] | None = None  # (the restore, where it leads on)
         live = resources.live_config
         if plan.shadow and live is not None:
@@ -243,25 +247,25 @@ class OptimizationGate(Construct):
             self,
             plan,
             resources.fleet,
-            cleanup,
+            before_creation,
             resources.training_data_uri,
             then=benchmark_workload.check_capture(
                 self,
                 plan,
                 resources.fleet,
-                cleanup,
+                before_creation,
                 resources.workload_uri,
                 then=check_adapter_archives(
                     self,
                     plan,
                     self.stager,
-                    cleanup,
-                    then=read_adapter_mix(self, plan, self.stager, cleanup, start_candidate),
+                    before_creation,
+                    then=read_adapter_mix(self, plan, self.stager, before_creation, start_candidate),
                 ),
             ),
         )
         definition = sfn.Chain.start(start_run(self)).next(
-            proof.unless_proven(self, plan, self.group_name, cleanup, checked)
+            proof.unless_proven(self, plan, self.group_name, before_creation, checked)
         )
         log_group = logs.LogGroup(
             self, "Logs", retention=logs.RetentionDays.THREE_MONTHS, removal_policy=RemovalPolicy.DESTROY

@@ -10,9 +10,9 @@ from constructs import Construct
 
 from optigate import naming
 from optigate.constructs.benchmark_fleet import BenchmarkFleet
-from optigate.constructs.gate import adapter_steps, benchmark_workload, component_stages, cross_check, grants
+from optigate.constructs.gate import adapter_steps, benchmark_workload, candidate, component_stages, cross_check, grants
 from optigate.constructs.gate.resources import LiveConfig
-from optigate.constructs.gate.tasks import CleanupPath, PollStates, SdkTask, poll_loop, run_name, sdk_task
+from optigate.constructs.gate.tasks import CleanupPath, Ending, PollStates, SdkTask, poll_loop, run_name, sdk_task
 from optigate.deployment.gate import GatePlan
 from optigate.deployment.observability import gate_metrics_config
 
@@ -24,11 +24,12 @@ def cleanup_and_end(
     key_arn: str,
     *,
     cross_check_jobs: lambda_.IFunction | None = None,
-) -> sfn.IChainable:
-    """Stop the run's optimization job if it still runs, delete what the run created (each step catches
-    its own error: a resource never created is fine to miss), then notify and end: Succeed (APPROVED),
+) -> Ending:
+    """Stop the run's optimization job unless its last describe saw it finish, delete what the run created (each
+    step catches its own error: a resource never created is fine to miss), then notify and end: Succeed (APPROVED),
     or Fail with the failure, the rejection (CandidateRejected) or an inconclusive verdict (`Inconclusive`:
-    the model package waits in PendingManualApproval, so the pipeline's action fails and a person decides)."""
+    the model package waits in PendingManualApproval, so the pipeline's action fails and a person decides). A
+    failure before anything is created (Ending.nothing_created) is notified and ends without the deletes."""
     # The twin runs CloudFormation's model: its endpoint and config go, the model stays.
     deletes: list[tuple[str, str, str, naming.RunKind]] = [
         ("Endpoint", "deleteEndpoint", "EndpointName", "cand"),
@@ -113,18 +114,19 @@ def cleanup_and_end(
     for state, following in zip(states, [*states[1:], after_cleanup], strict=True):
         state.next(following)
         state.add_catch(following, errors=["States.ALL"], result_path="$.cleanup_error")
+    # The optimization job is stopped unless its last describe saw it finish (candidate.unless_finished).
+    deleted = candidate.unless_finished(scope, states[0], states[1]) if plan.optimization_configs else states[0]
     # An adapter team's components go before their endpoints (optigate.constructs.gate.component_stages).
     first: sfn.IChainable = (
-        component_stages.delete_run_components(scope, plan, then=states[0])
-        if plan.components is not None
-        else states[0]
+        component_stages.delete_run_components(scope, plan, then=deleted) if plan.components is not None else deleted
     )
+    nothing_created = notify_failure
     # The managed benchmark's jobs stop first, before their endpoints go (cross_check.stop_all).
     if plan.cross_check is None:
-        return first
+        return Ending(first, nothing_created)
     if cross_check_jobs is None:
         raise ValueError(f"the gate of {plan.prefix} has a cross-check but no function to stop its jobs")
-    return cross_check.stop_all(scope, plan, cross_check_jobs, first)
+    return Ending(cross_check.stop_all(scope, plan, cross_check_jobs, first), nothing_created)
 
 
 def temporary_endpoint(

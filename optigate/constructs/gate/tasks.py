@@ -142,6 +142,15 @@ class CleanupPath:
 
 
 @dataclass(frozen=True)
+class Ending:
+    """Where a run ends: `cleanup`, the deletes of what it may have created, then the notification and the end;
+    `nothing_created`, a failure's notification and end without them (a failure before the first create)."""
+
+    cleanup: sfn.IChainable
+    nothing_created: sfn.IChainable
+
+
+@dataclass(frozen=True)
 class PollStates:
     """The names of one poll loop's states."""
 

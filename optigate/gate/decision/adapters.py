@@ -1,7 +1,8 @@
-"""The gate's latency checks per adapter, for an endpoint whose traffic is spread over inference components
-(an adapter team): each run's samples are split by adapter (``RunSamples.by_adapter``), and every latency
-check of a level (``p99_ttft``, ``p99_itl``) is applied to each adapter's samples too, beside the check on
-all traffic.
+"""The gate's checks per adapter, for an endpoint whose traffic is spread over inference components (an adapter
+team): each run's samples are split by adapter (``RunSamples.by_adapter``), and every latency check of a level
+(``p99_ttft``, ``p99_itl``) is applied to each adapter's samples too, beside the check on all traffic; the quality
+evaluation, which judges each adapter on its own records, is one ``quality`` check per adapter
+(:func:`quality_checks`).
 
 **One rule, per adapter.** An adapter's check is :func:`optigate.gate.decision.checks.latency_check`'s: the
 candidate's pooled p99 and its two-level percentile-bootstrap interval (blocks, then requests) against the
@@ -22,7 +23,9 @@ left out of the Holm family (it is not tested).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -30,9 +33,9 @@ from optigate import stats
 from optigate.bench.compare import MIN_REQUESTS
 from optigate.bench.metrics import RunSamples
 from optigate.config.models import BenchmarkGate
-from optigate.gate.decision.checks import check_seed, pooled_p99
+from optigate.gate.decision.checks import check_seed, pooled_p99, quality_check
 from optigate.gate.decision.wording import CheckName, ms
-from optigate.judge import Check, Direction, Outcome, classify
+from optigate.judge import Check, Direction, Outcome, classify, overall
 
 #: Successful candidate requests an adapter needs at a level before its latency is judged: `bench compare`'s
 #: minimum before a latency metric is judged at all (fewer: INCONCLUSIVE).
@@ -156,3 +159,19 @@ def _check(
     elif outcome is Outcome.INCONCLUSIVE:
         detail += ": the interval straddles the budget (cannot tell)"
     return Check(name, outcome, p99, budget, detail, low, high, level, adapter=adapter)
+
+
+def quality_checks(evaluation: Mapping[str, Any] | None) -> list[Check]:
+    """The quality evaluation's checks: the run-wide one (checks.quality_check); for an adapter team's evaluation
+    (verdict.json's `adapters`: each adapter's own verdict, optigate.evaluate.adapter_verdicts) one per adapter
+    instead, naming it, plus the run-wide one wherever the adapters' do not come to the evaluation's own outcome
+    (an adapter without a verdict, an entry that is none): never more lenient than the evaluation's status."""
+    run_wide = quality_check(evaluation)
+    adapters = evaluation.get("adapters") if isinstance(evaluation, Mapping) else None
+    if not isinstance(adapters, Mapping) or not adapters:
+        return [run_wide]
+    own = [
+        replace(quality_check(verdict if isinstance(verdict, Mapping) else {}), adapter=str(name))
+        for name, verdict in adapters.items()
+    ]
+    return own if overall(check.outcome for check in own) is run_wide.outcome else [*own, run_wide]

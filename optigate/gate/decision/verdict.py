@@ -16,7 +16,7 @@ from optigate.bench.compare import Delta, MarginLike, compare_adapters, compare_
 from optigate.bench.metrics import RunSamples
 from optigate.config.models import BenchmarkGate, CrossCheckTolerance
 from optigate.gate.decision.acceptance import acceptance_checks
-from optigate.gate.decision.adapters import adapter_blocks, adapter_latency_checks, adapter_names
+from optigate.gate.decision.adapters import adapter_blocks, adapter_latency_checks, adapter_names, quality_checks
 from optigate.gate.decision.checks import (
     check_dict,
     coverage_checks,
@@ -25,7 +25,6 @@ from optigate.gate.decision.checks import (
     mean_throughput,
     no_success,
     pool,
-    quality_check,
     schedule_checks,
     shadow_checks,
     sort_key,
@@ -220,7 +219,7 @@ def decide(inputs: GateInputs) -> GateVerdict:
         checks.append(capacity_check(base_capacity, cand_capacity, slo))
         peak = None if inputs.peak_concurrency is None else float(inputs.peak_concurrency)
         capacity = capacity_summary(base_capacity, cand_capacity, slo, count, peak)
-    checks.append(quality_check(inputs.evaluation))
+    checks += quality_checks(inputs.evaluation)
     # A speculative change: its acceptance from the evidence the plan names (the client's chunks on LMI).
     measured = {level: (base_runs[level], cand_runs[level]) for level in common}
     checks += acceptance_checks(method, inputs.speculation, measured, inputs.server_metrics, change, inputs.seed)

@@ -176,7 +176,7 @@ WORDS: dict[CheckName, Words] = {
     CheckName.SHADOW_ERROR_RATE: _ERROR_RATE,
     CheckName.QUALITY: Words(
         lambda check: "status pass",
-        lambda check, where: f"quality fails: {check.detail} (required: status pass).",
+        lambda check, where: f"quality{where} fails: {check.detail} (required: status pass).",
     ),
     CheckName.GOODPUT: Words(_goodput_threshold, _closed_without_figure(_goodput_failure), "points"),
     CheckName.CAPACITY: Words(_capacity_threshold, lambda check, where: f"capacity fails: {check.detail}."),

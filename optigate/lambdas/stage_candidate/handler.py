@@ -1,3 +1,4 @@
+# Over 400 lines: the staging function ships as this one file (and its two standard-library helpers), four modes.
 """Stage a candidate's extra files.
 
 Two kinds of event:
@@ -53,8 +54,8 @@ Two kinds of event:
    ("same" | "unknown": not compared, e.g. a local path), "base_model_why", "architecture_checked" (the files whose
    figures matched the team's architecture)}}}, which the gate's report shows.
    Fails with error AdapterRefused ("<reason>: <adapter> (<uri>): <why>", the reason one of adapter_archive's
-   named reasons, "archive-missing" for an object that is not there) for an archive the candidate cannot serve;
-   other errors (access denied, a malformed event) are the run's own failures. IAM: s3:GetObject on the archives
+   named reasons, "archive-missing" for an object or a bucket that is not there) for an archive the candidate cannot
+   serve; other errors (access denied, a malformed event) are the run's own failures. IAM: s3:GetObject on the archives
    (kms:Decrypt of the adapter's kms_key_arn when it has one). The function's code needs optigate/deployment/
    adapter_archive.py staged beside the handler as ADAPTER_ARCHIVE_FILE (it imports the standard library only).
 
@@ -86,7 +87,7 @@ HEAD_OPTIONS = ("OPTION_SPECULATIVE_CONFIG", "OPTION_SPECULATIVE_DRAFT_MODEL")
 METHODS = ("eagle3", "eagle")  # vLLM's speculative methods for EAGLE-3 and EAGLE(-2) heads, most specific first
 BASELINE_COPY_DIR = "model"  # where, under the job's output, the baseline's files are copied when the job kept them
 ADAPTER_ARCHIVE_FILE = "adapter_archive.py"  # where the function's code carries optigate.deployment.adapter_archive
-MISSING_ARCHIVE = "archive-missing"  # an adapter check's reason for an archive that is not there
+MISSING_ARCHIVE = "archive-missing"  # an adapter check's reason for an archive (or its bucket) that is not there
 COPY_WORKERS = 8  # parallel server-side copies: a 70B checkpoint is ~30 objects of up to 5 GB
 
 
@@ -352,9 +353,11 @@ def check_adapters(s3, event: dict[str, Any]) -> dict[str, Any]:
             facts = archive.check_archive(io.BufferedReader(_Bounded(body, size, uri), buffer_size=1024**2), limits)
         except archive.AdapterRefused as refusal:
             raise archive.AdapterRefused(refusal.reason, f"{name} ({uri}): {refusal.detail}") from None
-        except ClientError as error:
-            if error.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
-                raise archive.AdapterRefused(MISSING_ARCHIVE, f"{name} ({uri}): no such object") from None
+        except ClientError as error:  # HeadObject's 404 has no body: S3 then cannot say whether the bucket is there
+            code = error.response["Error"]["Code"]
+            if code in ("404", "NoSuchKey", "NotFound", "NoSuchBucket"):
+                missing = f"no bucket {bucket}" if code == "NoSuchBucket" else "no such object"
+                raise archive.AdapterRefused(MISSING_ARCHIVE, f"{name} ({uri}): {missing}") from None
             raise
         checked[name] = {
             "uri": uri,
