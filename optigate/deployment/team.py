@@ -25,7 +25,7 @@ from optigate.config.rules import (
     rule,
 )
 from optigate.config.rules.adapter_candidate_rules import candidate_adapters
-from optigate.deployment import compilation, pools, reference_gaps, rules
+from optigate.deployment import compilation, placement, pools, reference_gaps, rules
 from optigate.deployment.adapter_archive import (
     ATTENTION_MODULES,
     DENSE_DECODER_MODULES,
@@ -352,8 +352,12 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
     if candidate is not None:
         candidate_problems += optimization_job_problems(team, candidate.serving)
         candidate_problems += compilation.compilation_problems(baseline, candidate)
-    problems = shadow_problems + candidate_problems + synthetic_problems(team)
+    placed = placement.copy_placement(team, baseline.tensor_parallel_degree, team.serving.instance_count)
+    found = placement.placement_problems(placed, placement.team_file_path(team))
+    refused = [p for p in found if p.rule is not None and p.rule.severity is Severity.REFUSAL]
+    problems = refused + shadow_problems + candidate_problems + synthetic_problems(team)
     advisories = pools.pool_advisories(team) + compilation.compile_advisories(team, candidate)
+    advisories += [p for p in found if p not in refused]
     advisories += reference_gaps.reference_gap_notes(team, baseline, shadow, candidate, trained_head(team))
     advisories += adapter_base_notes(team)
     return ResolvedTeam(team, baseline, shadow, candidate, tuple(problems), tuple(advisories))
