@@ -285,11 +285,13 @@ class Placement:
 
 
 def replica_basis(instance_type: str, tensor_parallel_degree: int) -> CostBasis:
-    """One replica's share of its instance, what the planner prices a token at (a copy, or one TP group)."""
+    """One replica's share of its instance, what the planner prices a token at (a copy, or one TP group: the
+    instance's accelerators over its replicas, as optigate.plan.planner.PlanResult.cost_basis)."""
     instance = catalog.get_instance(instance_type)
-    per_instance = instance.tp_units
-    replicas = max(1, per_instance // tensor_parallel_degree)
-    return CostBasis(instance_type, instance.price_per_hour_usd, per_instance, per_instance // replicas)
+    replicas = max(1, instance.tp_units // tensor_parallel_degree)
+    return CostBasis(
+        instance_type, instance.price_per_hour_usd, tensor_parallel_degree * replicas, tensor_parallel_degree
+    )
 
 
 def endpoint_placement(
