@@ -364,6 +364,10 @@ def test_an_approved_step_paid_off_and_the_advice_moves_on(tmp_path, capsys):
     # The advice is for the team with FP8 promoted: step 2 is done, the next step comes after it.
     steps = {f["step"]: f for f in data["findings"]}
     assert steps[2]["status"] == DONE and data["next_step"] > 2
+    # and how to promote it into the team file: the change into serving, the lock's package, the next candidate
+    promotion = data["report"]["promotion"]
+    assert promotion["block"] == {"serving": {"quantization": "fp8"}}
+    assert "optigate resolve --env <env>" in promotion["steps"][0] and "gate.candidate" in promotion["steps"][-1]
 
 
 def test_a_rejected_step_did_not_pay_off_and_is_not_offered_again(tmp_path, capsys):
