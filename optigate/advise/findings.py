@@ -182,6 +182,9 @@ class Context:
     plan: PlanResult
     instance_count: int
     utilization_pct: float | None
+    # The instances at minimum capacity, as `optigate summary` prices them (optigate.deployment.placement); None:
+    # the instance count or autoscaling's minimum, whichever is more.
+    min_instances: int | None = None
 
     @property
     def team(self) -> TeamConfig:

@@ -74,9 +74,9 @@ def promotion(resolved_team: ResolvedTeam, change: Mapping[str, Any]) -> Promoti
         )
     if head:
         steps.append(
-            "the trained EAGLE head is in the package's weights: serve it as serving.speculative_decoding {method: eagle, "
-            "model_s3_uri: its folder under the lock's model_data_uri} (the lock's OPTION_SPECULATIVE_CONFIG names "
-            "it); a head is trained only under gate.candidate (OG407)"
+            "the trained EAGLE head is in the package's weights: serve it as serving.speculative_decoding {method: "
+            "eagle, model_s3_uri: its folder under the lock's model_data_uri} (the lock's OPTION_SPECULATIVE_CONFIG "
+            "names it); a head is trained only under gate.candidate (OG407)"
         )
     if adapters:
         block["adapters"] = [{"name": name, "s3_uri": uri} for name, uri in adapters.items()]

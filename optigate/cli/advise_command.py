@@ -113,7 +113,8 @@ def cmd_advise(args: argparse.Namespace) -> int:
         raise UsageError(f"--env {args.env}: no such environment in {args.config}; known: {', '.join(known_envs)}")
     environment = next(e for e in project.environments if args.env in (None, e.name))
     resolved_team = project.teams[args.team]
-    instance_count = deploy(resolved_team, environment).instance_count
+    deployment = deploy(resolved_team, environment)
+    instance_count = deployment.instance_count
 
     reading = None
     promoted_by = None  # an approved report's change: how to promote it into the team file
@@ -123,7 +124,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
         try:
             data = load_gate_report(Path(args.from_report))
             reading = gate_report.read(data, args.team, args.from_report)
-            gate = deploy(resolved_team, environment).gate
+            gate = deployment.gate
             if gate is not None and gate.cost_basis is not None:  # one cost model: the basis plan and summary use
                 reading = gate_report.repriced(reading, gate.cost_basis)
         except gate_report.ReportError as error:
@@ -144,6 +145,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
             subject,
             environment=environment.name,
             instance_count=instance_count,
+            min_instances=deployment.placement.min_instances,  # what summary prices at minimum capacity
             utilization_pct=args.utilization_pct,
             tried=tried,
         )

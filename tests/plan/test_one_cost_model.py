@@ -102,6 +102,14 @@ def test_summary_plan_advise_and_the_gate_report_price_a_token_alike(team, confi
     ]
     assert befores and all(before == pytest.approx(expected, rel=1e-12) for before in befores)
 
+    # advise's always-on month is what summary prices at minimum capacity (chat in prod: 1 instance, not its 2 at
+    # creation)
+    if not summary[team]["scaling"] or not summary[team]["scaling"]["scale_to_zero"]:
+        (note,) = [n for f in advised["findings"] if f["step"] == 5 for n in f["notes"] if "always-on endpoint" in n]
+        always_on = float(note.split("always-on endpoint costs $")[1].split("/month")[0].replace(",", ""))
+        shadow = cost["min_usd"] / cost["min_instances"] if len(summary[team]["variants"]) == 2 else 0.0
+        assert always_on == pytest.approx(cost["min_usd"] - shadow, abs=0.5)
+
     # the gate's report: the tokens its endpoints measured, priced at that basis per replica measured
     path, report, replicas = _report(config, team, tmp_path)
     assert replicas == (1 if summary[team]["inference_components"] else planned["replicas"])
