@@ -14,6 +14,7 @@ import yaml
 
 from optigate.advise.adapter_gate import AdapterGate
 from optigate.advise.admission import GATE, Admission, admit
+from optigate.advise.promotion import Promotion, promotion
 from optigate.config.models import TeamConfig
 from optigate.deployment import ResolvedServing, ResolvedTeam
 from optigate.plan.planner import PlanResult
@@ -98,6 +99,8 @@ class Finding:
     notes: tuple[str, ...] = ()
     # What the team must add before the gate takes any candidate (the same for every step: said once by Advice).
     prerequisites: tuple[str, ...] = ()
+    # A step the team's gate.candidate already proves: how to promote it into the team file once approved.
+    promotion: Promotion | None = None
 
     @property
     def title(self) -> str:
@@ -105,8 +108,8 @@ class Finding:
 
     @property
     def candidate_yaml(self) -> str | None:
-        """The exact YAML to paste (under `gate:` as `candidate:`)."""
-        if self.candidate is None:
+        """The exact YAML to paste (under `gate:` as `candidate:`); none for a step the gate already proves."""
+        if self.candidate is None or self.status == PROVING:
             return None
         return yaml.safe_dump({"gate": {"candidate": self.candidate}}, sort_keys=False, default_flow_style=False)
 
@@ -122,6 +125,7 @@ class Finding:
             "effect": [f.to_dict() for f in self.effect],
             "notes": list(self.notes),
             "prerequisites": list(self.prerequisites),
+            "promotion": self.promotion.to_dict() if self.promotion else None,
         }
 
 
@@ -141,7 +145,13 @@ class Advice:
 
     @property
     def next(self) -> Finding | None:
-        return self.recommendations[0] if self.recommendations else None
+        """The next block to paste: the first recommended step (one the gate already proves is not pasted again)."""
+        return next((f for f in self.recommendations if f.status == RECOMMENDED), None)
+
+    @property
+    def proving(self) -> tuple[Finding, ...]:
+        """The steps the team's gate.candidate already proves."""
+        return tuple(f for f in self.findings if f.status == PROVING)
 
     @property
     def prerequisites(self) -> tuple[str, ...]:
@@ -155,6 +165,7 @@ class Advice:
             "environment": self.environment,
             "concurrency": self.concurrency,
             "next_step": upcoming.step if upcoming else None,
+            "proven_by_gate": [f.step for f in self.proving],
             "prerequisites": list(self.prerequisites),
             "recommendations": [f.to_dict() for f in self.recommendations],
             "findings": [f.to_dict() for f in self.findings],
@@ -171,6 +182,9 @@ class Context:
     plan: PlanResult
     instance_count: int
     utilization_pct: float | None
+    # The instances at minimum capacity, as `optigate summary` prices them (optigate.deployment.placement); None:
+    # the instance count or autoscaling's minimum, whichever is more.
+    min_instances: int | None = None
 
     @property
     def team(self) -> TeamConfig:
@@ -258,11 +272,12 @@ def proposal(
         return Finding(
             step,
             PROVING,
-            why + "; your gate.candidate already proves this",
+            why + "; your gate proves this (gate.candidate holds it: nothing to paste)",
             dict(ctx.team.gate.candidate),
             GATE,
             effect(ctx.plan, proving.plan if proving else None, ctx.concurrency) + figures,
             notes,
+            promotion=promotion(ctx.resolved_team, ctx.team.gate.candidate),
         )
     admission: Admission = admit(ctx.team, block)
     if not admission.admitted:

@@ -9,7 +9,7 @@ acceptance proxy, the planner-vs-measured ratio) say by how much, and what the a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -18,6 +18,7 @@ from optigate.config.models import Serving, TeamConfig, serving_with
 from optigate.config.rules import check_team
 from optigate.deployment import ResolvedTeam, resolve_team
 from optigate.gate.decision import APPROVED, OUTCOMES, REJECTED
+from optigate.plan.cost import CostBasis
 
 #: The step a changed serving key belongs to (a change spanning several is the latest of them).
 STEP_OF_KEY = {
@@ -54,6 +55,7 @@ class Reading:
     levels: tuple[dict[str, Any], ...]
     tpot_expected_ratio: float | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    cost_basis: CostBasis | None = None  # what the $/M figures price (the report's, or the team's once repriced)
 
     @property
     def paid_off(self) -> bool | None:
@@ -72,6 +74,7 @@ class Reading:
             "levels": list(self.levels),
             "tpot_expected_ratio": self.tpot_expected_ratio,
             "notes": list(self.notes),
+            "cost_basis": self.cost_basis.to_json() if self.cost_basis else None,
         }
 
 
@@ -109,6 +112,10 @@ def read(report: Mapping[str, Any], team: str, source: str) -> Reading:
                 "p99_ttft_ms": (_number(base.get("p99_ttft_ms")), _number(cand.get("p99_ttft_ms"))),
                 "throughput_gain_pct": _number(level.get("throughput_gain_pct")),
                 "cost_per_million_output_tokens": (_number(cost.get("baseline")), _number(cost.get("candidate"))),
+                "output_tokens_per_s": (
+                    _number(cost.get("baseline_output_tokens_per_s", base.get("output_tokens_per_s"))),
+                    _number(cost.get("candidate_output_tokens_per_s", cand.get("output_tokens_per_s"))),
+                ),
                 "tokens_per_chunk": (
                     _number(base.get("mean_tokens_per_chunk")),
                     _number(cand.get("mean_tokens_per_chunk")),
@@ -127,8 +134,41 @@ def read(report: Mapping[str, Any], team: str, source: str) -> Reading:
     reasons = tuple(str(r) for r in report.get("reasons") or [])
     return Reading(
         source, step_of(change), dict(change), outcome, str(report.get("summary", outcome)), reasons,
-        tuple(figures), ratio, tuple(notes),
+        tuple(figures), ratio, tuple(notes), CostBasis.from_json(report.get("cost_basis")),
     )  # fmt: skip
+
+
+def repriced(reading: Reading, basis: CostBasis) -> Reading:
+    """The reading's measured tokens priced at `basis`, the team's gate's (one cost model: what `plan`, `summary`
+    and the gate price a replica at, optigate.plan.cost). A report priced otherwise (written before reports carried
+    their basis: whole instances, so an adapter team's one-GPU copy at its whole 4-GPU instance) is said in a
+    note, with its own figures; a level without measured tokens keeps the report's."""
+    levels, changed = [], []
+    for level in reading.levels:
+        written = level["cost_per_million_output_tokens"]
+        rates = level.get("output_tokens_per_s") or (None, None)
+        priced = tuple(basis.cost_per_million(rate) if rate else old for rate, old in zip(rates, written, strict=True))
+        if any(_differs(old, new) for old, new in zip(written, priced, strict=True)):
+            changed.append(f"c{level['concurrency']} ${_money(written[0])} -> ${_money(written[1])}")
+        levels.append(
+            {**level, "cost_per_million_output_tokens": priced, "report_cost_per_million_output_tokens": written}
+        )
+    notes = reading.notes
+    if changed:
+        was = reading.cost_basis.describe() if reading.cost_basis else "whole instances (a report without cost_basis)"
+        notes += (
+            f"$/M priced at {basis.describe()}, as `optigate plan` and `summary` price a replica; the report priced "
+            f"them at {was}: {', '.join(changed)}",
+        )
+    return replace(reading, levels=tuple(levels), notes=notes, cost_basis=basis)
+
+
+def _differs(old: float | None, new: float | None) -> bool:
+    return old is not None and new is not None and abs(old - new) > 1e-9 * max(1.0, abs(old))
+
+
+def _money(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def applied(resolved_team: ResolvedTeam, change: Mapping[str, Any]) -> ResolvedTeam | None:

@@ -145,8 +145,8 @@ def _scale_to_zero_note(ctx: Context) -> tuple[str, bool]:
         return "the endpoint already scales to zero when idle", False
     if price is None:
         return f"no public price for {ctx.baseline.instance.instance_type}: no monthly comparison", False
-    count = max(ctx.instance_count, scaling.min_capacity if scaling else 1)
-    always_on = cost_per_month(price, count)
+    count = ctx.min_instances or max(ctx.instance_count, scaling.min_capacity if scaling else 1)
+    always_on = cost_per_month(price, count)  # at minimum capacity, as `optigate summary` prices it
     if ctx.utilization_pct is None:
         return (
             f"the always-on endpoint costs ${always_on:,.0f}/month ({count} x ${price:g}/h); the config does not say "

@@ -39,6 +39,7 @@ def advise(
     *,
     environment: str | None = None,
     instance_count: int | None = None,
+    min_instances: int | None = None,
     utilization_pct: float | None = None,
     tried: Mapping[int, str] | None = None,
 ) -> Advice:
@@ -53,6 +54,7 @@ def advise(
         baseline.plan,
         instance_count or resolved_team.team.serving.instance_count,
         utilization_pct,
+        min_instances,
     )
     findings = []
     for function in STEP_FUNCTIONS:

@@ -25,7 +25,7 @@ def _print_finding(finding, first: bool) -> None:
     from rich import box
     from rich.table import Table
 
-    head = "next" if first else finding.status
+    head = "your gate proves this" if finding.status == "proving" else "next" if first else finding.status
     console.print(f"[bold]step {finding.step}: {finding.title}[/bold] ({head})", highlight=False)
     console.print(Padding(escape(finding.why), (0, 0, 0, 2)), highlight=False)
     if finding.effect:
@@ -41,6 +41,16 @@ def _print_finding(finding, first: bool) -> None:
     if finding.candidate_yaml:
         console.print(Padding(f"paste into your team file ({finding.target}):", (0, 0, 0, 2)), highlight=False)
         console.print(Padding(escape(finding.candidate_yaml.rstrip()), (0, 0, 0, 4)), highlight=False)
+    if finding.promotion is not None:
+        _print_promotion(finding.promotion, "once your gate approves it, promote it into the team file:")
+
+
+def _print_promotion(promotion, title: str) -> None:
+    console.print(Padding(title, (0, 0, 0, 2)), highlight=False)
+    for number, step in enumerate(promotion.steps, 1):
+        console.print(Padding(escape(f"{number}. {step}"), (0, 0, 0, 4)), highlight=False)
+    if promotion.block_yaml:
+        console.print(Padding(escape(promotion.block_yaml.rstrip()), (0, 0, 0, 6)), highlight=False)
 
 
 def _print_adapter_gate(gate) -> None:
@@ -86,6 +96,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
     """The next step of the sequence for a team; with --from-report, whether the last one paid off."""
     from optigate.advise import CannotAdvise, advise
     from optigate.advise import from_report as gate_report
+    from optigate.advise.promotion import promotion
     from optigate.deployment import deploy, load_resolved_project
     from optigate.gate.decision import APPROVED, REJECTED
 
@@ -102,15 +113,20 @@ def cmd_advise(args: argparse.Namespace) -> int:
         raise UsageError(f"--env {args.env}: no such environment in {args.config}; known: {', '.join(known_envs)}")
     environment = next(e for e in project.environments if args.env in (None, e.name))
     resolved_team = project.teams[args.team]
-    instance_count = deploy(resolved_team, environment).instance_count
+    deployment = deploy(resolved_team, environment)
+    instance_count = deployment.instance_count
 
     reading = None
+    promoted_by = None  # an approved report's change: how to promote it into the team file
     tried: dict[int, str] = {}
     subject = resolved_team
     if args.from_report:
         try:
             data = load_gate_report(Path(args.from_report))
             reading = gate_report.read(data, args.team, args.from_report)
+            gate = deployment.gate
+            if gate is not None and gate.cost_basis is not None:  # one cost model: the basis plan and summary use
+                reading = gate_report.repriced(reading, gate.cost_basis)
         except gate_report.ReportError as error:
             raise UsageError(str(error)) from error
         if reading.outcome == APPROVED:
@@ -121,6 +137,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
                     "accept for this team; was the report produced for another version of the team file?"
                 )
             subject = promoted
+            promoted_by = promotion(resolved_team, reading.change)
         elif reading.outcome == REJECTED and reading.step is not None:
             tried[reading.step] = reading.summary
     try:
@@ -128,6 +145,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
             subject,
             environment=environment.name,
             instance_count=instance_count,
+            min_instances=deployment.placement.min_instances,  # what summary prices at minimum capacity
             utilization_pct=args.utilization_pct,
             tried=tried,
         )
@@ -139,20 +157,24 @@ def cmd_advise(args: argparse.Namespace) -> int:
     if args.json:
         data = advice.to_dict()
         data["report"] = reading.to_dict() if reading else None
+        if data["report"] is not None:
+            data["report"]["promotion"] = promoted_by.to_dict() if promoted_by else None
         print(json.dumps(data, indent=2))
         return code
     title = f"optigate advise: {advice.team} ({advice.environment}), concurrency {advice.concurrency}"
     console.print(f"[bold]{escape(title)}[/bold]", highlight=False)
     if reading is not None:
         _print_reading(reading)
+        if reading.paid_off and promoted_by is not None:
+            _print_promotion(promoted_by, "promote it into the team file:")
         if reading.paid_off:
             console.print("  advice below is for the team with that change promoted into serving", highlight=False)
     recommendations = advice.recommendations
     for prerequisite in advice.prerequisites:
         line = f"before the gate takes any candidate below: {prerequisite}"
         console.print(Padding(escape(line), (0, 0, 0, 2)), highlight=False)
-    for index, finding in enumerate(recommendations):
-        _print_finding(finding, first=index == 0)
+    for finding in recommendations:
+        _print_finding(finding, first=finding is advice.next)
     if not recommendations:
         console.print("nothing to change: every step of the sequence is done or does not pay here", highlight=False)
     if advice.adapter_gate is not None:

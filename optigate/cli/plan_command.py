@@ -69,6 +69,7 @@ def _plan_table(result, title: str) -> Table:
         table.add_row(label, "n/a" if value is None else fmt.format(value))
     if result.expected is not None:
         table.add_row("expected figures", f"{result.expected.basis} ({result.engine})")
+    table.add_row("costs priced at (one replica)", result.cost_basis.describe())
     return table
 
 

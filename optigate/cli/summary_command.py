@@ -99,7 +99,7 @@ def stack_lines(deployment, stack) -> list[tuple[int, str]]:
     lines = [
         (0, f"{stack.stack}: team {stack.team} in {stack.environment} ({stack.region}, account {environment.account})")
     ]
-    instances = f"{stack.instance_count} × {stack.instance_type}"
+    instances = stack.cost.runs or f"{stack.instance_count} × {stack.instance_type}"
     if stack.pools:
         instances += f" (pools in priority order: {', '.join(stack.pools)})"
     variants = ", ".join(stack.variants)
@@ -161,6 +161,16 @@ def stack_lines(deployment, stack) -> list[tuple[int, str]]:
                 f"cost per month: {_dollars(cost.min_usd)} at minimum capacity "
                 f"({_plural(cost.min_instances, 'instance')}), {_dollars(cost.max_usd)} at maximum "
                 f"({_plural(cost.max_instances, 'instance')})",
+            )
+        )
+    if cost.per_million_output_tokens is not None:
+        bound = cost.per_million_output_tokens_bound
+        lines.append(
+            (
+                2,
+                f"cost per million output tokens: ${cost.per_million_output_tokens:.3f} expected"
+                + (f", ${bound:.3f} bound" if bound is not None else "")
+                + f" (the planner's, at the gate's request lengths; one replica: {cost.priced_per_token_at})",
             )
         )
     return lines

@@ -394,6 +394,12 @@ class Autoscaling(Strict):
     scale_to_zero: bool = Field(
         False, description="Inference components only: scale copies to zero when idle and back on demand."
     )
+    managed_instance_scaling: bool | None = Field(
+        None,
+        description="Inference components only: the endpoint adds instances as copies need them and removes idle ones "
+        "(ProductionVariant ManagedInstanceScaling); off, copies beyond the instances' accelerators stay pending. "
+        "Unset: on with scale_to_zero, else off.",
+    )
     scale_in_cooldown_seconds: int = Field(
         300, ge=0, le=86_400, description="Target tracking's ScaleInCooldown: seconds after a scale-in before the next."
     )
@@ -404,6 +410,11 @@ class Autoscaling(Strict):
         description="Target tracking's ScaleOutCooldown: seconds after a scale-out before the next (also the "
         "cooldown of the step that scales copies out from zero).",
     )
+
+    @property
+    def instances_follow_copies(self) -> bool:
+        """Whether the endpoint emits ManagedInstanceScaling: as set, else with scale_to_zero."""
+        return self.scale_to_zero if self.managed_instance_scaling is None else self.managed_instance_scaling
 
 
 #: VariantInstanceProvisionTimeoutInSeconds' range (ProductionVariant in the SageMaker API reference).

@@ -44,6 +44,10 @@ class ComponentScaling:
     scale_to_zero: bool = False
     scale_in_cooldown_seconds: int = 300
     scale_out_cooldown_seconds: int = 60
+    # ManagedInstanceScaling's (MinInstanceCount, MaxInstanceCount), as the deployment's placement decides them
+    # (optigate.deployment.placement.CopyPlacement); None: managed instance scaling with scale_to_zero only, from 0 to
+    # a copy per instance.
+    managed_instances: tuple[int, int] | None = None
 
 
 @jsii.implements(cloudwatch.IAlarmAction)
@@ -114,7 +118,12 @@ class LoraAdapters(Construct):
         model.grant_logs([self.base_component_name, *component_names.values()])
 
         managed_scaling = None
-        if scaling is not None and scaling.scale_to_zero:
+        if scaling is not None and scaling.managed_instances is not None:
+            low, high = scaling.managed_instances
+            managed_scaling = sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
+                status="ENABLED", min_instance_count=low, max_instance_count=high
+            )
+        elif scaling is not None and scaling.scale_to_zero:
             instances_per_copy = 1  # a copy never spans instances
             managed_scaling = sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
                 status="ENABLED",

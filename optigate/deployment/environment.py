@@ -13,6 +13,7 @@ from optigate import naming
 from optigate.config.models import Environment, EnvironmentOverrides, TeamConfig
 from optigate.config.rules.cross_file import effective_overrides
 from optigate.deployment.gate import GatePlan, resolve_gate
+from optigate.deployment.placement import Placement, endpoint_placement
 from optigate.deployment.serving import ResolvedServing
 from optigate.deployment.source_keys import SourceKeys, source_keys
 from optigate.deployment.team import ResolvedTeam
@@ -56,6 +57,22 @@ class Deployment:
     def gate(self) -> GatePlan | None:
         """What the team's gate measures and proves here (None without a gate candidate), resolved once."""
         return resolve_gate(self.resolved_team, self.environment, served=self.served, pipeline=self.pipeline)
+
+    @cached_property
+    def placement(self) -> Placement:
+        """What the endpoint runs here: instances at minimum and maximum capacity, an adapter team's copies on them,
+        and the basis a token is priced at (optigate.deployment.placement)."""
+        resolved = self.resolved
+        shadowed = not self.team.adapters and self.shadow is not None and self.team.rollout.shadow is not None
+        return endpoint_placement(
+            self.team,
+            resolved.serving.instance_type,
+            resolved.tensor_parallel_degree,
+            tuple(pool.instance_type for pool in resolved.pools),
+            self.instance_count,
+            self.overrides,
+            self.shadow.serving.instance_type if shadowed and self.shadow is not None else None,
+        )
 
     @property
     def image_uri(self) -> str:

@@ -31,9 +31,11 @@ from optigate.deployment.optimization import (
     configs_with_image,
     job_serving_options,
 )
+from optigate.deployment.serving import ResolvedServing
 from optigate.deployment.source_keys import source_keys
 from optigate.deployment.speculation_proof import SpeculationProof, resolve_speculation
 from optigate.deployment.team import ResolvedTeam
+from optigate.plan.cost import CostBasis
 from optigate.promote.lock import ServedPackage
 from optigate.serving import images, surfaces
 from optigate.serving.engine_mode import container_mode
@@ -111,6 +113,9 @@ class GatePlan:
     # sides); the decision's costs use it.
     instance_count: int = 1
     price_per_hour_usd: float | None = None
+    # What the decision prices the measured tokens at: both endpoints' instances, or (an adapter team) the one base
+    # copy each side stages, at its share of the instance (optigate.plan.cost.CostBasis). Not in the fingerprint.
+    cost_basis: CostBasis | None = None
     prediction: dict[str, Any] = field(default_factory=dict)
     startup_timeouts: tuple[int, int] = (1200, 1200)
     # The twin's (the live model's, sized for its own weights); None: the candidate's.
@@ -382,6 +387,7 @@ def resolve_gate(
     candidate_image = candidate.image_uri(region)
     measured = [shards * c for c in levels]
     keys = source_keys(team, region)
+    components = resolve_components(resolved_team, region, dataset.replace("{region}", region), served, keys)
     return GatePlan(
         team=team.team,
         environment=environment.name,
@@ -407,6 +413,7 @@ def resolve_gate(
         prompt_tokens=benchmark.prompt_tokens,
         max_new_tokens=benchmark.max_new_tokens,
         price_per_hour_usd=candidate.price_per_hour_usd,
+        cost_basis=_cost_basis(candidate, components),
         prediction=candidate.prediction(),
         startup_timeouts=(
             candidate.model_data_download_timeout_seconds,
@@ -443,7 +450,7 @@ def resolve_gate(
             else None
         ),
         evaluation_dataset_uri=dataset.replace("{region}", region),
-        components=resolve_components(resolved_team, region, dataset.replace("{region}", region), served, keys),
+        components=components,
         workload=workload,
         synthetic=resolve_synthetic(benchmark),
         speculation=resolve_speculation(
@@ -456,4 +463,16 @@ def resolve_gate(
         ),
         server_series=tuple(sorted(surfaces.server_series(surfaces.Container.from_image(candidate_image)))),
         baseline_model_key_arn=keys.model,
+    )
+
+
+def _cost_basis(candidate: ResolvedServing, components: GateComponents | None) -> CostBasis:
+    """Each side's endpoint (GatePlan.instance_count, one, instances), or an adapter team's one base copy of the
+    candidate at its share of the instance: the basis the planner prices a replica at (optigate.plan.cost)."""
+    instance = candidate.instance
+    if components is None:
+        return CostBasis.instances(instance.instance_type, instance.price_per_hour_usd, instance.tp_units, 1)
+    copy = components.compute
+    return CostBasis(
+        instance.instance_type, instance.price_per_hour_usd, instance.tp_units, copy.accelerators * copy.copies
     )

@@ -20,8 +20,7 @@ from typing import Any
 from optigate import naming
 from optigate.deployment.environment import Deployment
 from optigate.deployment.gate_components import BASE
-from optigate.plan import catalog
-from optigate.plan.cost import HOURS_PER_MONTH, cost_per_month
+from optigate.plan.cost import HOURS_PER_MONTH
 
 #: Where the prices come from, said wherever a cost is shown.
 PRICE_SOURCE = (
@@ -70,6 +69,13 @@ class MonthlyCost:
     min_usd: float | None
     max_usd: float | None
     unpriced: tuple[str, ...] = ()  # instance types the price table has no price for
+    runs: str = ""  # what runs, one phrase (optigate.deployment.placement.Placement.described)
+    # The planner's $ per million output tokens (expected, and its roofline bound) at one replica's share of an
+    # instance, the basis `plan`, `advise` and the gate's report price at (optigate.plan.cost.CostBasis).
+    per_million_output_tokens: float | None = None
+    per_million_output_tokens_bound: float | None = None
+    priced_per_token_at: str = ""
+    replica_hourly_usd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -199,7 +205,7 @@ def inventory(deployment: Deployment) -> StackInventory:
         buckets=buckets,
         dashboards=0 if team.adapters else 1,
         gate=gate,
-        cost=_cost(deployment, scaling, shadowed),
+        cost=_cost(deployment),
         notes=tuple(notes),
     )
 
@@ -238,37 +244,27 @@ def _gate(deployment: Deployment) -> GateResources | None:
     )
 
 
-def _cost(deployment: Deployment, scaling: Scaling | None, shadowed: bool) -> MonthlyCost:
-    """Instances at minimum and maximum capacity. Model-backed: the scalable target's range (else the fixed
-    count), plus one shadow instance. Adapters: the fixed count, or with scale to zero none at minimum and
-    managed instance scaling's maximum (optigate.constructs.lora_adapters) at most. Pools: the cheapest type
-    prices the minimum, the dearest the maximum."""
-    team = deployment.team
-    count = deployment.instance_count
-    if scaling is None:
-        low, high = count, count
-    elif scaling.unit == "copies":
-        low, high = (0, max(count, scaling.max_capacity)) if scaling.scale_to_zero else (count, count)
-    else:
-        low, high = scaling.min_capacity, scaling.max_capacity
-    types = [pool.instance_type for pool in deployment.resolved.pools] or [team.serving.instance_type]
-    shadow_type = deployment.shadow.serving.instance_type if shadowed and deployment.shadow else None
-    prices = {
-        name: catalog.get_instance(name).price_per_hour_usd
-        for name in {*types, *((shadow_type,) if shadow_type else ())}
-    }
-    unpriced = tuple(sorted(name for name, price in prices.items() if price is None))
-    shadows = 1 if shadow_type else 0
-    if unpriced:
-        return MonthlyCost(low + shadows, high + shadows, None, None, unpriced)
-    shadow = cost_per_month(prices[shadow_type] or 0.0, 1) if shadow_type else 0.0
-    cheapest = min(prices[name] or 0.0 for name in types)
-    dearest = max(prices[name] or 0.0 for name in types)
+def _cost(deployment: Deployment) -> MonthlyCost:
+    """Instances at minimum and maximum capacity, as the deployment's placement runs them (a model-backed endpoint:
+    the scalable target's range, else the fixed count, plus one shadow instance; an adapter team: the fixed count,
+    or with managed instance scaling the instances the copies need, packed), and the planner's cost per million
+    output tokens at one replica's share (optigate.plan.cost.CostBasis). Pools: the cheapest type prices the
+    minimum, the dearest the maximum."""
+    placement = deployment.placement
+    low, high, unpriced = placement.monthly_usd()
+    plan = deployment.resolved.plan
+    expected = plan.expected.cost_per_million_output_tokens if plan is not None and plan.expected else None
     return MonthlyCost(
-        low + shadows,
-        high + shadows,
-        round(cost_per_month(cheapest, low) + shadow, 2),
-        round(cost_per_month(dearest, high) + shadow, 2),
+        placement.min_instances + placement.shadow_instances,
+        placement.max_instances + placement.shadow_instances,
+        low,
+        high,
+        unpriced,
+        runs=placement.described(),
+        per_million_output_tokens=expected,
+        per_million_output_tokens_bound=plan.cost_per_million_output_tokens if plan is not None else None,
+        priced_per_token_at=placement.basis.describe(),
+        replica_hourly_usd=placement.basis.hourly_usd,
     )
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 from optigate import naming
 from optigate.config.loader import ConfigError, ConfigIssue, Project, load_project, load_team, team_file
 from optigate.config.models import Environment
+from optigate.config.reader import format_path, read_yaml
+from optigate.config.rules import Severity
 from optigate.config.rules.cross_file import RESOURCE_NAMES_DISTINCT
 from optigate.deployment.all_rules import acknowledgement_problems
 from optigate.deployment.environment import Deployment, deploy
@@ -84,9 +86,11 @@ def load_resolved_project(
         only = [*(only or []), *(Path(file) for file in files)]
     project = load_project(config_dir, team_checks=check, only=only)
     clashes = _name_clashes(project)
+    teams_resolved = {name: resolved[id(team)] for name, team in project.teams.items()}
+    clashes += _override_placement_issues(config_dir, project, teams_resolved)
     if clashes:
         raise ConfigError(clashes)
-    return ResolvedProject(project, {name: resolved[id(team)] for name, team in project.teams.items()})
+    return ResolvedProject(project, teams_resolved)
 
 
 def _name_clashes(project: Project) -> list[ConfigIssue]:
@@ -107,6 +111,42 @@ def _name_clashes(project: Project) -> list[ConfigIssue]:
         )
         for (first, second), kinds in shared.items()
     ]
+
+
+#: The override that replaces each key a placement finding names (`min_capacity` has none).
+_OVERRIDE_OF = {"max_capacity": "autoscaling_max_capacity", "instance_count": "instance_count"}
+
+
+def _override_placement_issues(
+    config_dir: str | Path, project: Project, teams: dict[str, ResolvedTeam]
+) -> list[ConfigIssue]:
+    """OG533 where an environment's override (instance_count, autoscaling_max_capacity) leaves an adapter team's base
+    copies without instances, reported at the override in environments.yaml (the team file's own values are checked
+    when the team is resolved)."""
+    path = Path(config_dir, "environments.yaml")
+    document = None
+    issues: list[ConfigIssue] = []
+    for index, environment in enumerate(project.environments.environments):
+        for name, resolved_team in teams.items():
+            if resolved_team.baseline is None or not resolved_team.team.adapters:
+                continue
+            deployment = deploy(resolved_team, environment)
+            copies = deployment.placement.copies
+            for key, broken, message in copies.findings() if copies is not None else []:
+                override = _OVERRIDE_OF.get(key)
+                if broken.severity is not Severity.REFUSAL or override is None:
+                    continue
+                own = environment.teams.get(name)
+                if own is not None and getattr(own, override) is not None:
+                    where: tuple[str | int, ...] = ("environments", index, "teams", name, override)
+                elif getattr(environment.overrides, override) is not None:
+                    where = ("environments", index, "overrides", override)
+                else:
+                    continue  # the team file's own values: reported at the team file
+                document = document or read_yaml(path)
+                text = f"team {name} in {environment.name}: {message}"
+                issues.append(ConfigIssue(document.file, document.line_of(where), format_path(where), text, broken.id))
+    return issues
 
 
 def _team_files(config_dir: str | Path, teams: Collection[str]) -> list[Path]:

@@ -26,7 +26,7 @@ from optigate.config.rules import (
 )
 from optigate.config.rules.adapter_candidate_rules import candidate_adapters
 from optigate.config.rules.team_rules import candidates_own
-from optigate.deployment import compilation, pools, reference_gaps, rules
+from optigate.deployment import compilation, placement, pools, reference_gaps, rules
 from optigate.deployment.adapter_archive import (
     ATTENTION_MODULES,
     DENSE_DECODER_MODULES,
@@ -357,8 +357,12 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
         problems += candidates_own(shadow_problems, problems, shadow_own, SHADOW_CANDIDATE)
         problems += candidates_own(candidate_problems, problems, team.gate.candidate, GATE_CANDIDATE)
         return ResolvedTeam(team, baseline, problems=tuple(problems + synthetic_problems(team)))
-    problems = shadow_problems + candidate_problems + synthetic_problems(team)
+    placed = placement.copy_placement(team, baseline.tensor_parallel_degree, team.serving.instance_count)
+    found = placement.placement_problems(placed, placement.team_file_path(team))
+    refused = [p for p in found if p.rule is not None and p.rule.severity is Severity.REFUSAL]
+    problems = refused + shadow_problems + candidate_problems + synthetic_problems(team)
     advisories = pools.pool_advisories(team) + compilation.compile_advisories(team, candidate)
+    advisories += [p for p in found if p not in refused]
     advisories += reference_gaps.reference_gap_notes(team, baseline, shadow, candidate, trained_head(team))
     advisories += adapter_base_notes(team)
     return ResolvedTeam(team, baseline, shadow, candidate, tuple(problems), tuple(advisories))

@@ -158,6 +158,9 @@ class GateReportFile(_Strict):
     reasons: list[str]
     checks: list[ReportCheck]
     cost_per_million_output_tokens: list[LevelCost]
+    # What the costs price (optigate.plan.cost.CostBasis.to_json); absent in reports written before it (whole
+    # instances).
+    cost_basis: dict[str, Any] | None = None
     prediction_vs_measurement: Prediction | None = None
     levels: list[ReportLevel]
     change: dict[str, Any]

@@ -15,6 +15,7 @@ from typing import Any
 from .architecture import ModelArchitecture, load_architecture
 from .bounds import roofline_bounds
 from .catalog import GIB, Instance
+from .cost import CostBasis
 from .expected import Calibration, ExpectedLatency, eager_overhead, efficiency_for, expected_latency
 from .expert_parallel import expert_parallel_note
 from .memory import (
@@ -87,6 +88,14 @@ class PlanResult:
         return self.expected.tpot_ms_batch1 if self.expected else None
 
     @property
+    def cost_basis(self) -> CostBasis:
+        """What the cost rows price: one replica (a TP group, or a copy of an inference component) at its share of
+        the instance, the basis `summary`, `advise` and the gate's report price at (optigate.plan.cost)."""
+        return CostBasis(
+            self.instance_type, self.price_per_hour_usd, self.tensor_parallel * self.replicas, self.tensor_parallel
+        )
+
+    @property
     def fits(self) -> bool:
         return not self.problems
 
@@ -109,6 +118,7 @@ class PlanResult:
         data["expected_tpot_ms_batch1"] = expected.get("tpot_ms_batch1")
         data["expected_ttft_ms"] = expected.get("ttft_ms")
         data["expected_cost_per_million_output_tokens"] = expected.get("cost_per_million_output_tokens")
+        data["cost_basis"] = self.cost_basis.to_json()
         return data
 
 

@@ -101,6 +101,7 @@ class TeamInferenceStack(Stack):
                         scale_to_zero=scaling.scale_to_zero,
                         scale_in_cooldown_seconds=scaling.scale_in_cooldown_seconds,
                         scale_out_cooldown_seconds=scaling.scale_out_cooldown_seconds,
+                        managed_instances=_managed_instances(deployment),
                     )
                     if scaling
                     else None
@@ -355,3 +356,11 @@ def _capture_settings(capture: DataCapture | None) -> CaptureSettings | None:
     if capture is None:
         return None
     return CaptureSettings(capture.percentage, capture.encryption, tuple(capture.json_content_types))
+
+
+def _managed_instances(deployment: Deployment) -> tuple[int, int] | None:
+    """ManagedInstanceScaling's instance range, where the placement emits it (optigate.deployment.placement)."""
+    copies = deployment.placement.copies
+    if copies is None or not copies.managed:
+        return None
+    return copies.managed_min_instances, copies.managed_max_instances

@@ -185,8 +185,13 @@ def test_a_gate_candidate_that_already_proves_the_step_is_said(tmp_path):
     )
     advice = advise(resolved)
     found = advice.findings[2]
-    assert found.status == PROVING and advice.next is found
-    assert "your gate.candidate already proves this" in found.why
+    # Said, never offered as a block to paste: it is in the team file already (issue 37).
+    assert found.status == PROVING and advice.proving == (found,) and advice.next is not found
+    assert "your gate proves this (gate.candidate holds it: nothing to paste)" in found.why
+    assert found.candidate_yaml is None and found.to_dict()["candidate_yaml"] is None
+    assert (
+        found.promotion is not None and "then set gate.candidate to the next step's block" in found.promotion.steps[-1]
+    )
     # Compiling would drop the speculation being proven: not now.
     assert advice.findings[3].status == NOT_NOW and "speculation your gate.candidate proves" in advice.findings[3].why
 
@@ -270,9 +275,9 @@ def test_an_adapter_team_gets_gate_candidate_blocks_that_validate(example_config
 
     support = load_resolved_project(example_config).teams["support"]
     advice = advise(support)
-    assert advice.next is not None and advice.next.step == 2 and advice.next.status == PROVING
-    assert len(advice.recommendations) >= 2
-    for found in advice.recommendations:
+    assert [found.step for found in advice.proving] == [2]
+    assert advice.next is not None and advice.next.step == 3 and advice.next.status == RECOMMENDED
+    for found in [found for found in advice.recommendations if found.status == RECOMMENDED]:
         # The gate stages adapter teams now (issue 26): every block is a gate.candidate, and passes the rules.
         assert found.target == GATE and yaml.safe_load(found.candidate_yaml) == {"gate": {"candidate": found.candidate}}
         assert_pastes(support, found)
@@ -284,14 +289,19 @@ def test_the_example_teams_get_the_advice_the_note_describes(example_config):
 
     teams = load_resolved_project(example_config).teams
     advised = {name: advise(resolved) for name, resolved in teams.items()}
-    assert advised["chat"].next.step == 3 and advised["chat"].next.status == PROVING
-    assert advised["research"].next.step == 2 and advised["research"].next.candidate == {"quantization": "fp8"}
+    # the first step each example team is shown is what its gate proves: said, not a no-op to paste (issue 37)
+    assert [f.step for f in advised["chat"].proving] == [3] and advised["chat"].recommendations[0].status == PROVING
+    assert [f.step for f in advised["research"].proving] == [2]
+    assert advised["research"].recommendations[0].candidate == {"quantization": "fp8"}
+    for advice in advised.values():
+        first = advice.recommendations[0]
+        assert first.status == PROVING and first.candidate_yaml is None and first.promotion is not None
     assert advised["research"].findings[3].status == NOT_NOW  # compiling would drop EAGLE-3
     # support's 16,384 tokens hold 28 full-length sequences for its 16 at once: lowering them would change nothing.
     assert advised["support"].findings[0].status == DONE and "enough for the 16 you run at once" in (
         advised["support"].findings[0].why
     )
-    assert advised["support"].next.step == 2 and advised["support"].next.status == PROVING
+    assert [f.step for f in advised["support"].proving] == [2]
 
 
 # --------------------------------------------------------------------------- --from-report and the CLI
@@ -354,6 +364,10 @@ def test_an_approved_step_paid_off_and_the_advice_moves_on(tmp_path, capsys):
     # The advice is for the team with FP8 promoted: step 2 is done, the next step comes after it.
     steps = {f["step"]: f for f in data["findings"]}
     assert steps[2]["status"] == DONE and data["next_step"] > 2
+    # and how to promote it into the team file: the change into serving, the lock's package, the next candidate
+    promotion = data["report"]["promotion"]
+    assert promotion["block"] == {"serving": {"quantization": "fp8"}}
+    assert "optigate resolve --env <env>" in promotion["steps"][0] and "gate.candidate" in promotion["steps"][-1]
 
 
 def test_a_rejected_step_did_not_pay_off_and_is_not_offered_again(tmp_path, capsys):
@@ -422,7 +436,14 @@ def test_the_summary_fits_100_columns_and_shows_the_block_to_paste(monkeypatch, 
     assert main(["advise", "--team", "research", "--config", str(example_config)]) == 0
     text = recorded.export_text()
     assert not [line for line in text.splitlines() if len(line) > 100]
-    assert "step 2: quantize (next)" in text and "quantization: fp8" in text and "$ per 1M output tokens" in text
+    assert "step 2: quantize (your gate proves this)" in text and "$ per 1M output tokens" in text
+    # nothing to paste for the step the gate proves; how to promote it once approved, the serving block to move
+    proving = text[text.index("step 2: quantize") : text.index("step 3:") if "step 3:" in text else None]
+    assert "paste into your team file" not in proving
+    assert "once your gate approves it, promote it into the team file:" in proving
+    assert "move quantization from gate.candidate into serving" in " ".join(proving.split())
+    lines = [line.rstrip() for line in proving.splitlines()]
+    assert lines[lines.index("      serving:") + 1] == "        quantization: fp8"
 
 
 # --------------------------------------------------------------------------- the checkpoint as stored (issue 25)

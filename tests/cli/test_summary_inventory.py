@@ -70,7 +70,13 @@ def test_costs_come_from_the_price_table_at_minimum_and_maximum_capacity():
         if scaling is not None and scaling.scale_to_zero:
             seen.add("scale to zero")
             assert (cost.min_instances, cost.min_usd) == (0, 0.0)
-            assert cost.max_instances == max(deployment.instance_count, scaling.max_capacity)
+            # the instances the copies need, packed: support's four one-GPU copies fit one 4-GPU instance (issue 37)
+            copies = deployment.placement.copies
+            assert copies is not None and copies.managed
+            per_instance = (
+                catalog.get_instance(stack.instance_type).tp_units // deployment.resolved.tensor_parallel_degree
+            )
+            assert cost.max_instances == -(-scaling.max_capacity // per_instance) == 1
         elif scaling is not None:
             seen.add("autoscaling")
             assert (cost.min_instances, cost.max_instances) == (scaling.min_capacity, scaling.max_capacity)
@@ -126,7 +132,7 @@ def test_redirected_summary_fits_100_columns_without_trailing_spaces_and_shows_w
     _, stacks = _stacks()
     for stack in stacks:
         assert f"{stack.stack}: team {stack.team} in {stack.environment} ({stack.region}" in text
-        assert f"endpoint {stack.endpoint}: {stack.instance_count} × {stack.instance_type}" in text
+        assert f"endpoint {stack.endpoint}: {stack.cost.runs}" in text
     support = next(stack for stack in stacks if stack.inference_components and stack.environment == "staging")
     assert f"autoscaling: 0-{support.scaling.max_capacity} copies, target " in text
     assert "scale to zero: yes" in text and "scale to zero: no" in text

@@ -52,6 +52,9 @@ HUGGING_FACE = {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "s3_uri": "s3://
 AWQ_CHECKPOINT = Path(__file__).parent.parent / "fixtures" / "checkpoints" / "llama-3.1-8b-awq"
 CACHED = {"data_cache_config": {"enable_caching": True}}
 SPREAD_OVER_ZONES = {"placement_strategy": "SPREAD", "availability_zone_balance": {"enforcement_mode": "PERMISSIVE"}}
+#: Autoscaled copies whose instances follow them (ManagedInstanceScaling), so every copy finds a GPU.
+MANAGED_3 = {"max_capacity": 3, "managed_instance_scaling": True}
+MANAGED_10 = {"max_capacity": 10, "managed_instance_scaling": True}
 REASON = "reviewed with the platform team: the shadow variant runs on the primary pool only"
 
 
@@ -173,6 +176,20 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("OG213", serving(environment={"hf_token_file": "x"}), serving(environment={"HF_TOKEN_FILE": "x"})),
     ("OG214", {"adapters": [{**ADAPTER, "s3_uri": "s3://acme-models/adapters/triage.zip"}]}, {"adapters": [ADAPTER]}),
     ("OG215", {"adapters": [ADAPTER, ADAPTER]}, {"adapters": [ADAPTER, {**ADAPTER, "name": "reply"}]}),
+    (
+        "OG216",
+        serving(autoscaling={"max_capacity": 2, "managed_instance_scaling": True}),
+        both(serving(autoscaling={"max_capacity": 2, "managed_instance_scaling": True}), ADAPTERS),
+    ),
+    (
+        "OG217",
+        both(
+            serving(autoscaling={"max_capacity": 2, "scale_to_zero": True, "managed_instance_scaling": False}), ADAPTERS
+        ),
+        both(
+            serving(autoscaling={"max_capacity": 2, "scale_to_zero": True, "managed_instance_scaling": True}), ADAPTERS
+        ),
+    ),
     (
         "OG251",
         serving(instance_provision_timeout_seconds=600),
@@ -456,9 +473,11 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ),
     (
         "OG521",
-        both(serving(autoscaling={"max_capacity": 10}), {"rollout": {"canary": {"wait_minutes": 48}}}, ADAPTERS),
-        both(serving(autoscaling={"max_capacity": 10}), {"rollout": {"canary": {"wait_minutes": 47}}}, ADAPTERS),
+        both(serving(autoscaling=MANAGED_10), {"rollout": {"canary": {"wait_minutes": 48}}}, ADAPTERS),
+        both(serving(autoscaling=MANAGED_10), {"rollout": {"canary": {"wait_minutes": 47}}}, ADAPTERS),
     ),
+    # legal (issue 37): 1-3 copies of one GPU on one one-GPU instance, managed instance scaling off
+    ("OG533", both(serving(autoscaling={"max_capacity": 3}), ADAPTERS), both(serving(autoscaling=MANAGED_3), ADAPTERS)),
     (
         "OG701",
         {"acknowledge": [{"id": "OG999", "reason": REASON}]},
@@ -489,6 +508,8 @@ EAGLE_FROM_CAPTURE = {"method": "eagle", "train_from": "data_capture"}
 EAGLE_FROM_S3 = {"method": "eagle", "train_from": "s3://acme-data/chat/sharegpt/"}
 # (note ID, the team patch that makes the note, its twin without it)
 NOTE_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    # one copy on a one-GPU instance: a rolling batch has no free GPU; two instances leave room for it
+    ("OG534", ADAPTERS, both(serving(instance_count=2), ADAPTERS)),
     ("OG261", both(SHADOW, serving(instance_pools=POOLS)), SHADOW),
     ("OG263", both(serving(instance_pools=POOLS), gate({"max_batch_size": 16})), gate({"max_batch_size": 16})),
     (

@@ -401,6 +401,29 @@ def test_scale_to_zero_copies_instances_and_scales_back_out_on_no_capacity():
     ]  # a request to any adapter wakes the base
 
 
+def test_managed_instance_scaling_without_scale_to_zero_takes_the_placements_instance_range():
+    """serving.autoscaling.managed_instance_scaling: true (issue 37): instances follow copies that never go to zero,
+    between what the minimum copies need and room for the maximum's rolling batch (optigate.deployment.placement)."""
+    scaling = ComponentScaling(min_copies=1, max_copies=3, managed_instances=(1, 4))
+    template = _adapters_stack(scaling)
+    template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ProductionVariants": [
+                Match.object_like(
+                    {"ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 1, "MaxInstanceCount": 4}}
+                )
+            ]
+        },
+    )
+    (config,) = (
+        _adapters_stack(ComponentScaling(min_copies=1, max_copies=3))
+        .find_resources("AWS::SageMaker::EndpointConfig")
+        .values()
+    )
+    assert "ManagedInstanceScaling" not in config["Properties"]["ProductionVariants"][0]
+
+
 def _no_capacity_watch(template: Template) -> list[set[str]]:
     """The components each scale-from-zero alarm watches; every alarm acts on the step-scaling policy."""
     watched = []

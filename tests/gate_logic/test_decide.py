@@ -488,6 +488,7 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
         "reasons",
         "checks",
         "cost_per_million_output_tokens",
+        "cost_basis",
         "prediction_vs_measurement",
         "levels",
         "change",

@@ -27,6 +27,8 @@ ENVIRONMENT_NOT_RENDERED = rule("OG212", "serving.environment sets no variable o
 ENVIRONMENT_NAME = rule("OG213", "serving.environment names are upper-case letters, digits and underscores")
 ADAPTER_ARCHIVE = rule("OG214", "an adapter is a .tar.gz archive")
 ADAPTER_NAME_UNIQUE = rule("OG215", "adapter names are unique")
+INSTANCE_SCALING_NEEDS_ADAPTERS = rule("OG216", "managed_instance_scaling only with adapters (inference components)")
+SCALE_TO_ZERO_NEEDS_INSTANCE_SCALING = rule("OG217", "scale_to_zero with managed instance scaling (not set false)")
 POOL_TIMEOUT_NEEDS_POOLS = rule("OG251", "instance_provision_timeout_seconds only with instance_pools")
 POOLS_AT_LEAST_TWO = rule("OG252", "instance_pools lists at least two pools")
 POOL_PRIMARY_FIRST = rule("OG253", "the first pool is serving.instance_type with priority 1")
@@ -127,6 +129,21 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
                 ZERO_MIN_NEEDS_SCALE_TO_ZERO,
                 ("autoscaling", "min_capacity"),
                 "0 needs scale_to_zero: true (and adapters, which deploy inference components)",
+            )
+        if scaling.managed_instance_scaling is not None and not has_adapters:
+            add(
+                INSTANCE_SCALING_NEEDS_ADAPTERS,
+                ("autoscaling", "managed_instance_scaling"),
+                "managed instance scaling adds instances for inference component copies, and this endpoint is "
+                "model-backed (no adapters): its scalable target scales instances already; remove "
+                "managed_instance_scaling",
+            )
+        if scaling.scale_to_zero and scaling.managed_instance_scaling is False:
+            add(
+                SCALE_TO_ZERO_NEEDS_INSTANCE_SCALING,
+                ("autoscaling", "managed_instance_scaling"),
+                "scale to zero removes the instances with the last copy, which only managed instance scaling does "
+                "(its MinInstanceCount 0); remove managed_instance_scaling: false or scale_to_zero",
             )
 
     problems += instance_pool_problems(serving, path)

@@ -384,6 +384,7 @@ def decide(
                 "thresholds": plan.thresholds,
                 "price_per_hour_usd": plan.price_per_hour_usd,
                 "instance_count": plan.instance_count,
+                "cost_basis": plan.cost_basis.to_json() if plan.cost_basis is not None else None,
                 "prediction": plan.prediction,
                 "bucket": bucket_name,
                 "baseline_keys.$": "$.benchmark[*].baseline.key",

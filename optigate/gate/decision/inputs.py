@@ -8,6 +8,7 @@ from typing import Any
 
 from optigate.bench.metrics import RunSamples
 from optigate.config.models import CROSS_CHECK_KEYS, BenchmarkGate
+from optigate.plan.cost import CostBasis
 
 SEED = 0
 #: Values of ``change.speculative_decoding`` that mean "off".
@@ -29,6 +30,10 @@ class GateInputs:
     evaluation: Mapping[str, Any] | None = None  # optigate.evaluate verdict.json, None when not run
     price_per_hour_usd: float | None = None  # per instance
     instance_count: int = 1
+    # What the measured tokens are priced at (optigate.plan.cost.CostBasis.to_json, the plan's): an adapter team's
+    # gate measures one base copy, priced at its share of the instance. None (older state machines): every one of
+    # `instance_count` instances at `price_per_hour_usd`.
+    cost_basis: Mapping[str, Any] | None = None
     prediction: Mapping[str, Any] | None = None  # planner: decode_tpot_ms_batch1, cost_per_million_output_tokens, ...
     # Mirrored live traffic, when the candidate ran as a shadow variant: {"window_minutes",
     # "sampling_percentage", "production": {...}, "shadow": {...}}, each side {"variant",
@@ -82,6 +87,13 @@ class GateInputs:
             raise ValueError(f"price_per_hour_usd must be >= 0, got {self.price_per_hour_usd}")
         if self.peak_concurrency is not None and not float(self.peak_concurrency) > 0:
             raise ValueError(f"peak_concurrency must be > 0, got {self.peak_concurrency}")
+
+    @property
+    def basis(self) -> CostBasis:
+        """The cost basis the event carries, else `instance_count` whole instances at `price_per_hour_usd`."""
+        price = None if self.price_per_hour_usd is None else float(self.price_per_hour_usd)
+        given = CostBasis.from_json(self.cost_basis)
+        return given or CostBasis.instances("the endpoint's instance type", price, 1, int(self.instance_count))
 
     def gate_thresholds(self) -> BenchmarkGate:
         """The thresholds as the config validates them: a misspelt budget must not switch a check off.

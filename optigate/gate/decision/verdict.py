@@ -43,7 +43,7 @@ from optigate.gate.decision.wording import CheckName, label, reason
 from optigate.gate.report_format import FORMAT_VERSION
 from optigate.gate.server_metrics import figures_to_report
 from optigate.judge import Check, Outcome, overall
-from optigate.plan.cost import cost_per_million_tokens
+from optigate.plan.cost import CostBasis
 
 APPROVED, REJECTED, UNDECIDED = "APPROVED", "REJECTED", "INCONCLUSIVE"
 OUTCOMES = (APPROVED, REJECTED, UNDECIDED)
@@ -73,6 +73,7 @@ class GateVerdict:
     server_metrics: dict[str, Any] | None = None
     traffic: dict[str, Any] | None = None  # the captured workload's shape, as GateInputs.traffic carried it
     adapter_check: dict[str, Any] | None = None  # each new adapter version's archive, as GateInputs carried it
+    cost_basis: dict[str, Any] | None = None  # what the costs price (optigate.plan.cost.CostBasis.to_json)
 
     @property
     def failed(self) -> tuple[Check, ...]:
@@ -121,6 +122,7 @@ class GateVerdict:
                 "reasons": list(self.reasons),
                 "checks": [check_dict(c) for c in self.checks],
                 "cost_per_million_output_tokens": list(self.cost_per_million_output_tokens),
+                "cost_basis": self.cost_basis,
                 "prediction_vs_measurement": self.prediction_vs_measurement,
                 "levels": list(self.levels),
                 "change": self.change,
@@ -145,8 +147,7 @@ def decide(inputs: GateInputs) -> GateVerdict:
     base_runs = blocks_by_level(inputs.baseline_benchmark, "baseline")
     cand_runs = blocks_by_level(inputs.candidate_benchmark, "candidate")
     common = sorted(set(base_runs) & set(cand_runs))
-    price = None if inputs.price_per_hour_usd is None else float(inputs.price_per_hour_usd)
-    count = int(inputs.instance_count)
+    basis, count = inputs.basis, int(inputs.instance_count)
     slo = gate_slo(thresholds)  # None: no latency budget, so no goodput or capacity
     at_slo: tuple[dict[int, list[Check]], dict[int, list[Check]]] = ({}, {})  # each side's p99 checks per level
 
@@ -202,12 +203,8 @@ def decide(inputs: GateInputs) -> GateVerdict:
         costs.append(
             {
                 "concurrency": level,
-                "baseline": cost_per_million(price, count, base_fig["output_tokens_per_s"])
-                if base.completions
-                else None,
-                "candidate": cost_per_million(price, count, cand_fig["output_tokens_per_s"])
-                if cand.completions
-                else None,
+                "baseline": basis.cost_per_million(base_fig["output_tokens_per_s"]) if base.completions else None,
+                "candidate": basis.cost_per_million(cand_fig["output_tokens_per_s"]) if cand.completions else None,
                 "baseline_output_tokens_per_s": base_fig["output_tokens_per_s"],
                 "candidate_output_tokens_per_s": cand_fig["output_tokens_per_s"],
             }
@@ -233,6 +230,7 @@ def decide(inputs: GateInputs) -> GateVerdict:
         checks=tuple(checks),
         reasons=tuple(reason(c) for c in checks if not c.passed),
         cost_per_million_output_tokens=tuple(costs),
+        cost_basis=basis.to_json(),
         prediction_vs_measurement=_prediction_vs_measurement(inputs.prediction, levels, costs),
         levels=tuple(levels),
         change=change,
@@ -303,9 +301,7 @@ def cost_per_million(
     price_per_hour_usd: float | None, instance_count: int, output_tokens_per_s: float | None
 ) -> float | None:
     """USD per million output tokens: endpoint price per second / endpoint output tokens per second."""
-    if price_per_hour_usd is None or not output_tokens_per_s or output_tokens_per_s <= 0:
-        return None
-    return cost_per_million_tokens(price_per_hour_usd * instance_count / 3600.0, 1.0, output_tokens_per_s)
+    return CostBasis.instances("", price_per_hour_usd, 1, instance_count).cost_per_million(output_tokens_per_s)
 
 
 def _figures(blocks: Sequence[RunSamples]) -> dict[str, Any]:

@@ -161,6 +161,7 @@ def verdict_for(s3, event: dict) -> tuple[GateVerdict, dict | None, dict | None]
         evaluation=evaluation,
         price_per_hour_usd=event.get("price_per_hour_usd"),
         instance_count=event.get("instance_count") or 1,
+        cost_basis=event.get("cost_basis"),  # the plan's (what one measured copy or endpoint costs an hour)
         prediction=event.get("prediction"),
         shadow=shadow_figures(event.get("shadow")),
         cross_check=cross_check_jobs(s3, event.get("cross_check")),
