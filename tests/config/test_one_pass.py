@@ -40,7 +40,7 @@ serving:
     max_lora_rank: 16
   autoscaling:
     min_capacity: 1
-    max_capacity: 3
+    max_capacity: 1  # one one-GPU copy on the one one-GPU instance (more would stay pending: OG533)
 adapters:
   - name: review
     s3_uri: s3://acme-ml-adapters-{region}/legal/review-v1.tar.gz
