@@ -30,7 +30,10 @@ def _watch_user_config(event: str, args: tuple) -> None:
     """An audit hook: note every file opened or folder listed in the user's config/ by this process."""
     if event not in ("open", "os.listdir", "os.scandir") or not args or not isinstance(args[0], (str, bytes, Path)):
         return
-    path = os.path.abspath(os.fsdecode(args[0]))
+    name = os.fsdecode(args[0])
+    if os.sep not in name:  # a bare name may be relative to a folder's descriptor (shutil.rmtree), not to the cwd
+        return
+    path = os.path.abspath(name)
     inside = path == str(USER_CONFIG) or path.startswith(f"{USER_CONFIG}{os.sep}")
     if inside and not path.startswith(f"{_GENERATED}{os.sep}") and path != str(_GENERATED):
         _user_config_reads.append(path)
