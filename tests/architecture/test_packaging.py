@@ -47,6 +47,8 @@ def _source_copy(target: Path) -> Path:
         text=True,
     ).stdout
     for name in filter(None, listed.split("\0")):
+        if name.startswith("config/"):  # the user's project: not the package's source (and not the tests' to read)
+            continue
         source = REPO / name
         if source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
