@@ -20,6 +20,7 @@ import time
 COMMANDS = (
     [],
     ["validate"],
+    ["check"],
     ["summary"],
     ["plan"],
     ["bench"],

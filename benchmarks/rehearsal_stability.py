@@ -17,6 +17,10 @@ import argparse
 import multiprocessing
 import time
 from collections import Counter
+from pathlib import Path
+
+#: The example teams as the test suite keeps them (config/ is the user's project, which may differ).
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "project" / "config"
 
 
 def _burn(stop: multiprocessing.synchronize.Event) -> None:
@@ -28,7 +32,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--team", default="research")
     parser.add_argument("--env", default=None)
-    parser.add_argument("--config", default="config")
+    parser.add_argument("--config", default=str(EXAMPLE_CONFIG), help="default: tests/fixtures/project/config")
     parser.add_argument("--runs", type=int, default=10, help="rehearsals per candidate (default: 10)")
     parser.add_argument("--burners", type=int, default=2, help="CPU-bound processes beside them (default: 2)")
     args = parser.parse_args()

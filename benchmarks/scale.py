@@ -1,7 +1,8 @@
 """Scale as a measured property (issue 28): N teams synthesize, lint and fit AWS's quotas.
 
-Generates N teams into a temporary config by cloning the example team files (chat, research, support:
-renamed `<kind>-NNN`, environments.yaml's per-team settings cloned with them), then, each as `cdk synth`
+Generates N teams into a temporary config by cloning the example team files (chat, research, support as the test
+suite keeps them in tests/fixtures/project, not the repository's config/: renamed `<kind>-NNN`, environments.yaml's
+per-team settings cloned with them), then, each as `cdk synth`
 runs the app (`python app.py`, CDK_CONTEXT_JSON, CDK_OUTDIR; cdk-nag fails the synth on any
 unacknowledged finding):
 
@@ -32,6 +33,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The example kinds cloned: the suite's own project (config/ is the user's, which may hold other teams).
+EXAMPLE_CONFIG = ROOT / "tests" / "fixtures" / "project" / "config"
 KINDS = ("chat", "research", "support")
 
 IAM = "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html"
@@ -70,7 +73,7 @@ def say(text: str) -> None:
 
 def generate(config: Path, teams: int) -> list[str]:
     """N teams cloned from the example kinds into `config`; returns their names."""
-    source = ROOT / "config"
+    source = EXAMPLE_CONFIG
     (config / "teams").mkdir(parents=True)
     environments = yaml.safe_load((source / "environments.yaml").read_text())
     names = []

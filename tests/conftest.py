@@ -11,9 +11,48 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures import PROJECT, PROJECT_CONFIG
+
 # Constants for modules that need a path at import time; tests take the fixtures below.
 REPO = Path(__file__).resolve().parents[1]
-CONFIG = REPO / "config"
+#: The config folder every test reads: the suite's own project (tests/fixtures/project), never the repository's
+#: config/ (the user's: a platform adds its teams there, and `optigate check` checks it).
+CONFIG = PROJECT_CONFIG
+
+#: The repository's config/ is the user's project: a platform adds its teams there and checks it with `optigate check`
+#: (its pipeline runs that, not this suite), so no test may read it; config/schema/ is optigate's generated output.
+USER_CONFIG = REPO / "config"
+_GENERATED = USER_CONFIG / "schema"
+_user_config_reads: list[str] = []
+
+
+def _watch_user_config(event: str, args: tuple) -> None:
+    """An audit hook: note every file opened or folder listed in the user's config/ by this process."""
+    if event not in ("open", "os.listdir", "os.scandir") or not args or not isinstance(args[0], (str, bytes, Path)):
+        return
+    name = os.fsdecode(args[0])
+    if os.sep not in name:  # a bare name may be relative to a folder's descriptor (shutil.rmtree), not to the cwd
+        return
+    path = os.path.abspath(name)
+    inside = path == str(USER_CONFIG) or path.startswith(f"{USER_CONFIG}{os.sep}")
+    if inside and not path.startswith(f"{_GENERATED}{os.sep}") and path != str(_GENERATED):
+        _user_config_reads.append(path)
+
+
+sys.addaudithook(_watch_user_config)
+
+
+@pytest.fixture(autouse=True)
+def _reads_no_user_config():
+    """Fails a test that read the repository's config/ in this process (a subprocess is not watched): tests read the
+    suite's own project, tests/fixtures/project (the `example_config` fixture, `CONFIG`)."""
+    before = len(_user_config_reads)
+    yield
+    read = sorted(set(_user_config_reads[before:]))
+    if read:
+        shown = ", ".join(os.path.relpath(path, REPO) for path in read[:3])
+        pytest.fail(f"read the user's config/ ({shown}): read tests/fixtures/project/config (CONFIG) instead")
+
 
 # Keep botocore and friends away from any real account, whatever the machine has configured.
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -29,8 +68,15 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def example_config() -> Path:
-    """The example project's config folder (the one the README's commands use)."""
+    """The example teams' config folder: the suite's own copy (tests/fixtures/project/config), not config/."""
     return CONFIG
+
+
+@pytest.fixture(scope="session")
+def example_project() -> Path:
+    """The folder holding the example teams' `config/`: a working directory where `config` (the CLI's default)
+    is the suite's own copy."""
+    return PROJECT
 
 
 @dataclass
@@ -42,7 +88,8 @@ class Synthesized:
 
 @pytest.fixture(scope="session")
 def example_app(tmp_path_factory) -> Synthesized:
-    """Every example team in every environment, synthesized once with cdk-nag AwsSolutions active."""
+    """Every example team (of the suite's project) in every environment, synthesized once with cdk-nag AwsSolutions
+    active."""
     from optigate.stacks.app import build_app
 
     outdir = tmp_path_factory.mktemp("cdk.out")

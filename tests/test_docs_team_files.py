@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from optigate.deployment import load_resolved_project, load_resolved_team
-from tests.conftest import REPO
+from tests.conftest import CONFIG, REPO
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 YAML_BLOCK = re.compile(r"^```ya?ml\n(.*?)^```", re.S | re.M)
@@ -43,22 +43,24 @@ def test_the_readme_has_a_complete_team_file_per_kind():
 
 @pytest.mark.parametrize(("page", "line", "block"), TEAM_BLOCKS, ids=[f"{p.name}:{line}" for p, line, _ in TEAM_BLOCKS])
 def test_every_team_file_in_the_docs_validates(page, line, block, tmp_path):
-    """Alone (load_resolved_team) and in the example project (its environments.yaml's rules apply, e.g. a capture
-    an EAGLE head trains from), in place of the example team of the same name if there is one."""
+    """Alone (load_resolved_team) and in the example project (the suite's own, tests/fixtures/project: its
+    environments.yaml's rules apply, e.g. a capture an EAGLE head trains from), in place of the example team of the
+    same name if there is one."""
     name = yaml.safe_load(block)["team"]
     alone = tmp_path / f"{name}.yaml"
     alone.write_text(block)
     assert load_resolved_team(alone).team.team == name
     config = tmp_path / "config"
-    shutil.copytree(REPO / "config", config)
+    shutil.copytree(CONFIG, config)
     (config / "teams" / f"{name}.yaml").write_text(block)
     assert list(load_resolved_project(config, teams=[name]).teams) == [name]
 
 
 def test_a_team_file_shown_for_an_example_team_is_that_file():
-    """The README's copy of config/teams/chat.yaml is chat.yaml itself, so the two cannot drift apart."""
+    """The README's copy of chat.yaml is the example's chat.yaml itself (as the suite keeps it, tests/fixtures/project),
+    so the two cannot drift apart."""
     shown = {yaml.safe_load(block)["team"]: block for page, _, block in TEAM_BLOCKS}
-    examples = {path.stem: path.read_text() for path in (REPO / "config" / "teams").glob("*.yaml")}
+    examples = {path.stem: path.read_text() for path in (CONFIG / "teams").glob("*.yaml")}
     copies = {name: block for name, block in shown.items() if name in examples}
     assert len(copies) >= 2
     assert {name: block == examples[name] for name, block in copies.items()} == dict.fromkeys(copies, True)

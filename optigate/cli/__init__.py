@@ -9,6 +9,7 @@ import sys
 from optigate.cli import (
     advise_command,
     bench_command,
+    check_command,
     emulate_command,
     evaluate_command,
     plan_command,
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OptigateParser)
     # In the order `optigate --help` lists them.
     validate_command.add_validate_parser(commands)
+    check_command.add_check_parser(commands)
     summary_command.add_summary_parser(commands)
     plan_command.add_plan_parser(commands)
     advise_command.add_advise_parser(commands)

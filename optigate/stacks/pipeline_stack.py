@@ -2,17 +2,18 @@
 """The promotion pipelines: one per team, and the platform's own (`cdk synth -c pipeline=true`).
 
 A team's pipeline (`optigate-pipeline-<team>`): source (CodeStar connection or CodeCommit) → synth (set
-up, `optigate resolve --team <team>` every environment, `cdk synth -c pipeline=true -c team=<team>`,
-which reads only that team's file) → self-mutation and assets → one stage per environment in
-environments.yaml order: [manual approval when `requires_approval`] → deploy the team's stack → its gate
-as a blocking Step Functions invoke action. The cloud assembly, lock files included, is built once, so
-what staging proved is exactly what prod deploys. An Approved package of one of the team's own gate
-groups starts the team's pipeline again (EventBridge), which then serves it.
+up, `optigate check --team <team>`, `optigate resolve --team <team>` every environment,
+`cdk synth -c pipeline=true -c team=<team>`, each of which reads only that team's file) → self-mutation and
+assets → one stage per environment in environments.yaml order: [manual approval when `requires_approval`] →
+deploy the team's stack → its gate as a blocking Step Functions invoke action. The cloud assembly, lock files
+included, is built once, so what staging proved is exactly what prod deploys. An Approved package of one of the
+team's own gate groups starts the team's pipeline again (EventBridge), which then serves it.
 
 Nothing in a team's pipeline reads, deploys or waits for another team: a failed deploy, gate or
 broken file holds only that team (docs/design.md, "Promotion pipelines").
 
-The platform's pipeline (`optigate-platform`) runs the test suite once per push for every team and
+The platform's pipeline (`optigate-platform`) checks every team's file once per push (`optigate check`: validate,
+synth with cdk-nag, cfn-lint; optigate's test suite is optigate's own CI, not the config repository's) and
 holds what all teams share: the event bus policy accepting approvals forwarded from environment
 accounts (one fixed StatementId per bus, so it cannot live in 200 team stacks).
 """
@@ -94,20 +95,27 @@ class GateStep(pipelines.Step):
         return pipelines.CodePipelineActionFactoryResult(run_orders_consumed=1)
 
 
+#: What the synth steps install (scripts/setup.sh): optigate with its `check` extra and the CDK CLI, no test kit.
+SETUP_MODE = "pipeline"
+
+
 def team_synth_commands(team: str, environments: Sequence[Environment]) -> list[str]:
-    """What a team pipeline's synth step runs: set up as CI does, resolve the team's lock in every
-    environment, synthesize its own pipeline (only its team file is read). The test suite runs once,
-    in the platform's pipeline."""
+    """What a team pipeline's synth step runs: set up, check the team's own file (`optigate check --team`: validate,
+    synth with cdk-nag, cfn-lint; another team's file is not read), resolve the team's lock in every environment,
+    synthesize its own pipeline (only its team file is read). optigate's test suite runs in optigate's own CI, never
+    on the config repository."""
     return [
         ". scripts/setup.sh",
+        f"optigate check --team {team}",
         *(f"optigate resolve --env {environment.name} --team {team}" for environment in environments),
         f"cdk synth -c pipeline=true -c team={team}",
     ]
 
 
 def platform_synth_commands() -> list[str]:
-    """What the platform pipeline's synth step runs: the whole test suite, then its own stack only."""
-    return ["bash scripts/test.sh", ". scripts/setup.sh", "cdk synth -c pipeline=platform"]
+    """What the platform pipeline's synth step runs: set up, check every team file and what spans them
+    (`optigate check`), then synthesize its own stack only."""
+    return [". scripts/setup.sh", "optigate check", "cdk synth -c pipeline=platform"]
 
 
 class _PromotionPipeline(Stack):
@@ -154,8 +162,8 @@ class _PromotionPipeline(Stack):
             input=source,
             commands=commands,
             primary_output_directory="cdk.out",
-            # As in optigate/containers/evaluate: the CPU build of torch for fmeval, not a multi-GB CUDA one.
-            env={"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"},
+            # setup.sh installs what the commands run (optigate, cfn-lint, the CDK CLI), not the test kit.
+            env={"OPTIGATE_SETUP": SETUP_MODE},
             role=synth_role,
         )
         for statement in synth_permissions:
@@ -379,7 +387,7 @@ class TeamPipelineStack(_PromotionPipeline):
 
 
 class PlatformStack(_PromotionPipeline):
-    """The platform's pipeline: the test suite on every push, and what every team shares."""
+    """The platform's pipeline: `optigate check` of every team on every push, and what every team shares."""
 
     def __init__(self, scope: Construct, pipeline: Pipeline, environments: Sequence[Environment]) -> None:
         super().__init__(
@@ -387,7 +395,7 @@ class PlatformStack(_PromotionPipeline):
             naming.PLATFORM_STACK,
             pipeline,
             role_name=naming.PLATFORM_ROLE,
-            description="the platform's shared resources and the test suite of every team's pipeline",
+            description="the platform's shared resources and the check of every team's config",
             commands=platform_synth_commands(),
             synth_permissions=[],
         )

@@ -17,6 +17,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from tests.conftest import CONFIG
+
 REPO = Path(__file__).resolve().parents[2]
 
 SYNTH = """
@@ -45,6 +47,8 @@ def _source_copy(target: Path) -> Path:
         text=True,
     ).stdout
     for name in filter(None, listed.split("\0")):
+        if name.startswith("config/"):  # the user's project: not the package's source (and not the tests' to read)
+            continue
         source = REPO / name
         if source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
@@ -76,7 +80,7 @@ def test_an_installed_wheel_synthesizes_a_config_outside_the_checkout(tmp_path):
     _assert_ships_the_rehearsal_and_no_test_kit(wheel, site)
 
     work.mkdir()
-    shutil.copytree(REPO / "config", work / "config", ignore=shutil.ignore_patterns("locks"))
+    shutil.copytree(CONFIG, work / "config", ignore=shutil.ignore_patterns("locks"))
     environment = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),

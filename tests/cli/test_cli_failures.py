@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from optigate.bench.emulator_process import emulator_process
+from tests.conftest import CONFIG
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIG = REPO / "config"
 
 
 def _offline_env(**extra: str) -> dict[str, str]:

@@ -12,9 +12,9 @@ import pytest
 from rich.console import Console
 
 from optigate.cli import bench_command, bench_compare_command, build_parser, main, plan_command, summary_command
+from tests.conftest import CONFIG
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIG = REPO / "config"
 WIDTH = 100
 
 
@@ -196,13 +196,19 @@ def test_a_gate_reports_each_state_as_it_is_entered():
 
 
 @pytest.mark.parametrize("argv", [["advise", "--team", "chat"], ["plan", "config/teams/support.yaml"]])
-def test_redirected_output_has_no_line_ending_in_spaces(argv):
+def test_redirected_output_has_no_line_ending_in_spaces(argv, example_project):
     """Results piped to a file or a CI log: no line ends in the spaces rich pads padded renderables with."""
+    import os
     import subprocess
     import sys
 
     result = subprocess.run(
-        [sys.executable, "-m", "optigate.cli", *argv], cwd=REPO, capture_output=True, text=True, timeout=900
+        [sys.executable, "-m", "optigate.cli", *argv],
+        cwd=example_project,  # `config`, the default, is the suite's own project
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()

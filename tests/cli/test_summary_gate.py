@@ -3,13 +3,11 @@ without the flag."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.console import Console
 
 from optigate.cli import main, summary_command
+from tests.conftest import CONFIG
 
-CONFIG = Path(__file__).resolve().parents[2] / "config"
 WIDTH = 100
 
 

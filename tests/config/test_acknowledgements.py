@@ -20,7 +20,8 @@ def _acknowledge(tmp_path, monkeypatch, rule_id: str, reason: str):
     monkeypatch.chdir(tmp_path)
 
 
-def test_the_example_prints_the_note_with_its_id(capsys):
+def test_the_example_prints_the_note_with_its_id(example_project, monkeypatch, capsys):
+    monkeypatch.chdir(example_project)
     assert main(["validate", "config"]) == 0
     out = capsys.readouterr().out
     line = Path("config/teams/chat.yaml").read_text().splitlines().index("      method: eagle") + 1

@@ -14,9 +14,9 @@ from optigate.cli import main
 from optigate.config.loader import ConfigError, load_calibrations
 from optigate.config.models import CALIBRATION_FORMAT_VERSION, Calibration
 from optigate.plan import calibration
+from tests.conftest import CONFIG
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "calibrations"
-REPO = Path(__file__).resolve().parents[2]
 
 L4 = Calibration(
     instance_type="ml.g6.2xlarge",
@@ -79,7 +79,7 @@ def test_each_problem_names_the_file_line_and_path_on_one_line(tmp_path):
 
 def test_plan_refuses_a_broken_calibration_file_with_exit_2_naming_its_line(tmp_path, capsys):
     config = tmp_path / "config"
-    shutil.copytree(REPO / "config", config, ignore=shutil.ignore_patterns("locks"))
+    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
     (config / "calibration.yaml").write_text((FIXTURES / "calibration.yaml").read_text()[:300])  # cut short
     assert main(["plan", str(config / "teams/chat.yaml"), "--json"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()

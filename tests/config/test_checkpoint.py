@@ -16,10 +16,10 @@ from optigate.deployment import load_resolved_project, load_resolved_team
 from optigate.plan.architecture import load_architecture
 from optigate.plan.memory import weight_footprint
 from optigate.plan.timeouts import DOWNLOAD_SECONDS_PER_GB, sized_timeouts
-from tests.conftest import edited_config
+from tests.conftest import CONFIG, edited_config
 from tests.fixtures.config_files import minimal_team
 
-CHAT = Path(__file__).parents[2] / "config" / "teams" / "chat.yaml"
+CHAT = CONFIG / "teams" / "chat.yaml"
 AWQ_CHECKPOINT = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "llama-3.1-8b-awq"
 
 

@@ -4,14 +4,13 @@ stages the same adapter components."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
 from optigate.config.loader import ConfigError, load_team
+from tests.conftest import CONFIG
 
-SUPPORT = Path(__file__).parents[2] / "config" / "teams" / "support.yaml"
+SUPPORT = CONFIG / "teams" / "support.yaml"
 POOLS = [{"instance_type": "ml.g6e.12xlarge", "priority": 1}, {"instance_type": "ml.g6e.2xlarge", "priority": 2}]
 
 

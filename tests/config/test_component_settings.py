@@ -12,8 +12,9 @@ import yaml
 
 from optigate.config.loader import load_team
 from optigate.deployment.component_settings import BaseComponentSettings, ComponentPlacement, base_component_settings
+from tests.conftest import CONFIG
 
-SUPPORT = Path(__file__).parents[2] / "config" / "teams" / "support.yaml"
+SUPPORT = CONFIG / "teams" / "support.yaml"
 ZONES = {"enforcement_mode": "PERMISSIVE", "max_imbalance": 2}
 
 

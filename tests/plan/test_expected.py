@@ -16,10 +16,9 @@ from optigate.config.models import Calibration
 from optigate.plan import calibration, get_instance, plan
 from optigate.plan.expected import DATA, efficiency_for, literature_efficiency
 from optigate.plan.instance_comparison import compare
+from tests.conftest import CONFIG
 from tests.fixtures.benchmark_scripts import benchmark_script
 from tests.fixtures.gate_report_mutants import originals
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _benchmark():
@@ -128,7 +127,7 @@ def gate_report_with(prediction: dict) -> dict:
 
 def test_a_gate_report_calibrates_the_expected_figure_and_the_plan_says_so(tmp_path, capsys):
     config = tmp_path / "config"
-    shutil.copytree(REPO / "config", config, ignore=shutil.ignore_patterns("locks"))
+    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
     report = tmp_path / "gate-report.json"
     report.write_text(json.dumps(gate_report_with(_report(34.0, PLAN)["prediction_vs_measurement"])))
     before = json.loads(_plan_json(config, capsys))
@@ -174,7 +173,7 @@ def test_a_report_that_cannot_calibrate_is_refused_with_the_reason(report, why):
 
 def test_calibrate_from_the_cli_fails_in_one_line_with_exit_2(tmp_path, capsys):
     config = tmp_path / "config"
-    shutil.copytree(REPO / "config", config, ignore=shutil.ignore_patterns("locks"))
+    shutil.copytree(CONFIG, config, ignore=shutil.ignore_patterns("locks"))
     (tmp_path / "broken.json").write_text("{not json")
     assert main(["plan", str(config / "teams/chat.yaml"), "--calibrate", str(tmp_path / "broken.json")]) == 2
     err = capsys.readouterr().err

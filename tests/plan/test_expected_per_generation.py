@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import statistics
-from pathlib import Path
 
 import pytest
 import yaml
@@ -14,9 +13,8 @@ import yaml
 from optigate.plan import get_instance, plan
 from optigate.plan.catalog import all_instances
 from optigate.plan.expected import DATA, GENERATION, literature_efficiency
+from tests.conftest import CONFIG
 from tests.fixtures.benchmark_scripts import benchmark_script
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _benchmark():
@@ -104,6 +102,6 @@ def test_each_efficiency_says_in_a_few_words_what_it_rests_on_and_the_plan_shows
         held_out = re.search(r"held-out median (\d+) %", standing)
         if held_out:
             assert int(held_out.group(1)) == round(statistics.median(errors[entry["generation"]]["held-out"]))
-    assert main(["plan", "config/teams/chat.yaml"]) == 0  # chat serves on an L4 (Ada)
+    assert main(["plan", str(CONFIG / "teams" / "chat.yaml")]) == 0  # chat serves on an L4 (Ada)
     out = " ".join(capsys.readouterr().out.split())
     assert "few, and the L4 is unmeasured" in out

@@ -5,16 +5,15 @@ a botocore operation (no Stubber, no moto): the signed transport is replaced by 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from optigate.bench import server_metrics
 from optigate.cli import main
 from optigate.cli.plan_live import live_kv_check
+from tests.conftest import CONFIG
 
-REPO = Path(__file__).resolve().parents[2]
-TEAM = str(REPO / "config" / "teams" / "chat.yaml")
+TEAM = str(CONFIG / "teams" / "chat.yaml")
 PLAN = {"max_concurrent_sequences_at_typical_length": 40, "kv_capacity_tokens": 200_000}
 
 

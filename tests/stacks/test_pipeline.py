@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import tomllib
 from pathlib import Path
 
 import yaml
 
-from tests.conftest import CONFIG, resources_of
+from tests.conftest import CONFIG, REPO, resources_of
 
 ENVIRONMENTS = yaml.safe_load((CONFIG / "environments.yaml").read_text())
 PIPELINE_ACCOUNT = ENVIRONMENTS["pipeline"]["account"]
@@ -202,31 +203,61 @@ def test_the_pipeline_account_may_resolve_each_gate_group(stage_templates):
             }
 
 
-def _synth_commands(template: dict, marker: str) -> list[str]:
+def _synth_spec(template: dict, marker: str) -> dict:
     buildspecs = [
         p["Properties"]["Source"].get("BuildSpec", "")
         for p in resources_of(template, "AWS::CodeBuild::Project").values()
     ]
     (spec,) = [json.loads(b) for b in buildspecs if marker in b]
-    return spec["phases"]["build"]["commands"]
+    return spec
 
 
-def test_a_teams_synth_step_resolves_and_synthesizes_that_team_alone(assembly):
+def _synth_commands(template: dict, marker: str) -> list[str]:
+    return _synth_spec(template, marker)["phases"]["build"]["commands"]
+
+
+def _synth_environment(template: dict, marker: str) -> dict[str, str]:
+    """The synth step's environment variables (CDK Pipelines puts them on the CodeBuild project)."""
+    (project,) = [
+        p
+        for p in resources_of(template, "AWS::CodeBuild::Project").values()
+        if marker in p["Properties"]["Source"].get("BuildSpec", "")
+    ]
+    return {v["Name"]: v["Value"] for v in project["Properties"]["Environment"].get("EnvironmentVariables", [])}
+
+
+def test_a_teams_synth_step_checks_resolves_and_synthesizes_that_team_alone(assembly):
     template = _template(assembly / "optigate-pipeline-support.template.json")
     commands = _synth_commands(template, "cdk synth -c pipeline=true")
-    assert [c for c in commands if c.startswith("optigate resolve")] == [
-        f"optigate resolve --env {e['name']} --team support" for e in ENVIRONMENTS["environments"]
+    assert commands == [
+        ". scripts/setup.sh",
+        "optigate check --team support",  # its own file only: another team's broken file does not fail it
+        *(f"optigate resolve --env {e['name']} --team support" for e in ENVIRONMENTS["environments"]),
+        "cdk synth -c pipeline=true -c team=support",
     ]
-    assert commands[-1] == "cdk synth -c pipeline=true -c team=support"
-    assert "bash scripts/test.sh" not in commands  # the platform's pipeline runs the suite, once
+    assert not [c for c in commands if "test" in c]  # optigate's test suite is optigate's CI, not the config's
 
 
-def test_the_platform_pipeline_runs_the_test_suite_and_synthesizes_itself(assembly):
+def test_the_platform_pipeline_checks_every_team_and_synthesizes_itself(assembly):
+    """The config repository is checked by `optigate check` (every team file, what spans them), never by optigate's
+    test suite, which would fail on a team the suite does not know (issue 37)."""
     template = _template(assembly / "optigate-platform.template.json")
     commands = _synth_commands(template, "cdk synth -c pipeline=platform")
-    assert commands[0] == "bash scripts/test.sh" and commands[-1] == "cdk synth -c pipeline=platform"
+    assert commands == [". scripts/setup.sh", "optigate check", "cdk synth -c pipeline=platform"]
     stages = [stage["Name"] for stage in _pipeline(assembly, "optigate-platform")["Stages"]]
     assert stages == ["Source", "Build", "UpdatePipeline"]  # it deploys no team
+
+
+def test_the_synth_steps_install_what_the_check_needs_and_no_test_kit(assembly):
+    """setup.sh's pipeline mode: optigate with its `check` extra (cfn-lint) and the CDK CLI; not the dev extra nor
+    the fmeval environment (no CPU torch index either)."""
+    for stack, marker in [("optigate-platform", "pipeline=platform"), ("optigate-pipeline-chat", "team=chat")]:
+        environment = _synth_environment(_template(assembly / f"{stack}.template.json"), marker)
+        assert environment.get("OPTIGATE_SETUP") == "pipeline" and "PIP_EXTRA_INDEX_URL" not in environment, stack
+    setup = (REPO / "scripts" / "setup.sh").read_text()
+    assert 'pipeline) extras="check"' in setup and '[ "$mode" = dev ] &&' in setup
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert [r for r in extras["check"] if r.startswith("cfn-lint")] and "optigate[check]" in extras["dev"]
 
 
 def test_every_template_passes_cfn_lint(assembly, stage_templates):
