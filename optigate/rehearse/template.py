@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 STATE_MACHINE: Final = "AWS::StepFunctions::StateMachine"
@@ -68,6 +68,16 @@ def render_definition(template: dict[str, Any], logical_id: str, substitutions: 
 def placeholder_definition(template: dict[str, Any], logical_id: str | None = None) -> dict[str, Any]:
     """A state machine's definition (the only or first one, unless named) with every token a placeholder."""
     return render_definition(template, logical_id or next(iter(state_machines(template))), placeholders(template))
+
+
+def every_state(template: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(state machine logical id, state name, state) of every state of every state machine of `template`, Map and
+    Parallel branches included, tokens as placeholders."""
+    from optigate.rehearse.asl import iter_states
+
+    for logical in state_machines(template):
+        for name, state in iter_states(placeholder_definition(template, logical)):
+            yield logical, name, state
 
 
 def render_value(value: Any, substitutions: Substitutions) -> Any:

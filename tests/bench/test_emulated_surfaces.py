@@ -13,8 +13,9 @@ from optigate.bench.emulator_metrics import COUNTERS, GAUGES, QUEUE_TIME
 from optigate.bench.emulator_surfaces import CONTAINER, ROUTE_SURFACES
 from optigate.bench.lmi_streams import LmiStream
 from optigate.bench.payloads import SCHEMAS
-from optigate.bench.runtime_emulator import Emulator, emulator_of, start
+from optigate.bench.runtime_emulator import Emulator
 from optigate.serving import surfaces
+from tests.fixtures.emulation import serve
 
 
 def _routes() -> set[str]:
@@ -56,14 +57,6 @@ def test_the_metrics_the_emulator_can_render_are_rows_of_every_container_that_se
     assert {surfaces.SPEC_ACCEPTED, surfaces.SPEC_DRAFTED, "vllm:kv_cache_usage_perc"} <= named & rendered
 
 
-async def _serve(config: EmulatorConfig, body):
-    runner, port = await start(config)
-    try:
-        return await body(f"http://127.0.0.1:{port}", emulator_of(runner))
-    finally:
-        await runner.cleanup()
-
-
 def test_an_emulated_lmi_container_answers_get_metrics_404_as_djl_serving_does():
     config = EmulatorConfig.parse({"default": {"ttft_ms": 5, "itl_ms": 1, "output_tokens": 3,
                                                "num_speculative_tokens": 2, "acceptance_rate": 0.5}})  # fmt: skip
@@ -81,7 +74,7 @@ def test_an_emulated_lmi_container_answers_get_metrics_404_as_djl_serving_does()
                 internal = await own.text()
         return streamed.status, container, internal
 
-    status, (metrics_status, text), internal = asyncio.run(_serve(config, body))
+    status, (metrics_status, text), internal = asyncio.run(serve(config, body))
     assert status == 200 and metrics_status == 404 and "vllm:" not in text
     assert "vllm:spec_decode_num_draft_tokens_total" in internal  # the emulator's own state, for tests
 
@@ -102,7 +95,7 @@ def test_a_stream_no_row_says_the_container_publishes_is_refused_naming_the_row(
             )
             return answer.status, await answer.json()
 
-    status, answer = asyncio.run(_serve(config, body))
+    status, answer = asyncio.run(serve(config, body))
     assert status == 400 and message in answer["message"] and "container-surfaces.md" in answer["message"]
 
 
@@ -131,7 +124,7 @@ def test_the_rolling_batchs_chat_stream_is_server_sent_events_from_lmi26_on(cont
             )
             return answer.status, await answer.read()
 
-    status, raw = asyncio.run(_serve(config, body))
+    status, raw = asyncio.run(serve(config, body))
     text = b"".join(event.payload for event in decode_events(raw)).decode()
     assert status == 200 and text.startswith("data: {") is sse and text.endswith("data: [DONE]\n\n") is sse
     assert text.count("chat.completion.chunk") == 3

@@ -21,15 +21,7 @@ from optigate.bench.goodput import Slo
 from optigate.bench.load import LoadSpec, run_load
 from optigate.bench.metrics import RunSamples
 from optigate.bench.runner import run_levels
-from optigate.bench.runtime_emulator import emulator_of, start
-
-
-async def _serve(config: EmulatorConfig, body):
-    runner, port = await start(config)
-    try:
-        return await body(f"http://127.0.0.1:{port}", emulator_of(runner))
-    finally:
-        await runner.cleanup()
+from tests.fixtures.emulation import serve
 
 
 def _load(url: str, spec: LoadSpec, endpoint: str = "demo"):
@@ -71,7 +63,7 @@ def test_requests_wait_until_their_prompt_and_output_fit_the_kv_cache():
         result = await _load(url, spec)
         return result, emulator.trace, await _scrape(url)
 
-    result, trace, samples = asyncio.run(_serve(config, body))
+    result, trace, samples = asyncio.run(serve(config, body))
     waits = sorted(entry["queue_ms"] for entry in trace.values())
     assert waits[:2] == [0.0, 0.0] and 200 <= waits[2] < 320  # one request's 20 + 39 x 5 ms
     assert all(record.error is None for record in result.records)
@@ -87,7 +79,7 @@ def test_a_request_the_kv_cache_can_never_hold_is_a_model_error():
     async def body(url, _):
         return await _load(url, LoadSpec(concurrency=1, requests=1, max_new_tokens=40, prompt_tokens=8, warmup=False))
 
-    (record,) = asyncio.run(_serve(config, body)).records
+    (record,) = asyncio.run(serve(config, body)).records
     assert record.error is not None and "ModelError" in record.error
 
 
@@ -107,7 +99,7 @@ def test_the_running_and_waiting_gauges_show_the_batch_while_it_runs():
         await load
         return during, await _scrape(url)
 
-    during, after = asyncio.run(_serve(config, body))
+    during, after = asyncio.run(serve(config, body))
     assert _value(during, "vllm:num_requests_running") == 1 and _value(during, "vllm:num_requests_waiting") == 2
     assert _value(after, "vllm:num_requests_running") == 0 and _value(after, "vllm:num_requests_waiting") == 0
     assert "vllm:kv_cache_usage_perc" not in {key.split("{")[0] for key in after}  # no KV size: not made up
@@ -130,7 +122,7 @@ def test_a_prompt_sharing_a_cached_prefix_pays_only_for_the_rest():
             result = await _load(url, spec)
             return result, [entry["cached_prompt_tokens"] for entry in emulator.trace.values()], await _scrape(url)
 
-        return asyncio.run(_serve(config, body))
+        return asyncio.run(serve(config, body))
 
     result, cached, samples = run(True)
     first, second = (RunSamples.from_records(1, [r]).ttft_ms[0] for r in result.records)
@@ -194,7 +186,7 @@ def test_the_live_emulator_speculates_as_modelled_and_reports_it_as_vllm_does():
         spec = LoadSpec(concurrency=1, requests=40, max_new_tokens=24, prompt_tokens=8)
         return await run_levels(Target("demo", endpoint_url=url), levels, spec, timeout=10), await _scrape(url)
 
-    data, samples = asyncio.run(_serve(config, body))
+    data, samples = asyncio.run(serve(config, body))
     for level, run in zip(levels, data["runs"], strict=True):
         truth = predict(behaviour, level, prompt_tokens=8, max_new_tokens=24)
         # As in test_emulator_capacity: the p90 both ways, the p99 (a busy host's stalls reach it) from below.
@@ -252,7 +244,7 @@ def test_the_emulator_writes_each_request_as_sagemakers_data_capture_does(tmp_pa
         spec = LoadSpec(concurrency=1, requests=3, max_new_tokens=4, prompt_tokens=6, warmup=False)
         return await _load(url, spec, endpoint="chat-prod")
 
-    result = asyncio.run(_serve(config, body))
+    result = asyncio.run(serve(config, body))
     (file,) = list(tmp_path.rglob("*.jsonl"))
     relative = file.relative_to(tmp_path).as_posix()
     # <endpoint>/<variant>/yyyy/mm/dd/hh/<mm>-<ss>-<mmm>-<uuid>.jsonl, as the service lays them out
@@ -280,7 +272,7 @@ def test_streamed_calls_are_captured_only_when_asked_as_aws_documents_capture_of
             invoked = await session.post(f"{url}/endpoints/chat-prod/invocations", json={"inputs": "one call"})
             assert invoked.status == 200
 
-    asyncio.run(_serve(config, body))
+    asyncio.run(serve(config, body))
     (file,) = list(tmp_path.rglob("*.jsonl"))
     (record,) = [json.loads(line) for line in file.read_text().splitlines()]
     assert json.loads(record["captureData"]["endpointInput"]["data"]) == {"inputs": "one call"}
@@ -313,7 +305,7 @@ def test_what_the_emulator_captured_reads_back_as_the_requests_it_received(tmp_p
         spec = LoadSpec(concurrency=1, requests=4, max_new_tokens=7, prompts=prompts, warmup=False)
         return await _load(url, spec, endpoint="chat-prod")
 
-    asyncio.run(_serve(config, body))
+    asyncio.run(serve(config, body))
     read = capture.read_capture(tmp_path)
     assert read.files == 1 and not read.skipped
     assert [r.record["messages"][0]["content"] for r in read.requests] == [p["prompt"] for p in prompts]

@@ -38,16 +38,14 @@ def test_every_autoscaled_endpoint_keeps_its_instance_count_through_an_update(ex
 
 
 def test_the_gate_keeps_the_live_instance_count_in_both_updates(example_app):
-    from optigate.rehearse.asl import iter_states
-    from optigate.rehearse.template import placeholder_definition, state_machines
+    from optigate.rehearse.template import every_state
 
     updates = 0
     for stack, template in example_app.templates.items():
-        for logical in state_machines(template):
-            for name, state in iter_states(placeholder_definition(template, logical)):
-                if state.get("Type") == "Task" and state["Resource"].lower().endswith("updateendpoint"):
-                    updates += 1
-                    assert state["Parameters"].get("RetainAllVariantProperties") is True, (stack, name)
+        for _, name, state in every_state(template):
+            if state.get("Type") == "Task" and state["Resource"].lower().endswith("updateendpoint"):
+                updates += 1
+                assert state["Parameters"].get("RetainAllVariantProperties") is True, (stack, name)
     assert updates  # research shadows: put the shadow on, restore
 
 

@@ -237,15 +237,13 @@ def test_no_template_traces_payloads_since_tracing_cannot_go_with_data_capture(e
     """botocore 1.44.18 CreateEndpointConfig.TracingConfig: "You can't enable tracing together with data capture
     (EnableCapture set to True in DataCaptureConfig)". optigate offers no tracing; one that adds it needs a validate
     rule refusing it beside data capture first, and this test says so."""
-    from optigate.rehearse.asl import iter_states
-    from optigate.rehearse.template import placeholder_definition, state_machines
+    from optigate.rehearse.template import every_state
 
     for stack, template in example_app.templates.items():
         configs = [r["Properties"] for r in resources_of(template, "AWS::SageMaker::EndpointConfig").values()]
         configs += [
             state.get("Parameters") or {}
-            for logical in state_machines(template)
-            for _, state in iter_states(placeholder_definition(template, logical))
+            for _, _, state in every_state(template)
             if "createEndpointConfig" in str(state.get("Resource", ""))
         ]
         assert configs or "chat" not in stack, stack  # every team's stack has an endpoint config

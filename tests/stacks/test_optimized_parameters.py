@@ -19,14 +19,12 @@ def _findings(stacks: list[Stack]) -> list[str]:
 
 def _optimized(stacks: list[Stack]) -> set[str]:
     """The state names of every optimized SageMaker Task the stacks' state machines hold."""
-    from optigate.rehearse.asl import iter_states
-    from optigate.rehearse.template import placeholder_definition, state_machines
+    from optigate.rehearse.template import every_state
 
     return {
         name
         for stack in stacks
-        for logical in state_machines(stack.template)
-        for name, state in iter_states(placeholder_definition(stack.template, logical))
+        for _, name, state in every_state(stack.template)
         if optimized_action(str(state.get("Resource", ""))) is not None
     }
 

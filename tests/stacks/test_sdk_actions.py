@@ -18,14 +18,12 @@ def _findings(stacks: list[Stack]) -> list[str]:
 
 def _actions(stacks: list[Stack]) -> set[str]:
     """Every aws-sdk action the stacks' state machines call."""
-    from optigate.rehearse.asl import iter_states
-    from optigate.rehearse.template import placeholder_definition, state_machines
+    from optigate.rehearse.template import every_state
 
     return {
         action
         for stack in stacks
-        for logical in state_machines(stack.template)
-        for _, state in iter_states(placeholder_definition(stack.template, logical))
+        for _, _, state in every_state(stack.template)
         if (action := sdk_action(str(state.get("Resource", "")))) is not None
     }
 
