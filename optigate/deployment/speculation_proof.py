@@ -61,7 +61,8 @@ def resolve_speculation(
     if not change or candidate is None:
         return None
     method = str(change.get("method", "enabled")) if isinstance(change, dict) else str(change)
-    k = draft_tokens(change) or draft_tokens(candidate.serving.speculative_decoding)
+    head = resolved_team.trained_head  # an EAGLE head the gate trains: its draft length, defaulted as configured
+    k = draft_tokens(change) or draft_tokens(candidate.serving.speculative_decoding) or draft_tokens(head)
     if k is None:
         raise ValueError(f"team {resolved_team.team.team}: the speculative candidate names no num_speculative_tokens")
     evidence = surfaces.acceptance_evidence(surfaces.Container.from_image(image), engine_mode)

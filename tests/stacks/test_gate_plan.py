@@ -41,6 +41,8 @@ PLANS_WITHOUT_CDK = textwrap.dedent(
                 "thresholds": plan.thresholds,
                 "fingerprint": plan.fingerprint,
                 "cross_check": [level.concurrency for level in plan.cross_check_levels()],
+                "speculation": plan.speculation.event() if plan.speculation is not None else None,
+                "server_series": list(plan.server_series),
             }
     print(json.dumps(plans))
     """
@@ -157,6 +159,25 @@ def _stack_gate_methods() -> ast.Module:
     methods = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name in STACK_GATE_METHODS]
     assert sorted(m.name for m in methods) == sorted(STACK_GATE_METHODS)
     return ast.Module(body=list(methods), type_ignores=[])
+
+
+def test_a_speculative_gate_reads_acceptance_from_the_client_on_lmi_and_no_server_series(plans):
+    """chat's EAGLE head on LMI 0.36.0: djl-serving exports no vLLM series, so the plan names the client's tokens per
+    engine step as the evidence (a sourced row), the break-even at every measured level, and nothing to read from
+    CloudWatch; teams that do not speculate carry no proof."""
+    for stack, plan in plans.items():
+        assert plan["server_series"] == [], stack
+        speculation = plan["speculation"]
+        if not stack.endswith("-chat"):
+            assert speculation is None or speculation["evidence"]["source"] == "client", stack
+            continue
+        assert speculation["method"] == "eagle" and speculation["draft_tokens"] == 3, stack
+        evidence = speculation["evidence"]
+        assert evidence["source"] == "client" and evidence["assumed"] is None, stack
+        assert "@006c49d485f9ca479bf4989cbb694d0ac02f44b5" in evidence["rests_on"][0]["cited"]
+        assert set(speculation["break_even"]) == {str(level) for level in plan["thresholds"]["concurrency"]}
+        assert all(value >= 0.4 for value in speculation["break_even"].values()), stack
+        assert "planner's break-even" in speculation["break_even_source"]
 
 
 def test_the_stack_and_the_gate_constructs_compute_no_gate_arithmetic():
