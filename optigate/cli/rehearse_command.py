@@ -41,7 +41,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     import time
 
     from optigate.rehearse.gate_layout import cleanup_states
-    from optigate.rehearse.progress import StateProgress
+    from optigate.rehearse.progress import StateProgress, failure_cause
 
     def plain(line: str) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -61,9 +61,9 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
         console.print(f"[bold]rehearsing {deployment.stack_name}: {escape(f'{kind} ({gate_candidate})')}[/bold]")
         progress = StateProgress(plain, verbose=args.verbose, cleanup=cleanup_states(template))
         result = rehearsal.rehearse(template, deployment, candidate, on_history=progress.update, seed_objects=seeds)
-        expectation = rehearsal.expectation(candidate, deployment)
+        expectation = rehearsal.expectation(candidate, deployment, args.missing_adapter)
         outcome = _outcome(result["execution"])
-        met = expectation.met(outcome, (result["report"] or {}).get("checks", []))
+        met = expectation.met(outcome, (result["report"] or {}).get("checks", []), failure_cause(result["execution"]))
         _print_result(result, outcome, str(expectation), met, verbose=args.verbose)
         if args.report is not None:
             _write_report(result, report_path(Path(args.report), candidate, len(candidates)))
@@ -269,7 +269,8 @@ def add_rehearse_parser(commands: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        help="leave adapter NAME's new version out of the emulated S3, to see the gate refuse a missing archive",
+        help="leave adapter NAME's new version out of the emulated S3, to see the gate refuse a missing archive: "
+        "the rehearsal then passes only if the gate stops on archive-missing for it, before any endpoint",
     )
     rehearse.add_argument(
         "--report",

@@ -18,7 +18,7 @@ import math
 import os
 import random
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -226,15 +226,19 @@ def emulators(
 class Expectation:
     """The verdict a kind of candidate must reach and why: with `failing`, one of those checks must be among the
     ones that did not pass (a rejection for another reason is not the rehearsal's); with `adapter` too, that
-    adapter's own check (the report's `adapter` field: `quality[redline]`)."""
+    adapter's own check (the report's `adapter` field: `quality[redline]`); with `refusal`, the gate must stop
+    before its decision with a failure that says it (`archive-missing: redline`)."""
 
     verdict: str
     failing: frozenset[str] = frozenset()
     adapter: str | None = None
+    refusal: str | None = None
 
-    def met(self, outcome: str, checks: list[dict[str, Any]]) -> bool:
+    def met(self, outcome: str, checks: list[dict[str, Any]], cause: str | None = None) -> bool:
         if outcome != self.verdict:
             return False
+        if self.refusal is not None:
+            return self.refusal in (cause or "")
         failed = {
             (check.get("name"), check.get("adapter")) for check in checks if (check.get("outcome") or "pass") == "fail"
         }
@@ -243,6 +247,8 @@ class Expectation:
         )
 
     def __str__(self) -> str:
+        if self.refusal is not None:
+            return f"{self.verdict} on {self.refusal}"
         where = f"[{self.adapter}]" if self.adapter else ""
         return self.verdict + (
             f" on {' or '.join(name + where for name in sorted(self.failing))}" if self.failing else ""
@@ -279,9 +285,14 @@ def degraded_adapter(deployment: Any) -> str:
     return next((a.name for a in team.adapters if a.name in changed), team.adapters[0].name)
 
 
-def expectation(kind: str, deployment: Any) -> Expectation:
+def expectation(kind: str, deployment: Any, missing_adapters: Collection[str] = ()) -> Expectation:
     """What `kind` must reach on this team's gate: EXPECTATIONS', with adapter-quality's naming the degraded
-    adapter."""
+    adapter; with adapters whose new version was left out of the emulated S3, whatever the kind, a refusal of the
+    first of them (the archive check reads them in the candidate's order) before any endpoint."""
+    if missing_adapters:
+        changed = deployment.resolved_team.candidate_adapters
+        first = next((name for name in changed if name in missing_adapters), sorted(missing_adapters)[0])
+        return Expectation("REJECTED", refusal=f"archive-missing: {first}")
     expected = EXPECTATIONS[kind]
     return replace(expected, adapter=degraded_adapter(deployment)) if kind == "adapter-quality" else expected
 

@@ -127,3 +127,18 @@ def test_adapter_quality_degrades_the_adapter_the_candidate_changes_and_its_expe
     assert not expected.met("REJECTED", checks("review"))  # rejected, but not for what was rehearsed
     assert not expected.met("REJECTED", [{"name": "p99_ttft", "outcome": "fail"}])
     assert expectation("faster", deployments["legal"]) == expectation("faster", deployments["support"])
+
+
+def test_a_left_out_archive_is_expected_refused_by_name_before_any_decision(deployments):
+    from optigate.rehearse.rehearsal import expectation
+
+    expected = expectation("faster", deployments["legal"], ["redline"])
+    assert str(expected) == "REJECTED on archive-missing: redline"
+    refused = f"GateFailed: AdapterRefused: archive-missing: redline ({REDLINE_V2}): no bucket acme-ml-adapters"
+    assert expected.met("REJECTED", [], refused)
+    # Refused for another reason, or another adapter, or not refused at all: not what was rehearsed.
+    assert not expected.met("REJECTED", [], refused.replace("archive-missing", "rank-too-high"))
+    assert not expected.met("REJECTED", [], refused.replace("redline", "review"))
+    assert not expected.met("REJECTED", [{"name": "p99_ttft", "outcome": "fail"}], "CandidateRejected: 1 of 9")
+    assert not expected.met("APPROVED", [], None)
+    assert expectation("adapter-quality", deployments["legal"], ["redline"]) == expected
