@@ -106,7 +106,7 @@ class CopyPlacement:
         if self.managed:
             return (
                 f"{_range(self.min_instances, self.max_instances)} × {self.instance_type} ({fit}; managed instance "
-                f"scaling, at most {self.managed_max_instances})"
+                f"scaling, MaxInstanceCount {self.managed_max_instances})"
             )
         return f"{self.instance_count} × {self.instance_type} ({fit}; fixed: no managed instance scaling)"
 
@@ -122,7 +122,10 @@ class CopyPlacement:
             f"{self.instance_count} × {self.instance_type} ({_gpus(self.accelerators_per_instance)} each) hold "
             f"{cap} cop{'y' if cap == 1 else 'ies'} of {self.accelerators_per_copy} {unit}"
         )
-        fixes = "set serving.autoscaling.managed_instance_scaling: true (instances follow the copies, up to {need})"
+        fixes = (
+            "set serving.autoscaling.managed_instance_scaling: true (instances follow the copies: {need} for the "
+            f"copies packed, MaxInstanceCount {self.managed_max_instances} for a rolling batch and spread copies)"
+        )
         if self.initial_copies > cap:
             need = self.instances_for(self.initial_copies)
             return [

@@ -57,7 +57,7 @@ def test_legal_three_copies_on_one_one_gpu_instance_are_refused_with_the_fix(tmp
     assert "copies 2-3 would stay pending forever" in issue.message
     assert "1 × ml.g6e.2xlarge (1 GPU each) hold 1 copy of 1 GPU" in issue.message
     for fix in (
-        "managed_instance_scaling: true (instances follow the copies, up to 3)",
+        "managed_instance_scaling: true (instances follow the copies: 3 for the copies packed, MaxInstanceCount 4",
         "raise serving.instance_count to 3",
         "lower max_capacity to 1",
     ):
@@ -115,5 +115,5 @@ def test_support_four_one_gpu_copies_fit_one_four_gpu_instance(example_config):
     # MaxInstanceCount as before (a copy per instance at most): the template does not change
     assert (copies.managed_min_instances, copies.managed_max_instances) == (0, 4)
     assert placement.described() == (
-        "0-1 × ml.g6e.12xlarge (0-4 copies of 1 GPU, 4 per instance; managed instance scaling, at most 4)"
+        "0-1 × ml.g6e.12xlarge (0-4 copies of 1 GPU, 4 per instance; managed instance scaling, MaxInstanceCount 4)"
     )
