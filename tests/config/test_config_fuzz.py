@@ -79,3 +79,28 @@ def test_the_checker_reports_a_traceback_an_issue_without_a_line_and_a_slow_exam
     # The profiling timer stopped it; its own reading of the CPU time may fall a tick short of the limit.
     assert outcome.kind == "slow" and outcome.seconds > 0.1
     assert (_PROJECT / "teams" / "chat.yaml").read_bytes() == _ORIGINALS["teams/chat.yaml"], "restored after"
+
+
+def test_the_cpu_limit_still_stops_a_hang_when_its_first_signal_is_swallowed():
+    """A SIGPROF that lands where Python only reports exceptions (a gc callback, __del__) is lost; the limit fires
+    again, so the hang is still stopped rather than left to the suite's timeout. The spin is bounded either way."""
+    import time
+
+    from tests.fixtures.config_mutants import _cpu_limit, _CpuTimeout
+
+    swallowed = stopped = 0
+    start = time.process_time()
+    try:
+        with _cpu_limit(0.05):
+            while time.process_time() - start < 5.0:  # bounded: a one-shot timer would end here, not stopped
+                try:
+                    while time.process_time() - start < 5.0:
+                        pass
+                except _CpuTimeout:
+                    swallowed += 1
+                    if swallowed > 1:
+                        raise
+    except _CpuTimeout:
+        stopped = 1
+    assert (swallowed, stopped) == (2, 1)
+    assert time.process_time() - start < 2.0
