@@ -203,11 +203,13 @@ NON_STREAMING_TEST = "test_a_non_streaming_request_takes_a_slot_only_where_the_s
 
 def test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots():
     """As before batches existed, an invocation does not count as a stream for the per-stream slowdown; with
-    max_num_seqs it holds a slot like any request, so a stream behind it waits."""
+    max_num_seqs it holds a slot like any request, so a stream behind it waits. Judged on the server's own trace
+    (when it received each request and sent each chunk, one clock), not on what a busy client saw when."""
     import aiohttp
 
-    def stream_ttft_beside_an_invocation(extra: dict) -> float:
-        settings = {"ttft_ms": 20, "itl_ms": 150, "output_tokens": 3, "ttft_ms_per_active_stream": 100, **extra}
+    def trace_of_a_stream_beside_an_invocation(extra: dict) -> dict:
+        # The invocation holds its slot HOLD_S: far longer than a busy host takes to send the stream behind it.
+        settings = {"ttft_ms": 20, "itl_ms": 600, "output_tokens": 3, "ttft_ms_per_active_stream": 100, **extra}
         config = EmulatorConfig.parse({"default": settings})
 
         async def body():
@@ -226,16 +228,17 @@ def test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots():
                         if running and running[0].endswith(" 1.0"):
                             break
                     spec = LoadSpec(concurrency=1, requests=1, max_new_tokens=3, prompt_tokens=4, warmup=False)
-                    data = await run_levels(Target("demo", endpoint_url=url), [1], spec, timeout=10)
+                    await run_levels(Target("demo", endpoint_url=url), [1], spec, timeout=10)
                     (await invoked).release()
-                return data["runs"][0]["samples"]["ttft_ms"][0]
+                    async with session.get(f"{url}/_emulator/trace") as traced:
+                        return await traced.json()
             finally:
                 await runner.cleanup()
 
         return asyncio.run(body())
 
     if os.environ.get("OPTIGATE_SLOT_PROBE"):  # the fresh interpreter below
-        print(json.dumps([stream_ttft_beside_an_invocation({}), stream_ttft_beside_an_invocation({"max_num_seqs": 1})]))
+        print(json.dumps([trace_of_a_stream_beside_an_invocation(extra) for extra in ({}, {"max_num_seqs": 1})]))
         return
     # In a fresh interpreter: in the full suite this process's earlier tests once left the invocation unseen.
     probe = subprocess.run(
@@ -246,9 +249,17 @@ def test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots():
         timeout=900,
     )
     (line,) = [line for line in probe.stdout.splitlines() if line.startswith("[")]
-    without_slots, with_one_slot = json.loads(line)
-    assert without_slots < 60
-    assert with_one_slot > 120  # the invocation holds the slot 320 ms
+    hold_s = (20 + 2 * 600) / 1000  # the invocation's TTFT and two more tokens
+    for traced, slots in zip(json.loads(line), ("none", "one"), strict=True):
+        invocation, stream = sorted(traced.values(), key=lambda request: request["received_at"])
+        invocation_done = invocation["received_at"] + hold_s  # at the earliest: a busy host only delays it
+        assert stream["received_at"] < invocation_done, (slots, traced)  # it came while the invocation ran
+        admitted = stream["received_at"] + stream["queue_ms"] / 1000
+        if slots == "none":  # served at once, and not slowed by the invocation as by another stream (+100 ms)
+            assert stream["queue_ms"] == 0, (slots, traced)
+            assert stream["sends"][0][0] - stream["received_at"] < 0.070, (slots, traced)
+        else:  # admitted as the invocation ended
+            assert admitted >= invocation_done - 0.005, (slots, traced)
 
 
 def test_the_live_emulator_holds_the_slo_up_to_the_truths_capacity_and_not_beyond():

@@ -19,7 +19,7 @@ from optigate.bench.emulator_model import PrefixCache, reported_acceptance, toke
 from optigate.bench.emulator_truth import batch_slots, capacity_truth, predict
 from optigate.bench.goodput import Slo
 from optigate.bench.load import LoadSpec, run_load
-from optigate.bench.metrics import RunSamples
+from optigate.bench.metrics import RunSamples, summarize
 from optigate.bench.runner import run_levels
 from tests.fixtures.emulation import serve
 
@@ -172,6 +172,9 @@ def test_speculation_helps_at_low_load_and_hurts_at_high_load_and_the_truth_know
 
 
 def test_the_live_emulator_speculates_as_modelled_and_reports_it_as_vllm_does():
+    """The steps as the server sent them (its trace: each chunk's time and tokens) follow the model; what the client
+    read shows the steps' shape (k + 1 tokens at most) and never gaps shorter than the server's tail. The client's
+    p90 is not judged: a busy host delays reads, moving gaps between the percentiles (once 18 ms against 24)."""
     behaviour = Behaviour(
         ttft_ms=Distribution(15.0),
         itl_ms=Distribution(12.0),
@@ -180,24 +183,33 @@ def test_the_live_emulator_speculates_as_modelled_and_reports_it_as_vllm_does():
         acceptance_rate=0.7,
     )
     config = EmulatorConfig(default=behaviour, seed=5)
-    levels = [1, 4]
 
-    async def body(url, _):
-        spec = LoadSpec(concurrency=1, requests=40, max_new_tokens=24, prompt_tokens=8)
-        return await run_levels(Target("demo", endpoint_url=url), levels, spec, timeout=10), await _scrape(url)
+    for level in (1, 4):
 
-    data, samples = asyncio.run(serve(config, body))
-    for level, run in zip(levels, data["runs"], strict=True):
+        async def body(url, _, level=level):
+            spec = LoadSpec(concurrency=1, requests=40, max_new_tokens=24, prompt_tokens=8)
+            data = await run_levels(Target("demo", endpoint_url=url), [level], spec, timeout=10)
+            async with aiohttp.ClientSession() as session, session.get(f"{url}/_emulator/trace") as traced:
+                trace = await traced.json()
+            return data, trace, await _scrape(url)
+
+        data, trace, samples = asyncio.run(serve(config, body))
+        (run,) = data["runs"]
         truth = predict(behaviour, level, prompt_tokens=8, max_new_tokens=24)
-        # As in test_emulator_capacity: the p90 both ways, the p99 (a busy host's stalls reach it) from below.
+        sent_itl: list[float] = []  # per token, as the client computes it: a chunk's gap shared by its tokens
+        for request in trace.values():
+            for (previous, _), (sent, tokens) in zip(request["sends"], request["sends"][1:], strict=False):
+                sent_itl += [(sent - previous) / tokens * 1000] * tokens
+        sent = summarize(sent_itl)
+        assert sent["p90"] == pytest.approx(truth.p90_itl_ms, rel=0.15, abs=2), (level, sent, truth)
+        assert sent["p99"] >= truth.p99_itl_ms - 2, (level, sent, truth)
         assert run["itl_ms"]["p99"] >= truth.p99_itl_ms - 2, (level, run["itl_ms"], truth)
-        assert run["itl_ms"]["p90"] == pytest.approx(truth.p90_itl_ms, rel=0.15, abs=2), (level, run["itl_ms"], truth)
         assert run["tpot_ms"]["p50"] == pytest.approx(truth.mean_tpot_ms, rel=0.25), (level, run["tpot_ms"], truth)
         assert max(run["samples"]["tokens_per_chunk"]) == 4  # a step carries up to k + 1 tokens
-    drafted = _value(samples, "vllm:spec_decode_num_draft_tokens_total")
-    accepted = _value(samples, "vllm:spec_decode_num_accepted_tokens_total")
-    assert drafted == 3 * _value(samples, "vllm:spec_decode_num_drafts_total")
-    assert accepted / drafted == pytest.approx(reported_acceptance(0.7, 3), abs=0.06)
+        drafted = _value(samples, "vllm:spec_decode_num_draft_tokens_total")
+        accepted = _value(samples, "vllm:spec_decode_num_accepted_tokens_total")
+        assert drafted == 3 * _value(samples, "vllm:spec_decode_num_drafts_total")
+        assert accepted / drafted == pytest.approx(reported_acceptance(0.7, 3), abs=0.06)
 
 
 @pytest.mark.parametrize(
