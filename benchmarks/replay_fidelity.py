@@ -19,12 +19,12 @@ import random
 import time
 
 from optigate.bench.client import StreamingClient, Target
-from optigate.bench.emulator_process import emulator_process, fetch_trace
 from optigate.bench.load import LoadSpec, run_load
 from optigate.bench.metrics import RunSamples, percentile, to_epoch
 from optigate.bench.runner import judge_schedule
-from optigate.bench.runtime_emulator import run_loop
 from optigate.bench.workload import Workload, WorkloadRequest
+from optigate.emulator.process import emulator_process, fetch_trace
+from optigate.emulator.sagemaker_runtime import run_loop
 
 
 def poisson_workload(rate: float, seconds: float, seed: int, max_new_tokens: int) -> Workload:

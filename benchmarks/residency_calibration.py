@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout: o
 
 from optigate.bench.client import Target
 from optigate.bench.residency import CANNOT_TELL, SWAP_COST, ResidencySpec, judge, run_probe
-from optigate.bench.runtime_emulator import run_loop
+from optigate.emulator.sagemaker_runtime import run_loop
 from tests.fixtures.lru_server import LruServer, serving
 
 ADAPTERS = {"triage": "triage-ic", "summarise": "summarise-ic", "reply": "reply-ic"}

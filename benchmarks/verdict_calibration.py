@@ -192,10 +192,10 @@ def report_ab(name: str, metric: str, results: list[list[Delta]]) -> bool:
 def real_pairs(pairs: int, slo: Slo | None = None) -> list[list[Delta]]:
     """A/A on two identical emulator processes, blocks interleaved A B A B A B."""
     from optigate.bench.client import Target
-    from optigate.bench.emulator_process import emulator_process
     from optigate.bench.load import LoadSpec
     from optigate.bench.runner import run_levels
-    from optigate.bench.runtime_emulator import run_loop
+    from optigate.emulator.process import emulator_process
+    from optigate.emulator.sagemaker_runtime import run_loop
 
     config = {
         "default": {

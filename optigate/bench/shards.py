@@ -75,7 +75,7 @@ def split_spec(spec: LoadSpec, workers: int) -> list[LoadSpec]:
 
 def _shard_process(pipe: Pipe, target: Target, spec: LoadSpec, timeout: float) -> None:
     """A shard's process: run the level, send back its LoadResult (records on this host's monotonic clock)."""
-    from optigate.bench.runtime_emulator import run_loop
+    from optigate.emulator.sagemaker_runtime import run_loop
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the shards: it keeps what they measured
 

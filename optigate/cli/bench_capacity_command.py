@@ -131,8 +131,8 @@ def cmd_find_capacity(args: argparse.Namespace) -> int:
     from optigate.bench.client import Target
     from optigate.bench.metrics import RunSamples
     from optigate.bench.runner import run_levels
-    from optigate.bench.runtime_emulator import run_loop
     from optigate.cli.output import console, write_json
+    from optigate.emulator.sagemaker_runtime import run_loop
 
     slo = _slo(args)
     _check(args)

@@ -269,7 +269,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from optigate.bench.client import Target
     from optigate.bench.runner import run_levels
-    from optigate.bench.runtime_emulator import run_loop
+    from optigate.emulator.sagemaker_runtime import run_loop
 
     levels = _check_bench_arguments(args)
     target = Target(

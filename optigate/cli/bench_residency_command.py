@@ -40,7 +40,7 @@ def cmd_bench_residency(args: argparse.Namespace) -> int:
     """Probe the swap cost and print the verdict; the trials go to --json."""
     from optigate.bench.client import Target
     from optigate.bench.residency import CANNOT_TELL, ResidencySpec, judge, run_probe
-    from optigate.bench.runtime_emulator import run_loop
+    from optigate.emulator.sagemaker_runtime import run_loop
 
     check_target_arguments(args)
     if args.max_loras is None:

@@ -7,7 +7,7 @@ An emulator proves only the reading it was written from; three reviews in a row 
 surface the real service does not have (vLLM's `/metrics` served by an emulated LMI container). So:
 
 - the emulators read this table: they serve a surface only where a row says the emulated container or service
-  publishes it (`optigate.bench.runtime_emulator`), and a test fails when they emulate a surface without a row;
+  publishes it (`optigate.emulator.sagemaker_runtime`), and a test fails when they emulate a surface without a row;
 - the gate reads it through the plan: which evidence each container gives of speculative decoding's acceptance
   (`acceptance_evidence`), and which server series the gate may read at all (`server_series`);
 - a decision never rests on an `assumed` surface alone (`Resolved.assumed`): such evidence is INCONCLUSIVE.

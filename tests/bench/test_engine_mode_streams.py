@@ -11,7 +11,7 @@ from optigate.bench import payloads
 from optigate.bench.client import StreamingClient, Target
 from optigate.bench.load import LoadSpec, run_load
 from optigate.bench.payloads import PayloadParser
-from optigate.bench.runtime_emulator import EmulatorConfig, start
+from optigate.emulator.sagemaker_runtime import EmulatorConfig, start
 from optigate.serving import engine_mode
 
 #: What LMI's async mode (djl-serving 0.35.0, vllm_async_service) streams for a chat request with

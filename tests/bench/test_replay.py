@@ -13,13 +13,13 @@ from dataclasses import replace
 import pytest
 
 from optigate.bench.client import StreamingClient, Target
-from optigate.bench.emulator_process import emulator_process, fetch_trace
 from optigate.bench.load import LoadSpec, run_load
 from optigate.bench.metrics import percentile
 from optigate.bench.runner import run_levels
 from optigate.bench.schedule import refusal, schedule_fidelity
 from optigate.bench.shards import split_spec
 from optigate.bench.workload import Workload, WorkloadRequest
+from optigate.emulator.process import emulator_process, fetch_trace
 
 FAST = {"ttft_ms": 20, "itl_ms": 2, "output_tokens": 6}
 

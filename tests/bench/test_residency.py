@@ -20,8 +20,8 @@ from optigate.bench.residency import (
     plan_rounds,
     run_probe,
 )
-from optigate.bench.runtime_emulator import run_loop
 from optigate.cli import main
+from optigate.emulator.sagemaker_runtime import run_loop
 from tests.fixtures.lru_server import LruServer, serving
 
 ADAPTERS = {"triage": "triage-ic", "summarise": "summarise-ic", "reply": "reply-ic", "extract": "extract-ic"}

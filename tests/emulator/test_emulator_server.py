@@ -14,13 +14,13 @@ import aiohttp
 import pytest
 
 from optigate.bench.client import StreamingClient, Target
-from optigate.bench.emulator_config import Behaviour, Distribution, EmulatorConfig
-from optigate.bench.emulator_model import PrefixCache, reported_acceptance, tokens_per_step
-from optigate.bench.emulator_truth import batch_slots, capacity_truth, predict
 from optigate.bench.goodput import Slo
 from optigate.bench.load import LoadSpec, run_load
 from optigate.bench.metrics import RunSamples
 from optigate.bench.runner import run_levels
+from optigate.emulator.config import Behaviour, Distribution, EmulatorConfig
+from optigate.emulator.latency_model import PrefixCache, reported_acceptance, tokens_per_step
+from optigate.emulator.truth import batch_slots, capacity_truth, predict
 from tests.fixtures.emulation import serve
 
 
@@ -279,7 +279,7 @@ def test_streamed_calls_are_captured_only_when_asked_as_aws_documents_capture_of
 
 
 def test_a_body_that_is_not_json_is_captured_base64_encoded(tmp_path: Path):
-    from optigate.bench.emulator_server import CaptureWriter
+    from optigate.emulator.server import CaptureWriter
 
     writer = CaptureWriter(str(tmp_path), clock=lambda: 1_764_547_200.25)  # 2025-12-01T00:00:00.25Z
     path = writer.write("ep", "AllTraffic", b"\x00raw", "id-1", "application/octet-stream")

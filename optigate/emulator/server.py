@@ -1,6 +1,6 @@
 """One emulated server (an endpoint's variant or inference component) as the emulator keeps it: its batch
-(optigate.bench.emulator_scheduler), prefix cache (optigate.bench.emulator_model), container metrics
-(optigate.bench.emulator_metrics); and the data-capture files the emulator writes as SageMaker does."""
+(optigate.emulator.scheduler), prefix cache (optigate.emulator.latency_model), container metrics
+(optigate.emulator.container_metrics); and the data-capture files the emulator writes as SageMaker does."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from optigate.bench.capture import capture_key, capture_record
-from optigate.bench.emulator_config import Behaviour
-from optigate.bench.emulator_metrics import ServerMetrics
-from optigate.bench.emulator_model import PREFIX_BLOCK_TOKENS, PrefixCache
-from optigate.bench.emulator_scheduler import Batch
+from optigate.emulator.config import Behaviour
+from optigate.emulator.container_metrics import ServerMetrics
+from optigate.emulator.latency_model import PREFIX_BLOCK_TOKENS, PrefixCache
+from optigate.emulator.scheduler import Batch
 
 
 @dataclass

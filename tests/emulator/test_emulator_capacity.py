@@ -12,13 +12,13 @@ import sys
 import pytest
 
 from optigate.bench.client import Target
-from optigate.bench.emulator_config import Behaviour, Distribution, EmulatorConfig
-from optigate.bench.emulator_scheduler import Batch
-from optigate.bench.emulator_truth import capacity_truth, predict, quantile
 from optigate.bench.goodput import Slo
 from optigate.bench.load import LoadSpec
 from optigate.bench.runner import run_levels
-from optigate.bench.runtime_emulator import emulator_of, start
+from optigate.emulator.config import Behaviour, Distribution, EmulatorConfig
+from optigate.emulator.sagemaker_runtime import emulator_of, start
+from optigate.emulator.scheduler import Batch
+from optigate.emulator.truth import capacity_truth, predict, quantile
 
 
 def test_a_full_batch_queues_first_come_first_served_and_hands_freed_slots_over():

@@ -8,12 +8,12 @@ import asyncio
 import aiohttp
 import pytest
 
-from optigate.bench.emulator_config import DEFAULT_CONTAINER, EmulatorConfig, emulated_container
-from optigate.bench.emulator_metrics import COUNTERS, GAUGES, QUEUE_TIME
-from optigate.bench.emulator_surfaces import CONTAINER, ROUTE_SURFACES
-from optigate.bench.lmi_streams import LmiStream
 from optigate.bench.payloads import SCHEMAS
-from optigate.bench.runtime_emulator import Emulator
+from optigate.emulator.config import DEFAULT_CONTAINER, EmulatorConfig, emulated_container
+from optigate.emulator.container_metrics import COUNTERS, GAUGES, QUEUE_TIME
+from optigate.emulator.emulated_surfaces import CONTAINER, ROUTE_SURFACES
+from optigate.emulator.lmi_streams import LmiStream
+from optigate.emulator.sagemaker_runtime import Emulator
 from optigate.serving import surfaces
 from tests.fixtures.emulation import serve
 
