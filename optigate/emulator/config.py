@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from optigate.bench.payloads import ENGINE_MODES
+from optigate.bench.core.payloads import ENGINE_MODES
 from optigate.serving.surfaces import FAMILIES, Container
 
 #: The container an emulated server stands for unless told otherwise: LMI 0.36.0 as the SageMaker SDK's table tags it,
@@ -243,7 +243,8 @@ class EmulatorConfig:
     default: Behaviour = Behaviour()
     seed: int = 0
     record_trace: bool = True
-    # Where to write each request as SageMaker's data capture does (optigate.bench.capture's layout); None: nowhere.
+    # Where to write each request as SageMaker's data capture does (optigate.bench.core.capture's layout); None:
+    # nowhere.
     capture_dir: str | None = None
     # Whether streamed invocations are captured too. AWS documents data capture of InvokeEndpoint only: capturing
     # InvokeEndpointWithResponseStream is an assumed surface (optigate.serving.surfaces), off unless asked for.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optigate.bench.payloads import DEFAULT_SCHEMA
+from optigate.bench.core.payloads import DEFAULT_SCHEMA
 from optigate.emulator.config import Behaviour, emulated_container
 from optigate.emulator.container_metrics import render
 from optigate.serving import surfaces

@@ -29,7 +29,8 @@ from typing import Any
 
 from aiohttp import web
 
-from optigate.bench.eventstream import payload_part, stream_exception
+from optigate.bench.core.event_loop import run_loop
+from optigate.bench.core.eventstream import payload_part, stream_exception
 from optigate.emulator.answers import AnswerBook
 from optigate.emulator.config import Behaviour, EmulatorConfig
 from optigate.emulator.emulated_surfaces import metrics_page, stream_form
@@ -405,12 +406,3 @@ def serve(config: EmulatorConfig, host: str = LOOPBACK, port: int = 8080, ready:
             await runner.cleanup()
 
     run_loop(main())
-
-
-def run_loop(coroutine: Any) -> Any:
-    """uvloop when installed (a faster event loop keeps timestamps honest), else asyncio."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coroutine)
-    return uvloop.run(coroutine)

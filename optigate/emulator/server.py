@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from optigate.bench.capture import capture_key, capture_record
+from optigate.bench.core.capture import capture_key, capture_record
 from optigate.emulator.config import Behaviour
 from optigate.emulator.container_metrics import ServerMetrics
 from optigate.emulator.latency_model import PREFIX_BLOCK_TOKENS, PrefixCache
@@ -83,7 +83,7 @@ class Server:
 
 class CaptureWriter:
     """Writes each request as SageMaker's data capture does: one JSON Lines record per request
-    (optigate.bench.capture.capture_record) in a file under SageMaker's hourly layout (capture_key), one file per
+    (optigate.bench.core.capture.capture_record) in a file under SageMaker's hourly layout (capture_key), one file per
     endpoint, variant and hour, named as the service names them (<mm>-<ss>-<mmm>-<uuid>.jsonl). Inputs only: the
     emulator's answers are not worth replaying."""
 

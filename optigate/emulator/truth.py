@@ -33,8 +33,8 @@ from collections import deque
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from optigate.bench.core.metrics import percentile
 from optigate.bench.goodput import Slo
-from optigate.bench.metrics import percentile
 from optigate.emulator.config import Behaviour, Distribution
 from optigate.emulator.latency_model import accepted_probabilities, prefill_ms, step_overhead_ms, tokens_per_step
 

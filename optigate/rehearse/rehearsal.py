@@ -66,7 +66,7 @@ def host_compensated_decide(baseline: dict[str, Any], allowance: dict[str, float
     import boto3
     import numpy as np
 
-    from optigate.bench.metrics import RunSamples
+    from optigate.bench.core.metrics import RunSamples
     from optigate.lambdas.gate_decide.handler import UnreadableInput, read_benchmark
 
     decide = load_handler(HANDLER_FOLDERS[DECIDE])

@@ -169,7 +169,7 @@ TABLE: tuple[Surface, ...] = (
         "PayloadPart events carrying the container's bytes, ModelStreamError / InternalStreamFailure mid-stream; "
         "headers X-Amzn-SageMaker-Target-Variant and X-Amzn-SageMaker-Inference-Component select the server",
         source=f"{RUNTIME_MODEL}: InvokeEndpointWithResponseStream, ResponseStream (eventstream), PayloadPart; "
-        "the frame format: botocore.eventstream (decoded with it in optigate.bench.eventstream)",
+        "the frame format: botocore.eventstream (decoded with it in optigate.bench.core.eventstream)",
     ),
     # ------------------------------------------------------------------ LMI (djl-serving with vLLM)
     Surface(

@@ -14,8 +14,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from optigate.bench.load import SCHEDULE_ROUND, ComponentSchedule, ComponentShare, LoadSpec
-from optigate.bench.metrics import RunSamples, merge
+from optigate.bench.core.load import SCHEDULE_ROUND, ComponentSchedule, ComponentShare, LoadSpec
+from optigate.bench.core.metrics import RunSamples, merge
 from optigate.emulator.sagemaker_runtime import EmulatorConfig, start
 from optigate.lambdas import handler_source
 

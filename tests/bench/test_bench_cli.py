@@ -218,7 +218,7 @@ def test_heartbeat_lines_reach_a_pipe_while_the_run_goes_on(tmp_path):
 def test_a_level_s_elapsed_time_stops_when_the_level_ends():
     import time
 
-    from optigate.bench.load import LoadSpec
+    from optigate.bench.core.load import LoadSpec
     from optigate.cli.bench_command import _LevelProgress
 
     progress = _LevelProgress(interactive=True)  # the terminal bar, not started: its tasks keep time all the same

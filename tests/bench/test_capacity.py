@@ -23,8 +23,8 @@ from optigate.bench.capacity import (
     judge_level,
     order_statistic_bound,
 )
+from optigate.bench.core.metrics import RunSamples
 from optigate.bench.goodput import Slo
-from optigate.bench.metrics import RunSamples
 from tests.fixtures.simulated_blocks import Shape, simulated_block
 
 TOKENS = 32

@@ -11,9 +11,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, EventStreamError
 
-from optigate.bench.client import StreamingClient, Target
-from optigate.bench.load import LoadSpec, run_load
-from optigate.bench.metrics import RunSamples
+from optigate.bench.core.client import StreamingClient, Target
+from optigate.bench.core.load import LoadSpec, run_load
+from optigate.bench.core.metrics import RunSamples
 from optigate.emulator.sagemaker_runtime import EmulatorConfig, emulator_of, start
 
 FAST = {"ttft_ms": 20, "itl_ms": 2, "output_tokens": 12}

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from optigate.bench.client import Target
+from optigate.bench.core.client import Target
+from optigate.bench.core.event_loop import run_loop
 from optigate.bench.residency import (
     CANNOT_TELL,
     EVICTED,
@@ -21,7 +22,6 @@ from optigate.bench.residency import (
     run_probe,
 )
 from optigate.cli import main
-from optigate.emulator.sagemaker_runtime import run_loop
 from tests.fixtures.lru_server import LruServer, serving
 
 ADAPTERS = {"triage": "triage-ic", "summarise": "summarise-ic", "reply": "reply-ic", "extract": "extract-ic"}

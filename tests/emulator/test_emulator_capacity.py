@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from optigate.bench.client import Target
+from optigate.bench.core.client import Target
+from optigate.bench.core.load import LoadSpec
+from optigate.bench.core.runner import run_levels
 from optigate.bench.goodput import Slo
-from optigate.bench.load import LoadSpec
-from optigate.bench.runner import run_levels
 from optigate.emulator.config import Behaviour, Distribution, EmulatorConfig
 from optigate.emulator.sagemaker_runtime import emulator_of, start
 from optigate.emulator.scheduler import Batch
@@ -254,7 +254,7 @@ def test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots():
 def test_the_live_emulator_holds_the_slo_up_to_the_truths_capacity_and_not_beyond():
     """The SLO leaves ~50 ms for a busy host's stalls at the capacity (4 slots, p99 TTFT ~40 ms of 90); a client
     beyond the slots waits for a slot (on average a quarter of a ~125 ms request each, the p99 most of one)."""
-    from optigate.bench.metrics import RunSamples
+    from optigate.bench.core.metrics import RunSamples
 
     behaviour = Behaviour(
         ttft_ms=Distribution(30.0, 3.0), itl_ms=Distribution(10.0, 1.0), ttft_ms_per_active_stream=1.0, max_num_seqs=4
