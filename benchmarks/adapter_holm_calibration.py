@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout: o
 from benchmarks.verdict_calibration import share_line
 from optigate import stats
 from optigate.bench.compare import Delta, compare_adapters
-from optigate.bench.metrics import RunSamples, merge
+from optigate.bench.core.metrics import RunSamples, merge
 from optigate.config.models import BenchmarkGate
 from optigate.gate.decision import adapters as gate_adapters
 from optigate.gate.decision.adapters import adapter_latency_checks

@@ -19,11 +19,11 @@ import argparse
 import itertools
 import time
 
-from optigate.bench.client import StreamingClient, Target
-from optigate.bench.emulator_process import emulator_process, fetch_trace
-from optigate.bench.load import LoadSpec, run_load
-from optigate.bench.metrics import RunSamples, percentile
-from optigate.bench.runtime_emulator import run_loop
+from optigate.bench.core.client import StreamingClient, Target
+from optigate.bench.core.event_loop import run_loop
+from optigate.bench.core.load import LoadSpec, run_load
+from optigate.bench.core.metrics import RunSamples, percentile
+from optigate.emulator.process import emulator_process, fetch_trace
 
 TTFT_MS, ITL_MS, TOKENS = 150.0, 15.0, 64
 

@@ -1,7 +1,7 @@
 """Does `optigate bench --find-capacity` find the capacity an emulated server truly has?
 
 For each shape below, an `optigate emulate` process on 127.0.0.1 serves a latency model whose capacity at the SLO
-is known (optigate.bench.emulator_truth.capacity_truth: the highest closed-loop concurrency whose p99 TTFT and
+is known (optigate.emulator.truth.capacity_truth: the highest closed-loop concurrency whose p99 TTFT and
 p99 ITL the model keeps within the budgets). The search runs through the command itself (`optigate bench
 --find-capacity`: at most 8 runs, max(--requests, 8 x c) requests a level, here from 4 streams with at least 48
 requests a level: on a shared machine a few requests stall in the client's event loop, and a p99 bound from a
@@ -32,11 +32,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout
 
-from optigate.bench.emulator_config import Behaviour
-from optigate.bench.emulator_process import emulator_process
-from optigate.bench.emulator_truth import capacity_truth
 from optigate.bench.goodput import Slo
 from optigate.cli import main as optigate
+from optigate.emulator.config import Behaviour
+from optigate.emulator.process import emulator_process
+from optigate.emulator.truth import capacity_truth
 
 PROMPT_TOKENS = 16
 # Slow streams (50 ms token gaps, budgets of hundreds of ms) keep what a busy shared machine adds (event-loop stalls

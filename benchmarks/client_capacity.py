@@ -1,7 +1,7 @@
 """Up to how many streams does one client process stay accurate, and do two workers hold more?
 
 A closed loop at each level against `optigate emulate` (its own process), once in one process and once sharded over
---workers processes (optigate.bench.shards). The emulator stamps when it really sent each chunk on the host's
+--workers processes (optigate.bench.core.shards). The emulator stamps when it really sent each chunk on the host's
 monotonic clock, the one the client stamps with, so for the same requests the client's p99 TTFT and p99 ITL are
 compared with the emulator's truth. A level is accurate when p99 TTFT is within --ttft-tolerance-ms of the truth;
 the script prints the first level where one process is not. The emulator shares the machine: a level where it fell
@@ -19,11 +19,11 @@ import argparse
 import itertools
 import os
 
-from optigate.bench.client import StreamingClient, Target
-from optigate.bench.emulator_process import emulator_process, fetch_trace
-from optigate.bench.load import LoadSpec, run_load
-from optigate.bench.metrics import RunSamples, merge, percentile, to_epoch
-from optigate.bench.runtime_emulator import run_loop
+from optigate.bench.core.client import StreamingClient, Target
+from optigate.bench.core.event_loop import run_loop
+from optigate.bench.core.load import LoadSpec, run_load
+from optigate.bench.core.metrics import RunSamples, merge, percentile, to_epoch
+from optigate.emulator.process import emulator_process, fetch_trace
 
 
 def truth(records, trace) -> tuple[list[float], list[float]]:
@@ -45,7 +45,7 @@ async def measure(url: str, spec: LoadSpec, workers: int):
         result = await run_load(StreamingClient(target, timeout=120), spec)
         run = RunSamples.from_records(spec.concurrency, to_epoch(result.records, result.wall_offset))
         return run, result.records, result.error
-    from optigate.bench.shards import run_sharded
+    from optigate.bench.core.shards import run_sharded
 
     run, results, error = await run_sharded(target, spec, workers, timeout=120)
     return run, [record for result in results for record in result.records], error

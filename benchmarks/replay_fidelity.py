@@ -18,13 +18,13 @@ import os
 import random
 import time
 
-from optigate.bench.client import StreamingClient, Target
-from optigate.bench.emulator_process import emulator_process, fetch_trace
-from optigate.bench.load import LoadSpec, run_load
-from optigate.bench.metrics import RunSamples, percentile, to_epoch
-from optigate.bench.runner import judge_schedule
-from optigate.bench.runtime_emulator import run_loop
-from optigate.bench.workload import Workload, WorkloadRequest
+from optigate.bench.core.client import StreamingClient, Target
+from optigate.bench.core.event_loop import run_loop
+from optigate.bench.core.load import LoadSpec, run_load
+from optigate.bench.core.metrics import RunSamples, percentile, to_epoch
+from optigate.bench.core.runner import judge_schedule
+from optigate.bench.core.workload import Workload, WorkloadRequest
+from optigate.emulator.process import emulator_process, fetch_trace
 
 
 def poisson_workload(rate: float, seconds: float, seed: int, max_new_tokens: int) -> Workload:
@@ -37,8 +37,8 @@ def poisson_workload(rate: float, seconds: float, seed: int, max_new_tokens: int
 
 
 def capture_workload(source: str, speedup: float) -> Workload:
-    from optigate.bench.capture import read_capture
-    from optigate.bench.workload import from_capture
+    from optigate.bench.core.capture import read_capture
+    from optigate.bench.core.workload import from_capture
 
     return from_capture(read_capture(source), kind="replay", speedup=speedup, source=source)
 
@@ -47,7 +47,7 @@ async def replay(url: str, spec: LoadSpec, workers: int):
     """(run summary judged as the runner judges it, records on the host's monotonic clock)."""
     target = Target("fidelity", endpoint_url=url)
     if workers > 1:
-        from optigate.bench.shards import run_sharded
+        from optigate.bench.core.shards import run_sharded
 
         run, results, error = await run_sharded(target, spec, workers, timeout=60)
         records = [record for result in results for record in result.records]

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout: optigate, and tests/fixtures
 
-from optigate.bench.client import Target
+from optigate.bench.core.client import Target
+from optigate.bench.core.event_loop import run_loop
 from optigate.bench.residency import CANNOT_TELL, SWAP_COST, ResidencySpec, judge, run_probe
-from optigate.bench.runtime_emulator import run_loop
 from tests.fixtures.lru_server import LruServer, serving
 
 ADAPTERS = {"triage": "triage-ic", "summarise": "summarise-ic", "reply": "reply-ic"}

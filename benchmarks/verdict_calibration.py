@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout: o
 
 from optigate.bench.capacity import judge_level
 from optigate.bench.compare import GOODPUT, Delta, compare_levels
+from optigate.bench.core.metrics import RunSamples
 from optigate.bench.goodput import Slo
-from optigate.bench.metrics import RunSamples
 from optigate.bench.throughput import RUN_TO_RUN_DRIFT_PCT
 from optigate.config.models import BenchmarkGate
 from optigate.gate.decision.slo_checks import capacity_check, side_capacity, slo_checks
@@ -191,11 +191,11 @@ def report_ab(name: str, metric: str, results: list[list[Delta]]) -> bool:
 
 def real_pairs(pairs: int, slo: Slo | None = None) -> list[list[Delta]]:
     """A/A on two identical emulator processes, blocks interleaved A B A B A B."""
-    from optigate.bench.client import Target
-    from optigate.bench.emulator_process import emulator_process
-    from optigate.bench.load import LoadSpec
-    from optigate.bench.runner import run_levels
-    from optigate.bench.runtime_emulator import run_loop
+    from optigate.bench.core.client import Target
+    from optigate.bench.core.event_loop import run_loop
+    from optigate.bench.core.load import LoadSpec
+    from optigate.bench.core.runner import run_levels
+    from optigate.emulator.process import emulator_process
 
     config = {
         "default": {

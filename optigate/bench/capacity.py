@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 
 from optigate import stats
+from optigate.bench.core.metrics import RunSamples, merge
 from optigate.bench.goodput import SLO_KEYS, Slo, goodput
-from optigate.bench.metrics import RunSamples, merge
 from optigate.bench.throughput import THROUGHPUT
 from optigate.judge import Direction, Outcome, classify, overall
 from optigate.plan.cost import cost_per_million_tokens

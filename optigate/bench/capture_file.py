@@ -1,7 +1,7 @@
 """One SageMaker data capture record as optigate reads it, as a pydantic model (issue 29), and its JSON schema.
 
-The service writes the records (optigate.bench.capture's docstring cites the documentation and the readers whose
-variants are accepted); optigate reads them with a standard-library parser, :func:`optigate.bench.capture.
+The service writes the records (optigate.bench.core.capture's docstring cites the documentation and the readers whose
+variants are accepted); optigate reads them with a standard-library parser, :func:`optigate.bench.core.capture.
 parse_capture_line`, because the benchmark Lambda ships optigate.bench without pydantic. This model says the same
 in a schema: a record it accepts is one the parser reads as a request, a record it refuses is one the parser
 skips with a reason (tests/bench/test_capture_file.py checks they agree on generated and mutated records).
@@ -34,7 +34,7 @@ from pydantic import (
     model_validator,
 )
 
-from optigate.bench.capture import MAX_REQUESTED_TOKENS
+from optigate.bench.core.capture import MAX_REQUESTED_TOKENS
 from optigate.jsonsafe import json_path
 
 

@@ -78,8 +78,8 @@ from typing import Any
 import numpy as np
 
 from optigate import stats
+from optigate.bench.core.metrics import RunSamples
 from optigate.bench.goodput import Slo, goodput_difference
-from optigate.bench.metrics import RunSamples
 from optigate.bench.throughput import (
     MIN_THROUGHPUT_BUCKETS,
     THROUGHPUT,

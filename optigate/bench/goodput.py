@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optigate import stats
-from optigate.bench.metrics import RunSamples, percentile
+from optigate.bench.core.metrics import RunSamples, percentile
 
 #: The SLO keys `--slo` takes, each a budget in milliseconds.
 SLO_KEYS = ("p99_ttft_ms", "p99_itl_ms")

@@ -85,7 +85,7 @@ def workload_text(data: Mapping[str, Any]) -> str:
 
 
 def captured_text(shape: Mapping[str, Any]) -> str:
-    """A captured workload in one phrase (optigate.bench.workload.shape): counts and length percentiles, never
+    """A captured workload in one phrase (optigate.bench.core.workload.shape): counts and length percentiles, never
     text."""
 
     def lengths(key: str) -> str:

@@ -231,7 +231,7 @@ def throughput_interval(runs: Sequence[Mapping[str, Any]]) -> tuple[float, float
     """A side's output tokens/s at one level (the mean of its blocks') and its 95 % interval: the
     two-level bootstrap `bench compare` uses (blocks, then one-second buckets), under the same
     minimum of buckets; None when the runs carry no samples or too few buckets."""
-    from optigate.bench.metrics import RunSamples
+    from optigate.bench.core.metrics import RunSamples
     from optigate.bench.throughput import MIN_THROUGHPUT_BUCKETS, throughput_buckets
 
     if not runs or any("samples" not in run for run in runs):

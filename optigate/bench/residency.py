@@ -20,7 +20,7 @@ cannot pass for a difference):
 max_loras be off by one. Both trials have the same number of requests before the measured one, each one
 sequential on one keep-alive connection; every prompt is distinct (the bench's seeded synthetic prompts), so no
 request finds its prefix in vLLM's prefix cache. TTFT is measured as the bench measures it
-(optigate.bench.metrics: request sent until the first token-carrying frame arrives).
+(optigate.bench.core.metrics: request sent until the first token-carrying frame arrives).
 
 The swap cost is the median of the per-round differences (evicted minus resident, the two trials of a round
 paired) with its percentile-bootstrap interval (optigate.stats.bootstrap_percentile): the median, because a
@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from optigate.bench.client import Connection, StreamingClient, Target, decode_stream
-from optigate.bench.load import LoadSpec
+from optigate.bench.core.client import Connection, StreamingClient, Target, decode_stream
+from optigate.bench.core.load import LoadSpec
 from optigate.stats import CONFIDENCE, bootstrap_percentile
 
 RESIDENT, EVICTED = "resident", "evicted"
@@ -173,7 +173,7 @@ async def run_probe(
     connection: Connection = client_for(None).new_connection()
     index = 0
     trials = []
-    # A cyclic-GC pause would land in one trial; collect before the probe instead (as optigate.bench.load does).
+    # A cyclic-GC pause would land in one trial; collect before the probe instead (as optigate.bench.core.load does).
     gc_was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()

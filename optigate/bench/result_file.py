@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 # The layout this optigate writes and reads (files without the key: the same layout, before versioning), and the
 # longest span of a run's times (the merge Lambda, without pydantic, guards with it too).
-from optigate.bench.result_format import FORMAT_VERSION, MAX_RUN_SPAN_S
+from optigate.bench.core.result_format import FORMAT_VERSION, MAX_RUN_SPAN_S
 from optigate.file_errors import FileError, check_version, expected_of, load_json, shown
 from optigate.jsonsafe import json_path
 
@@ -59,7 +59,7 @@ class _Strict(BaseModel):
 
 
 class BenchSamples(_Strict):
-    """A run's raw samples (optigate.bench.metrics.RunSamples): everything a verdict is computed from."""
+    """A run's raw samples (optigate.bench.core.metrics.RunSamples): everything a verdict is computed from."""
 
     ttft_ms: list[Milliseconds]
     itl_ms: list[Milliseconds]
@@ -80,7 +80,7 @@ class BenchSamples(_Strict):
 
 
 class SampleSummary(_Strict):
-    """Percentiles of one sample list (optigate.bench.metrics.summarize); null when the list was empty."""
+    """Percentiles of one sample list (optigate.bench.core.metrics.summarize); null when the list was empty."""
 
     p50: float | None
     p90: float | None
@@ -122,7 +122,7 @@ class BenchRun(_Strict):
 
 
 class BenchResultFile(_Strict):
-    """What `optigate bench --json` writes (optigate.bench.runner.run_levels) and `bench compare` reads."""
+    """What `optigate bench --json` writes (optigate.bench.core.runner.run_levels) and `bench compare` reads."""
 
     format_version: Literal[1] | None = Field(
         default=None, description="the layout's version; absent in files written before versioning (same layout)"
@@ -131,11 +131,11 @@ class BenchResultFile(_Strict):
     target: dict[str, Any] | None = None
     load: dict[str, Any] | None = Field(
         default=None,
-        description="the load sent (optigate.bench.load.LoadSpec's fields): prompt_tokens and max_new_tokens are null "
-        "when the requests carried their own (a workload: its shape under `workload`, counts and length percentiles; "
-        "prompt_tokens also with a prompts file); warmup is true only when a warm-up request preceded each level (the "
-        "closed loop's: an open loop and a replay send none). Files written before recorded the synthetic defaults "
-        "and warmup true there whatever was sent",
+        description="the load sent (optigate.bench.core.load.LoadSpec's fields): prompt_tokens and max_new_tokens are "
+        "null when the requests carried their own (a workload: its shape under `workload`, counts and length "
+        "percentiles; prompt_tokens also with a prompts file); warmup is true only when a warm-up request preceded "
+        "each level (the closed loop's: an open loop and a replay send none). Files written before recorded the "
+        "synthetic defaults and warmup true there whatever was sent",
     )
     finished_at: float | None = None
     interrupted: bool = False
@@ -280,7 +280,7 @@ def parse_result(text: str | bytes, file: str) -> dict[str, Any]:
 
 def _fill_summary(run: dict[str, Any]) -> None:
     """A run's missing summary figures, computed from its samples as the writer computes them."""
-    from optigate.bench.metrics import RunSamples
+    from optigate.bench.core.metrics import RunSamples
 
     computed = RunSamples.from_result(run).to_result(include_samples=False)
     computed.pop("adapters", None)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optigate import stats
-from optigate.bench.metrics import RunSamples
+from optigate.bench.core.metrics import RunSamples
 
 THROUGHPUT = "output_tokens_per_s"
 #: Run-to-run drift (sigma, percent of the baseline) a side's mean over its blocks is assumed to carry

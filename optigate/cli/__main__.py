@@ -1,4 +1,4 @@
-"""`python -m optigate.cli` (optigate.bench.emulator_process starts the emulator this way)."""
+"""`python -m optigate.cli` (optigate.emulator.process starts the emulator this way)."""
 
 import sys
 

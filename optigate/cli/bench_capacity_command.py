@@ -101,7 +101,7 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _spec(args: argparse.Namespace) -> Any:
-    from optigate.bench.load import LoadSpec, load_prompts
+    from optigate.bench.core.load import LoadSpec, load_prompts
 
     prompts: tuple[dict, ...] = ()
     if args.prompts:
@@ -128,10 +128,10 @@ def cmd_find_capacity(args: argparse.Namespace) -> int:
     from dataclasses import asdict, replace
 
     from optigate.bench.capacity import LevelRuns, find_capacity
-    from optigate.bench.client import Target
-    from optigate.bench.metrics import RunSamples
-    from optigate.bench.runner import run_levels
-    from optigate.bench.runtime_emulator import run_loop
+    from optigate.bench.core.client import Target
+    from optigate.bench.core.event_loop import run_loop
+    from optigate.bench.core.metrics import RunSamples
+    from optigate.bench.core.runner import run_levels
     from optigate.cli.output import console, write_json
 
     slo = _slo(args)

@@ -88,7 +88,7 @@ def _check_bench_arguments(args: argparse.Namespace) -> list[int]:
 
 
 def _prompts(path: str | None) -> tuple[dict, ...]:
-    from optigate.bench.load import load_prompts
+    from optigate.bench.core.load import load_prompts
 
     if not path:
         return ()
@@ -103,7 +103,7 @@ def _prompts(path: str | None) -> tuple[dict, ...]:
 
 
 def _adapter_mix(args: argparse.Namespace) -> tuple:
-    from optigate.bench.load import parse_adapter_mix
+    from optigate.bench.core.load import parse_adapter_mix
 
     if not args.adapter_mix:
         return ()
@@ -117,7 +117,7 @@ def _adapter_mix(args: argparse.Namespace) -> tuple:
 
 
 def _load_spec(args: argparse.Namespace, concurrency: int) -> Any:
-    from optigate.bench.load import LoadSpec
+    from optigate.bench.core.load import LoadSpec
 
     components = _adapter_mix(args)
     return LoadSpec(
@@ -267,9 +267,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from optigate.bench.client import Target
-    from optigate.bench.runner import run_levels
-    from optigate.bench.runtime_emulator import run_loop
+    from optigate.bench.core.client import Target
+    from optigate.bench.core.event_loop import run_loop
+    from optigate.bench.core.runner import run_levels
 
     levels = _check_bench_arguments(args)
     target = Target(

@@ -151,7 +151,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
         for run in data.get("runs", [])
         if run.get("refused")
     ]
-    if refused:  # a replay that fell behind its schedule measured the client (optigate.bench.runner)
+    if refused:  # a replay that fell behind its schedule measured the client (optigate.bench.core.runner)
         raise CliError(f"cannot judge: the client shaped the load in {refused[0]}", exit_code=3)
     base_levels = levels_of([data for _, data in baselines])
     cand_levels = levels_of([data for _, data in candidates])

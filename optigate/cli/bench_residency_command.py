@@ -38,9 +38,9 @@ def _adapters(text: str | None) -> dict[str, str]:
 
 def cmd_bench_residency(args: argparse.Namespace) -> int:
     """Probe the swap cost and print the verdict; the trials go to --json."""
-    from optigate.bench.client import Target
+    from optigate.bench.core.client import Target
+    from optigate.bench.core.event_loop import run_loop
     from optigate.bench.residency import CANNOT_TELL, ResidencySpec, judge, run_probe
-    from optigate.bench.runtime_emulator import run_loop
 
     check_target_arguments(args)
     if args.max_loras is None:

@@ -1,13 +1,14 @@
 """`optigate bench --workload FILE|DIR|s3://...`: the team's captured traffic as the benchmark's workload
-(optigate.bench.capture reads SageMaker's data capture, optigate.bench.workload builds it), replayed on its recorded
-schedule or sampled, and `--workers` to shard each level over processes so the client does not shape the load."""
+(optigate.bench.core.capture reads SageMaker's data capture, optigate.bench.core.workload builds it), replayed on its
+recorded schedule or sampled, and `--workers` to shard each level over processes so the client does not shape the
+load."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from optigate.bench.load import DEFAULT_MAX_LAG_MS
+from optigate.bench.core.load import DEFAULT_MAX_LAG_MS
 from optigate.cli.errors import UsageError
 from optigate.cli.output import console, stderr
 
@@ -112,7 +113,7 @@ def resolve_load_arguments(args: argparse.Namespace) -> None:
 def read_workload(args: argparse.Namespace) -> Any:
     """The workload --workload names (None without it), read once however many specs are made of it. Records that
     are not requests are skipped and counted in one line on stderr; a capture with none readable, or mostly
-    unreadable (optigate.bench.capture.MIN_READABLE_SHARE), is a usage error naming it and why."""
+    unreadable (optigate.bench.core.capture.MIN_READABLE_SHARE), is a usage error naming it and why."""
     if not hasattr(args, "read_workload"):
         args.read_workload = _read(args)
     return args.read_workload
@@ -121,8 +122,8 @@ def read_workload(args: argparse.Namespace) -> Any:
 def _read(args: argparse.Namespace) -> Any:
     if not args.workload:
         return None
-    from optigate.bench.capture import read_capture
-    from optigate.bench.workload import from_capture
+    from optigate.bench.core.capture import read_capture
+    from optigate.bench.core.workload import from_capture
 
     s3_client = None
     if args.workload.startswith("s3://"):

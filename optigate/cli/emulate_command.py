@@ -6,10 +6,10 @@ import argparse
 import contextlib
 from pathlib import Path
 
-from optigate.bench.emulator_config import command_line_options
 from optigate.cli.errors import UsageError
 from optigate.cli.output import stderr
 from optigate.cli.parser import RawHelpFormatter
+from optigate.emulator.config import command_line_options
 
 
 def _emulator_data(path: str | None) -> dict:
@@ -40,10 +40,10 @@ def _emulator_data(path: str | None) -> dict:
 
 
 def cmd_emulate(args: argparse.Namespace) -> int:
-    """A local SageMaker-runtime emulator on loopback (see optigate.bench.runtime_emulator)."""
+    """A local SageMaker-runtime emulator on loopback (see optigate.emulator.sagemaker_runtime)."""
     import errno
 
-    from optigate.bench.runtime_emulator import EmulatorConfig, serve
+    from optigate.emulator.sagemaker_runtime import EmulatorConfig, serve
 
     data = _emulator_data(args.config)
     default = data.setdefault("default", {})
@@ -90,7 +90,7 @@ def _behaviour_settings() -> str:
     """The emulator's settings with their defaults, read from the Behaviour dataclass itself."""
     from dataclasses import fields
 
-    from optigate.bench.emulator_config import Behaviour, Distribution
+    from optigate.emulator.config import Behaviour, Distribution
 
     default = Behaviour()
     shown = []
@@ -144,7 +144,7 @@ def add_emulate_parser(commands: argparse._SubParsersAction) -> None:
         help="capture streamed calls too (InvokeEndpointWithResponseStream): AWS documents data capture of "
         "InvokeEndpoint only, so this is an assumed surface (docs/container-surfaces.md; default: off)",
     )
-    for option in command_line_options():  # the settings' one definition: optigate.bench.emulator_config
+    for option in command_line_options():  # the settings' one definition: optigate.emulator.config
         emulate.add_argument(
             f"--{option.name.replace('_', '-')}", type=option.type, choices=option.choices, help=option.help
         )

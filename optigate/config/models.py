@@ -770,7 +770,7 @@ CaptureKind = Literal["replay", "sessions", "distribution"]
 
 
 class CaptureWorkload(Strict):
-    """The team's own captured traffic as the gate's benchmark workload (optigate.bench.capture reads SageMaker's
+    """The team's own captured traffic as the gate's benchmark workload (optigate.bench.core.capture reads SageMaker's
     data-capture records: LMI {inputs, parameters} and OpenAI chat/completions bodies, JSON or base64). The
     benchmark workers read it inside the account, with read access to that prefix only; reports show its shape
     (counts, lengths, rate), never text."""

@@ -19,30 +19,17 @@ from optigate.lambdas import handler_source
 
 PACKAGE = Path(__file__).resolve().parents[1]
 CONTAINERS = PACKAGE / "containers"
-# What the benchmark handlers import: the standard library, botocore/boto3 (in the Lambda
-# runtime) and these modules, none of which needs a compiled dependency.
-BENCH_MODULES = (
-    "__init__.py",
-    "capture.py",
-    "client.py",
-    "eventstream.py",
-    "load.py",
-    "metrics.py",
-    "payloads.py",
-    "result_format.py",
-    "runner.py",
-    "schedule.py",
-    "shard_workload.py",
-    "workload.py",
-)
+#: What the benchmark handlers import besides the standard library and botocore/boto3 (in the Lambda runtime): the
+#: benchmark client's core (optigate.bench.core), shipped whole, every module of the folder.
+BENCH_CORE = PACKAGE / "bench" / "core"
 # Never part of an image: the offline rehearsal (moto) and caches.
 _NOT_SHIPPED = ("rehearse", "__pycache__")
 
 
 def _lambda_files(handler: str, extra_modules: tuple[str, ...] = ()) -> dict[str, Path]:
-    files = {"handler.py": handler_source(handler), "optigate/__init__.py": PACKAGE / "__init__.py"}
-    for module in BENCH_MODULES:
-        files[f"optigate/bench/{module}"] = PACKAGE / "bench" / module
+    files = {"handler.py": handler_source(handler)}
+    for path in [PACKAGE / "__init__.py", PACKAGE / "bench" / "__init__.py", *sorted(BENCH_CORE.rglob("*.py"))]:
+        files[f"optigate/{path.relative_to(PACKAGE).as_posix()}"] = path
     for module in extra_modules:
         files[f"optigate/{module}"] = PACKAGE / module
     return files
@@ -78,7 +65,7 @@ def stage(kind: str, files: dict[str, Path]) -> Path:
 
 
 def bench_lambda_code(handler: str, extra_modules: tuple[str, ...] = ()) -> lambda_.Code:
-    """`optigate/lambdas/<handler>/handler.py` at the root, with optigate.bench (and `extra_modules`,
+    """`optigate/lambdas/<handler>/handler.py` at the root, with optigate.bench.core (and `extra_modules`,
     paths under optigate/), as an asset whose folder name is the hash of its content."""
     return lambda_.Code.from_asset(str(stage(handler, _lambda_files(handler, extra_modules))))
 

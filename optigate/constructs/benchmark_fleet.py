@@ -34,7 +34,7 @@ class FleetTarget:
 
 @dataclass(frozen=True)
 class CaptureAccess:
-    """Captured traffic the workers read as their workload (optigate.bench.shard_workload), and nothing else of
+    """Captured traffic the workers read as their workload (optigate.bench.core.shard_workload), and nothing else of
     its bucket: the objects under one prefix, a listing of that prefix, and kms:Decrypt of the key that encrypts the
     capture (through S3 only), if any.
 

@@ -58,7 +58,7 @@ def workload_levels(
     renders for LMI accepts (optigate.serving.engine_mode): async mode through vLLM's own OpenAIServingChat, the
     rolling batch through vLLM's ChatCompletionRequest, reading `max_completion_tokens` (djl-serving 0.34.0-dlc,
     djl_python/chat_completions/vllm_chat_utils.py). In async mode optigate's own benchmark sends chat requests too
-    (optigate.bench.payloads.DEFAULT_SCHEMA), so both measure the same request path."""
+    (optigate.bench.core.payloads.DEFAULT_SCHEMA), so both measure the same request path."""
     out = []
     for concurrency, requests in levels:
         spec = {

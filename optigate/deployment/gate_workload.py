@@ -1,10 +1,10 @@
 """What the gate's benchmark sends, resolved from gate.benchmark.workload / gate.benchmark.synthetic (no CDK here).
 
 A captured workload (`CapturePlan`) is read by the benchmark workers themselves, inside the account
-(optigate.bench.shard_workload): the gate first checks it once before anything is paid for (the fleet's worker in
+(optigate.bench.core.shard_workload): the gate first checks it once before anything is paid for (the fleet's worker in
 check mode), pins the time window and a digest of the requests, and every worker of both sides then rebuilds exactly
 those requests or refuses. A synthetic workload with distributions (`SyntheticPlan`) carries its lengths as values the
-workers draw from uniformly (optigate.bench.workload.synthetic).
+workers draw from uniformly (optigate.bench.core.workload.synthetic).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from optigate.bench.workload import lengths_from_percentiles
+from optigate.bench.core.workload import lengths_from_percentiles
 from optigate.config.models import BenchmarkGate, LengthPercentiles, TeamConfig, split_s3_uri
 from optigate.config.rules import PathT, Problem, rule
 
@@ -28,7 +28,7 @@ class CapturePlan:
 
     :param source: "data_capture" (the environment's endpoint capture: its S3 URI is a token the stack adds,
         GateResources.workload_uri) or an S3 URI, region resolved.
-    :param kind: replay | sessions | distribution (optigate.bench.workload.from_capture).
+    :param kind: replay | sessions | distribution (optigate.bench.core.workload.from_capture).
     """
 
     source: str
@@ -76,7 +76,7 @@ class CapturePlan:
 @dataclass(frozen=True)
 class SyntheticPlan:
     """Synthetic requests whose lengths are drawn (uniformly) from these values, and a share that starts with one
-    common prefix (optigate.bench.workload.synthetic)."""
+    common prefix (optigate.bench.core.workload.synthetic)."""
 
     prompt_tokens: tuple[int, ...]
     max_new_tokens: tuple[int, ...]
@@ -98,7 +98,7 @@ class SyntheticPlan:
 
 def length_values(lengths: int | list[int] | LengthPercentiles) -> tuple[int, ...]:
     """The values a length distribution draws from: one length, the list given, or for {p50, p90} the quantiles of
-    the log-normal with that median and 90th percentile (optigate.bench.workload.lengths_from_percentiles)."""
+    the log-normal with that median and 90th percentile (optigate.bench.core.workload.lengths_from_percentiles)."""
     if isinstance(lengths, int):
         return (lengths,)
     if isinstance(lengths, list):

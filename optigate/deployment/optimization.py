@@ -85,7 +85,7 @@ class TrainedHead:
     :param method: "eagle", as configured; vLLM's method (eagle or eagle3) is read from the trained head, because
         the service chooses EAGLE-2 or EAGLE-3 per architecture.
     :param min_training_records: from data capture, the readable chat records the capture must hold before the job
-        is created (the gate's check: optigate.bench.shard_workload.check_training_data). Not part of the
+        is created (the gate's check: optigate.bench.core.shard_workload.check_training_data). Not part of the
         fingerprint: it decides whether a run starts, not what is proven.
     """
 

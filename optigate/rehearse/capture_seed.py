@@ -1,5 +1,5 @@
 """Captured traffic for a rehearsal's gate whose benchmark replays it or whose EAGLE head trains from it: capture
-records written into moto S3 as SageMaker writes them (optigate.bench.capture.capture_record, in
+records written into moto S3 as SageMaker writes them (optigate.bench.core.capture.capture_record, in
 `<prefix>/<endpoint>/<variant>/yyyy/mm/dd/hh/`), under the capture each of the gate's checks reads (its
 CheckCapturedWorkload or CheckTrainingData payload, rendered)."""
 
@@ -9,14 +9,14 @@ import json
 import time
 from typing import Any, Final
 
-from optigate.bench.capture import capture_key, capture_record
+from optigate.bench.core.capture import capture_key, capture_record
 from optigate.config.models import split_s3_uri
 from optigate.rehearse.asl import iter_states
 from optigate.rehearse.gate_run import GateRun
 from optigate.rehearse.template import render_definition
 
 #: A rehearsal's captured requests end this long before now: inside the window the gate's check pins (it ends
-#: optigate.bench.shard_workload.SETTLE_SECONDS before the check).
+#: optigate.bench.core.shard_workload.SETTLE_SECONDS before the check).
 CAPTURED_BEFORE_S: Final = 20 * 60
 #: A rehearsal's training records are this old: before any benchmark window (gate.benchmark.workload.window_days is at
 #: most 90), so a replayed workload of the same capture neither reads nor replays them.

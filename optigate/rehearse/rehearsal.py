@@ -46,7 +46,7 @@ BUDGETS: Final = (("ttft_ms", "p99_ttft_ms_budget"), ("itl_ms", "p99_itl_ms_budg
 
 def emulated_p99(distribution: dict[str, Any], samples: int = 20_000) -> float:
     """The p99 of the latency distribution an emulator is told to serve (sampled with its own code)."""
-    from optigate.bench.emulator_config import Distribution
+    from optigate.emulator.config import Distribution
 
     rng = random.Random(0)
     drawn = sorted(Distribution.parse(distribution).sample(rng) for _ in range(samples))
@@ -66,7 +66,7 @@ def host_compensated_decide(baseline: dict[str, Any], allowance: dict[str, float
     import boto3
     import numpy as np
 
-    from optigate.bench.metrics import RunSamples
+    from optigate.bench.core.metrics import RunSamples
     from optigate.lambdas.gate_decide.handler import UnreadableInput, read_benchmark
 
     decide = load_handler(HANDLER_FOLDERS[DECIDE])
@@ -202,13 +202,13 @@ def emulators(
     LMI engine mode, `engine_modes` being (baseline's, candidate's) as the gate plan resolves them, and stands for its
     side's container (`containers`: the emulator's `container` settings, baseline's and candidate's; None: its
     default LMI)."""
-    from optigate.bench.emulator_process import emulator_process
+    from optigate.emulator.process import emulator_process
 
     if speculative and "num_speculative_tokens" not in candidate:
         # Three drafts a step, each accepted 70 % of the time: 2.5 tokens a step, i.e. 51 % of the drafts accepted
-        # (emulator_model.reported_acceptance), which the client reads from the stream's chunks, above the gate's
-        # break-even. Drafting costs 4 ms a token, so a token costs about what a faster candidate's does (a
-        # rehearsal's benchmark windows are sized for that pace).
+        # (optigate.emulator.latency_model.reported_acceptance), which the client reads from the stream's chunks,
+        # above the gate's break-even. Drafting costs 4 ms a token, so a token costs about what a faster candidate's
+        # does (a rehearsal's benchmark windows are sized for that pace).
         candidate = {**candidate, "num_speculative_tokens": 3, "acceptance_rate": 0.7, "draft_ms_per_token": 4}
     baseline_mode, candidate_mode = engine_modes
     candidate = {"engine_mode": candidate_mode, **candidate}

@@ -26,7 +26,7 @@ for `stream_options.continuous_usage_stats`, and an empty line for vLLM's `[DONE
 answers LMI's `inputs` schema with one `{"token": {...}}` line per token (output_formatter.py
 _jsonlines_output_formatter). optigate's benchmark sends each mode the request whose stream tells the tokens per
 chunk: chat with continuous usage to async mode (a draft model emits several tokens per chunk; the usage says how
-many), `inputs` to the rolling-batch handler (a line per token): optigate.bench.payloads says how to speak each.
+many), `inputs` to the rolling-batch handler (a line per token): optigate.bench.core.payloads says how to speak each.
 """
 
 from __future__ import annotations

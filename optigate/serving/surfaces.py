@@ -7,7 +7,7 @@ An emulator proves only the reading it was written from; three reviews in a row 
 surface the real service does not have (vLLM's `/metrics` served by an emulated LMI container). So:
 
 - the emulators read this table: they serve a surface only where a row says the emulated container or service
-  publishes it (`optigate.bench.runtime_emulator`), and a test fails when they emulate a surface without a row;
+  publishes it (`optigate.emulator.sagemaker_runtime`), and a test fails when they emulate a surface without a row;
 - the gate reads it through the plan: which evidence each container gives of speculative decoding's acceptance
   (`acceptance_evidence`), and which server series the gate may read at all (`server_series`);
 - a decision never rests on an `assumed` surface alone (`Resolved.assumed`): such evidence is INCONCLUSIVE.
@@ -169,7 +169,7 @@ TABLE: tuple[Surface, ...] = (
         "PayloadPart events carrying the container's bytes, ModelStreamError / InternalStreamFailure mid-stream; "
         "headers X-Amzn-SageMaker-Target-Variant and X-Amzn-SageMaker-Inference-Component select the server",
         source=f"{RUNTIME_MODEL}: InvokeEndpointWithResponseStream, ResponseStream (eventstream), PayloadPart; "
-        "the frame format: botocore.eventstream (decoded with it in optigate.bench.eventstream)",
+        "the frame format: botocore.eventstream (decoded with it in optigate.bench.core.eventstream)",
     ),
     # ------------------------------------------------------------------ LMI (djl-serving with vLLM)
     Surface(

@@ -104,7 +104,7 @@ def test_config_imports_no_later_layer():
 
 
 def test_pure_layers_never_import_cdk():
-    pure = ("config", "plan", "serving", "deployment", "bench", "evaluate", "gate", "promote", "advise")
+    pure = ("config", "plan", "serving", "deployment", "bench", "emulator", "evaluate", "gate", "promote", "advise")
     pure_modules = ("stats.py", "judge.py", "jsonsafe.py", "naming.py")
     paths = [path for name in pure for path in (PACKAGE / name).rglob("*.py")] + [PACKAGE / m for m in pure_modules]
     assert all(path.exists() for path in paths)
@@ -129,10 +129,37 @@ def test_the_rehearsal_is_a_late_layer_only_the_cli_imports():
     handlers and the evaluation job's own verdict writer, and synthesizes a team itself with a lock's approvals): it
     may import those layers, and only the CLI imports it."""
     graph = package_graph()
-    # serving: which container each side's emulator stands for (optigate.serving.surfaces).
-    below = {"config", "deployment", "constructs", "stacks", "bench", "evaluate", "lambdas", "promote", "serving"}
+    # serving: which container each side's emulator stands for (optigate.serving.surfaces); emulator: the endpoints a
+    # rehearsal's benchmark streams from (optigate.emulator.process).
+    below = {
+        "config",
+        "deployment",
+        "constructs",
+        "stacks",
+        "bench",
+        "emulator",
+        "evaluate",
+        "lambdas",
+        "promote",
+        "serving",
+    }
     assert graph["optigate.rehearse"] <= {f"optigate.{name}" for name in below}
     assert {source for source, targets in graph.items() if "optigate.rehearse" in targets} == {"optigate.cli"}
+
+
+def test_the_emulator_is_a_room_only_the_rehearsal_and_the_cli_import():
+    """optigate.emulator stands in for SageMaker runtime and the containers: the tests, benchmarks/ (outside the
+    package), the rehearsal and `optigate emulate` use it, never the benchmark client it stands in for (optigate.bench,
+    whose core ships in the benchmark Lambda). It reads the client's core (captures, payloads, the event stream's
+    framing, the event loop; the metrics its truth is judged with) and the surfaces it serves (optigate.serving)."""
+    graph = package_graph()
+    assert {source for source, targets in graph.items() if "optigate.emulator" in targets} <= {
+        "optigate.cli",
+        "optigate.rehearse",
+    }
+    assert "optigate.emulator" in graph["optigate.cli"]  # the rule is about something: `optigate emulate`
+    assert "optigate.emulator" not in graph["optigate.bench"]
+    assert graph["optigate.emulator"] <= {"optigate.bench", "optigate.serving"}
 
 
 def test_only_the_rehearsal_imports_moto():

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from optigate.bench.runtime_emulator import EmulatorConfig, start
+from optigate.emulator.sagemaker_runtime import EmulatorConfig, start
 
 _FAST = {"ttft_ms": 20, "itl_ms": 2, "output_tokens": 12}
 

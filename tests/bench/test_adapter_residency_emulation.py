@@ -9,9 +9,9 @@ import time
 import aiohttp
 import pytest
 
-from optigate.bench.client import StreamingClient, Target
-from optigate.bench.load import LoadSpec, run_load
-from optigate.bench.runtime_emulator import EmulatorConfig, emulator_of, start
+from optigate.bench.core.client import StreamingClient, Target
+from optigate.bench.core.load import LoadSpec, run_load
+from optigate.emulator.sagemaker_runtime import EmulatorConfig, emulator_of, start
 
 LOAD_MS = 300.0  # far above the configured TTFT, so a busy host cannot blur resident and not
 

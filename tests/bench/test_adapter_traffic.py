@@ -14,9 +14,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from optigate.bench.load import SCHEDULE_ROUND, ComponentSchedule, ComponentShare, LoadSpec
-from optigate.bench.metrics import RunSamples, merge
-from optigate.bench.runtime_emulator import EmulatorConfig, start
+from optigate.bench.core.load import SCHEDULE_ROUND, ComponentSchedule, ComponentShare, LoadSpec
+from optigate.bench.core.metrics import RunSamples, merge
+from optigate.emulator.sagemaker_runtime import EmulatorConfig, start
 from optigate.lambdas import handler_source
 
 MIX = (ComponentShare("ic-base", "base", 1.0), ComponentShare("ic-reply", "reply", 3.0))

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from optigate.bench.emulator_process import emulator_process
 from optigate.cli import main
+from optigate.emulator.process import emulator_process
 
 BASELINE = {"default": {"ttft_ms": 60, "itl_ms": 6, "itl_ms_per_active_stream": 0.5}}
 CANDIDATE = {"default": {"ttft_ms": 40, "itl_ms": 4, "tokens_per_chunk": [1, 2]}}
@@ -218,7 +218,7 @@ def test_heartbeat_lines_reach_a_pipe_while_the_run_goes_on(tmp_path):
 def test_a_level_s_elapsed_time_stops_when_the_level_ends():
     import time
 
-    from optigate.bench.load import LoadSpec
+    from optigate.bench.core.load import LoadSpec
     from optigate.cli.bench_command import _LevelProgress
 
     progress = _LevelProgress(interactive=True)  # the terminal bar, not started: its tasks keep time all the same
@@ -236,8 +236,8 @@ def test_emulate_offers_the_settings_with_a_help_text_as_options(monkeypatch):
     """The options are read from the emulator's settings: each overrides --config's default, typed as the setting."""
     from dataclasses import fields
 
-    from optigate.bench.emulator_config import Behaviour, EmulatorConfig, command_line_options
     from optigate.cli import build_parser, emulate_command
+    from optigate.emulator.config import Behaviour, EmulatorConfig, command_line_options
 
     options = command_line_options()
     with_help = [setting.name for setting in fields(Behaviour) if "help" in setting.metadata]
@@ -252,7 +252,7 @@ def test_emulate_offers_the_settings_with_a_help_text_as_options(monkeypatch):
 
     served = {}
     monkeypatch.setattr(
-        "optigate.bench.runtime_emulator.serve", lambda config, **kw: served.setdefault("config", config)
+        "optigate.emulator.sagemaker_runtime.serve", lambda config, **kw: served.setdefault("config", config)
     )
     args = build_parser().parse_args(["emulate", "--ttft-ms", "90", "--tokens-per-chunk", "3", "--reset-rate", "0.1"])
     assert emulate_command.cmd_emulate(args) == 0

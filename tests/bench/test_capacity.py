@@ -23,8 +23,8 @@ from optigate.bench.capacity import (
     judge_level,
     order_statistic_bound,
 )
+from optigate.bench.core.metrics import RunSamples
 from optigate.bench.goodput import Slo
-from optigate.bench.metrics import RunSamples
 from tests.fixtures.simulated_blocks import Shape, simulated_block
 
 TOKENS = 32
@@ -254,9 +254,9 @@ def _find(url: str, *extra: str) -> int:
 def test_find_capacity_on_the_emulator_lands_at_its_truth(tmp_path):
     """12 batch slots: beyond them requests wait for a slot, past the 70 ms TTFT budget (p99 48 ms at 12 streams,
     86 ms at 13, by the emulator's own model)."""
-    from optigate.bench.emulator_config import EmulatorConfig
-    from optigate.bench.emulator_process import emulator_process
-    from optigate.bench.emulator_truth import capacity_truth
+    from optigate.emulator.config import EmulatorConfig
+    from optigate.emulator.process import emulator_process
+    from optigate.emulator.truth import capacity_truth
 
     slo = Slo.parse("p99_ttft_ms=70,p99_itl_ms=40")
     truth_here = capacity_truth(EmulatorConfig.parse(EMULATOR).default, slo, prompt_tokens=8, max_new_tokens=32)
@@ -295,7 +295,7 @@ def test_usage_errors_exit_2(extra, message, capsys):
 
 
 def test_the_first_level_failing_exits_3(capsys):
-    from optigate.bench.emulator_process import emulator_process
+    from optigate.emulator.process import emulator_process
 
     with emulator_process(EMULATOR) as url:
         assert _find(url, "--slo", "p99_ttft_ms=5") == 3

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from optigate.bench.capture import (
+from optigate.bench.core.capture import (
     CapturedRequest,
     Skip,
     capture_key,

@@ -1,5 +1,5 @@
 """The capture record's pydantic model (optigate.bench.capture_file) and the stdlib parser the benchmark Lambda uses
-(optigate.bench.capture.parse_capture_line) say the same: a line the model accepts is read as a request with the
+(optigate.bench.core.capture.parse_capture_line) say the same: a line the model accepts is read as a request with the
 same time, prompt and output length; a line it refuses is skipped with a reason. Its errors name the line and the
 JSON path; its schema is in docs/ as generated."""
 
@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from optigate.bench.capture import Skip, capture_record, parse_capture_line
 from optigate.bench.capture_file import (
     CAPTURE_SCHEMA_NAME,
     CaptureRecordError,
@@ -23,6 +22,7 @@ from optigate.bench.capture_file import (
     render_capture_schema,
     request_body,
 )
+from optigate.bench.core.capture import Skip, capture_record, parse_capture_line
 from tests.fixtures.capture_mutants import capture_lines, originals
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

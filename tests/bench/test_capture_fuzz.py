@@ -42,7 +42,7 @@ def _changed(source: str, change) -> bytes:
 
 def test_the_checker_reports_a_bug_a_changed_workload_and_a_hang(monkeypatch):
     """The property above can fail: each of its failures, seeded, is reported as such."""
-    from optigate.bench import workload
+    from optigate.bench.core import workload
 
     workdir = Path(_WORKDIR.name)
     source = "emulator-lmi.jsonl"

@@ -11,10 +11,10 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, EventStreamError
 
-from optigate.bench.client import StreamingClient, Target
-from optigate.bench.load import LoadSpec, run_load
-from optigate.bench.metrics import RunSamples
-from optigate.bench.runtime_emulator import EmulatorConfig, emulator_of, start
+from optigate.bench.core.client import StreamingClient, Target
+from optigate.bench.core.load import LoadSpec, run_load
+from optigate.bench.core.metrics import RunSamples
+from optigate.emulator.sagemaker_runtime import EmulatorConfig, emulator_of, start
 
 FAST = {"ttft_ms": 20, "itl_ms": 2, "output_tokens": 12}
 
@@ -105,8 +105,8 @@ def test_one_token_per_frame_reads_as_one_token_per_chunk_when_reads_coalesce_fr
 
 
 def test_bench_cli_shows_the_coalesced_share_and_warns_when_frames_arrive_in_bursts(tmp_path, capsys):
-    from optigate.bench.emulator_process import emulator_process
     from optigate.cli import main
+    from optigate.emulator.process import emulator_process
 
     out = tmp_path / "bursts.json"
     arguments = ["bench", "--endpoint", "x", "--concurrency", "2", "--requests", "4", "--max-new-tokens", "12"]

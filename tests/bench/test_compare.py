@@ -24,7 +24,7 @@ from optigate.bench.compare import (
     margin_for,
     workload_difference,
 )
-from optigate.bench.metrics import RunSamples
+from optigate.bench.core.metrics import RunSamples
 from tests.fixtures.explicit_runs import block
 from tests.fixtures.simulated_blocks import Shape, simulated_block
 
@@ -214,7 +214,7 @@ def test_workload_difference_names_what_differs():
 def test_two_sides_that_replayed_different_captures_are_not_compared():
     """A captured workload's shape can agree (same counts, same length percentiles) while its requests differ: the
     recorded digest decides."""
-    from optigate.bench.workload import Workload, WorkloadRequest, digest, shape
+    from optigate.bench.core.workload import Workload, WorkloadRequest, digest, shape
 
     def captured(prompt: str) -> dict:
         workload = Workload((WorkloadRequest({"inputs": prompt}, 8, 3, offset_s=0.0),), "replay", "capture.jsonl")

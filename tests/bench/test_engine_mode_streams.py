@@ -7,11 +7,11 @@ import asyncio
 
 import pytest
 
-from optigate.bench import payloads
-from optigate.bench.client import StreamingClient, Target
-from optigate.bench.load import LoadSpec, run_load
-from optigate.bench.payloads import PayloadParser
-from optigate.bench.runtime_emulator import EmulatorConfig, start
+from optigate.bench.core import payloads
+from optigate.bench.core.client import StreamingClient, Target
+from optigate.bench.core.load import LoadSpec, run_load
+from optigate.bench.core.payloads import PayloadParser
+from optigate.emulator.sagemaker_runtime import EmulatorConfig, start
 from optigate.serving import engine_mode
 
 #: What LMI's async mode (djl-serving 0.35.0, vllm_async_service) streams for a chat request with
@@ -99,7 +99,7 @@ def test_async_mode_is_never_measured_through_lmis_inputs_schema():
 
 
 def test_the_bench_speaks_the_modes_the_renderer_resolves():
-    """optigate.bench.payloads names the modes itself (the benchmark Lambda ships without optigate.serving)."""
+    """optigate.bench.core.payloads names the modes itself (the benchmark Lambda ships without optigate.serving)."""
     assert set(payloads.ENGINE_MODES) == set(engine_mode.ENGINE_MODES)
     assert (payloads.ASYNC, payloads.ROLLING_BATCH) == (engine_mode.ASYNC, engine_mode.ROLLING_BATCH)
     assert payloads.DEFAULT_SCHEMA == {"async": "messages", "rolling-batch": "inputs"}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from optigate.bench.compare import GOODPUT, METRICS, compare_blocks, compare_levels
+from optigate.bench.core.metrics import RunSamples
 from optigate.bench.goodput import Slo
-from optigate.bench.metrics import RunSamples
 from optigate.bench.throughput import THROUGHPUT
 from optigate.cli import main
 from tests.fixtures.simulated_blocks import Shape, simulated_side

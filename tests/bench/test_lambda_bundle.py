@@ -1,5 +1,6 @@
-"""The benchmark Lambdas ship optigate.bench's modules file by file (optigate.constructs.assets.BENCH_MODULES):
-each handler must import from its staged folder alone, or the deployed function fails at its first invocation."""
+"""The benchmark Lambdas ship the benchmark client's core whole (optigate/bench/core, every module of the folder:
+optigate.constructs.assets.BENCH_CORE): each handler must import from its staged folder alone, or the deployed
+function fails at its first invocation."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from optigate.bench.core.result_format import FORMAT_VERSION
 from optigate.bench.result_file import ResultFileError, parse_merged_result
-from optigate.bench.result_format import FORMAT_VERSION
 from optigate.lambdas import handler_source
 from tests.fixtures.merged_result_mutants import MERGED
 

@@ -8,10 +8,10 @@ import random
 import pytest
 from botocore.eventstream import ChecksumMismatch
 
-from optigate.bench.client import Exchange, decode_stream
-from optigate.bench.eventstream import decode_events, payload_part, stream_exception
-from optigate.bench.metrics import COALESCED_WARN_SHARE, RequestRecord, RunSamples, merge, percentile
-from optigate.bench.payloads import PayloadParser
+from optigate.bench.core.client import Exchange, decode_stream
+from optigate.bench.core.eventstream import decode_events, payload_part, stream_exception
+from optigate.bench.core.metrics import COALESCED_WARN_SHARE, RequestRecord, RunSamples, merge, percentile
+from optigate.bench.core.payloads import PayloadParser
 
 
 def test_payload_part_round_trips_through_botocores_parser():

@@ -1,5 +1,6 @@
-"""Replay on a recorded schedule (optigate.bench.load mode "replay"), its schedule fidelity and refusal
-(optigate.bench.runner), workloads in the closed loop, and levels sharded over processes (optigate.bench.shards)."""
+"""Replay on a recorded schedule (optigate.bench.core.load mode "replay"), its schedule fidelity and refusal
+(optigate.bench.core.runner), workloads in the closed loop, and levels sharded over processes
+(optigate.bench.core.shards)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ from dataclasses import replace
 
 import pytest
 
-from optigate.bench.client import StreamingClient, Target
-from optigate.bench.emulator_process import emulator_process, fetch_trace
-from optigate.bench.load import LoadSpec, run_load
-from optigate.bench.metrics import percentile
-from optigate.bench.runner import run_levels
-from optigate.bench.schedule import refusal, schedule_fidelity
-from optigate.bench.shards import split_spec
-from optigate.bench.workload import Workload, WorkloadRequest
+from optigate.bench.core.client import StreamingClient, Target
+from optigate.bench.core.load import LoadSpec, run_load
+from optigate.bench.core.metrics import percentile
+from optigate.bench.core.runner import run_levels
+from optigate.bench.core.schedule import refusal, schedule_fidelity
+from optigate.bench.core.shards import split_spec
+from optigate.bench.core.workload import Workload, WorkloadRequest
+from optigate.emulator.process import emulator_process, fetch_trace
 
 FAST = {"ttft_ms": 20, "itl_ms": 2, "output_tokens": 6}
 
@@ -85,7 +86,7 @@ def test_replayed_arrivals_keep_the_recorded_inter_arrival_gaps():
     assert [r.scheduled_at - records[0].scheduled_at for r in records] == pytest.approx(offsets, abs=1e-9)
     assert all(r.sent_at >= r.scheduled_at for r in records)
     # The server saw the recorded gaps. A busy 2-core host stalls a few sends (each stall moves two gaps), so the
-    # bulk is held tight and the tail is left to the run's own fidelity figure (optigate.bench.runner).
+    # bulk is held tight and the tail is left to the run's own fidelity figure (optigate.bench.core.runner).
     received = _received_offsets(result.records, trace)
     errors = _gap_errors_ms(offsets, received)
     assert percentile(errors, 50) < 3.0, errors
@@ -246,7 +247,7 @@ def test_a_shard_result_larger_than_the_pipe_buffer_comes_back_whole():
 
 
 def test_workers_replay_one_schedule_from_a_shared_start():
-    from optigate.bench.shards import run_sharded
+    from optigate.bench.core.shards import run_sharded
 
     offsets = _known_gaps(40, seed=3)
     with emulator_process({"default": FAST}) as url:
@@ -268,10 +269,10 @@ def test_workers_replay_one_schedule_from_a_shared_start():
 
 
 def _capture_file(path, offsets: list[float], start: float = 1_764_000_000.0) -> None:
-    """SageMaker capture records (optigate.bench.capture) whose inferenceTime carries milliseconds."""
+    """SageMaker capture records (optigate.bench.core.capture) whose inferenceTime carries milliseconds."""
     from datetime import UTC, datetime
 
-    from optigate.bench.capture import capture_record
+    from optigate.bench.core.capture import capture_record
 
     lines = []
     for n, offset in enumerate(offsets):

@@ -16,7 +16,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from optigate.bench.capture import capture_key, capture_record
+from optigate.bench.core.capture import capture_key, capture_record
 from optigate.lambdas import handler_source
 
 #: Recorded offsets (s) of the captured requests, whole seconds as SageMaker records inferenceTime; uneven gaps, so a

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from optigate.bench.client import Target
+from optigate.bench.core.client import Target
+from optigate.bench.core.event_loop import run_loop
 from optigate.bench.residency import (
     CANNOT_TELL,
     EVICTED,
@@ -20,7 +21,6 @@ from optigate.bench.residency import (
     plan_rounds,
     run_probe,
 )
-from optigate.bench.runtime_emulator import run_loop
 from optigate.cli import main
 from tests.fixtures.lru_server import LruServer, serving
 

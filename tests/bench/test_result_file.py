@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from optigate.bench.metrics import RunSamples
+from optigate.bench.core.metrics import RunSamples
 from optigate.bench.result_file import FORMAT_VERSION, MAX_RUN_SPAN_S, BenchResultFile, ResultFileError, parse_result
 from optigate.cli import main
 from tests.fixtures.bench_result_mutants import RESULTS

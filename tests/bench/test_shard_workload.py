@@ -1,6 +1,6 @@
-"""The gate's captured workload as the fleet's workers build it (optigate.bench.shard_workload): checked once, pinned by
-window end and digest, rebuilt alike by every worker or refused, split across shards; a missing or empty capture fails
-with CaptureUnavailable; nothing returned carries prompt text."""
+"""The gate's captured workload as the fleet's workers build it (optigate.bench.core.shard_workload): checked once,
+pinned by window end and digest, rebuilt alike by every worker or refused, split across shards; a missing or empty
+capture fails with CaptureUnavailable; nothing returned carries prompt text."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from optigate.bench.capture import capture_key, capture_record
-from optigate.bench.shard_workload import (
+from optigate.bench.core.capture import capture_key, capture_record
+from optigate.bench.core.shard_workload import (
     SETTLE_SECONDS,
     CaptureUnavailable,
     ReplayTooLong,

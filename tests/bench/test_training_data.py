@@ -1,7 +1,7 @@
-"""The check before an EAGLE head is trained from data capture (optigate.bench.shard_workload.check_training_data): at
-least min_records records the optimization job reads (OpenAI chat or completions, ShareGPT; JSON-encoded) under the
-prefix it gets, read newest first and no further than needed; fewer fail as TrainingDataUnavailable, one line naming
-the prefix, the count found and needed, why records were skipped and what to do."""
+"""The check before an EAGLE head is trained from data capture (optigate.bench.core.shard_workload.check_training_data):
+at least min_records records the optimization job reads (OpenAI chat or completions, ShareGPT; JSON-encoded) under the
+prefix it gets, read newest first and no further than needed; fewer fail as TrainingDataUnavailable, one line naming the
+prefix, the count found and needed, why records were skipped and what to do."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from optigate.bench.capture import capture_key, capture_record
-from optigate.bench.shard_workload import CaptureUnavailable, TrainingDataUnavailable, check_training_data
+from optigate.bench.core.capture import capture_key, capture_record
+from optigate.bench.core.shard_workload import CaptureUnavailable, TrainingDataUnavailable, check_training_data
 
 HOUR = 1_780_000_000.0 // 3600 * 3600
 CHAT = {"messages": [{"role": "user", "content": "Where is my order?"}], "max_tokens": 64}

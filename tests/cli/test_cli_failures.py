@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from optigate.bench.emulator_process import emulator_process
+from optigate.emulator.process import emulator_process
 from tests.conftest import CONFIG
 
 REPO = Path(__file__).resolve().parents[2]
@@ -309,11 +309,11 @@ def test_plan_of_a_config_json_the_planner_does_not_model_exits_2(tmp_path):
 
 def test_emulate_capture_dir_reaches_the_emulator(monkeypatch, tmp_path):
     """`optigate emulate --capture-dir D` hands D to the emulator, which writes SageMaker's data capture there."""
-    from optigate.bench import runtime_emulator
     from optigate.cli import main
+    from optigate.emulator import sagemaker_runtime
 
     served = []
-    monkeypatch.setattr(runtime_emulator, "serve", lambda config, **_: served.append(config))
+    monkeypatch.setattr(sagemaker_runtime, "serve", lambda config, **_: served.append(config))
     assert main(["emulate", "--port", "0", "--capture-dir", str(tmp_path)]) == 0
     assert [config.capture_dir for config in served] == [str(tmp_path)]
 

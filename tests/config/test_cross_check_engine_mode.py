@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from optigate.bench.payloads import DEFAULT_SCHEMA, SCHEMAS
+from optigate.bench.core.payloads import DEFAULT_SCHEMA, SCHEMAS
 from optigate.deployment.cross_check import CrossCheck, workload_levels
 from optigate.serving import images
 from optigate.serving.engine_mode import engine_mode

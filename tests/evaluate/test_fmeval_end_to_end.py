@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from optigate.bench.emulator_process import emulator_process
+from optigate.emulator.process import emulator_process
 from optigate.evaluate.sample_data import generate, write
 from tests.conftest import REPO
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from optigate.bench.emulator_process import emulator_process
+from optigate.emulator.process import emulator_process
 from tests.fixtures.gate_thresholds import THRESHOLDS
 
 ACCOUNT, REGION = "123456789012", "us-east-1"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from optigate.bench.emulator_process import emulator_process
+from optigate.emulator.process import emulator_process
 from optigate.rehearse.gate_handlers import evaluation_writer, lambda_handlers
 from optigate.rehearse.gate_run import GateRun
 from optigate.rehearse.harness import REGION, GateHarness

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from optigate.bench.shard_workload import check_training_data
+from optigate.bench.core.shard_workload import check_training_data
 from optigate.rehearse.capture_seed import seed_captured_workload, seed_training_capture, workload_checks
 from optigate.rehearse.gate_run import GateRun
 from optigate.rehearse.harness import REGION, GateHarness

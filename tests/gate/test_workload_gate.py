@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from optigate.bench.capture import capture_key
+from optigate.bench.core.capture import capture_key
 from optigate.constructs.benchmark_fleet import CaptureAccess
 from optigate.deployment.gate_workload import CapturePlan
 from optigate.rehearse.capture_seed import seed_captured_workload, workload_checks

@@ -385,7 +385,7 @@ def test_a_handler_call_its_role_does_not_grant_is_reported(tmp_path):
 
 
 def test_the_benchmark_worker_needs_both_invoke_actions(app_stacks):
-    """The worker signs InvokeEndpointWithResponseStream by hand (optigate.bench.client); its API
+    """The worker signs InvokeEndpointWithResponseStream by hand (optigate.bench.core.client); its API
     reference says the caller also needs sagemaker:InvokeEndpoint: both are looked for."""
     from tests.template_rules.iam.handlers import handler_calls, handler_source
 

@@ -69,7 +69,7 @@ def gate_problems(team: TeamConfig) -> list[Problem]:
 #: benchmark sends: "A SageMaker AI endpoint in InService status hosting an LLM that supports the OpenAI-compatible
 #: chat completions API" (https://docs.aws.amazon.com/sagemaker/latest/dg/generative-ai-inference-recommendations-benchmark.html).
 #: LMI's vLLM backend serves it (https://docs.djl.ai/master/docs/serving/serving/docs/lmi/user_guides/chat_input_output_schema.html;
-#: optigate's own client sends it, optigate/bench/client.py). For TensorRT-LLM and Neuron the LMI pages do not say
+#: optigate's own client sends it, optigate/bench/core/client.py). For TensorRT-LLM and Neuron the LMI pages do not say
 #: it for the versions optigate pins, so they are refused (fail closed) rather than paid for and failed.
 CROSS_CHECK_FAMILIES = frozenset({"lmi"})
 CROSS_CHECK: PathT = ("gate", "benchmark", "cross_check")

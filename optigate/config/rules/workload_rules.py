@@ -21,8 +21,8 @@ CROSS_CHECK_SAME_WORKLOAD = rule(
 CAPTURE_REPLAYABLE = rule("OG620", "a benchmark workload from data capture has a capture the workers read")
 
 BENCHMARK: PathT = ("gate", "benchmark")
-#: The request bodies optigate.bench.capture reads: LMI {inputs, parameters}, OpenAI chat (messages) and completions
-#: (prompt). ShareGPT is a dataset format, not a request an endpoint receives.
+#: The request bodies optigate.bench.core.capture reads: LMI {inputs, parameters}, OpenAI chat (messages) and
+#: completions (prompt). ShareGPT is a dataset format, not a request an endpoint receives.
 REPLAYABLE_FORMATS = ("openai_chat", "openai_completions", "lmi")
 
 

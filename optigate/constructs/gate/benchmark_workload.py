@@ -1,6 +1,7 @@
 """The gate's benchmark workload in its state machine: the captured traffic checked before anything is created or paid
-for, and what each fleet execution is told to send (optigate.deployment.gate_workload, optigate.bench.shard_workload);
-and, with the same worker and reader, the capture an EAGLE head trains from counted before the optimization job.
+for, and what each fleet execution is told to send (optigate.deployment.gate_workload,
+optigate.bench.core.shard_workload); and, with the same worker and reader, the capture an EAGLE head trains from counted
+before the optimization job.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from optigate import stats
-from optigate.bench.metrics import RunSamples
+from optigate.bench.core.metrics import RunSamples
 from optigate.gate.decision.wording import CheckName
 from optigate.gate.server_metrics import acceptance_check
 from optigate.judge import Check, Direction, Outcome, classify

@@ -31,7 +31,7 @@ import numpy as np
 
 from optigate import stats
 from optigate.bench.compare import MIN_REQUESTS
-from optigate.bench.metrics import RunSamples
+from optigate.bench.core.metrics import RunSamples
 from optigate.config.models import BenchmarkGate
 from optigate.gate.decision.checks import check_seed, pooled_p99, quality_check
 from optigate.gate.decision.wording import CheckName, ms

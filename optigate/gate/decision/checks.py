@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 
 from optigate import stats
-from optigate.bench.metrics import RunSamples, merge
+from optigate.bench.core.metrics import RunSamples, merge
 from optigate.bench.throughput import MIN_THROUGHPUT_BUCKETS, assumed_drift_se, throughput_difference
 from optigate.config.models import BenchmarkGate
 from optigate.gate.decision.wording import CheckName, error_text, ms, pct
@@ -138,7 +138,7 @@ def coverage_checks(
 
 def schedule_checks(results: Mapping[str, Mapping[str, Any]]) -> list[Check]:
     """An inconclusive check per replayed run that its client could not keep on the recorded schedule (the run
-    carries `refused`, optigate.bench.schedule.judge_schedule): the client, not the server, shaped its load, so its
+    carries `refused`, optigate.bench.core.schedule.judge_schedule): the client, not the server, shaped its load, so its
     figures prove nothing either way. `results`: each side's benchmark result by label."""
     checks = []
     for label, result in results.items():

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from optigate.bench.metrics import RunSamples
+from optigate.bench.core.metrics import RunSamples
 from optigate.config.models import CROSS_CHECK_KEYS, BenchmarkGate
 from optigate.plan.cost import CostBasis
 
@@ -54,7 +54,7 @@ class GateInputs:
     # be approved (no evidence named).
     speculation: Mapping[str, Any] | None = None
     # The team's own traffic the benchmark sent, when gate.benchmark.workload is set: its shape (counts, length
-    # percentiles, sessions, schedule; never text: optigate.bench.workload.shape). Reported, never decided on.
+    # percentiles, sessions, schedule; never text: optigate.bench.core.workload.shape). Reported, never decided on.
     traffic: Mapping[str, Any] | None = None
     # The stager's check of each new adapter version's archive, by adapter ({"uri", "rank", "lora_alpha",
     # "base_model", "base_model_check": "same" | "unknown", "base_model_why", "architecture_checked"}): reported,
@@ -129,7 +129,7 @@ def blocks_by_level(result: Mapping[str, Any], label: str) -> dict[int, list[Run
         if block in found.get(level, {}):
             raise ValueError(
                 f"{label} benchmark: two runs at concurrency {level}, block {block}; "
-                "merge shards first (optigate.bench.metrics.merge)"
+                "merge shards first (optigate.bench.core.metrics.merge)"
             )
         if "samples" not in run:
             raise ValueError(

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from optigate import stats
+from optigate.bench.core.metrics import RunSamples
 from optigate.bench.goodput import Slo, goodput, goodput_difference
-from optigate.bench.metrics import RunSamples
 from optigate.config.models import BenchmarkGate
 from optigate.gate.decision.checks import check_seed, failed, latency_check
 from optigate.gate.decision.wording import CheckName, points

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optigate.bench.compare import Delta, MarginLike, compare_adapters, compare_blocks
-from optigate.bench.metrics import RunSamples
+from optigate.bench.core.metrics import RunSamples
 from optigate.config.models import BenchmarkGate, CrossCheckTolerance
 from optigate.gate.decision.acceptance import acceptance_checks
 from optigate.gate.decision.adapters import adapter_blocks, adapter_latency_checks, adapter_names, quality_checks

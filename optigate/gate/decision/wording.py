@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from optigate.bench.metrics import RunSamples
+from optigate.bench.core.metrics import RunSamples
 from optigate.judge import Check
 
 
@@ -31,7 +31,7 @@ class CheckName(StrEnum):
     CAPACITY = "capacity"
     # The candidate's server's own acceptance, only when the change speculates (optigate.gate.server_metrics).
     SPECULATIVE_ACCEPTANCE = "speculative_acceptance"
-    # A replay whose client fell behind the recorded schedule (optigate.bench.schedule.judge_schedule).
+    # A replay whose client fell behind the recorded schedule (optigate.bench.core.schedule.judge_schedule).
     SCHEDULE = "schedule"
     # A file the decision reads (a merged benchmark result, a shard of one, the evaluation's verdict) that failed its
     # schema: the verdict is this check alone, inconclusive (optigate.gate.decision.verdict.unreadable_verdict).

@@ -8,13 +8,13 @@ Event:
    "shard": 0, "run_id": "...", "bucket": "...", "prefix": "benchmarks/",
    "inference_components": [{"name": "...", "adapter": "base" | "<adapter>", "weight": 3.0}, ...]}
 `engine_mode` is LMI's engine mode of the endpoint's container as the gate resolved it: it decides the request
-schema and how the stream is read (optigate.bench.payloads); without it the worker refuses to run.
+schema and how the stream is read (optigate.bench.core.payloads); without it the worker refuses to run.
 `inference_components` (optional; absent or empty: a model-backed endpoint): each request goes to one
-component in a weighted order drawn from the shard's seed (optigate.bench.load.ComponentSchedule), the same
+component in a weighted order drawn from the shard's seed (optigate.bench.core.load.ComponentSchedule), the same
 for the baseline and the candidate of a block; the shard's result names the mix ("inference_components") and
 splits each run's samples by adapter ("adapters"), and the summary counts the requests per adapter.
 `workload` (optional): the team's captured traffic, {source, kind, window_days, max_requests, speedup, until,
-digest}, read here inside the account (optigate.bench.shard_workload): the worker rebuilds the requests the gate's
+digest}, read here inside the account (optigate.bench.core.shard_workload): the worker rebuilds the requests the gate's
 check pinned, refuses (WorkloadChanged) when they differ, and sends its share (`shard` of `shards`); a replay runs
 on the recorded schedule, every shard from one start (`schedule_entered` + SHARED_START_LEAD_S). `synthetic`
 (optional): {prompt_tokens: [...], max_new_tokens: [...], shared_prefix_share, prefix_tokens}, lengths drawn from
@@ -36,14 +36,14 @@ from datetime import datetime
 
 import boto3
 
-from optigate.bench.client import Target
-from optigate.bench.load import DEFAULT_MAX_LAG_MS, ComponentShare, LoadSpec
-from optigate.bench.runner import run_levels
-from optigate.bench.shard_workload import check_capture, check_training_data, worker_workload
-from optigate.bench.workload import Workload, shape
+from optigate.bench.core.client import Target
+from optigate.bench.core.load import DEFAULT_MAX_LAG_MS, ComponentShare, LoadSpec
+from optigate.bench.core.runner import run_levels
+from optigate.bench.core.shard_workload import check_capture, check_training_data, worker_workload
+from optigate.bench.core.workload import Workload, shape
 
 #: Seconds from the fan-out to a replay's shared start: room for every worker's cold start, its read of the capture
-#: and its connections; with optigate.bench.shard_workload.MAX_REPLAY_SECONDS (12 min) and a request's timeout (at
+#: and its connections; with optigate.bench.core.shard_workload.MAX_REPLAY_SECONDS (12 min) and a request's timeout (at
 #: most 2 min) it stays inside Lambda's 15 minutes.
 SHARED_START_LEAD_S = 45.0
 
@@ -113,7 +113,8 @@ def shared_start(event: dict) -> Callable[[], Awaitable[float]] | None:
     """The start every shard of a replay sends on: SHARED_START_LEAD_S after the fleet fanned out
     (`schedule_entered`, the ShardIndexes state's entry time), so together the workers send the recorded arrival
     process, not one shifted by each worker's cold start. A worker ready after it starts late: its sends lag the
-    schedule, and the run is refused (optigate.bench.schedule.judge_schedule). None without it: the worker's own."""
+    schedule, and the run is refused (optigate.bench.core.schedule.judge_schedule). None without it: the worker's
+    own."""
     entered = event.get("schedule_entered")
     if not entered:
         return None

@@ -4,7 +4,7 @@ Event: {"shards": [{"bucket", "key", ...}, ...], "bucket": "...", "key": ".../re
 Returns the merged run's summary (without samples) and where the full result is. Shards of an inference-component
 endpoint keep their adapter labels: the merged run's "adapters" merges each adapter's samples, and the result
 names the mix the shards sent ("inference_components"). Shards of a replay: the merged run's schedule fidelity is
-judged over every shard's sends (optigate.bench.schedule.judge_schedule), and it is refused when they lagged.
+judged over every shard's sends (optigate.bench.core.schedule.judge_schedule), and it is refused when they lagged.
 
 The merged file (optigate.bench.result_file.MergedResultFile, format_version as the bench result's) names the shards
 it was given (`shard_keys`). A shard that cannot be read or merged (not JSON, another format version, values the
@@ -23,9 +23,9 @@ from typing import Any
 
 import boto3
 
-from optigate.bench.metrics import RunSamples, merge
-from optigate.bench.result_format import FORMAT_VERSION, MAX_RUN_SPAN_S
-from optigate.bench.schedule import judge_schedule
+from optigate.bench.core.metrics import RunSamples, merge
+from optigate.bench.core.result_format import FORMAT_VERSION, MAX_RUN_SPAN_S
+from optigate.bench.core.schedule import judge_schedule
 
 #: What bad content makes reading or merging a shard raise (json, unpacking, arithmetic on the wrong types, nesting
 #: past the recursion limit). Caught around each shard only: an S3 error still fails the task, which is retried.

@@ -14,10 +14,10 @@ from optigate.rehearse.template import render
 from tests.template_rules.assembly import Stack, token_values
 
 #: Requests a handler's imports sign by hand instead of through a boto3 client (module -> calls):
-#: optigate.bench.client streams InvokeEndpointWithResponseStream over raw SigV4. Its API reference
+#: optigate.bench.core.client streams InvokeEndpointWithResponseStream over raw SigV4. Its API reference
 #: says the caller also needs sagemaker:InvokeEndpoint.
 SIGNED_CALLS: Final = {
-    "optigate.bench.client": (
+    "optigate.bench.core.client": (
         ("sagemaker", "InvokeEndpointWithResponseStream"),
         ("sagemaker", "InvokeEndpoint"),
     )

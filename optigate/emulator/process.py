@@ -1,4 +1,4 @@
-"""Run the SageMaker-runtime emulator (optigate.bench.runtime_emulator) in its own process (its own core and event
+"""Run the SageMaker-runtime emulator (optigate.emulator.sagemaker_runtime) in its own process (its own core and event
 loop), for tests, demos and benchmarks: the measured client and the emulated server must not share one event loop."""
 
 from __future__ import annotations

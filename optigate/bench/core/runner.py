@@ -13,11 +13,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, fields, replace
 from typing import Any
 
-from optigate.bench.client import StreamingClient, Target
-from optigate.bench.load import LoadSpec, run_load
-from optigate.bench.metrics import RunSamples, to_epoch
-from optigate.bench.result_format import FORMAT_VERSION
-from optigate.bench.schedule import judge_schedule
+from optigate.bench.core.client import StreamingClient, Target
+from optigate.bench.core.load import LoadSpec, run_load
+from optigate.bench.core.metrics import RunSamples, to_epoch
+from optigate.bench.core.result_format import FORMAT_VERSION
+from optigate.bench.core.schedule import judge_schedule
 
 
 def unreachable(run: dict[str, Any]) -> bool:
@@ -45,7 +45,7 @@ async def run_levels(
     failed (the levels before it, and what the failed level completed, are kept), or nothing could be
     reached at a level (every request failed to connect), so the levels after it were not run.
 
-    `workers` > 1 runs each level over that many processes (optigate.bench.shards), merged exactly.
+    `workers` > 1 runs each level over that many processes (optigate.bench.core.shards), merged exactly.
     `start_at` (a replay in one process) gives the schedule's start in epoch seconds: the gate's workers, each a
     shard of one replay in its own Lambda, share it (optigate.lambdas.benchmark).
     """
@@ -57,7 +57,7 @@ async def run_levels(
         level_spec = replace(spec, concurrency=level)
         progress = on_level(level, level_spec) if on_level else None
         if workers > 1:
-            from optigate.bench.shards import run_sharded  # spawns processes: only when asked to
+            from optigate.bench.core.shards import run_sharded  # spawns processes: only when asked to
 
             run, _, level_error = await run_sharded(target, level_spec, workers, timeout=timeout, stop=stop)
         else:
@@ -101,7 +101,7 @@ async def run_levels(
         data["load"]["prompt_tokens"] = None
     if spec.workload is not None:  # its shape: counts, lengths, rate; never text
         data["load"]["max_new_tokens"] = None
-        from optigate.bench.workload import digest, shape
+        from optigate.bench.core.workload import digest, shape
 
         # The digest lets `bench compare` refuse two sides that replayed different requests.
         data["load"]["workload"] = {**shape(spec.workload), "digest": digest(spec.workload)}

@@ -1,15 +1,15 @@
 """What an emulated server may publish: the surfaces of optigate.serving.surfaces for the container it stands for
 (its `container` setting). The emulator serves a route or a stream only where a row says that container publishes
 it; ROUTE_SURFACES names the surface each of its routes emulates, and a test fails for a route or stream without a
-row (tests/bench/test_emulated_surfaces.py)."""
+row (tests/emulator/test_emulated_surfaces.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from optigate.bench.emulator_config import Behaviour, emulated_container
-from optigate.bench.emulator_metrics import render
-from optigate.bench.payloads import DEFAULT_SCHEMA
+from optigate.bench.core.payloads import DEFAULT_SCHEMA
+from optigate.emulator.config import Behaviour, emulated_container
+from optigate.emulator.container_metrics import render
 from optigate.serving import surfaces
 
 #: The surface (publisher, kind, name) each route emulates; CONTAINER is the emulated server's container. Routes under

@@ -1,11 +1,11 @@
 """The emulator's answer mode (quality evaluation): answers from a table, with a deterministic share of wrong
-answers and refusals (`answers_file`, `wrong_fraction`, `refuse_fraction` in optigate.bench.emulator_config)."""
+answers and refusals (`answers_file`, `wrong_fraction`, `refuse_fraction` in optigate.emulator.config)."""
 
 from __future__ import annotations
 
 import json
 
-from optigate.bench.emulator_config import Behaviour
+from optigate.emulator.config import Behaviour
 
 REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
 WRONG_TEXT = "I believe the answer is something else entirely."

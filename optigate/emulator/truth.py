@@ -1,9 +1,9 @@
 """What the emulator's latency model says a load gets: the truth a capacity search is judged against.
 
-The emulator (optigate.bench.runtime_emulator) admits a request once one of its batch slots is free
+The emulator (optigate.emulator.sagemaker_runtime) admits a request once one of its batch slots is free
 (`max_num_seqs`, and as many requests of this size as `kv_cache_tokens` holds: the slots are the smaller), then
 gives it a first token after `ttft_ms + ttft_ms_per_active_stream * (running - 1)` plus the prefill of its uncached
-prompt tokens, and then tokens step by step (optigate.bench.emulator_model: plain steps of `itl_ms +
+prompt tokens, and then tokens step by step (optigate.emulator.latency_model: plain steps of `itl_ms +
 itl_ms_per_active_stream * (running - 1)`, or speculative steps emitting 1..k+1 tokens). Under a closed loop of
 `c` clients (optigate's own: a warm-up probe, then the clients start staggered by the probe's duration / c and each
 client's first request is a warm-up) this module predicts the p99 TTFT and p99 ITL:
@@ -16,7 +16,7 @@ client's first request is a warm-up) this module predicts the p99 TTFT and p99 I
   so the TTFT is a **fast simulation** of the same model at the level of whole requests (slots, FIFO queue, the
   clients' stagger, ramp and warm-ups; a request's time in its slot drawn with the model's mean and variance),
   seeded: a long run, or (`requests=`) replicate runs of the benchmark's length. Checked against the live
-  emulator under optigate's client (tests/bench/test_emulator_capacity.py): p90 within 15 %, p99 never above it
+  emulator under optigate's client (tests/emulator/test_emulator_capacity.py): p90 within 15 %, p99 never above it
   beyond a busy host's stalls. Between the slots and twice them the p99 is the least certain (phase-dependent);
   at twice the slots every request waits one round of the batch, whatever the phases.
 
@@ -33,10 +33,10 @@ from collections import deque
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from optigate.bench.emulator_config import Behaviour, Distribution
-from optigate.bench.emulator_model import accepted_probabilities, prefill_ms, step_overhead_ms, tokens_per_step
+from optigate.bench.core.metrics import percentile
 from optigate.bench.goodput import Slo
-from optigate.bench.metrics import percentile
+from optigate.emulator.config import Behaviour, Distribution
+from optigate.emulator.latency_model import accepted_probabilities, prefill_ms, step_overhead_ms, tokens_per_step
 
 P99 = 0.99
 P90 = 0.90

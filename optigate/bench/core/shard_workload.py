@@ -18,8 +18,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from optigate.bench.capture import CaptureRead, parse_training_line, read_capture
-from optigate.bench.workload import Workload, digest, from_capture, shape, synthetic
+from optigate.bench.core.capture import CaptureRead, parse_training_line, read_capture
+from optigate.bench.core.workload import Workload, digest, from_capture, shape, synthetic
 
 #: How long before the check the pinned window ends. SageMaker delivers capture files periodically and does not
 #: document the delay; records of the last minutes could still arrive after the check and change what a later
@@ -130,10 +130,11 @@ def worker_workload(event: dict[str, Any], *, s3_client: Any = None) -> Workload
 
 def check_training_data(spec: dict[str, Any], *, s3_client: Any = None) -> dict[str, Any]:
     """The gate's check before an optimization job trains an EAGLE head from data capture: at least
-    `spec["min_records"]` records the job reads (optigate.bench.capture.parse_training_line: OpenAI chat or completions,
-    ShareGPT; JSON-encoded) under `spec["source"]`, the whole prefix the job gets. Files are read newest first and
-    reading stops once enough are found. TrainingDataUnavailable naming the prefix, the count found and needed, the
-    reasons records were skipped and what to do; else {source, records (the count needed, found), files read}."""
+    `spec["min_records"]` records the job reads (optigate.bench.core.capture.parse_training_line: OpenAI chat or
+    completions, ShareGPT; JSON-encoded) under `spec["source"]`, the whole prefix the job gets. Files are read newest
+    first and reading stops once enough are found. TrainingDataUnavailable naming the prefix, the count found and
+    needed, the reasons records were skipped and what to do; else {source, records (the count needed, found), files
+    read}."""
     source, needed = str(spec["source"]), int(spec["min_records"])
     if needed < 1:
         raise ValueError(f"min_records must be at least 1, got {needed}")

@@ -22,8 +22,8 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from optigate.bench.eventstream import IncrementalDecoder
-from optigate.bench.payloads import PayloadParser
+from optigate.bench.core.eventstream import IncrementalDecoder
+from optigate.bench.core.payloads import PayloadParser
 
 STREAM_PATH = "/endpoints/{name}/invocations-response-stream"
 
@@ -46,7 +46,7 @@ class Target:
 
 def request_body(prompt: str, max_new_tokens: int, schema: str, extra: dict | None = None) -> bytes:
     """Request bodies for LMI's `inputs` + `parameters` schema or its `messages` (OpenAI) schema; `messages` asks
-    for the usage on every chunk, which tells the tokens a chunk carried (optigate.bench.payloads)."""
+    for the usage on every chunk, which tells the tokens a chunk carried (optigate.bench.core.payloads)."""
     if schema == "messages":
         body: dict = {
             "messages": [{"role": "user", "content": prompt}],
@@ -284,7 +284,7 @@ def decode_stream(exchange: Exchange, engine_mode: str, schema: str) -> StreamRe
     completed by one read are two entries with the same stamp (the second one's gap is ~0, it does
     not take a share of the first one's), and a frame split across reads is stamped at the read
     that completed it. Tokens are attributed to the frame that completed their line. The payload is read as
-    `engine_mode` streams it for a `schema` request (optigate.bench.payloads): another stream is an error.
+    `engine_mode` streams it for a `schema` request (optigate.bench.core.payloads): another stream is an error.
     """
     request_id = exchange.headers.get("x-amzn-requestid")
     completed = exchange.segments[-1][0] if exchange.segments else None

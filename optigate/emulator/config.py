@@ -1,6 +1,6 @@
 """What the emulator is told to do (`optigate emulate --config`, `EmulatorConfig.parse`): latency
 distributions, payload format and injected faults per endpoint, variant and inference component.
-Plain dataclasses, no server: `optigate.bench.runtime_emulator` serves what these describe. The settings with a help
+Plain dataclasses, no server: `optigate.emulator.sagemaker_runtime` serves what these describe. The settings with a help
 text are `optigate emulate`'s options too (`command_line_options`)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from optigate.bench.payloads import ENGINE_MODES
+from optigate.bench.core.payloads import ENGINE_MODES
 from optigate.serving.surfaces import FAMILIES, Container
 
 #: The container an emulated server stands for unless told otherwise: LMI 0.36.0 as the SageMaker SDK's table tags it,
@@ -110,16 +110,16 @@ class Behaviour:
         ),
     )
     # KV cache in tokens: a request is admitted once its prompt + output tokens fit beside the running ones'
-    # (optigate.bench.emulator_scheduler). None: unlimited.
+    # (optigate.emulator.scheduler). None: unlimited.
     kv_cache_tokens: int | None = field(
         default=None,
         metadata=_option("KV cache in tokens; a request waits until its prompt + output fit", default_text="unlimited"),
     )
-    # Prefill cost and vLLM's automatic prefix caching (optigate.bench.emulator_model): each prompt token not found
+    # Prefill cost and vLLM's automatic prefix caching (optigate.emulator.latency_model): each prompt token not found
     # in the cache adds this much to the TTFT; without prefix_caching every prompt token pays it.
     ttft_ms_per_prompt_token: float = field(default=0.0, metadata=_option("prefill ms per uncached prompt token"))
     prefix_caching: bool = False
-    # Speculative decoding (optigate.bench.emulator_model): k drafts per step, each accepted with this probability
+    # Speculative decoding (optigate.emulator.latency_model): k drafts per step, each accepted with this probability
     # until the first rejection; drafting costs draft_ms_per_token each, verifying grows with the batch.
     num_speculative_tokens: int = field(default=0, metadata=_option("draft tokens per decode step (0: off)"))
     acceptance_rate: float = field(
@@ -243,7 +243,8 @@ class EmulatorConfig:
     default: Behaviour = Behaviour()
     seed: int = 0
     record_trace: bool = True
-    # Where to write each request as SageMaker's data capture does (optigate.bench.capture's layout); None: nowhere.
+    # Where to write each request as SageMaker's data capture does (optigate.bench.core.capture's layout); None:
+    # nowhere.
     capture_dir: str | None = None
     # Whether streamed invocations are captured too. AWS documents data capture of InvokeEndpoint only: capturing
     # InvokeEndpointWithResponseStream is an assumed surface (optigate.serving.surfaces), off unless asked for.

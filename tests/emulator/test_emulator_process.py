@@ -9,7 +9,7 @@ import struct
 import time
 import urllib.request
 
-from optigate.bench.emulator_process import emulator_process
+from optigate.emulator.process import emulator_process
 
 #: More hang-ups than a 64 KB pipe holds of the tracebacks aiohttp logged for each before the emulator caught them.
 HANG_UPS = 120

@@ -1,5 +1,5 @@
 """What LMI streams in each engine mode, written as djl-serving writes it: the emulator's payloads
-(optigate.bench.runtime_emulator). optigate.bench.payloads reads the same streams; the sources are cited there
+(optigate.emulator.sagemaker_runtime). optigate.bench.core.payloads reads the same streams; the sources are cited there
 (deepjavalibrary/djl-serving 0.35.0-dlc, engines/python/setup/djl_python/).
 
 - async, chat request: vLLM's `chat.completion.chunk` JSON (compact, as pydantic's model_dump_json writes it) per

@@ -1,6 +1,6 @@
 """One emulated server (an endpoint's variant or inference component) as the emulator keeps it: its batch
-(optigate.bench.emulator_scheduler), prefix cache (optigate.bench.emulator_model), container metrics
-(optigate.bench.emulator_metrics); and the data-capture files the emulator writes as SageMaker does."""
+(optigate.emulator.scheduler), prefix cache (optigate.emulator.latency_model), container metrics
+(optigate.emulator.container_metrics); and the data-capture files the emulator writes as SageMaker does."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from optigate.bench.capture import capture_key, capture_record
-from optigate.bench.emulator_config import Behaviour
-from optigate.bench.emulator_metrics import ServerMetrics
-from optigate.bench.emulator_model import PREFIX_BLOCK_TOKENS, PrefixCache
-from optigate.bench.emulator_scheduler import Batch
+from optigate.bench.core.capture import capture_key, capture_record
+from optigate.emulator.config import Behaviour
+from optigate.emulator.container_metrics import ServerMetrics
+from optigate.emulator.latency_model import PREFIX_BLOCK_TOKENS, PrefixCache
+from optigate.emulator.scheduler import Batch
 
 
 @dataclass
@@ -83,7 +83,7 @@ class Server:
 
 class CaptureWriter:
     """Writes each request as SageMaker's data capture does: one JSON Lines record per request
-    (optigate.bench.capture.capture_record) in a file under SageMaker's hourly layout (capture_key), one file per
+    (optigate.bench.core.capture.capture_record) in a file under SageMaker's hourly layout (capture_key), one file per
     endpoint, variant and hour, named as the service names them (<mm>-<ss>-<mmm>-<uuid>.jsonl). Inputs only: the
     emulator's answers are not worth replaying."""
 

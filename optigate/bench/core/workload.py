@@ -1,6 +1,6 @@
 """What a benchmark sends: a workload of requests, each with its own body and requested output length, and (for
-a replay) its time on a recorded schedule. Built from captured traffic (optigate.bench.capture) or synthesized
-with length distributions and a shared-prefix share; the load (optigate.bench.load) sends it.
+a replay) its time on a recorded schedule. Built from captured traffic (optigate.bench.core.capture) or synthesized
+with length distributions and a shared-prefix share; the load (optigate.bench.core.load) sends it.
 
 Reports describe a workload by its :meth:`Workload.shape` (counts, lengths, rate): never by its text, since
 prompts never leave the team's account.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from optigate.bench.capture import CHARS_PER_TOKEN, CapturedRequest, CaptureRead
+from optigate.bench.core.capture import CHARS_PER_TOKEN, CapturedRequest, CaptureRead
 
 #: How a workload was made: replayed on its recorded schedule, sampled from captured sessions, drawn from the
 #: captured length distributions, or synthesized.
@@ -26,7 +26,7 @@ WORKLOAD_KINDS = ("replay", "sessions", "distribution", "synthetic")
 
 @dataclass(frozen=True)
 class WorkloadRequest:
-    """One request: its prompt record as :func:`optigate.bench.load.load_prompts` reads one (``{"inputs": text}``
+    """One request: its prompt record as :func:`optigate.bench.core.load.load_prompts` reads one (``{"inputs": text}``
     or ``{"messages": [...]}``; the load renders it in the target's schema with ``max_new_tokens``), the output
     length the caller asked for, an estimate of its prompt's tokens, and, in a replay, when to send it (seconds
     after the first request, already divided by any speed-up)."""

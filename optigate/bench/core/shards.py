@@ -6,7 +6,7 @@ A closed or open loop splits its concurrency (and an open loop its rate) between
 are dealt round-robin (shard k sends requests k, k+N, ...). A replay deals its arrivals the same way and every
 shard keeps their recorded offsets from one start time, which the parent announces once every shard has its
 connections open: the merged arrivals are the recorded schedule. Each shard's records come back whole and the
-level's samples are merged exactly (optigate.bench.metrics.merge).
+level's samples are merged exactly (optigate.bench.core.metrics.merge).
 
 Shards run in spawned processes (each its own interpreter and event loop: a fork of a running loop is unsafe); they
 ignore Ctrl-C and stop when the parent tells them to, returning what completed.
@@ -24,10 +24,11 @@ from dataclasses import replace
 from multiprocessing.connection import Connection as Pipe
 from typing import Any
 
-from optigate.bench.client import StreamingClient, Target
-from optigate.bench.load import LoadResult, LoadSpec, run_load
-from optigate.bench.metrics import RunSamples, merge, to_epoch
-from optigate.bench.workload import Workload
+from optigate.bench.core.client import StreamingClient, Target
+from optigate.bench.core.event_loop import run_loop
+from optigate.bench.core.load import LoadResult, LoadSpec, run_load
+from optigate.bench.core.metrics import RunSamples, merge, to_epoch
+from optigate.bench.core.workload import Workload
 
 #: The replay starts this long after every shard reported its connections open (the announcement's travel time).
 START_MARGIN_S = 0.2
@@ -75,8 +76,6 @@ def split_spec(spec: LoadSpec, workers: int) -> list[LoadSpec]:
 
 def _shard_process(pipe: Pipe, target: Target, spec: LoadSpec, timeout: float) -> None:
     """A shard's process: run the level, send back its LoadResult (records on this host's monotonic clock)."""
-    from optigate.bench.runtime_emulator import run_loop
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the shards: it keeps what they measured
 
     async def main() -> LoadResult:

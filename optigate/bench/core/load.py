@@ -9,7 +9,7 @@ staggered across it; the probe and each worker's first request are warm-up and e
 Open loop: arrivals follow a Poisson process at `rate` requests/s, independent of completions
 (up to `concurrency` in flight, beyond which arrivals wait and the wait shows as queue time).
 
-Replay: an open loop on a workload's recorded schedule (optigate.bench.workload): request i leaves at the
+Replay: an open loop on a workload's recorded schedule (optigate.bench.core.workload): request i leaves at the
 start plus its offset, whatever is in flight (a connection per request in flight, opened as needed; `concurrency`
 of them opened before the start, so the first sends do not pay the handshake). No warm-up request: it would shift
 the schedule. Each request's body is prepared (rendered and signed) before its time, so the send itself is the only
@@ -39,10 +39,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from optigate.bench.client import Connection, Exchange, StreamingClient, decode_stream, request_body
-from optigate.bench.metrics import RequestRecord
-from optigate.bench.payloads import DEFAULT_SCHEMA, check_stream
-from optigate.bench.workload import Workload
+from optigate.bench.core.client import Connection, Exchange, StreamingClient, decode_stream, request_body
+from optigate.bench.core.metrics import RequestRecord
+from optigate.bench.core.payloads import DEFAULT_SCHEMA, check_stream
+from optigate.bench.core.workload import Workload
 
 LOAD_MODES = ("closed", "open", "replay")
 #: The default bound on a replay's p99 schedule lag (issue 27's acceptance: 5 ms at 100 requests/s on 2 cores).
@@ -175,7 +175,7 @@ class LoadSpec:
     prompt_tokens: int = 1024
     prompts: tuple[dict, ...] = ()
     # LMI's engine mode of the target (async | rolling-batch), as resolved for its container: it decides the
-    # request schema (None: the mode's own, optigate.bench.payloads.DEFAULT_SCHEMA) and how the stream is read.
+    # request schema (None: the mode's own, optigate.bench.core.payloads.DEFAULT_SCHEMA) and how the stream is read.
     engine_mode: str = "async"
     schema: str | None = None  # inputs | messages
     mode: str = "closed"  # closed | open | replay (the workload's recorded schedule)
@@ -186,10 +186,10 @@ class LoadSpec:
     # target's one fixed component).
     components: tuple[ComponentShare, ...] = ()
     # Requests with their own bodies and output lengths (and, replayed, their schedule) instead of
-    # prompt_tokens/max_new_tokens/prompts (optigate.bench.workload).
+    # prompt_tokens/max_new_tokens/prompts (optigate.bench.core.workload).
     workload: Workload | None = None
     # Replay: the p99 lag of sends behind their schedule beyond which the client, not the server, shaped the load
-    # and the run is refused (optigate.bench.schedule.schedule_fidelity).
+    # and the run is refused (optigate.bench.core.schedule.schedule_fidelity).
     max_lag_ms: float = DEFAULT_MAX_LAG_MS
 
     def __post_init__(self) -> None:

@@ -2,17 +2,18 @@
 
 `POST /endpoints/{name}/invocations` and `/invocations-response-stream` as SageMaker serves them: the stream is
 `application/vnd.amazon.eventstream` with real framing (prelude, headers, both CRC32s) carrying what LMI streams in the
-engine mode for the request's schema (optigate.bench.lmi_streams), errors carry `X-Amzn-ErrorType` as boto3 expects,
+engine mode for the request's schema (optigate.emulator.lmi_streams), errors carry `X-Amzn-ErrorType` as boto3 expects,
 and the target variant and inference component headers select the behaviour. Per endpoint, variant or component:
 TTFT and ITL distributions, output length, tokens per chunk, frames per socket write, the engine mode, faults
 (throttling, ModelError, ModelStreamError mid-stream, reset, stall), and LoRA residency (`max_loras` slots, LRU,
-`adapter_load_ms`: emulator_config.EndpointConfig). Each server is a batch (optigate.bench.emulator_server): slots
+`adapter_load_ms`: optigate.emulator.config.EndpointConfig). Each server is a batch (optigate.emulator.server): slots
 (`max_num_seqs`), KV admission (`kv_cache_tokens`), prefill per uncached prompt token with prefix caching, speculative
-steps; optigate.bench.emulator_truth predicts it. `capture_dir` receives each InvokeEndpoint request (streamed ones
+steps; optigate.emulator.truth predicts it. `capture_dir` receives each InvokeEndpoint request (streamed ones
 too with `capture_streams`: an assumed surface) as SageMaker's data capture writes it. Each server stands for a
-container (`container`) and publishes only what optigate.serving.surfaces says it does (emulator_surfaces: no
-`GET /metrics` on LMI). It records when it sent each chunk (`GET /_emulator/trace`, the same monotonic clock), so a
-benchmark's measurement error can be computed against the emulator's own clock.
+container (`container`) and publishes only what optigate.serving.surfaces says it does
+(optigate.emulator.emulated_surfaces: no `GET /metrics` on LMI). It records when it sent each chunk
+(`GET /_emulator/trace`, the same monotonic clock), so a benchmark's measurement error can be computed against the
+emulator's own clock.
 """
 
 from __future__ import annotations
@@ -28,14 +29,15 @@ from typing import Any
 
 from aiohttp import web
 
-from optigate.bench.emulator_answers import AnswerBook
-from optigate.bench.emulator_config import Behaviour, EmulatorConfig
-from optigate.bench.emulator_model import draw_accepted, prefill_ms, prompt_text, prompt_words, step_overhead_ms
-from optigate.bench.emulator_scheduler import Batch
-from optigate.bench.emulator_server import Admission, CaptureWriter, Server
-from optigate.bench.emulator_surfaces import metrics_page, stream_form
-from optigate.bench.eventstream import payload_part, stream_exception
-from optigate.bench.lmi_streams import WORDS, LmiStream
+from optigate.bench.core.event_loop import run_loop
+from optigate.bench.core.eventstream import payload_part, stream_exception
+from optigate.emulator.answers import AnswerBook
+from optigate.emulator.config import Behaviour, EmulatorConfig
+from optigate.emulator.emulated_surfaces import metrics_page, stream_form
+from optigate.emulator.latency_model import draw_accepted, prefill_ms, prompt_text, prompt_words, step_overhead_ms
+from optigate.emulator.lmi_streams import WORDS, LmiStream
+from optigate.emulator.scheduler import Batch
+from optigate.emulator.server import Admission, CaptureWriter, Server
 
 LOOPBACK = "127.0.0.1"
 EMULATOR_KEY: web.AppKey[Emulator] = web.AppKey("emulator")
@@ -78,7 +80,7 @@ class Emulator:
 
     async def get_metrics(self, request: web.Request) -> web.Response:
         """The container metrics of each server whose container serves them (none on LMI: 404, as djl-serving
-        answers), or at /_emulator/metrics every server's state, for tests (optigate.bench.emulator_surfaces)."""
+        answers), or at /_emulator/metrics every server's state, for tests (optigate.emulator.emulated_surfaces)."""
         text = metrics_page(self.servers, request.query.get("endpoint"), own=request.path.startswith("/_emulator/"))
         if text is None:
             return web.Response(status=404, text="Resource not found")  # djl-serving's InvalidRequestHandler
@@ -390,7 +392,7 @@ def emulator_of(runner: web.AppRunner) -> Emulator:
 
 
 def serve(config: EmulatorConfig, host: str = LOOPBACK, port: int = 8080, ready: Any = None) -> None:
-    """Run until interrupted (the `optigate emulate` command and optigate.bench.emulator_process)."""
+    """Run until interrupted (the `optigate emulate` command and optigate.emulator.process)."""
     if host not in (LOOPBACK, "localhost", "::1"):
         raise ValueError("the emulator binds to loopback only")
 
@@ -404,12 +406,3 @@ def serve(config: EmulatorConfig, host: str = LOOPBACK, port: int = 8080, ready:
             await runner.cleanup()
 
     run_loop(main())
-
-
-def run_loop(coroutine: Any) -> Any:
-    """uvloop when installed (a faster event loop keeps timestamps honest), else asyncio."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coroutine)
-    return uvloop.run(coroutine)

@@ -8,12 +8,12 @@ import asyncio
 import aiohttp
 import pytest
 
-from optigate.bench.emulator_config import DEFAULT_CONTAINER, EmulatorConfig, emulated_container
-from optigate.bench.emulator_metrics import COUNTERS, GAUGES, QUEUE_TIME
-from optigate.bench.emulator_surfaces import CONTAINER, ROUTE_SURFACES
-from optigate.bench.lmi_streams import LmiStream
-from optigate.bench.payloads import SCHEMAS
-from optigate.bench.runtime_emulator import Emulator
+from optigate.bench.core.payloads import SCHEMAS
+from optigate.emulator.config import DEFAULT_CONTAINER, EmulatorConfig, emulated_container
+from optigate.emulator.container_metrics import COUNTERS, GAUGES, QUEUE_TIME
+from optigate.emulator.emulated_surfaces import CONTAINER, ROUTE_SURFACES
+from optigate.emulator.lmi_streams import LmiStream
+from optigate.emulator.sagemaker_runtime import Emulator
 from optigate.serving import surfaces
 from tests.fixtures.emulation import serve
 
@@ -111,7 +111,7 @@ def test_the_emulator_emulates_optigates_families_only(text):
 def test_the_rolling_batchs_chat_stream_is_server_sent_events_from_lmi26_on(container, sse):
     """djl-serving's rolling-batch chat stream: JSON lines up to lmi25, `data: {...}` events and `data: [DONE]` from
     lmi26 (optigate.serving.surfaces' rows); the benchmark's parser refuses the events (StreamFormatMismatch)."""
-    from optigate.bench.eventstream import decode_events
+    from optigate.bench.core.eventstream import decode_events
 
     config = EmulatorConfig.parse({"default": {"ttft_ms": 5, "itl_ms": 1, "output_tokens": 3,
                                                "container": container, "engine_mode": "rolling-batch"}})  # fmt: skip

@@ -11,14 +11,14 @@ import sys
 
 import pytest
 
-from optigate.bench.client import Target
-from optigate.bench.emulator_config import Behaviour, Distribution, EmulatorConfig
-from optigate.bench.emulator_scheduler import Batch
-from optigate.bench.emulator_truth import capacity_truth, predict, quantile
+from optigate.bench.core.client import Target
+from optigate.bench.core.load import LoadSpec
+from optigate.bench.core.runner import run_levels
 from optigate.bench.goodput import Slo
-from optigate.bench.load import LoadSpec
-from optigate.bench.runner import run_levels
-from optigate.bench.runtime_emulator import emulator_of, start
+from optigate.emulator.config import Behaviour, Distribution, EmulatorConfig
+from optigate.emulator.sagemaker_runtime import emulator_of, start
+from optigate.emulator.scheduler import Batch
+from optigate.emulator.truth import capacity_truth, predict, quantile
 
 
 def test_a_full_batch_queues_first_come_first_served_and_hands_freed_slots_over():
@@ -265,7 +265,7 @@ def test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots():
 def test_the_live_emulator_holds_the_slo_up_to_the_truths_capacity_and_not_beyond():
     """The SLO leaves ~50 ms for a busy host's stalls at the capacity (4 slots, p99 TTFT ~40 ms of 90); a client
     beyond the slots waits for a slot (on average a quarter of a ~125 ms request each, the p99 most of one)."""
-    from optigate.bench.metrics import RunSamples
+    from optigate.bench.core.metrics import RunSamples
 
     behaviour = Behaviour(
         ttft_ms=Distribution(30.0, 3.0), itl_ms=Distribution(10.0, 1.0), ttft_ms_per_active_stream=1.0, max_num_seqs=4

@@ -1,12 +1,12 @@
 """A replay's schedule fidelity: how far each send lagged behind its recorded time, and whether the client, not the
-server, shaped the load (then the run is refused). Standard library and optigate.bench.metrics only: the benchmark
+server, shaped the load (then the run is refused). Standard library and optigate.bench.core.metrics only: the benchmark
 merge function judges the shards of a replay together with it and must not import the client."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from optigate.bench.metrics import RunSamples, summarize
+from optigate.bench.core.metrics import RunSamples, summarize
 
 
 def schedule_fidelity(lags_ms: list[float], bound_ms: float) -> dict[str, Any]:

@@ -13,14 +13,14 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from optigate.bench.client import StreamingClient, Target
-from optigate.bench.emulator_config import Behaviour, Distribution, EmulatorConfig
-from optigate.bench.emulator_model import PrefixCache, reported_acceptance, tokens_per_step
-from optigate.bench.emulator_truth import batch_slots, capacity_truth, predict
+from optigate.bench.core.client import StreamingClient, Target
+from optigate.bench.core.load import LoadSpec, run_load
+from optigate.bench.core.metrics import RunSamples, summarize
+from optigate.bench.core.runner import run_levels
 from optigate.bench.goodput import Slo
-from optigate.bench.load import LoadSpec, run_load
-from optigate.bench.metrics import RunSamples, summarize
-from optigate.bench.runner import run_levels
+from optigate.emulator.config import Behaviour, Distribution, EmulatorConfig
+from optigate.emulator.latency_model import PrefixCache, reported_acceptance, tokens_per_step
+from optigate.emulator.truth import batch_slots, capacity_truth, predict
 from tests.fixtures.emulation import serve
 
 
@@ -291,7 +291,7 @@ def test_streamed_calls_are_captured_only_when_asked_as_aws_documents_capture_of
 
 
 def test_a_body_that_is_not_json_is_captured_base64_encoded(tmp_path: Path):
-    from optigate.bench.emulator_server import CaptureWriter
+    from optigate.emulator.server import CaptureWriter
 
     writer = CaptureWriter(str(tmp_path), clock=lambda: 1_764_547_200.25)  # 2025-12-01T00:00:00.25Z
     path = writer.write("ep", "AllTraffic", b"\x00raw", "id-1", "application/octet-stream")
@@ -303,12 +303,12 @@ def test_a_body_that_is_not_json_is_captured_base64_encoded(tmp_path: Path):
 
 
 def test_what_the_emulator_captured_reads_back_as_the_requests_it_received(tmp_path: Path):
-    """The capture reader (optigate.bench.capture.read_capture, helper "capture") reads the emulator's files as it
+    """The capture reader (optigate.bench.core.capture.read_capture, helper "capture") reads the emulator's files as it
     reads SageMaker's: the same prompts and requested lengths, in the order received. Skipped until it is merged."""
-    from optigate.bench import capture
+    from optigate.bench.core import capture
 
     if not hasattr(capture, "read_capture"):
-        pytest.skip("optigate.bench.capture.read_capture is not on this branch yet")
+        pytest.skip("optigate.bench.core.capture.read_capture is not on this branch yet")
     config = EmulatorConfig(default=Behaviour(ttft_ms=Distribution(5.0), itl_ms=Distribution(1.0)))
     config.capture_dir, config.capture_streams = str(tmp_path), True
     prompts = tuple({"prompt": f"question number {i} about caching"} for i in range(4))

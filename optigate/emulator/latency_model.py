@@ -1,5 +1,5 @@
 """The emulated server's cost model, one place for the emulator (which draws from it) and for the truth
-(optigate.bench.emulator_truth, which predicts from it).
+(optigate.emulator.truth, which predicts from it).
 
 - Tokens: the emulator counts a prompt's tokens as its words (optigate's synthetic prompts are one token per word).
 - Prefill: `ttft_ms_per_prompt_token` per prompt token not found in the prefix cache.
@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from optigate.bench.emulator_config import Behaviour
+from optigate.emulator.config import Behaviour
 
 PREFIX_BLOCK_TOKENS = 16  # vLLM's default --block-size
 
