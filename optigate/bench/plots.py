@@ -1,3 +1,4 @@
+# Over 400 lines: every benchmark plot shares one style, palette and set of axis helpers.
 """The benchmark plots, drawn so a reviewer can read them in seconds.
 
 - One colour per concurrency level, one line style per side (baseline solid, candidate dashed,

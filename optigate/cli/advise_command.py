@@ -92,6 +92,7 @@ def _print_reading(reading) -> None:
         console.print(Padding(escape(f"• {note}"), (0, 0, 0, 2)), highlight=False)
 
 
+# Over 80 lines: the command's two modes (next step, --from-report) share its loading and its one-line errors.
 def cmd_advise(args: argparse.Namespace) -> int:
     """The next step of the sequence for a team; with --from-report, whether the last one paid off."""
     from optigate.advise import CannotAdvise, advise

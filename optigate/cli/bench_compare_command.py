@@ -129,6 +129,7 @@ def _delta_table(title: str, deltas: list, sides: tuple[str, str] = ("baseline",
     return table
 
 
+# Over 80 lines: a command read top to bottom: inputs, like-with-like checks, verdicts, outputs, exit code.
 def cmd_bench_compare(args: argparse.Namespace) -> int:
     """Baseline vs candidate per metric and concurrency level: better, worse, equivalent or inconclusive."""
 

@@ -165,6 +165,7 @@ def _calibrate(team_file: Path, reports: list[Path]) -> None:
         )
 
 
+# Over 80 lines: a team file or an ad hoc model on an instance, both through one output path.
 def cmd_plan(args: argparse.Namespace) -> int:
     """Capacity and roofline for a team file, or ad hoc for a model on an instance."""
     from optigate.deployment import load_resolved_project, load_resolved_team

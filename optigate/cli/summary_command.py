@@ -93,6 +93,7 @@ def _rollout(deployment) -> str:
     return rollout
 
 
+# Over 80 lines: one line per resource a stack creates, in the order the summary prints them.
 def stack_lines(deployment, stack) -> list[tuple[int, str]]:
     """(indent, text) of what one stack creates: endpoint, components, alarms, autoscaling, gate, monthly cost."""
     environment = deployment.environment

@@ -311,6 +311,7 @@ def _across_files(environments: EnvironmentsFile, teams: dict[str, TeamConfig]) 
     )
 
 
+# Over 80 lines: every file's problems collected in one pass before raising, so all are reported at once.
 def load_project(
     config_dir: str | Path = "config",
     *,

@@ -207,6 +207,7 @@ class EvaluationJob(Construct):
         self._grant_component_invoke(patterns)
         return inputs, arguments
 
+    # Over 80 lines: one CreateProcessingJob request, its members in the API reference's order.
     def request(
         self,
         job_name: str,

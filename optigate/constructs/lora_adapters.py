@@ -85,6 +85,7 @@ class LoraAdapters(Construct):
     :param data_capture: the endpoint config's DataCaptureConfig, as a TunedEndpoint's. @default none
     """
 
+    # Over 80 lines: each adapter's component, archive check and alarms wired in one loop over the adapters.
     def __init__(
         self,
         scope: Construct,

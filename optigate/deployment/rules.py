@@ -79,6 +79,7 @@ PLAN_PROBLEM_RULES: dict[str, tuple[str, Rule] | None] = {
 }
 
 
+# Over 80 lines: the hardware rules in one pass over one block (one function per rule is issue 38's).
 def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool, served: str | None = None) -> list[Problem]:
     """Container, instance and precision rules on one serving block; `served`: the precision the engine serves
     (optigate.deployment.checkpoint.served_precision: weights stored quantized are served so with quantization

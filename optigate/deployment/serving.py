@@ -150,6 +150,7 @@ class ResolvedServing:
         return self.instance.price_per_hour_usd
 
 
+# Over 80 lines: every LMI setting of one block resolved in one pass, in the order the container reads them.
 def resolve_serving(
     team: TeamConfig, serving: Serving, *, checkpoint: Checkpoint | None = None, downloads: str | None = None
 ) -> ResolvedServing:

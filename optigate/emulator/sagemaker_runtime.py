@@ -1,3 +1,4 @@
+# Over 400 lines: the runtime's routes (invoke, stream, metrics, trace) share one request path and its faults.
 """A local SageMaker-runtime emulator for LLM endpoints (`optigate emulate`). Only ever bind it to loopback.
 
 `POST /endpoints/{name}/invocations` and `/invocations-response-stream` as SageMaker serves them: the stream is

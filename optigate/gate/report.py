@@ -137,6 +137,7 @@ def _figures(plots: Iterable[Plot]) -> str:
     return out
 
 
+# Over 80 lines: the report page's sections in the order a reviewer reads them.
 def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapping[str, Any] | None = None) -> str:
     """The page. `plots`: (name, PNG bytes) pairs, embedded; `workload`: the gate's benchmark settings."""
     data = verdict.to_dict()

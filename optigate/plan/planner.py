@@ -122,6 +122,7 @@ class PlanResult:
         return data
 
 
+# Over 80 lines: the roofline in one pass: memory, then compute, then the fit, each figure made once.
 def plan(
     arch: str | ModelArchitecture | dict,
     instance: str | Instance,

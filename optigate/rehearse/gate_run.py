@@ -1,3 +1,4 @@
+# Over 400 lines: one stack's state machines created and executed offline share one set of values filled in.
 """The gate and benchmark fleet of one synthesized stack, created and executed in an active GateHarness:
 the definitions `cdk deploy` would create, with CloudFormation's values filled in offline, the waits
 compressed, and the Lambda handlers of the repository run in-process (optigate.rehearse.gate_handlers).

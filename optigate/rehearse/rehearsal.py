@@ -1,3 +1,4 @@
+# Over 400 lines: a rehearsal's emulated behaviours, its expectations and its one run read together.
 """`optigate rehearse`: the whole gate of one team, offline, with emulated endpoints.
 
 The team's stack is synthesized, and its gate and benchmark-fleet definitions run for real in
@@ -310,6 +311,7 @@ def rehearsal_rounds(total: int, blocks: int) -> int:
     return total if blocks <= 1 else math.ceil(total / blocks) + 1
 
 
+# Over 80 lines: one rehearsal set up, run and read back in the order it happens.
 def rehearse(
     template: dict[str, Any],
     deployment: Any,

@@ -1,5 +1,6 @@
 """The package's shape: no import circle (imports under `if TYPE_CHECKING:` and inside functions included), and no
-module over about 400 lines without a one-line reason at its top."""
+module over 400 lines without a one-line reason at its top, no function over 80 lines without one on the line above
+it (above its decorators)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "optigate"
-MAX_LINES = 420  # "about 400"
+MAX_LINES = 400
 SIZE_REASON = "# Over 400 lines:"
+MAX_FUNCTION_LINES = 80
+FUNCTION_REASON = "# Over 80 lines:"
 
 
 def _modules(package: Path = PACKAGE) -> dict[str, Path]:
@@ -115,4 +118,46 @@ def test_a_long_module_needs_a_real_reason(first_line: str, refused: bool, tmp_p
     (package / "__init__.py").write_text("")
     (package / "short.py").write_text("x = 1\n" * MAX_LINES)
     (package / "long.py").write_text(first_line + "\n" + "x = 1\n" * MAX_LINES)
-    assert _long_modules_without_reason(package) == (["optigate/long.py: 421 lines"] if refused else [])
+    assert _long_modules_without_reason(package) == (["optigate/long.py: 401 lines"] if refused else [])
+
+
+def _long_functions_without_reason(package: Path = PACKAGE) -> list[str]:
+    problems = []
+    for path in _modules(package).values():
+        text = path.read_text()
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text, str(path))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            top = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+            above = lines[top - 2].strip() if top >= 2 else ""
+            if length > MAX_FUNCTION_LINES and not (above.startswith(FUNCTION_REASON) and len(above) > 40):
+                problems.append(f"{path.relative_to(package.parent)}:{node.lineno} {node.name}: {length} lines")
+    return problems
+
+
+def test_no_long_function_without_a_reason() -> None:
+    problems = _long_functions_without_reason()
+    assert not problems, f"split these, or say why on the line above ({FUNCTION_REASON} <reason>): {problems}"
+
+
+@pytest.mark.parametrize(
+    ("line_above", "refused"),
+    [
+        ("", True),
+        ("# Over 80 lines: ok", True),
+        ("# Over 80 lines: one state machine, read top to bottom", False),
+    ],
+)
+def test_a_long_function_needs_a_real_reason(line_above: str, refused: bool, tmp_path: Path) -> None:
+    package = tmp_path / "optigate"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    line = "    x = 1\n"
+    body = line * MAX_FUNCTION_LINES
+    short = "def short():\n" + line * (MAX_FUNCTION_LINES - 1)  # 80 lines with its def
+    long = f"{line_above}\n@staticmethod\ndef long():\n{body}"  # 81: the reason stands above the decorator
+    (package / "mod.py").write_text(f"{short}\n\n{long}")
+    expected = [f"optigate/mod.py:{MAX_FUNCTION_LINES + 5} long: 81 lines"]
+    assert _long_functions_without_reason(package) == (expected if refused else [])

@@ -26,6 +26,7 @@ def unreachable(run: dict[str, Any]) -> bool:
     return not run.get("successful_requests") and set(errors) == {"ConnectionError"}
 
 
+# Over 80 lines: one level after another, each way a level can end (done, interrupted, failed) in one loop.
 async def run_levels(
     target: Target,
     levels: list[int],

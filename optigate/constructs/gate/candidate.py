@@ -95,6 +95,7 @@ JOB_STATUS = "$.optimization.OptimizationJobStatus"
 FINISHED_JOB = ("COMPLETED", "FAILED", "STOPPED")
 
 
+# Over 80 lines: every way a candidate's files arrive (a job, a trained head, a package) chained in one place.
 def candidate_source(
     scope: Construct, plan: GatePlan, resources: GateResources, stager: Stager, cleanup: CleanupPath
 ) -> tuple[sfn.IChainable, sfn.INextable]:

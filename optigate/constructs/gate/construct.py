@@ -145,6 +145,7 @@ class OptimizationGate(Construct):
 
     # ------------------------------------------------------------------ definition
 
+    # Over 80 lines: the gate's state machine, read top to bottom as the console draws it.
     def _state_machine(self) -> sfn.StateMachine:
         plan, resources = self.plan, self.resources
         bucket_name = resources.bucket.bucket_name

@@ -127,6 +127,7 @@ def _unavailable(scope: Construct, name: str, path: str, reason: dict[str, Any])
     return sfn.Pass(scope, name, parameters=reason, result_path=path)
 
 
+# Over 80 lines: one managed job's states (create, poll, read, fail) chained in the order they run.
 def _one_job(
     scope: Construct,
     plan: GatePlan,

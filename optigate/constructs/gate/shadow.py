@@ -57,6 +57,7 @@ def _live_on(status: str, config: str | None = None, *, config_path: str | None 
     return on_status
 
 
+# Over 80 lines: the shadow rollout's states (release, update, wait, restore on failure) in the order they run.
 def mirror_live_traffic(
     scope: Construct, plan: GatePlan, live: LiveConfig, cleanup: CleanupPath, then: sfn.IChainable
 ) -> sfn.IChainable:

@@ -1,3 +1,4 @@
+# Over 400 lines: the stages around the proof share the run's temporary resources and the cleanup every path ends in.
 """The gate's stages around the proof: the run's temporary endpoints (the candidate's and the baseline's
 twin) and the wait for them, the benchmark of each level, the decision, and the cleanup that every path
 ends in."""
@@ -17,6 +18,7 @@ from optigate.deployment.gate import GatePlan
 from optigate.deployment.observability import gate_metrics_config
 
 
+# Over 80 lines: every cleanup (job, endpoints, configs, models) chained so each runs whatever failed before it.
 def cleanup_and_end(
     scope: Construct,
     plan: GatePlan,

@@ -1,3 +1,4 @@
+# Over 400 lines: one function per gate check; the checks share their interval and budget helpers.
 """The gate's checks: one function per check, each returning a :class:`Check`.
 
 Checks, evaluated at every concurrency level both benchmarks measured (``concurrency`` on the

@@ -138,6 +138,7 @@ class GateVerdict:
         )
 
 
+# Over 80 lines: every check of a verdict gathered in one place, in the order the report prints them.
 def decide(inputs: GateInputs) -> GateVerdict:
     """APPROVED only when every check passes, REJECTED when any fails, else INCONCLUSIVE; raises
     ValueError on invalid thresholds or benchmarks."""
