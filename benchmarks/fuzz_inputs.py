@@ -1,10 +1,10 @@
 """Fuzz the readers of every file optigate reads: N mutants of real files through the command that reads them.
 
-    python benchmarks/fuzz_inputs.py                       # every format, 5,000 mutants each
+    python benchmarks/fuzz_inputs.py                       # every format, the default --mutants each
     python benchmarks/fuzz_inputs.py --format config --mutants 10000 --seed 14
 
 Formats and what reads them (mutants and checkers: `tests/fixtures/<format>_mutants.py`, the same as the suite's
-property tests, which run 500 of each; JSON formats share the engine of tests/fixtures/json_mutants.py):
+property tests, which run `max_examples` of each; JSON formats share the engine of tests/fixtures/json_mutants.py):
 
 - config: the example project's YAML files, through what `optigate validate` runs; each mutant under 2 s of CPU;
 - bench_result: a pair of `optigate bench --json` results, compared with `optigate bench compare`;
@@ -101,7 +101,7 @@ def fuzz(name: str, target: Any, mutants: int, chosen_seed: int | None, show: in
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--format", choices=(*FORMATS, "all"), default="all", help="file format (default: all)")
-    parser.add_argument("--mutants", type=int, default=5000, help="how many mutants per format (default: 5000)")
+    parser.add_argument("--mutants", type=int, default=5000, help="how many mutants per format (default: %(default)s)")
     parser.add_argument("--seed", type=int, help="hypothesis seed (default: each format's own)")
     parser.add_argument("--show", type=int, default=3, help="mutants shown per distinct failure (default: 3)")
     args = parser.parse_args()

@@ -1,4 +1,4 @@
-"""The `optigate` command line."""
+"""The `optigate` command line: one module per command (`*_command.py`), and `main`, the one error handler."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ records skipped and counted) or refuse with exit 2 and one line; never "unexpect
 or a hang. A mutant that touched only what the reader never reads (eventId, observedContentType, a body's
 temperature...) and is read must give the unmutated file's workload shape.
 
-500 examples, derandomized and without an example database; `benchmarks/fuzz_inputs.py` runs 5,000 or more.
+`SUITE_SETTINGS`' `max_examples` examples (tests/fixtures/json_mutants.py), derandomized and without an example
+database; `benchmarks/fuzz_inputs.py` runs many more (`--mutants`).
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ compare` on it with the other side's real file. It must either give a verdict or
 never "unexpected …; this is a bug", an exception, or a hang (stopped after 30 s of CPU time). A mutant that
 touched only summary fields (no verdict reads them) and is read must give the unmutated pair's verdicts.
 
-500 examples, derandomized and without an example database, so every CI run tries the same mutants;
-`benchmarks/fuzz_inputs.py` runs 5,000 or more with a seed of choice.
+`SUITE_SETTINGS`' `max_examples` examples (tests/fixtures/json_mutants.py), derandomized and without an example
+database, so every CI run tries the same mutants; `benchmarks/fuzz_inputs.py` runs many more (`--mutants`) with a
+seed of choice.
 """
 
 from __future__ import annotations

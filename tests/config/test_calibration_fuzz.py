@@ -7,7 +7,8 @@ name calibration.yaml and its line; never "unexpected …; this is a bug", an ex
 touched only what no expected figure reads (format_version, a calibration's instance_type, measured and bound TPOT,
 source) and is read must give the unmutated file's expected figures.
 
-500 examples, derandomized and without an example database; `benchmarks/fuzz_inputs.py` runs 5,000 or more.
+`SUITE_SETTINGS`' `max_examples` examples (tests/fixtures/json_mutants.py), derandomized and without an example
+database; `benchmarks/fuzz_inputs.py` runs many more (`--mutants`).
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ line; never another exception, and never a hang: a mutant stuck past 30 s of CPU
 The speed target (each mutant under 2 s of CPU time) is `benchmarks/fuzz_inputs.py --format config`'s, not this
 test's: on a busy shared CI machine even CPU time varies with the neighbours (one valid mutant took 2.19 s there).
 
-500 examples, derandomized and without an example database, so every CI run tries the same mutants;
-`benchmarks/fuzz_inputs.py --format config` runs 5,000 or more with a seed of choice.
+`max_examples` examples (the settings below), derandomized and without an example database, so every CI run tries
+the same mutants; `benchmarks/fuzz_inputs.py --format config` runs many more (`--mutants`) with a seed of choice.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ _PROJECT = prepare_project(CONFIG, _WORKDIR.name)
 _ORIGINALS = {path.relative_to(_PROJECT).as_posix(): path.read_bytes() for path in _PROJECT.rglob("*.yaml")}
 
 
-# 100 mutants here (seconds of CPU, the same ones every run); `benchmarks/fuzz_inputs.py --format config` runs 5,000.
+# `max_examples` mutants here (seconds of CPU, the same ones every run); `benchmarks/fuzz_inputs.py --format config`
+# runs its `--mutants`.
 @settings(
     max_examples=100,
     deadline=None,

@@ -121,6 +121,6 @@ def test_a_seed_reproduces_and_a_generator_continues():
 
 
 def test_large_series_are_drawn_in_blocks_with_the_same_result_shape():
-    values = np.arange(9000, dtype=float)  # 9000 values: blocks of 444 replicates
+    values = np.arange(9000, dtype=float)  # 9000 values: blocks of stats._BLOCK_VALUES // 9000 replicates
     replicates = stats.resample_replicates(values, stats.percentiles((50, 99)), replicates=1000, rng=0)
     assert replicates.shape == (1000, 2) and np.isfinite(replicates).all()

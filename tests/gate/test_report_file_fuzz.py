@@ -8,8 +8,9 @@ its answer or refuse with exit 2 and one line; never "unexpected …; this is a 
 (stopped after 30 s of CPU time). A mutant that touched only fields neither reader reads and is read must give the
 unmutated report's verdicts.
 
-500 examples, derandomized and without an example database, so every CI run tries the same mutants;
-`benchmarks/fuzz_inputs.py` runs 5,000 or more with a seed of choice.
+`SUITE_SETTINGS`' `max_examples` examples (tests/fixtures/json_mutants.py), derandomized and without an example
+database, so every CI run tries the same mutants; `benchmarks/fuzz_inputs.py` runs many more (`--mutants`) with a
+seed of choice.
 """
 
 from __future__ import annotations

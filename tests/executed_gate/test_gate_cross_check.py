@@ -28,8 +28,8 @@ TOLERANCE = {
     "itl_p99_pct": 50.0,
     "throughput_pct": 80.0,
 }
-# The emulator processes' own settings (tests/gate/conftest.py `emulators`): the twin's first token after 60 ms and
-# 8 ms a token, the candidate's 30 ms and 5 ms. The emulated AIPerf reads them as it would, at 4 streams.
+# The emulator processes' own settings (tests/executed_gate/conftest.py `emulators`): the twin's first token after
+# 60 ms and 8 ms a token, the candidate's 30 ms and 5 ms. The emulated AIPerf reads them as it would, at 4 streams.
 SERVED = {"twin": (60.0, 8.0), "cand": (30.0, 5.0)}
 
 
@@ -67,7 +67,7 @@ def _run(template, emulators, gate_handlers, scenario: Scenario) -> tuple[dict, 
 
 def _verdict_is_optigates(result: dict) -> None:
     """The execution ends as optigate's own checks decided, none of which is the cross-check. (That the cross-check
-    cannot change an outcome is shown for every combination in tests/gate/test_cross_check.py; here the faster
+    cannot change an outcome is shown for every combination in tests/executed_gate/test_cross_check.py; here the faster
     candidate is approved, unless the busy machine leaves an interval straddling a budget: INCONCLUSIVE.)"""
     report = result["report"]
     assert report["outcome"] in ("APPROVED", "INCONCLUSIVE"), report["summary"]

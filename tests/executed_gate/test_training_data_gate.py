@@ -1,7 +1,7 @@
 """chat's gate trains an EAGLE head from its environment's data capture: rehearsed with that capture empty (a new
 environment, or clients whose streamed calls were not captured), the run fails as TrainingDataUnavailable, naming the
 prefix and the count found and needed, before CreateOptimizationJob or anything else is created or paid for. The
-rehearsal otherwise seeds the records the check needs (tests/gate/test_rehearse.py: chat APPROVED)."""
+rehearsal otherwise seeds the records the check needs (tests/executed_gate/test_rehearse.py: chat APPROVED)."""
 
 from __future__ import annotations
 

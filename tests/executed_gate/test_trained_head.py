@@ -151,7 +151,7 @@ def test_the_trained_head_is_served_from_the_candidates_prefix_and_recorded_in_t
 def _served(result: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
     """The recorded package's prefix (relative to the gate bucket), its speculative config, and the run's output.
     The evaluation fails (a quick Rejected verdict): the package records the container all the same, and the
-    verdict on these layouts is tests/gate/test_rehearse_teams.py's (APPROVED for chat and research)."""
+    verdict on these layouts is tests/executed_gate/test_rehearse_teams.py's (APPROVED for chat and research)."""
     assert result["execution"]["error"] == "CandidateRejected", result["execution"].get("cause")
     (package,) = result["package_details"]
     (container,) = package["InferenceSpecification"]["Containers"]

@@ -8,8 +8,9 @@ fail closed: INCONCLUSIVE with only `inputs` checks, each naming the S3 object a
 or a hang (stopped after 30 s of CPU time). A mutant that touched only summary fields (no verdict reads them) and is
 read must give the unmutated pair's verdict.
 
-500 examples, derandomized and without an example database, so every CI run tries the same mutants;
-`benchmarks/fuzz_inputs.py` runs 5,000 or more with a seed of choice.
+`SUITE_SETTINGS`' `max_examples` examples (tests/fixtures/json_mutants.py), derandomized and without an example
+database, so every CI run tries the same mutants; `benchmarks/fuzz_inputs.py` runs many more (`--mutants`) with a
+seed of choice.
 """
 
 from __future__ import annotations
