@@ -518,3 +518,33 @@ def capacity_problems(resolved_plan, serving: Serving, path: PathT) -> list[Prob
             field_name = "instance_type"
         problems.append(Problem((*path, field_name), problem.message, broken))
     return problems
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    UNKNOWN_ARCHITECTURE,
+    LENGTH_WITHIN_POSITIONS,
+    TIMEOUTS_FIT_WEIGHTS,
+    TENSOR_PARALLEL_SHARDS_HEADS,
+    container_version_known,
+    instance_type_known,
+    neuronx_on_neuron,
+    neuron_needs_neuronx,
+    tensor_parallel_fits_instance,
+    no_quantization_on_neuron,
+    fp8_needs_fp8_cores,
+    nvfp4_needs_blackwell,
+    trtllm_quantizations,
+    no_fp8_kv_cache_on_neuron,
+    speculation_needs_lmi,
+    speculation_needs_lmi_15,
+    lora_needs_lmi,
+    no_volume_on_instance_storage,
+    SWITCH_READ_BY_VERSION,
+    SWITCH_VALUE_READ_BY_VERSION,
+    SWITCH_NEEDS_MIXTURE_OF_EXPERTS,
+    SWITCH_NEEDS_SEVERAL_GPUS,
+    WEIGHTS_FIT,
+    ONE_SEQUENCE_FITS,
+    BATCH_FITS,
+)

@@ -248,3 +248,20 @@ def compile_problems(team: TeamConfig, serving: Serving, path: PathT) -> list[Pr
             )
         )
     return problems
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    ADAPTER_GATE_LIMITS,
+    GATE_NEEDS_DATASET,
+    CONCURRENCY_LEVELS,
+    CROSS_CHECK_NEEDS_CANDIDATE,
+    CROSS_CHECK_FAMILY,
+    CROSS_CHECK_TOKENIZER,
+    EAGLE_TRAINING_IN_GATE,
+    COMPILE_IN_GATE,
+    COMPILE_FAMILY,
+    COMPILE_WITHOUT_SPECULATION,
+    COMPILE_QUANTIZATION,
+    TRTLLM_QUANTIZES_BY_COMPILING,
+)

@@ -58,8 +58,8 @@ class Rule:
         return AREAS[int(self.id[2])]
 
 
-#: Every registered rule by ID. The config rules register on import of optigate.config.rules; the deployment
-#: rules (which need the catalog or the planner) on import of optigate.deployment.rules.
+#: Every rule declared so far, by ID, to keep each ID to one rule. The list of every rule is
+#: `optigate.deployment.all_rules.every_rule()`, collected from each rule module's `RULES`, not from this.
 REGISTRY: dict[str, Rule] = {}
 
 
@@ -119,6 +119,15 @@ def rule_check(
         return checked
 
     return register
+
+
+#: What a module's `RULES` lists: a rule function, or a rule declared with `rule(...)` and checked elsewhere.
+RuleEntry = Rule | RuleCheck[...]
+
+
+def rules_of(entries: Iterable[RuleEntry]) -> list[Rule]:
+    """The rules a module's `RULES` lists."""
+    return [entry if isinstance(entry, Rule) else entry.rule for entry in entries]
 
 
 def rule_of_model_error(message: str) -> Rule | None:

@@ -419,3 +419,31 @@ def adapter_problems(team: TeamConfig) -> list[Problem]:
             )
         names.add(adapter.name)
     return problems
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    speculative_model_under_prefix,
+    cpu_loras_at_least_loras,
+    trtllm_no_gpu_memory_utilization,
+    trtllm_no_kv_cache_dtype,
+    trtllm_no_weight_only_fp8,
+    switch_read_by_family,
+    switch_not_below_field,
+    timeout_in_range,
+    scaling_min_at_most_max,
+    scale_to_zero_needs_adapters,
+    zero_min_needs_scale_to_zero,
+    environment_not_rendered,
+    environment_name,
+    ADAPTER_ARCHIVE,
+    ADAPTER_NAME_UNIQUE,
+    instance_scaling_needs_adapters,
+    scale_to_zero_needs_instance_scaling,
+    POOL_TIMEOUT_NEEDS_POOLS,
+    POOLS_AT_LEAST_TWO,
+    POOL_PRIMARY_FIRST,
+    POOL_TYPE_ONCE,
+    POOL_PRIORITY_ONCE,
+    POOL_PRIORITIES_WITHOUT_GAPS,
+)
