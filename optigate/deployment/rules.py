@@ -46,9 +46,6 @@ NVFP4_MIN_COMPUTE_CAPABILITY = 10.0  # Blackwell
 FP8_INSTANCES = "ml.g6 (L4), ml.g6e (L40S) or ml.p5 (H100)"
 
 UNKNOWN_ARCHITECTURE = rule("OG108", "a named architecture is one the planner knows")
-LENGTH_WITHIN_POSITIONS = rule("OG109", "max_model_len is at most the model's max_position_embeddings")
-TIMEOUTS_FIT_WEIGHTS = rule("OG110", "the download and startup timeouts leave time for the model's weights")
-TENSOR_PARALLEL_SHARDS_HEADS = rule("OG111", "an explicit tensor_parallel_degree shards the model's heads")
 SWITCH_READ_BY_VERSION = rule("OG315", "a typed vLLM engine switch only on an LMI version that reads it")
 SWITCH_VALUE_READ_BY_VERSION = rule("OG316", "an engine switch value only on an LMI version that has it")
 SWITCH_NEEDS_MIXTURE_OF_EXPERTS = rule("OG317", "an expert-parallel switch only for a mixture-of-experts model")
@@ -365,29 +362,33 @@ def architecture_problems(team: TeamConfig) -> tuple[ModelArchitecture | None, l
     return architecture_for(spec), []
 
 
-def serving_architecture_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> list[Problem]:
-    """Settings the model itself refuses: lengths beyond its positions, a TP its heads cannot shard."""
-    problems: list[Problem] = []
+@rule_check("OG109", "max_model_len is at most the model's max_position_embeddings")
+def serving_architecture_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> Iterator[Found]:
+    """An explicit `max_model_len` is at most the model's `max_position_embeddings` (from its config.json or the
+    planner's architecture table).
+
+    Why: vLLM refuses to start with a maximum length beyond the model's positions.
+    """
     if serving.max_model_len is not None and serving.max_model_len > arch.max_position_embeddings:
-        problems.append(
-            Problem(
-                (*path, "max_model_len"),
-                f"{serving.max_model_len} exceeds the model's max_position_embeddings "
-                f"({arch.max_position_embeddings}); vLLM refuses to start; use at most {arch.max_position_embeddings}",
-                LENGTH_WITHIN_POSITIONS,
-            )
+        yield (
+            (*path, "max_model_len"),
+            f"{serving.max_model_len} exceeds the model's max_position_embeddings "
+            f"({arch.max_position_embeddings}); vLLM refuses to start; use at most {arch.max_position_embeddings}",
         )
-    return problems
 
 
-def timeout_problems(downloaded_gb: float, serving: Serving, path: PathT) -> list[Problem]:
-    """Explicit timeouts too short for the GB the variant downloads (the weights as stored, not as served)."""
+@rule_check("OG110", "the download and startup timeouts leave time for the model's weights")
+def timeout_problems(downloaded_gb: float, serving: Serving, path: PathT) -> Iterator[Found]:
+    """Explicit `model_data_download_timeout_seconds` and `container_startup_health_check_timeout_seconds` are at
+    least the minimum for the GB the variant downloads (the weights as stored, not as served), at the rates of
+    `optigate.plan.timeouts`.
+
+    Why: a timeout shorter than the download or the load of the weights fails the deployment after the wait.
+    """
     download = serving.model_data_download_timeout_seconds
     startup = serving.container_startup_health_check_timeout_seconds
-    return [
-        Problem((*path, field_name), message, TIMEOUTS_FIT_WEIGHTS)
-        for field_name, message in timeout_refusals(downloaded_gb, download, startup).items()
-    ]
+    for field_name, message in timeout_refusals(downloaded_gb, download, startup).items():
+        yield (*path, field_name), message
 
 
 def engine_switch_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> list[Problem]:
@@ -442,13 +443,19 @@ def _check_refusal(
     return None
 
 
-def tensor_parallel_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> list[Problem]:
-    """An explicit tensor-parallel degree must shard the model's heads (the default is chosen from the valid set)."""
+@rule_check("OG111", "an explicit tensor_parallel_degree shards the model's heads")
+def tensor_parallel_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> Iterator[Found]:
+    """An explicit `tensor_parallel_degree` is one of the degrees that shard the model's attention and key-value
+    heads on the instance (`optigate.plan.parallel.refusal`); the default is chosen from that valid set.
+
+    Why: the engine splits the heads evenly across the accelerators, and refuses a degree that does not divide them.
+    """
     tp = serving.tensor_parallel_degree
     if tp is None:
-        return []
+        return
     why = parallel.refusal(arch, catalog.get_instance(serving.instance_type), tp)
-    return [] if why is None else [Problem((*path, "tensor_parallel_degree"), why, TENSOR_PARALLEL_SHARDS_HEADS)]
+    if why is not None:
+        yield (*path, "tensor_parallel_degree"), why
 
 
 # The serving field each kind of planner fix changes.
@@ -523,9 +530,9 @@ def capacity_problems(resolved_plan, serving: Serving, path: PathT) -> list[Prob
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
 RULES = (
     UNKNOWN_ARCHITECTURE,
-    LENGTH_WITHIN_POSITIONS,
-    TIMEOUTS_FIT_WEIGHTS,
-    TENSOR_PARALLEL_SHARDS_HEADS,
+    serving_architecture_problems,
+    timeout_problems,
+    tensor_parallel_problems,
     container_version_known,
     instance_type_known,
     neuronx_on_neuron,

@@ -11,16 +11,7 @@ from collections.abc import Iterator
 
 from optigate.config.lmi_options import NOT_READ_BY, LmiOption, NotBelowField, options_set, rendered_names
 from optigate.config.models import TIMEOUT_MAX_SECONDS, TIMEOUT_MIN_SECONDS, Serving, TeamConfig
-from optigate.config.rules.registry import Found, PathT, Problem, rule, rule_check
-
-ADAPTER_ARCHIVE = rule("OG214", "an adapter is a .tar.gz archive")
-ADAPTER_NAME_UNIQUE = rule("OG215", "adapter names are unique")
-POOL_TIMEOUT_NEEDS_POOLS = rule("OG251", "instance_provision_timeout_seconds only with instance_pools")
-POOLS_AT_LEAST_TWO = rule("OG252", "instance_pools lists at least two pools")
-POOL_PRIMARY_FIRST = rule("OG253", "the first pool is serving.instance_type with priority 1")
-POOL_TYPE_ONCE = rule("OG254", "each instance type is one pool")
-POOL_PRIORITY_ONCE = rule("OG255", "each pool has its own priority")
-POOL_PRIORITIES_WITHOUT_GAPS = rule("OG256", "pool priorities run 1 to N without gaps")
+from optigate.config.rules.registry import Found, PathT, Problem, rule_check
 
 #: The variables optigate renders from typed fields -> the field: those fields are the sources of truth, so
 #: `serving.environment` may not set them.
@@ -319,106 +310,164 @@ def environment_name(serving: Serving, path: PathT, key: str) -> Iterator[Found]
 
 
 def instance_pool_problems(serving: Serving, path: PathT) -> list[Problem]:
-    """The shape of `instance_pools`: serving.instance_type is the priority-1 pool and comes first, 2-5 pools of
-    distinct types with priorities 1..N each once; the provisioning timeout only with pools.
-
-    SageMaker provisions in priority order (1 first) and falls back on insufficient capacity
-    (https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html). The API takes 1-5
-    pools with priorities 1-5 (botocore's InstancePoolList, InstancePoolPriority); whether it accepts ties or gaps
-    is not documented, so the order is made explicit: 1..N, each once.
-    """
+    """The shape of `instance_pools`, one rule function each: the provisioning timeout only with pools; with one
+    pool only that; else the primary first, each type and priority once (pool by pool), priorities without gaps."""
     pools = serving.instance_pools
     if pools is None:
-        if serving.instance_provision_timeout_seconds is not None:
-            return [
-                Problem(
-                    (*path, "instance_provision_timeout_seconds"),
-                    "VariantInstanceProvisionTimeoutInSeconds bounds the fallback across instance pools; add "
-                    "instance_pools, or remove instance_provision_timeout_seconds",
-                    POOL_TIMEOUT_NEEDS_POOLS,
-                )
-            ]
-        return []
-    where = (*path, "instance_pools")
+        return pool_timeout_needs_pools(serving, path)
     if len(pools) < 2:
-        return [
-            Problem(
-                where,
-                f"one pool is serving.instance_type alone; list {serving.instance_type} (priority 1) and 1-4 fallback "
-                "types, or remove instance_pools",
-                POOLS_AT_LEAST_TWO,
-            )
-        ]
-    problems: list[Problem] = []
+        return pools_at_least_two(serving, path)
+    problems = pool_primary_first(serving, path)
+    for index in range(len(pools)):
+        problems += pool_type_once(serving, path, index)
+        problems += pool_priority_once(serving, path, index)
+    return problems + pool_priorities_without_gaps(serving, path)
+
+
+@rule_check("OG251", "instance_provision_timeout_seconds only with instance_pools")
+def pool_timeout_needs_pools(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`instance_provision_timeout_seconds` is set only with `instance_pools`.
+
+    Why: it is the production variant's VariantInstanceProvisionTimeoutInSeconds, which bounds the fallback across
+    instance pools (https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html).
+    """
+    if serving.instance_pools is None and serving.instance_provision_timeout_seconds is not None:
+        yield (
+            (*path, "instance_provision_timeout_seconds"),
+            "VariantInstanceProvisionTimeoutInSeconds bounds the fallback across instance pools; add "
+            "instance_pools, or remove instance_provision_timeout_seconds",
+        )
+
+
+@rule_check("OG252", "instance_pools lists at least two pools")
+def pools_at_least_two(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`instance_pools` lists serving.instance_type and 1-4 fallback types; with fewer than two pools the other pool
+    rules are not checked.
+
+    Why: one pool is serving.instance_type alone, with no fallback; the API takes 1-5 pools (botocore's
+    InstancePoolList).
+    """
+    pools = serving.instance_pools
+    if pools is not None and len(pools) < 2:
+        yield (
+            (*path, "instance_pools"),
+            f"one pool is serving.instance_type alone; list {serving.instance_type} (priority 1) and 1-4 fallback "
+            "types, or remove instance_pools",
+        )
+
+
+@rule_check("OG253", "the first pool is serving.instance_type with priority 1")
+def pool_primary_first(serving: Serving, path: PathT) -> Iterator[Found]:
+    """The first of two or more pools is serving.instance_type, with priority 1.
+
+    Why: SageMaker provisions in priority order (1 first) and falls back on insufficient capacity
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html); the type the rest of
+    the config (and the plan) names is the one tried first, and listed first.
+    """
+    pools = serving.instance_pools
+    if pools is None or len(pools) < 2:
+        return
     first = pools[0]
     if first.instance_type != serving.instance_type or first.priority != 1:
-        problems.append(
-            Problem(
-                (*where, 0),
-                f"the first pool must be serving.instance_type ({serving.instance_type}) with priority 1, got "
-                f"{first.instance_type} with priority {first.priority}; list the primary first, or change "
-                "serving.instance_type to the type you want tried first",
-                POOL_PRIMARY_FIRST,
-            )
+        yield (
+            (*path, "instance_pools", 0),
+            f"the first pool must be serving.instance_type ({serving.instance_type}) with priority 1, got "
+            f"{first.instance_type} with priority {first.priority}; list the primary first, or change "
+            "serving.instance_type to the type you want tried first",
         )
-    seen_types: dict[str, int] = {}
-    seen_priorities: dict[int, int] = {}
-    for index, pool in enumerate(pools):
-        if pool.instance_type in seen_types:
-            problems.append(
-                Problem(
-                    (*where, index, "instance_type"),
-                    f"{pool.instance_type} is already pool {seen_types[pool.instance_type]}; each type once",
-                    POOL_TYPE_ONCE,
-                )
-            )
-        if pool.priority in seen_priorities:
-            problems.append(
-                Problem(
-                    (*where, index, "priority"),
-                    f"priority {pool.priority} is already pool {seen_priorities[pool.priority]}'s; give each pool "
-                    f"its own priority, 1 to {len(pools)}",
-                    POOL_PRIORITY_ONCE,
-                )
-            )
-        seen_types.setdefault(pool.instance_type, index)
-        seen_priorities.setdefault(pool.priority, index)
-    missing = sorted(set(range(1, len(pools) + 1)) - set(seen_priorities))
-    if missing and len(seen_priorities) == len(pools):
-        problems.append(
-            Problem(
-                where,
-                f"priorities must be 1 to {len(pools)} without gaps; {', '.join(map(str, missing))} is missing",
-                POOL_PRIORITIES_WITHOUT_GAPS,
-            )
+
+
+@rule_check("OG254", "each instance type is one pool")
+def pool_type_once(serving: Serving, path: PathT, index: int) -> Iterator[Found]:
+    """Pool `index` (of two or more) has a type no earlier pool has, checked one pool at a time.
+
+    Why: a pool is one instance type; the same type twice is one pool with two priorities.
+    """
+    pools = serving.instance_pools
+    if pools is None or len(pools) < 2:
+        return
+    instance_type = pools[index].instance_type  # read before the earlier pools', as the pools are read in turn
+    earlier = [i for i, other in enumerate(pools[:index]) if other.instance_type == instance_type]
+    if earlier:
+        yield (
+            (*path, "instance_pools", index, "instance_type"),
+            f"{instance_type} is already pool {earlier[0]}; each type once",
         )
-    return problems
+
+
+@rule_check("OG255", "each pool has its own priority")
+def pool_priority_once(serving: Serving, path: PathT, index: int) -> Iterator[Found]:
+    """Pool `index` (of two or more) has a priority no earlier pool has, checked one pool at a time.
+
+    Why: the API takes priorities 1-5 (botocore's InstancePoolPriority); whether it accepts ties is not documented,
+    so the order is made explicit: each priority once.
+    """
+    pools = serving.instance_pools
+    if pools is None or len(pools) < 2:
+        return
+    priority = pools[index].priority  # read before the earlier pools', as the pools are read in turn
+    earlier = [i for i, other in enumerate(pools[:index]) if other.priority == priority]
+    if earlier:
+        yield (
+            (*path, "instance_pools", index, "priority"),
+            f"priority {priority} is already pool {earlier[0]}'s; give each pool its own priority, 1 to {len(pools)}",
+        )
+
+
+@rule_check("OG256", "pool priorities run 1 to N without gaps")
+def pool_priorities_without_gaps(serving: Serving, path: PathT) -> Iterator[Found]:
+    """The priorities of two or more pools, each once, are 1 to N, N the number of pools (a tie is OG255's).
+
+    Why: whether the API accepts gaps is not documented (botocore's InstancePoolPriority is 1-5), so the order is
+    made explicit: 1..N.
+    """
+    pools = serving.instance_pools
+    if pools is None or len(pools) < 2:
+        return
+    priorities = {pool.priority for pool in pools}
+    missing = sorted(set(range(1, len(pools) + 1)) - priorities)
+    if missing and len(priorities) == len(pools):
+        yield (
+            (*path, "instance_pools"),
+            f"priorities must be 1 to {len(pools)} without gaps; {', '.join(map(str, missing))} is missing",
+        )
 
 
 def adapter_problems(team: TeamConfig) -> list[Problem]:
-    """Each adapter an archive, each name once (inference component names are unique)."""
+    """Each adapter an archive, each name once, adapter by adapter."""
     problems: list[Problem] = []
-    names: set[str] = set()
-    for index, adapter in enumerate(team.adapters):
-        if not adapter.s3_uri.endswith(".tar.gz"):
-            problems.append(
-                Problem(
-                    ("adapters", index, "s3_uri"),
-                    "an adapter is deployed from a .tar.gz archive "
-                    f"(adapter_config.json + weights), got {adapter.s3_uri}",
-                    ADAPTER_ARCHIVE,
-                )
-            )
-        if adapter.name in names:
-            problems.append(
-                Problem(
-                    ("adapters", index, "name"),
-                    f"adapter name '{adapter.name}' is used twice; inference component names must be unique",
-                    ADAPTER_NAME_UNIQUE,
-                )
-            )
-        names.add(adapter.name)
+    for index in range(len(team.adapters)):
+        problems += adapter_archive(team, index)
+        problems += adapter_name_unique(team, index)
     return problems
+
+
+@rule_check("OG214", "an adapter is a .tar.gz archive")
+def adapter_archive(team: TeamConfig, index: int) -> Iterator[Found]:
+    """Adapter `index`'s `s3_uri` names a .tar.gz archive, checked one adapter at a time.
+
+    Why: an inference component deploys an adapter from an archive of adapter_config.json and the weights.
+    """
+    adapter = team.adapters[index]
+    if not adapter.s3_uri.endswith(".tar.gz"):
+        yield (
+            ("adapters", index, "s3_uri"),
+            f"an adapter is deployed from a .tar.gz archive (adapter_config.json + weights), got {adapter.s3_uri}",
+        )
+
+
+@rule_check("OG215", "adapter names are unique")
+def adapter_name_unique(team: TeamConfig, index: int) -> Iterator[Found]:
+    """Adapter `index`'s name is no earlier adapter's, checked one adapter at a time.
+
+    Why: each adapter is an inference component named after it, and inference component names are unique.
+    """
+    name = team.adapters[index].name  # read before the earlier adapters', as the adapters are read in turn
+    if any(other.name == name for other in team.adapters[:index]):
+        yield (
+            ("adapters", index, "name"),
+            f"adapter name '{name}' is used twice; inference component names must be unique",
+        )
 
 
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
@@ -436,14 +485,14 @@ RULES = (
     zero_min_needs_scale_to_zero,
     environment_not_rendered,
     environment_name,
-    ADAPTER_ARCHIVE,
-    ADAPTER_NAME_UNIQUE,
+    adapter_archive,
+    adapter_name_unique,
     instance_scaling_needs_adapters,
     scale_to_zero_needs_instance_scaling,
-    POOL_TIMEOUT_NEEDS_POOLS,
-    POOLS_AT_LEAST_TWO,
-    POOL_PRIMARY_FIRST,
-    POOL_TYPE_ONCE,
-    POOL_PRIORITY_ONCE,
-    POOL_PRIORITIES_WITHOUT_GAPS,
+    pool_timeout_needs_pools,
+    pools_at_least_two,
+    pool_primary_first,
+    pool_type_once,
+    pool_priority_once,
+    pool_priorities_without_gaps,
 )
