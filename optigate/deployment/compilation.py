@@ -166,3 +166,11 @@ def compile_advisories(team: TeamConfig, candidate: ResolvedServing | None) -> l
             NOTE_SDK_REFUSES_LLAMA_3_1_COMPILATION,
         )
     ]
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    COMPILED_ON_SERVED_FAMILY,
+    COMPILED_AS_SERVED,
+    NOTE_SDK_REFUSES_LLAMA_3_1_COMPILATION,
+)

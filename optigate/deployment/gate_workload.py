@@ -169,3 +169,7 @@ def resolve_synthetic(benchmark: BenchmarkGate) -> SyntheticPlan | None:
         shared_prefix_share=synthetic.shared_prefix_pct / 100,
         prefix_tokens=synthetic.prefix_tokens,
     )
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (SHARED_PREFIX_FITS,)

@@ -339,3 +339,10 @@ def _without_autoscaling(team: TeamConfig) -> TeamConfig:
     """The team as one deploy sees it with autoscaling suspended: its copies fixed."""
     serving = team.serving.model_copy(update={"autoscaling": None})
     return team.model_copy(update={"serving": serving})
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    COPIES_FIT_INSTANCES,
+    ROLLING_BATCH_HAS_ROOM,
+)

@@ -252,3 +252,12 @@ def pool_advisories(team: TeamConfig) -> list[Problem]:
             )
         )
     return notes
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    POOL_STORAGE_ONE_KIND,
+    POOL_AMI_ONE_VERSION,
+    NOTE_POOLS_WITH_SHADOW,
+    NOTE_GATE_MEASURES_PRIMARY_POOL,
+)

@@ -176,3 +176,13 @@ def reference_gap_notes(
         + trained_head_notes(head)
         + acceptance_notes(team, candidate)
     )
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    NOTE_CUDA13_HOST_UNNAMED,
+    NOTE_CROSS_CHECK_TOKENIZER_DEFAULTED,
+    NOTE_CAPTURE_OF_STREAMS,
+    NOTE_TRAINING_IMAGE_UNNAMED,
+    NOTE_ACCEPTANCE_UNSEEN,
+)

@@ -1,3 +1,4 @@
+# Over 400 lines: one function per hardware rule with its docstring; a module of their own would move their home.
 """Rules that need the instance catalog, the SDK's image tables or the capacity plan, registered with their IDs.
 
 They run while a team is resolved (`optigate.deployment.team.resolve_team`), on the settings that
@@ -7,7 +8,7 @@ whole registry: the config rules and these, and those of the other deployment mo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from pydantic import ValidationError
 
@@ -30,9 +31,11 @@ from optigate.config.rules import (
     quantization_problems,
     rule,
 )
+from optigate.config.rules.registry import Found, rule_check
 from optigate.deployment.checkpoint import SIXTEEN_BIT, Checkpoint, served_precision
 from optigate.plan import architecture, catalog, parallel
 from optigate.plan.architecture import ModelArchitecture
+from optigate.plan.catalog import Instance
 from optigate.plan.planner import Suggestion
 from optigate.plan.team_plan import architecture_for, deployed_tensor_parallel
 from optigate.plan.timeouts import timeout_refusals
@@ -43,23 +46,6 @@ NVFP4_MIN_COMPUTE_CAPABILITY = 10.0  # Blackwell
 FP8_INSTANCES = "ml.g6 (L4), ml.g6e (L40S) or ml.p5 (H100)"
 
 UNKNOWN_ARCHITECTURE = rule("OG108", "a named architecture is one the planner knows")
-LENGTH_WITHIN_POSITIONS = rule("OG109", "max_model_len is at most the model's max_position_embeddings")
-TIMEOUTS_FIT_WEIGHTS = rule("OG110", "the download and startup timeouts leave time for the model's weights")
-TENSOR_PARALLEL_SHARDS_HEADS = rule("OG111", "an explicit tensor_parallel_degree shards the model's heads")
-CONTAINER_VERSION_KNOWN = rule("OG301", "container.version is in the SageMaker SDK's image tables")
-INSTANCE_TYPE_KNOWN = rule("OG302", "instance_type is in optigate's instance catalog")
-NEURONX_ON_NEURON = rule("OG303", "lmi-neuronx runs on Inferentia/Trainium only")
-NEURON_NEEDS_NEURONX = rule("OG304", "an Inferentia/Trainium instance runs lmi-neuronx")
-TENSOR_PARALLEL_FITS_INSTANCE = rule("OG305", "tensor_parallel_degree is a degree the instance's accelerators run")
-NO_QUANTIZATION_ON_NEURON = rule("OG306", "no quantization on lmi-neuronx")
-FP8_NEEDS_FP8_CORES = rule("OG307", "fp8 on a GPU with FP8 tensor cores, or allow_weight_only_fp8")
-NVFP4_NEEDS_BLACKWELL = rule("OG308", "nvfp4 on Blackwell")
-TRTLLM_QUANTIZATIONS = rule("OG309", "lmi-trtllm takes fp8 or awq only")
-NO_FP8_KV_CACHE_ON_NEURON = rule("OG310", "no FP8 KV cache on lmi-neuronx")
-SPECULATION_NEEDS_LMI = rule("OG311", "speculative decoding on container family lmi")
-SPECULATION_NEEDS_LMI_15 = rule("OG312", "speculative decoding needs LMI v15 (0.33.0) or newer")
-LORA_NEEDS_LMI = rule("OG313", "LoRA adapters on container family lmi")
-NO_VOLUME_ON_INSTANCE_STORAGE = rule("OG314", "no volume_size_gb on an instance with NVMe storage")
 SWITCH_READ_BY_VERSION = rule("OG315", "a typed vLLM engine switch only on an LMI version that reads it")
 SWITCH_VALUE_READ_BY_VERSION = rule("OG316", "an engine switch value only on an LMI version that has it")
 SWITCH_NEEDS_MIXTURE_OF_EXPERTS = rule("OG317", "an expert-parallel switch only for a mixture-of-experts model")
@@ -79,143 +65,285 @@ PLAN_PROBLEM_RULES: dict[str, tuple[str, Rule] | None] = {
 }
 
 
-# Over 80 lines: the hardware rules in one pass over one block (one function per rule is issue 38's).
 def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool, served: str | None = None) -> list[Problem]:
-    """Container, instance and precision rules on one serving block; `served`: the precision the engine serves
+    """Container, instance and precision rules on one serving block, one rule function each, in the order they are
+    reported; with an unknown instance type only the rules before it. `served`: the precision the engine serves
     (optigate.deployment.checkpoint.served_precision: weights stored quantized are served so with quantization
     unset), else serving.quantization's."""
-    problems: list[Problem] = []
+    problems = [*container_version_known(serving, path), *instance_type_known(serving, path)]
+    if any(problem.rule is instance_type_known.rule for problem in problems):
+        return problems
+    instance = catalog.get_instance(serving.instance_type)
+    problems += [
+        *neuronx_on_neuron(serving, path, instance),
+        *neuron_needs_neuronx(serving, path, instance),
+        *tensor_parallel_fits_instance(serving, path, instance),
+    ]
+    quantization = _checked_quantization(serving, served)
+    return [
+        *problems,
+        *no_quantization_on_neuron(serving, path, instance, quantization),
+        *fp8_needs_fp8_cores(serving, path, instance, quantization),
+        *nvfp4_needs_blackwell(serving, path, instance, quantization),
+        *trtllm_quantizations(serving, path, quantization),
+        *no_fp8_kv_cache_on_neuron(serving, path, instance),
+        *speculation_needs_lmi(serving, path),
+        *speculation_needs_lmi_15(serving, path),
+        *lora_needs_lmi(serving, path, has_adapters),
+        *no_volume_on_instance_storage(serving, path, instance),
+    ]
 
-    def add(broken: Rule, sub: PathT, message: str) -> None:
-        problems.append(Problem((*path, *sub), message, broken))
 
+def _checked_quantization(serving: Serving, served: str | None) -> str | None:
+    """serving.quantization, or with it unset the precision the weights are served in when not 16-bit (as stored:
+    the FP8, NVFP4 and TensorRT-LLM rules apply to it the same)."""
+    quantization: str | None = serving.quantization
+    if served is not None and quantization is None and served != SIXTEEN_BIT:
+        quantization = served
+    return quantization
+
+
+def _version(serving: Serving) -> str:
+    """The container version deployed: as set, else the family's default."""
+    return serving.container.version or images.default_version(serving.container.family)
+
+
+@rule_check("OG301", "container.version is in the SageMaker SDK's image tables")
+def container_version_known(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`container.version` (or the family's default) is a version of the container family in the SageMaker Python
+    SDK's image tables (`optigate.serving.images`).
+
+    Why: the image URI is looked up there; a version the tables do not list has no image to deploy.
+    """
     family = serving.container.family
-    version = serving.container.version or images.default_version(family)
+    version = _version(serving)
     versions = images.known_versions(family)
     if version not in versions:
-        add(
-            CONTAINER_VERSION_KNOWN,
-            ("container", "version"),
+        yield (
+            (*path, "container", "version"),
             f"{family} has no version {version} in the SageMaker SDK's image tables; known: {', '.join(versions)}",
         )
 
+
+@rule_check("OG302", "instance_type is in optigate's instance catalog")
+def instance_type_known(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`instance_type` is in optigate's instance catalog (`optigate.plan.catalog`); when it is not, the other
+    hardware rules are not checked.
+
+    Why: the accelerators, their memory and compute capability, which the planner and every other hardware rule
+    read, come from the catalog.
+    """
     try:
-        instance = catalog.get_instance(serving.instance_type)
+        catalog.get_instance(serving.instance_type)
     except KeyError:
         names = [i.instance_type for i in catalog.all_instances()]
-        add(
-            INSTANCE_TYPE_KNOWN,
-            ("instance_type",),
+        yield (
+            (*path, "instance_type"),
             "unknown or unsupported instance type "
             f"'{serving.instance_type}'{did_you_mean(serving.instance_type, names)}",
         )
-        return problems
 
-    if family == "lmi-neuronx" and instance.platform != "neuron":
-        add(
-            NEURONX_ON_NEURON,
-            ("container", "family"),
+
+@rule_check("OG303", "lmi-neuronx runs on Inferentia/Trainium only")
+def neuronx_on_neuron(serving: Serving, path: PathT, instance: Instance) -> Iterator[Found]:
+    """Container family lmi-neuronx is deployed on an Inferentia/Trainium instance (ml.inf2, ml.trn1).
+
+    Why: the lmi-neuronx container runs on the Neuron SDK, which needs Neuron devices.
+    """
+    if serving.container.family == "lmi-neuronx" and instance.platform != "neuron":
+        yield (
+            (*path, "container", "family"),
             "lmi-neuronx runs only on Inferentia/Trainium (ml.inf2, ml.trn1), "
             f"not on {instance.instance_type} ({instance.accelerator}); use family lmi",
         )
+
+
+@rule_check("OG304", "an Inferentia/Trainium instance runs lmi-neuronx")
+def neuron_needs_neuronx(serving: Serving, path: PathT, instance: Instance) -> Iterator[Found]:
+    """An Inferentia/Trainium instance runs container family lmi-neuronx.
+
+    Why: only the lmi-neuronx container can use Neuron accelerators; a GPU container there has no device.
+    """
+    family = serving.container.family
     if instance.platform == "neuron" and family != "lmi-neuronx":
-        add(
-            NEURON_NEEDS_NEURONX,
-            ("container", "family"),
+        yield (
+            (*path, "container", "family"),
             f"{instance.instance_type} has {instance.accelerator} accelerators, which only the "
             "lmi-neuronx container can use; set container.family: lmi-neuronx or choose a GPU instance",
         )
 
+
+@rule_check("OG305", "tensor_parallel_degree is a degree the instance's accelerators run")
+def tensor_parallel_fits_instance(serving: Serving, path: PathT, instance: Instance) -> Iterator[Found]:
+    """An explicit `tensor_parallel_degree` is one of the instance's degrees (`optigate.plan.parallel`): a divisor
+    of its GPUs, or a degree the Neuron runtime runs within its NeuronCores.
+
+    Why: the engine shards the model over that many accelerators of one instance.
+    """
     tp = serving.tensor_parallel_degree
     degrees = parallel.instance_degrees(instance)
     if tp is not None and tp not in degrees:
         units = f"{instance.tp_units} {parallel.unit_name(instance)}"
         why = "is not a degree the Neuron runtime runs within" if instance.is_neuron else "does not divide"
-        add(
-            TENSOR_PARALLEL_FITS_INSTANCE,
-            ("tensor_parallel_degree",),
+        yield (
+            (*path, "tensor_parallel_degree"),
             f"{tp} {why} the {units} of {instance.instance_type}; use one of {degrees}",
         )
 
-    cc = instance.compute_capability
-    quantization: str | None = serving.quantization
-    if served is not None and quantization is None and served != SIXTEEN_BIT:
-        quantization = served  # as stored: the FP8, NVFP4 and TensorRT-LLM rules apply to it the same
+
+@rule_check("OG306", "no quantization on lmi-neuronx")
+def no_quantization_on_neuron(
+    serving: Serving, path: PathT, instance: Instance, quantization: str | None
+) -> Iterator[Found]:
+    """`quantization` is not set on an Inferentia/Trainium instance.
+
+    Why: optigate serves no quantization with lmi-neuronx; the Neuron instance serves the weights as they are.
+    """
     if serving.quantization is not None and instance.platform == "neuron":
-        add(
-            NO_QUANTIZATION_ON_NEURON,
-            ("quantization",),
+        yield (
+            (*path, "quantization"),
             f"{quantization} is not served by lmi-neuronx on {instance.instance_type}; "
             "remove quantization or choose a GPU instance",
         )
-    elif (
-        quantization == "fp8"
+
+
+@rule_check("OG307", "fp8 on a GPU with FP8 tensor cores, or allow_weight_only_fp8")
+def fp8_needs_fp8_cores(serving: Serving, path: PathT, instance: Instance, quantization: str | None) -> Iterator[Found]:
+    """FP8 (set, or the precision stored weights are served in) runs on a GPU of compute capability 8.9 or more
+    (Ada: L4, L40S; Hopper: H100), unless `allow_weight_only_fp8` accepts less; not checked where OG306 refuses.
+
+    Why: below 8.9 there are no FP8 tensor cores, and vLLM falls back to FP8 weight-only: less memory, no faster
+    math, which is rarely what FP8 was chosen for.
+    """
+    cc = instance.compute_capability
+    if (
+        not (serving.quantization is not None and instance.platform == "neuron")
+        and quantization == "fp8"
         and cc is not None
         and cc < FP8_MIN_COMPUTE_CAPABILITY
         and not serving.allow_weight_only_fp8
     ):
-        add(
-            FP8_NEEDS_FP8_CORES,
-            ("quantization",),
+        yield (
+            (*path, "quantization"),
             f"FP8 W8A8 needs compute capability >= 8.9, and {instance.accelerator} on "
             f"{instance.instance_type} has {cc}: vLLM would fall back to FP8 weight-only (less memory, "
             f"no faster math); use awq/gptq, choose {FP8_INSTANCES}, or set allow_weight_only_fp8: true",
         )
-    elif quantization == "nvfp4" and (cc is None or cc < NVFP4_MIN_COMPUTE_CAPABILITY):
-        add(
-            NVFP4_NEEDS_BLACKWELL,
-            ("quantization",),
+
+
+@rule_check("OG308", "nvfp4 on Blackwell")
+def nvfp4_needs_blackwell(
+    serving: Serving, path: PathT, instance: Instance, quantization: str | None
+) -> Iterator[Found]:
+    """NVFP4 (set, or the precision stored weights are served in) runs on a GPU of compute capability 10.0 or more
+    (Blackwell); not checked where OG306 refuses.
+
+    Why: NVFP4 is Blackwell's 4-bit floating point format; older GPUs have no kernels for it.
+    """
+    cc = instance.compute_capability
+    if (
+        not (serving.quantization is not None and instance.platform == "neuron")
+        and quantization == "nvfp4"
+        and (cc is None or cc < NVFP4_MIN_COMPUTE_CAPABILITY)
+    ):
+        yield (
+            (*path, "quantization"),
             f"NVFP4 needs Blackwell (compute capability >= 10.0), and {instance.accelerator} on "
             f"{instance.instance_type} has {cc}; use fp8 on Ada/Hopper or awq/gptq, or choose ml.p6-b200.48xlarge",
         )
-    if quantization is not None and family == "lmi-trtllm" and quantization in ("gptq", "nvfp4"):
-        add(
-            TRTLLM_QUANTIZATIONS,
-            ("quantization",),
+
+
+@rule_check("OG309", "lmi-trtllm takes fp8 or awq only")
+def trtllm_quantizations(serving: Serving, path: PathT, quantization: str | None) -> Iterator[Found]:
+    """On container family lmi-trtllm, the quantization (set, or as the weights are stored) is fp8 or awq.
+
+    Why: optigate's lmi-trtllm rendering (`optigate.serving.lmi`) offers no other; gptq and nvfp4 have no
+    TensorRT-LLM option there.
+    """
+    if quantization is not None and serving.container.family == "lmi-trtllm" and quantization in ("gptq", "nvfp4"):
+        yield (
+            (*path, "quantization"),
             f"{quantization} is not offered by optigate's lmi-trtllm rendering; "
             "use fp8 or awq, or container family lmi",
         )
 
+
+@rule_check("OG310", "no FP8 KV cache on lmi-neuronx")
+def no_fp8_kv_cache_on_neuron(serving: Serving, path: PathT, instance: Instance) -> Iterator[Found]:
+    """`kv_cache_dtype` is auto on an Inferentia/Trainium instance.
+
+    Why: an FP8 KV cache is not available with lmi-neuronx.
+    """
     if serving.kv_cache_dtype != "auto" and instance.platform == "neuron":
-        add(
-            NO_FP8_KV_CACHE_ON_NEURON,
-            ("kv_cache_dtype",),
-            "an FP8 KV cache is not available with lmi-neuronx; use auto",
+        yield (*path, "kv_cache_dtype"), "an FP8 KV cache is not available with lmi-neuronx; use auto"
+
+
+@rule_check("OG311", "speculative decoding on container family lmi")
+def speculation_needs_lmi(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`speculative_decoding` is set only on container family lmi.
+
+    Why: it is rendered as vLLM's OPTION_SPECULATIVE_CONFIG, which only container family lmi reads.
+    """
+    family = serving.container.family
+    if serving.speculative_decoding is not None and family != "lmi":
+        yield (
+            (*path, "speculative_decoding"),
+            "speculative decoding is configured through vLLM's OPTION_SPECULATIVE_CONFIG, "
+            f"which only container family lmi reads (not {family})",
         )
 
-    if serving.speculative_decoding is not None:
-        if family != "lmi":
-            add(
-                SPECULATION_NEEDS_LMI,
-                ("speculative_decoding",),
-                "speculative decoding is configured through vLLM's OPTION_SPECULATIVE_CONFIG, "
-                f"which only container family lmi reads (not {family})",
-            )
-        elif images.version_tuple(version) < images.FIRST_VLLM_SPECULATIVE_CONFIG_VERSION and version in versions:
-            add(
-                SPECULATION_NEEDS_LMI_15,
-                ("container", "version"),
-                "OPTION_SPECULATIVE_CONFIG needs LMI v15 (container version 0.33.0) or newer, "
-                f"got {version}; the older OPTION_SPECULATIVE_DRAFT_MODEL belonged to lmi-dist",
-            )
 
+@rule_check("OG312", "speculative decoding needs LMI v15 (0.33.0) or newer")
+def speculation_needs_lmi_15(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`speculative_decoding` on container family lmi runs a known container version of LMI v15 (0.33.0) or newer
+    (an unknown version is OG301's).
+
+    Why: OPTION_SPECULATIVE_CONFIG is read from LMI v15 on (`images.FIRST_VLLM_SPECULATIVE_CONFIG_VERSION`); the
+    older OPTION_SPECULATIVE_DRAFT_MODEL belonged to lmi-dist.
+    """
+    family = serving.container.family
+    version = _version(serving)
+    if (
+        serving.speculative_decoding is not None
+        and family == "lmi"
+        and images.version_tuple(version) < images.FIRST_VLLM_SPECULATIVE_CONFIG_VERSION
+        and version in images.known_versions(family)
+    ):
+        yield (
+            (*path, "container", "version"),
+            "OPTION_SPECULATIVE_CONFIG needs LMI v15 (container version 0.33.0) or newer, "
+            f"got {version}; the older OPTION_SPECULATIVE_DRAFT_MODEL belonged to lmi-dist",
+        )
+
+
+@rule_check("OG313", "LoRA adapters on container family lmi")
+def lora_needs_lmi(serving: Serving, path: PathT, has_adapters: bool) -> Iterator[Found]:
+    """`lora` or adapters only on container family lmi.
+
+    Why: adapters are served through vLLM's multi-LoRA support, which only container family lmi offers.
+    """
     lora = serving.lora
+    family = serving.container.family
     if (lora is not None or has_adapters) and family != "lmi":
-        add(
-            LORA_NEEDS_LMI,
-            ("lora",) if lora else (),
+        yield (
+            (*path, "lora") if lora else path,
             "LoRA adapters are served through vLLM's multi-LoRA support, "
             f"which only container family lmi offers (not {family})",
         )
 
+
+@rule_check("OG314", "no volume_size_gb on an instance with NVMe storage")
+def no_volume_on_instance_storage(serving: Serving, path: PathT, instance: Instance) -> Iterator[Found]:
+    """`volume_size_gb` is not set on an instance with NVMe instance storage.
+
+    Why: such an instance stores the model on its instance storage, and SageMaker refuses VolumeSizeInGB there.
+    """
     if serving.volume_size_gb is not None and instance.has_instance_storage:
-        add(
-            NO_VOLUME_ON_INSTANCE_STORAGE,
-            ("volume_size_gb",),
+        yield (
+            (*path, "volume_size_gb"),
             f"{instance.instance_type} stores models on its NVMe instance storage, "
             "where SageMaker refuses VolumeSizeInGB; remove volume_size_gb",
         )
-    return problems
 
 
 def architecture_problems(team: TeamConfig) -> tuple[ModelArchitecture | None, list[Problem]]:
@@ -234,29 +362,33 @@ def architecture_problems(team: TeamConfig) -> tuple[ModelArchitecture | None, l
     return architecture_for(spec), []
 
 
-def serving_architecture_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> list[Problem]:
-    """Settings the model itself refuses: lengths beyond its positions, a TP its heads cannot shard."""
-    problems: list[Problem] = []
+@rule_check("OG109", "max_model_len is at most the model's max_position_embeddings")
+def serving_architecture_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> Iterator[Found]:
+    """An explicit `max_model_len` is at most the model's `max_position_embeddings` (from its config.json or the
+    planner's architecture table).
+
+    Why: vLLM refuses to start with a maximum length beyond the model's positions.
+    """
     if serving.max_model_len is not None and serving.max_model_len > arch.max_position_embeddings:
-        problems.append(
-            Problem(
-                (*path, "max_model_len"),
-                f"{serving.max_model_len} exceeds the model's max_position_embeddings "
-                f"({arch.max_position_embeddings}); vLLM refuses to start; use at most {arch.max_position_embeddings}",
-                LENGTH_WITHIN_POSITIONS,
-            )
+        yield (
+            (*path, "max_model_len"),
+            f"{serving.max_model_len} exceeds the model's max_position_embeddings "
+            f"({arch.max_position_embeddings}); vLLM refuses to start; use at most {arch.max_position_embeddings}",
         )
-    return problems
 
 
-def timeout_problems(downloaded_gb: float, serving: Serving, path: PathT) -> list[Problem]:
-    """Explicit timeouts too short for the GB the variant downloads (the weights as stored, not as served)."""
+@rule_check("OG110", "the download and startup timeouts leave time for the model's weights")
+def timeout_problems(downloaded_gb: float, serving: Serving, path: PathT) -> Iterator[Found]:
+    """Explicit `model_data_download_timeout_seconds` and `container_startup_health_check_timeout_seconds` are at
+    least the minimum for the GB the variant downloads (the weights as stored, not as served), at the rates of
+    `optigate.plan.timeouts`.
+
+    Why: a timeout shorter than the download or the load of the weights fails the deployment after the wait.
+    """
     download = serving.model_data_download_timeout_seconds
     startup = serving.container_startup_health_check_timeout_seconds
-    return [
-        Problem((*path, field_name), message, TIMEOUTS_FIT_WEIGHTS)
-        for field_name, message in timeout_refusals(downloaded_gb, download, startup).items()
-    ]
+    for field_name, message in timeout_refusals(downloaded_gb, download, startup).items():
+        yield (*path, field_name), message
 
 
 def engine_switch_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> list[Problem]:
@@ -311,13 +443,19 @@ def _check_refusal(
     return None
 
 
-def tensor_parallel_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> list[Problem]:
-    """An explicit tensor-parallel degree must shard the model's heads (the default is chosen from the valid set)."""
+@rule_check("OG111", "an explicit tensor_parallel_degree shards the model's heads")
+def tensor_parallel_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> Iterator[Found]:
+    """An explicit `tensor_parallel_degree` is one of the degrees that shard the model's attention and key-value
+    heads on the instance (`optigate.plan.parallel.refusal`); the default is chosen from that valid set.
+
+    Why: the engine splits the heads evenly across the accelerators, and refuses a degree that does not divide them.
+    """
     tp = serving.tensor_parallel_degree
     if tp is None:
-        return []
+        return
     why = parallel.refusal(arch, catalog.get_instance(serving.instance_type), tp)
-    return [] if why is None else [Problem((*path, "tensor_parallel_degree"), why, TENSOR_PARALLEL_SHARDS_HEADS)]
+    if why is not None:
+        yield (*path, "tensor_parallel_degree"), why
 
 
 # The serving field each kind of planner fix changes.
@@ -387,3 +525,33 @@ def capacity_problems(resolved_plan, serving: Serving, path: PathT) -> list[Prob
             field_name = "instance_type"
         problems.append(Problem((*path, field_name), problem.message, broken))
     return problems
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    UNKNOWN_ARCHITECTURE,
+    serving_architecture_problems,
+    timeout_problems,
+    tensor_parallel_problems,
+    container_version_known,
+    instance_type_known,
+    neuronx_on_neuron,
+    neuron_needs_neuronx,
+    tensor_parallel_fits_instance,
+    no_quantization_on_neuron,
+    fp8_needs_fp8_cores,
+    nvfp4_needs_blackwell,
+    trtllm_quantizations,
+    no_fp8_kv_cache_on_neuron,
+    speculation_needs_lmi,
+    speculation_needs_lmi_15,
+    lora_needs_lmi,
+    no_volume_on_instance_storage,
+    SWITCH_READ_BY_VERSION,
+    SWITCH_VALUE_READ_BY_VERSION,
+    SWITCH_NEEDS_MIXTURE_OF_EXPERTS,
+    SWITCH_NEEDS_SEVERAL_GPUS,
+    WEIGHTS_FIT,
+    ONE_SEQUENCE_FITS,
+    BATCH_FITS,
+)

@@ -366,3 +366,10 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
     advisories += reference_gaps.reference_gap_notes(team, baseline, shadow, candidate, trained_head(team))
     advisories += adapter_base_notes(team)
     return ResolvedTeam(team, baseline, shadow, candidate, tuple(problems), tuple(advisories))
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    OPTIMIZATION_JOB_INSTANCE,
+    NOTE_ADAPTER_BASE_BY_ARCHITECTURE,
+)

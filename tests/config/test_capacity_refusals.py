@@ -99,13 +99,16 @@ def test_a_derived_length_never_exceeds_what_the_cache_holds(tmp_path):
 def test_every_kind_of_planner_problem_is_placed_at_a_field_and_a_rule():
     """The planner's problems reach validate through one table; a kind missing from it would be dropped silently."""
     from optigate.config.rules import REGISTRY
-    from optigate.deployment.rules import LENGTH_WITHIN_POSITIONS, PLAN_PROBLEM_RULES
+    from optigate.deployment.rules import PLAN_PROBLEM_RULES, serving_architecture_problems
     from optigate.plan import PROBLEM_KINDS
 
     assert set(PLAN_PROBLEM_RULES) == set(PROBLEM_KINDS)
     for kind, reported in PLAN_PROBLEM_RULES.items():
         if reported is None:  # reported before the plan, by the rule that names the model's own limit
-            assert kind == "max_model_len_exceeds_position_embeddings" and LENGTH_WITHIN_POSITIONS.id in REGISTRY
+            assert (
+                kind == "max_model_len_exceeds_position_embeddings"
+                and serving_architecture_problems.rule.id in REGISTRY
+            )
             continue
         field_name, broken = reported
         assert field_name in ("instance_type", "max_model_len", "max_batch_size") and REGISTRY[broken.id] is broken

@@ -1,4 +1,5 @@
-"""Config rules over the parsed files alone, one module per area, each rule registered with its ID.
+"""Config rules over the parsed files alone, one module per area, each rule registered with its ID and listed in its
+module's `RULES` (optigate.deployment.all_rules collects the lists).
 
 Each check returns `Problem(path, message, rule)`; the loader turns the path into a file line. A message says
 what is wrong and what to do instead, in one sentence where possible. Rules that need the instance catalog,

@@ -116,3 +116,14 @@ def adapter_candidate_problems(team: TeamConfig) -> list[Problem]:
                 )
             )
     return problems
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    CANDIDATE_ADAPTERS_NEED_ADAPTERS,
+    CANDIDATE_ADAPTERS_IN_GATE,
+    CANDIDATE_ADAPTER_NAMES,
+    CANDIDATE_ADAPTER_ARCHIVES,
+    CANDIDATE_ADAPTER_CHANGES,
+    CANDIDATE_ADAPTER_LATENCY,
+)

@@ -66,3 +66,11 @@ def _job_size_problems(team: TeamConfig) -> list[Problem]:
             ADAPTERS_ONE_EVALUATION_JOB,
         )
     ]
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    ADAPTER_DATASET,
+    ADAPTER_EVALUATION_NEEDS_GATE,
+    ADAPTERS_ONE_EVALUATION_JOB,
+)

@@ -41,3 +41,11 @@ def adapter_mix_problems(team: TeamConfig) -> list[Problem]:
             )
             problems.append(Problem((*ADAPTER_MIX, key), message, MIX_WEIGHTS_POSITIVE))
     return problems
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    MIX_NAMES_KNOWN,
+    MIX_WEIGHTS_POSITIVE,
+    MIX_NEEDS_ADAPTERS,
+)

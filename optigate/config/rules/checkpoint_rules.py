@@ -93,3 +93,11 @@ def unreadable(local_dir: str, why: str) -> Problem:
         "(bf16, fp16, fp32, fp8, awq, gptq or nvfp4)",
         LOCAL_CONFIG_READABLE,
     )
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    START_UP_QUANTIZATION,
+    WEIGHTS_AGREE,
+    LOCAL_CONFIG_READABLE,
+)

@@ -72,3 +72,11 @@ def component_problems(team: TeamConfig) -> list[Problem]:
             )
         )
     return problems
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    ADAPTERS_ON_ONE_INSTANCE_TYPE,
+    COMPONENT_SETTINGS_NEED_ADAPTERS,
+    SCHEDULING_NEEDS_ZONE_BALANCE,
+)

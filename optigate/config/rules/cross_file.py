@@ -255,3 +255,16 @@ def unknown_team_problems(environments: EnvironmentsFile, known: set[str], teams
                     )
                 )
     return problems
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    REGION_HAS_SAGEMAKER,
+    OVERRIDE_HAS_EFFECT,
+    MAX_CAPACITY_AT_LEAST_MIN,
+    INSTANCE_COUNT_AT_MOST_MAX,
+    CAPTURE_TRAINABLE,
+    TEAM_IN_ENVIRONMENT_EXISTS,
+    TEAM_NAME_ONCE,
+    RESOURCE_NAMES_DISTINCT,
+)

@@ -43,3 +43,12 @@ def check_environments(environments: EnvironmentsFile) -> list[Problem]:
                     )
                 )
     return problems
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    ENVIRONMENT_ONCE,
+    ONE_CAPTURE_KEY,
+    PIPELINE_REPOSITORY,
+    PIPELINE_ONE_SOURCE,
+)

@@ -183,7 +183,7 @@ def compile_problems(team: TeamConfig, serving: Serving, path: PathT) -> list[Pr
     not supported with speculative decoding with a GPU instance", and never with speculative decoding on Neuron;
     sharding is exclusive with every other technique (optigate never shards); on TensorRT-LLM a quantization is made
     by compilation ("Quantization ... must be provided with Compilation"). The typed vLLM engine switches are refused
-    on these families by add_engine_switch_problems."""
+    on these families by switch_read_by_family (OG206)."""
     problems: list[Problem] = []
     family = serving.container.family
     candidate = path == GATE_CANDIDATE
@@ -248,3 +248,20 @@ def compile_problems(team: TeamConfig, serving: Serving, path: PathT) -> list[Pr
             )
         )
     return problems
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    ADAPTER_GATE_LIMITS,
+    GATE_NEEDS_DATASET,
+    CONCURRENCY_LEVELS,
+    CROSS_CHECK_NEEDS_CANDIDATE,
+    CROSS_CHECK_FAMILY,
+    CROSS_CHECK_TOKENIZER,
+    EAGLE_TRAINING_IN_GATE,
+    COMPILE_IN_GATE,
+    COMPILE_FAMILY,
+    COMPILE_WITHOUT_SPECULATION,
+    COMPILE_QUANTIZATION,
+    TRTLLM_QUANTIZES_BY_COMPILING,
+)

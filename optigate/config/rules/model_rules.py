@@ -80,3 +80,15 @@ def source_problems(team: TeamConfig) -> list[Problem]:
             )
         ]
     return []
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    SOURCE_ONE_KIND,
+    SIZABLE,
+    KV_HEADS_DIVIDE,
+    WHOLE_HEAD_SIZE,
+    MOE_NEEDS_EXPERTS_PER_TOKEN,
+    EXPERTS_PER_TOKEN_NEEDS_EXPERTS,
+    EXPERTS_PER_TOKEN_AT_MOST_EXPERTS,
+)

@@ -1,18 +1,22 @@
 """The rule registry: each config rule's stable ID, title, severity and home, as cdk-nag and ruff name theirs.
 
-A rule module declares its rules with `rule(...)` beside the checks that report them, and every `Problem` a
-check returns carries its rule. IDs group by area (see AREAS); an ID, once given, is never reused for
+A rule module declares its rules with `rule(...)` beside the checks that report them, or as one function per rule
+with `@rule_check(...)` (its docstring documents the rule in docs/rules.md), and every `Problem` a check returns
+carries its rule. IDs group by area (see AREAS); an ID, once given, is never reused for
 another rule (tests/config/rule_ids.txt holds the list, so a renumbering is a visible change).
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import itertools
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import ParamSpec, Protocol, cast
 
 PathT = tuple[str | int, ...]
 
@@ -46,28 +50,84 @@ class Rule:
     home: str
     #: For a rule a pydantic model validator raises: the ValueError's text, which identifies it.
     model_message: str | None = None
+    #: For a rule checked by one function (`rule_check`): its docstring (what it checks, why, the source).
+    doc: str | None = None
 
     @property
     def area(self) -> str:
         return AREAS[int(self.id[2])]
 
 
-#: Every registered rule by ID. The config rules register on import of optigate.config.rules; the deployment
-#: rules (which need the catalog or the planner) on import of optigate.deployment.rules.
+#: Every rule declared so far, by ID, to keep each ID to one rule. The list of every rule is
+#: `optigate.deployment.all_rules.every_rule()`, collected from each rule module's `RULES`, not from this.
 REGISTRY: dict[str, Rule] = {}
 
 
 def rule(rule_id: str, title: str, severity: Severity = Severity.REFUSAL, *, model_message: str | None = None) -> Rule:
     """Register a rule declared in the calling module (its home); an ID is registered once."""
-    if not RULE_ID.fullmatch(rule_id) or int(rule_id[2]) not in AREAS:
-        raise ValueError(f"rule ID {rule_id!r} is not OG<area><nn>")
-    if rule_id in REGISTRY:
-        raise ValueError(f"rule {rule_id} is registered twice ({REGISTRY[rule_id].home})")
     caller = inspect.currentframe().f_back  # type: ignore[union-attr]
     home = caller.f_globals["__name__"] if caller is not None else "?"
-    registered = Rule(rule_id, title, Severity(severity), home, model_message)
-    REGISTRY[rule_id] = registered
+    return _register(Rule(rule_id, title, Severity(severity), home, model_message))
+
+
+def _register(registered: Rule) -> Rule:
+    if not RULE_ID.fullmatch(registered.id) or int(registered.id[2]) not in AREAS:
+        raise ValueError(f"rule ID {registered.id!r} is not OG<area><nn>")
+    if registered.id in REGISTRY:
+        raise ValueError(f"rule {registered.id} is registered twice ({REGISTRY[registered.id].home})")
+    REGISTRY[registered.id] = registered
     return registered
+
+
+#: What a rule function yields for each problem it finds: the problem's whole YAML path, and its message.
+Found = tuple[PathT, str]
+
+P = ParamSpec("P")
+
+
+class RuleCheck(Protocol[P]):
+    """A rule function as `rule_check` returns it: called like the function, it returns the `Problem`s the
+    function found, each carrying `rule`."""
+
+    rule: Rule
+    __name__: str
+    __doc__: str | None
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> list[Problem]: ...
+
+
+def rule_check(
+    rule_id: str, title: str, severity: Severity = Severity.REFUSAL
+) -> Callable[[Callable[P, Iterable[Found]]], RuleCheck[P]]:
+    """Register the decorated function as rule `rule_id`: it checks that one rule and yields `(path, message)`
+    for each problem; its docstring (what it checks, why, the source) goes to docs/rules.md. The function returned
+    gives the `Problem`s, each made as the function finds it (in the order `Problem.made` counts)."""
+
+    def register(check: Callable[P, Iterable[Found]]) -> RuleCheck[P]:
+        if not (check.__doc__ or "").strip():
+            raise ValueError(f"rule {rule_id}'s function {check.__name__} has no docstring")
+        registered = _register(
+            Rule(rule_id, title, Severity(severity), check.__module__, doc=inspect.cleandoc(check.__doc__ or ""))
+        )
+
+        @functools.wraps(check)
+        def problems(*args: P.args, **kwargs: P.kwargs) -> list[Problem]:
+            return [Problem(where, message, registered) for where, message in check(*args, **kwargs)]
+
+        checked = cast(RuleCheck[P], problems)
+        checked.rule = registered
+        return checked
+
+    return register
+
+
+#: What a module's `RULES` lists: a rule function, or a rule declared with `rule(...)` and checked elsewhere.
+RuleEntry = Rule | RuleCheck[...]
+
+
+def rules_of(entries: Iterable[RuleEntry]) -> list[Rule]:
+    """The rules a module's `RULES` lists."""
+    return [entry if isinstance(entry, Rule) else entry.rule for entry in entries]
 
 
 def rule_of_model_error(message: str) -> Rule | None:

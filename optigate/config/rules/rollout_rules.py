@@ -116,3 +116,13 @@ def component_rollout_problems(team: TeamConfig) -> list[Problem]:
             )
         ]
     return []
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    SHADOW_NEEDS_BLOCK,
+    SHADOW_BLOCK_NEEDS_STRATEGY,
+    SHADOW_WITHOUT_ADAPTERS,
+    COMPONENT_BATCH_IN_RANGE,
+    COMPONENT_ROLLOUT_FITS_TIMEOUT,
+)

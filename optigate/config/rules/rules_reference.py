@@ -1,5 +1,6 @@
-"""docs/rules.md: every registered rule (ID, severity, title, home), rendered from the registry like
-docs/configuration.md is from the models; `optigate schema --docs docs` writes it, `--check` fails when stale."""
+"""docs/rules.md: every registered rule (ID, severity, title, home; a rule function's docstring below its area's
+table), rendered from the registry like docs/configuration.md is from the models; `optigate schema --docs docs`
+writes it, `--check` fails when stale."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ team file, [configuration](configuration.md)). IDs are stable: a retired rule's 
 
 
 def render_rules_reference(rules: Iterable[Rule]) -> str:
-    """The page: one table per area, rules in ID order."""
+    """The page: one table per area, rules in ID order, then the docstring of each rule checked by a function."""
     by_area: dict[str, list[Rule]] = {}
     for found in sorted(rules, key=lambda r: r.id):
         by_area.setdefault(found.area, []).append(found)
@@ -37,6 +38,9 @@ def render_rules_reference(rules: Iterable[Rule]) -> str:
             title = found.title.replace("|", r"\|")
             lines.append(f"| {found.id} | {severity} | {title} | `{found.home}` |")
         lines.append("")
+        for found in by_area[area]:
+            if found.doc:  # a rule function's docstring: what it checks, why, the source
+                lines += [f"### {found.id}", "", found.doc, ""]
     return "\n".join(lines)
 
 

@@ -1,3 +1,4 @@
+# Over 400 lines: one function per serving rule, each with the docstring docs/rules.md shows, and their order.
 """Serving rules: one serving block (production, shadow or gate candidate) alone, and the adapters.
 
 They need no catalog, image table or plan (those are `optigate.deployment.rules`).
@@ -6,37 +7,14 @@ They need no catalog, image table or plan (those are `optigate.deployment.rules`
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Iterator
 
-from optigate.config.lmi_options import NOT_READ_BY, NotBelowField, options_set, rendered_names
+from optigate.config.lmi_options import NOT_READ_BY, LmiOption, NotBelowField, options_set, rendered_names
 from optigate.config.models import TIMEOUT_MAX_SECONDS, TIMEOUT_MIN_SECONDS, Serving, TeamConfig
-from optigate.config.rules.registry import PathT, Problem, Rule, rule
+from optigate.config.rules.registry import Found, PathT, Problem, rule_check
 
-SPECULATIVE_MODEL_UNDER_PREFIX = rule("OG201", "a speculative draft or head lies under the model's S3 prefix")
-CPU_LORAS_AT_LEAST_LORAS = rule("OG202", "lora.max_cpu_loras is at least lora.max_loras")
-TRTLLM_NO_GPU_MEMORY_UTILIZATION = rule("OG203", "lmi-trtllm takes no gpu_memory_utilization")
-TRTLLM_NO_KV_CACHE_DTYPE = rule("OG204", "lmi-trtllm takes no kv_cache_dtype other than auto")
-TRTLLM_NO_WEIGHT_ONLY_FP8 = rule("OG205", "lmi-trtllm takes no allow_weight_only_fp8")
-SWITCH_READ_BY_FAMILY = rule("OG206", "a typed vLLM engine switch is set only on a container family that reads it")
-SWITCH_NOT_BELOW_FIELD = rule("OG207", "a typed vLLM engine switch is not below the field vLLM requires it to reach")
-TIMEOUT_IN_RANGE = rule("OG208", "model download and startup timeouts lie within SageMaker's 60-3600 s")
-SCALING_MIN_AT_MOST_MAX = rule("OG209", "autoscaling.min_capacity is at most max_capacity")
-SCALE_TO_ZERO_NEEDS_ADAPTERS = rule("OG210", "scale_to_zero only with adapters (inference components)")
-ZERO_MIN_NEEDS_SCALE_TO_ZERO = rule("OG211", "autoscaling.min_capacity 0 only with scale_to_zero")
-ENVIRONMENT_NOT_RENDERED = rule("OG212", "serving.environment sets no variable optigate renders from a field")
-ENVIRONMENT_NAME = rule("OG213", "serving.environment names are upper-case letters, digits and underscores")
-ADAPTER_ARCHIVE = rule("OG214", "an adapter is a .tar.gz archive")
-ADAPTER_NAME_UNIQUE = rule("OG215", "adapter names are unique")
-INSTANCE_SCALING_NEEDS_ADAPTERS = rule("OG216", "managed_instance_scaling only with adapters (inference components)")
-SCALE_TO_ZERO_NEEDS_INSTANCE_SCALING = rule("OG217", "scale_to_zero with managed instance scaling (not set false)")
-POOL_TIMEOUT_NEEDS_POOLS = rule("OG251", "instance_provision_timeout_seconds only with instance_pools")
-POOLS_AT_LEAST_TWO = rule("OG252", "instance_pools lists at least two pools")
-POOL_PRIMARY_FIRST = rule("OG253", "the first pool is serving.instance_type with priority 1")
-POOL_TYPE_ONCE = rule("OG254", "each instance type is one pool")
-POOL_PRIORITY_ONCE = rule("OG255", "each pool has its own priority")
-POOL_PRIORITIES_WITHOUT_GAPS = rule("OG256", "pool priorities run 1 to N without gaps")
-
-# sources of truth, so `serving.environment` may not.
+#: The variables optigate renders from typed fields -> the field: those fields are the sources of truth, so
+#: `serving.environment` may not set them.
 RENDERED_OPTIONS = {
     "OPTION_MAX_MODEL_LEN": "serving.max_model_len",
     "OPTION_MAX_ROLLING_BATCH_SIZE": "serving.max_batch_size",
@@ -65,14 +43,42 @@ RENDERED_OPTIONS = {
 ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
-# Over 80 lines: the serving rules in one pass over one block (one function per rule is issue 38's).
 def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact_uri: str) -> list[Problem]:
-    """Rules on one serving block (the production variant, or a candidate) that need no catalog."""
-    problems: list[Problem] = []
+    """Rules on one serving block (the production variant, or a candidate) that need no catalog, in the order
+    they are reported: one rule function each (the engine switches and environment variables one at a time)."""
+    problems = [
+        *speculative_model_under_prefix(serving, path, artifact_uri),
+        *cpu_loras_at_least_loras(serving, path),
+        *trtllm_no_gpu_memory_utilization(serving, path),
+        *trtllm_no_kv_cache_dtype(serving, path),
+        *trtllm_no_weight_only_fp8(serving, path),
+    ]
+    for name, option, value in options_set(serving):
+        problems += switch_read_by_family(serving, path, name, option)
+        problems += switch_not_below_field(serving, path, name, option, value)
+    problems += [
+        *timeout_in_range(serving, path),
+        *scaling_min_at_most_max(serving, path),
+        *scale_to_zero_needs_adapters(serving, path, has_adapters),
+        *zero_min_needs_scale_to_zero(serving, path),
+        *instance_scaling_needs_adapters(serving, path, has_adapters),
+        *scale_to_zero_needs_instance_scaling(serving, path),
+        *instance_pool_problems(serving, path),
+    ]
+    for key in serving.environment:
+        problems += environment_not_rendered(serving, path, key)
+        problems += environment_name(serving, path, key)
+    return problems
 
-    def add(broken: Rule, sub: PathT, message: str) -> None:
-        problems.append(Problem((*path, *sub), message, broken))
 
+@rule_check("OG201", "a speculative draft or head lies under the model's S3 prefix")
+def speculative_model_under_prefix(serving: Serving, path: PathT, artifact_uri: str) -> Iterator[Found]:
+    """The weights of a speculative draft model or trained head (`speculative_decoding.model_s3_uri`) lie under
+    the model's own S3 prefix (`artifact_uri`).
+
+    Why: the endpoint's model is deployed with one model data source, and CloudFormation cannot attach a second,
+    so weights elsewhere would never reach the container.
+    """
     speculative = serving.speculative_decoding
     model_uri = getattr(speculative, "model_s3_uri", None)
     if (
@@ -80,238 +86,413 @@ def check_serving(serving: Serving, path: PathT, *, has_adapters: bool, artifact
         and model_uri is not None
         and not model_uri.rstrip("/").startswith(artifact_uri.rstrip("/") + "/")
     ):
-        add(
-            SPECULATIVE_MODEL_UNDER_PREFIX,
-            ("speculative_decoding", "model_s3_uri"),
+        yield (
+            (*path, "speculative_decoding", "model_s3_uri"),
             f"must lie under the model's prefix {artifact_uri} "
             "(CloudFormation cannot attach a second model data source); "
             f"copy the {speculative.method} weights to e.g. {artifact_uri.rstrip('/')}/{speculative.method}/",
         )
 
+
+@rule_check("OG202", "lora.max_cpu_loras is at least lora.max_loras")
+def cpu_loras_at_least_loras(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`lora.max_cpu_loras`, when set, is at least `lora.max_loras`.
+
+    Why: vLLM refuses to start when its CPU adapter cache holds fewer adapters than the GPU batch may use
+    (vLLM's LoRAConfig requires max_cpu_loras >= max_loras).
+    """
     lora = serving.lora
     if lora is not None and lora.max_cpu_loras is not None and lora.max_cpu_loras < lora.max_loras:
-        add(
-            CPU_LORAS_AT_LEAST_LORAS,
-            ("lora", "max_cpu_loras"),
+        yield (
+            (*path, "lora", "max_cpu_loras"),
             f"{lora.max_cpu_loras} is below max_loras ({lora.max_loras}); vLLM requires max_cpu_loras >= max_loras",
         )
 
-    if serving.container.family == "lmi-trtllm":
-        add_trtllm_problems(serving, add)
-    add_engine_switch_problems(serving, add)
 
-    for key in ("model_data_download_timeout_seconds", "container_startup_health_check_timeout_seconds"):
-        value = getattr(serving, key)
-        if value is not None and not TIMEOUT_MIN_SECONDS <= value <= TIMEOUT_MAX_SECONDS:
-            add(
-                TIMEOUT_IN_RANGE,
-                (key,),
-                f"{value} s is outside SageMaker's range {TIMEOUT_MIN_SECONDS}-{TIMEOUT_MAX_SECONDS} s; "
-                "leave it unset to size it to the model",
-            )
+@rule_check("OG203", "lmi-trtllm takes no gpu_memory_utilization")
+def trtllm_no_gpu_memory_utilization(serving: Serving, path: PathT) -> Iterator[Found]:
+    """On container family lmi-trtllm, `gpu_memory_utilization` is not set: refused rather than dropped.
 
-    scaling = serving.autoscaling
-    if scaling is not None:
-        if scaling.min_capacity > scaling.max_capacity:
-            add(
-                SCALING_MIN_AT_MOST_MAX,
-                ("autoscaling", "min_capacity"),
-                f"{scaling.min_capacity} exceeds max_capacity ({scaling.max_capacity})",
-            )
-        if scaling.scale_to_zero and not has_adapters:
-            add(
-                SCALE_TO_ZERO_NEEDS_ADAPTERS,
-                ("autoscaling", "scale_to_zero"),
-                "scale to zero works only for inference components; add adapters (which "
-                "deploy the model as an inference component) or set min_capacity >= 1",
-            )
-        if scaling.min_capacity == 0 and not scaling.scale_to_zero:
-            add(
-                ZERO_MIN_NEEDS_SCALE_TO_ZERO,
-                ("autoscaling", "min_capacity"),
-                "0 needs scale_to_zero: true (and adapters, which deploy inference components)",
-            )
-        if scaling.managed_instance_scaling is not None and not has_adapters:
-            add(
-                INSTANCE_SCALING_NEEDS_ADAPTERS,
-                ("autoscaling", "managed_instance_scaling"),
-                "managed instance scaling adds instances for inference component copies, and this endpoint is "
-                "model-backed (no adapters): its scalable target scales instances already; remove "
-                "managed_instance_scaling",
-            )
-        if scaling.scale_to_zero and scaling.managed_instance_scaling is False:
-            add(
-                SCALE_TO_ZERO_NEEDS_INSTANCE_SCALING,
-                ("autoscaling", "managed_instance_scaling"),
-                "scale to zero removes the instances with the last copy, which only managed instance scaling does "
-                "(its MinInstanceCount 0); remove managed_instance_scaling: false or scale_to_zero",
-            )
-
-    problems += instance_pool_problems(serving, path)
-    for key in serving.environment:
-        if key in RENDERED_OPTIONS:
-            add(
-                ENVIRONMENT_NOT_RENDERED,
-                ("environment", key),
-                f"{key} is rendered from {RENDERED_OPTIONS[key]}; set that field instead",
-            )
-        elif not ENV_NAME.fullmatch(key):  # ASCII only: str.isalpha/isupper accept ÄÖ
-            add(
-                ENVIRONMENT_NAME,
-                ("environment", key),
-                "environment variable names are upper-case letters, digits and underscores",
-            )
-    return problems
-
-
-def instance_pool_problems(serving: Serving, path: PathT) -> list[Problem]:
-    """The shape of `instance_pools`: serving.instance_type is the priority-1 pool and comes first, 2-5 pools of
-    distinct types with priorities 1..N each once; the provisioning timeout only with pools.
-
-    SageMaker provisions in priority order (1 first) and falls back on insufficient capacity
-    (https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html). The API takes 1-5
-    pools with priorities 1-5 (botocore's InstancePoolList, InstancePoolPriority); whether it accepts ties or gaps
-    is not documented, so the order is made explicit: 1..N, each once.
+    Why: LMI's TensorRT-LLM options (trt_llm_user_guide.md in deepjavalibrary/djl-serving) size the KV cache with
+    `option.kv_cache_free_gpu_mem_fraction`, a share of the memory *left after the weights* (default 0.95), not
+    vLLM's share of all memory, so the field has no equivalent there.
     """
-    pools = serving.instance_pools
-    if pools is None:
-        if serving.instance_provision_timeout_seconds is not None:
-            return [
-                Problem(
-                    (*path, "instance_provision_timeout_seconds"),
-                    "VariantInstanceProvisionTimeoutInSeconds bounds the fallback across instance pools; add "
-                    "instance_pools, or remove instance_provision_timeout_seconds",
-                    POOL_TIMEOUT_NEEDS_POOLS,
-                )
-            ]
-        return []
-    where = (*path, "instance_pools")
-    if len(pools) < 2:
-        return [
-            Problem(
-                where,
-                f"one pool is serving.instance_type alone; list {serving.instance_type} (priority 1) and 1-4 fallback "
-                "types, or remove instance_pools",
-                POOLS_AT_LEAST_TWO,
-            )
-        ]
-    problems: list[Problem] = []
-    first = pools[0]
-    if first.instance_type != serving.instance_type or first.priority != 1:
-        problems.append(
-            Problem(
-                (*where, 0),
-                f"the first pool must be serving.instance_type ({serving.instance_type}) with priority 1, got "
-                f"{first.instance_type} with priority {first.priority}; list the primary first, or change "
-                "serving.instance_type to the type you want tried first",
-                POOL_PRIMARY_FIRST,
-            )
-        )
-    seen_types: dict[str, int] = {}
-    seen_priorities: dict[int, int] = {}
-    for index, pool in enumerate(pools):
-        if pool.instance_type in seen_types:
-            problems.append(
-                Problem(
-                    (*where, index, "instance_type"),
-                    f"{pool.instance_type} is already pool {seen_types[pool.instance_type]}; each type once",
-                    POOL_TYPE_ONCE,
-                )
-            )
-        if pool.priority in seen_priorities:
-            problems.append(
-                Problem(
-                    (*where, index, "priority"),
-                    f"priority {pool.priority} is already pool {seen_priorities[pool.priority]}'s; give each pool "
-                    f"its own priority, 1 to {len(pools)}",
-                    POOL_PRIORITY_ONCE,
-                )
-            )
-        seen_types.setdefault(pool.instance_type, index)
-        seen_priorities.setdefault(pool.priority, index)
-    missing = sorted(set(range(1, len(pools) + 1)) - set(seen_priorities))
-    if missing and len(seen_priorities) == len(pools):
-        problems.append(
-            Problem(
-                where,
-                f"priorities must be 1 to {len(pools)} without gaps; {', '.join(map(str, missing))} is missing",
-                POOL_PRIORITIES_WITHOUT_GAPS,
-            )
-        )
-    return problems
-
-
-def add_trtllm_problems(serving: Serving, add: Callable[[Rule, PathT, str], None]) -> None:
-    """Fields the LMI TensorRT-LLM container has no equivalent of: refused rather than dropped.
-
-    LMI's TensorRT-LLM options (trt_llm_user_guide.md in deepjavalibrary/djl-serving) size the KV cache with
-    `option.kv_cache_free_gpu_mem_fraction`, a share of the memory *left after the weights* (default 0.95),
-    not vLLM's share of all memory, and list no KV-cache dtype; FP8 there is W8A8 only (TensorRT-LLM has no
-    weight-only FP8 fallback on A10G/A100).
-    """
-    if serving.gpu_memory_utilization is not None:
-        add(
-            TRTLLM_NO_GPU_MEMORY_UTILIZATION,
-            ("gpu_memory_utilization",),
+    if serving.container.family == "lmi-trtllm" and serving.gpu_memory_utilization is not None:
+        yield (
+            (*path, "gpu_memory_utilization"),
             "lmi-trtllm has no gpu_memory_utilization: TensorRT-LLM gives its KV cache a share of the memory left "
             "after the weights (option.kv_cache_free_gpu_mem_fraction, 0.95); remove it, or use container family lmi",
         )
-    if serving.kv_cache_dtype != "auto":
-        add(
-            TRTLLM_NO_KV_CACHE_DTYPE,
-            ("kv_cache_dtype",),
+
+
+@rule_check("OG204", "lmi-trtllm takes no kv_cache_dtype other than auto")
+def trtllm_no_kv_cache_dtype(serving: Serving, path: PathT) -> Iterator[Found]:
+    """On container family lmi-trtllm, `kv_cache_dtype` is auto: refused rather than dropped.
+
+    Why: LMI's TensorRT-LLM options (trt_llm_user_guide.md in deepjavalibrary/djl-serving) list no KV-cache dtype.
+    """
+    if serving.container.family == "lmi-trtllm" and serving.kv_cache_dtype != "auto":
+        yield (
+            (*path, "kv_cache_dtype"),
             f"{serving.kv_cache_dtype} is not offered by LMI's TensorRT-LLM options; use auto, or container family lmi",
         )
-    if serving.allow_weight_only_fp8:
-        add(
-            TRTLLM_NO_WEIGHT_ONLY_FP8,
-            ("allow_weight_only_fp8",),
+
+
+@rule_check("OG205", "lmi-trtllm takes no allow_weight_only_fp8")
+def trtllm_no_weight_only_fp8(serving: Serving, path: PathT) -> Iterator[Found]:
+    """On container family lmi-trtllm, `allow_weight_only_fp8` is not set: refused rather than dropped.
+
+    Why: FP8 in TensorRT-LLM is W8A8 only, on GPUs with FP8 tensor cores; it has no weight-only FP8 fallback on
+    A10G/A100 as vLLM has (trt_llm_user_guide.md in deepjavalibrary/djl-serving).
+    """
+    if serving.container.family == "lmi-trtllm" and serving.allow_weight_only_fp8:
+        yield (
+            (*path, "allow_weight_only_fp8"),
             "TensorRT-LLM runs FP8 only as W8A8 on GPUs with FP8 tensor cores, never weight-only; "
             "remove it, or use container family lmi",
         )
 
 
-def add_engine_switch_problems(serving: Serving, add: Callable[[Rule, PathT, str], None]) -> None:
-    """Typed engine options (optigate.config.lmi_options) on a container family whose engine does not read them,
-    and each option's config checks (vLLM's own constraints across fields)."""
+@rule_check("OG206", "a typed vLLM engine switch is set only on a container family that reads it")
+def switch_read_by_family(serving: Serving, path: PathT, name: str, option: LmiOption) -> Iterator[Found]:
+    """A typed engine option (`optigate.config.lmi_options`), checked one option at a time, is set only on a
+    container family whose engine reads it.
+
+    Why: a family that does not read the option would start without it, silently; the families each option is
+    read by are in the option table (`LMI_OPTIONS`), what each family reads instead in `NOT_READ_BY`.
+    """
     family = serving.container.family
-    for name, option, value in options_set(serving):
-        if family not in option.families:
-            add(
-                SWITCH_READ_BY_FAMILY,
-                (name,),
-                f"{name} is {option.engine_argument}, which container family {family} does not read "
-                f"({NOT_READ_BY[family]}); remove it, or use container family {' or '.join(option.families)}",
+    if family not in option.families:
+        yield (
+            (*path, name),
+            f"{name} is {option.engine_argument}, which container family {family} does not read "
+            f"({NOT_READ_BY[family]}); remove it, or use container family {' or '.join(option.families)}",
+        )
+
+
+@rule_check("OG207", "a typed vLLM engine switch is not below the field vLLM requires it to reach")
+def switch_not_below_field(
+    serving: Serving, path: PathT, name: str, option: LmiOption, value: object
+) -> Iterator[Found]:
+    """A typed engine option set on a family that reads it, checked one option at a time, is not below the
+    serving field its table entry names (a `NotBelowField` check in `optigate.config.lmi_options`).
+
+    Why: vLLM refuses to start when such an option is below the field it must reach; the option table holds each
+    constraint and its message.
+    """
+    if serving.container.family not in option.families:
+        return  # OG206's
+    for check in option.checks:
+        if isinstance(check, NotBelowField):
+            other = getattr(serving, check.field)
+            if other is not None and value < other:
+                yield (*path, name), check.message.format(value=value, other=other)
+
+
+@rule_check("OG208", "model download and startup timeouts lie within SageMaker's 60-3600 s")
+def timeout_in_range(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`model_data_download_timeout_seconds` and `container_startup_health_check_timeout_seconds`, when set, lie
+    within 60-3600 s.
+
+    Why: SageMaker's production variant (ModelDataDownloadTimeoutInSeconds,
+    ContainerStartupHealthCheckTimeoutInSeconds) accepts only that range, so CloudFormation would fail the deploy.
+    """
+    for key in ("model_data_download_timeout_seconds", "container_startup_health_check_timeout_seconds"):
+        value = getattr(serving, key)
+        if value is not None and not TIMEOUT_MIN_SECONDS <= value <= TIMEOUT_MAX_SECONDS:
+            yield (
+                (*path, key),
+                f"{value} s is outside SageMaker's range {TIMEOUT_MIN_SECONDS}-{TIMEOUT_MAX_SECONDS} s; "
+                "leave it unset to size it to the model",
             )
-            continue
-        for check in option.checks:
-            if isinstance(check, NotBelowField):
-                other = getattr(serving, check.field)
-                if other is not None and value < other:
-                    add(SWITCH_NOT_BELOW_FIELD, (name,), check.message.format(value=value, other=other))
+
+
+@rule_check("OG209", "autoscaling.min_capacity is at most max_capacity")
+def scaling_min_at_most_max(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`autoscaling.min_capacity` is at most `autoscaling.max_capacity`.
+
+    Why: Application Auto Scaling refuses a scalable target whose MinCapacity exceeds its MaxCapacity.
+    """
+    scaling = serving.autoscaling
+    if scaling is not None and scaling.min_capacity > scaling.max_capacity:
+        yield (
+            (*path, "autoscaling", "min_capacity"),
+            f"{scaling.min_capacity} exceeds max_capacity ({scaling.max_capacity})",
+        )
+
+
+@rule_check("OG210", "scale_to_zero only with adapters (inference components)")
+def scale_to_zero_needs_adapters(serving: Serving, path: PathT, has_adapters: bool) -> Iterator[Found]:
+    """`autoscaling.scale_to_zero` is set only for a team with adapters.
+
+    Why: SageMaker scales to zero only inference components, and optigate deploys the model as an inference
+    component only when the team has adapters; a model-backed endpoint keeps at least one instance.
+    """
+    scaling = serving.autoscaling
+    if scaling is not None and scaling.scale_to_zero and not has_adapters:
+        yield (
+            (*path, "autoscaling", "scale_to_zero"),
+            "scale to zero works only for inference components; add adapters (which "
+            "deploy the model as an inference component) or set min_capacity >= 1",
+        )
+
+
+@rule_check("OG211", "autoscaling.min_capacity 0 only with scale_to_zero")
+def zero_min_needs_scale_to_zero(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`autoscaling.min_capacity` is 0 only with `autoscaling.scale_to_zero: true`.
+
+    Why: a minimum of no copies is scaling to zero, which needs the settings that make it work (and adapters,
+    which deploy inference components: OG210).
+    """
+    scaling = serving.autoscaling
+    if scaling is not None and scaling.min_capacity == 0 and not scaling.scale_to_zero:
+        yield (
+            (*path, "autoscaling", "min_capacity"),
+            "0 needs scale_to_zero: true (and adapters, which deploy inference components)",
+        )
+
+
+@rule_check("OG216", "managed_instance_scaling only with adapters (inference components)")
+def instance_scaling_needs_adapters(serving: Serving, path: PathT, has_adapters: bool) -> Iterator[Found]:
+    """`autoscaling.managed_instance_scaling` is set only for a team with adapters.
+
+    Why: managed instance scaling adds instances for inference component copies; a model-backed endpoint (no
+    adapters) already scales instances through its scalable target.
+    """
+    scaling = serving.autoscaling
+    if scaling is not None and scaling.managed_instance_scaling is not None and not has_adapters:
+        yield (
+            (*path, "autoscaling", "managed_instance_scaling"),
+            "managed instance scaling adds instances for inference component copies, and this endpoint is "
+            "model-backed (no adapters): its scalable target scales instances already; remove "
+            "managed_instance_scaling",
+        )
+
+
+@rule_check("OG217", "scale_to_zero with managed instance scaling (not set false)")
+def scale_to_zero_needs_instance_scaling(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`autoscaling.scale_to_zero` is not combined with `managed_instance_scaling: false`.
+
+    Why: scaling to zero removes the instances with the last copy, which only managed instance scaling does (its
+    MinInstanceCount 0).
+    """
+    scaling = serving.autoscaling
+    if scaling is not None and scaling.scale_to_zero and scaling.managed_instance_scaling is False:
+        yield (
+            (*path, "autoscaling", "managed_instance_scaling"),
+            "scale to zero removes the instances with the last copy, which only managed instance scaling does "
+            "(its MinInstanceCount 0); remove managed_instance_scaling: false or scale_to_zero",
+        )
+
+
+@rule_check("OG212", "serving.environment sets no variable optigate renders from a field")
+def environment_not_rendered(serving: Serving, path: PathT, key: str) -> Iterator[Found]:
+    """A `serving.environment` variable, checked one at a time, is not one optigate renders from a typed field
+    (`RENDERED_OPTIONS`).
+
+    Why: the field is the variable's one source of truth (the planner, the gate and the rendering read it); a
+    second source in `environment` would serve one value and plan another.
+    """
+    if key in RENDERED_OPTIONS:
+        yield (*path, "environment", key), f"{key} is rendered from {RENDERED_OPTIONS[key]}; set that field instead"
+
+
+@rule_check("OG213", "serving.environment names are upper-case letters, digits and underscores")
+def environment_name(serving: Serving, path: PathT, key: str) -> Iterator[Found]:
+    """A `serving.environment` variable name, checked one at a time, is upper-case ASCII letters, digits and
+    underscores, starting with a letter (a name OG212 refuses is not checked again).
+
+    Why: the names POSIX shells and the LMI container read; ASCII only, as `str.isalpha` and `str.isupper` accept
+    letters such as Ä.
+    """
+    if key not in RENDERED_OPTIONS and not ENV_NAME.fullmatch(key):
+        yield (*path, "environment", key), "environment variable names are upper-case letters, digits and underscores"
+
+
+def instance_pool_problems(serving: Serving, path: PathT) -> list[Problem]:
+    """The shape of `instance_pools`, one rule function each: the provisioning timeout only with pools; with one
+    pool only that; else the primary first, each type and priority once (pool by pool), priorities without gaps."""
+    pools = serving.instance_pools
+    if pools is None:
+        return pool_timeout_needs_pools(serving, path)
+    if len(pools) < 2:
+        return pools_at_least_two(serving, path)
+    problems = pool_primary_first(serving, path)
+    for index in range(len(pools)):
+        problems += pool_type_once(serving, path, index)
+        problems += pool_priority_once(serving, path, index)
+    return problems + pool_priorities_without_gaps(serving, path)
+
+
+@rule_check("OG251", "instance_provision_timeout_seconds only with instance_pools")
+def pool_timeout_needs_pools(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`instance_provision_timeout_seconds` is set only with `instance_pools`.
+
+    Why: it is the production variant's VariantInstanceProvisionTimeoutInSeconds, which bounds the fallback across
+    instance pools (https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html).
+    """
+    if serving.instance_pools is None and serving.instance_provision_timeout_seconds is not None:
+        yield (
+            (*path, "instance_provision_timeout_seconds"),
+            "VariantInstanceProvisionTimeoutInSeconds bounds the fallback across instance pools; add "
+            "instance_pools, or remove instance_provision_timeout_seconds",
+        )
+
+
+@rule_check("OG252", "instance_pools lists at least two pools")
+def pools_at_least_two(serving: Serving, path: PathT) -> Iterator[Found]:
+    """`instance_pools` lists serving.instance_type and 1-4 fallback types; with fewer than two pools the other pool
+    rules are not checked.
+
+    Why: one pool is serving.instance_type alone, with no fallback; the API takes 1-5 pools (botocore's
+    InstancePoolList).
+    """
+    pools = serving.instance_pools
+    if pools is not None and len(pools) < 2:
+        yield (
+            (*path, "instance_pools"),
+            f"one pool is serving.instance_type alone; list {serving.instance_type} (priority 1) and 1-4 fallback "
+            "types, or remove instance_pools",
+        )
+
+
+@rule_check("OG253", "the first pool is serving.instance_type with priority 1")
+def pool_primary_first(serving: Serving, path: PathT) -> Iterator[Found]:
+    """The first of two or more pools is serving.instance_type, with priority 1.
+
+    Why: SageMaker provisions in priority order (1 first) and falls back on insufficient capacity
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html); the type the rest of
+    the config (and the plan) names is the one tried first, and listed first.
+    """
+    pools = serving.instance_pools
+    if pools is None or len(pools) < 2:
+        return
+    first = pools[0]
+    if first.instance_type != serving.instance_type or first.priority != 1:
+        yield (
+            (*path, "instance_pools", 0),
+            f"the first pool must be serving.instance_type ({serving.instance_type}) with priority 1, got "
+            f"{first.instance_type} with priority {first.priority}; list the primary first, or change "
+            "serving.instance_type to the type you want tried first",
+        )
+
+
+@rule_check("OG254", "each instance type is one pool")
+def pool_type_once(serving: Serving, path: PathT, index: int) -> Iterator[Found]:
+    """Pool `index` (of two or more) has a type no earlier pool has, checked one pool at a time.
+
+    Why: a pool is one instance type; the same type twice is one pool with two priorities.
+    """
+    pools = serving.instance_pools
+    if pools is None or len(pools) < 2:
+        return
+    instance_type = pools[index].instance_type  # read before the earlier pools', as the pools are read in turn
+    earlier = [i for i, other in enumerate(pools[:index]) if other.instance_type == instance_type]
+    if earlier:
+        yield (
+            (*path, "instance_pools", index, "instance_type"),
+            f"{instance_type} is already pool {earlier[0]}; each type once",
+        )
+
+
+@rule_check("OG255", "each pool has its own priority")
+def pool_priority_once(serving: Serving, path: PathT, index: int) -> Iterator[Found]:
+    """Pool `index` (of two or more) has a priority no earlier pool has, checked one pool at a time.
+
+    Why: the API takes priorities 1-5 (botocore's InstancePoolPriority); whether it accepts ties is not documented,
+    so the order is made explicit: each priority once.
+    """
+    pools = serving.instance_pools
+    if pools is None or len(pools) < 2:
+        return
+    priority = pools[index].priority  # read before the earlier pools', as the pools are read in turn
+    earlier = [i for i, other in enumerate(pools[:index]) if other.priority == priority]
+    if earlier:
+        yield (
+            (*path, "instance_pools", index, "priority"),
+            f"priority {priority} is already pool {earlier[0]}'s; give each pool its own priority, 1 to {len(pools)}",
+        )
+
+
+@rule_check("OG256", "pool priorities run 1 to N without gaps")
+def pool_priorities_without_gaps(serving: Serving, path: PathT) -> Iterator[Found]:
+    """The priorities of two or more pools, each once, are 1 to N, N the number of pools (a tie is OG255's).
+
+    Why: whether the API accepts gaps is not documented (botocore's InstancePoolPriority is 1-5), so the order is
+    made explicit: 1..N.
+    """
+    pools = serving.instance_pools
+    if pools is None or len(pools) < 2:
+        return
+    priorities = {pool.priority for pool in pools}
+    missing = sorted(set(range(1, len(pools) + 1)) - priorities)
+    if missing and len(priorities) == len(pools):
+        yield (
+            (*path, "instance_pools"),
+            f"priorities must be 1 to {len(pools)} without gaps; {', '.join(map(str, missing))} is missing",
+        )
 
 
 def adapter_problems(team: TeamConfig) -> list[Problem]:
-    """Each adapter an archive, each name once (inference component names are unique)."""
+    """Each adapter an archive, each name once, adapter by adapter."""
     problems: list[Problem] = []
-    names: set[str] = set()
-    for index, adapter in enumerate(team.adapters):
-        if not adapter.s3_uri.endswith(".tar.gz"):
-            problems.append(
-                Problem(
-                    ("adapters", index, "s3_uri"),
-                    "an adapter is deployed from a .tar.gz archive "
-                    f"(adapter_config.json + weights), got {adapter.s3_uri}",
-                    ADAPTER_ARCHIVE,
-                )
-            )
-        if adapter.name in names:
-            problems.append(
-                Problem(
-                    ("adapters", index, "name"),
-                    f"adapter name '{adapter.name}' is used twice; inference component names must be unique",
-                    ADAPTER_NAME_UNIQUE,
-                )
-            )
-        names.add(adapter.name)
+    for index in range(len(team.adapters)):
+        problems += adapter_archive(team, index)
+        problems += adapter_name_unique(team, index)
     return problems
+
+
+@rule_check("OG214", "an adapter is a .tar.gz archive")
+def adapter_archive(team: TeamConfig, index: int) -> Iterator[Found]:
+    """Adapter `index`'s `s3_uri` names a .tar.gz archive, checked one adapter at a time.
+
+    Why: an inference component deploys an adapter from an archive of adapter_config.json and the weights.
+    """
+    adapter = team.adapters[index]
+    if not adapter.s3_uri.endswith(".tar.gz"):
+        yield (
+            ("adapters", index, "s3_uri"),
+            f"an adapter is deployed from a .tar.gz archive (adapter_config.json + weights), got {adapter.s3_uri}",
+        )
+
+
+@rule_check("OG215", "adapter names are unique")
+def adapter_name_unique(team: TeamConfig, index: int) -> Iterator[Found]:
+    """Adapter `index`'s name is no earlier adapter's, checked one adapter at a time.
+
+    Why: each adapter is an inference component named after it, and inference component names are unique.
+    """
+    name = team.adapters[index].name  # read before the earlier adapters', as the adapters are read in turn
+    if any(other.name == name for other in team.adapters[:index]):
+        yield (
+            ("adapters", index, "name"),
+            f"adapter name '{name}' is used twice; inference component names must be unique",
+        )
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    speculative_model_under_prefix,
+    cpu_loras_at_least_loras,
+    trtllm_no_gpu_memory_utilization,
+    trtllm_no_kv_cache_dtype,
+    trtllm_no_weight_only_fp8,
+    switch_read_by_family,
+    switch_not_below_field,
+    timeout_in_range,
+    scaling_min_at_most_max,
+    scale_to_zero_needs_adapters,
+    zero_min_needs_scale_to_zero,
+    environment_not_rendered,
+    environment_name,
+    adapter_archive,
+    adapter_name_unique,
+    instance_scaling_needs_adapters,
+    scale_to_zero_needs_instance_scaling,
+    pool_timeout_needs_pools,
+    pools_at_least_two,
+    pool_primary_first,
+    pool_type_once,
+    pool_priority_once,
+    pool_priorities_without_gaps,
+)

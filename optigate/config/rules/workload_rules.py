@@ -97,3 +97,13 @@ def capture_replay_problems(environments: EnvironmentsFile, teams: Mapping[str, 
                     )
                 )
     return problems
+
+
+#: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
+RULES = (
+    ONE_WORKLOAD,
+    PERCENTILES_IN_ORDER,
+    REPLAY_THROUGHPUT,
+    CROSS_CHECK_SAME_WORKLOAD,
+    CAPTURE_REPLAYABLE,
+)

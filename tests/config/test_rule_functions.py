@@ -1,0 +1,94 @@
+"""Rules are listed, not registered by import: each module that declares rules lists them in its `RULES`, all_rules
+collects those lists (and imports nothing only for a side effect), and a rule checked by a function of its own
+carries the function's docstring to docs/rules.md."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+from optigate.config.rules import REGISTRY, Rule
+from optigate.config.rules.registry import rules_of
+from optigate.deployment import all_rules
+from optigate.deployment.all_rules import RULE_MODULES, every_rule
+from tests.conftest import REPO
+
+#: The rules still declared with `rule(...)` and checked inside a function over several rules: a rule moved into a
+#: function of its own leaves this list (issue 38: one function per rule).
+_NOT_YET_FUNCTIONS = """
+    OG101 OG102 OG103 OG104 OG105 OG106 OG107 OG108 OG112 OG113 OG114
+    OG257 OG258 OG261 OG263 OG315 OG316 OG317 OG318 OG321 OG322 OG323 OG331 OG401 OG402
+    OG403 OG404 OG405 OG406 OG407 OG408 OG409 OG410 OG411 OG412 OG413 OG414 OG415 OG421 OG422 OG423 OG424 OG425
+    OG430 OG431 OG432 OG440 OG441 OG442 OG450 OG451 OG452 OG453 OG454 OG455 OG456 OG460 OG461 OG462 OG463 OG464
+    OG501 OG502 OG503 OG520 OG521 OG530 OG531 OG532 OG533 OG534 OG601 OG602 OG603 OG604 OG605 OG606 OG607 OG608
+    OG609 OG610 OG611 OG612 OG620 OG701 OG702 OG703
+"""
+NOT_YET_FUNCTIONS = set(_NOT_YET_FUNCTIONS.split())
+
+
+def _entries() -> list[object]:
+    return [entry for module in (*RULE_MODULES, all_rules) for entry in module.RULES]
+
+
+def test_every_rule_function_has_its_rule_and_a_docstring():
+    functions = [entry for entry in _entries() if not isinstance(entry, Rule)]
+    assert functions, "no rule function listed"
+    for function in functions:
+        assert inspect.isfunction(function), f"{function!r} is not a function"
+        found = function.rule  # type: ignore[attr-defined]
+        assert isinstance(found, Rule) and REGISTRY[found.id] is found
+        assert (function.__doc__ or "").strip(), f"{found.id}: {function.__name__} has no docstring"
+        assert found.doc == inspect.cleandoc(function.__doc__ or ""), f"{found.id}: docs/rules.md lacks its docstring"
+        assert found.home == function.__module__
+
+
+def test_the_rules_not_yet_functions_are_the_listed_ones():
+    """Every rule is a function with a docstring but these; moving one into its own function removes it here."""
+    declared = {entry.id for entry in _entries() if isinstance(entry, Rule)}
+    assert declared == NOT_YET_FUNCTIONS
+
+
+def test_every_declared_rule_is_listed_by_its_module():
+    """The collected lists are the registry: no rule is declared outside a module's RULES, none listed twice, and each
+    is listed by its home."""
+    listed = every_rule()
+    assert len({found.id for found in listed}) == len(listed)
+    assert {found.id: found for found in listed} == REGISTRY
+    for module in (*RULE_MODULES, all_rules):
+        assert {found.home for found in rules_of(module.RULES)} == {module.__name__}
+        assert [found.id for found in rules_of(module.RULES)] == sorted(found.id for found in rules_of(module.RULES))
+
+
+def _declares_rules(path: Path) -> bool:
+    """Whether a module calls `rule(...)` or decorates with `rule_check(...)`."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("rule", "rule_check"):
+            return True
+    return False
+
+
+def test_every_module_that_declares_rules_is_collected():
+    """A module is collected by name, in RULE_MODULES, never found because something imported it."""
+    declaring = {
+        ".".join(path.relative_to(REPO).with_suffix("").parts)
+        for path in (REPO / "optigate").rglob("*.py")
+        if _declares_rules(path)
+    }
+    collected = {module.__name__ for module in RULE_MODULES} | {all_rules.__name__}
+    assert declaring - {"optigate.config.rules.registry"} == collected
+
+
+def test_all_rules_imports_nothing_only_for_a_side_effect():
+    """Every name all_rules imports is used in it (no `noqa: F401` import that registers rules as it loads)."""
+    source = Path(all_rules.__file__).read_text()
+    tree = ast.parse(source)
+    imported = {
+        (alias.asname or alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom) and getattr(node, "module", None) != "__future__"
+        for alias in node.names
+    }
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    assert imported <= used, f"imported only for a side effect: {sorted(imported - used)}"
+    assert "noqa: F401" not in source
