@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optigate.config.models import TeamConfig
-from optigate.config.rules.rollout_rules import (
+from optigate.config.rolling_update import (
     COMPONENT_BATCH_MAX_PERCENT,
     COMPONENT_BATCH_MIN_PERCENT,
     COMPONENT_TIMEOUT_MAX_SECONDS,

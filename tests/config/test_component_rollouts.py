@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from optigate.config.rules.rollout_rules import (
+from optigate.config.rolling_update import (
     COMPONENT_BATCH_MAX_PERCENT,
     COMPONENT_BATCH_MIN_PERCENT,
     COMPONENT_TIMEOUT_MAX_SECONDS,
