@@ -114,3 +114,21 @@ def test_the_shadow_variant_runs_the_shadow_candidate_on_the_baselines_weights()
     assert shadow.sampling_percentage == 20
     assert shadow.image_uri == deployment.shadow.image_uri("us-west-2")
     assert shadow.model_data_uri == deployment.endpoint.model_data_uri
+
+
+def test_an_approved_adapter_version_replaces_the_team_files():
+    from dataclasses import replace
+
+    deployment = _deployments()[("support", "prod")]
+    served = ServedPackage(
+        model_package_arn=PACKAGE,
+        image="123.dkr.ecr.us-west-2.amazonaws.com/lmi:approved",
+        model_data_uri="s3://gate/optimized/run-1/",
+        adapters={"triage": "s3://acme-ml-adapters-{region}/support/triage-v4.tar.gz"},
+    )
+    components = replace(deployment, served=served).endpoint.components
+    assert components is not None
+    triage, summarise, _ = components.adapters
+    assert (triage.s3_uri, triage.approved) == ("s3://acme-ml-adapters-us-west-2/support/triage-v4.tar.gz", True)
+    assert summarise.s3_uri == "s3://acme-ml-adapters-us-west-2/support/summarise-v7.tar.gz"
+    assert not summarise.approved
