@@ -7,10 +7,9 @@ indent it is printed with and carries no padding when the output is redirected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from optigate import naming
 from optigate.config.models import TeamConfig
+from optigate.deployment.endpoint import EndpointScaling, LiveComponents
 from optigate.deployment.gate_components import BASE, ComponentCompute, GateComponents, configured_mix, shares_text
 
 #: Where the gate reads the mix when the team file sets none (optigate.deployment.gate, issue 26).
@@ -23,32 +22,25 @@ def compute_line(compute: ComponentCompute) -> str:
     return f"{gpus}, {compute.cores} CPU cores, {compute.min_memory_mb:,} MB host memory per copy"
 
 
-def live_component_lines(
-    team: TeamConfig,
-    endpoint: str,
-    compute: ComponentCompute,
-    region: str,
-    approved: Mapping[str, str] | None = None,
-    max_capacity: int | None = None,
-) -> list[str]:
-    """The live endpoint's components: the base with its reservation and copies, each adapter with its archive
-    (`approved`: the versions the lock's package names, deployed instead of the team file's; `max_capacity`: the
-    environment's autoscaling_max_capacity, which the stack deploys instead of the team file's)."""
-    scaling = team.serving.autoscaling
+def live_component_lines(endpoint: str, components: LiveComponents, scaling: EndpointScaling | None) -> list[str]:
+    """The live endpoint's components as its plan says (optigate.deployment.endpoint): the base with its reservation
+    and copies (`scaling`: the base component's scalable target, None when fixed or suspended), each adapter with the
+    archive it serves (the lock's approved version, else the team file's, in the environment's region)."""
+    compute = components.compute
     if scaling is None:
         copies = f"{compute.copies} cop{'y' if compute.copies == 1 else 'ies'}"
     else:
-        copies = f"{scaling.min_capacity}-{max_capacity or scaling.max_capacity} copies"
+        copies = f"{scaling.min_capacity}-{scaling.max_capacity} copies"
         copies += ", scale to zero" if scaling.scale_to_zero else ""
     lines = [
         f"{naming.inference_component_name(endpoint, BASE)}: the base model, {copies}",
         f"  {compute_line(compute)}",
     ]
-    for adapter in team.adapters:
+    for adapter in components.adapters:
         name = naming.inference_component_name(endpoint, adapter.name)
-        version = (approved or {}).get(adapter.name)
-        lines.append(f"{name}: adapter {adapter.name} on the base" + (", the gate-approved version" if version else ""))
-        lines.append(f"  {(version or adapter.s3_uri).replace('{region}', region)}")
+        approved = ", the gate-approved version" if adapter.approved else ""
+        lines.append(f"{name}: adapter {adapter.name} on the base{approved}")
+        lines.append(f"  {adapter.s3_uri}")
     return lines
 
 

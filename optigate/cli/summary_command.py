@@ -85,11 +85,12 @@ def _dollars(amount: float | None) -> str:
 
 
 def _rollout(deployment) -> str:
-    team = deployment.team
+    """The strategy, and the shadow variant's share and what its candidate changes, when the plan has one."""
+    team, shadow = deployment.team, deployment.endpoint.shadow
     rollout: str = team.rollout.strategy
-    if team.rollout.shadow is not None and deployment.shadow is not None:
+    if shadow is not None and team.rollout.shadow is not None:
         changed = ", ".join(f"{k}={v}" for k, v in team.rollout.shadow.candidate.items()) or "same"
-        rollout += f" {team.rollout.shadow.sampling_percentage}% → {changed}"
+        rollout += f" {shadow.sampling_percentage}% → {changed}"
     return rollout
 
 
@@ -249,33 +250,27 @@ def _print_lines(lines: list[str], indent: int) -> None:
 
 
 def _print_components(deployment) -> None:
-    """An adapter team's live inference components and the rolling update its `rollout` asks of the base."""
+    """An adapter team's live inference components (its endpoint plan's) and the rolling update its `rollout` asks
+    of the base."""
     from optigate.cli.adapter_lines import live_component_lines, rollout_lines
-    from optigate.deployment.gate_components import component_compute
 
-    team = deployment.team
-    if not team.adapters:
+    plan = deployment.endpoint
+    if plan.components is None:
         return
-    compute = component_compute(deployment.resolved, team.serving.autoscaling)
-    region = deployment.environment.region
-    # The adapter versions the lock's package was approved with, once the lock records them (issue 26).
-    approved = getattr(deployment.served, "adapters", None) if deployment.served else None
     _say("inference components (the base model, each adapter on it):", 2)
-    maximum = deployment.overrides.autoscaling_max_capacity
-    _print_lines(live_component_lines(team, deployment.endpoint_name, compute, region, approved, maximum), 4)
-    _print_lines(rollout_lines(team), 2)
+    _print_lines(live_component_lines(deployment.endpoint_name, plan.components, plan.scaling), 4)
+    _print_lines(rollout_lines(deployment.team), 2)
 
 
 def print_details(deployment) -> None:
     """A stack's image, LMI settings and every value optigate chose, wrapped at spaces and indented."""
     from optigate.deployment.compilation import recompile_note
 
-    served = deployment.served
-    environment = served.environment if served else deployment.container_environment
-    image = (served.image if served else deployment.image_uri).split("/")[-1]
-    if served:
-        image += f" (approved package {served.model_package_arn.split('/', 1)[-1]})"
-    settings = ", ".join(f"{key.removeprefix('OPTION_')}={value}" for key, value in environment.items())
+    served, endpoint = deployment.served, deployment.endpoint
+    image = endpoint.image_uri.split("/")[-1]
+    if endpoint.served_package_arn is not None:
+        image += f" (approved package {endpoint.served_package_arn.split('/', 1)[-1]})"
+    settings = ", ".join(f"{key.removeprefix('OPTION_')}={value}" for key, value in endpoint.environment.items())
     _say(f"image: {image}", 2)
     _say(f"LMI settings: {settings or '-'}", 2)
     _print_pools(deployment)

@@ -4,6 +4,7 @@ Pure logic (no aws_cdk): the CLI's `summary` and `validate`, the stacks, the gat
 read the same resolution.
 """
 
+from optigate.deployment.endpoint import EndpointPlan, resolve_endpoint
 from optigate.deployment.environment import Deployment, deploy, effective_overrides
 from optigate.deployment.gate import GatePlan, resolve_gate
 from optigate.deployment.project import ResolvedProject, load_resolved_project, load_resolved_team
@@ -12,6 +13,7 @@ from optigate.deployment.team import ResolvedTeam, resolve_team
 
 __all__ = [
     "Deployment",
+    "EndpointPlan",
     "GatePlan",
     "ResolvedProject",
     "ResolvedServing",
@@ -20,6 +22,7 @@ __all__ = [
     "effective_overrides",
     "load_resolved_project",
     "load_resolved_team",
+    "resolve_endpoint",
     "resolve_gate",
     "resolve_serving",
     "resolve_team",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optigate.config.models import TeamConfig
-from optigate.config.rules.rollout_rules import (
+from optigate.config.rolling_update import (
     COMPONENT_BATCH_MAX_PERCENT,
     COMPONENT_BATCH_MIN_PERCENT,
     COMPONENT_TIMEOUT_MAX_SECONDS,
@@ -20,7 +20,7 @@ from optigate.config.rules.rollout_rules import (
     rolling_batch_percent,
     rolling_batches,
 )
-from optigate.deployment.environment import Deployment
+from optigate.deployment.serving import ResolvedServing
 
 #: The rollback alarm's p99 ModelLatency without a latency budget: a whole streamed response, so generous.
 DEFAULT_P99_MODEL_LATENCY_MS = 60000.0
@@ -71,11 +71,13 @@ def rollback_latency_ms(team: TeamConfig) -> float:
     return DEFAULT_P99_MODEL_LATENCY_MS
 
 
-def component_rollout(deployment: Deployment) -> ComponentRollout | None:
-    """The base component's rolling update for an adapter team in `deployment`'s environment; None for a team
-    without adapters (a model-backed endpoint rolls out by blue/green). What `validate` refuses (OG503, OG520,
-    OG521) raises here too, so a template never carries a policy the API rejects."""
-    team = deployment.team
+def component_rollout(
+    team: TeamConfig, resolved: ResolvedServing, environment: str, max_copies: int
+) -> ComponentRollout | None:
+    """The base component's rolling update for an adapter team in `environment`, whose copies may reach `max_copies`
+    (autoscaling's maximum, an environment's override replacing it; one when fixed or suspended), `resolved` its
+    baseline; None for a team without adapters (a model-backed endpoint rolls out by blue/green). What `validate`
+    refuses (OG503, OG520, OG521) raises here too, so a template never carries a policy the API rejects."""
     if not team.adapters:
         return None
     rollout = team.rollout
@@ -85,18 +87,14 @@ def component_rollout(deployment: Deployment) -> ComponentRollout | None:
     if batch < COMPONENT_BATCH_MIN_PERCENT:
         raise ValueError(f"{team.team}: a rolling batch of {batch}% is below the API's {COMPONENT_BATCH_MIN_PERCENT}%")
     wait = rollout.canary.wait_minutes * 60
-    # The copies this environment may scale to (an override replaces autoscaling's maximum); one when fixed.
-    scaling = None if deployment.overrides.suspend_autoscaling else team.serving.autoscaling
-    max_copies = (deployment.overrides.autoscaling_max_capacity or scaling.max_capacity) if scaling else 1
     batches = rolling_batches(batch, max_copies)
     if batches * wait >= COMPONENT_TIMEOUT_MAX_SECONDS:
         raise ValueError(
-            f"{team.team} in {deployment.environment.name}: {batches} batches baking {wait} s each do not fit "
+            f"{team.team} in {environment}: {batches} batches baking {wait} s each do not fit "
             f"the API's {COMPONENT_TIMEOUT_MAX_SECONDS} s limit (OG521)"
         )
     # Each batch starts its copies (at most the download and start-up timeouts) and then bakes; the time limit
     # allows that for every batch, within the API's range.
-    resolved = deployment.resolved
     startup = resolved.model_data_download_timeout_seconds + resolved.container_startup_health_check_timeout_seconds
     timeout = min(COMPONENT_TIMEOUT_MAX_SECONDS, max(COMPONENT_TIMEOUT_MIN_SECONDS, batches * (startup + wait)))
     return ComponentRollout(

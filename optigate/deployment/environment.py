@@ -12,6 +12,7 @@ from functools import cached_property
 from optigate import naming
 from optigate.config.models import Environment, EnvironmentOverrides, TeamConfig
 from optigate.config.rules.cross_file import effective_overrides
+from optigate.deployment.endpoint import EndpointPlan, resolve_endpoint
 from optigate.deployment.gate import GatePlan, resolve_gate
 from optigate.deployment.placement import Placement, endpoint_placement
 from optigate.deployment.serving import ResolvedServing
@@ -52,6 +53,13 @@ class Deployment:
     @property
     def candidate(self) -> ResolvedServing | None:
         return self.resolved_team.candidate
+
+    @cached_property
+    def endpoint(self) -> EndpointPlan:
+        """What the live endpoint serves and how it scales and rolls out here, resolved once (the stack wires it)."""
+        return resolve_endpoint(
+            self.resolved_team, self.environment, self.overrides, self.instance_count, self.placement, self.served
+        )
 
     @cached_property
     def gate(self) -> GatePlan | None:

@@ -136,15 +136,13 @@ def _scaling_policies(scaling: Scaling | None) -> int:
 
 def inventory(deployment: Deployment) -> StackInventory:
     """What `deployment`'s stack creates, as TeamInferenceStack builds it."""
-    team, overrides = deployment.team, deployment.overrides
+    team, overrides, plan = deployment.team, deployment.overrides, deployment.endpoint
     resolved = deployment.resolved
-    configured = team.serving.autoscaling
-    # Suspended for one deploy (an instance-type change): no scalable target, the count scaling set is kept.
-    autoscaling = None if overrides.suspend_autoscaling else configured
-    max_capacity = overrides.autoscaling_max_capacity or (autoscaling.max_capacity if autoscaling else None)
+    # The scalable target as the endpoint's plan has it (None when fixed, or suspended for one deploy).
+    autoscaling = plan.scaling
     endpoint = deployment.endpoint_name
     pools = tuple(pool.instance_type for pool in resolved.pools)
-    shadowed = not team.adapters and deployment.shadow is not None and team.rollout.shadow is not None
+    shadowed = plan.shadow is not None
     capture = overrides.capture
     buckets: tuple[str, ...] = (
         (f"data capture of {endpoint}",) if capture is not None and capture.percentage > 0 else ()
@@ -161,9 +159,9 @@ def inventory(deployment: Deployment) -> StackInventory:
         if autoscaling is not None:
             scaling = Scaling(
                 "copies",
-                0 if autoscaling.scale_to_zero else autoscaling.min_capacity,
-                max_capacity or autoscaling.max_capacity,
-                autoscaling.target_invocations_per_instance,
+                0 if autoscaling.scale_to_zero else autoscaling.min_capacity,  # the target's, with scale to zero
+                autoscaling.max_capacity,
+                autoscaling.target,
                 "concurrent requests per copy",
                 autoscaling.scale_to_zero,
             )
@@ -176,13 +174,13 @@ def inventory(deployment: Deployment) -> StackInventory:
         if autoscaling is not None:
             scaling = Scaling(
                 "instances",
-                max(1, autoscaling.min_capacity),
-                max_capacity or autoscaling.max_capacity,
-                autoscaling.target_invocations_per_instance,
+                autoscaling.min_capacity,
+                autoscaling.max_capacity,
+                autoscaling.target,
                 "invocations per instance",
                 False,
             )
-    if overrides.suspend_autoscaling and configured is not None:
+    if plan.scaling_suspended:
         notes.append("autoscaling suspended for this deploy: the instance count scaling last set is kept")
     gate = _gate(deployment)
     if gate is not None:
@@ -194,14 +192,14 @@ def inventory(deployment: Deployment) -> StackInventory:
         region=deployment.environment.region,
         endpoint=endpoint,
         instance_type=team.serving.instance_type,
-        instance_count=deployment.instance_count,
+        instance_count=plan.instance_count,
         pools=pools,
         variants=(PRODUCTION_VARIANT, SHADOW_VARIANT) if shadowed else (PRODUCTION_VARIANT,),
         models=2 if shadowed else 1,
         inference_components=components,
         alarms=alarms,
         scaling=scaling,
-        scaling_suspended=bool(overrides.suspend_autoscaling and configured is not None),
+        scaling_suspended=plan.scaling_suspended,
         buckets=buckets,
         dashboards=0 if team.adapters else 1,
         gate=gate,

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from optigate.config.models import EnvironmentOverrides, TeamConfig
+from optigate.config.rolling_update import rolling_batch_percent
 from optigate.config.rules import PathT, Problem, Rule, Severity, rule
-from optigate.config.rules.rollout_rules import rolling_batch_percent
 from optigate.plan import catalog
 from optigate.plan.cost import CostBasis, cost_per_month
 

@@ -21,10 +21,8 @@ from optigate.constructs.lora_adapters import AdapterSpec, ComponentScaling, Lor
 from optigate.constructs.shadow_variant import ShadowVariant
 from optigate.constructs.tuned_endpoint import ScalingSettings, TunedEndpoint, VariantSettings
 from optigate.deployment import Deployment, ResolvedServing
-from optigate.deployment.component_rollout import component_rollout, rollback_latency_ms
-from optigate.deployment.component_settings import base_component_settings
+from optigate.deployment.endpoint import EndpointPlan, LiveComponents
 from optigate.deployment.gate import GatePlan
-from optigate.deployment.gate_components import component_compute
 from optigate.serving import images
 
 #: Where an optimization job (running as the model role) writes its logs. No page names the group: SageMaker
@@ -40,7 +38,6 @@ class TeamInferenceStack(Stack):
     TunedEndpoint, plus a ShadowVariant running the candidate when the rollout is `shadow`.
     """
 
-    # Over 80 lines: decisions the stack still makes; they move to an EndpointPlan (issue 38).
     def __init__(self, scope: Construct, deployment: Deployment) -> None:
         environment = deployment.environment
         team = deployment.team
@@ -52,138 +49,145 @@ class TeamInferenceStack(Stack):
             description=f"optigate: {team.team} LLM endpoint in {environment.name}",
         )
         self.deployment = deployment
-        resolved = deployment.resolved
-        model_prefix = deployment.model_prefix
-        accept_eula = bool(team.model.source.jumpstart and team.model.source.jumpstart.accept_eula)
-        served = deployment.served
+        plan = deployment.endpoint  # every decision about the endpoint (optigate.deployment.endpoint)
         # What the gate approved, when the lock names it: its image, weights and environment. A new
         # package is a new model, so the endpoint cuts over by blue/green with auto-rollback.
         self.model = LmiModel(
             self,
             "Model",
-            image_uri=served.image if served else deployment.image_uri,
-            environment=dict(served.environment) if served else deployment.container_environment,
-            model_data_uri=served.model_data_uri if served else model_prefix,
+            image_uri=plan.image_uri,
+            environment=dict(plan.environment),
+            model_data_uri=plan.model_data_uri,
             name_prefix=deployment.endpoint_name,
-            accept_eula=accept_eula,
+            accept_eula=plan.accept_eula,
         )
         # SageMaker reads the prefix and every adapter's archives as the model's role (no keys: no grant).
         self.model.grant_decrypt(deployment.source_keys.model_role)
-        variant = self._variant(resolved, deployment.instance_count, self.model.image_uri)
-        overrides = deployment.overrides
-        # Suspended for one deploy (an instance-type change of an autoscaled endpoint): no scalable target.
-        scaling = None if overrides.suspend_autoscaling else team.serving.autoscaling
-        max_capacity = overrides.autoscaling_max_capacity or (scaling.max_capacity if scaling else None)
+        variant = self._variant(deployment.resolved, plan.instance_count, self.model.image_uri)
+        capture = _capture_settings(deployment.overrides.capture)
 
         self.endpoint: LoraAdapters | TunedEndpoint
-        if team.adapters:
-            self.endpoint = LoraAdapters(
-                self,
-                "Adapters",
-                model=self.model,
-                variant=variant,
-                endpoint_name=deployment.endpoint_name,
-                # An adapter version the gate approved (the lock's package names it) replaces the team file's.
-                adapters=[
-                    AdapterSpec(
-                        adapter.name,
-                        (served.adapters if served else {})
-                        .get(adapter.name, adapter.s3_uri)
-                        .replace("{region}", environment.region),
-                    )
-                    for adapter in team.adapters
-                ],
-                compute=component_compute(resolved, scaling),
-                scaling=(
-                    ComponentScaling(
-                        min_copies=scaling.min_capacity,
-                        max_copies=max_capacity or scaling.max_capacity,
-                        target_concurrent_requests_per_copy=scaling.target_invocations_per_instance,
-                        scale_to_zero=scaling.scale_to_zero,
-                        scale_in_cooldown_seconds=scaling.scale_in_cooldown_seconds,
-                        scale_out_cooldown_seconds=scaling.scale_out_cooldown_seconds,
-                        managed_instances=_managed_instances(deployment),
-                    )
-                    if scaling
-                    else None
-                ),
-                rollout=component_rollout(deployment),
-                base_settings=base_component_settings(team),
-                data_capture=_capture_settings(overrides.capture),
-                detailed_metrics=team.serving.detailed_metrics,
-            )
+        if plan.components is not None:
+            self.endpoint = self._adapters(plan, plan.components, variant, capture)
         else:
-            rollout = team.rollout
-            blue_green = BlueGreenSettings(
-                canary_percentage=rollout.canary.traffic_percentage if rollout.strategy != "none" else 100,
-                wait_minutes=rollout.canary.wait_minutes,
-                auto_rollback=rollout.auto_rollback,
-                p99_model_latency_ms=rollback_latency_ms(team),
-            )
-            endpoint = TunedEndpoint(
-                self,
-                "Endpoint",
-                model=self.model,
-                variant=variant,
-                endpoint_name=deployment.endpoint_name,
-                blue_green=blue_green,
-                data_capture=_capture_settings(overrides.capture),
-                detailed_metrics=team.serving.detailed_metrics,
-                scaling_suspended=bool(overrides.suspend_autoscaling and team.serving.autoscaling),
-                scaling=(
-                    ScalingSettings(
-                        min_capacity=max(1, scaling.min_capacity),
-                        max_capacity=max_capacity or scaling.max_capacity,
-                        target_invocations_per_instance=scaling.target_invocations_per_instance,
-                        scale_in_cooldown_seconds=scaling.scale_in_cooldown_seconds,
-                        scale_out_cooldown_seconds=scaling.scale_out_cooldown_seconds,
-                    )
-                    if scaling
-                    else None
-                ),
-            )
-            self.endpoint = endpoint
-            if deployment.shadow is not None and rollout.shadow is not None:
-                shadow_model = LmiModel(
-                    self,
-                    "ShadowModel",
-                    image_uri=deployment.shadow.image_uri(environment.region),
-                    environment=deployment.shadow.environment,
-                    model_data_uri=model_prefix,
-                    name_prefix=deployment.endpoint_name,
-                    accept_eula=accept_eula,
-                )
-                shadow_model.grant_decrypt([deployment.source_keys.model] if deployment.source_keys.model else [])
-                ShadowVariant(
-                    self,
-                    "Shadow",
-                    endpoint=endpoint,
-                    model=shadow_model,
-                    # On the priority-1 type only: shadow variants beside pools are undocumented (pool_advisories).
-                    variant=VariantSettings(
-                        **{
-                            **self._variant(deployment.shadow, 1, shadow_model.image_uri, pools=False).__dict__,
-                            "variant_name": "Shadow",
-                        }
-                    ),
-                    sampling_percentage=rollout.shadow.sampling_percentage,
-                )
+            self.endpoint = self._tuned_endpoint(plan, variant, capture)
 
         if deployment.candidate is not None:
             self.gate = self._gate(deployment)
         CfnOutput(
             self,
             "ServedModel",
-            value=served.model_package_arn if served else "baseline",
+            value=plan.served_model,
             description="The gate-approved model package this endpoint serves, or the team file's baseline",
         )
-        if served:
-            Tags.of(self.model).add("optigate:model-package", served.model_package_arn)
+        if plan.served_package_arn is not None:
+            Tags.of(self.model).add("optigate:model-package", plan.served_package_arn)
 
         Tags.of(self).add("optigate:team", team.team)
         Tags.of(self).add("optigate:environment", environment.name)
         for key, value in team.tags.items():
             Tags.of(self).add(key, value)
+
+    def _adapters(
+        self,
+        plan: EndpointPlan,
+        components: LiveComponents,
+        variant: VariantSettings,
+        capture: CaptureSettings | None,
+    ) -> LoraAdapters:
+        """An adapter team's endpoint: the base component and every adapter on it, as the plan says."""
+        scaling = plan.scaling
+        return LoraAdapters(
+            self,
+            "Adapters",
+            model=self.model,
+            variant=variant,
+            endpoint_name=self.deployment.endpoint_name,
+            adapters=[AdapterSpec(adapter.name, adapter.s3_uri) for adapter in components.adapters],
+            compute=components.compute,
+            scaling=(
+                ComponentScaling(
+                    min_copies=scaling.min_capacity,
+                    max_copies=scaling.max_capacity,
+                    target_concurrent_requests_per_copy=scaling.target,
+                    scale_to_zero=scaling.scale_to_zero,
+                    scale_in_cooldown_seconds=scaling.scale_in_cooldown_seconds,
+                    scale_out_cooldown_seconds=scaling.scale_out_cooldown_seconds,
+                    managed_instances=scaling.managed_instances,
+                )
+                if scaling is not None
+                else None
+            ),
+            rollout=components.rollout,
+            base_settings=components.base_settings,
+            data_capture=capture,
+            detailed_metrics=self.deployment.team.serving.detailed_metrics,
+        )
+
+    def _tuned_endpoint(
+        self, plan: EndpointPlan, variant: VariantSettings, capture: CaptureSettings | None
+    ) -> TunedEndpoint:
+        """A model-backed endpoint, updated by blue/green, with its shadow variant when the plan has one."""
+        deployment = self.deployment
+        scaling, blue_green = plan.scaling, plan.blue_green
+        endpoint = TunedEndpoint(
+            self,
+            "Endpoint",
+            model=self.model,
+            variant=variant,
+            endpoint_name=deployment.endpoint_name,
+            blue_green=(
+                BlueGreenSettings(
+                    canary_percentage=blue_green.canary_percentage,
+                    wait_minutes=blue_green.wait_minutes,
+                    auto_rollback=blue_green.auto_rollback,
+                    p99_model_latency_ms=blue_green.p99_model_latency_ms,
+                )
+                if blue_green is not None
+                else None
+            ),
+            data_capture=capture,
+            detailed_metrics=deployment.team.serving.detailed_metrics,
+            scaling_suspended=plan.scaling_suspended,
+            scaling=(
+                ScalingSettings(
+                    min_capacity=scaling.min_capacity,
+                    max_capacity=scaling.max_capacity,
+                    target_invocations_per_instance=scaling.target,
+                    scale_in_cooldown_seconds=scaling.scale_in_cooldown_seconds,
+                    scale_out_cooldown_seconds=scaling.scale_out_cooldown_seconds,
+                )
+                if scaling is not None
+                else None
+            ),
+        )
+        shadow = plan.shadow
+        if shadow is not None:
+            shadow_model = LmiModel(
+                self,
+                "ShadowModel",
+                image_uri=shadow.image_uri,
+                environment=shadow.environment,
+                model_data_uri=shadow.model_data_uri,
+                name_prefix=deployment.endpoint_name,
+                accept_eula=plan.accept_eula,
+            )
+            shadow_model.grant_decrypt([deployment.source_keys.model] if deployment.source_keys.model else [])
+            ShadowVariant(
+                self,
+                "Shadow",
+                endpoint=endpoint,
+                model=shadow_model,
+                # On the priority-1 type only: shadow variants beside pools are undocumented (pool_advisories).
+                variant=VariantSettings(
+                    **{
+                        **self._variant(shadow.serving, 1, shadow_model.image_uri, pools=False).__dict__,
+                        "variant_name": "Shadow",
+                    }
+                ),
+                sampling_percentage=shadow.sampling_percentage,
+            )
+        return endpoint
 
     # Over 80 lines: the gate's resources wired from its plan, in the order they depend on each other.
     def _gate(self, deployment: Deployment) -> OptimizationGate:
@@ -358,11 +362,3 @@ def _capture_settings(capture: DataCapture | None) -> CaptureSettings | None:
     if capture is None:
         return None
     return CaptureSettings(capture.percentage, capture.encryption, tuple(capture.json_content_types))
-
-
-def _managed_instances(deployment: Deployment) -> tuple[int, int] | None:
-    """ManagedInstanceScaling's instance range, where the placement emits it (optigate.deployment.placement)."""
-    copies = deployment.placement.copies
-    if copies is None or not copies.managed:
-        return None
-    return copies.managed_min_instances, copies.managed_max_instances

@@ -133,13 +133,15 @@ def test_a_new_adapter_version_is_shown_beside_the_one_served():
 
 def test_a_live_adapter_shows_the_version_the_lock_approved():
     from optigate.cli.adapter_lines import live_component_lines
-    from optigate.config.loader import load_team
+    from optigate.deployment.component_settings import BaseComponentSettings
+    from optigate.deployment.endpoint import LiveAdapter, LiveComponents
     from optigate.deployment.gate_components import ComponentCompute
 
-    team = load_team(CONFIG / "teams" / "support.yaml")
-    first, second = team.adapters[0], team.adapters[1]
-    lines = live_component_lines(team, "e", ComponentCompute(1), "eu-west-1", {first.name: "s3://b/new.tar.gz"})
-    assert f"e-{first.name}: adapter {first.name} on the base, the gate-approved version" in lines
+    adapters = (LiveAdapter("triage", "s3://b/new.tar.gz", approved=True), LiveAdapter("reply", "s3://a/reply.tar.gz"))
+    components = LiveComponents(ComponentCompute(1), None, BaseComponentSettings(), adapters)
+    lines = live_component_lines("e", components, None)
+    assert "e-triage: adapter triage on the base, the gate-approved version" in lines
     assert "  s3://b/new.tar.gz" in lines
-    assert f"e-{second.name}: adapter {second.name} on the base" in lines
-    assert f"  {second.s3_uri.replace('{region}', 'eu-west-1')}" in lines
+    assert "e-reply: adapter reply on the base" in lines
+    assert "  s3://a/reply.tar.gz" in lines
+    assert "e-base: the base model, 1 copy" in lines

@@ -1,5 +1,6 @@
-"""What an adapter team's `rollout` means for its base inference component (optigate.deployment.component_rollout):
-the rolling batch, bake, roll-back batch and time limit, per environment, within the API's documented ranges."""
+"""What an adapter team's `rollout` means for its base inference component (optigate.deployment.component_rollout,
+carried on the endpoint's plan): the rolling batch, bake, roll-back batch and time limit, per environment, within the
+API's documented ranges."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 
 import pytest
 
-from optigate.config.rules.rollout_rules import (
+from optigate.config.rolling_update import (
     COMPONENT_BATCH_MAX_PERCENT,
     COMPONENT_BATCH_MIN_PERCENT,
     COMPONENT_TIMEOUT_MAX_SECONDS,
@@ -15,12 +16,18 @@ from optigate.config.rules.rollout_rules import (
     COMPONENT_WAIT_MAX_SECONDS,
 )
 from optigate.deployment import load_resolved_project
-from optigate.deployment.component_rollout import ComponentRollout, component_rollout
+from optigate.deployment.component_rollout import ComponentRollout
 from tests.conftest import CONFIG, edited_config
 
 
 def _deployments(config=CONFIG) -> dict[tuple[str, str], object]:
     return {(d.team.team, d.environment.name): d for d in load_resolved_project(config).deployments()}
+
+
+def component_rollout(deployment) -> ComponentRollout | None:
+    """The rolling update the deployment's endpoint plan gives its base component (None without adapters)."""
+    components = deployment.endpoint.components
+    return components.rollout if components is not None else None
 
 
 def test_support_rolls_its_base_in_ten_percent_batches_baking_ten_minutes_and_rolls_back_as_it_rolled():
