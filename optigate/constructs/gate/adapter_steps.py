@@ -17,6 +17,7 @@ from optigate.constructs.gate.candidate import Stager
 from optigate.constructs.gate.component_stages import component_name
 from optigate.constructs.gate.tasks import CleanupPath, sdk_task
 from optigate.deployment.gate import GatePlan
+from optigate.lambdas.events import FromState
 
 #: Where the archive check's result waits for the decision (each adapter's rank, base model check and why).
 CHECKED = "$.adapter_check"
@@ -75,10 +76,10 @@ def check_adapter_archives(
     return check.next(then)
 
 
-def decide_payload(plan: GatePlan) -> dict[str, str]:
-    """The archive check's result for the decision, which reports it (never decides on it: a refused archive
-    stopped the run before anything was created); nothing when no archive was checked."""
-    return {"adapter_check.$": f"{CHECKED}.adapters"} if _checked_archives(plan) is not None else {}
+def decide_input(plan: GatePlan) -> FromState | None:
+    """The archive check's result for the decision (DecideEvent.adapter_check), which reports it (never decides on
+    it: a refused archive stopped the run before anything was created); None when no archive was checked."""
+    return FromState(f"{CHECKED}.adapters") if _checked_archives(plan) is not None else None
 
 
 def read_adapter_mix(
