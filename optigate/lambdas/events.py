@@ -131,6 +131,8 @@ def _schema(annotation: Any) -> dict[str, Any]:
     origin = typing.get_origin(annotation)
     if origin in (Union, types.UnionType):
         options = [_schema(a) for a in typing.get_args(annotation) if a is not FromState]
+        if len(options) == 1:
+            return options[0]
         if all(set(option) == {"type"} for option in options):
             return {"type": [option["type"] for option in options]}
         return {"anyOf": options}
@@ -153,6 +155,8 @@ class Event:
     """A seam's event (subclasses are frozen dataclasses): SEAM names the function it reaches."""
 
     SEAM: ClassVar[str]
+    #: What the schema says besides the keys (what `check` asks of them together, where JSON schema can say it).
+    SCHEMA_EXTRA: ClassVar[dict[str, Any]] = {}
 
     @classmethod
     def _hints(cls) -> dict[str, Any]:
@@ -233,6 +237,7 @@ class Event:
         schema["properties"] = properties
         schema["required"] = [field.name for field in fields if _required(field)]
         schema["additionalProperties"] = False
+        schema.update(cls.SCHEMA_EXTRA)
         return schema
 
 
@@ -276,8 +281,73 @@ class DecideEvent(Event):
                 raise EventError(seam, f"{prefix}{side}_keys", f"missing, and no {side}_key either")
 
 
+# ---------------------------------------------------------------------------------------------------- stage_candidate
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Copy(Event):
+    """One prefix to copy: every object under `source` to the same relative key under `target`."""
+
+    source: str | FromState
+    target: str | FromState
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainedHead(Event):
+    """The EAGLE head an optimization job trained: the model it registered (DescribeModel's answer), the job's
+    output, the baseline's prefix, the candidate's OPTION_* environment and the head's folder and token count."""
+
+    model: dict[str, Any] | FromState
+    output: str | FromState
+    baseline: str | None = None
+    environment: dict[str, Any]
+    num_speculative_tokens: int
+    head_dir: str = "speculative_head"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AdapterCheck(Event):
+    """The new adapter versions' archives (name: S3 URI) and the limits each is checked against
+    (optigate.deployment.adapter_archive.AdapterLimits.event(), which reads them further)."""
+
+    adapters: dict[str, str]
+    max_lora_rank: int
+    base_models: list[str]
+    modules: list[str]
+    architecture: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AdapterMix(Event):
+    """The live components (label: name) whose Invocations give the mix, and each side's components (`twin`,
+    `cand`: label: name) the benchmark spreads its requests over."""
+
+    live: dict[str, str]
+    sides: dict[str, dict[str, str]]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StageEvent(Event):
+    """The staging function's event (optigate/lambdas/stage_candidate), one of its four modes: the candidate's
+    `copies`, a `trained_head` to stage, an `adapter_check` of new adapter archives, or an `adapter_mix` to read."""
+
+    SEAM: ClassVar[str] = "stage_candidate"
+    SCHEMA_EXTRA: ClassVar[dict[str, Any]] = {"minProperties": 1, "maxProperties": 1}
+
+    copies: list[Copy] | None = None
+    trained_head: TrainedHead | None = None
+    adapter_check: AdapterCheck | None = None
+    adapter_mix: AdapterMix | None = None
+
+    def check(self, seam: str, prefix: str) -> None:
+        modes = [field.name for field in dataclasses.fields(self) if getattr(self, field.name) is not None]
+        if len(modes) != 1:
+            names = ", ".join(field.name for field in dataclasses.fields(self))
+            raise EventError(seam, prefix + (modes[1] if modes else "copies"), f"expected exactly one of {names}")
+
+
 #: Every seam's event: `optigate schema --docs docs` writes (and --check compares) each one's JSON schema.
-EVENTS: tuple[type[Event], ...] = (DecideEvent,)
+EVENTS: tuple[type[Event], ...] = (DecideEvent, StageEvent)
 
 
 def event_schemas() -> dict[str, Callable[[], str]]:

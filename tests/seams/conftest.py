@@ -111,10 +111,12 @@ def render(draw: Any, template: Any, annotation: Any) -> Any:
     event = _event_type(annotation)
     if isinstance(template, dict):
         hints = typing.get_type_hints(event) if event is not None else {}
+        mapping = [a for a in _options(annotation) if typing.get_origin(a) is dict]
+        values = typing.get_args(mapping[0])[1] if mapping and typing.get_args(mapping[0]) else Any
         out = {}
         for key, value in template.items():
             name = key.removesuffix(".$")
-            typed = hints.get(name, Any)
+            typed = hints.get(name, Any) if event is not None else values
             if event is not None and name not in hints:
                 out[key] = value
             elif key.endswith(".$"):
@@ -140,4 +142,4 @@ def state_paths(template: Any) -> list[str]:
     return []
 
 
-SEAMS: dict[str, type[Event]] = {"decide": events.DecideEvent}
+SEAMS: dict[str, type[Event]] = {"decide": events.DecideEvent, "stage": events.StageEvent}

@@ -17,7 +17,7 @@ from optigate.constructs.gate.candidate import Stager
 from optigate.constructs.gate.component_stages import component_name
 from optigate.constructs.gate.tasks import CleanupPath, sdk_task
 from optigate.deployment.gate import GatePlan
-from optigate.lambdas.events import FromState
+from optigate.lambdas.events import AdapterMix, FromState, StageEvent
 
 #: Where the archive check's result waits for the decision (each adapter's rank, base model check and why).
 CHECKED = "$.adapter_check"
@@ -66,7 +66,8 @@ def check_adapter_archives(
             "lambda:invoke",
             {
                 "FunctionName": function.function_arn,
-                "Payload": {"adapter_check": {"adapters": changed, **limits}},
+                # The limits read through the event as the function will read them (a malformed one fails the synth).
+                "Payload": StageEvent.from_event({"adapter_check": {"adapters": changed, **limits}}).to_payload(),
             },
             grants=[grants.invoke(function)],
             result_path=CHECKED,
@@ -102,7 +103,10 @@ def read_adapter_mix(
             scope,
             "ReadAdapterMix",
             "lambda:invoke",
-            {"FunctionName": function.function_arn, "Payload": {"adapter_mix": {"live": live, "sides": sides}}},
+            {
+                "FunctionName": function.function_arn,
+                "Payload": StageEvent(adapter_mix=AdapterMix(live=live, sides=sides)).to_payload(),
+            },
             grants=[grants.invoke(function)],
             result_path="$.mix",
             result_selector={"twin.$": "$.Payload.twin", "cand.$": "$.Payload.cand"},
