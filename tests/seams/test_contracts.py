@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optigate.lambdas.events import EventError
-from tests.seams.conftest import SEAMS, render, state_paths
+from tests.fixtures.seams import SEAMS, render, state_paths
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
