@@ -241,7 +241,7 @@ class Event:
         return schema
 
 
-# ---------------------------------------------------------------------------------------------------- gate_decide
+# --------------------------------------------------------------------------------------------------------- gate_decide
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -281,7 +281,7 @@ class DecideEvent(Event):
                 raise EventError(seam, f"{prefix}{side}_keys", f"missing, and no {side}_key either")
 
 
-# ---------------------------------------------------------------------------------------------------- stage_candidate
+# ----------------------------------------------------------------------------------------------------- stage_candidate
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -346,8 +346,23 @@ class StageEvent(Event):
             raise EventError(seam, prefix + (modes[1] if modes else "copies"), f"expected exactly one of {names}")
 
 
+# ----------------------------------------------------------------------------------------------------- benchmark_merge
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MergeEvent(Event):
+    """The merge of a fleet run's shards (optigate/lambdas/benchmark_merge, MergeShards): each worker's summary
+    (its `bucket` and `key` among it), and where the merged result goes."""
+
+    SEAM: ClassVar[str] = "benchmark_merge"
+
+    shards: list[dict[str, Any]] | FromState
+    bucket: str
+    key: str | FromState
+
+
 #: Every seam's event: `optigate schema --docs docs` writes (and --check compares) each one's JSON schema.
-EVENTS: tuple[type[Event], ...] = (DecideEvent, StageEvent)
+EVENTS: tuple[type[Event], ...] = (DecideEvent, StageEvent, MergeEvent)
 
 
 def event_schemas() -> dict[str, Callable[[], str]]:
