@@ -361,8 +361,31 @@ class MergeEvent(Event):
     key: str | FromState
 
 
+# ------------------------------------------------------------------------------------------------- read_server_metrics
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServerWindow(Event):
+    """Each side's temporary endpoint (`baseline`, `candidate`) and the window, an ISO 8601 time or epoch seconds
+    each (optigate.bench.server_metrics.read_sides reads it)."""
+
+    sides: dict[str, str]
+    start: str | float | FromState
+    end: str | float | FromState
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServerMetricsEvent(Event):
+    """The read of the temporary endpoints' container metrics over the benchmark
+    (optigate/lambdas/read_server_metrics, ReadServerMetrics)."""
+
+    SEAM: ClassVar[str] = "read_server_metrics"
+
+    server_metrics: ServerWindow
+
+
 #: Every seam's event: `optigate schema --docs docs` writes (and --check compares) each one's JSON schema.
-EVENTS: tuple[type[Event], ...] = (DecideEvent, StageEvent, MergeEvent)
+EVENTS: tuple[type[Event], ...] = (DecideEvent, StageEvent, MergeEvent, ServerMetricsEvent)
 
 
 def event_schemas() -> dict[str, Callable[[], str]]:
