@@ -384,8 +384,23 @@ class ServerMetricsEvent(Event):
     server_metrics: ServerWindow
 
 
+# --------------------------------------------------------------------------------------------------- ai_benchmark_jobs
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BenchmarkJobEvent(Event):
+    """One operation on a managed benchmark job (optigate/lambdas/ai_benchmark_jobs: CreateAIBenchmarkJob,
+    DescribeAIBenchmarkJob or StopAIBenchmarkJob, which the handler checks) and its request, as the SageMaker API
+    reference gives it."""
+
+    SEAM: ClassVar[str] = "ai_benchmark_jobs"
+
+    operation: str
+    request: dict[str, Any]
+
+
 #: Every seam's event: `optigate schema --docs docs` writes (and --check compares) each one's JSON schema.
-EVENTS: tuple[type[Event], ...] = (DecideEvent, StageEvent, MergeEvent, ServerMetricsEvent)
+EVENTS: tuple[type[Event], ...] = (DecideEvent, StageEvent, MergeEvent, ServerMetricsEvent, BenchmarkJobEvent)
 
 
 def event_schemas() -> dict[str, Callable[[], str]]:
