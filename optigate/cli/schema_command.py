@@ -19,6 +19,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from optigate.config.schema import stale_schemas, write_schemas
     from optigate.deployment.all_rules import every_rule
     from optigate.gate.report_file import REPORT_SCHEMA_NAME, render_report_schema
+    from optigate.lambdas.events import event_schemas
     from optigate.layout_reference import DESIGN_PAGE, stale_layout, write_layout
     from optigate.serving.surfaces import SURFACES_PAGE, reference_markdown
 
@@ -30,12 +31,14 @@ def cmd_schema(args: argparse.Namespace) -> int:
     design = docs / DESIGN_PAGE if docs else None
     # The files optigate reads back (a bench result, a merged fleet result, the gate's report.json, a SageMaker
     # capture record as optigate reads it): their schemas beside the reference.
-    # And what each container and service publishes (optigate.serving.surfaces), which the emulators serve from.
+    # And what each container and service publishes (optigate.serving.surfaces), which the emulators serve from, and
+    # the event of each seam between the gate's state machines and its Lambda functions (optigate.lambdas.events).
     readers = {
         **FILE_SCHEMAS,
         REPORT_SCHEMA_NAME: render_report_schema,
         CAPTURE_SCHEMA_NAME: render_capture_schema,
         SURFACES_PAGE: reference_markdown,
+        **event_schemas(),
     }
     file_schemas = {docs / name: render for name, render in readers.items()} if docs else {}
     again = "optigate schema" + (f" --docs {args.docs}" if docs else "")
@@ -77,7 +80,7 @@ def add_schema_parser(commands: argparse._SubParsersAction) -> None:
         default=None,
         metavar="FOLDER",
         help="also optigate's reference pages (configuration.md, rules.md, container-surfaces.md, the read-back "
-        "files' schemas, design.md's layout) in this folder (in optigate's "
+        "files' and the gate's Lambda events' schemas, design.md's layout) in this folder (in optigate's "
         "checkout: --docs docs; default: none, a user's project has no use for them)",
     )
     schema.add_argument("--check", action="store_true", help="fail if the files differ from the models and rules")

@@ -32,6 +32,8 @@ def _lambda_files(handler: str, extra_modules: tuple[str, ...] = ()) -> dict[str
         files[f"optigate/{path.relative_to(PACKAGE).as_posix()}"] = path
     for module in extra_modules:
         files[f"optigate/{module}"] = PACKAGE / module
+    # The handlers' events (optigate.lambdas.events, standard library only), beside the handler.
+    files["events.py"] = PACKAGE / "lambdas" / "events.py"
     return files
 
 
@@ -65,8 +67,8 @@ def stage(kind: str, files: dict[str, Path]) -> Path:
 
 
 def bench_lambda_code(handler: str, extra_modules: tuple[str, ...] = ()) -> lambda_.Code:
-    """`optigate/lambdas/<handler>/handler.py` at the root, with optigate.bench.core (and `extra_modules`,
-    paths under optigate/), as an asset whose folder name is the hash of its content."""
+    """`optigate/lambdas/<handler>/handler.py` and its events (events.py) at the root, with optigate.bench.core
+    (and `extra_modules`, paths under optigate/), as an asset whose folder name is the hash of its content."""
     return lambda_.Code.from_asset(str(stage(handler, _lambda_files(handler, extra_modules))))
 
 

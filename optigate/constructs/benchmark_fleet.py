@@ -18,6 +18,7 @@ from constructs import Construct
 from optigate.constructs import nag, retries
 from optigate.constructs.assets import bench_lambda_code
 from optigate.constructs.common import STREAMING_INVOKE_ACTIONS, function_role, secure_bucket
+from optigate.lambdas.events import FromState, MergeEvent
 
 RESULTS_PREFIX = "benchmarks"
 WORKER_TIMEOUT = Duration.minutes(15)  # Lambda's maximum
@@ -266,11 +267,11 @@ class BenchmarkFleet(Construct):
             "MergeShards",
             lambda_function=self.merger,
             payload=sfn.TaskInput.from_object(
-                {
-                    "shards.$": "$.shard_results",
-                    "bucket": self.bucket.bucket_name,
-                    "key.$": f"States.Format('{RESULTS_PREFIX}/{{}}/result.json', $.run_id)",
-                }
+                MergeEvent(
+                    shards=FromState("$.shard_results"),
+                    bucket=self.bucket.bucket_name,
+                    key=FromState(f"States.Format('{RESULTS_PREFIX}/{{}}/result.json', $.run_id)"),
+                ).to_payload()
             ),
             result_selector={"bucket.$": "$.bucket", "key.$": "$.key", "summary.$": "$.summary"},
             payload_response_only=True,

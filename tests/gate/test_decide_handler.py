@@ -94,7 +94,7 @@ def test_handler_reads_inputs_writes_reports_and_publishes_metrics(results):
     _put(s3, "runs/r1/candidate.json", results["faster"])
     _put(s3, "runs/r1/verdict.json", PASS)
 
-    output = _handler()(_event(plots=["ttft_cdf.png"]), None)
+    output = _handler()(_event(), None)
 
     assert output["approved"] is True and output["outcome"] == "APPROVED" and output["reasons"] == []
     assert output["report_key"] == "runs/r1/gate/report.json"
@@ -177,6 +177,7 @@ def test_handler_imports_only_the_pure_gate_logic():
         "optigate.gate.cross_check",
         "optigate.gate.decision",
         "optigate.gate.report",
+        "optigate.lambdas.events",
         "pathlib",
         "tempfile",
     ]

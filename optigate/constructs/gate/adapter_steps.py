@@ -17,6 +17,7 @@ from optigate.constructs.gate.candidate import Stager
 from optigate.constructs.gate.component_stages import component_name
 from optigate.constructs.gate.tasks import CleanupPath, sdk_task
 from optigate.deployment.gate import GatePlan
+from optigate.lambdas.events import AdapterMix, FromState, StageEvent
 
 #: Where the archive check's result waits for the decision (each adapter's rank, base model check and why).
 CHECKED = "$.adapter_check"
@@ -65,7 +66,8 @@ def check_adapter_archives(
             "lambda:invoke",
             {
                 "FunctionName": function.function_arn,
-                "Payload": {"adapter_check": {"adapters": changed, **limits}},
+                # The limits read through the event as the function will read them (a malformed one fails the synth).
+                "Payload": StageEvent.from_event({"adapter_check": {"adapters": changed, **limits}}).to_payload(),
             },
             grants=[grants.invoke(function)],
             result_path=CHECKED,
@@ -75,10 +77,10 @@ def check_adapter_archives(
     return check.next(then)
 
 
-def decide_payload(plan: GatePlan) -> dict[str, str]:
-    """The archive check's result for the decision, which reports it (never decides on it: a refused archive
-    stopped the run before anything was created); nothing when no archive was checked."""
-    return {"adapter_check.$": f"{CHECKED}.adapters"} if _checked_archives(plan) is not None else {}
+def decide_input(plan: GatePlan) -> FromState | None:
+    """The archive check's result for the decision (DecideEvent.adapter_check), which reports it (never decides on
+    it: a refused archive stopped the run before anything was created); None when no archive was checked."""
+    return FromState(f"{CHECKED}.adapters") if _checked_archives(plan) is not None else None
 
 
 def read_adapter_mix(
@@ -101,7 +103,10 @@ def read_adapter_mix(
             scope,
             "ReadAdapterMix",
             "lambda:invoke",
-            {"FunctionName": function.function_arn, "Payload": {"adapter_mix": {"live": live, "sides": sides}}},
+            {
+                "FunctionName": function.function_arn,
+                "Payload": StageEvent(adapter_mix=AdapterMix(live=live, sides=sides)).to_payload(),
+            },
             grants=[grants.invoke(function)],
             result_path="$.mix",
             result_selector={"twin.$": "$.Payload.twin", "cand.$": "$.Payload.cand"},

@@ -20,13 +20,14 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from optigate import naming
-from optigate.constructs.assets import bundled_sdk, stage
+from optigate.constructs.assets import PACKAGE, bundled_sdk, stage
 from optigate.constructs.common import function_role
 from optigate.constructs.gate import grants
 from optigate.constructs.gate.tasks import Grant, SdkTask, sdk_task
 from optigate.deployment.gate import GatePlan
 from optigate.lambdas import handler_source
 from optigate.lambdas.ai_benchmark_jobs.handler import OPERATIONS
+from optigate.lambdas.events import BenchmarkJobEvent
 
 HANDLER = "ai_benchmark_jobs"
 
@@ -58,7 +59,11 @@ def jobs_function(scope: Construct, plan: GatePlan, job_role: iam.IRole) -> lamb
         grants.pass_role(job_role.role_arn),
     ):
         grant.apply(role)
-    files = {"handler.py": handler_source(HANDLER), **bundled_sdk({"sagemaker": OPERATIONS})}
+    files = {
+        "handler.py": handler_source(HANDLER),
+        "events.py": PACKAGE / "lambdas" / "events.py",  # its event, BenchmarkJobEvent (standard library only)
+        **bundled_sdk({"sagemaker": OPERATIONS}),
+    }
     return lambda_.Function(
         scope,
         "CrossCheckJobsFunction",
@@ -91,7 +96,10 @@ def job_task(
         scope,
         name,
         "lambda:invoke",
-        {"FunctionName": function.function_arn, "Payload": {"operation": operation, "request": request}},
+        {
+            "FunctionName": function.function_arn,
+            "Payload": BenchmarkJobEvent(operation=operation, request=request).to_payload(),
+        },
         grants=[grants.invoke(function)],
         result_path=result_path,
         result_selector={"status.$": "$.Payload.status", "output.$": "$.Payload.output", "reason.$": "$.Payload.reason"}

@@ -15,6 +15,7 @@ from optigate.constructs.benchmark_fleet import BenchmarkFleet
 from optigate.constructs.gate import grants
 from optigate.constructs.gate.tasks import CleanupPath, sdk_task
 from optigate.deployment.gate import GatePlan
+from optigate.lambdas.events import FromState
 
 #: Where the check leaves its result ({until, digest, shape}) in the execution's state.
 CHECKED = "$.workload"
@@ -106,6 +107,6 @@ def map_items(plan: GatePlan) -> dict[str, str]:
     return {"workload.$": CHECKED} if plan.workload is not None else {}
 
 
-def decide_payload(plan: GatePlan) -> dict[str, str]:
-    """The workload's shape for the report (counts, lengths, rate: never text)."""
-    return {"workload.$": f"{CHECKED}.shape"} if plan.workload is not None else {}
+def decide_input(plan: GatePlan) -> FromState | None:
+    """The workload's shape for the report (DecideEvent.workload: counts, lengths, rate, never text)."""
+    return FromState(f"{CHECKED}.shape") if plan.workload is not None else None

@@ -26,6 +26,7 @@ from optigate.deployment.optimization import (
     TRAINED_HEAD_DIR,
 )
 from optigate.lambdas import handler_source
+from optigate.lambdas.events import Copy, FromState, StageEvent, TrainedHead
 
 
 class Stager:
@@ -77,6 +78,8 @@ class Stager:
                             "adapter_archive.py": PACKAGE / "deployment" / "adapter_archive.py",
                             # The CloudWatch mix's reading (standard library only).
                             "adapter_mix.py": PACKAGE / "deployment" / "adapter_mix.py",
+                            # Its event, StageEvent (standard library only).
+                            "events.py": PACKAGE / "lambdas" / "events.py",
                         },
                     )
                 )
@@ -296,16 +299,16 @@ def stage_trained_head(
             "lambda:invoke",
             {
                 "FunctionName": function.function_arn,
-                "Payload": {
-                    "trained_head": {
-                        "model.$": "$.optimized_model",
-                        "output.$": "$.optimization.OutputConfig.S3OutputLocation",
-                        "baseline": plan.baseline_model_uri,
-                        "environment": plan.container_environment,
-                        "num_speculative_tokens": head.num_speculative_tokens,
-                        "head_dir": TRAINED_HEAD_DIR,
-                    }
-                },
+                "Payload": StageEvent(
+                    trained_head=TrainedHead(
+                        model=FromState("$.optimized_model"),
+                        output=FromState("$.optimization.OutputConfig.S3OutputLocation"),
+                        baseline=plan.baseline_model_uri,
+                        environment=plan.container_environment,
+                        num_speculative_tokens=head.num_speculative_tokens,
+                        head_dir=TRAINED_HEAD_DIR,
+                    )
+                ).to_payload(),
             },
             grants=[grants.invoke(function)],
             result_path="$.candidate",
@@ -357,12 +360,12 @@ def stage_candidate_files(
             "lambda:invoke",
             {
                 "FunctionName": function.function_arn,
-                "Payload": {
-                    "copies": [
-                        {"source": f"{source}{path}", "target.$": f"States.Format('{target}{path}', $.run.id)"}
+                "Payload": StageEvent(
+                    copies=[
+                        Copy(source=f"{source}{path}", target=FromState(f"States.Format('{target}{path}', $.run.id)"))
                         for path in paths
                     ]
-                },
+                ).to_payload(),
             },
             grants=[grants.invoke(function)],
             result_path=sfn.JsonPath.DISCARD,

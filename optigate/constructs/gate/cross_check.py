@@ -307,10 +307,10 @@ def stop_all(scope: Construct, plan: GatePlan, jobs: lambda_.IFunction, then: sf
     return stops[0]
 
 
-def decide_payload(plan: GatePlan) -> dict[str, Any]:
-    """The decision Lambda's `cross_check` member: the tolerance and each job's outcome."""
+def decide_input(plan: GatePlan) -> dict[str, Any] | None:
+    """The decision's `cross_check` (optigate.lambdas.events.DecideEvent): the tolerance and each job's outcome."""
     if plan.cross_check is None:
-        return {}
+        return None
     jobs = [
         {
             "concurrency": level.concurrency,
@@ -321,4 +321,4 @@ def decide_payload(plan: GatePlan) -> dict[str, Any]:
         for level in plan.cross_check_levels()
         for side, _, _ in SIDES
     ]
-    return {"cross_check": {"tolerance": plan.cross_check.tolerance, "jobs": jobs}}
+    return {"tolerance": plan.cross_check.tolerance, "jobs": jobs}

@@ -28,6 +28,7 @@ from optigate.constructs.gate import grants
 from optigate.constructs.gate.tasks import CleanupPath, SdkTask, run_name, sdk_task
 from optigate.deployment.gate import GatePlan
 from optigate.lambdas import handler_source
+from optigate.lambdas.events import FromState, ServerMetricsEvent, ServerWindow
 
 RESULT_PATH = "$.server_metrics"
 WINDOW_PATH = "$.server_window"
@@ -75,6 +76,8 @@ def reader_function(scope: Construct, plan: GatePlan) -> lambda_.Function:
                     {
                         "handler.py": handler_source("read_server_metrics"),
                         "server_metrics.py": PACKAGE / "bench" / "server_metrics.py",
+                        # Its event, ServerMetricsEvent (standard library only).
+                        "events.py": PACKAGE / "lambdas" / "events.py",
                     },
                 )
             )
@@ -97,13 +100,13 @@ def read_server_metrics(scope: Construct, plan: GatePlan, cleanup: CleanupPath) 
             "lambda:invoke",
             {
                 "FunctionName": function.function_arn,
-                "Payload": {
-                    "server_metrics": {
-                        "sides": {"baseline.$": run_name(plan, "twin"), "candidate.$": run_name(plan, "cand")},
-                        "start.$": f"{WINDOW_PATH}.start",
-                        "end.$": f"{WINDOW_PATH}.end",
-                    }
-                },
+                "Payload": ServerMetricsEvent(
+                    server_metrics=ServerWindow(
+                        sides={"baseline.$": run_name(plan, "twin"), "candidate.$": run_name(plan, "cand")},
+                        start=FromState(f"{WINDOW_PATH}.start"),
+                        end=FromState(f"{WINDOW_PATH}.end"),
+                    )
+                ).to_payload(),
             },
             grants=[grants.invoke(function)],
             result_path=RESULT_PATH,

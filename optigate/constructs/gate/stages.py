@@ -16,6 +16,7 @@ from optigate.constructs.gate.resources import LiveConfig
 from optigate.constructs.gate.tasks import CleanupPath, Ending, PollStates, SdkTask, poll_loop, run_name, sdk_task
 from optigate.deployment.gate import GatePlan
 from optigate.deployment.observability import gate_metrics_config
+from optigate.lambdas.events import DecideEvent, FromState
 
 
 # Over 80 lines: every cleanup (job, endpoints, configs, models) chained so each runs whatever failed before it.
@@ -362,16 +363,37 @@ def decide(
     """The decision Lambda over the benchmark and evaluation results (and the shadow's metrics)."""
     shadow_metrics = (
         {
-            "shadow": {
-                "window_minutes": plan.shadow.window_minutes,
-                "sampling_percentage": plan.shadow.sampling_percentage,
-                "production_variant": live.production_variant,
-                "shadow_variant": plan.shadow.variant_name,
-                "metric_data.$": "$.shadow_metrics",
-            }
+            "window_minutes": plan.shadow.window_minutes,
+            "sampling_percentage": plan.shadow.sampling_percentage,
+            "production_variant": live.production_variant,
+            "shadow_variant": plan.shadow.variant_name,
+            "metric_data.$": "$.shadow_metrics",
         }
         if plan.shadow and live is not None
-        else {}
+        else None
+    )
+    event = DecideEvent(
+        team=plan.team,
+        environment=plan.environment,
+        change=plan.change,
+        thresholds=plan.thresholds,
+        price_per_hour_usd=plan.price_per_hour_usd,
+        instance_count=plan.instance_count,
+        cost_basis=plan.cost_basis.to_json() if plan.cost_basis is not None else None,
+        prediction=plan.prediction,
+        bucket=bucket_name,
+        baseline_keys=FromState("$.benchmark[*].baseline.key"),
+        candidate_keys=FromState("$.benchmark[*].candidate_result.key"),
+        evaluation_key=FromState(f"States.Format('evaluations/{{}}/verdict.json', {run_name(plan, 'eval')})"),
+        report_prefix=FromState("States.Format('reports/{}/', $.run.id)"),
+        # Each side's container metrics over the benchmark (constructs.gate.server_metrics), where read.
+        server_metrics=FromState("$.server_metrics") if plan.server_series else None,
+        # A speculative candidate: what its acceptance is read from and must reach (speculation_proof).
+        speculation=plan.speculation.event() if plan.speculation is not None else None,
+        shadow=shadow_metrics,
+        cross_check=cross_check.decide_input(plan),
+        workload=benchmark_workload.decide_input(plan),
+        adapter_check=adapter_steps.decide_input(plan),
     )
     return sdk_task(
         scope,
@@ -379,29 +401,7 @@ def decide(
         "lambda:invoke",
         {
             "FunctionName": decider.function_arn,
-            "Payload": {
-                "team": plan.team,
-                "environment": plan.environment,
-                "change": plan.change,
-                "thresholds": plan.thresholds,
-                "price_per_hour_usd": plan.price_per_hour_usd,
-                "instance_count": plan.instance_count,
-                "cost_basis": plan.cost_basis.to_json() if plan.cost_basis is not None else None,
-                "prediction": plan.prediction,
-                "bucket": bucket_name,
-                "baseline_keys.$": "$.benchmark[*].baseline.key",
-                "candidate_keys.$": "$.benchmark[*].candidate_result.key",
-                "evaluation_key.$": f"States.Format('evaluations/{{}}/verdict.json', {run_name(plan, 'eval')})",
-                "report_prefix.$": "States.Format('reports/{}/', $.run.id)",
-                # Each side's container metrics over the benchmark (constructs.gate.server_metrics), where read.
-                **({"server_metrics.$": "$.server_metrics"} if plan.server_series else {}),
-                # A speculative candidate: what its acceptance is read from and must reach (speculation_proof).
-                **({"speculation": plan.speculation.event()} if plan.speculation is not None else {}),
-                **shadow_metrics,
-                **cross_check.decide_payload(plan),
-                **benchmark_workload.decide_payload(plan),
-                **adapter_steps.decide_payload(plan),
-            },
+            "Payload": event.to_payload(),
         },
         grants=[grants.invoke_with_versions(decider)],
         result_path="$.decision",

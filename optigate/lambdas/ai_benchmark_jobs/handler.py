@@ -8,6 +8,8 @@ pinned to a botocore whose SageMaker model has these operations), never the Lamb
 
 Event: {"operation": "CreateAIBenchmarkJob" | "DescribeAIBenchmarkJob" | "StopAIBenchmarkJob",
         "request": <the operation's request, as the SageMaker API reference gives it>}
+(optigate.lambdas.events.BenchmarkJobEvent, staged beside this handler, which refuses an unknown or missing key or a
+value of the wrong type, naming it).
 Returns: Create -> {"arn": <AIBenchmarkJobArn>}; Stop -> {}; Describe -> {"status": <AIBenchmarkJobStatus>,
 "output": <OutputConfig.S3OutputLocation> or null, "reason": <FailureReason> or null}.
 
@@ -20,6 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 import boto3
+
+try:
+    from optigate.lambdas.events import BenchmarkJobEvent, EventError
+except ImportError:  # the function's code: optigate.lambdas.events staged beside this handler as events.py
+    from events import BenchmarkJobEvent, EventError  # type: ignore[no-redef]
 
 OPERATIONS = ("CreateAIBenchmarkJob", "DescribeAIBenchmarkJob", "StopAIBenchmarkJob")
 
@@ -40,8 +47,13 @@ def describe(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def handler(event: dict, _context=None) -> dict:
-    operation, request = event.get("operation"), event.get("request")
-    if operation not in OPERATIONS or not isinstance(request, dict):
+    try:
+        job = BenchmarkJobEvent.from_event(event)
+    except EventError as refused:
+        expected = f"expected an operation of {OPERATIONS} and its request"
+        raise EventError(refused.seam, refused.key, f"{refused.problem}; {expected}") from None
+    operation, request = job.operation, job.request
+    if operation not in OPERATIONS:
         raise ValueError(f"expected an operation of {OPERATIONS} and its request, got {operation!r}")
     sagemaker = boto3.client("sagemaker")
     if operation == "CreateAIBenchmarkJob":

@@ -1,6 +1,8 @@
 """Merge the shards of a benchmark run (exactly, from raw samples) into one result file.
 
 Event: {"shards": [{"bucket", "key", ...}, ...], "bucket": "...", "key": ".../result.json"}
+(optigate.lambdas.events.MergeEvent, staged beside this handler, which refuses an unknown or missing key or a value of
+the wrong type, naming it).
 Returns the merged run's summary (without samples) and where the full result is. Shards of an inference-component
 endpoint keep their adapter labels: the merged run's "adapters" merges each adapter's samples, and the result
 names the mix the shards sent ("inference_components"). Shards of a replay: the merged run's schedule fidelity is
@@ -26,6 +28,11 @@ import boto3
 from optigate.bench.core.metrics import RunSamples, merge
 from optigate.bench.core.result_format import FORMAT_VERSION, MAX_RUN_SPAN_S
 from optigate.bench.core.schedule import judge_schedule
+
+try:
+    from optigate.lambdas.events import MergeEvent, resolved
+except ImportError:  # the function's code: optigate.lambdas.events staged beside this handler as events.py
+    from events import MergeEvent, resolved  # type: ignore[no-redef]
 
 #: What bad content makes reading or merging a shard raise (json, unpacking, arithmetic on the wrong types, nesting
 #: past the recursion limit). Caught around each shard only: an S3 error still fails the task, which is retried.
@@ -114,13 +121,15 @@ def _median(values: list[float]) -> float | None:
 
 
 def handler(event: dict, _context=None) -> dict:
+    merging = MergeEvent.from_event(event)
+    shards, bucket, target = resolved(merging.shards), merging.bucket, resolved(merging.key)
     s3 = boto3.client("s3")
-    keys = [str(shard["key"]) for shard in event["shards"]]
+    keys = [str(shard["key"]) for shard in shards]
     if not keys:  # the event's fault, not a shard's: fail the task rather than write a result with no run and no why
         raise ValueError("the event names no shards: nothing to merge")
     read: list[tuple[str, dict[str, Any], list[RunSamples]]] = []
     unreadable: list[dict[str, str]] = []
-    for shard, key in zip(event["shards"], keys, strict=True):
+    for shard, key in zip(shards, keys, strict=True):
         body = s3.get_object(Bucket=shard["bucket"], Key=key)["Body"].read()
         try:
             data, runs = read_shard(body)
@@ -159,10 +168,8 @@ def handler(event: dict, _context=None) -> dict:
         mix = next((data["inference_components"] for _, data, _ in read if data.get("inference_components")), None)
         if mix:
             result["inference_components"] = mix
-    s3.put_object(
-        Bucket=event["bucket"], Key=event["key"], Body=json.dumps(result).encode(), ContentType="application/json"
-    )
-    return {"bucket": event["bucket"], "key": event["key"], "summary": summary}
+    s3.put_object(Bucket=bucket, Key=target, Body=json.dumps(result).encode(), ContentType="application/json")
+    return {"bucket": bucket, "key": target, "summary": summary}
 
 
 def _other_levels(read: list[tuple[str, dict[str, Any], list[RunSamples]]]) -> list[dict[str, str]]:

@@ -1,7 +1,7 @@
 """Gate decision: read the two benchmark results and the quality verdict from S3, decide, write the
 report next to them, publish metrics, return a small verdict (Step Functions payloads are small).
 
-Event:
+Event (optigate.lambdas.events.DecideEvent, which refuses an unknown or missing key, or a value of the wrong type):
   {"team", "environment", "change": {...}, "thresholds": {gate.benchmark}, "price_per_hour_usd",
    "instance_count", "prediction": {...} | null, "bucket", "baseline_key", "candidate_key" (an `optigate bench
    --json` file each; or, as the deployed gate sends, "baseline_keys", "candidate_keys": one merged fleet result per
@@ -36,6 +36,7 @@ from optigate.bench.result_file import ResultFileError, parse_merged_result, par
 from optigate.gate.cross_check import OUTPUT_ARCHIVE, ExportError, read_archive
 from optigate.gate.decision import UNDECIDED, GateInputs, GateVerdict, decide, unreadable_verdict
 from optigate.gate.report import render_html, render_json
+from optigate.lambdas.events import DecideEvent, resolved
 
 LOG = logging.getLogger(__name__)
 NAMESPACE = "optigate/gate"
@@ -104,13 +105,19 @@ def read_result(s3, bucket: str, key: str, merged: bool) -> dict:
     raise UnreadableInput(f"a benchmark shard merged into {source} could not be read: {problem}{more}")
 
 
-def read_benchmark(s3, bucket: str, event: dict, side: str) -> dict:
+def read_event(event: DecideEvent | dict) -> DecideEvent:
+    """The decision's event, read through DecideEvent (EventError naming the key it refuses) unless it already is."""
+    return event if isinstance(event, DecideEvent) else DecideEvent.from_event(event)
+
+
+def read_benchmark(s3, bucket: str, event: DecideEvent | dict, side: str) -> dict:
     """One side's results: `<side>_keys` (one merged fleet result per (level, block), in the benchmark Map's order:
     the deployed gate's) or `<side>_key` (one `optigate bench --json` file), each read through its schema
     (UnreadableInput if one fails it). Each run is tagged with its `block`: the n-th run at a level is block n (a
     run that carries a block keeps it)."""
-    merged = bool(event.get(f"{side}_keys"))
-    keys = _flatten(event[f"{side}_keys"] if merged else [event[f"{side}_key"]])
+    decision = read_event(event)
+    merged = bool(getattr(decision, f"{side}_keys"))
+    keys = _flatten(resolved(getattr(decision, f"{side}_keys")) if merged else [getattr(decision, f"{side}_key")])
     runs = []
     seen: dict[int, int] = {}
     for key in keys:
@@ -126,10 +133,10 @@ def read_benchmark(s3, bucket: str, event: dict, side: str) -> dict:
     return {"runs": runs}
 
 
-def read_inputs(s3, event: dict) -> tuple[dict, dict, dict | None] | list[str]:
+def read_inputs(s3, event: DecideEvent) -> tuple[dict, dict, dict | None] | list[str]:
     """Both sides' benchmark results and the evaluation's verdict (None when none ran), or what failed its schema
     (one problem per file kind, so a person sees each side's)."""
-    bucket, evaluation_key = event["bucket"], event.get("evaluation_key")
+    bucket, evaluation_key = event.bucket, resolved(event.evaluation_key)
     problems: list[str] = []
     read: list = []
     for side in ("baseline", "candidate"):
@@ -144,33 +151,34 @@ def read_inputs(s3, event: dict) -> tuple[dict, dict, dict | None] | list[str]:
     return problems or (read[0], read[1], read[2])
 
 
-def verdict_for(s3, event: dict) -> tuple[GateVerdict, dict | None, dict | None]:
+def verdict_for(s3, event: DecideEvent | dict) -> tuple[GateVerdict, dict | None, dict | None]:
     """The verdict on the event's inputs, and both sides' benchmark results (None when an input failed its
     schema: the verdict is then unreadable_verdict's, and nothing is computed from them)."""
+    event = read_event(event)
     read = read_inputs(s3, event)
     if isinstance(read, list):
-        return unreadable_verdict(event["team"], event["environment"], read, event.get("change")), None, None
+        return unreadable_verdict(event.team, event.environment, read, event.change), None, None
     baseline, candidate, evaluation = read
     inputs = GateInputs(
-        team=event["team"],
-        environment=event["environment"],
-        change=event.get("change") or {},
-        thresholds=event.get("thresholds") or {},
+        team=event.team,
+        environment=event.environment,
+        change=event.change or {},
+        thresholds=event.thresholds or {},
         baseline_benchmark=baseline,
         candidate_benchmark=candidate,
         evaluation=evaluation,
-        price_per_hour_usd=event.get("price_per_hour_usd"),
-        instance_count=event.get("instance_count") or 1,
-        cost_basis=event.get("cost_basis"),  # the plan's (what one measured copy or endpoint costs an hour)
-        prediction=event.get("prediction"),
-        shadow=shadow_figures(event.get("shadow")),
-        cross_check=cross_check_jobs(s3, event.get("cross_check")),
+        price_per_hour_usd=event.price_per_hour_usd,
+        instance_count=event.instance_count or 1,
+        cost_basis=event.cost_basis,  # the plan's (what one measured copy or endpoint costs an hour)
+        prediction=event.prediction,
+        shadow=shadow_figures(event.shadow),
+        cross_check=cross_check_jobs(s3, event.cross_check),
         # What the reader read, where the containers publish server series (none on LMI: no read, None here).
-        server_metrics=event.get("server_metrics"),
+        server_metrics=resolved(event.server_metrics),
         # A speculative candidate's evidence and break-even (the plan's); without it nothing approves speculation.
-        speculation=event.get("speculation"),
-        traffic=event.get("workload"),  # the captured workload's shape (constructs.gate.benchmark_workload)
-        adapter_check=event.get("adapter_check"),  # each new adapter version's archive (constructs.gate.adapter_steps)
+        speculation=event.speculation,
+        traffic=resolved(event.workload),  # the captured workload's shape (constructs.gate.benchmark_workload)
+        adapter_check=resolved(event.adapter_check),  # each new adapter version's archive (gate.adapter_steps)
     )
     return decide(inputs), baseline, candidate
 
@@ -325,14 +333,15 @@ def _small(verdict: GateVerdict, report_key: str) -> dict:
 
 
 def handler(event: dict, _context=None) -> dict:
+    decision = DecideEvent.from_event(event)
     s3 = boto3.client("s3")
-    bucket = event["bucket"]
-    verdict, baseline, candidate = verdict_for(s3, event)
-    prefix = event["report_prefix"].strip("/")
+    bucket = decision.bucket
+    verdict, baseline, candidate = verdict_for(s3, decision)
+    prefix = resolved(decision.report_prefix).strip("/")
     report_key, html_key = f"{prefix}/report.json", f"{prefix}/report.html"
     s3.put_object(Bucket=bucket, Key=report_key, Body=render_json(verdict).encode(), ContentType="application/json")
     plots = _plots(s3, bucket, prefix, baseline, candidate, verdict) if baseline and candidate else []
-    page = render_html(verdict, plots, event.get("thresholds"))
+    page = render_html(verdict, plots, decision.thresholds)
     s3.put_object(Bucket=bucket, Key=html_key, Body=page.encode(), ContentType="text/html; charset=utf-8")
     metrics = _metrics(verdict)
     cloudwatch = boto3.client("cloudwatch")

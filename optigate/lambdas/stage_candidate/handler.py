@@ -1,7 +1,8 @@
 # Over 400 lines: the staging function ships as this one file (and its two standard-library helpers), four modes.
 """Stage a candidate's extra files.
 
-Two kinds of event:
+Four kinds of event, one typed event (optigate.lambdas.events.StageEvent, staged beside this handler as events.py),
+which refuses an unknown or missing key or a value of the wrong type, naming it, and any but exactly one mode:
 
 1. Copies: what the optimized candidate reads but the optimization job does not write (an EAGLE-3 head, a draft
    model), from the baseline's prefix into the candidate's.
@@ -407,17 +408,27 @@ def read_adapter_mix(cloudwatch: Any, event: dict) -> dict:
     return {**sides, "shares": shares}
 
 
+def events() -> Any:
+    """optigate.lambdas.events (standard library only), installed or staged beside this handler."""
+    try:
+        from optigate.lambdas import events as module
+    except ImportError:
+        import events as module  # type: ignore[no-redef]
+    return module
+
+
 def handler(event: dict, _context=None) -> dict:
-    if "adapter_mix" in event:
+    stage = events().StageEvent.from_event(event)
+    if stage.adapter_mix is not None:
         return read_adapter_mix(boto3.client("cloudwatch"), event["adapter_mix"])
     s3 = boto3.client("s3")
-    if "adapter_check" in event:
+    if stage.adapter_check is not None:
         return check_adapters(s3, event["adapter_check"])
-    if "trained_head" in event:
+    if stage.trained_head is not None:
         return stage_trained_head(s3, event["trained_head"])
     count = total = 0
-    for copy in event["copies"]:
-        found, size = copy_prefix(s3, copy["source"], copy["target"])
+    for copy in stage.copies:
+        found, size = copy_prefix(s3, copy.source, copy.target)
         count += found
         total += size
     return {"objects": count, "bytes": total}
