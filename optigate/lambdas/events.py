@@ -1,3 +1,4 @@
+# Over 400 lines: one standard-library file staged beside each handler: the event machinery and every seam's event.
 """One typed event per seam between the gate's state machines and each of their Lambda functions.
 
 Each seam is one dataclass, the one list of its keys: the construct builds the Task's Payload with `to_payload()`
