@@ -17,6 +17,7 @@ from optigate.config.rolling_update import (
     COMPONENT_TIMEOUT_MAX_SECONDS,
     COMPONENT_TIMEOUT_MIN_SECONDS,
     COMPONENT_WAIT_MAX_SECONDS,
+    bakes_within_limit,
     rolling_batch_percent,
     rolling_batches,
 )
@@ -77,7 +78,7 @@ def component_rollout(
     """The base component's rolling update for an adapter team in `environment`, whose copies may reach `max_copies`
     (autoscaling's maximum, an environment's override replacing it; one when fixed or suspended), `resolved` its
     baseline; None for a team without adapters (a model-backed endpoint rolls out by blue/green). What `validate`
-    refuses (OG503, OG520, OG521) raises here too, so a template never carries a policy the API rejects."""
+    refuses (OG503, OG520, OG521, OG613) raises here too, so a template never carries a policy the API rejects."""
     if not team.adapters:
         return None
     rollout = team.rollout
@@ -88,7 +89,7 @@ def component_rollout(
         raise ValueError(f"{team.team}: a rolling batch of {batch}% is below the API's {COMPONENT_BATCH_MIN_PERCENT}%")
     wait = rollout.canary.wait_minutes * 60
     batches = rolling_batches(batch, max_copies)
-    if batches * wait >= COMPONENT_TIMEOUT_MAX_SECONDS:
+    if not bakes_within_limit(batches, wait):
         raise ValueError(
             f"{team.team} in {environment}: {batches} batches baking {wait} s each do not fit "
             f"the API's {COMPONENT_TIMEOUT_MAX_SECONDS} s limit (OG521)"
