@@ -9,6 +9,7 @@ components get none: they reserve no compute and have no copies to batch (optiga
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from optigate.config.models import TeamConfig
 from optigate.config.rolling_update import (
@@ -41,6 +42,8 @@ class ComponentRollout:
     :param auto_rollback: AutoRollbackConfiguration on the rollback alarms. @default True
     :param p99_model_latency_ms: the latency alarm's threshold. @default 60000
     :param max_5xx_per_minute: the error alarm's threshold. @default 1
+    :param strategy: the team file's rollout strategy it comes from: `canary` (the batch is its traffic_percentage)
+        or `none` (the largest batch the API takes). @default canary
     """
 
     batch_percent: int = 10
@@ -50,6 +53,7 @@ class ComponentRollout:
     auto_rollback: bool = True
     p99_model_latency_ms: float = DEFAULT_P99_MODEL_LATENCY_MS
     max_5xx_per_minute: int = 1
+    strategy: Literal["canary", "none"] = "canary"
 
     def __post_init__(self) -> None:
         bounds = {
@@ -105,4 +109,5 @@ def component_rollout(
         timeout_seconds=timeout,
         auto_rollback=rollout.auto_rollback,
         p99_model_latency_ms=rollback_latency_ms(team),
+        strategy="none" if rollout.strategy == "none" else "canary",
     )
