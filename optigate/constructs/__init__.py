@@ -8,7 +8,8 @@ from optigate.constructs.blue_green import BlueGreenSettings
 from optigate.constructs.lmi_model import LmiModel, ModelNetwork
 from optigate.constructs.lora_adapters import AdapterSpec, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
-from optigate.constructs.tuned_endpoint import TunedEndpoint, VariantSettings
+from optigate.constructs.tuned_endpoint import TunedEndpoint
+from optigate.deployment.variant import VariantSettings
 
 __all__ = [
     "AdapterSpec",

@@ -18,10 +18,11 @@ from optigate.constructs.common import target_tracking
 from optigate.constructs.data_capture import CaptureSettings, capture_config, capture_prefix
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.rollback_alarms import MAX_METRICS_PER_ALARM, rollback_alarms, variant_metric
-from optigate.constructs.tuned_endpoint import VariantSettings, metrics_property
+from optigate.constructs.tuned_endpoint import metrics_property, variant_placement
 from optigate.deployment.component_rollout import ComponentRollout
 from optigate.deployment.component_settings import BaseComponentSettings, ComponentPlacement
 from optigate.deployment.gate_components import ComponentCompute
+from optigate.deployment.variant import VariantSettings
 from optigate.plan.catalog import has_instance_storage
 
 
@@ -133,7 +134,7 @@ class LoraAdapters(Construct):
             )
         production = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=variant.variant_name,
-            **variant.placement(),  # InstancePools instead of InstanceType with pools
+            **variant_placement(variant),  # InstancePools instead of InstanceType with pools
             initial_instance_count=variant.instance_count,
             model_data_download_timeout_in_seconds=variant.model_data_download_timeout_seconds,
             container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout_seconds,

@@ -5,7 +5,8 @@ Every decision about the endpoint is made here, once: the served package or the 
 deploy or its maximum replaced by the environment's, the minimum of a model-backed endpoint's scalable target (at
 least one instance), the canary at 100 % when the strategy is `none`, the adapter versions the lock approved and
 `{region}` filled into their URIs (an environment's region is a plain string in environments.yaml, never a token),
-and an adapter team's base component (compute, rolling update, caching and placement). The stack only wires it
+an adapter team's base component (compute, rolling update, caching and placement), and how the live variant and the
+shadow are provisioned (instances, pools, timeouts and the host AMI for the image served). The stack only wires it
 (optigate.stacks.team_inference_stack); `optigate summary` prints it.
 """
 
@@ -21,6 +22,7 @@ from optigate.deployment.gate_components import ComponentCompute, component_comp
 from optigate.deployment.placement import Placement
 from optigate.deployment.serving import ResolvedServing
 from optigate.deployment.team import ResolvedTeam
+from optigate.deployment.variant import VariantSettings, variant_settings
 from optigate.promote.lock import ServedPackage
 
 
@@ -89,6 +91,7 @@ class ShadowModel:
     environment: dict[str, str]
     model_data_uri: str  # the baseline's weights: a shadow candidate changes the serving, not the model
     sampling_percentage: int
+    variant: VariantSettings  # one instance of the priority-1 type, named Shadow
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class EndpointPlan:
     :param image_uri, environment, model_data_uri: the served model's container, its environment and its weights.
     :param accept_eula: the JumpStart model's EULA is accepted in the team file.
     :param instance_count: instances at creation (the environment's instance_count, else the team file's).
+    :param variant: how the live variant is provisioned, for the image served (its host AMI).
     :param scaling: the scalable target; None without autoscaling or while it is suspended.
     :param scaling_suspended: the environment suspends the team's autoscaling for this deploy (no scalable target;
         the instance count scaling last set is kept).
@@ -113,6 +117,7 @@ class EndpointPlan:
     model_data_uri: str
     accept_eula: bool
     instance_count: int
+    variant: VariantSettings
     scaling: EndpointScaling | None
     scaling_suspended: bool
     blue_green: BlueGreen | None
@@ -203,21 +208,26 @@ def resolve_endpoint(
             p99_model_latency_ms=rollback_latency_ms(team),
         )
         if resolved_team.shadow is not None and rollout_config.shadow is not None:
+            shadow_image = resolved_team.shadow.image_uri(region)
             shadow = ShadowModel(
                 serving=resolved_team.shadow,
-                image_uri=resolved_team.shadow.image_uri(region),
+                image_uri=shadow_image,
                 environment=resolved_team.shadow.environment,
                 model_data_uri=model_prefix,
                 sampling_percentage=rollout_config.shadow.sampling_percentage,
+                # On the priority-1 type only: shadow variants beside pools are undocumented (pool_advisories).
+                variant=variant_settings(resolved_team.shadow, 1, shadow_image, pools=False, variant_name="Shadow"),
             )
     jumpstart = team.model.source.jumpstart
+    image_uri = served.image if served is not None else baseline.image_uri(region)
     return EndpointPlan(
         served_package_arn=served.model_package_arn if served is not None else None,
-        image_uri=served.image if served is not None else baseline.image_uri(region),
+        image_uri=image_uri,
         environment=dict(served.environment) if served is not None else baseline.environment,
         model_data_uri=served.model_data_uri if served is not None else model_prefix,
         accept_eula=bool(jumpstart and jumpstart.accept_eula),
         instance_count=instance_count,
+        variant=variant_settings(baseline, instance_count, image_uri),
         scaling=scaling,
         scaling_suspended=bool(overrides.suspend_autoscaling and configured is not None),
         blue_green=blue_green,
