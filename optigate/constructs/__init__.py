@@ -4,7 +4,6 @@ They live inside the package because a top-level `constructs/` folder would shad
 `constructs` library that aws-cdk-lib imports.
 """
 
-from optigate.constructs.blue_green import BlueGreenSettings
 from optigate.constructs.lmi_model import LmiModel, ModelNetwork
 from optigate.constructs.lora_adapters import AdapterSpec, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
@@ -13,7 +12,6 @@ from optigate.deployment.variant import VariantSettings
 
 __all__ = [
     "AdapterSpec",
-    "BlueGreenSettings",
     "LmiModel",
     "LoraAdapters",
     "ModelNetwork",

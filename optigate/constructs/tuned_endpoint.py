@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Duration
@@ -12,11 +11,12 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from optigate.constructs.blue_green import BlueGreenSettings, blue_green_alarms, deployment_config
+from optigate.constructs.blue_green import blue_green_alarms, deployment_config
 from optigate.constructs.common import target_tracking
 from optigate.constructs.data_capture import CaptureSettings, capture_config, capture_prefix
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.rollback_alarms import variant_metric
+from optigate.deployment.endpoint import BlueGreen, EndpointScaling
 from optigate.deployment.observability import metrics_config
 from optigate.deployment.variant import VariantSettings
 from optigate.plan.catalog import has_instance_storage
@@ -76,17 +76,6 @@ def production_variant(
     )
 
 
-@dataclass(frozen=True)
-class ScalingSettings:
-    """Target tracking on invocations per instance. @default min 1, max 1, 10 invocations/instance."""
-
-    min_capacity: int = 1
-    max_capacity: int = 1
-    target_invocations_per_instance: int = 10
-    scale_in_cooldown_seconds: int = 300
-    scale_out_cooldown_seconds: int = 60
-
-
 class TunedEndpoint(Construct):
     """A real-time endpoint for one LMI model, tuned for LLM start-up and safe to update.
 
@@ -103,10 +92,11 @@ class TunedEndpoint(Construct):
     :param variant: provisioning of the production variant.
     :param endpoint_name: the SageMaker endpoint name (explicit, so benchmarks and the gate can find it).
     :param encryption_key: @default a new key with rotation
-    :param blue_green: @default BlueGreenSettings(); None updates all at once without rollback
+    :param blue_green: the update (the endpoint plan's, optigate.deployment.endpoint). @default BlueGreen(); None
+        updates all at once without rollback
     :param data_capture_percentage: share of requests captured to S3 (KMS). @default 0 (off)
     :param data_capture: the capture in full; replaces data_capture_percentage. @default None
-    :param scaling: @default no autoscaling
+    :param scaling: the variant's scalable target (the endpoint plan's, in `instances`). @default no autoscaling
     :param scaling_suspended: autoscaling is configured but off for this deploy (to change the instance type,
         which SageMaker refuses for a registered variant): the instance count it set is kept. @default False
     """
@@ -120,14 +110,16 @@ class TunedEndpoint(Construct):
         variant: VariantSettings,
         endpoint_name: str,
         encryption_key: kms.IKey | None = None,
-        blue_green: BlueGreenSettings | None = BlueGreenSettings(),  # noqa: B008 (frozen: one shared default is safe)
+        blue_green: BlueGreen | None = BlueGreen(),  # noqa: B008 (frozen: one shared default is safe)
         data_capture_percentage: int = 0,
         data_capture: CaptureSettings | None = None,
-        scaling: ScalingSettings | None = None,
+        scaling: EndpointScaling | None = None,
         scaling_suspended: bool = False,
         detailed_metrics: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
+        if scaling is not None and scaling.unit != "instances":
+            raise ValueError(f"{self.node.path}: a model-backed variant scales instances, not {scaling.unit}")
         self.endpoint_name = endpoint_name
         self.variant = variant
         self.key = encryption_key or kms.Key(
@@ -234,7 +226,7 @@ class TunedEndpoint(Construct):
     def metric(self, name: str, statistic: str = "Sum", variant_name: str | None = None) -> cloudwatch.Metric:
         return variant_metric(self.endpoint_name, variant_name or self.variant.variant_name, name, statistic)
 
-    def _autoscaling(self, scaling: ScalingSettings) -> None:
+    def _autoscaling(self, scaling: EndpointScaling) -> None:
         target_tracking(
             self,
             resource_id=f"endpoint/{self.endpoint_name}/variant/{self.variant.variant_name}",
@@ -242,7 +234,7 @@ class TunedEndpoint(Construct):
             min_capacity=scaling.min_capacity,
             max_capacity=scaling.max_capacity,
             metric="SageMakerVariantInvocationsPerInstance",
-            target_value=scaling.target_invocations_per_instance,
+            target_value=scaling.target,
             policy_name=f"{self.endpoint_name}-invocations",
             cooldowns=(scaling.scale_in_cooldown_seconds, scaling.scale_out_cooldown_seconds),
             depends_on=self.endpoint,

@@ -51,13 +51,22 @@ class EndpointScaling:
 
 @dataclass(frozen=True)
 class BlueGreen:
-    """A model-backed endpoint's blue/green update: the canary's share (100 % with strategy `none`: all at once),
-    its bake, and the alarms' rollback."""
+    """A model-backed endpoint's blue/green update: a new fleet, traffic shifted in a canary step, rolled back on the
+    alarms (optigate.constructs.blue_green renders it).
 
-    canary_percentage: int
-    wait_minutes: int
-    auto_rollback: bool
-    p99_model_latency_ms: float
+    :param canary_percentage: share of capacity that takes traffic first (100 with strategy `none`: all at once).
+        @default 10
+    :param wait_minutes: bake time after each shift and before the old fleet goes. @default 10
+    :param auto_rollback: roll back when the 5XX or latency alarm fires. @default True
+    :param p99_model_latency_ms: p99 ModelLatency that counts as failure. @default 60000
+    :param max_5xx_per_minute: errors per minute that count as failure. @default 1
+    """
+
+    canary_percentage: int = 10
+    wait_minutes: int = 10
+    auto_rollback: bool = True
+    p99_model_latency_ms: float = 60000
+    max_5xx_per_minute: int = 1
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,14 @@ from optigate import naming
 from optigate.config.models import DataCapture
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, CaptureAccess, FleetTarget
-from optigate.constructs.blue_green import BlueGreenSettings
 from optigate.constructs.common import secure_bucket
 from optigate.constructs.data_capture import CaptureSettings
 from optigate.constructs.evaluation_job import EvaluationJob
 from optigate.constructs.gate import GateResources, LiveConfig, OptimizationGate
 from optigate.constructs.lmi_model import LmiModel
-from optigate.constructs.lora_adapters import AdapterSpec, ComponentScaling, LoraAdapters
+from optigate.constructs.lora_adapters import LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
-from optigate.constructs.tuned_endpoint import ScalingSettings, TunedEndpoint
+from optigate.constructs.tuned_endpoint import TunedEndpoint
 from optigate.deployment import Deployment
 from optigate.deployment.endpoint import EndpointPlan, LiveComponents
 from optigate.deployment.gate import GatePlan
@@ -93,28 +92,15 @@ class TeamInferenceStack(Stack):
         capture: CaptureSettings | None,
     ) -> LoraAdapters:
         """An adapter team's endpoint: the base component and every adapter on it, as the plan says."""
-        scaling = plan.scaling
         return LoraAdapters(
             self,
             "Adapters",
             model=self.model,
             variant=plan.variant,
             endpoint_name=self.deployment.endpoint_name,
-            adapters=[AdapterSpec(adapter.name, adapter.s3_uri) for adapter in components.adapters],
+            adapters=list(components.adapters),
             compute=components.compute,
-            scaling=(
-                ComponentScaling(
-                    min_copies=scaling.min_capacity,
-                    max_copies=scaling.max_capacity,
-                    target_concurrent_requests_per_copy=scaling.target,
-                    scale_to_zero=scaling.scale_to_zero,
-                    scale_in_cooldown_seconds=scaling.scale_in_cooldown_seconds,
-                    scale_out_cooldown_seconds=scaling.scale_out_cooldown_seconds,
-                    managed_instances=scaling.managed_instances,
-                )
-                if scaling is not None
-                else None
-            ),
+            scaling=plan.scaling,
             rollout=components.rollout,
             base_settings=components.base_settings,
             data_capture=capture,
@@ -124,37 +110,17 @@ class TeamInferenceStack(Stack):
     def _tuned_endpoint(self, plan: EndpointPlan, capture: CaptureSettings | None) -> TunedEndpoint:
         """A model-backed endpoint, updated by blue/green, with its shadow variant when the plan has one."""
         deployment = self.deployment
-        scaling, blue_green = plan.scaling, plan.blue_green
         endpoint = TunedEndpoint(
             self,
             "Endpoint",
             model=self.model,
             variant=plan.variant,
             endpoint_name=deployment.endpoint_name,
-            blue_green=(
-                BlueGreenSettings(
-                    canary_percentage=blue_green.canary_percentage,
-                    wait_minutes=blue_green.wait_minutes,
-                    auto_rollback=blue_green.auto_rollback,
-                    p99_model_latency_ms=blue_green.p99_model_latency_ms,
-                )
-                if blue_green is not None
-                else None
-            ),
+            blue_green=plan.blue_green,
             data_capture=capture,
             detailed_metrics=deployment.team.serving.detailed_metrics,
             scaling_suspended=plan.scaling_suspended,
-            scaling=(
-                ScalingSettings(
-                    min_capacity=scaling.min_capacity,
-                    max_capacity=scaling.max_capacity,
-                    target_invocations_per_instance=scaling.target,
-                    scale_in_cooldown_seconds=scaling.scale_in_cooldown_seconds,
-                    scale_out_cooldown_seconds=scaling.scale_out_cooldown_seconds,
-                )
-                if scaling is not None
-                else None
-            ),
+            scaling=plan.scaling,
         )
         shadow = plan.shadow
         if shadow is not None:
