@@ -159,14 +159,19 @@ def component_rollout_fits_environment(
     """
     for index, environment in enumerate(environments.environments):
         for name, team in teams.items():
-            scaling, rollout = team.serving.autoscaling, team.rollout
-            if not team.adapters or scaling is None or rollout.strategy == "shadow":
+            scaling = team.serving.autoscaling
+            if not team.adapters or scaling is None:
                 continue
             overrides = effective_overrides(team, environment)
             maximum = overrides.autoscaling_max_capacity
+            if maximum is None or overrides.suspend_autoscaling:
+                continue  # the team file's maximum (OG521), or one copy
+            rollout = team.rollout  # read only where an override applies (a broken rollout holds back only there)
+            if rollout.strategy == "shadow":
+                continue  # OG503
             batch, wait = rolling_batch_percent(rollout), rollout.canary.wait_minutes * 60
-            if maximum is None or overrides.suspend_autoscaling or batch < COMPONENT_BATCH_MIN_PERCENT:
-                continue
+            if batch < COMPONENT_BATCH_MIN_PERCENT:
+                continue  # OG520
             if not bakes_within_limit(rolling_batches(batch, scaling.max_capacity), wait):
                 continue  # the team file's own maximum already does not fit: OG521
             batches = rolling_batches(batch, maximum)
