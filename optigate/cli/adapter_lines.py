@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from optigate import naming
 from optigate.config.models import TeamConfig
+from optigate.deployment.component_rollout import ComponentRollout
 from optigate.deployment.endpoint import EndpointScaling, LiveComponents
 from optigate.deployment.gate_components import BASE, ComponentCompute, GateComponents, configured_mix, shares_text
 
@@ -54,12 +55,14 @@ def plan_lines(team: TeamConfig, compute: ComponentCompute) -> list[str]:
     ]
 
 
-def rollout_lines(team: TeamConfig) -> list[str]:
-    """The team file's `rollout` as it stands for an adapter team: the live base component's rolling update."""
-    rollout = team.rollout
-    canary = f"wait_minutes {rollout.canary.wait_minutes}"
+def rollout_lines(rollout: ComponentRollout | None) -> list[str]:
+    """The team file's `rollout` as the endpoint's plan carries it for an adapter team: the live base component's
+    rolling update (`rollout`: LiveComponents.rollout, optigate.deployment.endpoint)."""
+    if rollout is None:
+        return []
+    canary = f"wait_minutes {rollout.wait_seconds // 60}"
     if rollout.strategy != "none":
-        canary = f"traffic_percentage {rollout.canary.traffic_percentage}, {canary}"
+        canary = f"traffic_percentage {rollout.batch_percent}, {canary}"
     said = f"strategy {rollout.strategy}; canary: {canary}; auto_rollback {str(rollout.auto_rollback).lower()}"
     return [
         "rollout (the live base component's rolling update; adapter components get none):",

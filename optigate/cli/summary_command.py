@@ -259,7 +259,7 @@ def _print_components(deployment) -> None:
         return
     _say("inference components (the base model, each adapter on it):", 2)
     _print_lines(live_component_lines(deployment.endpoint_name, plan.components, plan.scaling), 4)
-    _print_lines(rollout_lines(deployment.team), 2)
+    _print_lines(rollout_lines(plan.components.rollout), 2)
 
 
 def print_details(deployment) -> None:

@@ -37,7 +37,7 @@ from optigate.config.rules import (
     check_regions,
     check_team,
 )
-from optigate.config.rules.cross_file import TEAM_NAME_ONCE, unknown_team_problems
+from optigate.config.rules.cross_file import TEAM_NAME_ONCE, component_rollout_fits_environment, unknown_team_problems
 from optigate.config.rules.registry import rule_of_model_error
 from optigate.config.rules.workload_rules import capture_replay_problems
 from optigate.config.schema_messages import expected_type, message
@@ -308,6 +308,7 @@ def _across_files(environments: EnvironmentsFile, teams: dict[str, TeamConfig]) 
         check_overrides(environments, teams)
         + check_capture_training(environments, teams)
         + capture_replay_problems(environments, teams)
+        + component_rollout_fits_environment(environments, teams)
     )
 
 

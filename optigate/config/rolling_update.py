@@ -1,6 +1,7 @@
 """An inference component's rolling update as the API bounds it, and the arithmetic of batches over copies: shared by
-the rule that refuses what cannot roll out (optigate.config.rules.rollout_rules, OG520 and OG521) and the resolution
-that writes the policy (optigate.deployment.component_rollout), so neither reads the other.
+the rules that refuse what cannot roll out (optigate.config.rules.rollout_rules, OG520 and OG521; in an environment
+that raises the copies, optigate.config.rules.cross_file, OG613) and the resolution that writes the policy
+(optigate.deployment.component_rollout), so neither reads the other.
 
 An update of the base inference component rolls out by UpdateInferenceComponent's
 DeploymentConfig.RollingUpdatePolicy (https://docs.aws.amazon.com/sagemaker/latest/APIReference/
@@ -33,3 +34,14 @@ def rolling_batches(batch_percent: int, max_copies: int) -> int:
     """How many batches a rolling update may take: one per `batch_percent` share, and never more than one per copy
     (a batch holds at least one copy; how SageMaker rounds a share of few copies is not documented)."""
     return min(math.ceil(100 / batch_percent), max(1, max_copies))
+
+
+def bakes_within_limit(batches: int, wait_seconds: int) -> bool:
+    """Whether `batches` each baking `wait_seconds` end before the API stops the update
+    (MaximumExecutionTimeoutInSeconds at its most): the last batch must have time to bake."""
+    return batches * wait_seconds < COMPONENT_TIMEOUT_MAX_SECONDS
+
+
+def most_batches_within_limit(wait_seconds: int) -> int:
+    """The most batches that each bake `wait_seconds` within the API's time limit (with no bake, any number)."""
+    return -(-COMPONENT_TIMEOUT_MAX_SECONDS // wait_seconds) - 1 if wait_seconds else COMPONENT_TIMEOUT_MAX_SECONDS

@@ -4,15 +4,14 @@ They live inside the package because a top-level `constructs/` folder would shad
 `constructs` library that aws-cdk-lib imports.
 """
 
-from optigate.constructs.blue_green import BlueGreenSettings
 from optigate.constructs.lmi_model import LmiModel, ModelNetwork
 from optigate.constructs.lora_adapters import AdapterSpec, LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
-from optigate.constructs.tuned_endpoint import TunedEndpoint, VariantSettings
+from optigate.constructs.tuned_endpoint import TunedEndpoint
+from optigate.deployment.variant import VariantSettings
 
 __all__ = [
     "AdapterSpec",
-    "BlueGreenSettings",
     "LmiModel",
     "LoraAdapters",
     "ModelNetwork",

@@ -3,45 +3,26 @@ it back (EndpointConfig's DeploymentConfig)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from optigate.constructs.rollback_alarms import Variant, VariantMetric, rollback_alarms
+from optigate.deployment.endpoint import BlueGreen
 
 #: The API maximum of BlueGreenUpdatePolicy.MaximumExecutionTimeoutInSeconds (botocore's SageMaker model).
 MAX_BLUE_GREEN_SECONDS = 28800
-
-
-@dataclass(frozen=True)
-class BlueGreenSettings:
-    """Blue/green updates: a new fleet, traffic shifted in a canary step, rolled back on alarms.
-
-    :param canary_percentage: share of capacity that takes traffic first. @default 10
-    :param wait_minutes: bake time after each shift and before the old fleet goes. @default 10
-    :param auto_rollback: roll back when the 5XX or latency alarm fires. @default True
-    :param max_5xx_per_minute: errors per minute that count as failure. @default 1
-    :param p99_model_latency_ms: p99 ModelLatency that counts as failure. @default 60000
-    """
-
-    canary_percentage: int = 10
-    wait_minutes: int = 10
-    auto_rollback: bool = True
-    max_5xx_per_minute: int = 1
-    p99_model_latency_ms: float = 60000
 
 
 def blue_green_alarms(
     scope: Construct,
     endpoint_name: str,
     variant: Variant,
-    blue_green: BlueGreenSettings | None,
+    blue_green: BlueGreen | None,
     metric: VariantMetric,
 ) -> list[cloudwatch.Alarm]:
     """The endpoint's rollback alarms (made without blue/green too, at the default thresholds)."""
-    settings = blue_green or BlueGreenSettings()
+    settings = blue_green or BlueGreen()
     return rollback_alarms(
         scope,
         endpoint_name,
@@ -54,7 +35,7 @@ def blue_green_alarms(
 
 
 def deployment_config(
-    variant: Variant, blue_green: BlueGreenSettings | None, alarms: list[cloudwatch.Alarm]
+    variant: Variant, blue_green: BlueGreen | None, alarms: list[cloudwatch.Alarm]
 ) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
     """The endpoint's DeploymentConfig: None (all at once, no rollback) without blue/green."""
     if blue_green is None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import jsii
 from aws_cdk import Duration
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -18,36 +16,17 @@ from optigate.constructs.common import target_tracking
 from optigate.constructs.data_capture import CaptureSettings, capture_config, capture_prefix
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.rollback_alarms import MAX_METRICS_PER_ALARM, rollback_alarms, variant_metric
-from optigate.constructs.tuned_endpoint import VariantSettings, metrics_property
+from optigate.constructs.tuned_endpoint import metrics_property, variant_placement
 from optigate.deployment.component_rollout import ComponentRollout
 from optigate.deployment.component_settings import BaseComponentSettings, ComponentPlacement
+from optigate.deployment.endpoint import EndpointScaling, LiveAdapter
 from optigate.deployment.gate_components import ComponentCompute
+from optigate.deployment.variant import VariantSettings
 from optigate.plan.catalog import has_instance_storage
 
-
-@dataclass(frozen=True)
-class AdapterSpec:
-    """A LoRA adapter: `name` becomes part of its inference component name; `s3_uri` is a .tar.gz."""
-
-    name: str
-    s3_uri: str
-
-
-@dataclass(frozen=True)
-class ComponentScaling:
-    """Copy autoscaling. With `scale_to_zero`, idle copies (and instances) go to zero and the first
-    request that finds no capacity scales back out through a NoCapacityInvocationFailures alarm."""
-
-    min_copies: int = 1
-    max_copies: int = 1
-    target_concurrent_requests_per_copy: int = 4
-    scale_to_zero: bool = False
-    scale_in_cooldown_seconds: int = 300
-    scale_out_cooldown_seconds: int = 60
-    # ManagedInstanceScaling's (MinInstanceCount, MaxInstanceCount), as the deployment's placement decides them
-    # (optigate.deployment.placement.CopyPlacement); None: managed instance scaling with scale_to_zero only, from 0 to
-    # a copy per instance.
-    managed_instances: tuple[int, int] | None = None
+#: A LoRA adapter as the construct takes it: the endpoint plan's LiveAdapter, whose `name` becomes part of its inference
+#: component name and whose `s3_uri` is a .tar.gz (its `approved` is for the summary; the construct ignores it).
+AdapterSpec = LiveAdapter
 
 
 @jsii.implements(cloudwatch.IAlarmAction)
@@ -75,7 +54,9 @@ class LoraAdapters(Construct):
         (optigate.naming.inference_component_name).
     :param adapters: the LoRA adapters.
     :param compute: per-copy reservation of the base component.
-    :param scaling: @default a fixed number of copies
+    :param scaling: the base component's scalable target (the endpoint plan's, in `copies`; with `scale_to_zero`,
+        idle copies and instances go to zero and a NoCapacityInvocationFailures alarm scales back out from zero).
+        @default a fixed number of copies
     :param encryption_key: @default a new key with rotation (used where the instance has EBS storage)
     :param rollout: how an update of the base component rolls out (its DeploymentConfig: a rolling update, rolled
         back on the endpoint's 5XX and p99 model-latency alarms); adapter components get none, having no copies of
@@ -96,7 +77,7 @@ class LoraAdapters(Construct):
         endpoint_name: str,
         adapters: list[AdapterSpec],
         compute: ComponentCompute,
-        scaling: ComponentScaling | None = None,
+        scaling: EndpointScaling | None = None,
         encryption_key: kms.IKey | None = None,
         rollout: ComponentRollout | None = ComponentRollout(),  # noqa: B008 (frozen: one shared default is safe)
         base_settings: BaseComponentSettings | None = None,
@@ -104,6 +85,8 @@ class LoraAdapters(Construct):
         detailed_metrics: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
+        if scaling is not None and scaling.unit != "copies":
+            raise ValueError(f"{self.node.path}: inference components scale copies, not {scaling.unit}")
         names = [adapter.name for adapter in adapters]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.node.path}: adapter names must be unique, got {names}")
@@ -129,11 +112,11 @@ class LoraAdapters(Construct):
             managed_scaling = sagemaker.CfnEndpointConfig.ManagedInstanceScalingProperty(
                 status="ENABLED",
                 min_instance_count=0,
-                max_instance_count=max(variant.instance_count, scaling.max_copies * instances_per_copy),
+                max_instance_count=max(variant.instance_count, scaling.max_capacity * instances_per_copy),
             )
         production = sagemaker.CfnEndpointConfig.ProductionVariantProperty(
             variant_name=variant.variant_name,
-            **variant.placement(),  # InstancePools instead of InstanceType with pools
+            **variant_placement(variant),  # InstancePools instead of InstanceType with pools
             initial_instance_count=variant.instance_count,
             model_data_download_timeout_in_seconds=variant.model_data_download_timeout_seconds,
             container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout_seconds,
@@ -258,15 +241,15 @@ class LoraAdapters(Construct):
         of every component are under the one variant and name no component."""
         return capture_prefix(self.capture_bucket, self.endpoint_name)
 
-    def _autoscaling(self, scaling: ComponentScaling) -> None:
+    def _autoscaling(self, scaling: EndpointScaling) -> None:
         target = target_tracking(
             self,
             resource_id=f"inference-component/{self.base_component_name}",
             dimension="sagemaker:inference-component:DesiredCopyCount",
-            min_capacity=0 if scaling.scale_to_zero else scaling.min_copies,
-            max_capacity=scaling.max_copies,
+            min_capacity=0 if scaling.scale_to_zero else scaling.min_capacity,
+            max_capacity=scaling.max_capacity,
             metric="SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution",
-            target_value=scaling.target_concurrent_requests_per_copy,
+            target_value=scaling.target,
             policy_name=f"{self.base_component_name}-concurrency",
             cooldowns=(scaling.scale_in_cooldown_seconds, scaling.scale_out_cooldown_seconds),
             depends_on=self.base,

@@ -17,7 +17,8 @@ VariantMetric = Callable[[str, str], cloudwatch.Metric]
 
 
 class Variant(Protocol):
-    """What the alarms and a blue/green update read of the production variant (tuned_endpoint.VariantSettings)."""
+    """What the alarms and a blue/green update read of the production variant
+    (optigate.deployment.variant.VariantSettings)."""
 
     @property
     def variant_name(self) -> str: ...

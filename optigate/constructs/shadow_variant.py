@@ -5,7 +5,8 @@ from __future__ import annotations
 from constructs import Construct
 
 from optigate.constructs.lmi_model import LmiModel
-from optigate.constructs.tuned_endpoint import TunedEndpoint, VariantSettings
+from optigate.constructs.tuned_endpoint import TunedEndpoint
+from optigate.deployment.variant import VariantSettings
 
 
 class ShadowVariant(Construct):

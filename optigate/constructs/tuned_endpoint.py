@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Duration
@@ -12,12 +11,14 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from optigate.constructs.blue_green import BlueGreenSettings, blue_green_alarms, deployment_config
+from optigate.constructs.blue_green import blue_green_alarms, deployment_config
 from optigate.constructs.common import target_tracking
 from optigate.constructs.data_capture import CaptureSettings, capture_config, capture_prefix
 from optigate.constructs.lmi_model import LmiModel
 from optigate.constructs.rollback_alarms import variant_metric
+from optigate.deployment.endpoint import BlueGreen, EndpointScaling
 from optigate.deployment.observability import metrics_config
+from optigate.deployment.variant import VariantSettings
 from optigate.plan.catalog import has_instance_storage
 
 
@@ -42,95 +43,37 @@ def _pascal(snake: str) -> str:
     return "".join(part.upper() if part == "gb" else part.title() for part in snake.split("_"))
 
 
-@dataclass(frozen=True)
-class VariantSettings:
-    """How one production (or shadow) variant is provisioned.
-
-    :param instance_type: e.g. ml.g6.2xlarge.
-    :param instance_count: instances at creation. @default 1
-    :param model_data_download_timeout_seconds: @default 1200 (size it to the weights; see optigate.serving.lmi)
-    :param container_startup_health_check_timeout_seconds: @default 1200
-    :param volume_size_gb: EBS volume, only for instances without NVMe storage. @default SageMaker's
-    :param routing_strategy: @default LEAST_OUTSTANDING_REQUESTS, which suits long, uneven LLM requests
-    :param variant_name: @default AllTraffic
-    :param inference_ami_version: the host AMI (InferenceAmiVersion), for an image the default AMI's driver
-        cannot run (optigate.serving.images.inference_ami_version); one for every pool. @default SageMaker's
-    :param instance_pools: (instance type, priority) pairs SageMaker falls back through when a type has no capacity,
-        `instance_type` first as priority 1; rendered as InstancePools *instead of* InstanceType ("replace the
-        InstanceType parameter in your production variant with an InstancePools list", user guide:
-        https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html). @default none
-    :param provision_timeout_seconds: VariantInstanceProvisionTimeoutInSeconds (300-3600), with pools only.
-        @default SageMaker's
-    """
-
-    instance_type: str
-    instance_count: int = 1
-    model_data_download_timeout_seconds: int = 1200
-    container_startup_health_check_timeout_seconds: int = 1200
-    volume_size_gb: int | None = None
-    routing_strategy: str = "LEAST_OUTSTANDING_REQUESTS"
-    variant_name: str = "AllTraffic"
-    inference_ami_version: str | None = None
-    instance_pools: tuple[tuple[str, int], ...] = ()
-    provision_timeout_seconds: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.instance_pools and self.instance_pools[0] != (self.instance_type, 1):
-            raise ValueError(f"instance_pools must start with ({self.instance_type!r}, 1), got {self.instance_pools}")
-        if self.provision_timeout_seconds is not None and not self.instance_pools:
-            raise ValueError("provision_timeout_seconds bounds the fallback across instance_pools; give pools")
-        kinds = {has_instance_storage(instance_type) for instance_type, _ in self.instance_pools}
-        if len(kinds) > 1:
-            raise ValueError(
-                f"instance_pools mix NVMe and EBS instance types ({self.instance_pools}); one KmsKeyId setting "
-                "cannot serve both"
-            )
-
-    @property
-    def instance_types(self) -> tuple[str, ...]:
-        """Every type the variant may run on, priority 1 first."""
-        return tuple(t for t, _ in self.instance_pools) or (self.instance_type,)
-
-    def placement(self) -> dict[str, Any]:
-        """The ProductionVariantProperty members that say where the variant runs: InstanceType, or InstancePools
-        (and the provisioning timeout) without InstanceType."""
-        if not self.instance_pools:
-            return {"instance_type": self.instance_type}
-        return {
-            "instance_pools": [
-                sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=instance_type, priority=priority)
-                for instance_type, priority in self.instance_pools
-            ],
-            "variant_instance_provision_timeout_in_seconds": self.provision_timeout_seconds,
-        }
-
-    def to_property(
-        self, model_name: str, weight: float = 1.0, **extra
-    ) -> sagemaker.CfnEndpointConfig.ProductionVariantProperty:
-        return sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-            variant_name=self.variant_name,
-            model_name=model_name,
-            **self.placement(),
-            initial_instance_count=self.instance_count,
-            initial_variant_weight=weight,
-            model_data_download_timeout_in_seconds=self.model_data_download_timeout_seconds,
-            container_startup_health_check_timeout_in_seconds=self.container_startup_health_check_timeout_seconds,
-            volume_size_in_gb=self.volume_size_gb,
-            routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=self.routing_strategy),
-            inference_ami_version=self.inference_ami_version,
-            **extra,
-        )
+def variant_placement(variant: VariantSettings) -> dict[str, Any]:
+    """The ProductionVariantProperty members that say where `variant` runs: InstanceType, or InstancePools (and the
+    provisioning timeout) without InstanceType."""
+    if not variant.instance_pools:
+        return {"instance_type": variant.instance_type}
+    return {
+        "instance_pools": [
+            sagemaker.CfnEndpointConfig.InstancePoolProperty(instance_type=instance_type, priority=priority)
+            for instance_type, priority in variant.instance_pools
+        ],
+        "variant_instance_provision_timeout_in_seconds": variant.provision_timeout_seconds,
+    }
 
 
-@dataclass(frozen=True)
-class ScalingSettings:
-    """Target tracking on invocations per instance. @default min 1, max 1, 10 invocations/instance."""
-
-    min_capacity: int = 1
-    max_capacity: int = 1
-    target_invocations_per_instance: int = 10
-    scale_in_cooldown_seconds: int = 300
-    scale_out_cooldown_seconds: int = 60
+def production_variant(
+    variant: VariantSettings, model_name: str, weight: float = 1.0, **extra: Any
+) -> sagemaker.CfnEndpointConfig.ProductionVariantProperty:
+    """`variant` as the endpoint config's ProductionVariant serving `model_name` at `weight`."""
+    return sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+        variant_name=variant.variant_name,
+        model_name=model_name,
+        **variant_placement(variant),
+        initial_instance_count=variant.instance_count,
+        initial_variant_weight=weight,
+        model_data_download_timeout_in_seconds=variant.model_data_download_timeout_seconds,
+        container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout_seconds,
+        volume_size_in_gb=variant.volume_size_gb,
+        routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(routing_strategy=variant.routing_strategy),
+        inference_ami_version=variant.inference_ami_version,
+        **extra,
+    )
 
 
 class TunedEndpoint(Construct):
@@ -149,10 +92,11 @@ class TunedEndpoint(Construct):
     :param variant: provisioning of the production variant.
     :param endpoint_name: the SageMaker endpoint name (explicit, so benchmarks and the gate can find it).
     :param encryption_key: @default a new key with rotation
-    :param blue_green: @default BlueGreenSettings(); None updates all at once without rollback
+    :param blue_green: the update (the endpoint plan's, optigate.deployment.endpoint). @default BlueGreen(); None
+        updates all at once without rollback
     :param data_capture_percentage: share of requests captured to S3 (KMS). @default 0 (off)
     :param data_capture: the capture in full; replaces data_capture_percentage. @default None
-    :param scaling: @default no autoscaling
+    :param scaling: the variant's scalable target (the endpoint plan's, in `instances`). @default no autoscaling
     :param scaling_suspended: autoscaling is configured but off for this deploy (to change the instance type,
         which SageMaker refuses for a registered variant): the instance count it set is kept. @default False
     """
@@ -166,20 +110,22 @@ class TunedEndpoint(Construct):
         variant: VariantSettings,
         endpoint_name: str,
         encryption_key: kms.IKey | None = None,
-        blue_green: BlueGreenSettings | None = BlueGreenSettings(),  # noqa: B008 (frozen: one shared default is safe)
+        blue_green: BlueGreen | None = BlueGreen(),  # noqa: B008 (frozen: one shared default is safe)
         data_capture_percentage: int = 0,
         data_capture: CaptureSettings | None = None,
-        scaling: ScalingSettings | None = None,
+        scaling: EndpointScaling | None = None,
         scaling_suspended: bool = False,
         detailed_metrics: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
+        if scaling is not None and scaling.unit != "instances":
+            raise ValueError(f"{self.node.path}: a model-backed variant scales instances, not {scaling.unit}")
         self.endpoint_name = endpoint_name
         self.variant = variant
         self.key = encryption_key or kms.Key(
             self, "Key", enable_key_rotation=True, description=f"Encrypts {endpoint_name} volumes and captured data"
         )
-        self._production_variants = [variant.to_property(model.model_name)]
+        self._production_variants = [production_variant(variant, model.model_name)]
         self._shadow_variants: list[sagemaker.CfnEndpointConfig.ProductionVariantProperty] = []
 
         self.capture_bucket: s3.Bucket | None = None
@@ -244,7 +190,7 @@ class TunedEndpoint(Construct):
             )
         if variant.variant_name in self.production_variant_names:
             raise ValueError(f"{self.node.path}: variant name {variant.variant_name!r} is already used")
-        self._production_variants.append(variant.to_property(model.model_name, weight))
+        self._production_variants.append(production_variant(variant, model.model_name, weight))
         self.config.production_variants = list(self._production_variants)
 
     def add_shadow_variant(self, model: LmiModel, variant: VariantSettings, sampling_percentage: int) -> None:
@@ -268,7 +214,7 @@ class TunedEndpoint(Construct):
                 f"{self.node.path}: mix of NVMe and EBS instance types; one KmsKeyId setting cannot serve both"
             )
         # The shadow's weight relative to the production variant's (1.0) is the sampled share.
-        self._shadow_variants.append(variant.to_property(model.model_name, sampling_percentage / 100))
+        self._shadow_variants.append(production_variant(variant, model.model_name, sampling_percentage / 100))
         self.config.shadow_production_variants = list(self._shadow_variants)
 
     # ------------------------------------------------------------------ parts
@@ -280,7 +226,7 @@ class TunedEndpoint(Construct):
     def metric(self, name: str, statistic: str = "Sum", variant_name: str | None = None) -> cloudwatch.Metric:
         return variant_metric(self.endpoint_name, variant_name or self.variant.variant_name, name, statistic)
 
-    def _autoscaling(self, scaling: ScalingSettings) -> None:
+    def _autoscaling(self, scaling: EndpointScaling) -> None:
         target_tracking(
             self,
             resource_id=f"endpoint/{self.endpoint_name}/variant/{self.variant.variant_name}",
@@ -288,7 +234,7 @@ class TunedEndpoint(Construct):
             min_capacity=scaling.min_capacity,
             max_capacity=scaling.max_capacity,
             metric="SageMakerVariantInvocationsPerInstance",
-            target_value=scaling.target_invocations_per_instance,
+            target_value=scaling.target,
             policy_name=f"{self.endpoint_name}-invocations",
             cooldowns=(scaling.scale_in_cooldown_seconds, scaling.scale_out_cooldown_seconds),
             depends_on=self.endpoint,

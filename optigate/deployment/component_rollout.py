@@ -9,6 +9,7 @@ components get none: they reserve no compute and have no copies to batch (optiga
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from optigate.config.models import TeamConfig
 from optigate.config.rolling_update import (
@@ -17,6 +18,7 @@ from optigate.config.rolling_update import (
     COMPONENT_TIMEOUT_MAX_SECONDS,
     COMPONENT_TIMEOUT_MIN_SECONDS,
     COMPONENT_WAIT_MAX_SECONDS,
+    bakes_within_limit,
     rolling_batch_percent,
     rolling_batches,
 )
@@ -40,6 +42,8 @@ class ComponentRollout:
     :param auto_rollback: AutoRollbackConfiguration on the rollback alarms. @default True
     :param p99_model_latency_ms: the latency alarm's threshold. @default 60000
     :param max_5xx_per_minute: the error alarm's threshold. @default 1
+    :param strategy: the team file's rollout strategy it comes from: `canary` (the batch is its traffic_percentage)
+        or `none` (the largest batch the API takes). @default canary
     """
 
     batch_percent: int = 10
@@ -49,6 +53,7 @@ class ComponentRollout:
     auto_rollback: bool = True
     p99_model_latency_ms: float = DEFAULT_P99_MODEL_LATENCY_MS
     max_5xx_per_minute: int = 1
+    strategy: Literal["canary", "none"] = "canary"
 
     def __post_init__(self) -> None:
         bounds = {
@@ -77,7 +82,7 @@ def component_rollout(
     """The base component's rolling update for an adapter team in `environment`, whose copies may reach `max_copies`
     (autoscaling's maximum, an environment's override replacing it; one when fixed or suspended), `resolved` its
     baseline; None for a team without adapters (a model-backed endpoint rolls out by blue/green). What `validate`
-    refuses (OG503, OG520, OG521) raises here too, so a template never carries a policy the API rejects."""
+    refuses (OG503, OG520, OG521, OG613) raises here too, so a template never carries a policy the API rejects."""
     if not team.adapters:
         return None
     rollout = team.rollout
@@ -88,7 +93,7 @@ def component_rollout(
         raise ValueError(f"{team.team}: a rolling batch of {batch}% is below the API's {COMPONENT_BATCH_MIN_PERCENT}%")
     wait = rollout.canary.wait_minutes * 60
     batches = rolling_batches(batch, max_copies)
-    if batches * wait >= COMPONENT_TIMEOUT_MAX_SECONDS:
+    if not bakes_within_limit(batches, wait):
         raise ValueError(
             f"{team.team} in {environment}: {batches} batches baking {wait} s each do not fit "
             f"the API's {COMPONENT_TIMEOUT_MAX_SECONDS} s limit (OG521)"
@@ -104,4 +109,5 @@ def component_rollout(
         timeout_seconds=timeout,
         auto_rollback=rollout.auto_rollback,
         p99_model_latency_ms=rollback_latency_ms(team),
+        strategy="none" if rollout.strategy == "none" else "canary",
     )

@@ -5,7 +5,8 @@ Every decision about the endpoint is made here, once: the served package or the 
 deploy or its maximum replaced by the environment's, the minimum of a model-backed endpoint's scalable target (at
 least one instance), the canary at 100 % when the strategy is `none`, the adapter versions the lock approved and
 `{region}` filled into their URIs (an environment's region is a plain string in environments.yaml, never a token),
-and an adapter team's base component (compute, rolling update, caching and placement). The stack only wires it
+an adapter team's base component (compute, rolling update, caching and placement), and how the live variant and the
+shadow are provisioned (instances, pools, timeouts and the host AMI for the image served). The stack only wires it
 (optigate.stacks.team_inference_stack); `optigate summary` prints it.
 """
 
@@ -21,6 +22,7 @@ from optigate.deployment.gate_components import ComponentCompute, component_comp
 from optigate.deployment.placement import Placement
 from optigate.deployment.serving import ResolvedServing
 from optigate.deployment.team import ResolvedTeam
+from optigate.deployment.variant import VariantSettings, variant_settings
 from optigate.promote.lock import ServedPackage
 
 
@@ -49,13 +51,22 @@ class EndpointScaling:
 
 @dataclass(frozen=True)
 class BlueGreen:
-    """A model-backed endpoint's blue/green update: the canary's share (100 % with strategy `none`: all at once),
-    its bake, and the alarms' rollback."""
+    """A model-backed endpoint's blue/green update: a new fleet, traffic shifted in a canary step, rolled back on the
+    alarms (optigate.constructs.blue_green renders it).
 
-    canary_percentage: int
-    wait_minutes: int
-    auto_rollback: bool
-    p99_model_latency_ms: float
+    :param canary_percentage: share of capacity that takes traffic first (100 with strategy `none`: all at once).
+        @default 10
+    :param wait_minutes: bake time after each shift and before the old fleet goes. @default 10
+    :param auto_rollback: roll back when the 5XX or latency alarm fires. @default True
+    :param p99_model_latency_ms: p99 ModelLatency that counts as failure. @default 60000
+    :param max_5xx_per_minute: errors per minute that count as failure. @default 1
+    """
+
+    canary_percentage: int = 10
+    wait_minutes: int = 10
+    auto_rollback: bool = True
+    p99_model_latency_ms: float = 60000
+    max_5xx_per_minute: int = 1
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,7 @@ class ShadowModel:
     environment: dict[str, str]
     model_data_uri: str  # the baseline's weights: a shadow candidate changes the serving, not the model
     sampling_percentage: int
+    variant: VariantSettings  # one instance of the priority-1 type, named Shadow
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,7 @@ class EndpointPlan:
     :param image_uri, environment, model_data_uri: the served model's container, its environment and its weights.
     :param accept_eula: the JumpStart model's EULA is accepted in the team file.
     :param instance_count: instances at creation (the environment's instance_count, else the team file's).
+    :param variant: how the live variant is provisioned, for the image served (its host AMI).
     :param scaling: the scalable target; None without autoscaling or while it is suspended.
     :param scaling_suspended: the environment suspends the team's autoscaling for this deploy (no scalable target;
         the instance count scaling last set is kept).
@@ -113,6 +126,7 @@ class EndpointPlan:
     model_data_uri: str
     accept_eula: bool
     instance_count: int
+    variant: VariantSettings
     scaling: EndpointScaling | None
     scaling_suspended: bool
     blue_green: BlueGreen | None
@@ -203,21 +217,26 @@ def resolve_endpoint(
             p99_model_latency_ms=rollback_latency_ms(team),
         )
         if resolved_team.shadow is not None and rollout_config.shadow is not None:
+            shadow_image = resolved_team.shadow.image_uri(region)
             shadow = ShadowModel(
                 serving=resolved_team.shadow,
-                image_uri=resolved_team.shadow.image_uri(region),
+                image_uri=shadow_image,
                 environment=resolved_team.shadow.environment,
                 model_data_uri=model_prefix,
                 sampling_percentage=rollout_config.shadow.sampling_percentage,
+                # On the priority-1 type only: shadow variants beside pools are undocumented (pool_advisories).
+                variant=variant_settings(resolved_team.shadow, 1, shadow_image, pools=False, variant_name="Shadow"),
             )
     jumpstart = team.model.source.jumpstart
+    image_uri = served.image if served is not None else baseline.image_uri(region)
     return EndpointPlan(
         served_package_arn=served.model_package_arn if served is not None else None,
-        image_uri=served.image if served is not None else baseline.image_uri(region),
+        image_uri=image_uri,
         environment=dict(served.environment) if served is not None else baseline.environment,
         model_data_uri=served.model_data_uri if served is not None else model_prefix,
         accept_eula=bool(jumpstart and jumpstart.accept_eula),
         instance_count=instance_count,
+        variant=variant_settings(baseline, instance_count, image_uri),
         scaling=scaling,
         scaling_suspended=bool(overrides.suspend_autoscaling and configured is not None),
         blue_green=blue_green,

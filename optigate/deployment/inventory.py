@@ -28,7 +28,7 @@ PRICE_SOURCE = (
     f"(optigate/plan/data/instances.csv), {HOURS_PER_MONTH} hours a month, endpoint instances only"
 )
 
-#: The name the production variant gets (optigate.constructs.tuned_endpoint.VariantSettings.variant_name).
+#: The name the production variant gets (optigate.deployment.variant.VariantSettings.variant_name).
 PRODUCTION_VARIANT = "AllTraffic"
 SHADOW_VARIANT = "Shadow"
 

@@ -11,19 +11,17 @@ from optigate import naming
 from optigate.config.models import DataCapture
 from optigate.constructs import nag
 from optigate.constructs.benchmark_fleet import BenchmarkFleet, CaptureAccess, FleetTarget
-from optigate.constructs.blue_green import BlueGreenSettings
 from optigate.constructs.common import secure_bucket
 from optigate.constructs.data_capture import CaptureSettings
 from optigate.constructs.evaluation_job import EvaluationJob
 from optigate.constructs.gate import GateResources, LiveConfig, OptimizationGate
 from optigate.constructs.lmi_model import LmiModel
-from optigate.constructs.lora_adapters import AdapterSpec, ComponentScaling, LoraAdapters
+from optigate.constructs.lora_adapters import LoraAdapters
 from optigate.constructs.shadow_variant import ShadowVariant
-from optigate.constructs.tuned_endpoint import ScalingSettings, TunedEndpoint, VariantSettings
-from optigate.deployment import Deployment, ResolvedServing
+from optigate.constructs.tuned_endpoint import TunedEndpoint
+from optigate.deployment import Deployment
 from optigate.deployment.endpoint import EndpointPlan, LiveComponents
 from optigate.deployment.gate import GatePlan
-from optigate.serving import images
 
 #: Where an optimization job (running as the model role) writes its logs. No page names the group: SageMaker
 #: jobs log to /aws/sagemaker/<Kind>Jobs, one stream per job named after it, and the LMI optimization runs
@@ -63,14 +61,13 @@ class TeamInferenceStack(Stack):
         )
         # SageMaker reads the prefix and every adapter's archives as the model's role (no keys: no grant).
         self.model.grant_decrypt(deployment.source_keys.model_role)
-        variant = self._variant(deployment.resolved, plan.instance_count, self.model.image_uri)
         capture = _capture_settings(deployment.overrides.capture)
 
         self.endpoint: LoraAdapters | TunedEndpoint
         if plan.components is not None:
-            self.endpoint = self._adapters(plan, plan.components, variant, capture)
+            self.endpoint = self._adapters(plan, plan.components, capture)
         else:
-            self.endpoint = self._tuned_endpoint(plan, variant, capture)
+            self.endpoint = self._tuned_endpoint(plan, capture)
 
         if deployment.candidate is not None:
             self.gate = self._gate(deployment)
@@ -92,74 +89,38 @@ class TeamInferenceStack(Stack):
         self,
         plan: EndpointPlan,
         components: LiveComponents,
-        variant: VariantSettings,
         capture: CaptureSettings | None,
     ) -> LoraAdapters:
         """An adapter team's endpoint: the base component and every adapter on it, as the plan says."""
-        scaling = plan.scaling
         return LoraAdapters(
             self,
             "Adapters",
             model=self.model,
-            variant=variant,
+            variant=plan.variant,
             endpoint_name=self.deployment.endpoint_name,
-            adapters=[AdapterSpec(adapter.name, adapter.s3_uri) for adapter in components.adapters],
+            adapters=list(components.adapters),
             compute=components.compute,
-            scaling=(
-                ComponentScaling(
-                    min_copies=scaling.min_capacity,
-                    max_copies=scaling.max_capacity,
-                    target_concurrent_requests_per_copy=scaling.target,
-                    scale_to_zero=scaling.scale_to_zero,
-                    scale_in_cooldown_seconds=scaling.scale_in_cooldown_seconds,
-                    scale_out_cooldown_seconds=scaling.scale_out_cooldown_seconds,
-                    managed_instances=scaling.managed_instances,
-                )
-                if scaling is not None
-                else None
-            ),
+            scaling=plan.scaling,
             rollout=components.rollout,
             base_settings=components.base_settings,
             data_capture=capture,
             detailed_metrics=self.deployment.team.serving.detailed_metrics,
         )
 
-    def _tuned_endpoint(
-        self, plan: EndpointPlan, variant: VariantSettings, capture: CaptureSettings | None
-    ) -> TunedEndpoint:
+    def _tuned_endpoint(self, plan: EndpointPlan, capture: CaptureSettings | None) -> TunedEndpoint:
         """A model-backed endpoint, updated by blue/green, with its shadow variant when the plan has one."""
         deployment = self.deployment
-        scaling, blue_green = plan.scaling, plan.blue_green
         endpoint = TunedEndpoint(
             self,
             "Endpoint",
             model=self.model,
-            variant=variant,
+            variant=plan.variant,
             endpoint_name=deployment.endpoint_name,
-            blue_green=(
-                BlueGreenSettings(
-                    canary_percentage=blue_green.canary_percentage,
-                    wait_minutes=blue_green.wait_minutes,
-                    auto_rollback=blue_green.auto_rollback,
-                    p99_model_latency_ms=blue_green.p99_model_latency_ms,
-                )
-                if blue_green is not None
-                else None
-            ),
+            blue_green=plan.blue_green,
             data_capture=capture,
             detailed_metrics=deployment.team.serving.detailed_metrics,
             scaling_suspended=plan.scaling_suspended,
-            scaling=(
-                ScalingSettings(
-                    min_capacity=scaling.min_capacity,
-                    max_capacity=scaling.max_capacity,
-                    target_invocations_per_instance=scaling.target,
-                    scale_in_cooldown_seconds=scaling.scale_in_cooldown_seconds,
-                    scale_out_cooldown_seconds=scaling.scale_out_cooldown_seconds,
-                )
-                if scaling is not None
-                else None
-            ),
+            scaling=plan.scaling,
         )
         shadow = plan.shadow
         if shadow is not None:
@@ -178,13 +139,7 @@ class TeamInferenceStack(Stack):
                 "Shadow",
                 endpoint=endpoint,
                 model=shadow_model,
-                # On the priority-1 type only: shadow variants beside pools are undocumented (pool_advisories).
-                variant=VariantSettings(
-                    **{
-                        **self._variant(shadow.serving, 1, shadow_model.image_uri, pools=False).__dict__,
-                        "variant_name": "Shadow",
-                    }
-                ),
+                variant=shadow.variant,
                 sampling_percentage=shadow.sampling_percentage,
             )
         return endpoint
@@ -333,28 +288,6 @@ class TeamInferenceStack(Stack):
             name=self.endpoint.config.attr_endpoint_config_name,
             arn=self.endpoint.config.ref,
             request=self.endpoint.config_request(),
-        )
-
-    @staticmethod
-    def _variant(
-        resolved: ResolvedServing, instance_count: int, image_uri: str, *, pools: bool = True
-    ) -> VariantSettings:
-        """How `resolved` is provisioned, running `image_uri` (the team's, or an approved package's)."""
-        serving = resolved.serving
-        instance_pools = tuple((p.instance_type, p.priority) for p in resolved.pools) if pools else ()
-        return VariantSettings(
-            # One AMI for every pool (the deployment rules refuse pools that would need different ones).
-            inference_ami_version=images.inference_ami_version_for(
-                images.tag_of(image_uri), [t for t, _ in instance_pools] or [serving.instance_type]
-            ),
-            instance_type=serving.instance_type,
-            instance_pools=instance_pools,
-            provision_timeout_seconds=serving.instance_provision_timeout_seconds if pools else None,
-            instance_count=instance_count,
-            model_data_download_timeout_seconds=resolved.model_data_download_timeout_seconds,
-            container_startup_health_check_timeout_seconds=resolved.container_startup_health_check_timeout_seconds,
-            volume_size_gb=serving.volume_size_gb,
-            routing_strategy=serving.routing_strategy,
         )
 
 

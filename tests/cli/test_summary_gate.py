@@ -3,10 +3,12 @@ without the flag."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.console import Console
 
 from optigate.cli import main, summary_command
-from tests.conftest import CONFIG
+from tests.conftest import CONFIG, edited_config
 
 WIDTH = 100
 
@@ -145,3 +147,23 @@ def test_a_live_adapter_shows_the_version_the_lock_approved():
     assert "e-reply: adapter reply on the base" in lines
     assert "  s3://a/reply.tar.gz" in lines
     assert "e-base: the base model, 1 copy" in lines
+
+
+def test_an_adapter_teams_rollout_is_read_from_its_endpoint_plan(tmp_path):
+    """The rolling update summary prints is the plan's (LiveComponents.rollout), which carries the team file's
+    strategy: `none` shows no traffic_percentage (its batch is the API's largest)."""
+    from optigate.cli.adapter_lines import rollout_lines
+    from optigate.deployment import load_resolved_project
+
+    config = edited_config(tmp_path, "teams/support.yaml", "strategy: canary", "strategy: none")
+    (support,) = [d for d in load_resolved_project(config).deployments("dev") if d.team.team == "support"]
+    components = support.endpoint.components
+    assert components is not None and components.rollout is not None
+    assert (
+        rollout_lines(components.rollout)[1]
+        == "  team file: strategy none; canary: wait_minutes 10; auto_rollback true"
+    )
+    canary = replace(components.rollout, strategy="canary", batch_percent=20, wait_seconds=300, auto_rollback=False)
+    assert rollout_lines(canary)[1] == (
+        "  team file: strategy canary; canary: traffic_percentage 20, wait_minutes 5; auto_rollback false"
+    )

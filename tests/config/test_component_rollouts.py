@@ -69,17 +69,23 @@ def test_auto_rollback_off_is_carried(tmp_path):
     assert rollout is not None and not rollout.auto_rollback
 
 
-def test_an_environment_that_raises_the_copies_past_the_time_limit_is_refused_at_synth(tmp_path):
-    """validate (OG521) sees the team file's copies; an environment's autoscaling_max_capacity may add batches:
-    the deployment refuses rather than write a policy that can never finish."""
+def test_an_environment_that_raises_the_copies_past_the_time_limit_is_refused_by_validate_and_at_synth(tmp_path):
+    """OG521 sees the team file's copies; an environment's autoscaling_max_capacity may add batches: validate refuses
+    it (OG613, optigate.config.rules.cross_file), and the resolution refuses it too rather than write a policy that
+    can never finish."""
+    from optigate.config.loader import ConfigError
+    from optigate.deployment.component_rollout import component_rollout as resolve_rollout
+
     config = edited_config(
         tmp_path, "teams/support.yaml", "strategy: canary", "strategy: canary\n  canary: {wait_minutes: 60}"
     )
+    staging = _deployments(config)[("support", "staging")]
+    assert component_rollout(staging) is not None  # 4 copies: 4 h of bake
+    with pytest.raises(ValueError, match="28800 s limit"):  # 8 copies: 8 h of bake
+        resolve_rollout(staging.team, staging.resolved, "dev", max_copies=8)
     config = edited_config(tmp_path, "environments.yaml", "autoscaling_max_capacity: 1", "autoscaling_max_capacity: 8")
-    deployments = _deployments(config)
-    assert component_rollout(deployments[("support", "staging")]) is not None  # 4 copies: 4 h of bake
-    with pytest.raises(ValueError, match="28800 s limit"):
-        component_rollout(deployments[("support", "dev")])  # 8 copies: 8 h of bake
+    with pytest.raises(ConfigError, match="8 copies of team 'support's base component in dev"):
+        _deployments(config)
 
 
 @pytest.mark.parametrize(

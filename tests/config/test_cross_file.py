@@ -62,3 +62,80 @@ def test_the_cross_file_rules_run_beside_a_broken_team_file(tmp_path):
     messages = _messages(config)
     assert any("support.yaml" in m and "adapters[0].s3_uri" in m for m in messages)
     assert any("min_capacity (2) in dev" in m for m in messages)
+
+
+#: support's base component bakes each rolling batch an hour: its own 4 copies take 4 batches (4 h, within the API's
+#: 8-hour limit).
+HOUR_BAKE = ("teams/support.yaml", "strategy: canary", "strategy: canary\n  canary: {wait_minutes: 60}")
+
+
+def _hour_bake(tmp_path: Path) -> Path:
+    return edited_config(tmp_path, *HOUR_BAKE)
+
+
+def test_an_environment_maximum_that_adds_rolling_batches_past_the_time_limit_is_refused_where_it_is_set(tmp_path):
+    """OG521 passes on the team file's 4 copies; dev's 8 make 8 batches of an hour, which never finish in 28800 s."""
+    _hour_bake(tmp_path)
+    config = edited_config(tmp_path, "environments.yaml", "autoscaling_max_capacity: 1", "autoscaling_max_capacity: 8")
+    with pytest.raises(ConfigError) as error:
+        load_project(config)
+    (issue,) = error.value.issues
+    assert issue.rule == "OG613"
+    message = str(issue)
+    assert "environments.yaml:8 environments[0].overrides.autoscaling_max_capacity: 8 copies of team 'support's " in (
+        message
+    )
+    assert "8 batches of 10% each baking 60 min (28800 s)" in message and "lower it to at most 7" in message
+
+
+def test_a_teams_own_maximum_past_the_time_limit_is_reported_at_its_entry_and_seven_copies_fit(tmp_path):
+    _hour_bake(tmp_path)
+    config = edited_config(
+        tmp_path,
+        "environments.yaml",
+        "        instance_count: 2\n",
+        "        instance_count: 2\n      support:\n        autoscaling_max_capacity: 9\n",
+    )
+    (message,) = _messages(config)
+    assert "environments[2].teams.support.autoscaling_max_capacity: 9 copies of team 'support's base component in " in (
+        message
+    )
+    config = edited_config(tmp_path, "environments.yaml", "autoscaling_max_capacity: 9", "autoscaling_max_capacity: 7")
+    load_project(config)
+
+
+def test_an_environment_that_suspends_autoscaling_rolls_one_copy_and_is_not_refused(tmp_path):
+    _hour_bake(tmp_path)
+    edited_config(tmp_path, "environments.yaml", "autoscaling_max_capacity: 1", "autoscaling_max_capacity: 8")
+    config = edited_config(
+        tmp_path,
+        "environments.yaml",
+        "    teams:\n      # chat",
+        "    teams:\n      support:\n        suspend_autoscaling: true\n      # chat",
+    )
+    load_project(config)
+
+
+def test_a_team_file_past_the_time_limit_is_reported_once_by_its_own_rule(tmp_path):
+    """10 copies baking 48 min break OG521 in the team file; dev's larger maximum adds no second finding."""
+    config = edited_config(
+        tmp_path, "teams/support.yaml", "strategy: canary", "strategy: canary\n  canary: {wait_minutes: 48}"
+    )
+    config = edited_config(tmp_path, "teams/support.yaml", "    max_capacity: 4\n", "    max_capacity: 10\n")
+    config = edited_config(tmp_path, "environments.yaml", "autoscaling_max_capacity: 1", "autoscaling_max_capacity: 12")
+    with pytest.raises(ConfigError) as error:
+        load_project(config)
+    assert [issue.rule for issue in error.value.issues if issue.rule in ("OG521", "OG613")] == ["OG521"]
+
+
+def test_validate_reports_it_and_summary_says_it_instead_of_failing(tmp_path, capsys):
+    """Before OG613 `optigate summary` stopped on an unexpected ValueError from the rollout's resolution."""
+    _hour_bake(tmp_path)
+    config = edited_config(tmp_path, "environments.yaml", "autoscaling_max_capacity: 1", "autoscaling_max_capacity: 8")
+    assert main(["validate", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert "environments.yaml:8 environments[0].overrides.autoscaling_max_capacity [OG613]: 8 copies" in err
+    assert main(["summary", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "environments.yaml:8 environments[0].overrides.autoscaling_max_capacity: 8 copies" in err
+    assert "unexpected" not in err and "Traceback" not in err

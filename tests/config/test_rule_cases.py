@@ -537,6 +537,8 @@ NOTE_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
 ]
 CAPTURE = "          encryption: s3_managed\n"
 CAPTURED = "    workload: {from: data_capture, kind: sessions}\n"
+#: support's base component bakes each rolling batch an hour: its own 4 copies fit the API's 8 hours, 8 do not.
+HOUR_BAKE = ("teams/support.yaml", "strategy: canary", "strategy: canary\n  canary: {wait_minutes: 60}")
 # (rule ID, the edits of the example config (file, old, new) that break it, those of its compliant twin)
 PROJECT_CASES: list[tuple[str, list[tuple[str, str, str]], list[tuple[str, str, str]]]] = [
     (
@@ -594,6 +596,11 @@ PROJECT_CASES: list[tuple[str, list[tuple[str, str, str]], list[tuple[str, str, 
         "OG607",
         [("environments.yaml", CAPTURE, CAPTURE.replace("s3_managed", "kms"))],
         [("environments.yaml", "request_format: openai_chat", "request_format: sharegpt")],
+    ),
+    (
+        "OG613",
+        [HOUR_BAKE, ("environments.yaml", "autoscaling_max_capacity: 1", "autoscaling_max_capacity: 8")],
+        [HOUR_BAKE, ("environments.yaml", "autoscaling_max_capacity: 1", "autoscaling_max_capacity: 7")],
     ),
     (
         "OG620",

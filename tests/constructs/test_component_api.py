@@ -5,6 +5,7 @@ against botocore's SageMaker model (the API) and cfn-lint's AWS::SageMaker::Infe
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from aws_cdk import App, Stack
@@ -15,11 +16,15 @@ from botocore.validate import ParamValidator
 
 from optigate.constructs import AdapterSpec, LmiModel, LoraAdapters, VariantSettings
 from optigate.constructs.data_capture import CaptureSettings
-from optigate.constructs.lora_adapters import ComponentCompute, ComponentScaling
+from optigate.constructs.lora_adapters import ComponentCompute
 from optigate.deployment.component_settings import BaseComponentSettings, ComponentPlacement
+from optigate.deployment.endpoint import EndpointScaling
 
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"
 SPREAD = ComponentPlacement("SPREAD", "PERMISSIVE", 1)
+
+#: A base component's scalable target as an endpoint plan gives it (optigate.deployment.endpoint.EndpointScaling).
+COPIES = EndpointScaling("copies", 1, 1, target=4, scale_in_cooldown_seconds=300, scale_out_cooldown_seconds=60)
 
 
 def _adapters(
@@ -39,7 +44,7 @@ def _adapters(
         endpoint_name="support-dev",
         adapters=[AdapterSpec(name, f"s3://acme-adapters/{name}.tar.gz") for name in ("triage", "reply")],
         compute=ComponentCompute(accelerators=1, min_memory_mb=16384),
-        scaling=ComponentScaling(min_copies=0, max_copies=4, scale_to_zero=True),
+        scaling=replace(COPIES, min_capacity=0, max_capacity=4, scale_to_zero=True),
         base_settings=settings,
         data_capture=capture,
     )

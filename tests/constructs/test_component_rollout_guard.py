@@ -4,18 +4,23 @@ roll-back) and none on the adapter components, asserted on the template."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 
 from optigate.constructs import AdapterSpec, LmiModel, LoraAdapters, VariantSettings
-from optigate.constructs.lora_adapters import ComponentCompute, ComponentScaling
+from optigate.constructs.lora_adapters import ComponentCompute
 from optigate.deployment.component_rollout import ComponentRollout
+from optigate.deployment.endpoint import EndpointScaling
 
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"
 POOLS = (("ml.g6e.12xlarge", 1), ("ml.g6e.2xlarge", 2))
 _DEFAULT = object()
+
+#: A base component's scalable target as an endpoint plan gives it (optigate.deployment.endpoint.EndpointScaling).
+COPIES = EndpointScaling("copies", 1, 1, target=4, scale_in_cooldown_seconds=300, scale_out_cooldown_seconds=60)
 
 
 def _template(rollout=_DEFAULT, pools: tuple[tuple[str, int], ...] = ()) -> dict:
@@ -31,7 +36,7 @@ def _template(rollout=_DEFAULT, pools: tuple[tuple[str, int], ...] = ()) -> dict
         endpoint_name="support-dev",
         adapters=[AdapterSpec(name, f"s3://acme-adapters/{name}.tar.gz") for name in ("triage", "reply")],
         compute=ComponentCompute(accelerators=1, min_memory_mb=16384),
-        scaling=ComponentScaling(min_copies=0, max_copies=4, scale_to_zero=True),
+        scaling=replace(COPIES, min_capacity=0, max_capacity=4, scale_to_zero=True),
         **({} if rollout is _DEFAULT else {"rollout": rollout}),
     )
     return Template.from_stack(stack).to_json()

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 
 from optigate.constructs import (
     AdapterSpec,
-    BlueGreenSettings,
     LoraAdapters,
     ShadowVariant,
     TunedEndpoint,
     VariantSettings,
 )
-from optigate.constructs.lora_adapters import ComponentCompute, ComponentScaling
+from optigate.constructs.lora_adapters import ComponentCompute
+from optigate.deployment.endpoint import BlueGreen, EndpointScaling
 from tests.fixtures.small_stacks import IMAGE
 from tests.fixtures.small_stacks import lmi_model as _model
 from tests.fixtures.small_stacks import small_stack as _stack
+
+#: A base component's scalable target as an endpoint plan gives it (optigate.deployment.endpoint.EndpointScaling).
+COPIES = EndpointScaling("copies", 1, 1, target=4, scale_in_cooldown_seconds=300, scale_out_cooldown_seconds=60)
 
 
 def _policy_statements(template: Template) -> list[dict]:
@@ -96,7 +101,7 @@ def test_tuned_endpoint_sets_timeouts_routing_and_blue_green_with_rollback_alarm
             container_startup_health_check_timeout_seconds=2720,
         ),
         endpoint_name="research-prod",
-        blue_green=BlueGreenSettings(canary_percentage=25, wait_minutes=5),
+        blue_green=BlueGreen(canary_percentage=25, wait_minutes=5),
     )
     template = Template.from_stack(stack)
     template.has_resource_properties(
@@ -311,7 +316,7 @@ def test_second_shadow_variant_is_refused():
 # --------------------------------------------------------------------------- LoraAdapters
 
 
-def _adapters_stack(scaling: ComponentScaling | None, adapters: tuple[str, ...] = ("triage", "reply")) -> Template:
+def _adapters_stack(scaling: EndpointScaling | None, adapters: tuple[str, ...] = ("triage", "reply")) -> Template:
     stack = _stack()
     LoraAdapters(
         stack,
@@ -375,7 +380,7 @@ def test_adapters_are_readable_by_the_endpoint_role():
 
 
 def test_scale_to_zero_copies_instances_and_scales_back_out_on_no_capacity():
-    template = _adapters_stack(ComponentScaling(min_copies=0, max_copies=4, scale_to_zero=True))
+    template = _adapters_stack(replace(COPIES, min_capacity=0, max_capacity=4, scale_to_zero=True))
     template.has_resource_properties(
         "AWS::SageMaker::EndpointConfig",
         {
@@ -404,7 +409,7 @@ def test_scale_to_zero_copies_instances_and_scales_back_out_on_no_capacity():
 def test_managed_instance_scaling_without_scale_to_zero_takes_the_placements_instance_range():
     """serving.autoscaling.managed_instance_scaling: true (issue 37): instances follow copies that never go to zero,
     between what the minimum copies need and room for the maximum's rolling batch (optigate.deployment.placement)."""
-    scaling = ComponentScaling(min_copies=1, max_copies=3, managed_instances=(1, 4))
+    scaling = replace(COPIES, min_capacity=1, max_capacity=3, managed_instances=(1, 4))
     template = _adapters_stack(scaling)
     template.has_resource_properties(
         "AWS::SageMaker::EndpointConfig",
@@ -417,7 +422,7 @@ def test_managed_instance_scaling_without_scale_to_zero_takes_the_placements_ins
         },
     )
     (config,) = (
-        _adapters_stack(ComponentScaling(min_copies=1, max_copies=3))
+        _adapters_stack(replace(COPIES, min_capacity=1, max_capacity=3))
         .find_resources("AWS::SageMaker::EndpointConfig")
         .values()
     )
@@ -442,7 +447,7 @@ def _no_capacity_watch(template: Template) -> list[set[str]]:
 
 
 def test_scale_from_zero_watches_every_adapter_in_alarms_of_at_most_ten_metrics():
-    scaling = ComponentScaling(min_copies=0, max_copies=4, scale_to_zero=True)
+    scaling = replace(COPIES, min_capacity=0, max_capacity=4, scale_to_zero=True)
     template = _adapters_stack(scaling, adapters=tuple(f"a{i}" for i in range(12)))
     watched = _no_capacity_watch(template)
     assert [len(w) for w in watched] == [10, 3]
@@ -541,3 +546,32 @@ def test_variant_settings_refuse_pools_of_nvme_and_ebs_types_and_a_primary_not_f
         VariantSettings(instance_type="ml.inf2.xlarge", instance_pools=(("ml.inf2.xlarge", 1), ("ml.trn1.2xlarge", 2)))
     with pytest.raises(ValueError, match="must start with"):
         VariantSettings(instance_type="ml.g6.2xlarge", instance_pools=(("ml.g6e.2xlarge", 1), ("ml.g6.2xlarge", 2)))
+
+
+def test_each_construct_takes_the_plans_scalable_target_in_its_own_unit():
+    """The endpoint plan's EndpointScaling is the constructs' prop: instances for a TunedEndpoint's variant, copies for
+    the base inference component; the other unit is refused rather than rendered."""
+    with pytest.raises(ValueError, match="inference components scale copies, not instances"):
+        _adapters_stack(replace(COPIES, unit="instances"))
+    stack = _stack()
+    with pytest.raises(ValueError, match="a model-backed variant scales instances, not copies"):
+        TunedEndpoint(
+            stack,
+            "Endpoint",
+            model=_model(stack),
+            variant=VariantSettings(instance_type="ml.g6.2xlarge"),
+            endpoint_name="chat-dev",
+            scaling=COPIES,
+        )
+    TunedEndpoint(
+        stack,
+        "Scaled",
+        model=_model(stack, "ScaledModel"),
+        variant=VariantSettings(instance_type="ml.g6.2xlarge"),
+        endpoint_name="chat-dev2",
+        scaling=replace(COPIES, unit="instances", max_capacity=3, target=10),
+    )
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {"ResourceId": "endpoint/chat-dev2/variant/AllTraffic", "MinCapacity": 1, "MaxCapacity": 3},
+    )

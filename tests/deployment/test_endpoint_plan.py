@@ -7,6 +7,7 @@ from __future__ import annotations
 from optigate.deployment import load_resolved_project
 from optigate.deployment.endpoint import EndpointPlan
 from optigate.promote.lock import ServedPackage
+from optigate.serving import images
 from tests.conftest import CONFIG, edited_config
 
 PACKAGE = "arn:aws:sagemaker:us-east-1:111111111111:model-package/optigate-dev-chat/3"
@@ -132,3 +133,35 @@ def test_an_approved_adapter_version_replaces_the_team_files():
     assert (triage.s3_uri, triage.approved) == ("s3://acme-ml-adapters-us-west-2/support/triage-v4.tar.gz", True)
     assert summarise.s3_uri == "s3://acme-ml-adapters-us-west-2/support/summarise-v7.tar.gz"
     assert not summarise.approved
+
+
+def test_the_live_variant_is_the_baselines_serving_on_the_environments_instances():
+    deployment = _deployments()[("chat", "prod")]
+    variant = deployment.endpoint.variant
+    resolved = deployment.resolved
+    assert (variant.variant_name, variant.instance_type) == ("AllTraffic", resolved.serving.instance_type)
+    assert variant.instance_count == deployment.endpoint.instance_count == 2  # prod's instance_count for chat
+    assert variant.model_data_download_timeout_seconds == resolved.model_data_download_timeout_seconds
+    assert variant.instance_pools == () and variant.provision_timeout_seconds is None
+
+
+def test_pools_and_the_host_ami_are_decided_by_the_plan_and_the_shadow_runs_on_one_priority_1_instance(tmp_path):
+    """The live variant falls back through the team's pools; the shadow gets one instance of the first type, named
+    Shadow, with the AMI its own image needs."""
+    pools = (
+        "  instance_pools:\n"
+        "    - {instance_type: ml.p5.48xlarge, priority: 1}\n"
+        "    - {instance_type: ml.p5e.48xlarge, priority: 2}\n"
+    )
+    line = "  instance_type: ml.p5.48xlarge\n"
+    config = edited_config(tmp_path, "teams/research.yaml", line, line + pools)
+    deployment = _deployments(config)[("research", "prod")]
+    plan = deployment.endpoint
+    assert plan.variant.instance_pools == (("ml.p5.48xlarge", 1), ("ml.p5e.48xlarge", 2))
+    assert plan.shadow is not None
+    shadow = plan.shadow.variant
+    assert (shadow.variant_name, shadow.instance_count, shadow.instance_pools) == ("Shadow", 1, ())
+    assert shadow.provision_timeout_seconds is None
+    assert shadow.inference_ami_version == images.inference_ami_version_for(
+        images.tag_of(plan.shadow.image_uri), ["ml.p5.48xlarge"]
+    )

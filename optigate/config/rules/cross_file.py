@@ -7,12 +7,20 @@ Problems are reported where the user would change something: the override in env
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 
 from optigate.config.models import DataCapture, Environment, EnvironmentOverrides, EnvironmentsFile, TeamConfig
-from optigate.config.rules.registry import Problem, did_you_mean, rule
+from optigate.config.rolling_update import (
+    COMPONENT_BATCH_MIN_PERCENT,
+    COMPONENT_TIMEOUT_MAX_SECONDS,
+    bakes_within_limit,
+    most_batches_within_limit,
+    rolling_batch_percent,
+    rolling_batches,
+)
+from optigate.config.rules.registry import Found, Problem, did_you_mean, rule, rule_check
 
 REGION_HAS_SAGEMAKER = rule("OG603", "each environment's region has SageMaker (botocore's tables)")
 OVERRIDE_HAS_EFFECT = rule("OG604", "autoscaling overrides only for a team with serving.autoscaling")
@@ -132,6 +140,50 @@ def check_overrides(environments: EnvironmentsFile, teams: Mapping[str, TeamConf
                     )
                 )
     return problems
+
+
+@rule_check(
+    "OG613", "an environment's autoscaling maximum keeps an adapter team's rolling update within the 8-hour limit"
+)
+def component_rollout_fits_environment(
+    environments: EnvironmentsFile, teams: Mapping[str, TeamConfig]
+) -> Iterator[Found]:
+    """An environment's `autoscaling_max_capacity` (environment-wide or the team's own) leaves an adapter team's
+    rolling update time to bake every batch.
+
+    Why: an adapter team's base inference component rolls out in batches of its copies, at most one batch per copy
+    (optigate.config.rolling_update), each baking `rollout.canary.wait_minutes`, and SageMaker stops a rolling
+    update after 28800 s (MaximumExecutionTimeoutInSeconds), so the last batch could never bake. OG521 checks the
+    team file's own maximum; an environment that raises it may add batches. Reported at the override; not when
+    autoscaling is suspended there (one copy), nor when the team file alone breaks OG503, OG520 or OG521.
+    """
+    for index, environment in enumerate(environments.environments):
+        for name, team in teams.items():
+            scaling = team.serving.autoscaling
+            if not team.adapters or scaling is None:
+                continue
+            overrides = effective_overrides(team, environment)
+            maximum = overrides.autoscaling_max_capacity
+            if maximum is None or overrides.suspend_autoscaling:
+                continue  # the team file's maximum (OG521), or one copy
+            rollout = team.rollout  # read only where an override applies (a broken rollout holds back only there)
+            if rollout.strategy == "shadow":
+                continue  # OG503
+            batch, wait = rolling_batch_percent(rollout), rollout.canary.wait_minutes * 60
+            if batch < COMPONENT_BATCH_MIN_PERCENT:
+                continue  # OG520
+            if not bakes_within_limit(rolling_batches(batch, scaling.max_capacity), wait):
+                continue  # the team file's own maximum already does not fit: OG521
+            batches = rolling_batches(batch, maximum)
+            if not bakes_within_limit(batches, wait):
+                yield (
+                    _Where(index, environment, name).override("autoscaling_max_capacity"),
+                    f"{maximum} copies of team '{name}'s base component in {environment.name} roll out in "
+                    f"{batches} batches of {batch}% each baking {rollout.canary.wait_minutes} min ({batches * wait} "
+                    f"s), and SageMaker stops a rolling update after {COMPONENT_TIMEOUT_MAX_SECONDS} s "
+                    "(MaximumExecutionTimeoutInSeconds), so the last batch could never bake; lower it to at most "
+                    f"{most_batches_within_limit(wait)}, or shorten the team's rollout.canary.wait_minutes",
+                )
 
 
 #: ModelSpeculativeDecodingConfig's TrainingDataSource (API reference,
@@ -267,4 +319,5 @@ RULES = (
     TEAM_IN_ENVIRONMENT_EXISTS,
     TEAM_NAME_ONCE,
     RESOURCE_NAMES_DISTINCT,
+    component_rollout_fits_environment,
 )

@@ -8,6 +8,7 @@ from optigate.config.rolling_update import (
     COMPONENT_BATCH_MAX_PERCENT,
     COMPONENT_BATCH_MIN_PERCENT,
     COMPONENT_TIMEOUT_MAX_SECONDS,
+    bakes_within_limit,
     rolling_batch_percent,
     rolling_batches,
 )
@@ -85,7 +86,7 @@ def component_rollout_problems(team: TeamConfig) -> list[Problem]:
         ]
     batches = rolling_batches(batch, component_max_copies(team))
     bake = batches * rollout.canary.wait_minutes * 60
-    if bake >= COMPONENT_TIMEOUT_MAX_SECONDS:
+    if not bakes_within_limit(batches, rollout.canary.wait_minutes * 60):
         return [
             Problem(
                 ("rollout", "canary", "wait_minutes"),
