@@ -38,7 +38,7 @@ from optigate.serving.lmi import render_environment
 DEFAULT_MAX_BATCH_SIZE = 32
 DEFAULT_MAX_MODEL_LEN_CAP = 8192  # without a plan, never default to a 128k context nobody can batch
 
-__all__ = ["ResolvedPool", "ResolvedServing", "resolve_serving", "sized_timeouts", "weights_gb"]
+__all__ = ["ResolvedPool", "ResolvedServing", "get_instance", "resolve_serving", "sized_timeouts", "weights_gb"]
 
 
 @dataclass(frozen=True)
@@ -157,17 +157,16 @@ def resolve_serving(
     *,
     checkpoint: Checkpoint | None = None,
     downloads: str | None = None,
-    instance: Instance | None = None,
+    instance: Instance,
 ) -> ResolvedServing:
     """Concrete settings for `serving` (the team's production block, or a candidate of it). `checkpoint`: the
     team's stored weights (resolved once by resolve_team; resolved here when not given); `downloads`: the weights
     this variant downloads when the gate's optimization job writes new ones (default: the checkpoint's);
-    `instance`: serving.instance_type from the catalog (looked up once by resolve_team; here when not given)."""
+    `instance`: serving.instance_type from the catalog (looked up once, by resolve_team)."""
     checkpoint = checkpoint or resolve_checkpoint(team)[0]
     downloaded = downloads or checkpoint.weights
     served = served_precision(downloaded, serving.quantization)
     notes: list[str] = []
-    instance = instance or get_instance(serving.instance_type)
     arch = architecture_for(team.model.architecture)
     family = serving.container.family
     version = serving.container.version or images.default_version(family)

@@ -86,12 +86,11 @@ def plan_serving(
     max_model_len: int | None = None,
     max_batch_size: int | None = None,
     admissible: Admissible | None = None,
-    instance: Instance | None = None,
+    instance: Instance,
 ) -> PlanResult:
-    """Plan `serving` at the tensor-parallel degree optigate deploys, its weights served at `weight_precision` (the
-    served precision optigate.deployment.checkpoint resolves); fixes are offered only if `admissible`. `instance`:
-    serving.instance_type from the catalog, when the caller has it."""
-    instance = instance or get_instance(serving.instance_type)
+    """Plan `serving` on `instance` (its instance_type, resolved) at the tensor-parallel degree optigate deploys, its
+    weights served at `weight_precision` (the served precision optigate.deployment.checkpoint resolves); fixes are
+    offered only if `admissible`."""
     arch = architecture_for(team.model.architecture)
     benchmark = team.gate.benchmark
     return plan(
@@ -140,11 +139,10 @@ def derive_settings(
     *,
     weight_precision: str,
     admissible: Admissible | None = None,
-    instance: Instance | None = None,
+    instance: Instance,
 ) -> DerivedSettings:
-    """`serving`'s unset settings chosen by the plan of its weights served at `weight_precision`; `instance`:
-    serving.instance_type from the catalog, when the caller has it."""
-    instance = instance or get_instance(serving.instance_type)
+    """`serving`'s unset settings on `instance` (its instance_type, resolved) chosen by the plan of its weights served
+    at `weight_precision`."""
     arch = architecture_for(team.model.architecture)
     benchmark = team.gate.benchmark
     typical = benchmark.prompt_tokens + benchmark.max_new_tokens
