@@ -320,7 +320,7 @@ def resolve_gate(
         instance_pools=tuple(pool.instance_type for pool in candidate.pools),
         baseline_model_uri=team.model.source.artifact_uri.replace("{region}", region),
         candidate=candidate_side,
-        twin=twin_of(resolved_team, candidate_side, region, served),
+        twin=twin_of(resolved_team, candidate_side, candidate.instance, region, served),
         candidate_environment=candidate.environment,
         change=json.loads(json.dumps(resolved_team.change, default=str)),
         thresholds=Thresholds.of(
@@ -382,9 +382,11 @@ def candidate_of(candidate: ResolvedServing, region: str) -> Side:
     )
 
 
-def twin_of(resolved_team: ResolvedTeam, candidate: Side, region: str, served: ServedPackage | None) -> Side:
-    """The baseline's twin: the live model (an approved package's, else the team's) on the candidate's instance
-    type, with the AMI its image needs there and the timeouts of the team's serving (else the candidate's)."""
+def twin_of(
+    resolved_team: ResolvedTeam, candidate: Side, instance: Instance, region: str, served: ServedPackage | None
+) -> Side:
+    """The baseline's twin: the live model (an approved package's, else the team's) on the candidate's `instance`,
+    with the AMI its image needs there and the timeouts of the team's serving (else the candidate's)."""
     baseline = resolved_team.baseline
     if served is not None:
         image, mode = served.image, container_mode(served.image, served.environment)
@@ -392,12 +394,10 @@ def twin_of(resolved_team: ResolvedTeam, candidate: Side, region: str, served: S
         image, mode = baseline.image_uri(region), baseline.engine_mode.name
     else:
         raise ValueError(f"team {resolved_team.team.team} did not resolve: {resolved_team.problems}")
-    assert resolved_team.candidate is not None  # resolve_gate's caller has a candidate
-    instance_type = resolved_team.candidate.instance.instance_type
     return Side(
         image=image,
         engine_mode=mode,
-        ami_version=images.inference_ami_version(images.tag_of(image), instance_type),
+        ami_version=images.inference_ami_version(images.tag_of(image), instance.instance_type),
         startup_timeouts=(
             (baseline.model_data_download_timeout_seconds, baseline.container_startup_health_check_timeout_seconds)
             if baseline is not None
