@@ -128,6 +128,7 @@ def step_container_settings(ctx: Context) -> Finding:
                 weight_precision=base.served_weights,
                 max_model_len=base.max_model_len,
                 max_batch_size=concurrency,
+                instance=base.instance,
             )
             at = expected_tpot_at(wider, concurrency)
             within = at is None or at <= budget

@@ -304,17 +304,19 @@ def print_details(deployment) -> None:
 
 def gate_lines(plan) -> list[str]:
     """What a team's gate measures (its GatePlan), one line each."""
-    workers = f"{plan.shards} worker{'s' if plan.shards > 1 else ''}"
-    levels = ", ".join(str(c) for c in plan.measured_concurrency)
-    per_worker = ", ".join(str(c) for c in plan.levels)
-    requests = ", ".join(str(plan.shards * r) for r in plan.requests_per_level)
-    per_worker_requests = ", ".join(str(r) for r in plan.requests_per_level)
-    thresholds = ", ".join(f"{key}={value}" for key, value in plan.thresholds.items() if key != "concurrency")
+    benchmark = plan.benchmark
+    workers = f"{benchmark.shards} worker{'s' if benchmark.shards > 1 else ''}"
+    levels = ", ".join(str(c) for c in benchmark.measured_concurrency)
+    per_worker = ", ".join(str(c) for c in benchmark.levels)
+    requests = ", ".join(str(benchmark.shards * r) for r in benchmark.requests_per_level)
+    per_worker_requests = ", ".join(str(r) for r in benchmark.requests_per_level)
+    shown = plan.thresholds.to_dict().items()
+    thresholds = ", ".join(f"{key}={value}" for key, value in shown if key != "concurrency")
     lines = [
         f"levels (measured concurrency): {levels} ({workers} × {per_worker} streams)",
         f"requests per level and block: {requests} ({workers} × {per_worker_requests})",
-        f"blocks per level: {plan.blocks} (baseline twin, then candidate, interleaved)",
-        f"prompt/output tokens: {plan.prompt_tokens}/{plan.max_new_tokens}",
+        f"blocks per level: {benchmark.blocks} (baseline twin, then candidate, interleaved)",
+        f"prompt/output tokens: {benchmark.prompt_tokens}/{benchmark.max_new_tokens}",
         f"on: {plan.instance_count} × {plan.instance_type}",
         f"thresholds: {thresholds or '-'}",
     ]

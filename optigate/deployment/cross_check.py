@@ -49,7 +49,7 @@ def workload_levels(
 ) -> tuple[CrossCheckLevel, ...]:
     """The managed benchmark's workload per level, `levels` being (total concurrency, one block's requests): the
     same prompt and output lengths, streaming, total concurrency and one block's requests as optigate's benchmark
-    of that level (GatePlan.benchmark_items), fixed lengths (stddev 0) as optigate sends them. AIPerf parameters:
+    of that level (BenchmarkPlan.items), fixed lengths (stddev 0) as optigate sends them. AIPerf parameters:
     the SageMaker SDK's `Workload.synthetic` (sagemaker/serve/ai_inference_recommender/workload.py) and
     https://docs.aws.amazon.com/sagemaker/latest/dg/generative-ai-inference-recommendations-workload-config.html.
 

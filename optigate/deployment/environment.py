@@ -74,12 +74,12 @@ class Deployment:
         shadowed = not self.team.adapters and self.shadow is not None and self.team.rollout.shadow is not None
         return endpoint_placement(
             self.team,
-            resolved.serving.instance_type,
+            resolved.instance,
             resolved.tensor_parallel_degree,
-            tuple(pool.instance_type for pool in resolved.pools),
+            tuple(pool.instance for pool in resolved.pools),
             self.instance_count,
             self.overrides,
-            self.shadow.serving.instance_type if shadowed and self.shadow is not None else None,
+            self.shadow.instance if shadowed and self.shadow is not None else None,
         )
 
     @property

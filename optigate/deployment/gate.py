@@ -18,23 +18,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optigate import naming
-from optigate.config.models import CROSS_CHECK_KEYS, Environment
+from optigate.config.models import BenchmarkGate, Environment, TeamConfig
 from optigate.config.rules import cross_check_tokenizer
 from optigate.deployment.compilation import compiled_for
 from optigate.deployment.cross_check import CrossCheck, CrossCheckLevel, workload_levels
 from optigate.deployment.gate_components import GateComponents, adapter_version_margin, resolve_components
-from optigate.deployment.gate_workload import CapturePlan, SyntheticPlan, resolve_capture, resolve_synthetic
-from optigate.deployment.optimization import (
-    OPTIMIZATION_MAX_POLLS,
-    OPTIMIZATION_POLL_SECONDS,
-    TrainedHead,
-    configs_with_image,
-    job_serving_options,
-)
+from optigate.deployment.gate_parts import BenchmarkPlan, Side, Thresholds
+from optigate.deployment.gate_workload import resolve_capture, resolve_synthetic
+from optigate.deployment.optimization import TrainedHead, configs_with_image, job_serving_options
 from optigate.deployment.serving import ResolvedServing
 from optigate.deployment.source_keys import source_keys
 from optigate.deployment.speculation_proof import SpeculationProof, resolve_speculation
 from optigate.deployment.team import ResolvedTeam
+from optigate.plan.catalog import Instance
 from optigate.plan.cost import CostBasis
 from optigate.promote.lock import ServedPackage
 from optigate.serving import images, surfaces
@@ -43,10 +39,6 @@ from optigate.serving.lmi import MODEL_DIR
 
 #: What one Lambda worker of the benchmark fleet holds accurately: a level above it is split over workers.
 STREAMS_PER_WORKER = 64
-#: Keys of `gate.benchmark` that say what is sent, not how it is judged: in the plan's workload, not its thresholds.
-WORKLOAD_KEYS = ("workload", "synthetic")
-#: Each worker sends `requests_per_slot` requests per stream at each level, and at least this many.
-MIN_REQUESTS_PER_LEVEL = 32
 
 
 @dataclass(frozen=True)
@@ -85,30 +77,20 @@ class GatePlan:
     team: str
     environment: str
     live_endpoint: str
-    instance_type: str
+    # The instance type both endpoints run on (the candidate's, which the gate measures), resolved from the catalog.
+    instance: Instance
     baseline_model_uri: str
-    candidate_image: str
+    # The candidate's container as rendered, and the baseline's twin: the live model's image (the team's, or an
+    # approved package's), its engine mode as the live model's environment makes it (a package an earlier optigate
+    # rendered may run the rolling batch), its AMI on `instance` and its start-up timeouts (sized for its weights).
+    candidate: Side
+    twin: Side
     candidate_environment: dict[str, str]
     change: dict[str, Any]
     # The decision's thresholds, their `concurrency` the total streams each level measures (shards x levels).
-    thresholds: dict[str, Any]
-    # LMI's engine mode of each side's container (optigate.serving.engine_mode): the stream the benchmark speaks to
-    # it. The candidate's as rendered; the twin's as the live model's environment makes it (a package an earlier
-    # optigate rendered may run the rolling batch).
-    candidate_engine_mode: str
-    baseline_engine_mode: str
+    thresholds: Thresholds
+    benchmark: BenchmarkPlan = field(default_factory=BenchmarkPlan)
     optimization_configs: list[dict[str, Any]] | None = None
-    # Streams per fleet worker at each benchmarked level, run one level after the other; each
-    # worker sends `requests_per_slot` requests per stream (at least MIN_REQUESTS_PER_LEVEL) at each level.
-    levels: tuple[int, ...] = (16,)
-    requests_per_slot: int = 4
-    # The benchmark fleet's workers: each level runs on every worker.
-    shards: int = 1
-    # Interleaved blocks per level: the twin then the candidate, `blocks` times (A B A B ...), each
-    # block sending the level's requests.
-    blocks: int = 1
-    prompt_tokens: int = 1024
-    max_new_tokens: int = 256
     # Instances of the candidate's and the baseline twin's endpoints (the same type and count on both
     # sides); the decision's costs use it.
     instance_count: int = 1
@@ -117,23 +99,12 @@ class GatePlan:
     # copy each side stages, at its share of the instance (optigate.plan.cost.CostBasis). Not in the fingerprint.
     cost_basis: CostBasis | None = None
     prediction: dict[str, Any] = field(default_factory=dict)
-    startup_timeouts: tuple[int, int] = (1200, 1200)
-    # The twin's (the live model's, sized for its own weights); None: the candidate's.
-    baseline_startup_timeouts: tuple[int, int] | None = None
     shadow: ShadowPlan | None = None
     # The promotion pipeline's (account, region): it may run this gate, read its model packages,
     # and hears of every approval.
     pipeline: tuple[str, str] | None = None
-    poll_seconds: int = 60
-    max_polls: int = 90
-    optimization_poll_seconds: int = OPTIMIZATION_POLL_SECONDS
-    optimization_max_polls: int = OPTIMIZATION_MAX_POLLS
     # SageMaker's managed benchmark beside the gate's own (gate.benchmark.cross_check: sagemaker); None: none.
     cross_check: CrossCheck | None = None
-    # The host AMI (InferenceAmiVersion) each side's image needs on `instance_type`, None for SageMaker's
-    # default: the candidate's image and the live model's image (the twin's) may differ.
-    candidate_ami_version: str | None = None
-    baseline_ami_version: str | None = None
     # The candidate's instance pools, priority 1 (`instance_type`, which the gate measures) first; () without pools.
     instance_pools: tuple[str, ...] = ()
     # An EAGLE head the optimization job trains (its optimization_configs then hold ModelSpeculativeDecodingConfig).
@@ -142,13 +113,6 @@ class GatePlan:
     evaluation_dataset_uri: str = ""
     # A team with adapters: both endpoints serve through inference components (optigate.deployment.gate_components).
     components: GateComponents | None = None
-    # What the benchmark sends: the team's captured traffic, or synthetic lengths drawn from distributions; neither:
-    # every request has prompt_tokens and max_new_tokens (optigate.deployment.gate_workload).
-    workload: CapturePlan | None = None
-    synthetic: SyntheticPlan | None = None
-    # The live model's image, which the baseline's twin runs (the team's, or an approved package's); None: the
-    # candidate's.
-    baseline_image: str | None = None
     # A speculative candidate: what its acceptance is read from and the acceptance it must reach per level.
     speculation: SpeculationProof | None = None
     # The server series the candidate's container publishes for the gate to read from CloudWatch (detailed
@@ -163,11 +127,13 @@ class GatePlan:
         if speculative != (self.trained_head is not None):
             raise ValueError(f"{self.prefix}: an EAGLE item in the optimization job needs a trained_head, and back")
 
-    def timeouts_of(self, kind: str) -> tuple[int, int]:
-        """(model download, container start-up health check) seconds of the run's `kind` endpoint ("cand", "twin")."""
-        if kind == "twin" and self.baseline_startup_timeouts is not None:
-            return self.baseline_startup_timeouts
-        return self.startup_timeouts
+    def side(self, kind: str) -> Side:
+        """The run's `kind` endpoint ("cand" or "twin"; a shadow is the candidate)."""
+        return self.twin if kind == "twin" else self.candidate
+
+    @property
+    def instance_type(self) -> str:
+        return self.instance.instance_type
 
     @property
     def prefix(self) -> str:
@@ -180,27 +146,6 @@ class GatePlan:
     def run_name_pattern(self, kind: naming.RunKind) -> str:
         """The IAM pattern matching every run's `kind` of resource."""
         return naming.run_name_pattern(self.team, self.environment, kind)
-
-    # ------------------------------------------------------------------ the benchmark
-
-    @property
-    def requests_per_level(self) -> tuple[int, ...]:
-        """One block's requests per worker at each of `levels`."""
-        return tuple(max(MIN_REQUESTS_PER_LEVEL, self.requests_per_slot * c) for c in self.levels)
-
-    @property
-    def measured_concurrency(self) -> tuple[int, ...]:
-        """The total streams at each level: every worker runs the level's streams."""
-        return tuple(self.shards * c for c in self.levels)
-
-    @property
-    def benchmark_items(self) -> list[dict[str, int]]:
-        """Each (level, block) the benchmark runs, in order: streams and requests per worker, and the block."""
-        return [
-            {"per_shard": c, "block": block, "requests": requests}
-            for c, requests in zip(self.levels, self.requests_per_level, strict=True)
-            for block in range(self.blocks)
-        ]
 
     # ------------------------------------------------------------------ the candidate
 
@@ -216,7 +161,7 @@ class GatePlan:
     def container_environment(self) -> dict[str, str]:
         """The environment the candidate runs with: its own, with what an optimization job writes into the
         output's serving.properties (which LMI reads over the environment; :func:`job_serving_options`)."""
-        options = job_serving_options(self.optimization_configs, self.candidate_image)
+        options = job_serving_options(self.optimization_configs, self.candidate.image)
         return dict(sorted({**self.candidate_environment, **options}.items()))
 
     def optimization_job_configs(self, training_data_uri: str | None = None) -> list[dict[str, Any]] | None:
@@ -231,10 +176,10 @@ class GatePlan:
             out = {}
             for kind, settings in config.items():
                 if kind in configs_with_image():
-                    image = settings.get("Image", self.candidate_image)
-                    if image != self.candidate_image:
+                    image = settings.get("Image", self.candidate.image)
+                    if image != self.candidate.image:
                         raise ValueError(
-                            f"{self.prefix}: {kind} runs {image}, but the candidate serves {self.candidate_image}"
+                            f"{self.prefix}: {kind} runs {image}, but the candidate serves {self.candidate.image}"
                         )
                     settings = {**settings, "Image": image}
                 if kind == "ModelSpeculativeDecodingConfig" and self.trained_head is not None:
@@ -269,7 +214,7 @@ class GatePlan:
             else {"Environment": self.container_environment}
         )
         return {
-            "Image": self.candidate_image,
+            "Image": self.candidate.image,
             **environment,
             "ModelDataSource": {
                 "S3DataSource": {
@@ -295,14 +240,15 @@ class GatePlan:
         """The managed benchmark's workload per level (:func:`optigate.deployment.cross_check.workload_levels`)."""
         if self.cross_check is None:
             return ()
-        requests = [self.shards * per_shard for per_shard in self.requests_per_level]
+        benchmark = self.benchmark
+        requests = [benchmark.shards * per_shard for per_shard in benchmark.requests_per_level]
         return workload_levels(
             self.cross_check,
             self.team,
             self.environment,
-            zip(self.measured_concurrency, requests, strict=True),
-            self.prompt_tokens,
-            self.max_new_tokens,
+            zip(benchmark.measured_concurrency, requests, strict=True),
+            benchmark.prompt_tokens,
+            benchmark.max_new_tokens,
         )
 
     def cross_check_job_template(self, side: str, concurrency: int) -> str:
@@ -322,14 +268,14 @@ class GatePlan:
             "environment": self.environment,
             "instance_type": self.instance_type,
             "source": self.baseline_model_uri,
-            "image": self.candidate_image,
+            "image": self.candidate.image,
             "container_environment": self.candidate_environment,
             "change": self.change,
             "optimization": self.optimization_configs,
-            "thresholds": self.thresholds,
-            "benchmark": [list(self.levels), self.requests_per_slot, self.prompt_tokens, self.max_new_tokens]
+            "thresholds": self.thresholds.to_dict(),
+            "benchmark": self.benchmark.proof
             + ([self.instance_count] if self.instance_count != 1 else [])
-            + ([{"blocks": self.blocks}] if self.blocks != 1 else []),
+            + ([{"blocks": self.benchmark.blocks}] if self.benchmark.blocks != 1 else []),
             "shadow": [self.shadow.sampling_percentage, self.shadow.window_minutes] if self.shadow else None,
         }
         if self.trained_head is not None:  # only then, so that every other fingerprint stays as it was
@@ -338,12 +284,12 @@ class GatePlan:
             proof["instance_pools"] = list(self.instance_pools)
         if self.components is not None:
             proof["components"] = self.components.proof
-        if self.workload is not None or self.synthetic is not None:  # only then: other fingerprints stay as they were
-            proof["workload"] = [w.proof if w else None for w in (self.workload, self.synthetic)]
+        workloads = (self.benchmark.workload, self.benchmark.synthetic)
+        if any(w is not None for w in workloads):  # only then: other fingerprints stay as they were
+            proof["workload"] = [w.proof if w else None for w in workloads]
         return hashlib.sha256(json.dumps(proof, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-# Over 80 lines: every number of the gate's plan made in one place (regrouped by issue 38).
 def resolve_gate(
     resolved_team: ResolvedTeam,
     environment: Environment,
@@ -361,110 +307,130 @@ def resolve_gate(
     dataset = team.gate.evaluation.dataset_s3_uri
     if dataset is None:  # the config rules refuse a gate candidate without a dataset
         raise ValueError(f"{team.team}: a gate needs a resolved candidate and an evaluation dataset")
-    benchmark = team.gate.benchmark
+    dataset = dataset.replace("{region}", region)
+    benchmark = resolve_benchmark(team.gate.benchmark, region)
+    candidate_side = candidate_of(candidate, region)
+    keys = source_keys(team, region)
+    components = resolve_components(resolved_team, region, dataset, served, keys)
+    return GatePlan(
+        team=team.team,
+        environment=environment.name,
+        live_endpoint=naming.endpoint_name(team.team, environment.name),
+        instance=candidate.instance,
+        instance_pools=tuple(pool.instance_type for pool in candidate.pools),
+        baseline_model_uri=team.model.source.artifact_uri.replace("{region}", region),
+        candidate=candidate_side,
+        twin=twin_of(resolved_team, candidate_side, candidate.instance, region, served),
+        candidate_environment=candidate.environment,
+        change=json.loads(json.dumps(resolved_team.change, default=str)),
+        thresholds=Thresholds.of(
+            team.gate.benchmark, list(benchmark.measured_concurrency), **adapter_version_margin(resolved_team)
+        ),
+        benchmark=benchmark,
+        optimization_configs=resolved_team.optimization_configs,
+        price_per_hour_usd=candidate.price_per_hour_usd,
+        cost_basis=_cost_basis(candidate, components),
+        prediction=candidate.prediction(),
+        shadow=_shadow(team),
+        pipeline=pipeline,
+        trained_head=_trained_head(resolved_team, region),
+        cross_check=_cross_check(team),
+        evaluation_dataset_uri=dataset,
+        components=components,
+        speculation=resolve_speculation(
+            resolved_team,
+            candidate_side.image,
+            candidate_side.engine_mode,
+            list(benchmark.measured_concurrency),
+            prompt_tokens=benchmark.prompt_tokens,
+            max_new_tokens=benchmark.max_new_tokens,
+        ),
+        server_series=tuple(sorted(surfaces.server_series(surfaces.Container.from_image(candidate_side.image)))),
+        baseline_model_key_arn=keys.model,
+    )
+
+
+def resolve_benchmark(benchmark: BenchmarkGate, region: str) -> BenchmarkPlan:
+    """The fleet's workers and the streams per worker at each level (a level above STREAMS_PER_WORKER is split over
+    workers), and what is sent: a replayed capture runs its recorded schedule once per block, at the top level."""
     shards = max(1, math.ceil(max(benchmark.concurrency) / STREAMS_PER_WORKER))
     levels = tuple(sorted({max(1, math.ceil(c / shards)) for c in benchmark.concurrency}))
     workload = resolve_capture(benchmark, region)
     if workload is not None and workload.replayed:  # the recorded schedule is the load: one run per block
         levels = levels[-1:]
-    # The live model's image and mode (the team's, or an approved package's): the baseline's twin runs it.
-    if served is not None:
-        live_image = served.image
-        live_mode = container_mode(served.image, served.environment)
-    elif resolved_team.baseline is not None:
-        live_image = resolved_team.baseline.image_uri(region)
-        live_mode = resolved_team.baseline.engine_mode.name
-    else:
-        raise ValueError(f"team {team.team} did not resolve: {resolved_team.problems}")
-    rollout = team.rollout
-    shadow = (
-        ShadowPlan(rollout.shadow.sampling_percentage, rollout.shadow.window_minutes)
-        # A team with adapters serves inference components, which take no shadow variant.
-        if rollout.strategy == "shadow" and rollout.shadow is not None and not team.adapters
-        else None
-    )
-    head = resolved_team.trained_head
-    tokenizer = cross_check_tokenizer(team)
-    candidate_image = candidate.image_uri(region)
-    measured = [shards * c for c in levels]
-    keys = source_keys(team, region)
-    components = resolve_components(resolved_team, region, dataset.replace("{region}", region), served, keys)
-    return GatePlan(
-        team=team.team,
-        environment=environment.name,
-        live_endpoint=naming.endpoint_name(team.team, environment.name),
-        instance_type=candidate.serving.instance_type,
-        instance_pools=tuple(pool.instance_type for pool in candidate.pools),
-        baseline_model_uri=team.model.source.artifact_uri.replace("{region}", region),
-        candidate_image=candidate_image,
-        baseline_image=live_image,
-        candidate_environment=candidate.environment,
-        change=json.loads(json.dumps(resolved_team.change, default=str)),
-        thresholds={
-            **benchmark.model_dump(
-                exclude={"prompt_tokens", "max_new_tokens", "blocks", "adapter_mix", *CROSS_CHECK_KEYS, *WORKLOAD_KEYS}
-            ),
-            "concurrency": measured,
-            **adapter_version_margin(resolved_team),
-        },
-        optimization_configs=resolved_team.optimization_configs,
+    return BenchmarkPlan(
         levels=levels,
         shards=shards,
         blocks=benchmark.blocks,
         prompt_tokens=benchmark.prompt_tokens,
         max_new_tokens=benchmark.max_new_tokens,
-        price_per_hour_usd=candidate.price_per_hour_usd,
-        cost_basis=_cost_basis(candidate, components),
-        prediction=candidate.prediction(),
+        workload=workload,
+        synthetic=resolve_synthetic(benchmark),
+    )
+
+
+def candidate_of(candidate: ResolvedServing, region: str) -> Side:
+    """The candidate's side: its image, engine mode, host AMI and start-up timeouts, as resolved."""
+    return Side(
+        image=candidate.image_uri(region),
+        engine_mode=candidate.engine_mode.name,
+        ami_version=candidate.inference_ami_version,
         startup_timeouts=(
             candidate.model_data_download_timeout_seconds,
             candidate.container_startup_health_check_timeout_seconds,
         ),
-        baseline_startup_timeouts=(
-            (
-                resolved_team.baseline.model_data_download_timeout_seconds,
-                resolved_team.baseline.container_startup_health_check_timeout_seconds,
-            )
-            if resolved_team.baseline is not None
-            else None
-        ),
-        shadow=shadow,
-        pipeline=pipeline,
-        candidate_ami_version=candidate.inference_ami_version,
-        candidate_engine_mode=candidate.engine_mode.name,
-        baseline_engine_mode=live_mode,
-        # The twin runs the live model on the candidate's type.
-        baseline_ami_version=images.inference_ami_version(images.tag_of(live_image), candidate.serving.instance_type),
-        trained_head=(
-            TrainedHead(
-                train_from=head.train_from.replace("{region}", region),
-                s3_data_type=head.s3_data_type,
-                num_speculative_tokens=head.num_speculative_tokens,
-                min_training_records=head.min_training_records,
-            )
-            if head is not None
-            else None
-        ),
-        cross_check=(
-            CrossCheck(tokenizer=tokenizer, tolerance=benchmark.cross_check_tolerance.model_dump())
-            if benchmark.cross_check == "sagemaker" and tokenizer is not None
-            else None
-        ),
-        evaluation_dataset_uri=dataset.replace("{region}", region),
-        components=components,
-        workload=workload,
-        synthetic=resolve_synthetic(benchmark),
-        speculation=resolve_speculation(
-            resolved_team,
-            candidate_image,
-            candidate.engine_mode.name,
-            measured,
-            prompt_tokens=benchmark.prompt_tokens,
-            max_new_tokens=benchmark.max_new_tokens,
-        ),
-        server_series=tuple(sorted(surfaces.server_series(surfaces.Container.from_image(candidate_image)))),
-        baseline_model_key_arn=keys.model,
     )
+
+
+def twin_of(
+    resolved_team: ResolvedTeam, candidate: Side, instance: Instance, region: str, served: ServedPackage | None
+) -> Side:
+    """The baseline's twin: the live model (an approved package's, else the team's) on the candidate's `instance`,
+    with the AMI its image needs there and the timeouts of the team's serving (else the candidate's)."""
+    baseline = resolved_team.baseline
+    if served is not None:
+        image, mode = served.image, container_mode(served.image, served.environment)
+    elif baseline is not None:
+        image, mode = baseline.image_uri(region), baseline.engine_mode.name
+    else:
+        raise ValueError(f"team {resolved_team.team.team} did not resolve: {resolved_team.problems}")
+    return Side(
+        image=image,
+        engine_mode=mode,
+        ami_version=images.inference_ami_version(images.tag_of(image), instance.instance_type),
+        startup_timeouts=(
+            (baseline.model_data_download_timeout_seconds, baseline.container_startup_health_check_timeout_seconds)
+            if baseline is not None
+            else candidate.startup_timeouts
+        ),
+    )
+
+
+def _shadow(team: TeamConfig) -> ShadowPlan | None:
+    rollout = team.rollout
+    if rollout.strategy != "shadow" or rollout.shadow is None or team.adapters:
+        return None  # a team with adapters serves inference components, which take no shadow variant
+    return ShadowPlan(rollout.shadow.sampling_percentage, rollout.shadow.window_minutes)
+
+
+def _trained_head(resolved_team: ResolvedTeam, region: str) -> TrainedHead | None:
+    head = resolved_team.trained_head
+    if head is None:
+        return None
+    return TrainedHead(
+        train_from=head.train_from.replace("{region}", region),
+        s3_data_type=head.s3_data_type,
+        num_speculative_tokens=head.num_speculative_tokens,
+        min_training_records=head.min_training_records,
+    )
+
+
+def _cross_check(team: TeamConfig) -> CrossCheck | None:
+    benchmark = team.gate.benchmark
+    tokenizer = cross_check_tokenizer(team)
+    if benchmark.cross_check != "sagemaker" or tokenizer is None:
+        return None
+    return CrossCheck(tokenizer=tokenizer, tolerance=benchmark.cross_check_tolerance.model_dump())
 
 
 def _cost_basis(candidate: ResolvedServing, components: GateComponents | None) -> CostBasis:

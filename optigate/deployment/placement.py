@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from optigate.config.models import EnvironmentOverrides, TeamConfig
 from optigate.config.rolling_update import rolling_batch_percent
 from optigate.config.rules import PathT, Problem, Rule, Severity, rule
-from optigate.plan import catalog
+from optigate.plan.catalog import Instance
 from optigate.plan.cost import CostBasis, cost_per_month
 
 COPIES_FIT_INSTANCES = rule(
@@ -190,15 +190,15 @@ def _gpus(count: int) -> str:
 
 
 def copy_placement(
-    team: TeamConfig, tensor_parallel_degree: int, instance_count: int, max_capacity: int | None = None
+    team: TeamConfig,
+    instance: Instance,
+    tensor_parallel_degree: int,
+    instance_count: int,
+    max_capacity: int | None = None,
 ) -> CopyPlacement | None:
-    """The base copies of an adapter team (None without adapters, or on an instance type the catalog lacks);
-    `max_capacity`: an environment's override of autoscaling's maximum."""
+    """The base copies of an adapter team on `instance` (team.serving.instance_type, resolved; None without
+    adapters); `max_capacity`: an environment's override of autoscaling's maximum."""
     if not team.adapters:
-        return None
-    try:
-        instance = catalog.get_instance(team.serving.instance_type)
-    except KeyError:
         return None
     scaling = team.serving.autoscaling
     if scaling is None:
@@ -245,22 +245,32 @@ class Placement:
     """What one endpoint runs: instances at minimum and maximum capacity (and at creation), a shadow variant's
     instance, the base copies of an adapter team, and the basis its cost per token is priced at (one replica)."""
 
-    instance_type: str
-    types: tuple[str, ...]  # the pools in priority order, or the one type
+    instance: Instance
+    pools: tuple[Instance, ...]  # the pools in priority order, or the one instance
     initial_instances: int
     min_instances: int
     max_instances: int
-    shadow_type: str | None
+    shadow: Instance | None  # the shadow variant's instance
     copies: CopyPlacement | None
     basis: CostBasis  # one replica: a base copy, or one tensor-parallel group of the model's container
+
+    @property
+    def instance_type(self) -> str:
+        return self.instance.instance_type
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return tuple(pool.instance_type for pool in self.pools)
+
+    @property
+    def shadow_type(self) -> str | None:
+        return self.shadow.instance_type if self.shadow is not None else None
 
     def monthly_usd(self) -> tuple[float | None, float | None, tuple[str, ...]]:
         """(at minimum, at maximum, the types without a list price): the cheapest type prices the minimum, the
         dearest the maximum; a shadow instance is added to both."""
-        prices = {
-            name: catalog.get_instance(name).price_per_hour_usd
-            for name in {*self.types, *((self.shadow_type,) if self.shadow_type else ())}
-        }
+        priced = (*self.pools, *((self.shadow,) if self.shadow is not None else ()))
+        prices = {instance.instance_type: instance.price_per_hour_usd for instance in priced}
         unpriced = tuple(sorted(name for name, price in prices.items() if price is None))
         if unpriced:
             return None, None, unpriced
@@ -287,32 +297,33 @@ class Placement:
         return f"{_range(low, high)} × {self.instance_type}{at_creation}{shadow}"
 
 
-def replica_basis(instance_type: str, tensor_parallel_degree: int) -> CostBasis:
+def replica_basis(instance: Instance, tensor_parallel_degree: int) -> CostBasis:
     """One replica's share of its instance, what the planner prices a token at (a copy, or one TP group: the
     instance's accelerators over its replicas, as optigate.plan.planner.PlanResult.cost_basis)."""
-    instance = catalog.get_instance(instance_type)
     replicas = max(1, instance.tp_units // tensor_parallel_degree)
     return CostBasis(
-        instance_type, instance.price_per_hour_usd, tensor_parallel_degree * replicas, tensor_parallel_degree
+        instance.instance_type, instance.price_per_hour_usd, tensor_parallel_degree * replicas, tensor_parallel_degree
     )
 
 
 def endpoint_placement(
     team: TeamConfig,
-    instance_type: str,
+    instance: Instance,
     tensor_parallel_degree: int,
-    pools: tuple[str, ...],
+    pools: tuple[Instance, ...],
     instance_count: int,
     overrides: EnvironmentOverrides,
-    shadow_type: str | None,
+    shadow: Instance | None,
 ) -> Placement:
     """What the endpoint of `team` runs in an environment (its `overrides`, its `instance_count`): a model-backed
     endpoint the scalable target's range (else the fixed count; suspended for a deploy: the count scaling set),
-    an adapter team the instances its copies need (see CopyPlacement)."""
+    an adapter team the instances its copies need (see CopyPlacement). `instance`, `pools` (its instance pools, the
+    first `instance`; () without pools) and `shadow` (a shadow variant's): resolved from the catalog."""
     scaling = None if overrides.suspend_autoscaling else team.serving.autoscaling
     max_capacity = overrides.autoscaling_max_capacity or (scaling.max_capacity if scaling else None)
     copies = copy_placement(
         team if scaling is not None else _without_autoscaling(team),
+        instance,
         tensor_parallel_degree,
         instance_count,
         max_capacity,
@@ -324,14 +335,14 @@ def endpoint_placement(
     else:
         low = high = instance_count
     return Placement(
-        instance_type=instance_type,
-        types=pools or (instance_type,),
+        instance=instance,
+        pools=pools or (instance,),
         initial_instances=instance_count,
         min_instances=low,
         max_instances=high,
-        shadow_type=shadow_type,
+        shadow=shadow,
         copies=copies,
-        basis=replica_basis(instance_type, tensor_parallel_degree),
+        basis=replica_basis(instance, tensor_parallel_degree),
     )
 
 

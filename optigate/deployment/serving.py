@@ -38,7 +38,7 @@ from optigate.serving.lmi import render_environment
 DEFAULT_MAX_BATCH_SIZE = 32
 DEFAULT_MAX_MODEL_LEN_CAP = 8192  # without a plan, never default to a 128k context nobody can batch
 
-__all__ = ["ResolvedPool", "ResolvedServing", "resolve_serving", "sized_timeouts", "weights_gb"]
+__all__ = ["ResolvedPool", "ResolvedServing", "get_instance", "resolve_serving", "sized_timeouts", "weights_gb"]
 
 
 @dataclass(frozen=True)
@@ -152,16 +152,21 @@ class ResolvedServing:
 
 # Over 80 lines: every LMI setting of one block resolved in one pass, in the order the container reads them.
 def resolve_serving(
-    team: TeamConfig, serving: Serving, *, checkpoint: Checkpoint | None = None, downloads: str | None = None
+    team: TeamConfig,
+    serving: Serving,
+    *,
+    checkpoint: Checkpoint | None = None,
+    downloads: str | None = None,
+    instance: Instance,
 ) -> ResolvedServing:
     """Concrete settings for `serving` (the team's production block, or a candidate of it). `checkpoint`: the
     team's stored weights (resolved once by resolve_team; resolved here when not given); `downloads`: the weights
-    this variant downloads when the gate's optimization job writes new ones (default: the checkpoint's)."""
+    this variant downloads when the gate's optimization job writes new ones (default: the checkpoint's);
+    `instance`: serving.instance_type from the catalog (looked up once, by resolve_team)."""
     checkpoint = checkpoint or resolve_checkpoint(team)[0]
     downloaded = downloads or checkpoint.weights
     served = served_precision(downloaded, serving.quantization)
     notes: list[str] = []
-    instance = get_instance(serving.instance_type)
     arch = architecture_for(team.model.architecture)
     family = serving.container.family
     version = serving.container.version or images.default_version(family)
@@ -195,11 +200,12 @@ def resolve_serving(
                 max_model_len=max_model_len,
                 max_batch_size=max_batch_size,
                 admissible=admissible,
+                instance=instance,
             )
         except ValueError:
             plan = None  # an invalid tensor-parallel degree: reported by the hardware rules
     else:
-        derived = derive_settings(team, serving, weight_precision=served, admissible=admissible)
+        derived = derive_settings(team, serving, weight_precision=served, admissible=admissible, instance=instance)
         tp, max_model_len = derived.tensor_parallel_degree, derived.max_model_len
         max_batch_size, gpu_memory_utilization = derived.max_batch_size, derived.gpu_memory_utilization
         notes += derived.notes
@@ -241,7 +247,7 @@ def resolve_serving(
         notes.append(f"container_startup_health_check_timeout={startup}s for {stored}")
     mode = engine_mode(family, version)
     notes.append(f"engine mode: {mode.name} ({MODE_NOTE[mode.name]})")
-    ami = images.inference_ami_version(images.image_tag(family, version), serving.instance_type)
+    ami = images.inference_ami_version(images.image_tag(family, version), instance.instance_type)
     if ami:
         notes.append(f"inference_ami_version={ami}: the host AMI the SageMaker SDK chooses for a CUDA 13 image")
 

@@ -291,10 +291,11 @@ def _single_variant(
     checkpoint = weights.checkpoint
     served = served_precision(weights.downloads or checkpoint.weights, serving.quantization)
     hardware = rules.hardware_problems(serving, path, has_adapters=bool(team.adapters), served=served)
-    if any(p.path[len(path) : len(path) + 1] in BLOCKING for p in hardware) or (
-        hardware and catalog.get_instance(serving.instance_type).is_neuron
-    ):
+    if any(p.path[len(path) : len(path) + 1] in BLOCKING for p in hardware):
         return None, hardware  # no plan without a known instance, a container for it and a valid degree
+    instance = catalog.get_instance(serving.instance_type)  # known: else an instance_type problem is BLOCKING
+    if hardware and instance.is_neuron:
+        return None, hardware
     structural = rules.serving_architecture_problems(arch, serving, path)
     structural += [
         p for p in rules.tensor_parallel_problems(arch, serving, path) if p.path not in {q.path for q in structural}
@@ -312,7 +313,7 @@ def _single_variant(
             path,
             by_job=weights.by_job,
         )
-    resolved = resolve_serving(team, serving, checkpoint=checkpoint, downloads=weights.downloads)
+    resolved = resolve_serving(team, serving, checkpoint=checkpoint, downloads=weights.downloads, instance=instance)
     capacity = rules.capacity_problems(resolved.plan, serving, path)
     # The other hardware problems (precision, speculation, adapters, volume) leave the plan meaningful:
     # reported with what the plan finds, one run shows all of them.
@@ -357,7 +358,9 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
         problems += candidates_own(shadow_problems, problems, shadow_own, SHADOW_CANDIDATE)
         problems += candidates_own(candidate_problems, problems, team.gate.candidate, GATE_CANDIDATE)
         return ResolvedTeam(team, baseline, problems=tuple(problems + synthetic_problems(team)))
-    placed = placement.copy_placement(team, baseline.tensor_parallel_degree, team.serving.instance_count)
+    placed = placement.copy_placement(
+        team, baseline.instance, baseline.tensor_parallel_degree, team.serving.instance_count
+    )
     found = placement.placement_problems(placed, placement.team_file_path(team))
     refused = [p for p in found if p.rule is not None and p.rule.severity is Severity.REFUSAL]
     problems = refused + shadow_problems + candidate_problems + synthetic_problems(team)

@@ -86,10 +86,11 @@ def plan_serving(
     max_model_len: int | None = None,
     max_batch_size: int | None = None,
     admissible: Admissible | None = None,
+    instance: Instance,
 ) -> PlanResult:
-    """Plan `serving` at the tensor-parallel degree optigate deploys, its weights served at `weight_precision` (the
-    served precision optigate.deployment.checkpoint resolves); fixes are offered only if `admissible`."""
-    instance = get_instance(serving.instance_type)
+    """Plan `serving` on `instance` (its instance_type, resolved) at the tensor-parallel degree optigate deploys, its
+    weights served at `weight_precision` (the served precision optigate.deployment.checkpoint resolves); fixes are
+    offered only if `admissible`."""
     arch = architecture_for(team.model.architecture)
     benchmark = team.gate.benchmark
     return plan(
@@ -133,25 +134,22 @@ def plan_longest_held(
 
 
 def derive_settings(
-    team: TeamConfig, serving: Serving, *, weight_precision: str, admissible: Admissible | None = None
+    team: TeamConfig,
+    serving: Serving,
+    *,
+    weight_precision: str,
+    admissible: Admissible | None = None,
+    instance: Instance,
 ) -> DerivedSettings:
-    """`serving`'s unset settings chosen by the plan of its weights served at `weight_precision`."""
-    instance = get_instance(serving.instance_type)
+    """`serving`'s unset settings on `instance` (its instance_type, resolved) chosen by the plan of its weights served
+    at `weight_precision`."""
     arch = architecture_for(team.model.architecture)
     benchmark = team.gate.benchmark
     typical = benchmark.prompt_tokens + benchmark.max_new_tokens
     notes: list[str] = []
 
     gpu_memory_utilization = planned_memory_utilization(serving)
-    if serving.container.family == "lmi-trtllm":
-        notes.append(
-            f"planned with TensorRT-LLM's KV share {gpu_memory_utilization} of the memory after the weights "
-            "(LMI's default kv_cache_free_gpu_mem_fraction)"
-        )
-    elif serving.gpu_memory_utilization is None:
-        notes.append(
-            f"gpu_memory_utilization={gpu_memory_utilization}: vLLM's default share, leaving room for the runtime"
-        )
+    notes += _memory_notes(serving, gpu_memory_utilization)
     tp = deployed_tensor_parallel(arch, serving, instance)
     if serving.tensor_parallel_degree is None:
         notes.append(default_tensor_parallel_note(arch, instance, tp))
@@ -167,6 +165,7 @@ def derive_settings(
             max_model_len=min(typical, arch.max_position_embeddings or typical),
             max_batch_size=1,
             admissible=admissible,
+            instance=instance,
         )
         wanted = max(MIN_DERIVED_MAX_MODEL_LEN, 1 << (HEADROOM * typical - 1).bit_length())
         ceiling = min(arch.max_position_embeddings or wanted, wanted)
@@ -178,7 +177,12 @@ def derive_settings(
         )
 
     result = plan_serving(
-        team, serving, weight_precision=weight_precision, max_model_len=max_model_len, admissible=admissible
+        team,
+        serving,
+        weight_precision=weight_precision,
+        max_model_len=max_model_len,
+        admissible=admissible,
+        instance=instance,
     )
     max_batch_size = serving.max_batch_size
     if max_batch_size is None:
@@ -199,8 +203,21 @@ def derive_settings(
             max_model_len=max_model_len,
             max_batch_size=max_batch_size,
             admissible=admissible,
+            instance=instance,
         )
     return DerivedSettings(max_model_len, max_batch_size, gpu_memory_utilization, tp, tuple(notes), result)
+
+
+def _memory_notes(serving: Serving, gpu_memory_utilization: float) -> list[str]:
+    """Why the plan sizes with `gpu_memory_utilization` (shown in the summary), when optigate chose it."""
+    if serving.container.family == "lmi-trtllm":
+        return [
+            f"planned with TensorRT-LLM's KV share {gpu_memory_utilization} of the memory after the weights "
+            "(LMI's default kv_cache_free_gpu_mem_fraction)"
+        ]
+    if serving.gpu_memory_utilization is None:
+        return [f"gpu_memory_utilization={gpu_memory_utilization}: vLLM's default share, leaving room for the runtime"]
+    return []
 
 
 def default_tensor_parallel_note(arch: ModelArchitecture, instance: Instance, tp: int) -> str:

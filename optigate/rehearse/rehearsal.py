@@ -364,12 +364,10 @@ def rehearse(
     behaviour = behaviour or (FASTER if candidate == "faster" else SLOWER)
     allowance: dict[str, float] = {}
     plan = deployment.gate
-    modes = (plan.baseline_engine_mode, plan.candidate_engine_mode) if plan is not None else ("async", "async")
+    modes = (plan.twin.engine_mode, plan.candidate.engine_mode) if plan is not None else ("async", "async")
     # Each emulator stands for its side's container and publishes only what that container does.
     containers = (
-        (emulated_container(plan.baseline_image or plan.candidate_image), emulated_container(plan.candidate_image))
-        if plan is not None
-        else None
+        (emulated_container(plan.twin.image), emulated_container(plan.candidate.image)) if plan is not None else None
     )
     with emulators(behaviour, speculative, modes, containers) as (baseline_url, candidate_url), _offline_aws():
         scenario = Scenario(

@@ -169,11 +169,13 @@ class TeamInferenceStack(Stack):
         # capture an EAGLE head trains from, which a worker counts before the optimization job (one grant when both
         # read this environment's data capture).
         workload_uri, capture = (
-            self._capture_access(plan, plan.workload.data_location) if plan.workload is not None else (None, None)
+            self._capture_access(plan, plan.benchmark.workload.data_location)
+            if plan.benchmark.workload is not None
+            else (None, None)
         )
         training_uri, training_access = (None, None)
         if plan.trained_head is not None and plan.trained_head.from_capture:
-            from_capture = plan.workload is not None and plan.workload.from_capture
+            from_capture = plan.benchmark.workload is not None and plan.benchmark.workload.from_capture
             training_uri, training_access = (
                 (workload_uri, capture) if from_capture else self._capture_access(plan, None)
             )
@@ -182,12 +184,12 @@ class TeamInferenceStack(Stack):
             "Benchmark",
             target=FleetTarget(deployment.endpoint_name),
             endpoints=invocable,
-            shards=plan.shards,
+            shards=plan.benchmark.shards,
             results_bucket=bucket,
             encryption_key=key,
             components=naming.run_component_patterns(plan.team, plan.environment) if plan.components else (),
             capture=capture,
-            varied_lengths=plan.synthetic is not None,
+            varied_lengths=plan.benchmark.synthetic is not None,
             training_data=training_access,
         )
         evaluation = EvaluationJob(

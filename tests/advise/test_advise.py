@@ -18,6 +18,7 @@ from optigate.advise.findings import DONE, NOT_NOW, PROVING, RECOMMENDED, TRIED
 from optigate.cli import main
 from optigate.config.models import serving_with
 from optigate.deployment import load_resolved_team, resolve_serving, resolve_team
+from optigate.plan.catalog import get_instance
 from tests.fixtures.config_files import minimal_team
 
 DATASET = "s3://acme-eval/demo/"
@@ -125,7 +126,8 @@ def test_quantized_weights_are_done(tmp_path):
 def test_the_predicted_effect_is_the_re_plan_of_the_merged_serving_block(tmp_path):
     resolved = team(tmp_path, serving="max_model_len: 4096\n")
     found = finding(resolved, 2)
-    replanned = resolve_serving(resolved.team, serving_with(resolved.team.serving, found.candidate)).plan
+    candidate = serving_with(resolved.team.serving, found.candidate)
+    replanned = resolve_serving(resolved.team, candidate, instance=get_instance(candidate.instance_type)).plan
     before = resolved.baseline.plan
     figures = {f.key: (f.before, f.after) for f in found.effect}
     assert figures["kv_capacity_tokens"] == (before.kv_capacity_tokens, replanned.kv_capacity_tokens)

@@ -32,11 +32,12 @@ def test_summary_gate_prints_each_gates_plan(monkeypatch):
     assert plans and text.count("gate (what it measures):") == len(plans)
     for plan in plans:
         assert f"fingerprint: {plan.fingerprint}" in text
-        levels = ", ".join(str(c) for c in plan.measured_concurrency)
+        benchmark = plan.benchmark
+        levels = ", ".join(str(c) for c in benchmark.measured_concurrency)
         assert f"levels (measured concurrency): {levels} (" in text
-        requests = ", ".join(str(plan.shards * r) for r in plan.requests_per_level)
+        requests = ", ".join(str(benchmark.shards * r) for r in benchmark.requests_per_level)
         assert f"requests per level and block: {requests} (" in text
-        assert f"prompt/output tokens: {plan.prompt_tokens}/{plan.max_new_tokens}" in text
+        assert f"prompt/output tokens: {benchmark.prompt_tokens}/{benchmark.max_new_tokens}" in text
 
 
 def test_summary_without_the_flag_prints_no_gate(monkeypatch):

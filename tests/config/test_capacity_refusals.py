@@ -74,7 +74,8 @@ def test_suggestions_stay_on_the_platform_and_the_precision(tmp_path):
 
 def test_unset_settings_are_derived_so_that_the_team_can_batch(tmp_path):
     team = load_team(_team_file(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", "quantization: fp8\nkv_cache_dtype: fp8\n"))
-    derived = derive_settings(team, team.serving, weight_precision="fp8")
+    instance = get_instance(team.serving.instance_type)
+    derived = derive_settings(team, team.serving, weight_precision="fp8", instance=instance)
     assert derived.max_model_len == 4096  # 2 x (1,024 + 256), to a power of two
     assert derived.plan.fits
     fits = derived.plan.max_concurrent_sequences_at_typical_length
@@ -91,7 +92,8 @@ def test_a_derived_length_never_exceeds_what_the_cache_holds(tmp_path):
     path = _team_file(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge")
     path.write_text(path.read_text() + "gate:\n  benchmark:\n    prompt_tokens: 30000\n    max_new_tokens: 1000\n")
     team = load_team(path)
-    derived = derive_settings(team, team.serving, weight_precision="bf16")
+    instance = get_instance(team.serving.instance_type)
+    derived = derive_settings(team, team.serving, weight_precision="bf16", instance=instance)
     assert derived.max_model_len <= derived.plan.kv_capacity_tokens
     assert derived.max_model_len % 1024 == 0
 

@@ -185,20 +185,21 @@ def test_the_shadow_candidate_cannot_compile(tmp_path):
 
 def _spec(team: ResolvedTeam):
     from optigate.deployment.gate import GatePlan
+    from optigate.deployment.gate_parts import Side, Thresholds
 
     candidate = team.candidate
+    side = Side(image=candidate.image_uri("us-east-1"), engine_mode=candidate.engine_mode.name)
     return GatePlan(
         team="demo",
         environment="dev",
         live_endpoint="demo-dev",
-        instance_type=candidate.serving.instance_type,
+        instance=candidate.instance,
         baseline_model_uri="s3://acme-models/m/",
-        candidate_image=candidate.image_uri("us-east-1"),
+        candidate=side,
+        twin=side,
         candidate_environment=candidate.environment,
         change=team.change,
-        thresholds={},
-        candidate_engine_mode=candidate.engine_mode.name,
-        baseline_engine_mode=candidate.engine_mode.name,
+        thresholds=Thresholds.from_dict({}),
         optimization_configs=team.optimization_configs,
     )
 

@@ -74,7 +74,8 @@ def test_legal_one_copy_on_one_gpu_leaves_a_rolling_batch_no_gpu_a_note(tmp_path
 def test_legal_with_managed_instance_scaling_places_every_copy_and_the_rolling_batch(tmp_path):
     resolved = load_resolved_team(_legal(tmp_path, managed_instance_scaling=True))
     assert not [note for note in resolved.advisories if note.rule_id in ("OG533", "OG534")]
-    placed = copy_placement(resolved.team, 1, 1)
+    assert resolved.baseline is not None
+    placed = copy_placement(resolved.team, resolved.baseline.instance, 1, 1)
     assert placed is not None and placed.managed
     # one to three instances as the copies need them; at most four (three copies and a rolling batch's one)
     assert (placed.min_instances, placed.max_instances) == (1, 3)

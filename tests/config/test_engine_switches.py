@@ -17,6 +17,7 @@ from optigate.deployment import load_resolved_team
 from optigate.deployment.serving import resolve_serving
 from optigate.plan import plan
 from optigate.plan.architecture import ModelArchitecture, load_architecture
+from optigate.plan.catalog import get_instance
 from optigate.plan.expected import eager_overhead
 from optigate.plan.memory import GIB, weight_footprint
 from optigate.serving import images
@@ -367,6 +368,6 @@ def test_serving_with_carries_a_switch_into_the_candidate(tmp_path):
     team = load_team(_file(tmp_path, DENSE.replace("ml.g6.2xlarge", "ml.g6.12xlarge")))
     candidate = serving_with(team.serving, {"attention_backend": "FLASHINFER", "max_num_batched_tokens": 4096})
     assert (candidate.attention_backend, candidate.max_num_batched_tokens) == ("FLASHINFER", 4096)
-    env = resolve_serving(team, candidate).environment
+    env = resolve_serving(team, candidate, instance=get_instance(candidate.instance_type)).environment
     assert env["OPTION_ATTENTION_BACKEND"] == "FLASHINFER"
     assert env["OPTION_MAX_ROLLING_BATCH_PREFILL_TOKENS"] == "4096"

@@ -22,7 +22,7 @@ IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.38.0-lmi29
 def test_both_sides_of_a_gate_on_the_newest_lmi_are_benchmarked_in_async_mode(tmp_path):
     resolved = load_resolved_team(minimal_team(tmp_path, "llama-3.1-8b", "ml.g6e.2xlarge", tail=GATE))
     plan = resolve_gate(resolved, DEV)
-    assert (plan.candidate_engine_mode, plan.baseline_engine_mode) == ("async", "async")
+    assert (plan.candidate.engine_mode, plan.twin.engine_mode) == ("async", "async")
     assert plan.candidate_environment["OPTION_ASYNC_MODE"] == "true"
 
 
@@ -35,10 +35,10 @@ def test_a_live_package_an_earlier_optigate_rendered_is_benchmarked_in_its_rolli
         environment={"OPTION_ROLLING_BATCH": "vllm", "OPTION_TENSOR_PARALLEL_DEGREE": "1"},
     )
     plan = resolve_gate(resolved, DEV, served=served)
-    assert (plan.candidate_engine_mode, plan.baseline_engine_mode) == ("async", "rolling-batch")
+    assert (plan.candidate.engine_mode, plan.twin.engine_mode) == ("async", "rolling-batch")
 
 
 def test_a_candidate_pinned_before_lmi_v17_is_benchmarked_in_the_rolling_batch(tmp_path):
     path = minimal_team(tmp_path, "llama-3.1-8b", "ml.g6e.2xlarge", "container: {version: 0.34.0}\n", tail=GATE)
     plan = resolve_gate(load_resolved_team(path), DEV)
-    assert (plan.candidate_engine_mode, plan.baseline_engine_mode) == ("rolling-batch", "rolling-batch")
+    assert (plan.candidate.engine_mode, plan.twin.engine_mode) == ("rolling-batch", "rolling-batch")

@@ -13,6 +13,7 @@ from rich.console import Console
 from optigate.cli import main, plan_command, validate_command
 from optigate.config.loader import ConfigError
 from optigate.deployment import load_resolved_team
+from optigate.plan.catalog import get_instance
 from optigate.plan.team_plan import derive_settings
 from tests.fixtures.config_files import minimal_team
 
@@ -179,7 +180,12 @@ def test_length_and_batch_are_derived_for_the_pool_that_holds_least_and_it_is_na
     resolved = load_resolved_team(_team(tmp_path, "llama-3.1-8b", "ml.g6e.2xlarge", pools)).baseline
     team = load_resolved_team(_team(tmp_path, "llama-3.1-8b", "ml.g6e.2xlarge", pools)).team
     alone = {
-        t: derive_settings(team, team.serving.model_copy(update={"instance_type": t}), weight_precision="bf16")
+        t: derive_settings(
+            team,
+            team.serving.model_copy(update={"instance_type": t}),
+            weight_precision="bf16",
+            instance=get_instance(t),
+        )
         for t, _ in pools
     }
     assert resolved.max_model_len == min(d.max_model_len for d in alone.values())

@@ -9,6 +9,7 @@ import pytest
 
 from optigate.config.loader import load_team
 from optigate.deployment.serving import resolve_serving, sized_timeouts
+from optigate.plan.catalog import get_instance
 from optigate.serving import images
 from optigate.serving.lmi import render_environment
 
@@ -32,7 +33,8 @@ def _team(tmp_path, serving_extra: str = "", tail: str = ""):
 
 
 def _env(team):
-    return render_environment(resolve_serving(team, team.serving), team.model.source.artifact_uri)
+    resolved = resolve_serving(team, team.serving, instance=get_instance(team.serving.instance_type))
+    return render_environment(resolved, team.model.source.artifact_uri)
 
 
 def test_fp8_weights_and_kv_cache_render_as_lmi_options(tmp_path):
@@ -109,7 +111,7 @@ def test_explicit_lora_limits_win(tmp_path):
 
 def test_unset_values_are_filled_and_explained(tmp_path):
     team = _team(tmp_path)
-    resolved = resolve_serving(team, team.serving)
+    resolved = resolve_serving(team, team.serving, instance=get_instance(team.serving.instance_type))
     assert resolved.tensor_parallel_degree == 1
     # The gate's default request is 1,024 + 256 tokens; twice that, to a power of two: 4,096,
     # far below the model's 131,072, which a 24 GB L4 could not batch.
@@ -132,7 +134,7 @@ def test_70b_on_p5_gets_every_gpu_and_long_timeouts(tmp_path):
     path = tmp_path / "big.yaml"
     path.write_text(BASE.replace("llama-3.1-8b", "llama-3.3-70b").replace("ml.g6.2xlarge", "ml.p5.48xlarge"))
     team = load_team(path)
-    resolved = resolve_serving(team, team.serving)
+    resolved = resolve_serving(team, team.serving, instance=get_instance(team.serving.instance_type))
     assert resolved.tensor_parallel_degree == 8
     assert resolved.weights_gb == pytest.approx(141, rel=0.02)  # 70.6e9 parameters in bf16
     assert resolved.model_data_download_timeout_seconds >= 2000
@@ -172,11 +174,11 @@ def test_an_unpinned_team_runs_the_newest_version_of_the_sdk_tables_and_says_so(
         assert images.image_tag(family, images.default_version(family)) == images.image_tag(family, "latest")
     team = _team(tmp_path, "")
     newest = images.newest_version("lmi")
-    resolved = resolve_serving(team, team.serving)
+    resolved = resolve_serving(team, team.serving, instance=get_instance(team.serving.instance_type))
     assert resolved.image_version == newest
     assert f"container: lmi {newest}, the newest in the installed SageMaker SDK's image tables" in resolved.notes
     oldest = images.known_versions("lmi")[-1]
     pinned = _team(tmp_path, f"container:\n  family: lmi\n  version: {oldest}\n")
     assert f"container: lmi {oldest} as pinned; {newest} is the newest" in " ".join(
-        resolve_serving(pinned, pinned.serving).notes
+        resolve_serving(pinned, pinned.serving, instance=get_instance(pinned.serving.instance_type)).notes
     )

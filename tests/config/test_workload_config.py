@@ -54,14 +54,20 @@ def test_a_replay_is_one_run_per_block_at_the_top_level_and_part_of_the_proof(tm
         )
     )
     dev = plans["dev"]
-    assert dev.workload is not None and dev.workload.from_capture and dev.workload.speedup == 4
-    assert dev.levels == (32,) and dev.thresholds["concurrency"] == [32]
-    assert {item["per_shard"] for item in dev.benchmark_items} == {32} and len(dev.benchmark_items) == dev.blocks
-    assert "workload" not in dev.thresholds and "synthetic" not in dev.thresholds
+    assert (
+        dev.benchmark.workload is not None
+        and dev.benchmark.workload.from_capture
+        and dev.benchmark.workload.speedup == 4
+    )
+    assert dev.benchmark.levels == (32,) and dev.thresholds.concurrency == (32,)
+    items = dev.benchmark.items
+    assert {item["per_shard"] for item in items} == {32} and len(items) == dev.benchmark.blocks
+    assert "workload" not in dev.thresholds.to_dict() and "synthetic" not in dev.thresholds.to_dict()
     # The same candidate proven on other requests is another proof.
     assert dev.fingerprint != unchanged["dev"].fingerprint
     assert (
-        dev.workload.event("s3://capture-bucket/capture/chat-dev/")["source"] == "s3://capture-bucket/capture/chat-dev/"
+        dev.benchmark.workload.event("s3://capture-bucket/capture/chat-dev/")["source"]
+        == "s3://capture-bucket/capture/chat-dev/"
     )
 
 
@@ -70,10 +76,13 @@ def test_sessions_keep_every_level_and_a_plan_without_workload_keeps_its_proof(t
         with_benchmark(tmp_path, "    workload: {from: 's3://acme-traffic-{region}/chat/', kind: sessions}\n")
     )
     staging = plans["staging"]
-    assert staging.levels == unchanged["staging"].levels == (1, 8, 32)
-    assert staging.workload is not None and staging.workload.source == "s3://acme-traffic-us-east-1/chat/"
-    assert staging.workload.data_location == ("acme-traffic-us-east-1", "chat/*")
-    assert unchanged["staging"].workload is None and unchanged["staging"].synthetic is None
+    assert staging.benchmark.levels == unchanged["staging"].benchmark.levels == (1, 8, 32)
+    assert (
+        staging.benchmark.workload is not None
+        and staging.benchmark.workload.source == "s3://acme-traffic-us-east-1/chat/"
+    )
+    assert staging.benchmark.workload.data_location == ("acme-traffic-us-east-1", "chat/*")
+    assert unchanged["staging"].benchmark.workload is None and unchanged["staging"].benchmark.synthetic is None
 
 
 def test_synthetic_distributions_reach_the_plan(tmp_path, unchanged):
@@ -84,11 +93,11 @@ def test_synthetic_distributions_reach_the_plan(tmp_path, unchanged):
             "      prefix_tokens: 16\n",
         )
     )
-    synthetic = plans["dev"].synthetic
+    synthetic = plans["dev"].benchmark.synthetic
     assert synthetic is not None and synthetic.shared_prefix_share == 0.25 and synthetic.prefix_tokens == 16
     assert len(synthetic.prompt_tokens) == QUANTILES and synthetic.max_new_tokens == (256,)  # chat's max_new_tokens
     assert plans["dev"].fingerprint != unchanged["dev"].fingerprint
-    assert plans["dev"].levels == unchanged["dev"].levels
+    assert plans["dev"].benchmark.levels == unchanged["dev"].benchmark.levels
 
 
 def test_a_shared_prefix_longer_than_the_shortest_drawn_prompt_is_refused(tmp_path):

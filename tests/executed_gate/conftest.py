@@ -36,43 +36,52 @@ def slow_candidate(emulators):
 
 
 def _spec(optimize: bool, shadow=None, **overrides):
+    """The gate's plan; `overrides` by GatePlan field, or by a field of its benchmark (BenchmarkPlan), and
+    `thresholds` as the decision's dict."""
     import dataclasses
 
     from optigate.deployment.gate import GatePlan
+    from optigate.deployment.gate_parts import BenchmarkPlan, Side, Thresholds
+    from optigate.plan.catalog import get_instance
 
+    # LIVE_IMAGE's default (optigate.serving.engine_mode): the emulators stream async mode's chat chunks
+    live = Side(image=LIVE_IMAGE, engine_mode="async")
     spec = GatePlan(
         team="chat",
         environment="dev",
         live_endpoint="chat-dev",
-        instance_type="ml.g6.2xlarge",
+        instance=get_instance("ml.g6.2xlarge"),
         baseline_model_uri="s3://acme-models/llama-3.1-8b/",
-        candidate_image=LIVE_IMAGE,
+        candidate=live,
+        twin=live,
         candidate_environment={"OPTION_QUANTIZE": "fp8", "OPTION_MAX_MODEL_LEN": "8192"},
         change={"quantization": "fp8"},
-        thresholds=THRESHOLDS,
-        # LIVE_IMAGE's default (optigate.serving.engine_mode): the emulators stream async mode's chat chunks
-        candidate_engine_mode="async",
-        baseline_engine_mode="async",
+        thresholds=Thresholds.from_dict(THRESHOLDS),
         optimization_configs=[{"ModelQuantizationConfig": {"OverrideEnvironment": {"OPTION_QUANTIZE": "fp8"}}}]
         if optimize
         else None,
         # Three interleaved blocks (A B A B A B), together just long enough for a throughput interval: the
         # decision needs >= 5 whole one-second buckets a side, its blocks pooled. 20 requests a stream take the
         # candidate (30 ms + 16 x 5 ms each) 2.2 s a block, two buckets: six a side, the least that is enough.
-        levels=(2,),
-        shards=2,
-        blocks=3,
-        requests_per_slot=20,
-        prompt_tokens=16,
-        max_new_tokens=16,
+        benchmark=BenchmarkPlan(
+            levels=(2,),
+            shards=2,
+            blocks=3,
+            requests_per_slot=20,
+            prompt_tokens=16,
+            max_new_tokens=16,
+            poll_seconds=0,
+            max_polls=5,
+            optimization_poll_seconds=0,
+            optimization_max_polls=5,
+        ),
         price_per_hour_usd=0.98,
-        poll_seconds=0,
-        max_polls=5,
-        optimization_poll_seconds=0,
-        optimization_max_polls=5,
         shadow=shadow,
     )
-    return dataclasses.replace(spec, **overrides)
+    benchmark = {key: overrides.pop(key) for key in list(overrides) if key in BenchmarkPlan.__dataclass_fields__}
+    if "thresholds" in overrides:
+        overrides["thresholds"] = Thresholds.from_dict(overrides["thresholds"])
+    return dataclasses.replace(spec, benchmark=dataclasses.replace(spec.benchmark, **benchmark), **overrides)
 
 
 def _synth(
@@ -117,7 +126,7 @@ def _synth(
         "Fleet",
         target=FleetTarget("chat-dev"),
         endpoints=invocable,
-        shards=plan.shards,
+        shards=plan.benchmark.shards,
         results_bucket=bucket,
         encryption_key=key,
         **(fleet_options or {}),

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from optigate.deployment.gate_parts import Side
 from optigate.promote.lock import parse_compiled_for
 from optigate.promote.resolve import newest_approved
 from optigate.rehearse.gate_handlers import evaluation_writer
@@ -32,7 +33,7 @@ def compiled_template(tmp_path_factory, gate_synth) -> dict[str, Any]:
     return gate_synth(
         True,
         tmp_path_factory.mktemp("gate-compiled"),
-        candidate_image=TRTLLM_IMAGE,
+        candidate=Side(image=TRTLLM_IMAGE, engine_mode="async"),
         candidate_environment=dict(ENVIRONMENT),
         change={"container": {"family": "lmi-trtllm"}, "compile": True},
         optimization_configs=[{"ModelCompilationConfig": COMPILATION}],
@@ -113,7 +114,7 @@ def test_a_compilation_the_container_cannot_run_fails_the_job(tmp_path, gate_syn
     template = gate_synth(
         True,
         tmp_path,
-        candidate_image=LIVE_IMAGE,
+        candidate=Side(image=LIVE_IMAGE, engine_mode="async"),
         candidate_environment={"OPTION_MAX_MODEL_LEN": "8192", "OPTION_TENSOR_PARALLEL_DEGREE": "1"},
         change={"compile": True},
         optimization_configs=[

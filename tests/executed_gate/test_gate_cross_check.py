@@ -94,10 +94,10 @@ def test_the_workload_config_is_a_stack_resource_per_level_with_the_gates_worklo
     assert spec["parameters"] == {
         "tokenizer": "acme/llama-8b",
         "concurrency": 4,
-        "request_count": 2 * max(32, ours.requests_per_slot * 2),
-        "prompt_input_tokens_mean": ours.prompt_tokens,
+        "request_count": 2 * max(32, ours.benchmark.requests_per_slot * 2),
+        "prompt_input_tokens_mean": ours.benchmark.prompt_tokens,
         "prompt_input_tokens_stddev": 0,
-        "output_tokens_mean": ours.max_new_tokens,
+        "output_tokens_mean": ours.benchmark.max_new_tokens,
         "output_tokens_stddev": 0,
         "streaming": True,
     }
@@ -108,7 +108,7 @@ def test_a_changed_workload_is_a_new_config_name(gate_spec):
 
     check = CrossCheck(tokenizer="acme/llama-8b", tolerance=TOLERANCE)
     one = dataclasses.replace(gate_spec(False), cross_check=check).cross_check_levels()[0]
-    longer = dataclasses.replace(gate_spec(False), cross_check=check, max_new_tokens=64).cross_check_levels()[0]
+    longer = gate_spec(False, cross_check=check, max_new_tokens=64).cross_check_levels()[0]
     assert one.config_name != longer.config_name and one.config_name[:-9] == longer.config_name[:-9]
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from optigate.config.loader import load_team
 from optigate.deployment.serving import resolve_serving
+from optigate.plan.catalog import get_instance
 from optigate.serving import images
 from optigate.serving.engine_mode import (
     ASYNC,
@@ -60,12 +61,16 @@ def test_each_pinned_version_renders_its_recommenders_mode(family, version):
     assert recommended_mode(family, version, mode.environment) == name
 
 
+#: The instance every team of these tests runs on.
+G6 = get_instance("ml.g6.2xlarge")
+
+
 def _team(tmp_path, container: str):
     return load_team(minimal_team(tmp_path, "llama-3.1-8b", "ml.g6.2xlarge", f"container: {container}\n"))
 
 
 def test_the_newest_lmi_renders_async_mode_not_the_deprecated_rolling_batch(tmp_path):
-    resolved = resolve_serving(team := _team(tmp_path, "{family: lmi}"), team.serving)
+    resolved = resolve_serving(team := _team(tmp_path, "{family: lmi}"), team.serving, instance=G6)
     assert resolved.image_version == images.newest_version("lmi")
     assert resolved.engine_mode.name == ASYNC
     assert any(note.startswith("engine mode: async (") for note in resolved.notes)  # `optigate summary` says it
@@ -73,7 +78,7 @@ def test_the_newest_lmi_renders_async_mode_not_the_deprecated_rolling_batch(tmp_
 
 
 def test_a_team_pinned_before_lmi_v17_keeps_the_rolling_batch(tmp_path):
-    resolved = resolve_serving(team := _team(tmp_path, "{family: lmi, version: 0.34.0}"), team.serving)
+    resolved = resolve_serving(team := _team(tmp_path, "{family: lmi, version: 0.34.0}"), team.serving, instance=G6)
     assert resolved.engine_mode.name == ROLLING_BATCH
     assert resolved.environment["OPTION_ROLLING_BATCH"] == "vllm"
     assert "OPTION_ASYNC_MODE" not in resolved.environment and "OPTION_ENTRYPOINT" not in resolved.environment

@@ -23,7 +23,7 @@ CHECKED = "$.workload"
 
 def capture_event(plan: GatePlan, capture_uri: str | None) -> dict[str, Any] | None:
     """What the workers read, None without a captured workload (`capture_uri`: the data capture's S3 URI)."""
-    return plan.workload.event(capture_uri) if plan.workload is not None else None
+    return plan.benchmark.workload.event(capture_uri) if plan.benchmark.workload is not None else None
 
 
 def check_capture(
@@ -97,16 +97,16 @@ def fleet_input(plan: GatePlan, capture_uri: str | None) -> dict[str, Any]:
     event = capture_event(plan, capture_uri)
     if event is not None:
         return {"workload": {**event, "until.$": f"{CHECKED}.until", "digest.$": f"{CHECKED}.digest"}}
-    if plan.synthetic is not None:
-        return {"synthetic": plan.synthetic.event()}
+    if plan.benchmark.synthetic is not None:
+        return {"synthetic": plan.benchmark.synthetic.event()}
     return {}
 
 
 def map_items(plan: GatePlan) -> dict[str, str]:
     """What each benchmark Map item takes from the execution's state: the check's result, with a captured workload."""
-    return {"workload.$": CHECKED} if plan.workload is not None else {}
+    return {"workload.$": CHECKED} if plan.benchmark.workload is not None else {}
 
 
 def decide_input(plan: GatePlan) -> FromState | None:
     """The workload's shape for the report (DecideEvent.workload: counts, lengths, rate, never text)."""
-    return FromState(f"{CHECKED}.shape") if plan.workload is not None else None
+    return FromState(f"{CHECKED}.shape") if plan.benchmark.workload is not None else None

@@ -174,8 +174,9 @@ def candidate_source(
         cleanup.fail_with(
             "OptimizationTimedOut",
             "OptimizationTimedOut",
-            f"the optimization job did not finish within {plan.optimization_max_polls} polls of "
-            f"{plan.optimization_poll_seconds} s ({OPTIMIZATION_MAX_RUNTIME_SECONDS} s running, its own bound, and "
+            f"the optimization job did not finish within {plan.benchmark.optimization_max_polls} polls of "
+            f"{plan.benchmark.optimization_poll_seconds} s ({OPTIMIZATION_MAX_RUNTIME_SECONDS} s running, its own "
+            "bound, and "
             f"{OPTIMIZATION_MAX_PENDING_SECONDS} s waiting for capacity, the gate's)",
         )
     )
@@ -229,8 +230,8 @@ def candidate_source(
             ),
         ],
         timed_out=stop_job,
-        poll_seconds=plan.optimization_poll_seconds,
-        max_polls=plan.optimization_max_polls,
+        poll_seconds=plan.benchmark.optimization_poll_seconds,
+        max_polls=plan.benchmark.optimization_max_polls,
     )
     return sfn.Chain.start(create_job).next(job_done.entry), ready
 

@@ -80,7 +80,7 @@ def stage_components(
 
     def base(side: str) -> SdkTask:
         compute = components.compute_of(side)
-        download, startup = plan.timeouts_of(side)
+        download, startup = plan.side(side).startup_timeouts
         specification = {
             **models[side],
             "ComputeResourceRequirements": {
@@ -142,7 +142,7 @@ def _wait_for_components(
     reset = sfn.Pass(
         scope, f"Reset{label}Polls", result=sfn.Result.from_object({"count": 0}), result_path="$.component_polls"
     )
-    wait = sfn.Wait(scope, f"WaitFor{label}", time=sfn.WaitTime.duration(Duration.seconds(plan.poll_seconds)))
+    wait = sfn.Wait(scope, f"WaitFor{label}", time=sfn.WaitTime.duration(Duration.seconds(plan.benchmark.poll_seconds)))
     ready = listing(f"List{label}InService", "InService", "$.components_ready")
     failed = listing(f"List{label}Failed", "Failed", "$.components_failed")
     count = sfn.Pass(
@@ -167,12 +167,12 @@ def _wait_for_components(
         )
         .when(sfn.Condition.number_greater_than_equals("$.component_polls.ready", expected), then)
         .when(
-            sfn.Condition.number_greater_than_equals("$.component_polls.count", plan.max_polls),
+            sfn.Condition.number_greater_than_equals("$.component_polls.count", plan.benchmark.max_polls),
             cleanup.fail_with(
                 f"{label}TimedOut",
                 f"{label}TimedOut",
-                f"{expected} inference components were not InService within {plan.max_polls} polls of "
-                f"{plan.poll_seconds} s",
+                f"{expected} inference components were not InService within {plan.benchmark.max_polls} polls of "
+                f"{plan.benchmark.poll_seconds} s",
             ),
         )
         .otherwise(wait)

@@ -64,7 +64,7 @@ def mirror_live_traffic(
     """Release the temporary endpoints (candidate and baseline twin), put the candidate as shadow on the
     live endpoint, mirror traffic for the window, read per-variant CloudWatch metrics, then `then` (the restore)."""
     shadow = _shadow_of(plan)
-    download, startup = plan.startup_timeouts
+    download, startup = plan.candidate.startup_timeouts
     candidate, shadow_config = run_name(plan, "cand"), run_name(plan, "shadow")
     temporary = grants.temporary_resources(scope, plan)
     release = cleanup.guarded(
@@ -107,7 +107,7 @@ def mirror_live_traffic(
                         "InitialVariantWeight": shadow.variant_weight,
                         "ModelDataDownloadTimeoutInSeconds": download,
                         "ContainerStartupHealthCheckTimeoutInSeconds": startup,
-                        **({"InferenceAmiVersion": plan.candidate_ami_version} if plan.candidate_ami_version else {}),
+                        **({"InferenceAmiVersion": plan.candidate.ami_version} if plan.candidate.ami_version else {}),
                     }
                 ],
             },
@@ -195,10 +195,11 @@ def mirror_live_traffic(
         timed_out=cleanup.fail_with(
             "ShadowTimedOut",
             "ShadowTimedOut",
-            f"the shadow config was not InService within {plan.max_polls} polls of {plan.poll_seconds} s",
+            f"the shadow config was not InService within {plan.benchmark.max_polls} polls of "
+            f"{plan.benchmark.poll_seconds} s",
         ),
-        poll_seconds=plan.poll_seconds,
-        max_polls=plan.max_polls,
+        poll_seconds=plan.benchmark.poll_seconds,
+        max_polls=plan.benchmark.max_polls,
     )
     at_rest = (
         sfn.Choice(scope, "LiveEndpointAtRest?")
@@ -259,8 +260,8 @@ def restore_live(scope: Construct, plan: GatePlan, live: LiveConfig, then: sfn.I
         until=[(_live_on("InService", live.name), restored)],
         timed_out=failed,
         then=[(sfn.Condition.or_(_live_on("InService"), _live_on("Failed")), update)],
-        poll_seconds=plan.poll_seconds,
-        max_polls=plan.max_polls,
+        poll_seconds=plan.benchmark.poll_seconds,
+        max_polls=plan.benchmark.max_polls,
         counter="$.restore_polls",
         describe_first=True,
     )

@@ -145,8 +145,9 @@ def temporary_endpoint(
     or `ModelName.$` entry) on the candidate's instance type and count; both guarded by the cleanup. An adapter
     team's endpoints serve no model but inference components (optigate.constructs.gate.component_stages), which run as
     `model_role_arn` (the endpoint config's ExecutionRoleArn)."""
-    download, startup = plan.timeouts_of(kind)
-    ami = plan.candidate_ami_version if kind == "cand" else plan.baseline_ami_version
+    side = plan.side(kind)
+    download, startup = side.startup_timeouts
+    ami = side.ami_version
     temporary = grants.temporary_resources(scope, plan)
     serves_components = plan.components is not None
     if serves_components and model_role_arn is None:
@@ -272,10 +273,11 @@ def endpoint_ready(
         timed_out=cleanup.fail_with(
             f"{name}EndpointTimedOut",
             f"{name}EndpointTimedOut",
-            f"the {name.lower()} endpoint was not InService within {plan.max_polls} polls of {plan.poll_seconds} s",
+            f"the {name.lower()} endpoint was not InService within {plan.benchmark.max_polls} polls of "
+            f"{plan.benchmark.poll_seconds} s",
         ),
-        poll_seconds=plan.poll_seconds,
-        max_polls=plan.max_polls,
+        poll_seconds=plan.benchmark.poll_seconds,
+        max_polls=plan.benchmark.max_polls,
     )
     return loop.entry
 
@@ -284,9 +286,9 @@ def benchmark_levels(
     scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cleanup: CleanupPath, capture_uri: str | None = None
 ) -> sfn.Chain:
     """Each configured level in turn, in interleaved blocks: the baseline's twin then the candidate,
-    `plan.blocks` times (A B A B ...), so drift over the benchmark reaches both sides alike. The two
+    `plan.benchmark.blocks` times (A B A B ...), so drift over the benchmark reaches both sides alike. The two
     never share the machine, and the live endpoint receives no benchmark load. Each (level, block)
-    is one Map item, in order (GatePlan.benchmark_items); its runs are `<run>-baseline-c<level>-b<block>`
+    is one Map item, in order (BenchmarkPlan.items); its runs are `<run>-baseline-c<level>-b<block>`
     and `<run>-candidate-c<level>-b<block>`. Both sides send the same workload (gate.benchmark_workload)."""
     run_fleet = grants.run_fleet(scope, fleet)
 
@@ -309,8 +311,8 @@ def benchmark_levels(
                     "run_id.$": f"States.Format('{{}}-{run}-c{{}}-b{{}}', $.run_id, $.per_shard, $.block)",
                     "concurrency_per_shard.$": "$.per_shard",
                     "requests_per_shard.$": "$.requests",
-                    "prompt_tokens": plan.prompt_tokens,
-                    "max_new_tokens": plan.max_new_tokens,
+                    "prompt_tokens": plan.benchmark.prompt_tokens,
+                    "max_new_tokens": plan.benchmark.max_new_tokens,
                     **benchmark_workload.fleet_input(plan, capture_uri),
                     **spread,
                 },
@@ -321,7 +323,7 @@ def benchmark_levels(
         )
 
     levels = sfn.Pass(
-        scope, "BenchmarkLevels", result=sfn.Result.from_array(plan.benchmark_items), result_path="$.levels"
+        scope, "BenchmarkLevels", result=sfn.Result.from_array(plan.benchmark.items), result_path="$.levels"
     )
     per_level = sfn.Map(
         scope,
@@ -342,14 +344,14 @@ def benchmark_levels(
     )
     per_level.item_processor(
         sfn.Chain.start(
-            run("BenchmarkBaseline", {"endpoint_name.$": "$.twin"}, "baseline", "$.baseline", plan.baseline_engine_mode)
+            run("BenchmarkBaseline", {"endpoint_name.$": "$.twin"}, "baseline", "$.baseline", plan.twin.engine_mode)
         ).next(
             run(
                 "BenchmarkCandidate",
                 {"endpoint_name.$": "$.candidate"},
                 "candidate",
                 "$.candidate_result",
-                plan.candidate_engine_mode,
+                plan.candidate.engine_mode,
             )
         )
     )
@@ -376,7 +378,7 @@ def decide(
         team=plan.team,
         environment=plan.environment,
         change=plan.change,
-        thresholds=plan.thresholds,
+        thresholds=plan.thresholds.to_dict(),
         price_per_hour_usd=plan.price_per_hour_usd,
         instance_count=plan.instance_count,
         cost_basis=plan.cost_basis.to_json() if plan.cost_basis is not None else None,

@@ -1,0 +1,26 @@
+"""The grouped parts of the gate's plan (optigate.deployment.gate_parts): the thresholds are gate.benchmark's, in its
+order, so that what the decision reads and the fingerprint stay what a dict of them was."""
+
+from __future__ import annotations
+
+from optigate.config.models import BenchmarkGate
+from optigate.deployment.gate_parts import NOT_THRESHOLDS, BenchmarkPlan, Thresholds
+
+
+def test_the_thresholds_are_every_threshold_of_gate_benchmark_in_its_order():
+    benchmark = BenchmarkGate(concurrency=[1, 64], min_throughput_gain_pct=5.0, metric_margins_pct={"ttft_ms": 4.0})
+    thresholds = Thresholds.of(benchmark, [1, 64], max_error_rate=0.02)
+    expected = {**benchmark.model_dump(exclude=set(NOT_THRESHOLDS)), "max_error_rate": 0.02}
+    assert list(thresholds.to_dict().items()) == list(expected.items())
+
+
+def test_thresholds_from_a_payload_take_gate_benchmarks_defaults():
+    thresholds = Thresholds.from_dict({"concurrency": [4], "p99_ttft_ms_budget": 400.0})
+    assert thresholds.concurrency == (4,) and thresholds.p99_ttft_ms_budget == 400.0
+    assert thresholds.max_error_rate == BenchmarkGate().max_error_rate
+
+
+def test_the_benchmark_splits_each_level_into_blocks_with_at_least_the_floor_of_requests():
+    benchmark = BenchmarkPlan(levels=(1, 16), shards=2, requests_per_slot=4, blocks=2)
+    assert benchmark.measured_concurrency == (2, 32) and benchmark.requests_per_level == (32, 64)
+    assert [(i["per_shard"], i["block"]) for i in benchmark.items] == [(1, 0), (1, 1), (16, 0), (16, 1)]
