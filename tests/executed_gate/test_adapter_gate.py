@@ -51,6 +51,7 @@ def test_the_plan_stages_every_adapter_on_both_sides(support):
     assert plan.components.compute.accelerators == 1
 
 
+@pytest.mark.slow
 def test_a_base_candidate_is_staged_beside_a_twin_and_everything_goes_afterwards(support):
     """The slower candidate: rejected; both endpoints served the base and all three adapters when benchmarked, the
     twin on the live model, and every component, endpoint and config of the run is gone afterwards."""
@@ -75,6 +76,7 @@ def test_a_base_candidate_is_staged_beside_a_twin_and_everything_goes_afterwards
     _nothing_left_and_live_untouched(result)
 
 
+@pytest.mark.slow
 def test_an_adapter_component_that_fails_to_start_fails_the_gate_with_its_name_and_cleans_up(support):
     from optigate.rehearse.rehearsal import rehearse
 
@@ -100,6 +102,7 @@ def test_an_adapter_component_that_fails_to_start_fails_the_gate_with_its_name_a
     _nothing_left_and_live_untouched(result)
 
 
+@pytest.mark.slow
 def test_one_adapter_that_loses_quality_rejects_a_faster_candidate_and_the_report_names_it(support):
     from optigate.rehearse.rehearsal import rehearse
 
@@ -134,6 +137,7 @@ def _support_without_mix(example_config, tmp_path):
     return synthesize_team("support", "dev", config)
 
 
+@pytest.mark.slow
 def test_without_a_mix_the_gate_spreads_the_benchmark_as_the_live_components_were_invoked(example_config, tmp_path):
     from optigate.rehearse.rehearsal import rehearse
 
@@ -154,6 +158,7 @@ def test_without_a_mix_the_gate_spreads_the_benchmark_as_the_live_components_wer
     _nothing_left_and_live_untouched(result)
 
 
+@pytest.mark.slow
 def test_without_a_mix_or_any_history_the_gate_refuses_before_anything_is_created(example_config, tmp_path):
     from optigate.rehearse.rehearsal import rehearse
 
@@ -167,6 +172,7 @@ def test_without_a_mix_or_any_history_the_gate_refuses_before_anything_is_create
     _nothing_left_and_live_untouched(result)
 
 
+@pytest.mark.slow
 def test_an_adapter_the_evaluation_cannot_judge_leaves_the_verdict_to_a_person(support):
     """reply's records cannot resolve its quality: the gate is INCONCLUSIVE, the package waits for a person, and
     nothing is promoted (an inconclusive verdict never passes)."""
