@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 from tests.tiers import LIMIT_SECONDS, LIMIT_SWITCH, Measured, Span, held_to_limit, over_limit
 
@@ -41,6 +43,7 @@ def test_a_costly_fixture_asked_for_in_the_body(request):
 """
 
 
+@pytest.mark.slow  # two seeded 4-second tests in a pytest of their own
 def test_a_seeded_four_second_test_outside_the_slow_tier_fails_its_run(tmp_path, monkeypatch):
     monkeypatch.setenv(LIMIT_SWITCH, "off")  # this test waits for the seeded ones: the limit would fail it too
     (tmp_path / "test_seeded.py").write_text(SEEDED)

@@ -206,9 +206,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: The property tests that set no `max_examples` of their own run hypothesis's default in the full suite and this many in
+#: the fast tier.
+FAST_TIER_EXAMPLES = 10
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _fast
     _fast = bool(config.getoption("fast", default=False))
+    if _fast:
+        hypothesis.settings.register_profile("optigate-fast-tier", max_examples=FAST_TIER_EXAMPLES)
+        hypothesis.settings.load_profile("optigate-fast-tier")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

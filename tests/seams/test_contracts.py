@@ -15,8 +15,14 @@ from hypothesis import strategies as st
 
 from optigate.lambdas.events import EventError
 from tests.fixtures.seams import SEAMS, render, state_paths
+from tests.tiers import max_examples
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Fewer sample states in the fast tier (tests/tiers.py): every Task is still rendered and read in each example.
+SETTINGS = settings(
+    max_examples=max_examples(full=25, fast=4),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
 
 def _tasks(gate_tasks, role):
