@@ -51,15 +51,21 @@ def test_the_plan_stages_every_adapter_on_both_sides(support):
     assert plan.components.compute.accelerators == 1
 
 
-@pytest.mark.slow
-def test_a_base_candidate_is_staged_beside_a_twin_and_everything_goes_afterwards(support):
-    """The slower candidate: rejected; both endpoints served the base and all three adapters when benchmarked, the
-    twin on the live model, and every component, endpoint and config of the run is gone afterwards."""
+@pytest.fixture(scope="module")
+def summarise_degraded(support):
+    """One run shared by the tests that read different things of it: a faster candidate whose summarise adapter
+    loses quality (rejected on that adapter's check), with every component staged, benchmarked and removed."""
     from optigate.rehearse.rehearsal import rehearse
 
-    result = rehearse(*support, "slower")
+    return rehearse(*support, "faster", adapter_quality={"summarise": "fail"})
+
+
+@pytest.mark.slow
+def test_a_base_candidate_is_staged_beside_a_twin_and_everything_goes_afterwards(summarise_degraded):
+    """Both endpoints served the base and all three adapters when benchmarked, the twin on the live model, and every
+    component, endpoint and config of the run is gone afterwards."""
+    result = summarise_degraded
     assert result["execution"]["status"] == "FAILED"
-    assert result["report"]["outcome"] == "REJECTED", result["report"]["summary"]
     path = result["states"]
     assert path.index("CreateTwinBaseComponent") < path.index("CreateTwinAdapter01Component")
     assert path.index("BaseComponentsInService?") < path.index("CreateTwinAdapter01Component")
@@ -103,10 +109,8 @@ def test_an_adapter_component_that_fails_to_start_fails_the_gate_with_its_name_a
 
 
 @pytest.mark.slow
-def test_one_adapter_that_loses_quality_rejects_a_faster_candidate_and_the_report_names_it(support):
-    from optigate.rehearse.rehearsal import rehearse
-
-    result = rehearse(*support, "faster", adapter_quality={"summarise": "fail"})
+def test_one_adapter_that_loses_quality_rejects_a_faster_candidate_and_the_report_names_it(summarise_degraded):
+    result = summarise_degraded
     assert result["execution"]["status"] == "FAILED"
     report = result["report"]
     assert report["outcome"] == "REJECTED", report["summary"]
@@ -145,7 +149,8 @@ def test_without_a_mix_the_gate_spreads_the_benchmark_as_the_live_components_wer
     assert support[1].gate.components.mix is None
     # A week on the live endpoint: summarise nine times as often as the base, triage and reply not at all.
     traffic = {"support-dev-base": {"Invocations": 100}, "support-dev-summarise": {"Invocations": 900}}
-    result = rehearse(*support, "slower", scenario_overrides={"component_traffic": traffic})
+    # The candidate's speed is beside the point here: the faster one (its blocks take a third of the slower's).
+    result = rehearse(*support, "faster", scenario_overrides={"component_traffic": traffic})
     states = result["states"]
     assert states.index("ReadAdapterMix") < states.index("CreateOptimizationJob")
     requests = {
