@@ -13,6 +13,9 @@ import pytest
 
 from tests.fixtures import PROJECT, PROJECT_CONFIG
 
+#: `--fast`, the `slow` and `fuzz` markers' tiers and the 3-second limit.
+pytest_plugins = ["tests.tiers"]
+
 # Constants for modules that need a path at import time; tests take the fixtures below.
 REPO = Path(__file__).resolve().parents[1]
 #: The config folder every test reads: the suite's own project (tests/fixtures/project), never the repository's

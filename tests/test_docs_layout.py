@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from optigate.cli import main
 from optigate.layout_reference import (
     DESIGN_PAGE,
@@ -67,6 +69,7 @@ def test_the_layout_escapes_html_but_not_code(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_schema_writes_the_layout_and_check_fails_when_it_is_stale(tmp_path, capsys):
     schemas, docs = tmp_path / "schema", tmp_path / "docs"
     docs.mkdir()

@@ -1,6 +1,6 @@
 """Test modules do not import each other: what several tests share is a fixture (a conftest.py), a data
-builder (tests/fixtures) or a template rule (tests/template_rules). tests/conftest.py's path constants are
-the one exception."""
+builder (tests/fixtures), a template rule (tests/template_rules) or the tiers' plugin (tests/tiers.py: a property
+test's size in each tier). tests/conftest.py's path constants are the one exception."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 ALLOWED = {"tests.conftest"}
-SHARED = ("tests.fixtures", "tests.template_rules")  # helper packages, not test modules
+SHARED = ("tests.fixtures", "tests.template_rules", "tests.tiers")  # helpers, not test modules
 
 
 def _imported_modules(path: Path) -> set[str]:

@@ -9,6 +9,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 import optigate
 from tests.conftest import edited_config
 
@@ -180,6 +182,7 @@ def test_only_the_rehearsal_imports_moto():
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_sample_app_resolves_each_team_once(tmp_path, monkeypatch):
     from optigate.deployment import project, serving
     from optigate.stacks.app import build_app

@@ -17,7 +17,12 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CONFIG
+
+# Builds the wheel and synthesizes from it outside the checkout (a minute): the slow tier (tests/tiers.py).
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -46,6 +46,7 @@ def _server_ttft_ms(entry: dict) -> float:
     return (entry["sends"][0][0] - entry["received_at"]) * 1000
 
 
+@pytest.mark.slow
 def test_a_swap_costs_the_load_time_and_evicts_the_least_recently_used_adapter():
     order = ["reply", "route", "reply", "triage", "route", "support-base"]
     entries = asyncio.run(_sequence(_config(max_loras=2), order))
@@ -62,12 +63,14 @@ def test_a_swap_costs_the_load_time_and_evicts_the_least_recently_used_adapter()
     assert ttft[3] >= LOAD_MS + 60  # triage's own, slower behaviour on top of the swap
 
 
+@pytest.mark.slow
 def test_enough_slots_load_each_adapter_once():
     order = ["reply", "route", "triage", "reply", "route", "triage"]
     entries = asyncio.run(_sequence(_config(max_loras=3), order))
     assert [e["resident"] for e in entries] == [False] * 3 + [True] * 3
 
 
+@pytest.mark.slow
 def test_without_max_loras_adapters_never_wait():
     entries = asyncio.run(_sequence(_config(max_loras=None), ["reply", "route", "reply"]))
     assert [e["resident"] for e in entries] == [True, True, True]

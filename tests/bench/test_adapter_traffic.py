@@ -119,6 +119,7 @@ def _event(url: str, **extra) -> dict:
 EVENT_MIX = [{"name": c.name, "adapter": c.adapter, "weight": c.weight} for c in MIX]
 
 
+@pytest.mark.slow
 def test_the_worker_sends_each_request_to_its_component_and_labels_its_samples(component_emulator_url):
     with mock_aws():
         s3 = boto3.client("s3", region_name="us-east-1")
@@ -150,6 +151,7 @@ def test_the_worker_sends_each_request_to_its_component_and_labels_its_samples(c
     assert "samples" not in merged_out["summary"]["adapters"]["base"]  # the Step Functions payload stays small
 
 
+@pytest.mark.slow
 def test_the_baseline_and_the_candidate_of_a_block_send_each_adapter_the_same_count(component_emulator_url):
     with mock_aws():
         boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="results")
@@ -221,6 +223,7 @@ def _bench_mix(url: str, out, *extra: str) -> int:
     )
 
 
+@pytest.mark.slow
 def test_bench_spreads_over_the_adapter_mix_and_compare_judges_each_adapter(component_emulator_url, tmp_path, capsys):
     from optigate.cli import main
 
@@ -283,6 +286,7 @@ def _labelled_side(shapes: dict, seed: int, level: int = 16) -> dict[int, list[R
     return {level: blocks}
 
 
+@pytest.mark.slow
 def test_compare_finds_the_one_slower_adapter_and_leaves_all_traffic_s_deltas_alone():
     from dataclasses import replace
 

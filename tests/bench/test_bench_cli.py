@@ -184,6 +184,7 @@ def test_a_side_that_failed_every_request_is_failed_not_a_number(results, tmp_pa
     assert "failed" in shown and "candidate 100.0%" in shown
 
 
+@pytest.mark.slow
 def test_heartbeat_lines_reach_a_pipe_while_the_run_goes_on(tmp_path):
     """Not a terminal (CI logs): each level's line is on stdout as it ends, not only at the exit."""
     import subprocess

@@ -91,6 +91,7 @@ def test_itl_is_judged_too_and_one_figure_over_fails_the_level():
     assert [b.key for b in step.bounds] == ["p99_ttft_ms", "p99_itl_ms"]
 
 
+@pytest.mark.slow
 def test_noise_never_lets_a_level_beyond_the_budget_hold():
     """The true p99 TTFT 3 % over the budget (no drift between runs), at 64 streams (512 requests, enough for a
     distribution-free bound): in 100 draws of the level the search never counts it as carried."""
@@ -251,6 +252,7 @@ def _find(url: str, *extra: str) -> int:
     )
 
 
+@pytest.mark.slow
 def test_find_capacity_on_the_emulator_lands_at_its_truth(tmp_path):
     """12 batch slots: beyond them requests wait for a slot, past the 70 ms TTFT budget (p99 48 ms at 12 streams,
     86 ms at 13, by the emulator's own model)."""
@@ -294,6 +296,7 @@ def test_usage_errors_exit_2(extra, message, capsys):
     assert message in capsys.readouterr().err.replace("\n", " ")
 
 
+@pytest.mark.slow
 def test_the_first_level_failing_exits_3(capsys):
     from optigate.emulator.process import emulator_process
 

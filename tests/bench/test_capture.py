@@ -13,7 +13,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from moto import mock_aws
 
@@ -25,6 +25,7 @@ from optigate.bench.core.capture import (
     parse_capture_line,
     read_capture,
 )
+from tests.tiers import fuzz_settings
 
 T0 = 1_796_000_000.0  # 2026-11-30T...: a whole second
 DAY = 86_400.0
@@ -352,8 +353,8 @@ def _mutated_record(draw) -> bytes:
 _hostile_line = st.binary(max_size=200) | _json.map(lambda v: json.dumps(v).encode()) | _mutated_record()
 
 
-@settings(max_examples=400, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
+@pytest.mark.fuzz
+@fuzz_settings(full=400, fast=40)
 @given(st.lists(_hostile_line, min_size=1, max_size=6))
 def test_hostile_capture_lines_never_crash_each_is_read_or_skipped_with_a_reason(tmp_path_factory, lines):
     for number, line in enumerate(lines, 1):

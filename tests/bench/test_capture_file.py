@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from optigate.bench.capture_file import (
     CAPTURE_SCHEMA_NAME,
@@ -24,6 +24,7 @@ from optigate.bench.capture_file import (
 )
 from optigate.bench.core.capture import Skip, capture_record, parse_capture_line
 from tests.fixtures.capture_mutants import capture_lines, originals
+from tests.tiers import fuzz_settings
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -37,11 +38,12 @@ def _requested(body) -> int | None:
     return None
 
 
+@pytest.mark.fuzz
 def test_the_model_and_the_parser_agree_on_generated_and_mutated_lines():
     outcomes: Counter[str] = Counter()
+    fuzz = fuzz_settings(full=600, fast=60)
 
-    @settings(max_examples=600, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
+    @fuzz
     @given(capture_lines())
     def agree(line: bytes) -> None:
         try:
@@ -69,7 +71,7 @@ def test_the_model_and_the_parser_agree_on_generated_and_mutated_lines():
 
     agree()
     # Both answers occur often: the agreement is not the trivial one of a strategy that only makes one kind.
-    assert outcomes["read"] >= 100 and outcomes["refused"] >= 100, outcomes
+    assert outcomes["read"] >= fuzz.max_examples / 6 and outcomes["refused"] >= fuzz.max_examples / 6, outcomes
 
 
 def test_every_line_of_the_real_capture_files_fits_the_model():

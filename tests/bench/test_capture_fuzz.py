@@ -17,6 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 
 from tests.fixtures import capture_mutants
@@ -26,6 +27,7 @@ from tests.fixtures.json_mutants import SUITE_SETTINGS
 _WORKDIR = tempfile.TemporaryDirectory(prefix="optigate-fuzz-captures-")
 
 
+@pytest.mark.fuzz
 @SUITE_SETTINGS
 @given(mutants())
 def test_a_mutated_capture_gives_a_workload_or_is_refused_in_one_line_never_a_bug(mutant: Mutant):

@@ -36,6 +36,7 @@ def _load(url, concurrency=2, requests=6, timeout=5.0, **target):
     return run_load(client, LoadSpec(concurrency=concurrency, requests=requests, max_new_tokens=12, prompt_tokens=8))
 
 
+@pytest.mark.slow
 def test_closed_loop_measures_the_configured_latencies():
     async def body(url, _):
         return await _load(url, concurrency=3, requests=9)
@@ -48,6 +49,7 @@ def test_closed_loop_measures_the_configured_latencies():
     assert summary["tokens_per_chunk"]["max"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fault, expected",
     [
@@ -70,6 +72,7 @@ def test_each_fault_class_is_counted_and_never_hangs(fault, expected):
     assert time.monotonic() - started < 15
 
 
+@pytest.mark.slow
 def test_speculative_chunks_show_in_tokens_per_chunk_not_in_itl():
     async def body(url, _):
         return await _load(url, concurrency=1, requests=3)
@@ -85,6 +88,7 @@ def test_speculative_chunks_show_in_tokens_per_chunk_not_in_itl():
     assert 55 <= summary["chunk_gap_ms"]["p50"] <= 80
 
 
+@pytest.mark.slow
 def test_one_token_per_frame_reads_as_one_token_per_chunk_when_reads_coalesce_frames():
     async def body(url, emulator):
         result = await _load(url, concurrency=2, requests=6)
@@ -104,6 +108,7 @@ def test_one_token_per_frame_reads_as_one_token_per_chunk_when_reads_coalesce_fr
     assert summary["warnings"] and "arrived coalesced" in summary["warnings"][0]
 
 
+@pytest.mark.slow
 def test_bench_cli_shows_the_coalesced_share_and_warns_when_frames_arrive_in_bursts(tmp_path, capsys):
     from optigate.cli import main
     from optigate.emulator.process import emulator_process
@@ -119,6 +124,7 @@ def test_bench_cli_shows_the_coalesced_share_and_warns_when_frames_arrive_in_bur
     assert "warning: c=2:" in printed and run["warnings"][0].startswith("c=2:")
 
 
+@pytest.mark.slow
 def test_variants_and_inference_components_are_routed():
     config = {
         "endpoints": {
@@ -148,6 +154,7 @@ def test_variants_and_inference_components_are_routed():
     assert RunSamples.from_records(2, missing.records).errors == {"ValidationError": 2}
 
 
+@pytest.mark.slow
 def test_interrupted_run_keeps_what_completed():
     async def body(url, emulator):
         client = StreamingClient(Target("demo", endpoint_url=url), timeout=5)
@@ -167,6 +174,7 @@ def test_interrupted_run_keeps_what_completed():
     assert len([r for r in result.records if not r.warmup]) >= 5
 
 
+@pytest.mark.slow
 def test_duration_stops_issuing_after_the_window():
     async def body(url, _):
         client = StreamingClient(Target("demo", endpoint_url=url), timeout=5)
@@ -182,6 +190,7 @@ def test_duration_stops_issuing_after_the_window():
     assert elapsed < 30  # it stops: generous, as a shared CI machine may stall it
 
 
+@pytest.mark.slow
 def test_open_loop_arrivals_follow_the_rate():
     async def body(url, _):
         client = StreamingClient(Target("demo", endpoint_url=url), timeout=5)
@@ -197,6 +206,7 @@ def test_open_loop_arrivals_follow_the_rate():
     assert max(r.sent_at - r.scheduled_at for r in records) < 0.2  # no queueing below the slot limit
 
 
+@pytest.mark.slow
 def test_emulator_records_its_own_send_times_per_request():
     async def body(url, emulator):
         result = await _load(url, concurrency=1, requests=2)
@@ -281,6 +291,7 @@ def test_boto3_non_streaming_invocation(emulator_url):
     assert json.loads(response["Body"].read())["generated_text"].count(" ") == 5
 
 
+@pytest.mark.slow
 def test_answer_mode_is_deterministic_per_record(tmp_path):
     table = tmp_path / "answers.jsonl"
     rows = [

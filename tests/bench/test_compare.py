@@ -68,6 +68,7 @@ def test_no_estimate_inside_the_margin_is_labelled(base, cand, seed):
             assert d.verdict in ("equivalent", "inconclusive"), d
 
 
+@pytest.mark.slow
 def test_the_four_words():
     rng = stats.generator(3)
 

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from optigate.bench.compare import compare_levels
 from tests.fixtures.simulated_blocks import Shape, simulated_side
+
+# Both tests compare hundreds of simulated runs: the slow tier (tests/tiers.py).
+pytestmark = pytest.mark.slow
 
 LEVELS = (1, 16)
 TOKENS = 64

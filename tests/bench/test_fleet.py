@@ -72,6 +72,7 @@ def test_worker_counts_errors_without_failing(emulator_url):
     assert output["errors"] == {"ThrottlingException": 3}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("endpoint", "mode"), [("ok", "async"), ("ok-rolling-batch", "rolling-batch")])
 def test_the_worker_talks_to_each_engine_mode_in_its_own_stream(emulator_url, endpoint, mode):
     with mock_aws():
@@ -103,6 +104,9 @@ def fleet_stack(tmp_path_factory):
     return json.loads((outdir / "Fleet.template.json").read_text()), fleet
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_fleet_passes_cfn_lint(fleet_stack):
     from cfnlint.api import ManualArgs, lint
 

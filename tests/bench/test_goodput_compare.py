@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from optigate.bench.compare import GOODPUT, METRICS, compare_blocks, compare_levels
 from optigate.bench.core.metrics import RunSamples
 from optigate.bench.goodput import Slo
@@ -23,11 +25,13 @@ def side(shape: Shape, seed: int, levels=(1, 16, 64)) -> dict[int, list[RunSampl
     return blocks
 
 
+@pytest.mark.slow
 def test_no_slo_no_goodput_delta():
     deltas = compare_levels(side(Shape(), 1), side(Shape(), 2))
     assert {d.metric for d in deltas} == {*METRICS, THROUGHPUT}
 
 
+@pytest.mark.slow
 def test_a_slower_first_token_loses_goodput():
     deltas = compare_levels(side(Shape(), 1), side(Shape(ttft_ms=180.0), 2), slo=SLO)
     goodput = [d for d in deltas if d.metric == GOODPUT]
@@ -39,6 +43,7 @@ def test_a_slower_first_token_loses_goodput():
     assert all(d.verdict in ("worse", "inconclusive") for d in goodput)
 
 
+@pytest.mark.slow
 def test_a_faster_first_token_gains_goodput():
     [goodput] = [
         d
@@ -48,6 +53,7 @@ def test_a_faster_first_token_gains_goodput():
     assert goodput.verdict == "better" and goodput.relative > 0
 
 
+@pytest.mark.slow
 def test_aa_labels_no_goodput_change():
     labelled = 0
     for pair in range(4):
@@ -56,6 +62,7 @@ def test_aa_labels_no_goodput_change():
     assert labelled == 0
 
 
+@pytest.mark.slow
 def test_without_outcomes_goodput_is_inconclusive_never_a_pass():
     candidate = side(Shape(ttft_ms=180.0), 2)
     for runs in candidate.values():
@@ -73,6 +80,7 @@ def _result_file(path, blocks: dict[int, list[RunSamples]], block: int) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_bench_compare_slo(tmp_path):
     base, cand = side(Shape(), 1, levels=(64,)), side(Shape(ttft_ms=180.0), 2, levels=(64,))
     files = [

@@ -75,6 +75,7 @@ def _gap_errors_ms(offsets: list[float], received: list[float]) -> list[float]:
 # --------------------------------------------------------------------------- the arrival process
 
 
+@pytest.mark.slow
 def test_replayed_arrivals_keep_the_recorded_inter_arrival_gaps():
     offsets = _known_gaps(60)
     with emulator_process({"default": FAST}) as url:
@@ -99,6 +100,7 @@ def test_replayed_arrivals_keep_the_recorded_inter_arrival_gaps():
     assert percentile(_gap_errors_ms(shuffled, received), 50) > 5.0
 
 
+@pytest.mark.slow
 def test_replay_sends_each_request_its_own_body_and_output_length_and_ignores_the_concurrency():
     # Requests 40 ms long arriving every 5 ms: about 8 in flight, with one connection opened beforehand.
     offsets = [n * 0.005 for n in range(30)]
@@ -112,6 +114,7 @@ def test_replay_sends_each_request_its_own_body_and_output_length_and_ignores_th
     assert max(sum(1 for s, e in ends if s <= t < e) for t, _ in ends) >= 4
 
 
+@pytest.mark.slow
 def test_replay_budget_is_the_first_requests_or_the_first_seconds_of_the_schedule():
     offsets = [n * 0.01 for n in range(40)]
     with emulator_process({"default": FAST}) as url:
@@ -170,6 +173,7 @@ def test_schedule_fidelity_reports_the_lag_and_refuses_beyond_the_bound():
     assert unknown["client_bound"] is True and "unknown" in refusal(unknown)
 
 
+@pytest.mark.slow
 def test_a_client_stall_makes_the_replay_refuse_itself():
     offsets = [n * 0.01 for n in range(40)]  # 100 requests/s
 
@@ -193,6 +197,7 @@ def test_a_client_stall_makes_the_replay_refuse_itself():
     assert set(kept["runs"][0]["schedule"]) == {"p50_lag_ms", "p99_lag_ms", "max_lag_ms", "bound_ms", "client_bound"}
 
 
+@pytest.mark.slow
 def test_closed_and_open_runs_carry_no_schedule_judgement():
     with emulator_process({"default": FAST}) as url:
         data = asyncio.run(
@@ -221,6 +226,7 @@ def test_split_spec_shares_concurrency_requests_and_rate_and_deals_the_workload(
         split_spec(LoadSpec(concurrency=2, mode="replay", workload=_workload([0.0])), 2)
 
 
+@pytest.mark.slow
 def test_workers_shard_a_closed_level_over_processes_and_merge_it():
     with emulator_process({"default": FAST}) as url:
         fetch_trace(url, clear=True)
@@ -236,6 +242,7 @@ def test_workers_shard_a_closed_level_over_processes_and_merge_it():
     assert len(trace) == 12 + 2 * 3  # each shard: its probe and one warm-up per stream (2 streams each)
 
 
+@pytest.mark.slow
 def test_a_shard_result_larger_than_the_pipe_buffer_comes_back_whole():
     # 2 x 12 requests of 2,000 one-token frames: each shard's records pickle to far more than a socket buffer.
     with emulator_process({"default": {"ttft_ms": 1, "itl_ms": 0.01, "output_tokens": 2000}}) as url:
@@ -246,6 +253,7 @@ def test_a_shard_result_larger_than_the_pipe_buffer_comes_back_whole():
     assert run["successful_requests"] == 24 and run["output_tokens"] == 24 * 2000
 
 
+@pytest.mark.slow
 def test_workers_replay_one_schedule_from_a_shared_start():
     from optigate.bench.core.shards import run_sharded
 
@@ -290,6 +298,7 @@ def _bench_cli(url: str, *extra: str) -> int:
     return main(["bench", "--endpoint", "replay", "--endpoint-url", url, *extra])
 
 
+@pytest.mark.slow
 def test_bench_replays_a_capture_on_its_schedule_and_records_shape_and_fidelity_never_text(tmp_path, capsys):
     capture, out = tmp_path / "capture.jsonl", tmp_path / "out.json"
     _capture_file(capture, [n * 0.02 for n in range(20)])
@@ -316,6 +325,7 @@ def test_bench_replays_a_capture_on_its_schedule_and_records_shape_and_fidelity_
     assert "cannot judge: the client shaped the load in candidate" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_bench_exits_3_when_the_replay_fell_behind_its_schedule_and_keeps_the_json(tmp_path, capsys):
     capture, out = tmp_path / "capture.jsonl", tmp_path / "out.json"
     _capture_file(capture, [n * 0.01 for n in range(10)])
@@ -327,6 +337,7 @@ def test_bench_exits_3_when_the_replay_fell_behind_its_schedule_and_keeps_the_js
     assert json.loads(out.read_text())["runs"][0]["refused"]
 
 
+@pytest.mark.slow
 def test_bench_sends_sampled_sessions_in_the_closed_loop_in_one_or_two_processes(tmp_path):
     capture, out, sharded = tmp_path / "capture.jsonl", tmp_path / "out.json", tmp_path / "sharded.json"
     _capture_file(capture, [n * 0.5 for n in range(6)])
@@ -381,6 +392,7 @@ def test_a_replay_longer_than_a_day_is_refused_before_any_request(tmp_path, caps
     assert "span 30 h at speedup 1, over the 24 h a replay may run: raise --speedup to at least 1.25" in error
 
 
+@pytest.mark.slow
 def test_a_replayed_run_records_the_workloads_own_lengths_and_no_warm_up(tmp_path, capsys):
     """Issue 37: a replay's JSON said `prompt_tokens 1024, max_new_tokens 256, warmup true`, none of which was sent.
     It records null beside the workload's shape (what each request carried), and warmup false; a closed loop still

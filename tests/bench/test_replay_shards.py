@@ -90,6 +90,7 @@ def _replay(emulator_url: str, capture: str, entered: float, delays: tuple[float
     return json.loads(body)["runs"][0]
 
 
+@pytest.mark.slow
 @mock_aws
 def test_shards_ready_at_different_times_send_the_recorded_arrivals_from_one_start(emulator_url, capture):
     lead = _module("benchmark").SHARED_START_LEAD_S

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from optigate.cli import main
 from tests.fixtures.synthetic_runs import report_side
 
 
+@pytest.mark.slow
 def test_compare_cli_names_the_sides_by_label(tmp_path):
     sides = report_side(0.0, 10, 8081), report_side(0.3, 20, 8082)
     for name, data in zip(("base", "cand"), sides, strict=True):
@@ -39,6 +42,7 @@ def test_compare_names_the_sides_by_label_in_the_terminal_too(tmp_path, capsys):
     assert "baseline" in header and "candidate" in header and "fp16-live" not in out
 
 
+@pytest.mark.slow
 def test_a_single_run_report_says_nothing_of_a_candidate(tmp_path):
     from optigate.bench.compare import compare_results
     from optigate.bench.html_report import write_report
@@ -51,6 +55,7 @@ def test_a_single_run_report_says_nothing_of_a_candidate(tmp_path):
     assert "baseline solid, candidate dashed" in pair
 
 
+@pytest.mark.slow
 def test_a_compare_report_states_the_slo_it_judged_goodput_against(tmp_path):
     """`bench compare --slo`: the page says the budgets beside the workload, and goodput is a headline row."""
     sides = report_side(0.0, 10, 8081), report_side(0.3, 20, 8082)
@@ -66,6 +71,7 @@ def test_a_compare_report_states_the_slo_it_judged_goodput_against(tmp_path):
     assert "<dt>SLO</dt>" not in page and "goodput" not in page
 
 
+@pytest.mark.slow
 def test_at_one_level_baseline_and_candidate_have_their_own_colours(tmp_path):
     """A replay (or one --concurrency) has one level: its two curves are told apart by colour, not only a dash."""
     from optigate.bench import plots

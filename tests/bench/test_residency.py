@@ -40,6 +40,7 @@ def _server(load_ms: float, **options) -> LruServer:
     return LruServer(list(ADAPTERS.values()), max_loras=2, load_ms=load_ms, **options)
 
 
+@pytest.mark.slow
 def test_the_measured_request_is_evicted_in_one_trial_and_resident_in_the_other():
     """Under LRU with max_loras slots, the probe's sequences do what they claim: read from the server's record."""
     server = _server(load_ms=0)
@@ -59,6 +60,7 @@ def test_the_measured_request_is_evicted_in_one_trial_and_resident_in_the_other(
     assert orders == {(RESIDENT, EVICTED), (EVICTED, RESIDENT)}
 
 
+@pytest.mark.slow
 def test_a_known_swap_cost_is_found_with_an_interval_around_it():
     _, trials = _probe(_server(load_ms=40))
     result = judge(trials)
@@ -75,6 +77,7 @@ def test_a_known_swap_cost_is_found_with_an_interval_around_it():
     assert set(result.per_adapter_swap_ms) == set(ADAPTERS)
 
 
+@pytest.mark.slow
 def test_no_swap_cost_is_no_difference_never_a_cost():
     """A/A: the same server without a load cost; the probe bounds the cost instead of reporting one."""
     _, trials = _probe(_server(load_ms=0))
@@ -85,6 +88,7 @@ def test_no_swap_cost_is_no_difference_never_a_cost():
     assert "at most" in result.reason
 
 
+@pytest.mark.slow
 def test_failed_requests_make_it_cannot_tell():
     _, trials = _probe(_server(load_ms=40, fail_every=7))
     result = judge(trials)
@@ -141,6 +145,7 @@ def _cli(url: str, *extra: str) -> int:
     )
 
 
+@pytest.mark.slow
 def test_cli_reports_the_swap_cost_and_writes_every_trial(tmp_path, capsys):
     out = tmp_path / "residency.json"
     with serving(_server(load_ms=40)) as url:
@@ -151,6 +156,7 @@ def test_cli_reports_the_swap_cost_and_writes_every_trial(tmp_path, capsys):
     assert "longer for its first token" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_cli_exits_3_when_it_cannot_tell_and_2_on_usage(capsys):
     with serving(_server(load_ms=40, fail_every=5)) as url:
         assert _cli(url, "--max-loras", "2") == 3

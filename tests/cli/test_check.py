@@ -39,6 +39,7 @@ def _check(capsys, *argv: str) -> tuple[int, list[str], list[str]]:
     return code, out.splitlines(), [line for line in err.splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_a_broken_file_fails_its_own_teams_check_and_no_other(tmp_path, capsys):
     config = _project(tmp_path, dev_only=True)
     (config / "teams" / "research.yaml").write_text("team: research\nmodel: [unclosed\n")
@@ -80,6 +81,7 @@ def test_environments_yaml_is_every_teams_file_and_its_problem_is_shown_once(tmp
     assert verdict.startswith("✗ optigate check failed: ") and "environments.yaml" in verdict
 
 
+@pytest.mark.slow
 def test_without_team_what_spans_the_files_fails_the_team_it_names(tmp_path, capsys):
     """Two teams on one endpoint name (`chat` in `dev-prod`, `chat-dev` in `prod`): only the whole project shows it,
     so `optigate check` fails chat-dev there, while chat passes; each team's own check alone would not see it."""

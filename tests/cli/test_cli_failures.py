@@ -83,6 +83,7 @@ def test_bench_against_a_port_with_nothing_listening_keeps_its_json_and_exits_2(
     assert "c=4" not in json.dumps(data["runs"]) and "levels after it were not run" in data["error"]
 
 
+@pytest.mark.slow
 def test_bench_exits_2_when_every_request_was_throttled(tmp_path):
     out = tmp_path / "throttled.json"
     with emulator_process({"default": {"ttft_ms": 5, "itl_ms": 1, "throttle_rate": 1.0}}) as url:
@@ -219,6 +220,7 @@ def test_rehearse_an_unknown_team_says_so_without_quotes():
     assert '"' not in line
 
 
+@pytest.mark.slow
 def test_rehearse_an_unknown_environment_lists_the_known_ones():
     line = one_line(optigate("rehearse", "--team", "chat", "--env", "qa", "--config", str(CONFIG)), 2)
     assert "no environment 'qa'; known: dev, staging, prod" in line and '"' not in line
@@ -318,6 +320,7 @@ def test_emulate_capture_dir_reaches_the_emulator(monkeypatch, tmp_path):
     assert [config.capture_dir for config in served] == [str(tmp_path)]
 
 
+@pytest.mark.slow
 def test_a_reader_that_goes_away_ends_the_command_quietly_as_sigpipe_would():
     """`optigate summary | head`: the closed pipe is no bug report and no verdict (1), but 141 as from SIGPIPE."""
     read_end, write_end = os.pipe()

@@ -173,6 +173,7 @@ def test_evaluate_help_comes_without_the_evaluation_environment(capsys, monkeypa
     assert "--dataset" in out and "--max-new-tokens" in out and "sagemaker.config" not in out
 
 
+@pytest.mark.slow
 def test_a_gate_reports_each_state_as_it_is_entered():
     """The rehearsal's harness tells its caller each state while the execution still runs."""
     from optigate.rehearse.harness import GateHarness
@@ -195,6 +196,7 @@ def test_a_gate_reports_each_state_as_it_is_entered():
     assert ended - seen[0][1] >= 1.0  # "First" was told before the 2-second wait was over, not at the end
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["advise", "--team", "chat"], ["plan", "config/teams/support.yaml"]])
 def test_redirected_output_has_no_line_ending_in_spaces(argv, example_project):
     """Results piped to a file or a CI log: no line ends in the spaces rich pads padded renderables with."""

@@ -95,6 +95,7 @@ def test_costs_come_from_the_price_table_at_minimum_and_maximum_capacity():
     assert chat["dev"].scaling.max_capacity == 1 < chat["staging"].scaling.max_capacity
 
 
+@pytest.mark.slow
 def test_summary_json_has_every_stack_and_the_fleets_totals():
     result = _run("--json")
     assert result.returncode == 0, result.stderr
@@ -122,6 +123,7 @@ def test_summary_json_has_every_stack_and_the_fleets_totals():
     )
 
 
+@pytest.mark.slow
 def test_redirected_summary_fits_100_columns_without_trailing_spaces_and_shows_what_gets_deployed():
     result = _run("--gate")
     assert result.returncode == 0, result.stderr
@@ -145,6 +147,7 @@ def test_redirected_summary_fits_100_columns_without_trailing_spaces_and_shows_w
     assert fleet_row.split()[1] == str(len(stacks))
 
 
+@pytest.mark.slow
 def test_an_instance_without_a_list_price_is_said_not_guessed(tmp_path):
     from optigate.plan import catalog
 
@@ -161,6 +164,7 @@ def test_an_instance_without_a_list_price_is_said_not_guessed(tmp_path):
     assert "not priced (no list price for their instance type): optigate-dev-support" in " ".join(result.stdout.split())
 
 
+@pytest.mark.slow
 def test_an_adapter_teams_copies_are_what_the_environment_deploys():
     """dev caps support's autoscaling at 1 (environments.yaml): the components' line says so, as scaling does."""
     result = _run("--env", "dev")

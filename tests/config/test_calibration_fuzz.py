@@ -16,6 +16,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import given
 
@@ -26,6 +27,7 @@ from tests.fixtures.json_mutants import SUITE_SETTINGS
 _WORKDIR = tempfile.TemporaryDirectory(prefix="optigate-fuzz-calibration-")
 
 
+@pytest.mark.fuzz
 @SUITE_SETTINGS
 @given(mutants())
 def test_a_mutated_calibration_file_is_planned_with_or_refused_at_its_line_never_a_bug(mutant: Mutant):
@@ -39,6 +41,7 @@ def _changed(change) -> bytes:
     return yaml.safe_dump(data, sort_keys=False).encode()
 
 
+@pytest.mark.slow
 def test_the_checker_reports_a_bug_a_changed_plan_an_issue_without_a_line_and_a_hang(monkeypatch):
     """The property above can fail: each of its failures, seeded, is reported as such."""
     workdir = Path(_WORKDIR.name)

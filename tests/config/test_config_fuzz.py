@@ -16,25 +16,22 @@ from __future__ import annotations
 
 import tempfile
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import given
 
 from tests.conftest import CONFIG
 from tests.fixtures.config_mutants import Mutant, check_mutant, mutants, prepare_project
+from tests.tiers import fuzz_settings
 
 _WORKDIR = tempfile.TemporaryDirectory(prefix="optigate-fuzz-")
 _PROJECT = prepare_project(CONFIG, _WORKDIR.name)
 _ORIGINALS = {path.relative_to(_PROJECT).as_posix(): path.read_bytes() for path in _PROJECT.rglob("*.yaml")}
 
 
-# `max_examples` mutants here (seconds of CPU, the same ones every run); `benchmarks/fuzz_inputs.py --format config`
-# runs its `--mutants`.
-@settings(
-    max_examples=100,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+# `max_examples` mutants here (seconds of CPU, the same ones every run; fewer in the fast tier);
+# `benchmarks/fuzz_inputs.py --format config` runs its `--mutants`.
+@pytest.mark.fuzz
+@fuzz_settings(full=100, fast=3)
 @given(mutants(CONFIG))
 def test_a_mutated_config_is_valid_or_refused_with_lines_never_a_traceback(mutant: Mutant):
     outcome = check_mutant(_PROJECT, mutant, _ORIGINALS, slow_seconds=None)
@@ -44,6 +41,7 @@ def test_a_mutated_config_is_valid_or_refused_with_lines_never_a_traceback(mutan
     )
 
 
+@pytest.mark.slow
 def test_the_checker_reports_a_traceback_an_issue_without_a_line_and_a_slow_example(monkeypatch):
     """The property above can fail: each of its failures, seeded, is reported as such."""
     from optigate import deployment

@@ -80,6 +80,7 @@ def test_environment_overrides_for_an_unknown_team_are_refused(tmp_path):
         load_project(config)
 
 
+@pytest.mark.slow
 def test_app_refuses_an_invalid_config_and_synthesizes_nothing(tmp_path):
     config = _broken_copy(tmp_path)
     outdir = tmp_path / "cdk.out"

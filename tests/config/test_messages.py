@@ -10,13 +10,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from optigate.config.loader import ConfigError, load_environments, load_team
 from optigate.config.models import EnvironmentsFile, TeamConfig
 from optigate.config.schema_messages import PATTERN_FORMS
 from tests.conftest import CONFIG
 from tests.fixtures.config_mutants import Mutant, mutants, prepare_project
+from tests.tiers import fuzz_settings
 
 # What pydantic writes (pydantic_core's messages), none of which a ConfigIssue may carry.
 PYDANTIC_PHRASES = re.compile(
@@ -45,13 +46,8 @@ def _issues(mutant: Mutant) -> list[str]:
     return []
 
 
-@settings(
-    max_examples=400,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@pytest.mark.fuzz
+@fuzz_settings(full=400, fast=40)
 @given(mutants(CONFIG))
 def test_no_pydantic_phrasing_reaches_a_config_issue(mutant):
     raw = [message for message in _issues(mutant) if PYDANTIC_PHRASES.search(message)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typing
 
+import pytest
 from pydantic import BaseModel, Field
 
 from optigate.cli import main
@@ -71,6 +72,7 @@ def test_a_changed_model_makes_the_committed_reference_stale():
     assert "A description changed after the page was written." not in committed
 
 
+@pytest.mark.slow
 def test_schema_writes_the_reference_and_check_fails_when_it_is_stale(tmp_path, capsys):
     schemas, reference = tmp_path / "schema", tmp_path / "docs" / "configuration.md"
     options = ["--out", str(schemas), "--docs", str(reference.parent)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from optigate.cli import main
 from optigate.config.rules import REGISTRY, Problem, Severity, rule
 from optigate.config.rules.rules_reference import RULES_REFERENCE_PATH, render_rules_reference
@@ -44,6 +46,7 @@ def test_the_rules_reference_is_current():
         assert f"| {found.id} | {severity} | " in committed
 
 
+@pytest.mark.slow
 def test_schema_check_fails_when_the_rules_reference_is_stale(tmp_path, capsys):
     schemas, rules = tmp_path / "schema", tmp_path / "rules.md"
     options = ["--out", str(schemas), "--docs", str(tmp_path)]

@@ -89,6 +89,9 @@ def _cfn_errors(template: Template) -> list[str]:
     return [f"{m.rule.id} {m.message}" for m in matches if m.rule.id.startswith("E")]
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_the_base_component_caches_and_spreads_its_copies_and_adapters_carry_neither():
     template = _adapters(BaseComponentSettings(enable_caching=True, placement=SPREAD))
     base, adapters = _components(template)

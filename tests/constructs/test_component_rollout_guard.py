@@ -59,6 +59,8 @@ def _rollback_alarms(template: dict) -> dict[str, dict]:
     }
 
 
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_the_base_rolls_out_in_capacity_batches_and_rolls_back_on_the_endpoints_alarms():
     rollout = ComponentRollout(batch_percent=20, wait_seconds=300, rollback_batch_percent=20, timeout_seconds=9000)
     template = _template(rollout)
@@ -136,6 +138,9 @@ def test_an_adapter_endpoint_on_pools_is_refused_by_the_construct():
         _template(pools=POOLS)
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_the_guarded_adapter_endpoint_passes_cfn_lint():
     from cfnlint.api import ManualArgs, lint
 

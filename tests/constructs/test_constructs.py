@@ -529,6 +529,9 @@ def test_rollback_alarms_read_the_variant_and_each_pools_instance_type_series():
     assert len(rollback) == 2
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_pooled_endpoint_passes_cfn_lint():
     import json
 

@@ -166,6 +166,7 @@ LIVE = Behaviour(
 LIVE_TOKENS = 10
 
 
+@pytest.mark.slow
 def test_the_live_emulator_agrees_with_the_truths_p99_below_at_and_above_the_slots():
     # Between the slots and twice them a request's wait depends on the slots' phases (the truth simulates the
     # clients' ramp and runs of this length); at twice the slots each waits one round of the batch, whatever they are.
@@ -201,6 +202,7 @@ def test_the_live_emulator_agrees_with_the_truths_p99_below_at_and_above_the_slo
 NON_STREAMING_TEST = "test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots"
 
 
+@pytest.mark.slow
 def test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots():
     """As before batches existed, an invocation does not count as a stream for the per-stream slowdown; with
     max_num_seqs it holds a slot like any request, so a stream behind it waits. Judged on the server's own trace
@@ -262,6 +264,7 @@ def test_a_non_streaming_request_takes_a_slot_only_where_the_server_has_slots():
             assert admitted >= invocation_done - 0.005, (slots, traced)
 
 
+@pytest.mark.slow
 def test_the_live_emulator_holds_the_slo_up_to_the_truths_capacity_and_not_beyond():
     """The SLO leaves ~50 ms for a busy host's stalls at the capacity (4 slots, p99 TTFT ~40 ms of 90); a client
     beyond the slots waits for a slot (on average a quarter of a ~125 ms request each, the p99 most of one)."""

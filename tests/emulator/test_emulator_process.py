@@ -3,6 +3,7 @@ timed-out request, a cancelled benchmark) are routine and must neither fill its 
 
 from __future__ import annotations
 
+import pytest
 import json
 import socket
 import struct
@@ -28,6 +29,7 @@ def _hang_up_mid_stream(port: int) -> None:
         connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
+@pytest.mark.slow
 def test_clients_hanging_up_mid_stream_leave_the_emulator_serving():
     with emulator_process({"default": {"ttft_ms": 5, "itl_ms": 20}}) as url:
         port = int(url.rsplit(":", 1)[1])

@@ -171,6 +171,7 @@ def test_speculation_helps_at_low_load_and_hurts_at_high_load_and_the_truth_know
     assert capacity_truth(SPECULATIVE, slo, **shape) == 5  # 23 + 8 (c - 1) <= 60
 
 
+@pytest.mark.slow
 def test_the_live_emulator_speculates_as_modelled_and_reports_it_as_vllm_does():
     """The steps as the server sent them (its trace: each chunk's time and tokens) follow the model; what the client
     read shows the steps' shape (k + 1 tokens at most) and never gaps shorter than the server's tail. The client's

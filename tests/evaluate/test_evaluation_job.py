@@ -61,6 +61,9 @@ def synthesized(tmp_path_factory):
     return json.loads((outdir / "Evaluation.template.json").read_text())
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_evaluation_stack_passes_cfn_lint(synthesized):
     from cfnlint.api import ManualArgs, lint
 

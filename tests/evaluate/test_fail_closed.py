@@ -126,6 +126,7 @@ def test_a_folder_must_hold_exactly_one_dataset(tmp_path):
         load_dataset(tmp_path)
 
 
+@pytest.mark.slow
 def test_the_command_line_reports_bad_input_and_no_records_by_exit_code(tmp_path):
     """`optigate evaluate` itself (re-run in the evaluation environment when fmeval is elsewhere)."""
     bad = _write(tmp_path / "bad.jsonl", [GOOD, "[1, 2]"])

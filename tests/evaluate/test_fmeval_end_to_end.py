@@ -13,6 +13,9 @@ from optigate.emulator.process import emulator_process
 from optigate.evaluate.sample_data import generate, write
 from tests.conftest import REPO
 
+# Every test here reads one real fmeval run in the evaluation environment (a minute): the slow tier (tests/tiers.py).
+pytestmark = pytest.mark.slow
+
 EVAL_PYTHON = os.environ.get("OPTIGATE_EVAL_PYTHON", str(REPO / ".venv-eval" / "bin" / "python"))
 
 

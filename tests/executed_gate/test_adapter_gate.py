@@ -51,14 +51,21 @@ def test_the_plan_stages_every_adapter_on_both_sides(support):
     assert plan.components.compute.accelerators == 1
 
 
-def test_a_base_candidate_is_staged_beside_a_twin_and_everything_goes_afterwards(support):
-    """The slower candidate: rejected; both endpoints served the base and all three adapters when benchmarked, the
-    twin on the live model, and every component, endpoint and config of the run is gone afterwards."""
+@pytest.fixture(scope="module")
+def summarise_degraded(support):
+    """One run shared by the tests that read different things of it: a faster candidate whose summarise adapter
+    loses quality (rejected on that adapter's check), with every component staged, benchmarked and removed."""
     from optigate.rehearse.rehearsal import rehearse
 
-    result = rehearse(*support, "slower")
+    return rehearse(*support, "faster", adapter_quality={"summarise": "fail"})
+
+
+@pytest.mark.slow
+def test_a_base_candidate_is_staged_beside_a_twin_and_everything_goes_afterwards(summarise_degraded):
+    """Both endpoints served the base and all three adapters when benchmarked, the twin on the live model, and every
+    component, endpoint and config of the run is gone afterwards."""
+    result = summarise_degraded
     assert result["execution"]["status"] == "FAILED"
-    assert result["report"]["outcome"] == "REJECTED", result["report"]["summary"]
     path = result["states"]
     assert path.index("CreateTwinBaseComponent") < path.index("CreateTwinAdapter01Component")
     assert path.index("BaseComponentsInService?") < path.index("CreateTwinAdapter01Component")
@@ -75,6 +82,7 @@ def test_a_base_candidate_is_staged_beside_a_twin_and_everything_goes_afterwards
     _nothing_left_and_live_untouched(result)
 
 
+@pytest.mark.slow
 def test_an_adapter_component_that_fails_to_start_fails_the_gate_with_its_name_and_cleans_up(support):
     from optigate.rehearse.rehearsal import rehearse
 
@@ -100,10 +108,9 @@ def test_an_adapter_component_that_fails_to_start_fails_the_gate_with_its_name_a
     _nothing_left_and_live_untouched(result)
 
 
-def test_one_adapter_that_loses_quality_rejects_a_faster_candidate_and_the_report_names_it(support):
-    from optigate.rehearse.rehearsal import rehearse
-
-    result = rehearse(*support, "faster", adapter_quality={"summarise": "fail"})
+@pytest.mark.slow
+def test_one_adapter_that_loses_quality_rejects_a_faster_candidate_and_the_report_names_it(summarise_degraded):
+    result = summarise_degraded
     assert result["execution"]["status"] == "FAILED"
     report = result["report"]
     assert report["outcome"] == "REJECTED", report["summary"]
@@ -134,6 +141,7 @@ def _support_without_mix(example_config, tmp_path):
     return synthesize_team("support", "dev", config)
 
 
+@pytest.mark.slow
 def test_without_a_mix_the_gate_spreads_the_benchmark_as_the_live_components_were_invoked(example_config, tmp_path):
     from optigate.rehearse.rehearsal import rehearse
 
@@ -141,7 +149,8 @@ def test_without_a_mix_the_gate_spreads_the_benchmark_as_the_live_components_wer
     assert support[1].gate.components.mix is None
     # A week on the live endpoint: summarise nine times as often as the base, triage and reply not at all.
     traffic = {"support-dev-base": {"Invocations": 100}, "support-dev-summarise": {"Invocations": 900}}
-    result = rehearse(*support, "slower", scenario_overrides={"component_traffic": traffic})
+    # The candidate's speed is beside the point here: the faster one (its blocks take a third of the slower's).
+    result = rehearse(*support, "faster", scenario_overrides={"component_traffic": traffic})
     states = result["states"]
     assert states.index("ReadAdapterMix") < states.index("CreateOptimizationJob")
     requests = {
@@ -154,6 +163,7 @@ def test_without_a_mix_the_gate_spreads_the_benchmark_as_the_live_components_wer
     _nothing_left_and_live_untouched(result)
 
 
+@pytest.mark.slow
 def test_without_a_mix_or_any_history_the_gate_refuses_before_anything_is_created(example_config, tmp_path):
     from optigate.rehearse.rehearsal import rehearse
 
@@ -167,6 +177,7 @@ def test_without_a_mix_or_any_history_the_gate_refuses_before_anything_is_create
     _nothing_left_and_live_untouched(result)
 
 
+@pytest.mark.slow
 def test_an_adapter_the_evaluation_cannot_judge_leaves_the_verdict_to_a_person(support):
     """reply's records cannot resolve its quality: the gate is INCONCLUSIVE, the package waits for a person, and
     nothing is promoted (an inconclusive verdict never passes)."""

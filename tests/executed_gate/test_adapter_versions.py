@@ -7,12 +7,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 from optigate.promote.lock import Lock, ServedPackage, parse_adapters, write_lock
 from optigate.promote.resolve import deployable_container
 from tests.conftest import resources_of
 from tests.fixtures.adapter_archives import adapter, adapter_config
+
+# Every test here executes a gate (tens of seconds each): the slow tier (tests/tiers.py).
+pytestmark = pytest.mark.slow
 
 REGION = "us-east-1"
 REPLY_V2 = f"s3://acme-ml-adapters-{REGION}/support/reply-v2.tar.gz"

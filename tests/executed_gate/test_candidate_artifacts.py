@@ -90,6 +90,7 @@ def _run(
     return result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("recommended", [OTHER_IMAGE, None], ids=["another-recommended-image", "none-recommended"])
 def test_the_candidate_runs_the_pinned_image_whatever_the_job_recommends(
     eagle_template, emulators, gate_handlers, nothing_left, recommended
@@ -103,6 +104,7 @@ def test_the_candidate_runs_the_pinned_image_whatever_the_job_recommends(
     nothing_left(result)
 
 
+@pytest.mark.slow
 def test_the_candidate_prefix_holds_the_eagle3_head_before_the_model_is_created(
     eagle_template, emulators, gate_handlers
 ):
@@ -123,6 +125,7 @@ def test_the_candidate_prefix_holds_the_eagle3_head_before_the_model_is_created(
     assert states.index("StageCandidateFiles") < states.index("CreateCandidateModel")
 
 
+@pytest.mark.slow
 def test_the_package_records_the_candidate_models_container_and_a_promotion_deploys_it(
     eagle_template, emulators, gate_handlers
 ):
@@ -173,6 +176,7 @@ def test_a_package_a_stack_would_deploy_differently_is_refused(change, refusal):
         deployable_container({**package, "InferenceSpecification": {"Containers": [container, container]}})
 
 
+@pytest.mark.slow
 def test_a_missing_head_fails_closed_before_the_candidate_model(eagle_template, emulators, gate_handlers, nothing_left):
     result = _run(eagle_template, emulators, gate_handlers, recommended=None, head={})
     assert result["execution"]["status"] == "FAILED"

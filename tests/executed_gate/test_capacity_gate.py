@@ -18,6 +18,9 @@ from optigate.rehearse.rehearsal import host_compensated_decide
 from optigate.rehearse.scenario import Scenario
 from tests.fixtures.gate_thresholds import THRESHOLDS
 
+# Both tests read one executed gate (two minutes): the slow tier (tests/tiers.py).
+pytestmark = pytest.mark.slow
+
 BASELINE = {"ttft_ms": {"mean": 60, "jitter": 2}, "itl_ms": {"mean": 8, "jitter": 0.3}}
 CANDIDATE = {
     "ttft_ms": {"mean": 30, "jitter": 1},

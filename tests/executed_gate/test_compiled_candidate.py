@@ -52,6 +52,7 @@ def _run(template, emulators, gate_handlers, scenario: Scenario, *, approve: boo
     return result
 
 
+@pytest.mark.slow
 def test_a_compiled_candidate_is_proven_and_recorded_with_its_compile_target(
     compiled_template, emulators, gate_handlers, nothing_left
 ):
@@ -90,6 +91,7 @@ def test_a_compiled_candidate_is_proven_and_recorded_with_its_compile_target(
     nothing_left(result)
 
 
+@pytest.mark.slow
 def test_a_failed_compilation_fails_closed_and_cleans_up(compiled_template, emulators, gate_handlers, nothing_left):
     scenario = Scenario(
         optimization_job=Outcome(
@@ -106,6 +108,7 @@ def test_a_failed_compilation_fails_closed_and_cleans_up(compiled_template, emul
     nothing_left(result)
 
 
+@pytest.mark.slow
 def test_a_compilation_the_container_cannot_run_fails_the_job(tmp_path, gate_synth, emulators, gate_handlers):
     """The emulated job fails a compilation whose image compiles nothing (a vLLM image): the gate then reports the
     job's reason. (optigate never sends one: the config refuses compile: true on family lmi.)"""

@@ -12,6 +12,9 @@ import pytest
 
 from optigate.rehearse.gate_layout import MERGE
 
+# Every test here executes a gate (tens of seconds each): the slow tier (tests/tiers.py).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def chat(example_config):

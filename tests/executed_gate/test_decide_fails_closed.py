@@ -54,6 +54,7 @@ def _fails_closed(output: dict, report: dict, page: str, *named: str) -> None:
         assert html.escape(text) in page
 
 
+@pytest.mark.slow
 def test_the_real_pair_is_decided():
     output, report, _ = _decide({})
     assert output["outcome"] == "REJECTED" and "inputs" not in {c["name"] for c in report["checks"]}

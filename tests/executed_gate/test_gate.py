@@ -36,6 +36,9 @@ def _definition(template):
     return render_definition(template, gate_layout(template).gate, substitutions)
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 @pytest.mark.parametrize("optimize", [True, False, "shadow"])
 def test_gate_passes_cfn_lint(templates, optimize):
     from cfnlint.api import ManualArgs, lint
@@ -98,6 +101,9 @@ def test_definition_passes_statelint(templates, tmp_path, variant):
 # --------------------------------------------------------------------------- executed
 
 
+# The fast tier's one executed gate (tests/tiers.py): slow, and kept by --fast.
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_happy_path_approves_records_and_cleans_up(templates, emulators, run_gate, nothing_left):
     result = run_gate(emulators)
     assert result["execution"]["status"] == "SUCCEEDED", json.dumps(result["report"], indent=1, default=str)[:3000]
@@ -138,6 +144,7 @@ def test_happy_path_approves_records_and_cleans_up(templates, emulators, run_gat
     }
 
 
+@pytest.mark.slow
 def test_throttled_sagemaker_calls_are_retried_and_the_gate_still_approves(emulators, run_gate, nothing_left):
     """A busy account throttles. The optimized integrations (createEndpoint, createProcessingJob) name that
     SageMaker.AmazonSageMakerException and the SDK ones SageMaker.SageMakerException: a Retry listing
@@ -159,6 +166,7 @@ def test_throttled_sagemaker_calls_are_retried_and_the_gate_still_approves(emula
     nothing_left(result)
 
 
+@pytest.mark.slow
 def test_optimization_failed_fails_closed(emulators, run_gate, nothing_left):
     scenario = Scenario(
         optimization_job=Outcome("FAILED", after=1, failure_reason="quantization diverged"),
@@ -172,6 +180,7 @@ def test_optimization_failed_fails_closed(emulators, run_gate, nothing_left):
     assert result["messages"] and "FAILED" in result["messages"][-1]["Subject"]
 
 
+@pytest.mark.slow
 def test_optimization_that_never_finishes_times_out(emulators, run_gate, nothing_left):
     scenario = Scenario(optimization_job=Outcome.never(), on_processing_job=evaluation_writer("pass"))
     result = run_gate(emulators, scenario=scenario)
@@ -191,6 +200,7 @@ def test_a_stop_that_fails_is_recorded_as_the_failure_before_the_cleanup(templat
     assert recorded["Parameters"]["Error"] == "OptimizationTimedOut" and "stop it by hand" in json.dumps(recorded)
 
 
+@pytest.mark.slow
 def test_an_optimization_job_stopped_by_hand_ends_through_the_cleanup(emulators, run_gate, nothing_left):
     """STOPPED carries no FailureReason (optional in DescribeOptimizationJob's output): reading it
     anyway is a States.Runtime error that no Catch handles, and the gate would die without cleaning up."""
@@ -201,6 +211,7 @@ def test_an_optimization_job_stopped_by_hand_ends_through_the_cleanup(emulators,
     nothing_left(result)
 
 
+@pytest.mark.slow
 def test_candidate_endpoint_failed_fails_and_cleans_up(emulators, run_gate, nothing_left):
     scenario = Scenario(
         endpoint=Outcome("Failed", after=1, failure_reason="CUDA out of memory"),
@@ -212,6 +223,7 @@ def test_candidate_endpoint_failed_fails_and_cleans_up(emulators, run_gate, noth
     nothing_left(result)
 
 
+@pytest.mark.slow
 def test_quality_drop_rejects_the_candidate(emulators, run_gate, nothing_left):
     scenario = Scenario(
         on_processing_job=evaluation_writer("fail", ["qa_exact_match on category=multi_step: drops by 4.0%"])
@@ -223,6 +235,7 @@ def test_quality_drop_rejects_the_candidate(emulators, run_gate, nothing_left):
     nothing_left(result)
 
 
+@pytest.mark.slow
 def test_a_lambda_crash_fails_closed(emulators, run_gate, nothing_left):
     result = run_gate(emulators, optimize=False, crash_decide=True, short=True)
     assert result["execution"]["status"] == "FAILED"
@@ -231,6 +244,7 @@ def test_a_lambda_crash_fails_closed(emulators, run_gate, nothing_left):
     nothing_left(result)
 
 
+@pytest.mark.slow
 def test_an_inconclusive_verdict_waits_for_a_person_and_promotes_nothing(
     templates, emulators, gate_handlers, nothing_left
 ):
@@ -276,6 +290,7 @@ def test_an_inconclusive_verdict_waits_for_a_person_and_promotes_nothing(
         assert approved["execution"]["output"]["model_package_arn"] == package["ModelPackageArn"]
 
 
+@pytest.mark.slow
 def test_benchmark_regression_rejects_on_the_ttft_budget(slow_candidate, run_gate, nothing_left):
     result = run_gate(slow_candidate, optimize=False, short=True)
     assert result["execution"]["status"] == "FAILED"
@@ -310,6 +325,7 @@ def _fingerprint(template) -> str:
     return definition["States"]["RecordApproved"]["Parameters"]["CustomerMetadataProperties"]["fingerprint"]
 
 
+@pytest.mark.slow
 def test_an_unchanged_candidate_passes_as_a_no_op_and_force_proves_it_again(templates, emulators, gate_handlers):
     """The pipeline runs every team's gate after each deploy: a candidate proven before must not be
     benchmarked again (once promoted, it would be compared with itself). The happy path test shows
@@ -357,6 +373,7 @@ def test_an_unchanged_candidate_passes_as_a_no_op_and_force_proves_it_again(temp
             assert "CreateCandidateModel" in _entered_until_it_stages(harness, run, execution_input, name), name
 
 
+@pytest.mark.slow
 def test_a_package_registered_by_hand_is_no_proof_and_does_not_break_the_gate(templates, emulators, gate_handlers):
     """A package without description, metadata or approval status (all optional in DescribeModelPackage's
     output) is the newest in the group: the gate proves the candidate instead of dying on a missing path."""
@@ -374,6 +391,7 @@ def test_a_package_registered_by_hand_is_no_proof_and_does_not_break_the_gate(te
         assert "DescribeLastProof" in entered and "CreateCandidateModel" in entered, entered
 
 
+@pytest.mark.slow
 def test_an_unchanged_rejected_candidate_fails_at_once(templates, emulators, gate_handlers):
     scenario = Scenario(on_processing_job=evaluation_writer("fail", ["qa_exact_match drops by 4.0%"]))
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:

@@ -112,6 +112,9 @@ def test_a_changed_workload_is_a_new_config_name(gate_spec):
     assert one.config_name != longer.config_name and one.config_name[:-9] == longer.config_name[:-9]
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_the_template_is_cfn_lint_clean_and_its_calls_validate_against_botocore(template):
     from cfnlint.api import ManualArgs, lint
 
@@ -217,6 +220,7 @@ def test_no_asset_is_staged_with_a_botocore_that_lacks_an_operation():
 # --------------------------------------------------------------------------- executed
 
 
+@pytest.mark.slow
 def test_the_cross_check_runs_after_the_gates_own_benchmark_and_agrees_in_the_report(
     template, emulators, gate_handlers, nothing_left
 ):
@@ -240,6 +244,7 @@ def test_the_cross_check_runs_after_the_gates_own_benchmark_and_agrees_in_the_re
     _verdict_is_optigates(result)
 
 
+@pytest.mark.slow
 def test_a_disagreement_beyond_the_tolerance_is_flagged_and_the_verdict_stands(
     template, emulators, gate_handlers, nothing_left
 ):
@@ -251,6 +256,7 @@ def test_a_disagreement_beyond_the_tolerance_is_flagged_and_the_verdict_stands(
     assert all("ttft_p99_ms" in line for line in cross["disagreements"])
 
 
+@pytest.mark.slow
 def test_a_failed_managed_job_is_unavailable_and_the_verdict_is_unchanged(
     template, emulators, gate_handlers, nothing_left
 ):
@@ -269,6 +275,7 @@ def test_a_failed_managed_job_is_unavailable_and_the_verdict_is_unchanged(
     assert runs["candidate"]["reason"] == "ClientError: the endpoint answered HTTP 424"
 
 
+@pytest.mark.slow
 def test_a_managed_job_that_never_finishes_is_stopped_and_unavailable(template, emulators, gate_handlers, nothing_left):
     result, jobs = _run(template, emulators, gate_handlers, _scenario(ai_benchmark_job=Outcome.never()))
     _verdict_is_optigates(result)
@@ -281,6 +288,7 @@ def test_a_managed_job_that_never_finishes_is_stopped_and_unavailable(template, 
     assert all("did not finish within 5 polls" in r["reason"] for r in runs)
 
 
+@pytest.mark.slow
 def test_a_failure_after_the_cross_check_still_stops_no_running_job_and_cleans_up(
     template, emulators, gate_handlers, nothing_left
 ):
@@ -301,6 +309,8 @@ def _iam_stack(template: dict, assets: dict | None = None):
     return Stack("Gate", template, ACCOUNT_ID, REGION, assets=assets or {})
 
 
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_the_iam_check_grants_the_managed_benchmark_calls_and_catches_a_missing_grant(template, assets):
     """policy-sentry does not know the AI benchmark actions yet (tests.template_rules supplements them): the
     check must still resolve each call's job ARN and report a grant that is taken away."""

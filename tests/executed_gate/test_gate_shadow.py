@@ -11,6 +11,9 @@ from optigate.rehearse.gate_run import GateRun
 from optigate.rehearse.harness import REGION, GateHarness, active_harness
 from optigate.rehearse.scenario import Outcome, Scenario
 
+# Every test here executes a gate (tens of seconds each): the slow tier (tests/tiers.py).
+pytestmark = pytest.mark.slow
+
 TRAFFIC = {
     "AllTraffic": {
         "Invocations": 1000,

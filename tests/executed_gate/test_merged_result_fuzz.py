@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 
 from tests.fixtures import merged_result_mutants
@@ -24,6 +25,7 @@ from tests.fixtures.json_mutants import SUITE_SETTINGS
 from tests.fixtures.merged_result_mutants import Mutant, check_mutant, mutants, originals
 
 
+@pytest.mark.fuzz
 @SUITE_SETTINGS
 @given(mutants())
 def test_a_mutated_merged_result_is_decided_or_fails_closed_never_a_bug(mutant: Mutant):

@@ -3,6 +3,8 @@ or its Create's answer was lost) would otherwise run on for hours on its instanc
 
 from __future__ import annotations
 
+import pytest
+
 from optigate import naming
 from optigate.constructs.retries import MAX_ATTEMPTS
 from optigate.rehearse.asl import sdk_calls
@@ -59,6 +61,7 @@ def test_the_cleanup_stops_the_optimization_job_first_unless_it_saw_it_finish(ga
     assert not {"CleanupStopOptimizationJob", "OptimizationJobLeftRunning?"} & set(plain)
 
 
+@pytest.mark.slow
 def test_a_job_whose_describe_keeps_failing_is_stopped(gate_templates, gate_handlers, emulators, nothing_left):
     scenario = Scenario(
         optimization_job=Outcome.never(),

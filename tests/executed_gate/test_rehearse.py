@@ -43,6 +43,7 @@ def _left(result) -> int:
     return sum(len(names) for names in result["left"].values())
 
 
+@pytest.mark.slow
 def test_a_faster_candidate_is_approved_and_recorded(faster):
     assert faster["execution"]["status"] == "SUCCEEDED", faster["report"]
     # chat's candidate is an EAGLE head the optimization job trains: its capture counted, the job, the head staged,
@@ -54,6 +55,7 @@ def test_a_faster_candidate_is_approved_and_recorded(faster):
     assert faster["report"]["server_metrics"] is None
 
 
+@pytest.mark.slow
 def test_the_speculative_candidates_acceptance_is_what_the_client_saw_above_break_even(faster):
     """chat's EAGLE head on LMI 0.36.0: the emulators publish exactly LMI's row (no /metrics), so the gate reads
     acceptance from the stream: 2.5 tokens a step of 3 drafts accepted 70 % each, 51 % of the drafts."""
@@ -67,6 +69,7 @@ def test_the_speculative_candidates_acceptance_is_what_the_client_saw_above_brea
     assert _live(faster) == {"chat-dev": ("InService", True)}
 
 
+@pytest.mark.slow
 def test_the_rehearsal_benchmarks_one_level_of_at_most_sixteen_streams(faster):
     """chat's levels are 1, 8 and 32: a rehearsal benchmarks 8, so the host's CPU is not what it measures."""
     from optigate.rehearse.gate_run import rehearsal_level
@@ -77,6 +80,7 @@ def test_the_rehearsal_benchmarks_one_level_of_at_most_sixteen_streams(faster):
     assert levels == {8}
 
 
+@pytest.mark.slow
 def test_a_slower_candidate_is_rejected_on_its_p99_ttft(slower):
     assert slower["execution"]["status"] == "FAILED" and slower["execution"]["error"] == "CandidateRejected"
     failed = {(c["name"], c.get("concurrency")) for c in slower["report"]["checks"] if not c["passed"]}
@@ -86,6 +90,7 @@ def test_a_slower_candidate_is_rejected_on_its_p99_ttft(slower):
     assert _live(slower) == {"chat-dev": ("InService", True)}
 
 
+@pytest.mark.slow
 def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
     chat, faster, slower, example_config, monkeypatch, capsys
 ):
@@ -140,6 +145,7 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
     assert out.splitlines()[-1].startswith("rehearsal passed: faster APPROVED, slower REJECTED")
 
 
+@pytest.mark.slow
 def test_the_cli_exits_1_for_a_wrong_verdict_and_3_for_an_inconclusive_one(
     chat, faster, slower, example_config, monkeypatch, capsys
 ):

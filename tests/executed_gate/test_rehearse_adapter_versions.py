@@ -27,6 +27,7 @@ def _progress(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("  ") and line.endswith(" s")]
 
 
+@pytest.mark.slow
 def test_a_new_version_from_a_folder_is_approved_and_its_reports_written(config, tmp_path, capsys):
     folder = tmp_path / "redline-v2"  # as PEFT's save_pretrained writes it, trained on SageMaker
     folder.mkdir()
@@ -52,6 +53,7 @@ def test_a_new_version_from_a_folder_is_approved_and_its_reports_written(config,
     assert not [line for line in _progress(out)[:-1] if " error " in line or "cleanup:" in line], out
 
 
+@pytest.mark.slow
 def test_a_degraded_redline_is_rejected_by_redlines_quality_check(config, capsys):
     code = main(_argv(config, "--candidate", "adapter-quality"))
     out = capsys.readouterr().out
@@ -67,6 +69,7 @@ def test_a_degraded_redline_is_rejected_by_redlines_quality_check(config, capsys
     assert out.splitlines()[-1].startswith("rehearsal passed: adapter-quality REJECTED, as the gate must decide")
 
 
+@pytest.mark.slow
 def test_a_missing_archive_fails_in_one_line_naming_the_object(config, capsys):
     code = main(_argv(config, "--candidate", "faster", "--missing-adapter", "redline"))
     out = capsys.readouterr().out

@@ -7,11 +7,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from optigate.cli import main
 from optigate.cli.rehearse_command import html_path, report_path
 from optigate.gate.report_file import FORMAT_VERSION, read_gate_report
 
 
+@pytest.mark.slow
 def test_a_rehearsal_writes_a_report_both_readers_accept(example_config, tmp_path, capsys):
     config = tmp_path / "config"
     shutil.copytree(example_config, config, ignore=shutil.ignore_patterns("schema"))

@@ -10,6 +10,9 @@ import pytest
 from optigate.rehearse.gate_run import BUCKET
 from optigate.rehearse.sagemaker.jobs import EAGLE_HEAD_CHANNEL, TRAINED_HEAD_LAYOUTS
 
+# Every test here rehearses a team's gate (tens of seconds each): the slow tier (tests/tiers.py).
+pytestmark = pytest.mark.slow
+
 
 def _path(result) -> str:
     return " → ".join(result["states"])

@@ -108,6 +108,7 @@ def _listed(value) -> list:
     return value if isinstance(value, list) else [value]
 
 
+@pytest.mark.slow
 def test_executed_the_decision_receives_both_sides_each_figure_a_number_or_missing_with_why(reading, emulators):
     from optigate.bench.server_metrics import FIGURES
     from optigate.rehearse.gate_handlers import lambda_handlers

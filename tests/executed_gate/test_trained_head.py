@@ -100,6 +100,7 @@ def _no_optimized_model_left(result: dict[str, Any]) -> None:
     assert "DeleteOptimizedModel" in result["states"]
 
 
+@pytest.mark.slow
 def test_one_job_quantizes_and_trains_the_head_from_the_configured_data(head_template, emulators, gate_handlers):
     result = _run(head_template, emulators, gate_handlers)
     assert result["execution"]["error"] == "CandidateRejected", result["execution"].get("cause")
@@ -113,6 +114,7 @@ def test_one_job_quantizes_and_trains_the_head_from_the_configured_data(head_tem
     assert job["OutputConfig"]["SageMakerModel"] == {"ModelName": f"chat-dev-optm-{run_id}"}
 
 
+@pytest.mark.slow
 def test_the_trained_head_is_served_from_the_candidates_prefix_and_recorded_in_the_package(
     head_template, emulators, gate_handlers, nothing_left
 ):
@@ -163,6 +165,7 @@ def _served(result: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
     return prefix, json.loads(container["Environment"]["OPTION_SPECULATIVE_CONFIG"]), output
 
 
+@pytest.mark.slow
 def test_the_sdk_layout_of_a_head_only_job_is_served_with_the_baseline_copied_beside_the_head(
     eagle_only_template, emulators, gate_handlers, nothing_left
 ):
@@ -183,6 +186,7 @@ def test_the_sdk_layout_of_a_head_only_job_is_served_with_the_baseline_copied_be
     nothing_left(result)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", TRAINED_HEAD_LAYOUTS)
 def test_a_quantizing_and_training_job_is_served_in_place_in_either_layout(
     head_template, emulators, gate_handlers, nothing_left, layout
@@ -196,6 +200,7 @@ def test_a_quantizing_and_training_job_is_served_in_place_in_either_layout(
     assert (prefix, speculative["model"]) == (output, f"/opt/ml/model/{channel}")
 
 
+@pytest.mark.slow
 def test_a_failed_training_job_cleans_up_and_records_the_failure(head_template, emulators, gate_handlers, nothing_left):
     scenario = Scenario(
         optimization_job=Outcome("FAILED", after=1, failure_reason="ClientError: EAGLE training diverged"),
@@ -210,6 +215,7 @@ def test_a_failed_training_job_cleans_up_and_records_the_failure(head_template, 
     nothing_left(result)
 
 
+@pytest.mark.slow
 def test_no_training_data_fails_the_job_and_the_gate(head_template, emulators, gate_handlers, nothing_left):
     result = _run(head_template, emulators, gate_handlers, traffic=False)
     assert result["execution"]["status"] == "FAILED"
@@ -219,6 +225,7 @@ def test_no_training_data_fails_the_job_and_the_gate(head_template, emulators, g
     nothing_left(result)
 
 
+@pytest.mark.slow
 def test_kms_encrypted_training_data_fails_the_job(head_template, emulators, gate_handlers, nothing_left):
     """The emulated job reads optigate's interpretation of "unencrypted captured data" (no SSE-KMS)."""
 
@@ -239,6 +246,7 @@ def test_kms_encrypted_training_data_fails_the_job(head_template, emulators, gat
     nothing_left(result)
 
 
+@pytest.mark.slow
 def test_a_registered_model_that_does_not_say_where_the_head_is_fails_before_any_candidate(
     head_template, emulators, gate_handlers, nothing_left
 ):

@@ -17,6 +17,9 @@ from optigate.rehearse.gate_run import GateRun
 from optigate.rehearse.harness import REGION, GateHarness
 from optigate.rehearse.scenario import Scenario
 
+# Both tests execute the gate up to its training-data check: the slow tier (tests/tiers.py).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def chat(example_config) -> tuple[dict[str, Any], Any]:

@@ -67,6 +67,7 @@ def _run(template, emulators, gate_handlers, *, seed: bool, empty_file: bool = F
     return result
 
 
+@pytest.mark.slow
 def test_a_replayed_capture_approves_a_faster_candidate_with_its_shape_and_no_text(
     replay_template, emulators, gate_handlers, nothing_left
 ):
@@ -103,6 +104,7 @@ def test_a_replayed_capture_approves_a_faster_candidate_with_its_shape_and_no_te
     assert "request 1:" not in report
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("empty_file", [False, True], ids=["no capture", "nothing readable"])
 def test_a_missing_or_empty_capture_fails_closed_before_any_job(replay_template, emulators, gate_handlers, empty_file):
     result = _run(replay_template, emulators, gate_handlers, seed=False, empty_file=empty_file)
@@ -119,6 +121,7 @@ def test_a_missing_or_empty_capture_fails_closed_before_any_job(replay_template,
     assert result["benchmarked"] == [] and result["packages"] == []
 
 
+@pytest.mark.slow
 def test_the_seeded_capture_is_what_the_check_reads(replay_template, emulators, gate_handlers):
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=Scenario(), region=REGION) as harness:
         run = GateRun(replay_template, harness)

@@ -86,6 +86,9 @@ def _metric_values(cloudwatch, name: str, dimensions: list[dict]) -> list[float]
     return response["MetricDataResults"][0]["Values"]
 
 
+# A contract (the decide handler's reads and writes): slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 @mock_aws
 def test_handler_reads_inputs_writes_reports_and_publishes_metrics(results):
     s3 = boto3.client("s3", region_name="us-east-1")
@@ -140,6 +143,9 @@ def test_the_stagers_adapter_check_reaches_the_verdict_as_given(results):
     assert verdict.to_dict()["adapter_check"] is None
 
 
+# A contract (the decide handler's reads and writes): slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 @mock_aws
 def test_handler_rejects_without_evaluation_and_keeps_its_answer_small(results):
     s3 = boto3.client("s3", region_name="us-east-1")

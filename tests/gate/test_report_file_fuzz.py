@@ -19,6 +19,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 
 from tests.fixtures import gate_report_mutants
@@ -28,6 +29,7 @@ from tests.fixtures.json_mutants import SUITE_SETTINGS
 _WORKDIR = tempfile.TemporaryDirectory(prefix="optigate-fuzz-reports-")
 
 
+@pytest.mark.fuzz
 @SUITE_SETTINGS
 @given(mutants())
 def test_a_mutated_report_is_read_or_refused_in_one_line_never_a_bug(mutant: Mutant):
@@ -37,6 +39,7 @@ def test_a_mutated_report_is_read_or_refused_in_one_line_never_a_bug(mutant: Mut
         assert "\n" not in outcome.detail and outcome.detail.startswith("✗ "), outcome.detail
 
 
+@pytest.mark.slow
 def test_the_checker_reports_a_bug_a_changed_verdict_and_a_hang(monkeypatch):
     """The property above can fail: each of its failures, seeded, is reported as such."""
     from optigate.advise import from_report

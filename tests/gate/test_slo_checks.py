@@ -103,6 +103,7 @@ def test_capacity_per_side_with_its_estimate_and_headline(rejected):
     assert capacity["instances_at_peak"] is None
 
 
+@pytest.mark.slow
 def test_capacity_at_the_peak_in_instances():
     """Both sides crossing the budget inside the levels: the estimates give instances at today's peak."""
     ttft_base, ttft_cand = {1: 150.0, 4: 400.0, 8: 1500.0}, {1: 150.0, 4: 150.0, 8: 400.0}
@@ -205,6 +206,7 @@ def test_server_metrics_are_carried_into_the_verdict(baseline, fast_then_slow):
     assert "Server metrics" in page and "kv_cache_usage_max" in page and "no series in the window" in page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_a_and_a_at_the_gates_size_fails_neither_goodput_nor_capacity(seed):
     """Two draws of the same server, three interleaved blocks a side at two levels, a TTFT budget a little above

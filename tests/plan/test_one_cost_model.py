@@ -81,6 +81,7 @@ def _report(config: Path, team: str, folder: Path) -> tuple[Path, dict, int]:
     return path, json.loads(path.read_text()), replicas
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("team", TEAMS)
 def test_summary_plan_advise_and_the_gate_report_price_a_token_alike(team, config, summary, capsys, tmp_path):
     cost = summary[team]["cost"]

@@ -15,8 +15,14 @@ from hypothesis import strategies as st
 
 from optigate.lambdas.events import EventError
 from tests.fixtures.seams import SEAMS, render, state_paths
+from tests.tiers import max_examples
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Fewer sample states in the fast tier (tests/tiers.py): every Task is still rendered and read in each example.
+SETTINGS = settings(
+    max_examples=max_examples(full=25, fast=4),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
 
 def _tasks(gate_tasks, role):
@@ -51,6 +57,7 @@ def test_every_payload_reads_the_state_with_a_path_or_an_intrinsic(gate_tasks, r
             assert path.startswith(("$", "States.")), f"{task.stack} {task.state}: {path!r}"
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("role", sorted(SEAMS))
 @SETTINGS
 @given(data=st.data())
@@ -64,6 +71,7 @@ def test_every_payload_rendered_with_a_sample_state_is_read_by_its_event(gate_ta
         jsonschema.validate(sent, schema)
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("role", sorted(SEAMS))
 @SETTINGS
 @given(data=st.data())
@@ -83,6 +91,7 @@ def test_a_misspelled_or_missing_required_key_is_refused_naming_it(gate_tasks, r
         assert refused.value.key == key and key in str(refused.value)
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("role", sorted(SEAMS))
 @SETTINGS
 @given(data=st.data())

@@ -13,6 +13,9 @@ import pytest
 from optigate.serving import images
 
 
+# A contract (the SageMaker SDK's image URIs): slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_every_image_uri_is_the_one_the_sdk_retrieves():
     from sagemaker.core import common_utils, image_uris
 

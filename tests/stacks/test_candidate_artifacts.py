@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import botocore.session
+import pytest
 
 from optigate.rehearse.asl import iter_states
 from optigate.rehearse.gate_layout import gate_layout
@@ -89,6 +90,9 @@ def candidate_problems(definition: dict[str, Any]) -> list[str]:
     return problems
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_every_optimized_candidate_is_one_container_from_job_to_package(example_app):
     checked = {}
     for stack, template in example_app.templates.items():
@@ -117,6 +121,8 @@ def test_every_optimization_config_names_the_candidate_models_image(example_app)
     assert [c["ModelQuantizationConfig"]["Image"] for c in job["Parameters"]["OptimizationConfigs"]] == [image]
 
 
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_a_candidate_that_loses_its_image_or_head_is_reported():
     """The seeded mistakes of issue 13 item 3: the image the job recommends, a job on its default image, a
     package that records another container, and an EAGLE-3 head left in the baseline's prefix."""

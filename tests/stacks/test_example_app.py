@@ -75,6 +75,9 @@ def test_a_too_short_reason_is_refused():
         acknowledge(Stack(App(), "S"), "AwsSolutions-IAM5", "x" * (MIN_REASON_LENGTH - 1))
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 @pytest.mark.parametrize("stack", sorted(EXPECTED_STACKS))
 def test_template_passes_cfn_lint_with_zero_errors(example_app, stack):
     from cfnlint.api import ManualArgs, lint
@@ -108,6 +111,9 @@ def test_every_streaming_invoke_grant_also_allows_invoke_endpoint(example_app):
     assert streaming  # the benchmark workers and the evaluation stream
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_every_state_machine_of_every_stack_passes_statelint(example_app, tmp_path):
     """Every definition (gate, benchmark fleet, evaluation), not only the gate's."""
     from optigate.rehearse.template import placeholder_definition, state_machines
@@ -340,7 +346,8 @@ def test_research_gate_quantizes_and_chat_gate_trains_an_eagle_head_from_its_cap
     assert '"DescribeOptimizedModel":' in chat and '"StageTrainedHead":' in chat
 
 
-@pytest.mark.parametrize("which", ["example_app", "stage_templates"])
+# The pipeline's assembly takes half a minute to synthesize: its variant runs in the full suite only.
+@pytest.mark.parametrize("which", ["example_app", pytest.param("stage_templates", marks=pytest.mark.slow)])
 def test_every_optimization_job_sends_the_stopping_condition_keys_the_sdk_sends(which, request):
     """The template rule SFN-OptimizationStoppingCondition over every template of the example app and of the
     pipeline's stages: each CreateOptimizationJob's StoppingCondition has the keys the SageMaker SDK's optimize()

@@ -11,6 +11,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +52,7 @@ def test_cdk_json_sets_every_recommended_flag_as_the_app_does():
     assert context == FEATURE_FLAGS
 
 
+@pytest.mark.slow
 def test_the_app_runs_with_cdk_json_flags():
     from optigate.stacks.app import build_app
 

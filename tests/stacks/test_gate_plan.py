@@ -89,6 +89,7 @@ def _fleet_shards(template: dict[str, Any]) -> set[int]:
     return shards
 
 
+@pytest.mark.slow
 def test_the_state_machines_carry_the_plan(plans, stage_templates):
     from optigate import naming
     from optigate.rehearse.template import resources_of_type

@@ -47,26 +47,33 @@ def _open(findings: list[Finding]) -> list[str]:
 # --------------------------------------------------------------------------- every synthesized template
 
 
+@pytest.mark.slow
 def test_the_assemblies_hold_every_stack(app_stacks, pipeline_stacks):
     assert len(app_stacks) == 9
     names = {s.name for s in pipeline_stacks}
     assert {s.name for s in app_stacks} < names and {"optigate-platform", "optigate-pipeline-chat"} <= names
 
 
-@pytest.mark.parametrize("which", ["app_stacks", "pipeline_stacks"])
+# The pipeline's assembly takes half a minute to synthesize: its variant runs in the full suite only.
+@pytest.mark.parametrize("which", ["app_stacks", pytest.param("pipeline_stacks", marks=pytest.mark.slow)])
 def test_every_policy_action_exists(which, request):
     stacks = request.getfixturevalue(which)
     findings = [str(f) for stack in stacks for f in unknown_actions(stack)]
     assert findings == []
 
 
-@pytest.mark.parametrize("which", ["app_stacks", "pipeline_stacks"])
+# A template check: slow; kept by --fast over the example app (tests/tiers.py), over the pipeline's assembly (half a
+# minute to synthesize) in the full suite only.
+@pytest.mark.parametrize("which", [pytest.param("app_stacks", marks=[pytest.mark.slow, pytest.mark.fast_tier]), pytest.param("pipeline_stacks", marks=pytest.mark.slow)])
 def test_every_sdk_call_is_permitted(which, request):
     stacks = request.getfixturevalue(which)
     findings = [line for stack in stacks for line in _open(unpermitted_calls(stack))]
     assert findings == []
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_the_last_proof_read_is_the_only_unresolved_one_and_is_granted(app_stacks):
     unresolved = {
         (f.where.split("/")[-1], f.action)

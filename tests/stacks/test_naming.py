@@ -312,6 +312,7 @@ def _gated_stacks(long_app):
                 yield team, environment, account, region, template
 
 
+@pytest.mark.slow
 def test_the_long_names_synthesize_in_every_environment(long_app):
     expected = {
         naming.stack_name(environment, team) for environment, *_ in _environments() for team in LONG_TEAMS.values()
@@ -323,6 +324,7 @@ def test_the_long_names_synthesize_in_every_environment(long_app):
     )  # shortened
 
 
+@pytest.mark.slow
 def test_explicit_names_fit_and_are_unique_across_stacks(long_app):
     properties = {
         "AWS::SageMaker::Endpoint": "EndpointName",
@@ -347,6 +349,7 @@ def test_explicit_names_fit_and_are_unique_across_stacks(long_app):
                 assert seen.setdefault((key, name), stack) == stack, f"{name} in {stack} and {seen[(key, name)]}"
 
 
+@pytest.mark.slow
 def test_the_gate_uses_the_names_naming_gives(long_app):
     for team, environment, account, region, template in _gated_stacks(long_app):
         definition = _definition(template, naming.gate_state_machine_name(team, environment), region, account)

@@ -29,7 +29,8 @@ def _optimized(stacks: list[Stack]) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("which", ["app_stacks", "pipeline_stacks"])
+# The pipeline's assembly takes half a minute to synthesize: its variant runs in the full suite only.
+@pytest.mark.parametrize("which", ["app_stacks", pytest.param("pipeline_stacks", marks=pytest.mark.slow)])
 def test_every_optimized_sagemaker_task_sends_only_listed_parameters(which, request):
     stacks = request.getfixturevalue(which)
     # The evaluation's createProcessingJob.sync exists only as an optimized integration: the check is not vacuous.

@@ -223,6 +223,9 @@ def _definitions(templates: dict[str, dict]) -> dict[str, dict]:
     }
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_a_bypassed_guard_of_a_real_gate_is_reported(example_app):
     """The check is live on the synthesized definitions: route each Choice's Default around a rule that
     tests `IsPresent: true` and the states behind it read unguarded; some of them must be reported."""
@@ -271,6 +274,7 @@ def test_no_state_machine_of_the_example_app_reads_an_optional_member_unguarded(
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_no_state_machine_of_the_pipeline_stages_reads_an_optional_member_unguarded(pipeline_stages):
     definitions = _definitions(pipeline_stages)
     assert definitions

@@ -9,9 +9,13 @@ import shutil
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.conftest import CONFIG, REPO, resources_of
+
+# Every test here reads the pipeline's assembly (half a minute to synthesize): the slow tier (tests/tiers.py).
+pytestmark = pytest.mark.slow
 
 ENVIRONMENTS = yaml.safe_load((CONFIG / "environments.yaml").read_text())
 PIPELINE_ACCOUNT = ENVIRONMENTS["pipeline"]["account"]
@@ -260,6 +264,9 @@ def test_the_synth_steps_install_what_the_check_needs_and_no_test_kit(assembly):
     assert [r for r in extras["check"] if r.startswith("cfn-lint")] and "optigate[check]" in extras["dev"]
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_every_template_passes_cfn_lint(assembly, stage_templates):
     from cfnlint.api import ManualArgs, lint
 

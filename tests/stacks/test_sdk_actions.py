@@ -28,7 +28,8 @@ def _actions(stacks: list[Stack]) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("which", ["app_stacks", "pipeline_stacks"])
+# The pipeline's assembly takes half a minute to synthesize: its variant runs in the full suite only.
+@pytest.mark.parametrize("which", ["app_stacks", pytest.param("pipeline_stacks", marks=pytest.mark.slow)])
 def test_every_sdk_integration_of_every_state_machine_is_supported(which, request):
     stacks = request.getfixturevalue(which)
     assert _actions(stacks)  # the gates call SageMaker through the SDK integration: the check is not vacuous
@@ -41,6 +42,7 @@ def test_the_example_app_exercises_the_cross_check(app_stacks):
     assert any(r["Type"] == "AWS::SageMaker::AIWorkloadConfig" for r in research.template["Resources"].values())
 
 
+@pytest.mark.slow
 def test_the_list_names_exactly_what_the_state_machines_call(app_stacks, pipeline_stacks):
     """No stale entry: every supported action on the list is called by some state machine of the example
     project (an entry nothing uses would keep an unchecked claim alive)."""

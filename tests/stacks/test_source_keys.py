@@ -110,6 +110,9 @@ def test_a_source_key_is_only_decrypted_and_only_through_s3_in_its_region(keyed)
                 assert statement["Condition"] == VIA_S3, (stack, role, statement)
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 @pytest.mark.parametrize("stack", ["optigate-prod-support", "optigate-prod-research"])
 def test_the_keyed_templates_pass_cfn_lint(keyed, stack):
     from cfnlint.api import ManualArgs, lint

@@ -15,6 +15,9 @@ import pytest
 
 from tests.conftest import CONFIG, resources_of
 
+# Every test here synthesizes a team's pipeline (tens of seconds): the slow tier (tests/tiers.py).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 TEAMS = ("chat", "research", "support")
 
@@ -74,6 +77,7 @@ def _synth(config: Path, outdir: Path, context: dict[str, str]) -> subprocess.Co
     )
 
 
+@pytest.mark.slow
 def test_a_broken_team_file_fails_its_own_synth_in_one_line_at_its_file_and_line(broken_research, tmp_path):
     done = _synth(broken_research, tmp_path / "out", {"pipeline": "true", "team": "research"})
     assert done.returncode == 1
@@ -83,6 +87,7 @@ def test_a_broken_team_file_fails_its_own_synth_in_one_line_at_its_file_and_line
     assert not (tmp_path / "out" / "manifest.json").exists()
 
 
+@pytest.mark.slow
 def test_another_team_synthesizes_its_pipeline_beside_a_broken_file(broken_research, tmp_path):
     done = _synth(broken_research, tmp_path / "out", {"pipeline": "true", "team": "chat"})
     assert done.returncode == 0, done.stderr[-3000:]
@@ -97,6 +102,7 @@ def test_another_team_synthesizes_its_pipeline_beside_a_broken_file(broken_resea
     assert sorted(p.name for p in (tmp_path / "app").glob("*.template.json")) == ["optigate-dev-chat.template.json"]
 
 
+@pytest.mark.slow
 def test_an_unknown_team_is_refused_with_the_known_ones(tmp_path):
     done = _synth(CONFIG, tmp_path / "out", {"team": "chatt"})
     assert done.returncode == 1 and "did you mean 'chat'?" in done.stderr

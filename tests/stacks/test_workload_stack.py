@@ -73,6 +73,9 @@ def _granting(statements: list[dict[str, Any]], action: str) -> list[dict[str, A
     return [s for s in statements if action in actions(s)]
 
 
+# A template check: slow, and kept by --fast (tests/tiers.py).
+@pytest.mark.slow
+@pytest.mark.fast_tier
 def test_the_iam_rules_find_nothing(stacks):
     findings = [
         str(f)

@@ -142,6 +142,7 @@ def test_every_check_name_has_its_words_in_the_order_checks_were_listed():
     assert list(WORDS) == list(CheckName)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("consumer", ["bench", "gate", "evaluation"])
 def test_each_consumer_gives_the_verdicts_it_gave_before_the_judge(consumer):
     found = json.loads(json.dumps(getattr(verdict_scenarios, f"{consumer}_verdicts")()))

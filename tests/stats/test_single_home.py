@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import optigate
 
 PACKAGE = Path(optigate.__file__).resolve().parent
@@ -71,6 +73,7 @@ def _imports_stats(path: Path) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_no_module_but_stats_resamples():
     offences = [offence for path in _modules() for offence in _offences(path)]
     assert offences == []
