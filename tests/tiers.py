@@ -206,8 +206,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-#: The property tests that set no `max_examples` of their own run hypothesis's default in the full suite and this many in
-#: the fast tier.
+#: The property tests that set no `max_examples` of their own run hypothesis's default in the full suite and this
+#: many in the fast tier.
 FAST_TIER_EXAMPLES = 10
 
 

@@ -3,12 +3,13 @@ timed-out request, a cancelled benchmark) are routine and must neither fill its 
 
 from __future__ import annotations
 
-import pytest
 import json
 import socket
 import struct
 import time
 import urllib.request
+
+import pytest
 
 from optigate.emulator.process import emulator_process
 

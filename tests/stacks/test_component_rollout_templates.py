@@ -23,7 +23,13 @@ def _with_compute(stacks: list[Stack]) -> int:
 
 # A template check: slow; kept by --fast over the example app (tests/tiers.py), over the pipeline's assembly (half a
 # minute to synthesize) in the full suite only.
-@pytest.mark.parametrize("which", [pytest.param("app_stacks", marks=[pytest.mark.slow, pytest.mark.fast_tier]), pytest.param("pipeline_stacks", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "which",
+    [
+        pytest.param("app_stacks", marks=[pytest.mark.slow, pytest.mark.fast_tier]),
+        pytest.param("pipeline_stacks", marks=pytest.mark.slow),
+    ],
+)
 def test_every_component_with_compute_is_guarded(which, request):
     stacks = request.getfixturevalue(which)
     assert _with_compute(stacks) >= 3  # support's base in each environment: the check is not vacuous

@@ -64,7 +64,13 @@ def test_every_policy_action_exists(which, request):
 
 # A template check: slow; kept by --fast over the example app (tests/tiers.py), over the pipeline's assembly (half a
 # minute to synthesize) in the full suite only.
-@pytest.mark.parametrize("which", [pytest.param("app_stacks", marks=[pytest.mark.slow, pytest.mark.fast_tier]), pytest.param("pipeline_stacks", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "which",
+    [
+        pytest.param("app_stacks", marks=[pytest.mark.slow, pytest.mark.fast_tier]),
+        pytest.param("pipeline_stacks", marks=pytest.mark.slow),
+    ],
+)
 def test_every_sdk_call_is_permitted(which, request):
     stacks = request.getfixturevalue(which)
     findings = [line for stack in stacks for line in _open(unpermitted_calls(stack))]
