@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up from scratch if needed, lint and type-check, then run the whole test suite (what .ci/run runs).
 # `bash scripts/test.sh --fast`: the fast tier instead, every test but the slow ones and the fuzz at a small size
-# (tests/tiers.py; under 5 minutes on two quiet cores). Any other argument goes to pytest too.
+# (tests/tiers.py; 5 minutes on two quiet cores). Any other argument goes to pytest too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
