@@ -17,7 +17,7 @@ from pathlib import Path
 
 from optigate.config.models import UNQUANTIZED_WEIGHTS, TeamConfig
 from optigate.config.rules import Problem
-from optigate.config.rules.checkpoint_rules import disagreement, unreadable
+from optigate.config.rules.checkpoint_rules import local_config_readable, weights_agree
 from optigate.plan.checkpoints import weights_in_catalog, weights_of_config
 
 ASSUMED_WEIGHTS = "bf16"
@@ -56,8 +56,8 @@ class Checkpoint:
         return f"as stored: {self.weights} ({self.known_from})"
 
 
-def _local_config(team: TeamConfig, local_dir: str) -> tuple[str | None, str, Problem | None]:
-    """(weights, where read, problem) of model.local_dir's config.json."""
+def _local_config(team: TeamConfig, local_dir: str) -> tuple[str | None, str, list[Problem]]:
+    """(weights, where read, problems) of model.local_dir's config.json."""
     folder = Path(local_dir)
     if not folder.is_absolute() and team.folder is not None:
         folder = Path(team.folder) / folder
@@ -66,11 +66,11 @@ def _local_config(team: TeamConfig, local_dir: str) -> tuple[str | None, str, Pr
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         why = "no config.json" if isinstance(error, FileNotFoundError) else f"an unreadable config.json ({error})"
-        return None, str(path), unreadable(local_dir, why)
+        return None, str(path), local_config_readable(local_dir, why)
     weights = weights_of_config(config) if isinstance(config, dict) else None
     if weights is None:
-        return None, str(path), None
-    return weights, f"{path}: quantization_config / torch_dtype", None
+        return None, str(path), []
+    return weights, f"{path}: quantization_config / torch_dtype", []
 
 
 def resolve_checkpoint(team: TeamConfig) -> tuple[Checkpoint, list[Problem]]:
@@ -79,22 +79,20 @@ def resolve_checkpoint(team: TeamConfig) -> tuple[Checkpoint, list[Problem]]:
     stated = model.weights
     known: tuple[str, str] | None = None
     if model.local_dir is not None:
-        weights, where, problem = _local_config(team, model.local_dir)
-        if problem is not None:
-            return Checkpoint(stated or ASSUMED_WEIGHTS, "model.weights", stated is None), [problem]
+        weights, where, unread = _local_config(team, model.local_dir)
+        if unread:
+            return Checkpoint(stated or ASSUMED_WEIGHTS, "model.weights", stated is None), unread
         if weights is None and stated is None:
-            return Checkpoint(ASSUMED_WEIGHTS, where, True), [
-                unreadable(model.local_dir, "a quantization_config optigate has no name for")
-            ]
+            return Checkpoint(ASSUMED_WEIGHTS, where, True), local_config_readable(
+                model.local_dir, "a quantization_config optigate has no name for"
+            )
         known = (weights, where) if weights is not None else None
     elif model.source.hugging_face is not None:
         found = weights_in_catalog(model.source.hugging_face.model_id)
         if found is not None:
             known = (found[0], f"the catalog's {model.source.hugging_face.model_id}")
     if known is not None:
-        if stated is not None and stated != known[0]:
-            return Checkpoint(known[0], known[1]), [disagreement(stated, *known)]
-        return Checkpoint(*known), []
+        return Checkpoint(*known), weights_agree(stated, *known)
     if stated is not None:
         return Checkpoint(stated, "model.weights"), []
     return (
