@@ -1,4 +1,4 @@
-# Over 400 lines: one function per hardware rule with its docstring; a module of their own would move their home.
+# Over 400 lines: a function per model, hardware, engine switch and capacity rule; a split moves their home in docs.
 """Rules that need the instance catalog, the SDK's image tables or the capacity plan, registered with their IDs.
 
 They run while a team is resolved (`optigate.deployment.team.resolve_team`), on the settings that
@@ -24,19 +24,17 @@ from optigate.config.models import Serving, TeamConfig, serving_with
 from optigate.config.rules import (
     PathT,
     Problem,
-    Rule,
     architecture_fields_problems,
     check_serving,
     did_you_mean,
     quantization_problems,
-    rule,
 )
-from optigate.config.rules.registry import Found, rule_check
+from optigate.config.rules.registry import Found, RuleCheck, rule_check
 from optigate.deployment.checkpoint import SIXTEEN_BIT, Checkpoint, served_precision
 from optigate.plan import architecture, catalog, parallel
 from optigate.plan.architecture import ModelArchitecture
 from optigate.plan.catalog import Instance
-from optigate.plan.planner import Suggestion
+from optigate.plan.planner import PlanProblem, PlanResult, Suggestion
 from optigate.plan.team_plan import architecture_for, deployed_tensor_parallel
 from optigate.plan.timeouts import timeout_refusals
 from optigate.serving import images
@@ -44,25 +42,6 @@ from optigate.serving import images
 FP8_MIN_COMPUTE_CAPABILITY = 8.9  # Ada (L4, L40S) and Hopper have FP8 tensor cores
 NVFP4_MIN_COMPUTE_CAPABILITY = 10.0  # Blackwell
 FP8_INSTANCES = "ml.g6 (L4), ml.g6e (L40S) or ml.p5 (H100)"
-
-UNKNOWN_ARCHITECTURE = rule("OG108", "a named architecture is one the planner knows")
-SWITCH_READ_BY_VERSION = rule("OG315", "a typed vLLM engine switch only on an LMI version that reads it")
-SWITCH_VALUE_READ_BY_VERSION = rule("OG316", "an engine switch value only on an LMI version that has it")
-SWITCH_NEEDS_MIXTURE_OF_EXPERTS = rule("OG317", "an expert-parallel switch only for a mixture-of-experts model")
-SWITCH_NEEDS_SEVERAL_GPUS = rule("OG318", "a multi-GPU switch only where the model runs on more than one GPU")
-WEIGHTS_FIT = rule("OG321", "the weights fit the instance's accelerator memory")
-ONE_SEQUENCE_FITS = rule("OG322", "the KV cache holds one sequence of max_model_len")
-BATCH_FITS = rule("OG323", "the KV cache holds max_batch_size sequences of max_model_len")
-
-#: Every kind of planner problem (optigate.plan.PROBLEM_KINDS): the serving field it points at and the rule it
-#: breaks, or None where another rule reports it first (a length beyond the model's positions: OG109, checked
-#: before the plan, with the model's own figure).
-PLAN_PROBLEM_RULES: dict[str, tuple[str, Rule] | None] = {
-    "weights_do_not_fit": ("instance_type", WEIGHTS_FIT),
-    "kv_cannot_hold_one_sequence": ("max_model_len", ONE_SEQUENCE_FITS),
-    "max_model_len_exceeds_position_embeddings": None,
-    "batch_times_length_does_not_fit": ("max_batch_size", BATCH_FITS),
-}
 
 
 def hardware_problems(serving: Serving, path: PathT, *, has_adapters: bool, served: str | None = None) -> list[Problem]:
@@ -350,16 +329,31 @@ def architecture_problems(team: TeamConfig) -> tuple[ModelArchitecture | None, l
     """The planner's architecture for the team, or the problems that keep it from being loaded."""
     spec = team.model.architecture
     if isinstance(spec, str):
-        names = sorted(architecture.known_models())
-        if spec not in names:
-            message = (
-                f"unknown architecture '{spec}'; give a known name or the fields of the model's config.json"
-                f"{did_you_mean(spec, names)}"
-            )
-            return None, [Problem(("model", "architecture"), message, UNKNOWN_ARCHITECTURE)]
+        unknown = architecture_known(team)
+        if unknown:
+            return None, unknown
     elif architecture_fields_problems(spec):
         return None, []  # reported by the config rules
     return architecture_for(spec), []
+
+
+@rule_check("OG108", "a named architecture is one the planner knows")
+def architecture_known(team: TeamConfig) -> Iterator[Found]:
+    """`model.architecture`, when it is a name, is one the planner knows (optigate/plan/data/models.yaml, listed by
+    `optigate plan --list-models`); otherwise it gives the fields of the model's config.json.
+
+    Why: the planner sizes the weights, the KV cache and the tensor-parallel degrees from the architecture, and has
+    nothing to size an unknown name with.
+    """
+    spec = team.model.architecture
+    if isinstance(spec, str):
+        names = sorted(architecture.known_models())
+        if spec not in names:
+            yield (
+                ("model", "architecture"),
+                f"unknown architecture '{spec}'; give a known name or the fields of the model's config.json"
+                f"{did_you_mean(spec, names)}",
+            )
 
 
 @rule_check("OG109", "max_model_len is at most the model's max_position_embeddings")
@@ -393,8 +387,8 @@ def timeout_problems(downloaded_gb: float, serving: Serving, path: PathT) -> Ite
 
 def engine_switch_problems(arch: ModelArchitecture, serving: Serving, path: PathT) -> list[Problem]:
     """Typed engine options (optigate.config.lmi_options) the container version or the model cannot honour, on the
-    families that read them (the config rules refuse them on the others): first every option older containers do
-    not read, then each option's own checks in table order."""
+    families that read them (the config rules refuse them on the others), one rule function each: first every
+    option older containers do not read, then each option's own checks in table order."""
     family = serving.container.family
     read = [(name, option, value) for name, option, value in options_set(serving) if family in option.families]
     if not read:
@@ -402,45 +396,104 @@ def engine_switch_problems(arch: ModelArchitecture, serving: Serving, path: Path
     version = serving.container.version or images.default_version(family)
     if version not in images.known_versions(family):
         return []  # reported by hardware_problems
-    running = images.version_tuple(version)
-    problems = [
-        Problem(
-            (*path, name),
-            f"the vLLM of LMI {version} does not read {name}; pin container.version {version_text(option.since)} or "
-            "newer, or remove it",
-            SWITCH_READ_BY_VERSION,
-        )
-        for name, option, _ in read
-        if running < option.since
-    ]
+    problems: list[Problem] = []
+    for name, option, _ in read:
+        problems += switch_read_by_version(serving, path, name, option)
     for name, option, value in read:
-        refusal = _check_refusal(arch, serving, option, value, running, version)
-        if refusal is not None:
-            problems.append(Problem((*path, name), *refusal))
+        problems += _option_refusal(arch, serving, path, name, option, value)
     return problems
 
 
-def _check_refusal(
-    arch: ModelArchitecture, serving: Serving, option: LmiOption, value: object, running: tuple[int, ...], version: str
-) -> tuple[str, Rule] | None:
+def _option_refusal(
+    arch: ModelArchitecture, serving: Serving, path: PathT, name: str, option: LmiOption, value: object
+) -> list[Problem]:
     """The first of an option's deployment checks the settings fail (a later check presumes the earlier ones)."""
     for check in option.checks:
         if isinstance(check, ValueSince):
-            if value == check.value and option.since <= running < check.since:
-                return check.message.format(
-                    version=version, since=version_text(check.since)
-                ), SWITCH_VALUE_READ_BY_VERSION
+            refusal = switch_value_read_by_version(serving, path, name, option, value, check)
         elif isinstance(check, NeedsMixtureOfExperts):
-            if not arch.is_moe:
-                return check.message.format(model=arch.name), SWITCH_NEEDS_MIXTURE_OF_EXPERTS
+            refusal = switch_needs_mixture_of_experts(arch, path, name, check)
         elif isinstance(check, NeedsSeveralGpus):
             try:
-                tp = deployed_tensor_parallel(arch, serving, catalog.get_instance(serving.instance_type))
+                instance = catalog.get_instance(serving.instance_type)
             except KeyError:
-                return None  # an unknown instance type: reported by hardware_problems
-            if tp <= 1:
-                return check.message, SWITCH_NEEDS_SEVERAL_GPUS
-    return None
+                return []  # an unknown instance type: reported by hardware_problems
+            refusal = switch_needs_several_gpus(arch, serving, path, name, check, instance)
+        else:
+            continue
+        if refusal:
+            return refusal
+    return []
+
+
+@rule_check("OG315", "a typed vLLM engine switch only on an LMI version that reads it")
+def switch_read_by_version(serving: Serving, path: PathT, name: str, option: LmiOption) -> Iterator[Found]:
+    """A typed engine option (`optigate.config.lmi_options`) set on a family that reads it, checked one option at a
+    time, runs on a known container version (an unknown one is OG301's) at or after the first LMI version that
+    reads the option (the first of `LmiOption.names`).
+
+    Why: an older container's vLLM does not read the variable, so the endpoint would start without the setting,
+    silently; each option's versions and their source are in the option table (`LmiOption.source`).
+    """
+    family = serving.container.family
+    version = _version(serving)
+    if (
+        family in option.families
+        and version in images.known_versions(family)
+        and images.version_tuple(version) < option.since
+    ):
+        yield (
+            (*path, name),
+            f"the vLLM of LMI {version} does not read {name}; pin container.version {version_text(option.since)} or "
+            "newer, or remove it",
+        )
+
+
+@rule_check("OG316", "an engine switch value only on an LMI version that has it")
+def switch_value_read_by_version(
+    serving: Serving, path: PathT, name: str, option: LmiOption, value: object, check: ValueSince
+) -> Iterator[Found]:
+    """An option's value that a container reads only from a later LMI version than the option itself (a
+    `ValueSince` check in `optigate.config.lmi_options`) runs on that version or newer; checked once the option's
+    own version is met (OG315).
+
+    Why: the older container's vLLM does not have the value, or names it otherwise (attention_backend TRITON_ATTN:
+    the vLLM 0.10.2 of LMI 0.34.0 names it TRITON_ATTN_VLLM_V1; LMI release notes, serving/docs/lmi/release_notes.md
+    in deepjavalibrary/djl-serving); the option table holds each such value, its version and its message.
+    """
+    version = _version(serving)
+    running = images.version_tuple(version)
+    if value == check.value and option.since <= running < check.since:
+        yield (*path, name), check.message.format(version=version, since=version_text(check.since))
+
+
+@rule_check("OG317", "an expert-parallel switch only for a mixture-of-experts model")
+def switch_needs_mixture_of_experts(
+    arch: ModelArchitecture, path: PathT, name: str, check: NeedsMixtureOfExperts
+) -> Iterator[Found]:
+    """An option meaningful only for a mixture-of-experts model (a `NeedsMixtureOfExperts` check in
+    `optigate.config.lmi_options`: enable_expert_parallel) is set only for a model with expert layers.
+
+    Why: expert parallelism places whole experts of the mixture-of-experts layers on the tensor-parallel ranks
+    (https://docs.vllm.ai/en/latest/serving/expert_parallel_deployment.html); a dense model has none to place.
+    """
+    if not arch.is_moe:
+        yield (*path, name), check.message.format(model=arch.name)
+
+
+@rule_check("OG318", "a multi-GPU switch only where the model runs on more than one GPU")
+def switch_needs_several_gpus(
+    arch: ModelArchitecture, serving: Serving, path: PathT, name: str, check: NeedsSeveralGpus, instance: Instance
+) -> Iterator[Found]:
+    """An option meaningful only when the model is sharded over several accelerators (a `NeedsSeveralGpus` check in
+    `optigate.config.lmi_options`: enable_expert_parallel) is set only where the tensor-parallel degree deployed
+    (the team's, or the one optigate chooses: `optigate.plan.team_plan.deployed_tensor_parallel`) is above 1;
+    checked once the model is a mixture of experts (OG317).
+
+    Why: with one GPU every expert is on it, and expert parallelism places nothing.
+    """
+    if deployed_tensor_parallel(arch, serving, instance) <= 1:
+        yield (*path, name), check.message
 
 
 @rule_check("OG111", "an explicit tensor_parallel_degree shards the model's heads")
@@ -507,29 +560,79 @@ def suggestion_admissible(
     return admissible
 
 
-def capacity_problems(resolved_plan, serving: Serving, path: PathT) -> list[Problem]:
-    """What the capacity plan of the deployed settings refuses: weights, one sequence, or the batch.
-
-    On Neuron too: NxD Inference needs the weights and KV cache within the cores' memory (16 GB per
-    NeuronCore on Inf2/Trn1), which the plan sizes per core.
-    """
+def capacity_problems(resolved_plan: PlanResult | None, serving: Serving, path: PathT) -> list[Problem]:
+    """What the capacity plan of the deployed settings refuses (weights, one sequence, or the batch), in the order
+    the planner found it, each by its kind's rule function."""
     if resolved_plan is None:
         return []
     problems = []
     for problem in resolved_plan.problems:
         reported = PLAN_PROBLEM_RULES[problem.kind]  # a new kind of problem must be placed here (KeyError)
-        if reported is None:
-            continue
-        field_name, broken = reported
-        if getattr(serving, field_name) is None:  # derived by optigate: point at what the user chose
-            field_name = "instance_type"
-        problems.append(Problem((*path, field_name), problem.message, broken))
+        if reported is not None:
+            problems += reported(problem, serving, path)
     return problems
+
+
+def _at_chosen(serving: Serving, path: PathT, field_name: str) -> PathT:
+    """`field_name` under `path`, or instance_type when optigate derived the field: point at what the user chose."""
+    return (*path, field_name if getattr(serving, field_name) is not None else "instance_type")
+
+
+@rule_check("OG321", "the weights fit the instance's accelerator memory")
+def weights_fit(problem: PlanProblem, serving: Serving, path: PathT) -> Iterator[Found]:
+    """The capacity plan of the deployed settings (`optigate.plan`) finds room for the weights on each accelerator
+    at the deployed tensor-parallel degree: what gpu_memory_utilization leaves of its memory, less the runtime
+    reserve. Reported at `instance_type` with the planner's figures and fixes (`weights_do_not_fit`).
+
+    Why: the plan mirrors how vLLM sizes its memory at start-up (`optigate.plan.memory`); weights beyond it leave
+    no KV cache, and the endpoint would not start. On Neuron too: NxD Inference needs the weights and KV cache
+    within the cores' memory (16 GB per NeuronCore on Inf2/Trn1), which the plan sizes per core.
+    """
+    if problem.kind == "weights_do_not_fit":
+        yield _at_chosen(serving, path, "instance_type"), problem.message
+
+
+@rule_check("OG322", "the KV cache holds one sequence of max_model_len")
+def one_sequence_fits(problem: PlanProblem, serving: Serving, path: PathT) -> Iterator[Found]:
+    """The KV cache the capacity plan leaves after the weights holds one sequence of `max_model_len` tokens;
+    checked once the weights fit (OG321). Reported at `max_model_len`, or at `instance_type` when optigate derived
+    the length (`kv_cannot_hold_one_sequence`).
+
+    Why: the plan sizes the KV cache as vLLM does at start-up (`optigate.plan.memory`), and vLLM refuses to start
+    when its KV cache cannot hold one sequence of the maximum length ("The model's max seq len ... is larger than
+    the maximum number of tokens that can be stored in KV cache": vLLM PR #2163).
+    """
+    if problem.kind == "kv_cannot_hold_one_sequence":
+        yield _at_chosen(serving, path, "max_model_len"), problem.message
+
+
+@rule_check("OG323", "the KV cache holds max_batch_size sequences of max_model_len")
+def batch_fits(problem: PlanProblem, serving: Serving, path: PathT) -> Iterator[Found]:
+    """The KV cache the capacity plan leaves holds `max_batch_size` sequences of the team's typical request
+    (gate.benchmark's prompt and output tokens); checked once one sequence fits (OG322). Reported at
+    `max_batch_size`, or at `instance_type` when optigate derived the batch (`batch_times_length_does_not_fit`).
+
+    Why: a batch the KV cache cannot hold is never reached, and the endpoint would be sized and measured for a
+    concurrency it cannot serve; the planner names the batch that fits.
+    """
+    if problem.kind == "batch_times_length_does_not_fit":
+        yield _at_chosen(serving, path, "max_batch_size"), problem.message
+
+
+#: Every kind of planner problem (optigate.plan.PROBLEM_KINDS) and the rule function that reports it, or None where
+#: another rule reports it first (a length beyond the model's positions: OG109, checked before the plan, with the
+#: model's own figure).
+PLAN_PROBLEM_RULES: dict[str, RuleCheck[[PlanProblem, Serving, PathT]] | None] = {
+    "weights_do_not_fit": weights_fit,
+    "kv_cannot_hold_one_sequence": one_sequence_fits,
+    "max_model_len_exceeds_position_embeddings": None,
+    "batch_times_length_does_not_fit": batch_fits,
+}
 
 
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
 RULES = (
-    UNKNOWN_ARCHITECTURE,
+    architecture_known,
     serving_architecture_problems,
     timeout_problems,
     tensor_parallel_problems,
@@ -547,11 +650,11 @@ RULES = (
     speculation_needs_lmi_15,
     lora_needs_lmi,
     no_volume_on_instance_storage,
-    SWITCH_READ_BY_VERSION,
-    SWITCH_VALUE_READ_BY_VERSION,
-    SWITCH_NEEDS_MIXTURE_OF_EXPERTS,
-    SWITCH_NEEDS_SEVERAL_GPUS,
-    WEIGHTS_FIT,
-    ONE_SEQUENCE_FITS,
-    BATCH_FITS,
+    switch_read_by_version,
+    switch_value_read_by_version,
+    switch_needs_mixture_of_experts,
+    switch_needs_several_gpus,
+    weights_fit,
+    one_sequence_fits,
+    batch_fits,
 )

@@ -100,11 +100,13 @@ def test_a_derived_length_never_exceeds_what_the_cache_holds(tmp_path):
 
 def test_every_kind_of_planner_problem_is_placed_at_a_field_and_a_rule():
     """The planner's problems reach validate through one table; a kind missing from it would be dropped silently."""
+    from optigate.config.models import Serving
     from optigate.config.rules import REGISTRY
     from optigate.deployment.rules import PLAN_PROBLEM_RULES, serving_architecture_problems
-    from optigate.plan import PROBLEM_KINDS
+    from optigate.plan import PROBLEM_KINDS, PlanProblem
 
     assert set(PLAN_PROBLEM_RULES) == set(PROBLEM_KINDS)
+    serving = Serving(instance_type="ml.g6.2xlarge", max_model_len=8192, max_batch_size=8)
     for kind, reported in PLAN_PROBLEM_RULES.items():
         if reported is None:  # reported before the plan, by the rule that names the model's own limit
             assert (
@@ -112,5 +114,7 @@ def test_every_kind_of_planner_problem_is_placed_at_a_field_and_a_rule():
                 and serving_architecture_problems.rule.id in REGISTRY
             )
             continue
-        field_name, broken = reported
-        assert field_name in ("instance_type", "max_model_len", "max_batch_size") and REGISTRY[broken.id] is broken
+        assert REGISTRY[reported.rule.id] is reported.rule
+        (found,) = reported(PlanProblem(kind, "m"), serving, ("serving",))
+        assert found.path[1] in ("instance_type", "max_model_len", "max_batch_size") and found.rule is reported.rule
+        assert all(not reported(PlanProblem(other, "m"), serving, ()) for other in PROBLEM_KINDS if other != kind)
