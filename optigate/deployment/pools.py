@@ -14,12 +14,13 @@ derived `max_model_len` and the smallest derived batch; the pool that decides ea
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from optigate.config.models import Serving, TeamConfig
 from optigate.config.reader import format_path
-from optigate.config.rules import PathT, Problem, Severity, instance_pool_problems, rule
+from optigate.config.rules import PathT, Problem, Severity, instance_pool_problems
+from optigate.config.rules.registry import Found, rule_check
 from optigate.deployment.serving import ResolvedPool, ResolvedServing
 from optigate.plan import catalog, parallel
 from optigate.plan.architecture import ModelArchitecture
@@ -29,13 +30,6 @@ from optigate.serving import images
 SingleVariant = Callable[[TeamConfig, ModelArchitecture, Serving, PathT], tuple[ResolvedServing | None, list[Problem]]]
 
 USER_GUIDE = "https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html"
-
-POOL_STORAGE_ONE_KIND = rule("OG257", "the pools of a variant store the model on one kind of storage (NVMe or EBS)")
-POOL_AMI_ONE_VERSION = rule("OG258", "the pools of a variant run the image on one host AMI")
-NOTE_POOLS_WITH_SHADOW = rule("OG261", "instance pools beside a shadow variant are undocumented", Severity.NOTE)
-# OG262 (pools with scale_to_zero) is retired: scale_to_zero is an inference-component setting, and adapter
-# components are refused on pools (OG530, optigate.config.rules.component_rules).
-NOTE_GATE_MEASURES_PRIMARY_POOL = rule("OG263", "the gate measures the priority-1 pool only", Severity.NOTE)
 
 
 def has_pools(serving: Serving) -> bool:
@@ -74,50 +68,55 @@ def _at_pool(
     return out
 
 
-def _storage_problems(serving: Serving, path: PathT) -> list[Problem]:
-    """NVMe instance storage and EBS pools in one variant: CreateEndpointConfig fails with a KmsKeyId when any
-    variant's type has local storage (KmsKeyId, CreateEndpointConfig API reference), so EBS pools would run without
-    the team's key; VolumeSizeInGB likewise suits only EBS types. One kind of storage per variant."""
+@rule_check("OG257", "the pools of a variant store the model on one kind of storage (NVMe or EBS)")
+def pool_storage_one_kind(serving: Serving, path: PathT) -> Iterator[Found]:
+    """Every pool after the first stores the model on the same kind of storage as serving.instance_type: NVMe
+    instance storage, or EBS volumes. Checked pool by pool, once every pool's type is known.
+
+    Why: CreateEndpointConfig fails with a KmsKeyId when any variant's type has local storage (KmsKeyId,
+    CreateEndpointConfig API reference), so EBS pools would run without the team's key; VolumeSizeInGB likewise
+    suits only EBS types. One endpoint config, one kind of storage per variant.
+    """
     pools = serving.instance_pools or []
     primary = catalog.has_instance_storage(serving.instance_type)
     kind = {True: "NVMe instance storage", False: "EBS volumes"}
-    return [
-        Problem(
-            (*path, "instance_pools", index),
-            f"{pool.instance_type} stores the model on {kind[not primary]} and {serving.instance_type} on "
-            f"{kind[primary]}: one endpoint config cannot both omit KmsKeyId (required with instance storage) and "
-            "encrypt EBS volumes with the team's key; choose pools of one kind",
-            POOL_STORAGE_ONE_KIND,
-        )
-        for index, pool in enumerate(pools)
-        if index and catalog.has_instance_storage(pool.instance_type) != primary
-    ]
+    for index, pool in enumerate(pools):
+        if index and catalog.has_instance_storage(pool.instance_type) != primary:
+            yield (
+                (*path, "instance_pools", index),
+                f"{pool.instance_type} stores the model on {kind[not primary]} and {serving.instance_type} on "
+                f"{kind[primary]}: one endpoint config cannot both omit KmsKeyId (required with instance storage) and "
+                "encrypt EBS volumes with the team's key; choose pools of one kind",
+            )
 
 
-def _ami_problems(serving: Serving, path: PathT) -> list[Problem]:
-    """A variant has one InferenceAmiVersion: pools whose types need different host AMIs for the image (a CUDA 13
-    image needs the SDK's CUDA 13 AMI on the families it lists, the default AMI elsewhere) cannot share it."""
+@rule_check("OG258", "the pools of a variant run the image on one host AMI")
+def pool_ami_one_version(serving: Serving, path: PathT) -> Iterator[Found]:
+    """Every pool after the first runs the container image on the same host AMI as serving.instance_type: a CUDA 13
+    image needs the SageMaker SDK's CUDA 13 AMI on the instance families it lists, the default AMI elsewhere
+    (`optigate.serving.images.inference_ami_version`). Checked pool by pool, once every pool's type is known; not
+    for an unknown container version (OG301's).
+
+    Why: a production variant has one InferenceAmiVersion, which every pool shares.
+    """
     family = serving.container.family
     try:
         tag = images.image_tag(family, serving.container.version or images.default_version(family))
     except ValueError:
-        return []  # an unknown version: the single-instance rules report it
+        return  # an unknown version: the single-instance rules report it
     primary = images.inference_ami_version(tag, serving.instance_type)
 
     def name(ami: str | None) -> str:
         return ami or "SageMaker's default AMI"
 
-    return [
-        Problem(
-            (*path, "instance_pools", index),
-            f"{pool.instance_type} runs {tag} on {name(needed)} and {serving.instance_type} on {name(primary)} "
-            "(the SageMaker SDK's AMI rule for CUDA 13 images); a variant has one InferenceAmiVersion: choose pools "
-            "that run on the same AMI, or pin a container version both run",
-            POOL_AMI_ONE_VERSION,
-        )
-        for index, pool in enumerate(serving.instance_pools or [])
-        if index and (needed := images.inference_ami_version(tag, pool.instance_type)) != primary
-    ]
+    for index, pool in enumerate(serving.instance_pools or []):
+        if index and (needed := images.inference_ami_version(tag, pool.instance_type)) != primary:
+            yield (
+                (*path, "instance_pools", index),
+                f"{pool.instance_type} runs {tag} on {name(needed)} and {serving.instance_type} on {name(primary)} "
+                "(the SageMaker SDK's AMI rule for CUDA 13 images); a variant has one InferenceAmiVersion: choose "
+                "pools that run on the same AMI, or pin a container version both run",
+            )
 
 
 def _shared_degree(arch: ModelArchitecture, serving: Serving) -> tuple[int, str | None]:
@@ -169,7 +168,7 @@ def resolve_pooled(
             problems += _at_pool(unknown, path, index, serving)
     if problems:
         return None, problems
-    problems += _storage_problems(serving, path) + _ami_problems(serving, path)
+    problems += pool_storage_one_kind(serving, path) + pool_ami_one_version(serving, path)
     degree, degree_note = _shared_degree(arch, serving)
     shared: dict[str, object] = {"tensor_parallel_degree": degree}
 
@@ -221,43 +220,59 @@ def resolve_pooled(
 
 
 def pool_advisories(team: TeamConfig) -> list[Problem]:
-    """Combinations with pools the documentation neither allows nor forbids: said in `optigate validate`, not refused.
+    """Combinations with pools the documentation neither allows nor forbids, one rule function each: said in
+    `optigate validate`, not refused.
 
     The user guide documents pools with real-time and asynchronous endpoints, single models and inference components,
     autoscaling (scale-out on the next available type, scale-in lowest priority first) and CloudWatch metrics with an
     InstanceType dimension; the deployment-guardrails exclusions (blue/green, rolling) do not list pools. Nothing is
     said of shadow variants beside pools. Adapter components beside pools are refused (OG530).
     """
+    return [*pools_with_shadow(team), *gate_measures_primary_pool(team)]
+
+
+@rule_check("OG261", "instance pools beside a shadow variant are undocumented", Severity.NOTE)
+def pools_with_shadow(team: TeamConfig) -> Iterator[Found]:
+    """A note when a production variant with instance pools (of a shape the config rules accept) is rolled out
+    beside a shadow variant (`rollout.strategy: shadow`); the shadow variant runs on serving.instance_type only.
+
+    Why: the SageMaker user guide on instance pools documents them with real-time and asynchronous endpoints, single
+    models, inference components and autoscaling, and says nothing of shadow variants beside them: neither allowed
+    nor forbidden, so said rather than refused
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/realtime-endpoints-heterogeneous.html).
+    """
     serving = team.serving
-    if not has_pools(serving):
-        return []
-    notes: list[Problem] = []
-    where = ("serving", "instance_pools")
-    if team.rollout.strategy == "shadow":
-        notes.append(
-            Problem(
-                where,
-                "undocumented: a shadow variant beside a production variant with instance pools is not described in "
-                f"the SageMaker docs ({USER_GUIDE}); the shadow variant runs on {serving.instance_type} only",
-                NOTE_POOLS_WITH_SHADOW,
-            )
+    if has_pools(serving) and team.rollout.strategy == "shadow":
+        yield (
+            ("serving", "instance_pools"),
+            "undocumented: a shadow variant beside a production variant with instance pools is not described in "
+            f"the SageMaker docs ({USER_GUIDE}); the shadow variant runs on {serving.instance_type} only",
         )
-    if team.gate.candidate:
-        notes.append(
-            Problem(
-                where,
-                f"the gate benchmarks the candidate and its baseline twin on {serving.instance_type} (priority 1) "
-                "only; the other pools are checked by the planner, not measured",
-                NOTE_GATE_MEASURES_PRIMARY_POOL,
-            )
+
+
+# OG262 (pools with scale_to_zero) is retired: scale_to_zero is an inference-component setting, and adapter
+# components are refused on pools (OG530, optigate.config.rules.component_rules).
+@rule_check("OG263", "the gate measures the priority-1 pool only", Severity.NOTE)
+def gate_measures_primary_pool(team: TeamConfig) -> Iterator[Found]:
+    """A note when a team with instance pools (of a shape the config rules accept) has a gate candidate: the gate
+    benchmarks the candidate and its baseline twin on serving.instance_type (priority 1) only.
+
+    Why: the other pools run the same container environment and are checked by the planner, pool by pool, but not
+    measured; what the gate proves holds for the priority-1 type.
+    """
+    serving = team.serving
+    if has_pools(serving) and team.gate.candidate:
+        yield (
+            ("serving", "instance_pools"),
+            f"the gate benchmarks the candidate and its baseline twin on {serving.instance_type} (priority 1) "
+            "only; the other pools are checked by the planner, not measured",
         )
-    return notes
 
 
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
 RULES = (
-    POOL_STORAGE_ONE_KIND,
-    POOL_AMI_ONE_VERSION,
-    NOTE_POOLS_WITH_SHADOW,
-    NOTE_GATE_MEASURES_PRIMARY_POOL,
+    pool_storage_one_kind,
+    pool_ami_one_version,
+    pools_with_shadow,
+    gate_measures_primary_pool,
 )
