@@ -39,7 +39,7 @@ from optigate.config.rules import (
 )
 from optigate.config.rules.cross_file import TEAM_NAME_ONCE, component_rollout_fits_environment, unknown_team_problems
 from optigate.config.rules.registry import rule_of_model_error
-from optigate.config.rules.workload_rules import capture_replay_problems
+from optigate.config.rules.workload_rules import capture_replayable
 from optigate.config.schema_messages import expected_type, message
 from optigate.config.valid_part import Key, ValidPart, blocked_issue, data_path, held_back_issue, judge
 
@@ -307,7 +307,7 @@ def _across_files(environments: EnvironmentsFile, teams: dict[str, TeamConfig]) 
     return (
         check_overrides(environments, teams)
         + check_capture_training(environments, teams)
-        + capture_replay_problems(environments, teams)
+        + capture_replayable(environments, teams)
         + component_rollout_fits_environment(environments, teams)
     )
 

@@ -9,16 +9,16 @@ workers draw from uniformly (optigate.bench.core.workload.synthetic).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from optigate.bench.core.workload import lengths_from_percentiles
 from optigate.config.models import BenchmarkGate, LengthPercentiles, TeamConfig, split_s3_uri
-from optigate.config.rules import PathT, Problem, rule
+from optigate.config.rules.registry import Found, PathT, rule_check
 
 #: The value count a {p50, p90} distribution becomes: its quantiles at (i + 0.5) / N, drawn uniformly by the workers.
 QUANTILES = 100
-SHARED_PREFIX_FITS = rule("OG462", "a synthetic shared prefix has a length, shorter than every prompt drawn")
 SYNTHETIC: PathT = ("gate", "benchmark", "synthetic")
 
 
@@ -106,41 +106,41 @@ def length_values(lengths: int | list[int] | LengthPercentiles) -> tuple[int, ..
     return lengths_from_percentiles(lengths.p50, lengths.p90, values=QUANTILES)
 
 
-def synthetic_problems(team: TeamConfig) -> list[Problem]:
-    """A shared prefix needs a length and a share, and must be shorter than every prompt the workers may draw."""
+@rule_check("OG462", "a synthetic shared prefix has a length, shorter than every prompt drawn")
+def shared_prefix_fits(team: TeamConfig) -> Iterator[Found]:
+    """A shared prefix in `gate.benchmark.synthetic` has both a share of requests (`shared_prefix_pct`) and a length
+    (`prefix_tokens`), and is shorter than every prompt the workers may draw (`synthetic.prompt_tokens`, else
+    `gate.benchmark.prompt_tokens`; for {p50, p90} the shortest of its quantiles).
+
+    Why: a prefixed request is the prefix plus its own text, `prompt_tokens` counting the whole prompt, so the
+    workers' synthetic workload (optigate.bench.core.workload.synthetic) refuses a share without a length, or a
+    prefix as long as the shortest prompt; a length without a share has no effect.
+    """
     benchmark = team.gate.benchmark
     synthetic = benchmark.synthetic
     if synthetic is None:
-        return []
+        return
     if synthetic.shared_prefix_pct > 0 and synthetic.prefix_tokens == 0:
-        return [
-            Problem(
-                (*SYNTHETIC, "prefix_tokens"),
-                f"{synthetic.shared_prefix_pct:g} % of requests share a prefix, but prefix_tokens is 0: say how long "
-                "the common prefix is (e.g. a system prompt's tokens)",
-                SHARED_PREFIX_FITS,
-            )
-        ]
+        yield (
+            (*SYNTHETIC, "prefix_tokens"),
+            f"{synthetic.shared_prefix_pct:g} % of requests share a prefix, but prefix_tokens is 0: say how long "
+            "the common prefix is (e.g. a system prompt's tokens)",
+        )
+        return
     if synthetic.prefix_tokens > 0 and synthetic.shared_prefix_pct == 0:
-        return [
-            Problem(
-                (*SYNTHETIC, "shared_prefix_pct"),
-                "a prefix length without a share of requests that use it has no effect: set shared_prefix_pct",
-                SHARED_PREFIX_FITS,
-            )
-        ]
+        yield (
+            (*SYNTHETIC, "shared_prefix_pct"),
+            "a prefix length without a share of requests that use it has no effect: set shared_prefix_pct",
+        )
+        return
     prompts = synthetic.prompt_tokens if synthetic.prompt_tokens is not None else benchmark.prompt_tokens
     shortest = min(length_values(prompts))
     if 0 < shortest <= synthetic.prefix_tokens:
-        return [
-            Problem(
-                (*SYNTHETIC, "prefix_tokens"),
-                f"the shared prefix ({synthetic.prefix_tokens:,} tokens) must be shorter than every prompt drawn "
-                f"(the shortest is {shortest:,}): a request is its prefix plus its own text",
-                SHARED_PREFIX_FITS,
-            )
-        ]
-    return []
+        yield (
+            (*SYNTHETIC, "prefix_tokens"),
+            f"the shared prefix ({synthetic.prefix_tokens:,} tokens) must be shorter than every prompt drawn "
+            f"(the shortest is {shortest:,}): a request is its prefix plus its own text",
+        )
 
 
 def resolve_capture(benchmark: BenchmarkGate, region: str) -> CapturePlan | None:
@@ -172,4 +172,4 @@ def resolve_synthetic(benchmark: BenchmarkGate) -> SyntheticPlan | None:
 
 
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
-RULES = (SHARED_PREFIX_FITS,)
+RULES = (shared_prefix_fits,)

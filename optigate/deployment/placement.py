@@ -21,21 +21,14 @@ that copy count cannot start; whether SageMaker then waits, fails or rolls back 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from optigate.config.models import EnvironmentOverrides, TeamConfig
 from optigate.config.rolling_update import rolling_batch_percent
-from optigate.config.rules import PathT, Problem, Rule, Severity, rule
+from optigate.config.rules.registry import Found, PathT, Problem, Severity, rule_check
 from optigate.plan.catalog import Instance
 from optigate.plan.cost import CostBasis, cost_per_month
-
-COPIES_FIT_INSTANCES = rule(
-    "OG533", "the base component's copies fit the endpoint's instances at creation and at autoscaling's maximum"
-)
-ROLLING_BATCH_HAS_ROOM = rule(
-    "OG534", "a rolling update of the base component finds free accelerators for its batch", Severity.NOTE
-)
 
 
 @dataclass(frozen=True)
@@ -110,72 +103,6 @@ class CopyPlacement:
             )
         return f"{self.instance_count} × {self.instance_type} ({fit}; fixed: no managed instance scaling)"
 
-    def findings(self) -> list[tuple[str, Rule, str]]:
-        """(the key to change, the rule, the message) for each copy count the instances cannot place; with managed
-        instance scaling none (the instances follow the copies, MaxInstanceCount leaves room for a batch)."""
-        if self.managed:
-            return []
-        found: list[tuple[str, Rule, str]] = []
-        cap = self.capacity(self.instance_count)
-        unit = _gpus(self.accelerators_per_copy).split(" ", 1)[1]
-        held = (
-            f"{self.instance_count} × {self.instance_type} ({_gpus(self.accelerators_per_instance)} each) hold "
-            f"{cap} cop{'y' if cap == 1 else 'ies'} of {self.accelerators_per_copy} {unit}"
-        )
-        fixes = (
-            "set serving.autoscaling.managed_instance_scaling: true (instances follow the copies: {need} for the "
-            f"copies packed, MaxInstanceCount {self.managed_max_instances} for a rolling batch and spread copies)"
-        )
-        if self.initial_copies > cap:
-            need = self.instances_for(self.initial_copies)
-            return [
-                (
-                    "min_capacity",
-                    COPIES_FIT_INSTANCES,
-                    f"the base component starts with {self.initial_copies} copies and {held}: it cannot be created "
-                    f"(its copies stay pending); {fixes.format(need=need)}, raise serving.instance_count to {need}, "
-                    f"or lower min_capacity to {cap}",
-                )
-            ]
-        if self.max_copies > cap:
-            need = self.instances_for(self.max_copies)
-            pending = f"{cap + 1}-{self.max_copies}" if self.max_copies > cap + 1 else f"{self.max_copies}"
-            found.append(
-                (
-                    "max_capacity",
-                    COPIES_FIT_INSTANCES,
-                    f"autoscaling may ask for {self.max_copies} copies and {held}: copies {pending} would stay "
-                    f"pending forever (managed instance scaling is off, so no instance is added for them); "
-                    f"{fixes.format(need=need)}, raise serving.instance_count to {need}, or lower max_capacity to "
-                    f"{cap}",
-                )
-            )
-        counts = [(self.initial_copies, "at creation", "instance_count")]
-        if self.max_copies != self.initial_copies and self.max_copies <= cap:
-            counts.append((self.max_copies, "at autoscaling's maximum", "max_capacity"))
-        for copies, where, key in counts:
-            batch = self.batch_copies(copies)
-            free = cap - copies
-            if batch <= free:
-                continue
-            need = self.instances_for(copies + batch)
-            room_left = "no room for another copy" if free <= 0 else f"room for {_copies(free)} more"
-            room = self.most_copies_with_room(cap)
-            keep = f", or keep max_capacity at {room}" if key == "max_capacity" and room >= self.initial_copies else ""
-            found.append(
-                (
-                    key,
-                    ROLLING_BATCH_HAS_ROOM,
-                    f"a rolling update of the base component (a new model, image or environment: a promotion) "
-                    f"provisions a batch of {_copies(batch)} ({self.batch_percent}% of {copies}) before it removes "
-                    f"old ones, and at {_copies(copies)} ({where}) {self.instance_count} × {self.instance_type} "
-                    f"({_gpus(self.accelerators_per_instance)} each) have {room_left}: the update "
-                    f"cannot start; {fixes.format(need=need)}, or raise serving.instance_count to {need}{keep}",
-                )
-            )
-            break
-        return found
-
 
 def _range(low: int, high: int) -> str:
     return str(low) if low == high else f"{low}-{high}"
@@ -187,6 +114,99 @@ def _copies(count: int) -> str:
 
 def _gpus(count: int) -> str:
     return f"{count} GPU" if count == 1 else f"{count} GPUs"
+
+
+def _managed_fix(placed: CopyPlacement, need: int) -> str:
+    """A finding's first fix: managed instance scaling, `need` the instances the copies need, packed."""
+    return (
+        f"set serving.autoscaling.managed_instance_scaling: true (instances follow the copies: {need} for the "
+        f"copies packed, MaxInstanceCount {placed.managed_max_instances} for a rolling batch and spread copies)"
+    )
+
+
+@rule_check(
+    "OG533", "the base component's copies fit the endpoint's instances at creation and at autoscaling's maximum"
+)
+def copies_fit_instances(placed: CopyPlacement | None, path_of: Callable[[str], PathT]) -> Iterator[Found]:
+    """Without managed instance scaling, an adapter team's base copies fit the variant's fixed instances
+    (`accelerators per instance // per copy` copies each, a copy never spanning two): at creation (`CopyCount`, the
+    minimum's copies, at least one) and at autoscaling's maximum; reported at the YAML path `path_of(key)` gives
+    for the key to change (min_capacity or max_capacity).
+
+    Why: each copy reserves `tensor_parallel_degree` accelerators (NumberOfAcceleratorDevicesRequired), and without
+    ProductionVariant ManagedInstanceScaling the variant keeps its InitialInstanceCount, so copies beyond what its
+    instances hold stay pending: at creation the component cannot be created, at the maximum they never run. With
+    managed instance scaling the instances follow the copies (API reference: ProductionVariantManagedInstanceScaling;
+    docs/inference-components.md).
+    """
+    if placed is None or placed.managed:
+        return
+    cap = placed.capacity(placed.instance_count)
+    unit = _gpus(placed.accelerators_per_copy).split(" ", 1)[1]
+    held = (
+        f"{placed.instance_count} × {placed.instance_type} ({_gpus(placed.accelerators_per_instance)} each) hold "
+        f"{cap} cop{'y' if cap == 1 else 'ies'} of {placed.accelerators_per_copy} {unit}"
+    )
+    if placed.initial_copies > cap:
+        need = placed.instances_for(placed.initial_copies)
+        yield (
+            path_of("min_capacity"),
+            f"the base component starts with {placed.initial_copies} copies and {held}: it cannot be created "
+            f"(its copies stay pending); {_managed_fix(placed, need)}, raise serving.instance_count to {need}, "
+            f"or lower min_capacity to {cap}",
+        )
+        return
+    if placed.max_copies > cap:
+        need = placed.instances_for(placed.max_copies)
+        pending = f"{cap + 1}-{placed.max_copies}" if placed.max_copies > cap + 1 else f"{placed.max_copies}"
+        yield (
+            path_of("max_capacity"),
+            f"autoscaling may ask for {placed.max_copies} copies and {held}: copies {pending} would stay "
+            f"pending forever (managed instance scaling is off, so no instance is added for them); "
+            f"{_managed_fix(placed, need)}, raise serving.instance_count to {need}, or lower max_capacity to "
+            f"{cap}",
+        )
+
+
+@rule_check("OG534", "a rolling update of the base component finds free accelerators for its batch", Severity.NOTE)
+def rolling_batch_has_room(placed: CopyPlacement | None, path_of: Callable[[str], PathT]) -> Iterator[Found]:
+    """Without managed instance scaling, a rolling update of an adapter team's base component finds free
+    accelerators on the fixed instances for its first batch (a share of the copies, at least one): at creation's
+    copies, else at autoscaling's maximum when the instances hold it; noted once, at the YAML path `path_of(key)`
+    gives for the key to change. Not checked when the copies at creation do not fit (OG533).
+
+    Why: a rolling update (a new model, image or environment: a promotion) provisions each batch's copies before it
+    removes the old ones: "For each step, SageMaker AI provisions capacity on the new endpoint fleet, routes traffic
+    to that fleet, and terminates capacity on the old endpoint fleet" (InferenceComponentRollingUpdatePolicy,
+    MaximumBatchSize, API reference). An update at a copy count without room cannot start; whether SageMaker then
+    waits, fails or rolls back is not documented, so this is a note.
+    """
+    if placed is None or placed.managed:
+        return
+    cap = placed.capacity(placed.instance_count)
+    if placed.initial_copies > cap:
+        return
+    counts = [(placed.initial_copies, "at creation", "instance_count")]
+    if placed.max_copies != placed.initial_copies and placed.max_copies <= cap:
+        counts.append((placed.max_copies, "at autoscaling's maximum", "max_capacity"))
+    for copies, where, key in counts:
+        batch = placed.batch_copies(copies)
+        free = cap - copies
+        if batch <= free:
+            continue
+        need = placed.instances_for(copies + batch)
+        room_left = "no room for another copy" if free <= 0 else f"room for {_copies(free)} more"
+        room = placed.most_copies_with_room(cap)
+        keep = f", or keep max_capacity at {room}" if key == "max_capacity" and room >= placed.initial_copies else ""
+        yield (
+            path_of(key),
+            f"a rolling update of the base component (a new model, image or environment: a promotion) "
+            f"provisions a batch of {_copies(batch)} ({placed.batch_percent}% of {copies}) before it removes "
+            f"old ones, and at {_copies(copies)} ({where}) {placed.instance_count} × {placed.instance_type} "
+            f"({_gpus(placed.accelerators_per_instance)} each) have {room_left}: the update "
+            f"cannot start; {_managed_fix(placed, need)}, or raise serving.instance_count to {need}{keep}",
+        )
+        return
 
 
 def copy_placement(
@@ -222,11 +242,9 @@ def copy_placement(
     )
 
 
-def placement_problems(placement: CopyPlacement | None, path_of: Callable[[str], PathT]) -> list[Problem]:
-    """OG533 and OG534 at the YAML path `path_of(key)` gives for the key to change."""
-    if placement is None:
-        return []
-    return [Problem(path_of(key), message, broken) for key, broken, message in placement.findings()]
+def placement_problems(placed: CopyPlacement | None, path_of: Callable[[str], PathT]) -> list[Problem]:
+    """OG533 and OG534, one rule function each, at the YAML path `path_of(key)` gives for the key to change."""
+    return copies_fit_instances(placed, path_of) + rolling_batch_has_room(placed, path_of)
 
 
 def team_file_path(team: TeamConfig) -> Callable[[str], PathT]:
@@ -354,6 +372,6 @@ def _without_autoscaling(team: TeamConfig) -> TeamConfig:
 
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
 RULES = (
-    COPIES_FIT_INSTANCES,
-    ROLLING_BATCH_HAS_ROOM,
+    copies_fit_instances,
+    rolling_batch_has_room,
 )

@@ -15,10 +15,11 @@ from optigate import naming
 from optigate.config.loader import ConfigError, ConfigIssue, Project, load_project, load_team, team_file
 from optigate.config.models import Environment
 from optigate.config.reader import format_path, read_yaml
-from optigate.config.rules import Severity
+from optigate.config.rules import PathT
 from optigate.config.rules.cross_file import RESOURCE_NAMES_DISTINCT
 from optigate.deployment.all_rules import acknowledgement_problems
 from optigate.deployment.environment import Deployment, deploy
+from optigate.deployment.placement import copies_fit_instances
 from optigate.deployment.team import ResolvedTeam, resolve_team
 from optigate.promote.lock import read_lock
 
@@ -117,6 +118,11 @@ def _name_clashes(project: Project) -> list[ConfigIssue]:
 _OVERRIDE_OF = {"max_capacity": "autoscaling_max_capacity", "instance_count": "instance_count"}
 
 
+def _key(key: str) -> PathT:
+    """Where a placement finding is reported here: at the key it names (its override's path is found from it)."""
+    return (key,)
+
+
 def _override_placement_issues(
     config_dir: str | Path, project: Project, teams: dict[str, ResolvedTeam]
 ) -> list[ConfigIssue]:
@@ -131,10 +137,9 @@ def _override_placement_issues(
             if resolved_team.baseline is None or not resolved_team.team.adapters:
                 continue
             deployment = deploy(resolved_team, environment)
-            copies = deployment.placement.copies
-            for key, broken, message in copies.findings() if copies is not None else []:
-                override = _OVERRIDE_OF.get(key)
-                if broken.severity is not Severity.REFUSAL or override is None:
+            for found in copies_fit_instances(deployment.placement.copies, _key):
+                override = _OVERRIDE_OF.get(str(found.path[0]))
+                if override is None:
                     continue
                 own = environment.teams.get(name)
                 if own is not None and getattr(own, override) is not None:
@@ -144,8 +149,10 @@ def _override_placement_issues(
                 else:
                     continue  # the team file's own values: reported at the team file
                 document = document or read_yaml(path)
-                text = f"team {name} in {environment.name}: {message}"
-                issues.append(ConfigIssue(document.file, document.line_of(where), format_path(where), text, broken.id))
+                text = f"team {name} in {environment.name}: {found.message}"
+                issues.append(
+                    ConfigIssue(document.file, document.line_of(where), format_path(where), text, found.rule_id)
+                )
     return issues
 
 

@@ -34,7 +34,7 @@ from optigate.deployment.adapter_archive import (
     BaseArchitecture,
 )
 from optigate.deployment.checkpoint import Checkpoint, resolve_checkpoint, served_precision
-from optigate.deployment.gate_workload import synthetic_problems
+from optigate.deployment.gate_workload import shared_prefix_fits
 from optigate.deployment.serving import ResolvedServing, resolve_serving
 from optigate.plan import catalog
 from optigate.plan.architecture import ModelArchitecture, builtin_entries
@@ -357,13 +357,13 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
         shadow_own = team.rollout.shadow.candidate if team.rollout.shadow is not None else {}
         problems += candidates_own(shadow_problems, problems, shadow_own, SHADOW_CANDIDATE)
         problems += candidates_own(candidate_problems, problems, team.gate.candidate, GATE_CANDIDATE)
-        return ResolvedTeam(team, baseline, problems=tuple(problems + synthetic_problems(team)))
+        return ResolvedTeam(team, baseline, problems=tuple(problems + shared_prefix_fits(team)))
     placed = placement.copy_placement(
         team, baseline.instance, baseline.tensor_parallel_degree, team.serving.instance_count
     )
     found = placement.placement_problems(placed, placement.team_file_path(team))
     refused = [p for p in found if p.rule is not None and p.rule.severity is Severity.REFUSAL]
-    problems = refused + shadow_problems + candidate_problems + synthetic_problems(team)
+    problems = refused + shadow_problems + candidate_problems + shared_prefix_fits(team)
     advisories = pools.pool_advisories(team) + compilation.compile_advisories(team, candidate)
     advisories += [p for p in found if p not in refused]
     advisories += reference_gaps.reference_gap_notes(team, baseline, shadow, candidate, trained_head(team))

@@ -10,73 +10,92 @@ docs/inference-components.md says what each source states.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from optigate.config.models import TeamConfig
-from optigate.config.rules.registry import Problem, rule
+from optigate.config.rules.registry import Found, Problem, rule_check
 
 CFN_SCHEMA = "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sagemaker-inferencecomponent.html"
 
-ADAPTERS_ON_ONE_INSTANCE_TYPE = rule("OG530", "adapter components need an endpoint with one instance type (no pools)")
-COMPONENT_SETTINGS_NEED_ADAPTERS = rule("OG531", "inference_components only for a team serving adapters")
-SCHEDULING_NEEDS_ZONE_BALANCE = rule(
-    "OG532", "scheduling_config names availability_zone_balance (CloudFormation requires it)"
-)
-
 
 def component_problems(team: TeamConfig) -> list[Problem]:
-    problems: list[Problem] = []
+    """The inference-component rules in the order they are reported, one rule function each."""
+    return [
+        *adapters_on_one_instance_type(team),
+        *component_settings_need_adapters(team),
+        *scheduling_needs_zone_balance(team),
+    ]
+
+
+@rule_check("OG530", "adapter components need an endpoint with one instance type (no pools)")
+def adapters_on_one_instance_type(team: TeamConfig) -> Iterator[Found]:
+    """A team serving adapters gives no `instance_pools`: neither in `serving` nor in its gate's candidate (the
+    candidate's twin stages the adapters too).
+
+    Why: CreateInferenceComponent takes `Specification` or `Specifications` (one per instance type, 2-5 in the
+    CloudFormation schema); BaseInferenceComponentName, which makes a component an adapter, is accepted only on the
+    singular Specification, which CloudFormation's AWS::SageMaker::InferenceComponent schema describes as "for an
+    endpoint with a single instance type" (cfn-lint 1.58.0's schema). No AWS page documents an adapter component on
+    a variant with InstancePools, so optigate does not deploy one (docs/inference-components.md).
+    """
     if team.adapters and "instance_pools" in team.gate.candidate:  # the candidate's twin stages the adapters too
-        problems.append(
-            Problem(
-                ("gate", "candidate", "instance_pools"),
-                "a candidate of a team serving adapters runs them as adapter components, which need an endpoint "
-                "with a single instance type (BaseInferenceComponentName only in the singular Specification, "
-                f"{CFN_SCHEMA}); remove instance_pools from the candidate",
-                ADAPTERS_ON_ONE_INSTANCE_TYPE,
-            )
+        yield (
+            ("gate", "candidate", "instance_pools"),
+            "a candidate of a team serving adapters runs them as adapter components, which need an endpoint "
+            "with a single instance type (BaseInferenceComponentName only in the singular Specification, "
+            f"{CFN_SCHEMA}); remove instance_pools from the candidate",
         )
     if team.adapters and team.serving.instance_pools:
-        # CreateInferenceComponent takes `Specification` or `Specifications` (one per instance type, 2-5 in the
-        # CloudFormation schema); BaseInferenceComponentName is accepted only on the singular Specification, which
-        # that schema describes as "for an endpoint with a single instance type". No AWS page documents an adapter
-        # component on a variant with InstancePools, so optigate does not deploy one.
-        problems.append(
-            Problem(
-                ("serving", "instance_pools"),
-                "adapter components (BaseInferenceComponentName) are accepted only in an inference component's "
-                "singular Specification, which CloudFormation's AWS::SageMaker::InferenceComponent schema describes "
-                "as for an endpoint with a single instance type, and no AWS page documents adapters beside "
-                f"InstancePools ({CFN_SCHEMA}); remove instance_pools (and instance_provision_timeout_seconds) or "
-                "serve the adapters from a team of their own",
-                ADAPTERS_ON_ONE_INSTANCE_TYPE,
-            )
+        yield (
+            ("serving", "instance_pools"),
+            "adapter components (BaseInferenceComponentName) are accepted only in an inference component's "
+            "singular Specification, which CloudFormation's AWS::SageMaker::InferenceComponent schema describes "
+            "as for an endpoint with a single instance type, and no AWS page documents adapters beside "
+            f"InstancePools ({CFN_SCHEMA}); remove instance_pools (and instance_provision_timeout_seconds) or "
+            "serve the adapters from a team of their own",
         )
+
+
+@rule_check("OG531", "inference_components only for a team serving adapters")
+def component_settings_need_adapters(team: TeamConfig) -> Iterator[Found]:
+    """`inference_components` (the base component's caching and copy placement) is set only by a team serving
+    adapters.
+
+    Why: only a team serving adapters runs on inference components (the base and one per adapter); the endpoint of a
+    team without adapters is model-backed and has no component to cache or place.
+    """
+    if team.inference_components is not None and not team.adapters:
+        yield (
+            ("inference_components",),
+            "this team's endpoint is model-backed (no adapters), so it has no inference component to cache or "
+            "place; remove inference_components",
+        )
+
+
+@rule_check("OG532", "scheduling_config names availability_zone_balance (CloudFormation requires it)")
+def scheduling_needs_zone_balance(team: TeamConfig) -> Iterator[Found]:
+    """`inference_components.scheduling_config` names `availability_zone_balance` beside its placement strategy:
+    refused rather than filled in.
+
+    Why: CloudFormation's AWS::SageMaker::InferenceComponent schema (cfn-lint 1.58.0) requires both
+    PlacementStrategy and AvailabilityZoneBalance in SchedulingConfig, and aws-cdk-lib's
+    InferenceComponentSchedulingConfigProperty makes both required too; the API alone does not
+    (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InferenceComponentSchedulingConfig.html).
+    """
     settings = team.inference_components
-    if settings is not None and not team.adapters:
-        problems.append(
-            Problem(
-                ("inference_components",),
-                "this team's endpoint is model-backed (no adapters), so it has no inference component to cache or "
-                "place; remove inference_components",
-                COMPONENT_SETTINGS_NEED_ADAPTERS,
-            )
-        )
     scheduling = settings.scheduling_config if settings is not None else None
     if scheduling is not None and scheduling.availability_zone_balance is None:
-        problems.append(
-            Problem(
-                ("inference_components", "scheduling_config"),
-                "CloudFormation's AWS::SageMaker::InferenceComponent schema requires AvailabilityZoneBalance beside "
-                "PlacementStrategy in SchedulingConfig (the API alone does not); add availability_zone_balance: "
-                "{enforcement_mode: PERMISSIVE} (max_imbalance optional, SageMaker's default 0)",
-                SCHEDULING_NEEDS_ZONE_BALANCE,
-            )
+        yield (
+            ("inference_components", "scheduling_config"),
+            "CloudFormation's AWS::SageMaker::InferenceComponent schema requires AvailabilityZoneBalance beside "
+            "PlacementStrategy in SchedulingConfig (the API alone does not); add availability_zone_balance: "
+            "{enforcement_mode: PERMISSIVE} (max_imbalance optional, SageMaker's default 0)",
         )
-    return problems
 
 
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
 RULES = (
-    ADAPTERS_ON_ONE_INSTANCE_TYPE,
-    COMPONENT_SETTINGS_NEED_ADAPTERS,
-    SCHEDULING_NEEDS_ZONE_BALANCE,
+    adapters_on_one_instance_type,
+    component_settings_need_adapters,
+    scheduling_needs_zone_balance,
 )

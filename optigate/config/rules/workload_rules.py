@@ -4,21 +4,16 @@ prefix's fit in the drawn prompt lengths (OG462) needs the workload builder: opt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from optigate.config.models import PERCENTILES_ORDERED, EnvironmentsFile, TeamConfig
 from optigate.config.rules.cross_file import effective_overrides
-from optigate.config.rules.registry import PathT, Problem, rule
+from optigate.config.rules.registry import Found, PathT, Problem, rule, rule_check
 
-ONE_WORKLOAD = rule("OG460", "gate.benchmark.workload or gate.benchmark.synthetic, not both")
+# A model validator's rule (LengthPercentiles): pydantic raises it while the file is read, so no function checks it.
 PERCENTILES_IN_ORDER = rule(
     "OG461", "a length distribution's p90 is at least its p50 (model validator)", model_message=PERCENTILES_ORDERED
 )
-REPLAY_THROUGHPUT = rule("OG463", "a replayed workload asks no throughput gain (its arrival rate is the recording's)")
-CROSS_CHECK_SAME_WORKLOAD = rule(
-    "OG464", "a managed cross-check only with the one-length synthetic workload it can send"
-)
-CAPTURE_REPLAYABLE = rule("OG620", "a benchmark workload from data capture has a capture the workers read")
 
 BENCHMARK: PathT = ("gate", "benchmark")
 #: The request bodies optigate.bench.core.capture reads: LMI {inputs, parameters}, OpenAI chat (messages) and
@@ -27,46 +22,74 @@ REPLAYABLE_FORMATS = ("openai_chat", "openai_completions", "lmi")
 
 
 def workload_problems(team: TeamConfig) -> list[Problem]:
+    """The workload's rules in the order they are reported, one rule function each."""
+    return [*one_workload(team), *replay_throughput(team), *cross_check_same_workload(team)]
+
+
+@rule_check("OG460", "gate.benchmark.workload or gate.benchmark.synthetic, not both")
+def one_workload(team: TeamConfig) -> Iterator[Found]:
+    """`gate.benchmark` gives a captured workload (`workload`) or a synthetic one (`synthetic`), not both.
+
+    Why: the benchmark sends one workload, and a captured workload brings its own lengths.
+    """
     benchmark = team.gate.benchmark
-    problems: list[Problem] = []
     if benchmark.workload is not None and benchmark.synthetic is not None:
-        problems.append(
-            Problem(
-                (*BENCHMARK, "synthetic"),
-                "the benchmark sends either the captured workload or a synthetic one: remove `synthetic` (a captured "
-                "workload brings its own lengths), or `workload`",
-                ONE_WORKLOAD,
-            )
+        yield (
+            (*BENCHMARK, "synthetic"),
+            "the benchmark sends either the captured workload or a synthetic one: remove `synthetic` (a captured "
+            "workload brings its own lengths), or `workload`",
         )
+
+
+@rule_check("OG463", "a replayed workload asks no throughput gain (its arrival rate is the recording's)")
+def replay_throughput(team: TeamConfig) -> Iterator[Found]:
+    """With a replayed workload (`workload.kind: replay`), `gate.benchmark.min_throughput_gain_pct` is 0 or a
+    negative non-inferiority margin.
+
+    Why: a replay sends the recorded arrivals to both sides (one run per block on the recorded schedule), so both
+    deliver the recording's tokens/s while they keep up: a gain cannot be shown. The latency budgets judge a replay;
+    `kind: sessions` runs a closed loop at each level, where a faster candidate does deliver more.
+    """
+    benchmark = team.gate.benchmark
     if benchmark.workload is not None and benchmark.workload.kind == "replay" and benchmark.min_throughput_gain_pct > 0:
-        problems.append(
-            Problem(
-                (*BENCHMARK, "min_throughput_gain_pct"),
-                "a replay sends the recorded arrivals to both sides, so both deliver the same tokens/s while they keep "
-                f"up: a {benchmark.min_throughput_gain_pct:g} % gain cannot be shown. Set it to 0 or a negative "
-                "non-inferiority margin (e.g. -20) and judge the replay by its latency budgets, or use kind: sessions "
-                "(a closed loop at each level, where a faster candidate does deliver more)",
-                REPLAY_THROUGHPUT,
-            )
+        yield (
+            (*BENCHMARK, "min_throughput_gain_pct"),
+            "a replay sends the recorded arrivals to both sides, so both deliver the same tokens/s while they keep "
+            f"up: a {benchmark.min_throughput_gain_pct:g} % gain cannot be shown. Set it to 0 or a negative "
+            "non-inferiority margin (e.g. -20) and judge the replay by its latency budgets, or use kind: sessions "
+            "(a closed loop at each level, where a faster candidate does deliver more)",
         )
+
+
+@rule_check("OG464", "a managed cross-check only with the one-length synthetic workload it can send")
+def cross_check_same_workload(team: TeamConfig) -> Iterator[Found]:
+    """`gate.benchmark.cross_check: sagemaker` only with the default workload: no `workload` and no `synthetic`.
+
+    Why: SageMaker's managed benchmark (CreateAIBenchmarkJob, NVIDIA AIPerf) sends synthetic prompts of one
+    `prompt_tokens` and `max_new_tokens`, not a captured or varied workload; its figures would disagree with
+    optigate's because the load differs, not the measurement.
+    """
+    benchmark = team.gate.benchmark
     if benchmark.cross_check == "sagemaker" and (benchmark.workload is not None or benchmark.synthetic is not None):
-        problems.append(
-            Problem(
-                (*BENCHMARK, "cross_check"),
-                "SageMaker's managed benchmark sends synthetic prompts of one prompt_tokens and max_new_tokens, not "
-                "this workload: its figures would disagree because the load differs, not the measurement; set "
-                "cross_check: none, or benchmark with the one-length synthetic workload",
-                CROSS_CHECK_SAME_WORKLOAD,
-            )
+        yield (
+            (*BENCHMARK, "cross_check"),
+            "SageMaker's managed benchmark sends synthetic prompts of one prompt_tokens and max_new_tokens, not "
+            "this workload: its figures would disagree because the load differs, not the measurement; set "
+            "cross_check: none, or benchmark with the one-length synthetic workload",
         )
-    return problems
 
 
-def capture_replay_problems(environments: EnvironmentsFile, teams: Mapping[str, TeamConfig]) -> list[Problem]:
-    """A team whose gate benchmarks with its data capture needs, in every environment its gate runs in, a capture
-    (both capture modes are always on: optigate.constructs.data_capture) in a request format the workers read. Either
-    encryption is readable: the workers are granted kms:Decrypt of the endpoint's capture key."""
-    problems: list[Problem] = []
+@rule_check("OG620", "a benchmark workload from data capture has a capture the workers read")
+def capture_replayable(environments: EnvironmentsFile, teams: Mapping[str, TeamConfig]) -> Iterator[Found]:
+    """A team whose gate benchmarks with its data capture (`gate.benchmark.workload.from: data_capture`) has, in every
+    environment its gate runs in, a data capture in a request format the benchmark workers read (LMI
+    {inputs, parameters}, OpenAI chat or completions), environment by environment and team by team.
+
+    Why: the workers read the endpoint's own capture inside the account (optigate.bench.core.capture), and an
+    environment that captures nothing gives them nothing to send; ShareGPT is a dataset format, not a request an
+    endpoint receives. Both capture modes are always on (optigate.constructs.data_capture), and either encryption is
+    readable: the workers are granted kms:Decrypt of the endpoint's capture key.
+    """
     for index, environment in enumerate(environments.environments):
         for name, team in teams.items():
             workload = team.gate.benchmark.workload
@@ -77,33 +100,26 @@ def capture_replay_problems(environments: EnvironmentsFile, teams: Mapping[str, 
             own = environment.teams.get(name)
             where = ("teams", name) if own is not None else ("overrides",)
             if capture is None:
-                problems.append(
-                    Problem(
-                        ("environments", index, *where, "data_capture"),
-                        f"team '{name}' benchmarks its gate with its data capture, but {environment.name} captures "
-                        f"nothing: set data_capture: {{percentage: N}} for {name} in {environment.name}, or give "
-                        "gate.benchmark.workload.from an S3 URI of capture files",
-                        CAPTURE_REPLAYABLE,
-                    )
+                yield (
+                    ("environments", index, *where, "data_capture"),
+                    f"team '{name}' benchmarks its gate with its data capture, but {environment.name} captures "
+                    f"nothing: set data_capture: {{percentage: N}} for {name} in {environment.name}, or give "
+                    "gate.benchmark.workload.from an S3 URI of capture files",
                 )
             elif capture.request_format is not None and capture.request_format not in REPLAYABLE_FORMATS:
-                problems.append(
-                    Problem(
-                        ("environments", index, *where, "data_capture", "request_format"),
-                        f"team '{name}' replays its capture in {environment.name}, whose clients send "
-                        f"{capture.request_format}: the benchmark reads LMI {{inputs, parameters}} and OpenAI chat or "
-                        "completions bodies only",
-                        CAPTURE_REPLAYABLE,
-                    )
+                yield (
+                    ("environments", index, *where, "data_capture", "request_format"),
+                    f"team '{name}' replays its capture in {environment.name}, whose clients send "
+                    f"{capture.request_format}: the benchmark reads LMI {{inputs, parameters}} and OpenAI chat or "
+                    "completions bodies only",
                 )
-    return problems
 
 
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
 RULES = (
-    ONE_WORKLOAD,
+    one_workload,
     PERCENTILES_IN_ORDER,
-    REPLAY_THROUGHPUT,
-    CROSS_CHECK_SAME_WORKLOAD,
-    CAPTURE_REPLAYABLE,
+    replay_throughput,
+    cross_check_same_workload,
+    capture_replayable,
 )
