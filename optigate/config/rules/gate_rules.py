@@ -260,7 +260,6 @@ def compile_in_gate(serving: Serving, path: PathT) -> Iterator[Found]:
 def compile_family(serving: Serving, path: PathT, family: str) -> Iterator[Found]:
     """A compiled gate candidate runs a container family that reads compiled engines (`COMPILED_BY`): lmi-trtllm
     (TensorRT-LLM engines for its NVIDIA GPU) or lmi-neuronx (Neuron artifacts for Inferentia2/Trainium).
-    `family`: the candidate's container family.
 
     Why: the optimization job's LMI container picks the compiler by its features (djl-serving
     serving/docker/partition/sm_neo_dispatcher.py runs sm_neo_trt_llm_partition.py in the TensorRT-LLM container and
@@ -281,7 +280,7 @@ def compile_family(serving: Serving, path: PathT, family: str) -> Iterator[Found
 @rule_check("OG410", "compile without speculative decoding")
 def compile_without_speculation(serving: Serving, path: PathT, family: str) -> Iterator[Found]:
     """A compiled gate candidate (of a family that compiles, OG409) sets no `speculative_decoding`, its own or
-    inherited from the serving block. `family`: the candidate's container family.
+    inherited from the serving block.
 
     Why: SageMaker compiles no speculative decoding (the SageMaker Python SDK's ModelBuilder.optimize,
     sagemaker/serve/model_builder.py and sagemaker/serve/validations/optimization.py: "Compilation is not supported
@@ -306,8 +305,7 @@ def compile_without_speculation(serving: Serving, path: PathT, family: str) -> I
 @rule_check("OG411", "compile only with a quantization SageMaker compiles")
 def compile_quantization(serving: Serving, path: PathT, family: str) -> Iterator[Found]:
     """A compiled gate candidate's quantization, if any, is one SageMaker compiles into the family's engine
-    (`COMPILED_QUANTIZATIONS`): fp8 or awq on lmi-trtllm, none on lmi-neuronx. `family`: the candidate's container
-    family.
+    (`COMPILED_QUANTIZATIONS`): fp8 or awq on lmi-trtllm, none on lmi-neuronx.
 
     Why: the SageMaker Python SDK's ModelBuilder.optimize rules (sagemaker/serve/validations/optimization.py,
     TRT_CONFIGURATION: awq, fp8, smoothquant; optigate offers fp8 and awq on lmi-trtllm) compile those alone into a
@@ -333,11 +331,10 @@ def compile_quantization(serving: Serving, path: PathT, family: str) -> Iterator
 @rule_check("OG412", "a new quantization on lmi-trtllm comes with compile")
 def trtllm_quantizes_by_compiling(team: TeamConfig, serving: Serving, path: PathT, family: str) -> Iterator[Found]:
     """A gate candidate on lmi-trtllm that sets a new quantization (`gate.candidate.quantization`, other than
-    `serving.quantization`) also sets `compile: true`. `family`: the candidate's container family.
+    `serving.quantization`) also sets `compile: true`.
 
     Why: on lmi-trtllm SageMaker's optimization job quantizes by compiling a TensorRT-LLM engine (the SageMaker
-    Python SDK's ModelBuilder.optimize: "Quantization ... must be provided with Compilation"); a new quantization
-    without compile has no job that makes it.
+    Python SDK's ModelBuilder.optimize: "Quantization ... must be provided with Compilation").
     """
     if path != GATE_CANDIDATE:
         return
