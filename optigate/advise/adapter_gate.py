@@ -19,7 +19,7 @@ from optigate.advise.admission import PREREQUISITE_RULES, with_candidate
 from optigate.config.models import Adapter, TeamConfig
 from optigate.config.reader import format_path
 from optigate.config.rules import check_team
-from optigate.config.rules.gate_rules import ADAPTER_GATE_LIMITS
+from optigate.config.rules.gate_rules import adapter_gate_limits
 from optigate.deployment.gate_components import BASE, configured_mix, shares_text
 
 
@@ -104,7 +104,7 @@ def adapter_gate(team: TeamConfig, candidate: Mapping[str, Any] | None) -> Adapt
     notes += [
         "a new adapter version is a candidate too: gate.candidate.adapters: {<adapter>: s3://.../<new>.tar.gz}, "
         "proven against the version served on the same twin base (quality on that adapter's dataset, then latency)",
-        f"refused for adapter teams ({ADAPTER_GATE_LIMITS.id}, {ADAPTER_GATE_LIMITS.title}): "
+        f"refused for adapter teams ({adapter_gate_limits.rule.id}, {adapter_gate_limits.rule.title}): "
         "speculative_decoding method eagle under gate.candidate, and gate.benchmark.cross_check: sagemaker",
     ]
     block: dict[str, Any] = {}

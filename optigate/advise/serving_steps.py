@@ -17,7 +17,7 @@ from optigate.advise.findings import (
     proposal,
 )
 from optigate.config.models import NgramSpeculation, TeamConfig
-from optigate.config.rules.gate_rules import ADAPTER_GATE_LIMITS
+from optigate.config.rules.gate_rules import adapter_gate_limits
 from optigate.deployment.checkpoint import SIXTEEN_BIT
 from optigate.deployment.rules import FP8_MIN_COMPUTE_CAPABILITY
 from optigate.plan.speculation import expected_tpot_at, speculation_ceiling
@@ -276,7 +276,7 @@ def step_speculation(ctx: Context) -> Finding:
     )
     if ctx.team.adapters:
         notes += (
-            f"with adapters the gate trains no EAGLE head ({ADAPTER_GATE_LIMITS.id}: SageMaker's optimization job "
+            f"with adapters the gate trains no EAGLE head ({adapter_gate_limits.rule.id}: SageMaker's optimization job "
             "documents training for a base model alone, not the adapters' outputs); a head trained elsewhere "
             "(method: eagle3 with model) is staged like n-gram",
         )

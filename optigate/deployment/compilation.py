@@ -16,21 +16,16 @@ missing tensor_parallel_degree). https://docs.aws.amazon.com/sagemaker/latest/dg
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from optigate.config.models import TeamConfig
-from optigate.config.rules import GATE_CANDIDATE, Problem, Severity, rule
+from optigate.config.rules import GATE_CANDIDATE, Problem, Severity
+from optigate.config.rules.registry import Found, rule_check
 from optigate.deployment.serving import ResolvedServing
 
 #: The options an engine is compiled for, by container family, as optigate renders them
 #: (optigate.serving.lmi.render_environment; LMI's TensorRT-LLM and Neuron option names).
-COMPILED_ON_SERVED_FAMILY = rule("OG414", "a compiled candidate runs on the instance family the team serves")
-COMPILED_AS_SERVED = rule("OG415", "a compiled candidate has the tensor-parallel degree and length the team serves")
-NOTE_SDK_REFUSES_LLAMA_3_1_COMPILATION = rule(
-    "OG421", "the SDK (not the API) refuses compiling Llama 3.1+ on GPUs", Severity.NOTE
-)
-
 COMPILED_OPTIONS = {
     "lmi-trtllm": ("OPTION_TENSOR_PARALLEL_DEGREE", "OPTION_MAX_INPUT_LEN", "OPTION_MAX_ROLLING_BATCH_SIZE"),
     "lmi-neuronx": ("OPTION_TENSOR_PARALLEL_DEGREE", "OPTION_N_POSITIONS", "OPTION_MAX_ROLLING_BATCH_SIZE"),
@@ -63,40 +58,59 @@ def instance_family(instance_type: str) -> str:
 
 
 def compilation_problems(baseline: ResolvedServing, candidate: ResolvedServing) -> list[Problem]:
-    """A compiled candidate must be the engine the team file then serves: the team's instance family, tensor-parallel
-    degree and maximum length (a promotion deploys the package's environment on serving.instance_type)."""
+    """A compiled candidate must be the engine the team file then serves: one rule function each, in the order they
+    are reported."""
+    return [*compiled_on_served_family(baseline, candidate), *compiled_as_served(baseline, candidate)]
+
+
+@rule_check("OG414", "a compiled candidate runs on the instance family the team serves")
+def compiled_on_served_family(baseline: ResolvedServing, candidate: ResolvedServing) -> Iterator[Found]:
+    """A compiled gate candidate (`compile: true`) runs on the instance family the team serves (`ml.g6e.12xlarge`:
+    `g6e`), with its own `instance_type` or the one it inherits.
+
+    Why: an engine is built for one GPU architecture or Neuron generation ("Each engine must be compiled for a given
+    set of: GPU architecture, maximum batch size, maximum input length...":
+    https://huggingface.co/docs/text-generation-inference/backends/trtllm), and a promotion deploys the package's
+    environment on serving.instance_type.
+    """
     if not candidate.serving.compile:
-        return []
-    problems: list[Problem] = []
+        return
     here, there = baseline.serving.instance_type, candidate.serving.instance_type
     if instance_family(here) != instance_family(there):
-        problems.append(
-            Problem(
-                (*GATE_CANDIDATE, "instance_type"),
-                f"a compiled engine is pinned to the instance family it is compiled on ({instance_family(there)}: "
-                f"{candidate.instance.accelerator}), and the team serves {here} ({baseline.instance.accelerator}): a "
-                "promotion would deploy it there. Compile on the family you serve (remove instance_type from the "
-                "candidate), or move serving.instance_type first, prove that, then compile",
-                COMPILED_ON_SERVED_FAMILY,
-            )
+        yield (
+            (*GATE_CANDIDATE, "instance_type"),
+            f"a compiled engine is pinned to the instance family it is compiled on ({instance_family(there)}: "
+            f"{candidate.instance.accelerator}), and the team serves {here} ({baseline.instance.accelerator}): a "
+            "promotion would deploy it there. Compile on the family you serve (remove instance_type from the "
+            "candidate), or move serving.instance_type first, prove that, then compile",
         )
+
+
+@rule_check("OG415", "a compiled candidate has the tensor-parallel degree and length the team serves")
+def compiled_as_served(baseline: ResolvedServing, candidate: ResolvedServing) -> Iterator[Found]:
+    """A compiled gate candidate (`compile: true`) has the tensor-parallel degree and the maximum length the team
+    serves, as resolved (set, or chosen by the planner); each is reported on its own.
+
+    Why: an engine serves only the tensor-parallel degree and the maximum length it is compiled for ("Each engine
+    must be compiled for a given set of: GPU architecture, maximum batch size, maximum input length...":
+    https://huggingface.co/docs/text-generation-inference/backends/trtllm), and a promotion deploys the package's
+    environment on the team file's serving block: the engine and the serving config are one.
+    """
+    if not candidate.serving.compile:
+        return
     for what, field, ours, theirs in (
         ("tensor-parallel degree", "tensor_parallel_degree", candidate.tensor_parallel_degree,
          baseline.tensor_parallel_degree),
         ("maximum length", "max_model_len", candidate.max_model_len, baseline.max_model_len),
     ):  # fmt: skip
         if ours != theirs:
-            problems.append(
-                Problem(
-                    (*GATE_CANDIDATE, field),
-                    f"the compiled engine's {what} ({ours}) differs from the serving config's ({theirs}): an engine "
-                    f"serves only the {what} it is compiled for, so the engine and the serving config are one. Set "
-                    f"serving.{field}: {ours} and prove that first, or pin serving.{field} so both sides agree, then "
-                    "compile",
-                    COMPILED_AS_SERVED,
-                )
+            yield (
+                (*GATE_CANDIDATE, field),
+                f"the compiled engine's {what} ({ours}) differs from the serving config's ({theirs}): an engine "
+                f"serves only the {what} it is compiled for, so the engine and the serving config are one. Set "
+                f"serving.{field}: {ours} and prove that first, or pin serving.{field} so both sides agree, then "
+                "compile",
             )
-    return problems
 
 
 def recompile_note(served_compiled_for: Mapping[str, str] | None, resolved: ResolvedServing) -> str | None:
@@ -140,37 +154,38 @@ def _target(target: Mapping[str, Any]) -> str:
 SDK_LLAMA_3_PLUS = re.compile(r"llama-3[\.\-][1-9]\d*")
 
 
-def compile_advisories(team: TeamConfig, candidate: ResolvedServing | None) -> list[Problem]:
-    """What the docs neither allow nor forbid about this compilation: said by `optigate validate`, not refused.
+@rule_check("OG421", "the SDK (not the API) refuses compiling Llama 3.1+ on GPUs", Severity.NOTE)
+def compile_advisories(team: TeamConfig, candidate: ResolvedServing | None) -> Iterator[Found]:
+    """A gate candidate compiled on a GPU instance (not Neuron) whose model is Llama 3.1 or newer (`SDK_LLAMA_3_PLUS`
+    in its architecture name, or its Hugging Face or JumpStart id) is noted by `optigate validate`, not refused.
 
-    The SDK refuses compiling Llama 3.1+ on GPU instances, but the API reference states no such limit and LMI's
-    TensorRT-LLM guide lists Llama 3.1 among the architectures it compiles (trt_llm_user_guide.md): the gate runs
-    the job, and a job that fails fails the gate closed with the job's reason."""
+    Why: the SageMaker Python SDK refuses it in its own client (sagemaker/serve/model_builder.py,
+    ModelBuilder.optimize: "Compilation is not supported for models greater than Llama-3.0 with a GPU instance"), but
+    the API reference states no such limit and LMI's TensorRT-LLM guide lists Llama 3.1 among the architectures it
+    compiles (trt_llm_user_guide.md): the gate runs the job, and a job that fails fails the gate closed with the job's
+    reason.
+    """
     if candidate is None or not candidate.serving.compile or candidate.instance.is_neuron:
-        return []
+        return
     source = team.model.source
     names = [team.model.architecture if isinstance(team.model.architecture, str) else ""]
     names += [
         source.hugging_face.model_id if source.hugging_face else "",
         source.jumpstart.model_id if source.jumpstart else "",
     ]
-    if not any(SDK_LLAMA_3_PLUS.search(name.lower()) for name in names if name):
-        return []
-    return [
-        Problem(
+    if any(SDK_LLAMA_3_PLUS.search(name.lower()) for name in names if name):
+        yield (
             (*GATE_CANDIDATE, "compile"),
             "undocumented: the SageMaker Python SDK refuses compiling Llama 3.1 and newer on GPU instances in its own "
             "client ('Compilation is not supported for models greater than Llama-3.0 with a GPU instance'); the API "
             "reference states no such limit and LMI's TensorRT-LLM guide lists Llama 3.1, so the gate runs the job, "
             "and a failed compilation fails the gate with the job's reason",
-            NOTE_SDK_REFUSES_LLAMA_3_1_COMPILATION,
         )
-    ]
 
 
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
 RULES = (
-    COMPILED_ON_SERVED_FAMILY,
-    COMPILED_AS_SERVED,
-    NOTE_SDK_REFUSES_LLAMA_3_1_COMPILATION,
+    compiled_on_served_family,
+    compiled_as_served,
+    compile_advisories,
 )

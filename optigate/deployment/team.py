@@ -7,7 +7,7 @@ problems at file lines; the summary, the stacks, the gate and rehearsal read the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -22,9 +22,9 @@ from optigate.config.rules import (
     Problem,
     Severity,
     quantization_problems,
-    rule,
 )
 from optigate.config.rules.adapter_candidate_rules import candidate_adapters
+from optigate.config.rules.registry import Found, rule_check
 from optigate.config.rules.team_rules import candidates_own
 from optigate.deployment import compilation, placement, pools, reference_gaps, rules
 from optigate.deployment.adapter_archive import (
@@ -42,11 +42,6 @@ from optigate.plan.checkpoints import stored_gb
 from optigate.plan.team_plan import architecture_for
 
 SERVING: PathT = ("serving",)
-NOTE_ADAPTER_BASE_BY_ARCHITECTURE = rule(
-    "OG456",
-    "an adapter team whose model names no Hugging Face id: adapters' base is checked by its architecture only",
-    Severity.NOTE,
-)
 
 
 @dataclass(frozen=True)
@@ -132,20 +127,26 @@ def base_models(team: TeamConfig) -> tuple[str, ...]:
     return (repo,) if repo else ()
 
 
-def adapter_base_notes(team: TeamConfig) -> list[Problem]:
-    """An adapter team whose model names no Hugging Face id (base_models is empty): the gate's stager cannot compare
-    a new adapter version's base_model_name_or_path, so it checks the base's architecture alone."""
-    if not team.adapters or base_models(team):
-        return []
-    return [
-        Problem(
+@rule_check(
+    "OG456",
+    "an adapter team whose model names no Hugging Face id: adapters' base is checked by its architecture only",
+    Severity.NOTE,
+)
+def adapter_base_notes(team: TeamConfig) -> Iterator[Found]:
+    """A team with adapters whose model names no Hugging Face id (`base_models` is empty: no
+    `model.source.hugging_face`, and architecture fields rather than a catalog name) is noted.
+
+    Why: the gate's stager then cannot compare a new adapter version's base_model_name_or_path with the team's base
+    model, so it checks the base's architecture alone (`base_architecture`), and its base check is "unknown" in the
+    gate report.
+    """
+    if team.adapters and not base_models(team):
+        yield (
             ("model", "source"),
             "the model names no Hugging Face id (no model.source.hugging_face, and architecture fields rather than a "
             "catalog name): adapters' base_model_name_or_path cannot be compared; the gate checks their architecture "
             "only; set model.source.hugging_face to have the id compared",
-            NOTE_ADAPTER_BASE_BY_ARCHITECTURE,
         )
-    ]
 
 
 def trained_head(team: TeamConfig) -> EagleTraining | None:
@@ -216,21 +217,24 @@ def optimization_configs(
     return configs or None
 
 
-OPTIMIZATION_JOB_INSTANCE = rule("OG413", "an optimization job runs on an instance type CreateOptimizationJob takes")
+@rule_check("OG413", "an optimization job runs on an instance type CreateOptimizationJob takes")
+def optimization_job_problems(team: TeamConfig, candidate: Serving) -> Iterator[Found]:
+    """When the gate runs an optimization job for its candidate (`optimization_configs`: a new quantization, a
+    compilation or an EAGLE head to train), the candidate's instance type is one the job takes; reported at the key
+    that makes the job (compile, else quantization, else speculative_decoding).
 
-
-def optimization_job_problems(team: TeamConfig, candidate: Serving) -> list[Problem]:
-    """An optimization job runs on the candidate's instance type, and accepts fewer types than endpoints
-    (CreateOptimizationJob's DeploymentInstanceType in botocore's model)."""
+    Why: the job runs on the candidate's instance type, and CreateOptimizationJob accepts fewer types than endpoints
+    (its DeploymentInstanceType in botocore's model); SageMaker would refuse the job once the gate runs.
+    """
     configs = optimization_configs(team)
     if configs is None:
-        return []
+        return
     import botocore.session
 
     model = botocore.session.get_session().get_service_model("sagemaker")
     allowed = model.operation_model("CreateOptimizationJob").input_shape.members["DeploymentInstanceType"].enum
     if candidate.instance_type in allowed:
-        return []
+        return
     quantizes = any("ModelQuantizationConfig" in config for config in configs)
     compiles = any("ModelCompilationConfig" in config for config in configs)
     what, key = (
@@ -240,15 +244,12 @@ def optimization_job_problems(team: TeamConfig, candidate: Serving) -> list[Prob
         if quantizes
         else ("trains the candidate's EAGLE head", "speculative_decoding")
     )
-    return [
-        Problem(
-            (*GATE_CANDIDATE, key),
-            f"the SageMaker optimization job that {what} cannot run on {candidate.instance_type} "
-            "(CreateOptimizationJob's DeploymentInstanceType); give the candidate an instance type it takes, "
-            "e.g. ml.p5.48xlarge, or prove a candidate that needs no job",
-            OPTIMIZATION_JOB_INSTANCE,
-        )
-    ]
+    yield (
+        (*GATE_CANDIDATE, key),
+        f"the SageMaker optimization job that {what} cannot run on {candidate.instance_type} "
+        "(CreateOptimizationJob's DeploymentInstanceType); give the candidate an instance type it takes, "
+        "e.g. ml.p5.48xlarge, or prove a candidate that needs no job",
+    )
 
 
 #: Hardware problems after which nothing can be planned (the first key under the serving block).
@@ -373,6 +374,6 @@ def resolve_team(team: TeamConfig) -> ResolvedTeam:
 
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
 RULES = (
-    OPTIMIZATION_JOB_INSTANCE,
-    NOTE_ADAPTER_BASE_BY_ARCHITECTURE,
+    optimization_job_problems,
+    adapter_base_notes,
 )
