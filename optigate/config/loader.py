@@ -29,15 +29,14 @@ from optigate.config.reader import (
     shown,
 )
 from optigate.config.reader import display_name as _display_name
-from optigate.config.rules import (
-    Problem,
-    check_capture_training,
-    check_environments,
-    check_overrides,
-    check_regions,
-    check_team,
+from optigate.config.rules import Problem, check_environments, check_overrides, check_team
+from optigate.config.rules.cross_file import (
+    TEAM_NAME_ONCE,
+    capture_trainable,
+    component_rollout_fits_environment,
+    region_has_sagemaker,
+    team_in_environment_exists,
 )
-from optigate.config.rules.cross_file import TEAM_NAME_ONCE, component_rollout_fits_environment, unknown_team_problems
 from optigate.config.rules.registry import rule_of_model_error
 from optigate.config.rules.workload_rules import capture_replay_problems
 from optigate.config.schema_messages import expected_type, message
@@ -233,7 +232,7 @@ def judge_environments_file(path: Path) -> Judged[EnvironmentsFile]:
     if environments is not None:
         with judged.part.watched() if judged.part is not None else nullcontext():
             problems = judged.run("environment rules", lambda: check_environments(environments))[0]
-            problems += judged.run("region rules", lambda: check_regions(environments))[0]
+            problems += judged.run("region rules", lambda: region_has_sagemaker(environments))[0]
         _with_problems(judged, problems)
     return judged
 
@@ -306,7 +305,7 @@ def team_file(config_dir: str | Path, team: str) -> Path:
 def _across_files(environments: EnvironmentsFile, teams: dict[str, TeamConfig]) -> list[Problem]:
     return (
         check_overrides(environments, teams)
-        + check_capture_training(environments, teams)
+        + capture_trainable(environments, teams)
         + capture_replay_problems(environments, teams)
         + component_rollout_fits_environment(environments, teams)
     )
@@ -389,7 +388,9 @@ def load_project(
             for name, team in teams.items():
                 problems += across("cross-file rules", partial(_across_files, environments, {name: team}))
             known = set(teams) | unjudged | unread
-            problems += across("cross-file rules", partial(unknown_team_problems, environments, known, list(teams)))
+            problems += across(
+                "cross-file rules", partial(team_in_environment_exists, environments, known, list(teams))
+            )
         issues += _issues(judged_environments.document, problems)
     held_back = [line for judged in every for line in judged.held_back()]
     if issues or environments is None:
