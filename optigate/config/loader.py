@@ -31,11 +31,11 @@ from optigate.config.reader import (
 from optigate.config.reader import display_name as _display_name
 from optigate.config.rules import Problem, check_environments, check_overrides, check_team
 from optigate.config.rules.cross_file import (
-    TEAM_NAME_ONCE,
     capture_trainable,
     component_rollout_fits_environment,
     region_has_sagemaker,
     team_in_environment_exists,
+    team_name_once,
 )
 from optigate.config.rules.registry import rule_of_model_error
 from optigate.config.rules.workload_rules import capture_replay_problems
@@ -311,6 +311,11 @@ def _across_files(environments: EnvironmentsFile, teams: dict[str, TeamConfig]) 
     )
 
 
+def _file_issues(path: Path, line: int, problems: list[Problem]) -> list[ConfigIssue]:
+    """Problems of a team file as a whole (OG609), at `line`."""
+    return [ConfigIssue(_display_name(path), line, format_path(p.path), p.message, p.rule_id) for p in problems]
+
+
 # Over 80 lines: every file's problems collected in one pass before raising, so all are reported at once.
 def load_project(
     config_dir: str | Path = "config",
@@ -341,15 +346,7 @@ def load_project(
             unjudged.add(declared_team(Path(path)) or Path(path).stem)
             continue
         if team.team in teams:
-            issues.append(
-                ConfigIssue(
-                    _display_name(path),
-                    1,
-                    "team",
-                    f"team name '{team.team}' is also used by {files[team.team]}",
-                    TEAM_NAME_ONCE.id,
-                )
-            )
+            issues += _file_issues(path, 1, team_name_once(team.team, files[team.team]))
             continue
         teams[team.team] = team
         files[team.team] = _display_name(path)
@@ -357,17 +354,9 @@ def load_project(
             if declared is None:  # every file's `team:`, read once, leniently
                 declared = {other.resolve(): declared_team(other) for other in team_files(config_dir)}
             others = [other for other, name in declared.items() if other != Path(path).resolve() and name == team.team]
-            if others:
-                issues.append(
-                    ConfigIssue(
-                        _display_name(path),
-                        read_yaml(Path(path)).line_of(("team",)) or 1,
-                        "team",
-                        f"team name '{team.team}' is also declared by {', '.join(map(_display_name, others))}; "
-                        "keep one file per team (a copied file keeps the name it was copied from until you change it)",
-                        TEAM_NAME_ONCE.id,
-                    )
-                )
+            named = team_name_once(team.team, None, [_display_name(other) for other in others])
+            if named:
+                issues += _file_issues(path, read_yaml(Path(path)).line_of(("team",)) or 1, named)
     if environments is not None and judged_environments.document is not None:
         # Across files, over every team judged (a file with problems too): one run reports them with the files' own.
         by_file = {judged.document.file: judged for judged in every if judged.document is not None}

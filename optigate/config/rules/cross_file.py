@@ -7,7 +7,7 @@ Problems are reported where the user would change something: the override in env
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -20,10 +20,7 @@ from optigate.config.rolling_update import (
     rolling_batch_percent,
     rolling_batches,
 )
-from optigate.config.rules.registry import Found, Problem, did_you_mean, rule, rule_check
-
-TEAM_NAME_ONCE = rule("OG609", "each team name is used by one team file")
-RESOURCE_NAMES_DISTINCT = rule("OG610", "no two (team, environment) pairs share resource names")
+from optigate.config.rules.registry import Found, Problem, did_you_mean, rule_check
 
 CAPTURE_KEYS = frozenset({"data_capture", "data_capture_percentage"})
 
@@ -338,6 +335,49 @@ def team_in_environment_exists(environments: EnvironmentsFile, known: set[str], 
                 )
 
 
+@rule_check("OG609", "each team name is used by one team file")
+def team_name_once(team: str, used_by: str | None, declared_by: Sequence[str] = ()) -> Iterator[Found]:
+    """A team file's `team:` names a team no other team file uses: no file read before it defines that team, and,
+    when only some files are read (one team's synth or check), no file left unread declares it. Reported at the
+    later file's `team`. `used_by`: the file read before that defines it; `declared_by`: the unread files declaring it.
+
+    Why: stacks and endpoints are named after the team (`optigate-<env>-<team>`, `<team>-<env>`), so a second file
+    of one team would deploy over the first one's stacks; a copied file keeps the name it was copied from until it
+    is changed.
+    """
+    if used_by is not None:
+        yield (("team",), f"team name '{team}' is also used by {used_by}")
+    elif declared_by:
+        yield (
+            ("team",),
+            f"team name '{team}' is also declared by {', '.join(declared_by)}; keep one file per team (a copied "
+            "file keeps the name it was copied from until you change it)",
+        )
+
+
+#: A (team, environment) pair.
+Pair = tuple[str, str]
+
+
+@rule_check("OG610", "no two (team, environment) pairs share resource names")
+def resource_names_distinct(first: Pair, second: Pair, clashes: Iterable[tuple[Pair, Pair, str]]) -> Iterator[Found]:
+    """No two (team, environment) pairs give an AWS resource the same name. Reported at the second team's file.
+    `clashes`: each two pairs that would share a name, and the kind of name, as optigate.naming.clashes finds them
+    over every pair (optigate.deployment.project passes them: the config layer imports no other package); checked
+    for the pairs `first` and `second`.
+
+    Why: names are `<team>-<env>`, ambiguous when names contain hyphens (team `a-b` in `c`, team `a` in `b-c`),
+    and two such pairs would deploy two teams onto one endpoint (optigate.naming.clashes).
+    """
+    kinds = [kind.replace("_", " ") for one, other, kind in clashes if (one, other) == (first, second)]
+    if kinds:
+        yield (
+            ("team",),
+            f"team '{first[0]}' in environment '{first[1]}' and team '{second[0]}' in environment '{second[1]}' "
+            f"would share resource names ({', '.join(kinds)}); rename one of the teams",
+        )
+
+
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
 RULES = (
     region_has_sagemaker,
@@ -346,7 +386,7 @@ RULES = (
     instance_count_at_most_max,
     capture_trainable,
     team_in_environment_exists,
-    TEAM_NAME_ONCE,
-    RESOURCE_NAMES_DISTINCT,
+    team_name_once,
+    resource_names_distinct,
     component_rollout_fits_environment,
 )
