@@ -29,15 +29,14 @@ from optigate.config.reader import (
     shown,
 )
 from optigate.config.reader import display_name as _display_name
-from optigate.config.rules import (
-    Problem,
-    check_capture_training,
-    check_environments,
-    check_overrides,
-    check_regions,
-    check_team,
+from optigate.config.rules import Problem, check_environments, check_overrides, check_team
+from optigate.config.rules.cross_file import (
+    capture_trainable,
+    component_rollout_fits_environment,
+    region_has_sagemaker,
+    team_in_environment_exists,
+    team_name_once,
 )
-from optigate.config.rules.cross_file import TEAM_NAME_ONCE, component_rollout_fits_environment, unknown_team_problems
 from optigate.config.rules.registry import rule_of_model_error
 from optigate.config.rules.workload_rules import capture_replayable
 from optigate.config.schema_messages import expected_type, message
@@ -233,7 +232,7 @@ def judge_environments_file(path: Path) -> Judged[EnvironmentsFile]:
     if environments is not None:
         with judged.part.watched() if judged.part is not None else nullcontext():
             problems = judged.run("environment rules", lambda: check_environments(environments))[0]
-            problems += judged.run("region rules", lambda: check_regions(environments))[0]
+            problems += judged.run("region rules", lambda: region_has_sagemaker(environments))[0]
         _with_problems(judged, problems)
     return judged
 
@@ -306,10 +305,15 @@ def team_file(config_dir: str | Path, team: str) -> Path:
 def _across_files(environments: EnvironmentsFile, teams: dict[str, TeamConfig]) -> list[Problem]:
     return (
         check_overrides(environments, teams)
-        + check_capture_training(environments, teams)
+        + capture_trainable(environments, teams)
         + capture_replayable(environments, teams)
         + component_rollout_fits_environment(environments, teams)
     )
+
+
+def _file_issues(path: Path, line: int, problems: list[Problem]) -> list[ConfigIssue]:
+    """Problems of a team file as a whole (OG609), at `line`."""
+    return [ConfigIssue(_display_name(path), line, format_path(p.path), p.message, p.rule_id) for p in problems]
 
 
 # Over 80 lines: every file's problems collected in one pass before raising, so all are reported at once.
@@ -342,15 +346,7 @@ def load_project(
             unjudged.add(declared_team(Path(path)) or Path(path).stem)
             continue
         if team.team in teams:
-            issues.append(
-                ConfigIssue(
-                    _display_name(path),
-                    1,
-                    "team",
-                    f"team name '{team.team}' is also used by {files[team.team]}",
-                    TEAM_NAME_ONCE.id,
-                )
-            )
+            issues += _file_issues(path, 1, team_name_once(team.team, files[team.team]))
             continue
         teams[team.team] = team
         files[team.team] = _display_name(path)
@@ -358,17 +354,9 @@ def load_project(
             if declared is None:  # every file's `team:`, read once, leniently
                 declared = {other.resolve(): declared_team(other) for other in team_files(config_dir)}
             others = [other for other, name in declared.items() if other != Path(path).resolve() and name == team.team]
-            if others:
-                issues.append(
-                    ConfigIssue(
-                        _display_name(path),
-                        read_yaml(Path(path)).line_of(("team",)) or 1,
-                        "team",
-                        f"team name '{team.team}' is also declared by {', '.join(map(_display_name, others))}; "
-                        "keep one file per team (a copied file keeps the name it was copied from until you change it)",
-                        TEAM_NAME_ONCE.id,
-                    )
-                )
+            named = team_name_once(team.team, None, [_display_name(other) for other in others])
+            if named:
+                issues += _file_issues(path, read_yaml(Path(path)).line_of(("team",)) or 1, named)
     if environments is not None and judged_environments.document is not None:
         # Across files, over every team judged (a file with problems too): one run reports them with the files' own.
         by_file = {judged.document.file: judged for judged in every if judged.document is not None}
@@ -389,7 +377,9 @@ def load_project(
             for name, team in teams.items():
                 problems += across("cross-file rules", partial(_across_files, environments, {name: team}))
             known = set(teams) | unjudged | unread
-            problems += across("cross-file rules", partial(unknown_team_problems, environments, known, list(teams)))
+            problems += across(
+                "cross-file rules", partial(team_in_environment_exists, environments, known, list(teams))
+            )
         issues += _issues(judged_environments.document, problems)
     held_back = [line for judged in every for line in judged.held_back()]
     if issues or environments is None:

@@ -16,7 +16,7 @@ from optigate.config.loader import ConfigError, ConfigIssue, Project, load_proje
 from optigate.config.models import Environment
 from optigate.config.reader import format_path, read_yaml
 from optigate.config.rules import PathT
-from optigate.config.rules.cross_file import RESOURCE_NAMES_DISTINCT
+from optigate.config.rules.cross_file import resource_names_distinct
 from optigate.deployment.all_rules import acknowledgement_problems
 from optigate.deployment.environment import Deployment, deploy
 from optigate.deployment.placement import copies_fit_instances
@@ -96,21 +96,13 @@ def load_resolved_project(
 
 def _name_clashes(project: Project) -> list[ConfigIssue]:
     """`<team>-<env>` names are ambiguous with hyphens (team `a-b` in `c`, team `a` in `b-c`): two
-    teams would deploy onto one endpoint, so such a pair is refused."""
+    teams would deploy onto one endpoint, so such a pair is refused (OG610), at the second team's file."""
     pairs = [(team, environment.name) for environment in project.environments.environments for team in project.teams]
-    shared: dict[tuple[tuple[str, str], tuple[str, str]], list[str]] = {}
-    for first, second, kind in naming.clashes(pairs):
-        shared.setdefault((first, second), []).append(kind.replace("_", " "))
+    clashes = naming.clashes(pairs)
     return [
-        ConfigIssue(
-            project.team_files[second[0]],
-            1,
-            "team",
-            f"team '{first[0]}' in environment '{first[1]}' and team '{second[0]}' in environment '{second[1]}' "
-            f"would share resource names ({', '.join(kinds)}); rename one of the teams",
-            RESOURCE_NAMES_DISTINCT.id,
-        )
-        for (first, second), kinds in shared.items()
+        ConfigIssue(project.team_files[second[0]], 1, format_path(problem.path), problem.message, problem.rule_id)
+        for first, second in dict.fromkeys((first, second) for first, second, _ in clashes)
+        for problem in resource_names_distinct(first, second, clashes)
     ]
 
 

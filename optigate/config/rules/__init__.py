@@ -8,7 +8,12 @@ the SDK's image tables or the capacity plan live in `optigate.deployment.rules` 
 """
 
 from optigate.config.rules.checkpoint_rules import quantization_problems
-from optigate.config.rules.cross_file import check_capture_training, check_overrides, check_regions, effective_overrides
+from optigate.config.rules.cross_file import (
+    capture_trainable,
+    check_overrides,
+    effective_overrides,
+    region_has_sagemaker,
+)
 from optigate.config.rules.environment_rules import check_environments
 from optigate.config.rules.gate_rules import CROSS_CHECK_FAMILIES, GATE_CANDIDATE, cross_check_tokenizer
 from optigate.config.rules.model_rules import architecture_fields_problems
@@ -29,10 +34,9 @@ __all__ = [
     "Severity",
     "architecture_fields_problems",
     "candidate_problems",
-    "check_capture_training",
+    "capture_trainable",
     "check_environments",
     "check_overrides",
-    "check_regions",
     "check_serving",
     "check_team",
     "cross_check_tokenizer",
@@ -40,5 +44,6 @@ __all__ = [
     "effective_overrides",
     "instance_pool_problems",
     "quantization_problems",
+    "region_has_sagemaker",
     "rule",
 ]

@@ -7,7 +7,7 @@ Problems are reported where the user would change something: the override in env
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -20,16 +20,7 @@ from optigate.config.rolling_update import (
     rolling_batch_percent,
     rolling_batches,
 )
-from optigate.config.rules.registry import Found, Problem, did_you_mean, rule, rule_check
-
-REGION_HAS_SAGEMAKER = rule("OG603", "each environment's region has SageMaker (botocore's tables)")
-OVERRIDE_HAS_EFFECT = rule("OG604", "autoscaling overrides only for a team with serving.autoscaling")
-MAX_CAPACITY_AT_LEAST_MIN = rule("OG605", "an overridden autoscaling maximum is at least the team's minimum")
-INSTANCE_COUNT_AT_MOST_MAX = rule("OG606", "an overridden instance_count is at most the autoscaling maximum")
-CAPTURE_TRAINABLE = rule("OG607", "an EAGLE head trained from data capture has a capture the optimization job reads")
-TEAM_IN_ENVIRONMENT_EXISTS = rule("OG608", "each team an environment overrides has a team file")
-TEAM_NAME_ONCE = rule("OG609", "each team name is used by one team file")
-RESOURCE_NAMES_DISTINCT = rule("OG610", "no two (team, environment) pairs share resource names")
+from optigate.config.rules.registry import Found, Problem, did_you_mean, rule_check
 
 CAPTURE_KEYS = frozenset({"data_capture", "data_capture_percentage"})
 
@@ -74,20 +65,22 @@ class _Where:
         return ("environments", self.index, "overrides", key)
 
 
-def check_regions(environments: EnvironmentsFile) -> list[Problem]:
+@rule_check("OG603", "each environment's region has SageMaker (botocore's tables)")
+def region_has_sagemaker(environments: EnvironmentsFile) -> Iterator[Found]:
+    """Each environment's `region` is one botocore's endpoint tables list SageMaker in, in any partition (no AWS
+    call).
+
+    Why: the file's pattern accepts any region-shaped name, and a region without SageMaker would fail only at synth
+    (`Unsupported region`). A mistyped region is answered with the closest one.
+    """
     regions = sagemaker_regions()
-    problems = []
     for index, environment in enumerate(environments.environments):
         if environment.region not in regions:
-            problems.append(
-                Problem(
-                    ("environments", index, "region"),
-                    f"SageMaker has no endpoint in region '{environment.region}' (botocore's tables)"
-                    + _region_hint(environment.region, sorted(regions)),
-                    REGION_HAS_SAGEMAKER,
-                )
+            yield (
+                ("environments", index, "region"),
+                f"SageMaker has no endpoint in region '{environment.region}' (botocore's tables)"
+                + _region_hint(environment.region, sorted(regions)),
             )
-    return problems
 
 
 def _region_hint(region: str, regions: list[str]) -> str:
@@ -98,48 +91,77 @@ def _region_hint(region: str, regions: list[str]) -> str:
 
 
 def check_overrides(environments: EnvironmentsFile, teams: Mapping[str, TeamConfig]) -> list[Problem]:
-    """Each environment's overrides against each team's serving, as the team stack will combine them."""
+    """Each environment's overrides against each team's serving, as the team stack will combine them: the rules in
+    the order they are reported, pair by pair."""
     problems: list[Problem] = []
     for index, environment in enumerate(environments.environments):
         for name, team in teams.items():
             where = _Where(index, environment, name)
             overrides = effective_overrides(team, environment)
-            own = environment.teams.get(name)
-            scaling = team.serving.autoscaling
-            if scaling is None:
-                for key in ("autoscaling_max_capacity", "suspend_autoscaling"):
-                    if own is not None and getattr(own, key) is not None:
-                        problems.append(
-                            Problem(
-                                where.override(key),
-                                f"has no effect: team '{name}' has no serving.autoscaling",
-                                OVERRIDE_HAS_EFFECT,
-                            )
-                        )
-                continue
-            # What the stack synthesizes: an endpoint keeps at least one instance; copies may go to zero.
-            minimum = scaling.min_capacity if team.adapters else max(1, scaling.min_capacity)
-            maximum = overrides.autoscaling_max_capacity or scaling.max_capacity
-            if maximum < minimum:
-                problems.append(
-                    Problem(
-                        where.override("autoscaling_max_capacity"),
-                        f"{maximum} is below team '{name}'s serving.autoscaling.min_capacity ({minimum}) "
-                        f"in {environment.name}: raise it to at least {minimum}, or lower the team's minimum",
-                        MAX_CAPACITY_AT_LEAST_MIN,
-                    )
-                )
-            count = overrides.instance_count
-            if count is not None and not team.adapters and count > maximum:
-                problems.append(
-                    Problem(
-                        where.override("instance_count"),
-                        f"{count} instances exceed team '{name}'s autoscaling maximum ({maximum}) in "
-                        f"{environment.name}: autoscaling would remove them at once",
-                        INSTANCE_COUNT_AT_MOST_MAX,
-                    )
-                )
+            problems += override_has_effect(where, team)
+            problems += max_capacity_at_least_min(where, team, overrides)
+            problems += instance_count_at_most_max(where, team, overrides)
     return problems
+
+
+@rule_check("OG604", "autoscaling overrides only for a team with serving.autoscaling")
+def override_has_effect(where: _Where, team: TeamConfig) -> Iterator[Found]:
+    """A team's own overrides in an environment (`teams.<team>`) set `autoscaling_max_capacity` or
+    `suspend_autoscaling` only for a team with `serving.autoscaling`.
+
+    Why: a team without autoscaling has no scalable target for them to change, so they would have no effect.
+    Environment-wide overrides are not reported: they apply to every team, some of which may autoscale.
+    """
+    own = where.environment.teams.get(where.team)
+    if team.serving.autoscaling is None:
+        for key in ("autoscaling_max_capacity", "suspend_autoscaling"):
+            if own is not None and getattr(own, key) is not None:
+                yield (where.override(key), f"has no effect: team '{where.team}' has no serving.autoscaling")
+
+
+@rule_check("OG605", "an overridden autoscaling maximum is at least the team's minimum")
+def max_capacity_at_least_min(where: _Where, team: TeamConfig, overrides: EnvironmentOverrides) -> Iterator[Found]:
+    """In each environment, the autoscaling maximum (`autoscaling_max_capacity`, environment-wide or the team's own,
+    else the team's `serving.autoscaling.max_capacity`) is at least the team's minimum. `overrides`: the team's
+    effective overrides there (`effective_overrides`).
+
+    Why: each file can be valid alone while the pair synthesizes nonsense (`MinCapacity 2, MaxCapacity 1`). The
+    minimum is what the stack synthesizes: an endpoint keeps at least one instance, while an adapter team's copies
+    may go to zero. Reported at the override that set the maximum.
+    """
+    scaling = team.serving.autoscaling
+    if scaling is None:
+        return  # OG604
+    minimum = scaling.min_capacity if team.adapters else max(1, scaling.min_capacity)
+    maximum = overrides.autoscaling_max_capacity or scaling.max_capacity
+    if maximum < minimum:
+        yield (
+            where.override("autoscaling_max_capacity"),
+            f"{maximum} is below team '{where.team}'s serving.autoscaling.min_capacity ({minimum}) "
+            f"in {where.environment.name}: raise it to at least {minimum}, or lower the team's minimum",
+        )
+
+
+@rule_check("OG606", "an overridden instance_count is at most the autoscaling maximum")
+def instance_count_at_most_max(where: _Where, team: TeamConfig, overrides: EnvironmentOverrides) -> Iterator[Found]:
+    """An environment's `instance_count` override (environment-wide or the team's own) is at most the autoscaling
+    maximum there, for an autoscaled team without adapters. `overrides`: the team's effective overrides there
+    (`effective_overrides`).
+
+    Why: autoscaling would remove the instances above its maximum at once. Adapter teams are not checked: their
+    autoscaling counts copies of the base component, not instances.
+    """
+    scaling = team.serving.autoscaling
+    if scaling is None:
+        return  # OG604
+    maximum = overrides.autoscaling_max_capacity or scaling.max_capacity
+    count = overrides.instance_count
+    if count is not None and not team.adapters and count > maximum:
+        yield (
+            where.override("instance_count"),
+            f"{count} instances exceed team '{where.team}'s autoscaling maximum ({maximum}) in "
+            f"{where.environment.name}: autoscaling would remove them at once",
+        )
 
 
 @rule_check(
@@ -265,10 +287,20 @@ def _trains_from_capture(team: TeamConfig) -> bool:
     )
 
 
-def check_capture_training(environments: EnvironmentsFile, teams: Mapping[str, TeamConfig]) -> list[Problem]:
-    """A team whose gate trains an EAGLE head from data capture needs, in every environment its gate runs in, a
-    capture the optimization job can read; reported at the capture override to change."""
-    problems: list[Problem] = []
+@rule_check("OG607", "an EAGLE head trained from data capture has a capture the optimization job reads")
+def capture_trainable(environments: EnvironmentsFile, teams: Mapping[str, TeamConfig]) -> Iterator[Found]:
+    """A team whose gate trains an EAGLE head from data capture (`speculative_decoding: {method: eagle,
+    train_from: data_capture}`) has, in every environment its gate runs in, a capture the optimization job can read:
+    a capture at all, SSE-S3 rather than KMS (`encryption: s3_managed`), JSON payloads (`json_content_types`), and a
+    `request_format` the job reads. Reported at the capture override to change.
+
+    Why: the job's training data "must be formatted as ShareGPT, OpenAI Completions or OpenAI Chat Completions. The
+    input can also be unencrypted captured data from a SageMaker endpoint as long as the endpoint uses one of the
+    above formats" (ModelSpeculativeDecodingConfig's TrainingDataSource, API reference): optigate reads
+    "unencrypted" as "no KMS" (S3 encrypts every new object); without CaptureContentTypeHeader.JsonContentTypes
+    SageMaker base64-encodes the captured payload, which the job is not documented to decode; and optigate cannot
+    see what the clients send, so it must be stated (each reason: `capture_training_refusals`).
+    """
     for index, environment in enumerate(environments.environments):
         for name, team in teams.items():
             if not _trains_from_capture(team):
@@ -283,41 +315,78 @@ def check_capture_training(environments: EnvironmentsFile, teams: Mapping[str, T
                     path = where.override("data_capture_percentage")
                 else:
                     path = ("environments", index, "overrides", "data_capture")
-                problems.append(
-                    Problem(
-                        path, f"team '{name}' trains its EAGLE head from data capture: {message}", CAPTURE_TRAINABLE
-                    )
-                )
-    return problems
+                yield (path, f"team '{name}' trains its EAGLE head from data capture: {message}")
 
 
-def unknown_team_problems(environments: EnvironmentsFile, known: set[str], teams: list[str]) -> list[Problem]:
-    """Each team an environment names that no file defines (`known`: the teams defined, or that a file which could not
-    be read may define; `teams`: the names to suggest)."""
-    problems = []
+@rule_check("OG608", "each team an environment overrides has a team file")
+def team_in_environment_exists(environments: EnvironmentsFile, known: set[str], teams: list[str]) -> Iterator[Found]:
+    """Each team an environment names under `teams:` is defined by a team file, or may be by a file that could not
+    be read. `known`: those teams; `teams`: the names to suggest.
+
+    Why: overrides for a team no file defines apply to nothing, and a misspelt name would leave the team it meant
+    without them. The closest team name is suggested.
+    """
     for index, environment in enumerate(environments.environments):
         for name in environment.teams:
             if name not in known:
-                where = ("environments", index, "teams", name)
-                problems.append(
-                    Problem(
-                        where,
-                        f"no team file defines team '{name}'{did_you_mean(name, teams)}",
-                        TEAM_IN_ENVIRONMENT_EXISTS,
-                    )
+                yield (
+                    ("environments", index, "teams", name),
+                    f"no team file defines team '{name}'{did_you_mean(name, teams)}",
                 )
-    return problems
+
+
+@rule_check("OG609", "each team name is used by one team file")
+def team_name_once(team: str, used_by: str | None, declared_by: Sequence[str] = ()) -> Iterator[Found]:
+    """A team file's `team:` names a team no other team file uses: no file read before it defines that team, and,
+    when only some files are read (one team's synth or check), no file left unread declares it. Reported at the
+    later file's `team`. `used_by`: the file read before that defines it; `declared_by`: the unread files declaring it.
+
+    Why: stacks and endpoints are named after the team (`optigate-<env>-<team>`, `<team>-<env>`), so a second file
+    of one team would deploy over the first one's stacks; a copied file keeps the name it was copied from until it
+    is changed.
+    """
+    if used_by is not None:
+        yield (("team",), f"team name '{team}' is also used by {used_by}")
+    elif declared_by:
+        yield (
+            ("team",),
+            f"team name '{team}' is also declared by {', '.join(declared_by)}; keep one file per team (a copied "
+            "file keeps the name it was copied from until you change it)",
+        )
+
+
+#: A (team, environment) pair.
+Pair = tuple[str, str]
+
+
+@rule_check("OG610", "no two (team, environment) pairs share resource names")
+def resource_names_distinct(first: Pair, second: Pair, clashes: Iterable[tuple[Pair, Pair, str]]) -> Iterator[Found]:
+    """No two (team, environment) pairs give an AWS resource the same name. Reported at the second team's file.
+    `clashes`: each two pairs that would share a name, and the kind of name, as optigate.naming.clashes finds them
+    over every pair (optigate.deployment.project passes them: the config layer imports no other package); checked
+    for the pairs `first` and `second`.
+
+    Why: names are `<team>-<env>`, ambiguous when names contain hyphens (team `a-b` in `c`, team `a` in `b-c`),
+    and two such pairs would deploy two teams onto one endpoint (optigate.naming.clashes).
+    """
+    kinds = [kind.replace("_", " ") for one, other, kind in clashes if (one, other) == (first, second)]
+    if kinds:
+        yield (
+            ("team",),
+            f"team '{first[0]}' in environment '{first[1]}' and team '{second[0]}' in environment '{second[1]}' "
+            f"would share resource names ({', '.join(kinds)}); rename one of the teams",
+        )
 
 
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
 RULES = (
-    REGION_HAS_SAGEMAKER,
-    OVERRIDE_HAS_EFFECT,
-    MAX_CAPACITY_AT_LEAST_MIN,
-    INSTANCE_COUNT_AT_MOST_MAX,
-    CAPTURE_TRAINABLE,
-    TEAM_IN_ENVIRONMENT_EXISTS,
-    TEAM_NAME_ONCE,
-    RESOURCE_NAMES_DISTINCT,
+    region_has_sagemaker,
+    override_has_effect,
+    max_capacity_at_least_min,
+    instance_count_at_most_max,
+    capture_trainable,
+    team_in_environment_exists,
+    team_name_once,
+    resource_names_distinct,
     component_rollout_fits_environment,
 )

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from optigate.config.models import PIPELINE_NEEDS_ONE_SOURCE, PIPELINE_NEEDS_REPOSITORY, EnvironmentsFile
-from optigate.config.rules.registry import PathT, Problem, rule
+from optigate.config.models import PIPELINE_NEEDS_ONE_SOURCE, PIPELINE_NEEDS_REPOSITORY, Environment, EnvironmentsFile
+from optigate.config.rules.registry import Found, PathT, Problem, rule, rule_check
 
-ENVIRONMENT_ONCE = rule("OG601", "each environment is defined once")
-ONE_CAPTURE_KEY = rule("OG602", "data_capture or data_capture_percentage, not both")
+# OG611 and OG612 stay declared with `rule(...)`: PipelineSource's model validator (optigate.config.models) raises them
+# while pydantic parses the file, before any model a rule function could read exists, and the models cannot call a
+# function here (this package imports them: an import circle, tests/architecture/test_module_shape.py).
 PIPELINE_REPOSITORY = rule(
     "OG611", "pipeline.source names a repository (model validator)", model_message=PIPELINE_NEEDS_REPOSITORY
 )
@@ -18,37 +20,50 @@ PIPELINE_ONE_SOURCE = rule(
 
 
 def check_environments(environments: EnvironmentsFile) -> list[Problem]:
+    """The rules on environments.yaml alone, environment by environment in the order they are reported."""
     problems: list[Problem] = []
-    seen: set[str] = set()
     for index, environment in enumerate(environments.environments):
-        if environment.name in seen:
-            problems.append(
-                Problem(
-                    ("environments", index, "name"),
-                    f"environment '{environment.name}' is defined twice",
-                    ENVIRONMENT_ONCE,
-                )
-            )
-        seen.add(environment.name)
-        blocks: list[tuple[PathT, Any]] = [(("environments", index, "overrides"), environment.overrides)]
-        blocks += [(("environments", index, "teams", name), own) for name, own in environment.teams.items()]
-        for path, overrides in blocks:
-            if overrides.data_capture is not None and overrides.data_capture_percentage is not None:
-                problems.append(
-                    Problem(
-                        (*path, "data_capture_percentage"),
-                        "give data_capture or data_capture_percentage, not both; "
-                        "move the percentage into data_capture.percentage",
-                        ONE_CAPTURE_KEY,
-                    )
-                )
+        problems += environment_once(environments, index)
+        problems += one_capture_key(environment, index)
     return problems
+
+
+@rule_check("OG601", "each environment is defined once")
+def environment_once(environments: EnvironmentsFile, index: int) -> Iterator[Found]:
+    """Each environment in environments.yaml has a name no environment before it has (checked for the one at
+    `index`).
+
+    Why: stacks and endpoints are named after the environment (`optigate-<env>-<team>`, `<team>-<env>`), so two
+    environments of one name would give their resources the same names. Reported at the later one.
+    """
+    environment = environments.environments[index]
+    if environment.name in {earlier.name for earlier in environments.environments[:index]}:
+        yield (("environments", index, "name"), f"environment '{environment.name}' is defined twice")
+
+
+@rule_check("OG602", "data_capture or data_capture_percentage, not both")
+def one_capture_key(environment: Environment, index: int) -> Iterator[Found]:
+    """An environment's overrides, and each team's own overrides there, give `data_capture` or
+    `data_capture_percentage`, not both.
+
+    Why: both set the endpoint's data capture, and with both EnvironmentOverrides.capture would take
+    `data_capture` and ignore the percentage; `data_capture.percentage` says it in the full form.
+    """
+    blocks: list[tuple[PathT, Any]] = [(("environments", index, "overrides"), environment.overrides)]
+    blocks += [(("environments", index, "teams", name), own) for name, own in environment.teams.items()]
+    for path, overrides in blocks:
+        if overrides.data_capture is not None and overrides.data_capture_percentage is not None:
+            yield (
+                (*path, "data_capture_percentage"),
+                "give data_capture or data_capture_percentage, not both; "
+                "move the percentage into data_capture.percentage",
+            )
 
 
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
 RULES = (
-    ENVIRONMENT_ONCE,
-    ONE_CAPTURE_KEY,
+    environment_once,
+    one_capture_key,
     PIPELINE_REPOSITORY,
     PIPELINE_ONE_SOURCE,
 )
