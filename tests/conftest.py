@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures import PROJECT, PROJECT_CONFIG
+from tests.fixtures.once import folder_of_run, once
 
 #: `--fast`, the `slow` and `fuzz` markers' tiers and the 3-second limit.
 pytest_plugins = ["tests.tiers"]
@@ -86,22 +87,26 @@ def example_project() -> Path:
 class Synthesized:
     outdir: Path
     templates: dict[str, dict]  # stack name -> template
-    error: Exception | None
+    error: str | None  # the synth's exception, as text
 
 
 @pytest.fixture(scope="session")
 def example_app(tmp_path_factory) -> Synthesized:
-    """Every example team (of the suite's project) in every environment, synthesized once with cdk-nag AwsSolutions
-    active."""
+    """Every example team (of the suite's project) in every environment, synthesized once a run (tests.fixtures.once)
+    with cdk-nag AwsSolutions active."""
+    return once(tmp_path_factory, "example_app", lambda: _synthesize_example_app(tmp_path_factory))
+
+
+def _synthesize_example_app(tmp_path_factory) -> Synthesized:
     from optigate.stacks.app import build_app
 
-    outdir = tmp_path_factory.mktemp("cdk.out")
+    outdir = folder_of_run(tmp_path_factory, "cdk.out")
     app = build_app(CONFIG, environments="", outdir=str(outdir))
     error = None
     try:
         app.synth()
     except Exception as exc:  # cdk-nag findings surface as a failed synth; the tests report them
-        error = exc
+        error = f"{type(exc).__name__}: {exc}"  # as text: the other workers read it unpickled
     templates = {}
     for path in sorted(outdir.glob("*.template.json")):
         templates[path.name.removesuffix(".template.json")] = json.loads(path.read_text())

@@ -58,6 +58,7 @@ def test_two_files_declaring_one_team_are_named(broken_research):
         team_file(broken_research, "support")
 
 
+@pytest.mark.slow  # two team stacks synthesized: 3 to 5 s of CPU
 def test_a_teams_rehearsal_is_not_stopped_by_another_teams_broken_file(broken_research):
     from optigate.rehearse.rehearsal import synthesize_team
 

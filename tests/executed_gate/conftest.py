@@ -1,5 +1,5 @@
 """Shared by the gate's executed tests: emulator processes (one pair per module), the gate stacks
-(synthesized once per session, on first use) and running one gate in a fresh harness."""
+(synthesized once a run, on first use) and running one gate in a fresh harness."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from optigate.emulator.process import emulator_process
 from tests.fixtures.gate_thresholds import THRESHOLDS
+from tests.fixtures.once import folder_of_run, once
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
 LIVE_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.36.0-lmi27.0.0-cu130"
@@ -161,7 +162,7 @@ def _synth(
 
 class GateTemplates:
     """The gate stack's template by variant: True (an optimization job), False (none), "shadow" (no job,
-    a shadow rollout on the live endpoint). Each is synthesized on first use, once per session."""
+    a shadow rollout on the live endpoint). Each is synthesized on first use, once a run (tests.fixtures.once)."""
 
     def __init__(self, tmp_path_factory: pytest.TempPathFactory):
         self._tmp_path_factory = tmp_path_factory
@@ -169,9 +170,12 @@ class GateTemplates:
 
     def __getitem__(self, variant: bool | str) -> dict[str, Any]:
         if variant not in self._templates:
-            outdir = self._tmp_path_factory.mktemp(f"gate-{variant}")
-            self._templates[variant] = _synth(variant is True, outdir, shadow=variant == "shadow")
+            self._templates[variant] = once(self._tmp_path_factory, f"gate-{variant}", lambda: self._synth(variant))
         return self._templates[variant]
+
+    def _synth(self, variant: bool | str) -> dict[str, Any]:
+        outdir = folder_of_run(self._tmp_path_factory, f"gate-{variant}")
+        return _synth(variant is True, outdir, shadow=variant == "shadow")
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from optigate.rehearse.scenario import Outcome
+from tests.fixtures.once import once
 
 #: support's adapters (config/teams/support.yaml), in component order after the base.
 ADAPTERS = ("triage", "summarise", "reply")
@@ -52,12 +53,16 @@ def test_the_plan_stages_every_adapter_on_both_sides(support):
 
 
 @pytest.fixture(scope="module")
-def summarise_degraded(support):
-    """One run shared by the tests that read different things of it: a faster candidate whose summarise adapter
-    loses quality (rejected on that adapter's check), with every component staged, benchmarked and removed."""
+def summarise_degraded(request, tmp_path_factory):
+    """One run shared by the tests that read different things of it (once a run, tests.fixtures.once): a faster
+    candidate whose summarise adapter loses quality (rejected on that adapter's check), with every component staged,
+    benchmarked and removed."""
     from optigate.rehearse.rehearsal import rehearse
 
-    return rehearse(*support, "faster", adapter_quality={"summarise": "fail"})
+    def run():
+        return rehearse(*request.getfixturevalue("support"), "faster", adapter_quality={"summarise": "fail"})
+
+    return once(tmp_path_factory, "adapter_gate-summarise_degraded", run)
 
 
 @pytest.mark.slow

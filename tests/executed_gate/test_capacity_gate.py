@@ -17,6 +17,7 @@ from optigate.rehearse.harness import REGION, GateHarness
 from optigate.rehearse.rehearsal import host_compensated_decide
 from optigate.rehearse.scenario import Scenario
 from tests.fixtures.gate_thresholds import THRESHOLDS
+from tests.fixtures.once import once
 
 # Both tests read one executed gate (two minutes): the slow tier (tests/tiers.py).
 pytestmark = pytest.mark.slow
@@ -32,6 +33,10 @@ SLO = {**THRESHOLDS, "concurrency": [1, 8], "p99_ttft_ms_budget": 200.0, "p99_it
 
 @pytest.fixture(scope="module")
 def result(gate_synth, tmp_path_factory):
+    return once(tmp_path_factory, "capacity_gate-result", lambda: _run(gate_synth, tmp_path_factory))
+
+
+def _run(gate_synth, tmp_path_factory):
     template = gate_synth(False, tmp_path_factory.mktemp("capacity-gate"), thresholds=SLO, levels=(1, 8), shards=1)
     allowance: dict[str, float] = {}
     with (

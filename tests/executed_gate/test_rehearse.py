@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from optigate.cli import main
+from tests.fixtures.once import once
 
 
 @pytest.fixture(scope="module")
@@ -16,18 +17,22 @@ def chat(example_config):
     return synthesize_team("chat", "dev", example_config)
 
 
-@pytest.fixture(scope="module")
-def faster(chat):
+def _rehearsed(request, tmp_path_factory, scenario: str):
     from optigate.rehearse.rehearsal import rehearse
 
-    return rehearse(*chat, "faster")
+    return once(
+        tmp_path_factory, f"rehearse-chat-{scenario}", lambda: rehearse(*request.getfixturevalue("chat"), scenario)
+    )
 
 
 @pytest.fixture(scope="module")
-def slower(chat):
-    from optigate.rehearse.rehearsal import rehearse
+def faster(request, tmp_path_factory):
+    return _rehearsed(request, tmp_path_factory, "faster")
 
-    return rehearse(*chat, "slower")
+
+@pytest.fixture(scope="module")
+def slower(request, tmp_path_factory):
+    return _rehearsed(request, tmp_path_factory, "slower")
 
 
 def _path(result) -> str:

@@ -1,4 +1,4 @@
-"""Fixtures of the stack tests: the promotion pipeline's cloud assembly, synthesized once per session
+"""Fixtures of the stack tests: the promotion pipeline's cloud assembly, synthesized once a run
 (the pipeline tests, the IAM checks and the optional-read checks all read it), and the template-rule view of it and
 of the example app."""
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CONFIG
+from tests.fixtures.once import folder_of_run, once
 from tests.template_rules.assembly import Stack, load_stacks
 
 
@@ -37,10 +38,14 @@ def pipeline_synth() -> Callable[[Path, Path], None]:
 
 @pytest.fixture(scope="session")
 def assembly(tmp_path_factory) -> Path:
-    """The example config's pipeline assembly."""
-    outdir = tmp_path_factory.mktemp("pipeline.out")
-    synth_pipeline(CONFIG, outdir)
-    return outdir
+    """The example config's pipeline assembly, synthesized once a run (tests.fixtures.once)."""
+
+    def synthesize() -> Path:
+        outdir = folder_of_run(tmp_path_factory, "pipeline.out")
+        synth_pipeline(CONFIG, outdir)
+        return outdir
+
+    return once(tmp_path_factory, "pipeline_assembly", synthesize)
 
 
 @pytest.fixture(scope="session")
