@@ -11,11 +11,13 @@ event-stream decoding), so it also runs in a Lambda function without packaging a
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import ssl
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from botocore.auth import SigV4Auth
@@ -243,14 +245,22 @@ class Connection:
         self._protocol = None
 
 
+@functools.cache
+def _process_session() -> Any:
+    """One botocore session for the process, as boto3's default session is: making one registers its handlers (a
+    tenth of a second of CPU each benchmark worker would spend before its first request), and it resolves the
+    credentials once, refreshing refreshable ones itself."""
+    import botocore.session
+
+    return botocore.session.get_session()
+
+
 class Signer:
     """SigV4 for the `sagemaker` service, from botocore (the emulator ignores the signature)."""
 
     def __init__(self, region: str, credentials: Credentials | None = None) -> None:
         if credentials is None:
-            import botocore.session
-
-            credentials = botocore.session.get_session().get_credentials()
+            credentials = _process_session().get_credentials()
         self._auth = SigV4Auth(credentials or Credentials("anonymous", "anonymous"), "sagemaker", region)
 
     def headers(self, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
