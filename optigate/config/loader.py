@@ -29,6 +29,7 @@ from optigate.config.reader import (
     shown,
 )
 from optigate.config.reader import display_name as _display_name
+from optigate.config.rule_registry import rule_of_model_error
 from optigate.config.rules import Problem, check_environments, check_overrides, check_team
 from optigate.config.rules.cross_file import (
     capture_trainable,
@@ -37,7 +38,6 @@ from optigate.config.rules.cross_file import (
     team_in_environment_exists,
     team_name_once,
 )
-from optigate.config.rules.registry import rule_of_model_error
 from optigate.config.rules.workload_rules import capture_replayable
 from optigate.config.schema_messages import expected_type, message
 from optigate.config.valid_part import Key, ValidPart, blocked_issue, data_path, held_back_issue, judge

@@ -11,7 +11,7 @@ tables or the capacity plan in `optigate.deployment.rules`, so each problem is r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -38,6 +38,7 @@ from optigate.config.limits import (
     MAX_WIDTH,
 )
 from optigate.config.lmi_options import VllmEngineSwitches
+from optigate.config.rule_registry import Found, raise_first, rule_check
 
 S3_URI_PATTERN = r"^s3://[a-z0-9{][a-z0-9.\-{}]{1,80}[a-z0-9}](/.*)?$"
 S3Uri = Annotated[
@@ -720,13 +721,28 @@ class LengthPercentiles(Strict):
     p90: int = Field(ge=1, le=MAX_TOKENS, description="90th percentile (tokens), at least p50.")
 
     @model_validator(mode="after")
-    def _ordered(self) -> LengthPercentiles:  # rule OG461 (optigate.config.rules.workload_rules)
-        if self.p90 < self.p50:
-            raise ValueError(PERCENTILES_ORDERED)
+    def _ordered(self) -> LengthPercentiles:
+        raise_first(percentiles_in_order(self))
         return self
 
 
 PERCENTILES_ORDERED = "p90 must be at least p50"
+
+
+@rule_check(
+    "OG461", "a length distribution's p90 is at least its p50 (model validator)", model_message=PERCENTILES_ORDERED
+)
+def percentiles_in_order(percentiles: LengthPercentiles) -> Iterator[Found]:
+    """A synthetic length distribution given as percentiles (`{p50: .., p90: ..}` under gate.benchmark.synthetic)
+    has a p90 at least its p50.
+
+    Why: lengths are drawn from the log-normal with that median and 90th percentile, whose spread is
+    ln(p90 / p50) / z(0.9); a p90 below the median has no such distribution (the spread would be negative), and is
+    most often the two values swapped. Checked by LengthPercentiles' model validator while the file is read, so it
+    is reported at the distribution's path like a schema error.
+    """
+    if percentiles.p90 < percentiles.p50:
+        yield (), PERCENTILES_ORDERED
 
 
 def _length_form(value: object) -> str:
@@ -1231,12 +1247,42 @@ class PipelineSource(Strict):
     branch: str = Field("main", description="The branch the pipeline builds and deploys.")
 
     @model_validator(mode="after")
-    def _one_kind(self) -> PipelineSource:  # rules OG611 and OG612 (optigate.config.rules.environment_rules)
-        if not self.repository:
-            raise ValueError(PIPELINE_NEEDS_REPOSITORY)
-        if self.codecommit == (self.connection_arn is not None):
-            raise ValueError(PIPELINE_NEEDS_ONE_SOURCE)
+    def _one_kind(self) -> PipelineSource:
+        raise_first(pipeline_names_repository(self))
+        raise_first(pipeline_one_source(self))
         return self
+
+
+@rule_check("OG611", "pipeline.source names a repository (model validator)", model_message=PIPELINE_NEEDS_REPOSITORY)
+def pipeline_names_repository(source: PipelineSource) -> Iterator[Found]:
+    """pipeline.source in environments.yaml gives `repository`: `owner/name` with a connection, the repository's
+    name with CodeCommit.
+
+    Why: the pipeline stack's source action needs it: CDK Pipelines' `CodePipelineSource.connection(repo_string,
+    branch, connection_arn=...)` takes `owner/name` and `CodePipelineSource.code_commit(repository, branch)` a
+    repository (optigate.stacks.pipeline_stack). Checked by PipelineSource's model validator while the file is read.
+    """
+    if not source.repository:
+        yield (), PIPELINE_NEEDS_REPOSITORY
+
+
+@rule_check(
+    "OG612", "pipeline.source is a connection or CodeCommit (model validator)", model_message=PIPELINE_NEEDS_ONE_SOURCE
+)
+def pipeline_one_source(source: PipelineSource) -> Iterator[Found]:
+    """pipeline.source gives exactly one kind of source: `connection_arn` (a CodeStar/CodeConnections connection to
+    GitHub, GitLab or Bitbucket) or `codecommit: true`, not both and not neither.
+
+    Why: a CodePipeline source action reads one repository from one provider; with both the pipeline's source would
+    be a guess, with neither there is nothing to read. Checked by PipelineSource's model validator while the file is
+    read, after OG611.
+    """
+    if source.codecommit == (source.connection_arn is not None):
+        yield (), PIPELINE_NEEDS_ONE_SOURCE
+
+
+#: The rules pydantic's model validators check while a file is read (each also called by its validator).
+RULES = (percentiles_in_order, pipeline_names_repository, pipeline_one_source)
 
 
 class Pipeline(Strict):

@@ -74,7 +74,7 @@ class ConfigIssue:
     line: int | None
     path: str
     message: str
-    rule: str | None = None  # the ID of the rule that reports it (optigate.config.rules.registry), if one does
+    rule: str | None = None  # the ID of the rule that reports it (optigate.config.rule_registry), if one does
 
     def __post_init__(self) -> None:
         # Whatever a layer quotes, a message stays readable (a 200 KB value is never echoed whole) and one line (a

@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from optigate.config.reader import ConfigIssue, PathT, YamlDocument, format_path
-from optigate.config.rules.registry import Problem, problems_made
+from optigate.config.rule_registry import Problem, problems_made
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 
+from optigate.config import models
 from optigate.config.models import Acknowledgement, TeamConfig
+from optigate.config.rule_registry import Found, rule_check, rules_of
 from optigate.config.rules import (
     Problem,
     Rule,
@@ -24,13 +26,13 @@ from optigate.config.rules import (
     serving_rules,
     workload_rules,
 )
-from optigate.config.rules.registry import Found, rule_check, rules_of
 from optigate.deployment import compilation, gate_workload, placement, pools, reference_gaps, rules
 from optigate.deployment import team as resolution
 
 #: Every module that declares rules, each listing them in its RULES (tests/config/test_rule_registry.py checks that
 #: no rule is declared outside these lists).
 RULE_MODULES = (
+    models,
     model_rules,
     checkpoint_rules,
     serving_rules,

@@ -20,8 +20,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from optigate.config.models import TeamConfig
+from optigate.config.rule_registry import Found, rule_check
 from optigate.config.rules import GATE_CANDIDATE, Problem, Severity
-from optigate.config.rules.registry import Found, rule_check
 from optigate.deployment.serving import ResolvedServing
 
 #: The options an engine is compiled for, by container family, as optigate renders them

@@ -15,7 +15,7 @@ from typing import Any
 
 from optigate.bench.core.workload import lengths_from_percentiles
 from optigate.config.models import BenchmarkGate, LengthPercentiles, TeamConfig, split_s3_uri
-from optigate.config.rules.registry import Found, PathT, rule_check
+from optigate.config.rule_registry import Found, PathT, rule_check
 
 #: The value count a {p50, p90} distribution becomes: its quantiles at (i + 0.5) / N, drawn uniformly by the workers.
 QUANTILES = 100

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from optigate.config.models import EnvironmentOverrides, TeamConfig
 from optigate.config.rolling_update import rolling_batch_percent
-from optigate.config.rules.registry import Found, PathT, Problem, Severity, rule_check
+from optigate.config.rule_registry import Found, PathT, Problem, Severity, rule_check
 from optigate.plan.catalog import Instance
 from optigate.plan.cost import CostBasis, cost_per_month
 

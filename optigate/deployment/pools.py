@@ -19,8 +19,8 @@ from dataclasses import replace
 
 from optigate.config.models import Serving, TeamConfig
 from optigate.config.reader import format_path
+from optigate.config.rule_registry import Found, rule_check
 from optigate.config.rules import PathT, Problem, Severity, instance_pool_problems
-from optigate.config.rules.registry import Found, rule_check
 from optigate.deployment.serving import ResolvedPool, ResolvedServing
 from optigate.plan import catalog, parallel
 from optigate.plan.architecture import ModelArchitecture

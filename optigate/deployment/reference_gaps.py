@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from optigate.config.models import EagleTraining, TeamConfig
+from optigate.config.rule_registry import Found, rule_check
 from optigate.config.rules import GATE_CANDIDATE, SHADOW_CANDIDATE, PathT, Problem, Severity
-from optigate.config.rules.registry import Found, rule_check
 from optigate.deployment.serving import ResolvedServing
 from optigate.serving import images
 

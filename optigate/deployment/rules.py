@@ -21,6 +21,7 @@ from optigate.config.lmi_options import (
     version_text,
 )
 from optigate.config.models import Serving, TeamConfig, serving_with
+from optigate.config.rule_registry import Found, RuleCheck, rule_check
 from optigate.config.rules import (
     PathT,
     Problem,
@@ -29,7 +30,6 @@ from optigate.config.rules import (
     did_you_mean,
     quantization_problems,
 )
-from optigate.config.rules.registry import Found, RuleCheck, rule_check
 from optigate.deployment.checkpoint import SIXTEEN_BIT, Checkpoint, served_precision
 from optigate.plan import architecture, catalog, parallel
 from optigate.plan.architecture import ModelArchitecture

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from optigate.config.models import EagleTraining, Serving, TeamConfig
+from optigate.config.rule_registry import Found, rule_check
 from optigate.config.rules import (
     GATE_CANDIDATE,
     SHADOW_CANDIDATE,
@@ -24,7 +25,6 @@ from optigate.config.rules import (
     quantization_problems,
 )
 from optigate.config.rules.adapter_candidate_rules import candidate_adapters
-from optigate.config.rules.registry import Found, rule_check
 from optigate.config.rules.team_rules import candidates_own
 from optigate.deployment import compilation, placement, pools, reference_gaps, rules
 from optigate.deployment.adapter_archive import (

@@ -204,7 +204,7 @@ def test_a_broken_key_is_left_out_and_a_required_one_takes_its_parent(tmp_path):
 
 
 def test_a_check_keeps_what_it_found_before_it_read_a_key_left_out(tmp_path):
-    from optigate.config.rules.registry import Problem
+    from optigate.config.rule_registry import Problem
 
     part = _part(tmp_path, _edited(LEGAL, [("  max_model_len: 32768", "  max_model_len: 32k")]))
     team = part.value

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from optigate.cli import main
-from optigate.config.rules import REGISTRY, Problem, Severity, rule
+from optigate.config.rule_registry import rule_check
+from optigate.config.rules import REGISTRY, Problem, Severity
 from optigate.config.rules.rules_reference import RULES_REFERENCE_PATH, render_rules_reference
 from optigate.deployment.all_rules import every_rule
 from tests.conftest import REPO
@@ -19,12 +20,17 @@ def test_the_ids_are_the_checked_in_list():
     assert registered == RULE_IDS.read_text().split("\n")[:-1]
 
 
+def _a_rule() -> list[tuple[tuple[str, ...], str]]:
+    """A rule function to register under a bad ID."""
+    return []
+
+
 def test_an_id_is_registered_once_and_well_formed():
     every_rule()
     first = next(iter(REGISTRY))
     for bad in (first, "OG1", "XX101", "OG901"):
         try:
-            rule(bad, "a second rule")
+            rule_check(bad, "a second rule")(_a_rule)
         except ValueError:
             continue
         raise AssertionError(f"{bad} was registered")

@@ -7,6 +7,7 @@ the SDK's image tables or the capacity plan live in `optigate.deployment.rules` 
 (the config layer imports neither `optigate.plan` nor `optigate.serving`).
 """
 
+from optigate.config.rule_registry import REGISTRY, PathT, Problem, Rule, Severity, did_you_mean
 from optigate.config.rules.checkpoint_rules import quantization_problems
 from optigate.config.rules.cross_file import (
     capture_trainable,
@@ -17,7 +18,6 @@ from optigate.config.rules.cross_file import (
 from optigate.config.rules.environment_rules import check_environments
 from optigate.config.rules.gate_rules import CROSS_CHECK_FAMILIES, GATE_CANDIDATE, cross_check_tokenizer
 from optigate.config.rules.model_rules import architecture_fields_problems
-from optigate.config.rules.registry import REGISTRY, PathT, Problem, Rule, Severity, did_you_mean, rule
 from optigate.config.rules.rollout_rules import SHADOW_CANDIDATE
 from optigate.config.rules.serving_rules import RENDERED_OPTIONS, check_serving, instance_pool_problems
 from optigate.config.rules.team_rules import candidate_problems, check_team
@@ -45,5 +45,4 @@ __all__ = [
     "instance_pool_problems",
     "quantization_problems",
     "region_has_sagemaker",
-    "rule",
 ]

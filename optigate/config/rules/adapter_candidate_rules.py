@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterator, Mapping
 
 from optigate.config.models import CANDIDATE_ADAPTERS, TeamConfig
+from optigate.config.rule_registry import Found, Problem, did_you_mean, rule_check
 from optigate.config.rules.gate_rules import GATE_CANDIDATE
-from optigate.config.rules.registry import Found, Problem, did_you_mean, rule_check
 from optigate.config.rules.rollout_rules import SHADOW_CANDIDATE
 
 #: An S3 object (not a prefix) ending .tar.gz, as an inference component's ArtifactUrl takes it; `{region}` becomes

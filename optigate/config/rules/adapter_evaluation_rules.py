@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from optigate.config.models import TeamConfig
-from optigate.config.rules.registry import Found, Problem, rule_check
+from optigate.config.rule_registry import Found, Problem, rule_check
 
 #: CreateProcessingJob (botocore 1.44): ContainerArguments 1-100 items, ProcessingInputs at most 10. The gate's job
 #: takes 15 arguments of its own, 4 per evaluated component (the base's included) and a 5th for a component with its

@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterator
 
 from optigate.config.models import TeamConfig
-from optigate.config.rules.registry import Found, PathT, Problem, did_you_mean, rule_check
+from optigate.config.rule_registry import Found, PathT, Problem, did_you_mean, rule_check
 
 ADAPTER_MIX: PathT = ("gate", "benchmark", "adapter_mix")
 #: The base model's own component in a mix (beside the team's adapters).

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from optigate.config.models import UNQUANTIZED_WEIGHTS
-from optigate.config.rules.registry import Found, PathT, rule_check
+from optigate.config.rule_registry import Found, PathT, rule_check
 
 #: What each container family quantizes to at start-up from 16- or 32-bit weights (serving.quantization's names).
 #: LMI's vLLM: fp8 (and bitsandbytes, which optigate does not offer); "other quantization techniques supported by

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from optigate.config.models import TeamConfig
-from optigate.config.rules.registry import Found, Problem, rule_check
+from optigate.config.rule_registry import Found, Problem, rule_check
 
 CFN_SCHEMA = "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sagemaker-inferencecomponent.html"
 

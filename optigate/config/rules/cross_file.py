@@ -20,7 +20,7 @@ from optigate.config.rolling_update import (
     rolling_batch_percent,
     rolling_batches,
 )
-from optigate.config.rules.registry import Found, Problem, did_you_mean, rule_check
+from optigate.config.rule_registry import Found, Problem, did_you_mean, rule_check
 
 CAPTURE_KEYS = frozenset({"data_capture", "data_capture_percentage"})
 

@@ -5,18 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from optigate.config.models import PIPELINE_NEEDS_ONE_SOURCE, PIPELINE_NEEDS_REPOSITORY, Environment, EnvironmentsFile
-from optigate.config.rules.registry import Found, PathT, Problem, rule, rule_check
+from optigate.config.models import Environment, EnvironmentsFile
+from optigate.config.rule_registry import Found, PathT, Problem, rule_check
 
-# OG611 and OG612 stay declared with `rule(...)`: PipelineSource's model validator (optigate.config.models) raises them
-# while pydantic parses the file, before any model a rule function could read exists, and the models cannot call a
-# function here (this package imports them: an import circle, tests/architecture/test_module_shape.py).
-PIPELINE_REPOSITORY = rule(
-    "OG611", "pipeline.source names a repository (model validator)", model_message=PIPELINE_NEEDS_REPOSITORY
-)
-PIPELINE_ONE_SOURCE = rule(
-    "OG612", "pipeline.source is a connection or CodeCommit (model validator)", model_message=PIPELINE_NEEDS_ONE_SOURCE
-)
+# OG611 and OG612 (pipeline.source) are checked by PipelineSource's model validator while the file is read: their
+# functions are beside it, in optigate.config.models.
 
 
 def check_environments(environments: EnvironmentsFile) -> list[Problem]:
@@ -64,6 +57,4 @@ def one_capture_key(environment: Environment, index: int) -> Iterator[Found]:
 RULES = (
     environment_once,
     one_capture_key,
-    PIPELINE_REPOSITORY,
-    PIPELINE_ONE_SOURCE,
 )

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from optigate.config import models
 from optigate.config.models import Serving, TeamConfig, serving_with
-from optigate.config.rules.registry import Found, PathT, Problem, rule_check
+from optigate.config.rule_registry import Found, PathT, Problem, rule_check
 
 GATE_CANDIDATE: PathT = ("gate", "candidate")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from optigate.config.models import ArchitectureFields, TeamConfig
-from optigate.config.rules.registry import Found, Problem, rule_check
+from optigate.config.rule_registry import Found, Problem, rule_check
 
 #: Where the architecture fields' problems are reported: `model.architecture`, then the field.
 ARCHITECTURE = ("model", "architecture")

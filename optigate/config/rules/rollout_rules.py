@@ -14,7 +14,7 @@ from optigate.config.rolling_update import (
     rolling_batch_percent,
     rolling_batches,
 )
-from optigate.config.rules.registry import Found, PathT, Problem, rule_check
+from optigate.config.rule_registry import Found, PathT, Problem, rule_check
 
 SHADOW_CANDIDATE: PathT = ("rollout", "shadow", "candidate")
 

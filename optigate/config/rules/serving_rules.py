@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from optigate.config.lmi_options import NOT_READ_BY, LmiOption, NotBelowField, options_set, rendered_names
 from optigate.config.models import TIMEOUT_MAX_SECONDS, TIMEOUT_MIN_SECONDS, Serving, TeamConfig
-from optigate.config.rules.registry import Found, PathT, Problem, rule_check
+from optigate.config.rule_registry import Found, PathT, Problem, rule_check
 
 #: The variables optigate renders from typed fields -> the field: those fields are the sources of truth, so
 #: `serving.environment` may not set them.

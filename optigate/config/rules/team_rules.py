@@ -9,6 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from optigate.config import models
 from optigate.config.models import Serving, TeamConfig, serving_with
+from optigate.config.rule_registry import PathT, Problem, did_you_mean
 from optigate.config.rules.adapter_candidate_rules import adapter_candidate_problems
 from optigate.config.rules.adapter_evaluation_rules import adapter_evaluation_problems
 from optigate.config.rules.adapter_mix_rules import adapter_mix_problems
@@ -22,7 +23,6 @@ from optigate.config.rules.gate_rules import (
     trained_head_problems,
 )
 from optigate.config.rules.model_rules import architecture_problems, source_problems
-from optigate.config.rules.registry import PathT, Problem, did_you_mean
 from optigate.config.rules.rollout_rules import SHADOW_CANDIDATE, rollout_problems
 from optigate.config.rules.serving_rules import adapter_problems, check_serving
 from optigate.config.rules.workload_rules import workload_problems

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from optigate.config.models import PERCENTILES_ORDERED, EnvironmentsFile, TeamConfig
+from optigate.config.models import EnvironmentsFile, TeamConfig
+from optigate.config.rule_registry import Found, PathT, Problem, rule_check
 from optigate.config.rules.cross_file import effective_overrides
-from optigate.config.rules.registry import Found, PathT, Problem, rule, rule_check
 
-# A model validator's rule (LengthPercentiles): pydantic raises it while the file is read, so no function checks it.
-PERCENTILES_IN_ORDER = rule(
-    "OG461", "a length distribution's p90 is at least its p50 (model validator)", model_message=PERCENTILES_ORDERED
-)
+# OG461 (a length distribution's p90 at least its p50) is checked by LengthPercentiles' model validator while the file
+# is read: its function is beside it, in optigate.config.models.
 
 BENCHMARK: PathT = ("gate", "benchmark")
 #: The request bodies optigate.bench.core.capture reads: LMI {inputs, parameters}, OpenAI chat (messages) and
@@ -118,7 +116,6 @@ def capture_replayable(environments: EnvironmentsFile, teams: Mapping[str, TeamC
 #: This module's rules, in ID order: optigate.deployment.all_rules collects them (every_rule).
 RULES = (
     one_workload,
-    PERCENTILES_IN_ORDER,
     replay_throughput,
     cross_check_same_workload,
     capture_replayable,

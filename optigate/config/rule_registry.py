@@ -1,9 +1,10 @@
 """The rule registry: each config rule's stable ID, title, severity and home, as cdk-nag and ruff name theirs.
 
-A rule module declares its rules with `rule(...)` beside the checks that report them, or as one function per rule
-with `@rule_check(...)` (its docstring documents the rule in docs/rules.md), and every `Problem` a check returns
-carries its rule. IDs group by area (see AREAS); an ID, once given, is never reused for
-another rule (tests/config/rule_ids.txt holds the list, so a renumbering is a visible change).
+Each rule is one function, registered with `@rule_check(...)` in the module that checks it and listed in that module's
+`RULES` (its docstring documents the rule in docs/rules.md), and every `Problem` it returns carries its rule. It lives
+here, outside optigate.config.rules, so that the models' validators can be rule functions too (that package imports
+the models). IDs group by area (see AREAS); an ID, once given, is never reused for another rule
+(tests/config/rule_ids.txt holds the list, so a renumbering is a visible change).
 """
 
 from __future__ import annotations
@@ -63,13 +64,6 @@ class Rule:
 REGISTRY: dict[str, Rule] = {}
 
 
-def rule(rule_id: str, title: str, severity: Severity = Severity.REFUSAL, *, model_message: str | None = None) -> Rule:
-    """Register a rule declared in the calling module (its home); an ID is registered once."""
-    caller = inspect.currentframe().f_back  # type: ignore[union-attr]
-    home = caller.f_globals["__name__"] if caller is not None else "?"
-    return _register(Rule(rule_id, title, Severity(severity), home, model_message))
-
-
 def _register(registered: Rule) -> Rule:
     if not RULE_ID.fullmatch(registered.id) or int(registered.id[2]) not in AREAS:
         raise ValueError(f"rule ID {registered.id!r} is not OG<area><nn>")
@@ -97,17 +91,27 @@ class RuleCheck(Protocol[P]):
 
 
 def rule_check(
-    rule_id: str, title: str, severity: Severity = Severity.REFUSAL
+    rule_id: str, title: str, severity: Severity = Severity.REFUSAL, *, model_message: str | None = None
 ) -> Callable[[Callable[P, Iterable[Found]]], RuleCheck[P]]:
     """Register the decorated function as rule `rule_id`: it checks that one rule and yields `(path, message)`
     for each problem; its docstring (what it checks, why, the source) goes to docs/rules.md. The function returned
-    gives the `Problem`s, each made as the function finds it (in the order `Problem.made` counts)."""
+    gives the `Problem`s, each made as the function finds it (in the order `Problem.made` counts).
+
+    `model_message`: the function is called by a pydantic model validator (`raise_first`), whose ValueError carries
+    this text; the loader finds the rule by it (`rule_of_model_error`)."""
 
     def register(check: Callable[P, Iterable[Found]]) -> RuleCheck[P]:
         if not (check.__doc__ or "").strip():
             raise ValueError(f"rule {rule_id}'s function {check.__name__} has no docstring")
         registered = _register(
-            Rule(rule_id, title, Severity(severity), check.__module__, doc=inspect.cleandoc(check.__doc__ or ""))
+            Rule(
+                rule_id,
+                title,
+                Severity(severity),
+                check.__module__,
+                model_message,
+                doc=inspect.cleandoc(check.__doc__ or ""),
+            )
         )
 
         @functools.wraps(check)
@@ -121,13 +125,16 @@ def rule_check(
     return register
 
 
-#: What a module's `RULES` lists: a rule function, or a rule declared with `rule(...)` and checked elsewhere.
-RuleEntry = Rule | RuleCheck[...]
+def rules_of(entries: Iterable[RuleCheck[...]]) -> list[Rule]:
+    """The rules a module's `RULES` lists (its rule functions)."""
+    return [entry.rule for entry in entries]
 
 
-def rules_of(entries: Iterable[RuleEntry]) -> list[Rule]:
-    """The rules a module's `RULES` lists."""
-    return [entry if isinstance(entry, Rule) else entry.rule for entry in entries]
+def raise_first(problems: list[Problem]) -> None:
+    """In a pydantic model validator: raise the first problem a rule function found as the ValueError pydantic reports
+    at the model's path (its rule is found again from the message: `rule_of_model_error`)."""
+    if problems:
+        raise ValueError(problems[0].message)
 
 
 def rule_of_model_error(message: str) -> Rule | None:
