@@ -5,6 +5,7 @@ figures, flags a disagreement, and reports a failed job as unavailable without c
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from optigate.rehearse.sagemaker.benchmarks import ai_benchmark_jobs
 from optigate.rehearse.scenario import Outcome, Scenario
 from optigate.rehearse.template import render_definition, resources_of_type
 from optigate.rehearse.validation import parameter_errors
+from tests.fixtures.once import folder_of_run, once
 
 # Tolerances for the emulator endpoints on a busy 2-core machine (the config's defaults are for real endpoints):
 # the test judges that both figures are read and compared, not the machine's noise.
@@ -40,14 +42,26 @@ def managed_figures(request: dict) -> dict[str, float]:
 
 
 @pytest.fixture(scope="module")
-def outdir(tmp_path_factory):
-    return tmp_path_factory.mktemp("gate-xc")
+def synthesized(gate_synth, tmp_path_factory) -> tuple[Path, dict]:
+    """The gate with a cross-check, synthesized once a run (tests.fixtures.once: a worker that runs some of this
+    module's tests while another runs the rest reads it back): its output folder, shared by the run, and template."""
+
+    def synth() -> tuple[Path, dict]:
+        outdir = folder_of_run(tmp_path_factory, "gate-xc")
+        check = CrossCheck(tokenizer="acme/llama-8b", tolerance=TOLERANCE, poll_seconds=0, max_polls=5)
+        return outdir, gate_synth(False, outdir, cross_check=check)
+
+    return once(tmp_path_factory, "gate_cross_check-template", synth)
 
 
 @pytest.fixture(scope="module")
-def template(gate_synth, outdir):
-    check = CrossCheck(tokenizer="acme/llama-8b", tolerance=TOLERANCE, poll_seconds=0, max_polls=5)
-    return gate_synth(False, outdir, cross_check=check)
+def outdir(synthesized) -> Path:
+    return synthesized[0]
+
+
+@pytest.fixture(scope="module")
+def template(synthesized) -> dict:
+    return synthesized[1]
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +73,12 @@ def assets(template, outdir):
     return stack.assets
 
 
-def _run(template, emulators, gate_handlers, scenario: Scenario) -> tuple[dict, dict]:
+def _run(template, emulators, gate_handlers, scenario: Scenario, short: bool = False) -> tuple[dict, dict]:
+    """The gate executed; `short`: four requests per stream in optigate's own benchmark, for a path whose verdict
+    cannot be an approval anyway (the throughput interval needs the full run), the managed jobs unchanged (their
+    workload is the template's)."""
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
-        result = GateRun(template, harness).execute()
+        result = GateRun(template, harness, {"rounds": 4} if short else {}).execute()
         return result, ai_benchmark_jobs(harness)
 
 
@@ -296,7 +313,7 @@ def test_a_failure_after_the_cross_check_still_stops_no_running_job_and_cleans_u
     each stop fails and is caught) and deletes the endpoints; the gate fails closed."""
     scenario = _scenario()
     scenario.processing_job = Outcome("Failed", after=0, failure_reason="AlgorithmError: boom")
-    result, jobs = _run(template, emulators, gate_handlers, scenario)
+    result, jobs = _run(template, emulators, gate_handlers, scenario, short=True)
     assert result["execution"]["status"] == "FAILED"
     nothing_left(result)
     assert {"CleanupStopCrossCheckBaselineC4", "CleanupStopCrossCheckCandidateC4"} <= set(result["states"])
