@@ -3,6 +3,7 @@ finds a real difference, and it never claims what too few or degenerate rounds c
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -54,7 +55,7 @@ def test_it_finds_a_difference_of_one_spread():
 def test_it_only_narrows_from_look_to_look():
     rounds = np.random.default_rng(3).normal(0, 1, ROUNDS)
     intervals = [t_confidence_sequence(rounds[:n]) for n in range(2, ROUNDS + 1)]
-    for before, after in zip(intervals, intervals[1:], strict=False):
+    for before, after in itertools.pairwise(intervals):
         assert after.low >= before.low and after.high <= before.high
 
 
