@@ -49,10 +49,10 @@ class Rule:
     title: str
     severity: Severity
     home: str
+    #: Its function's docstring (what it checks, why, the source), printed in docs/rules.md.
+    doc: str
     #: For a rule a pydantic model validator raises: the ValueError's text, which identifies it.
     model_message: str | None = None
-    #: For a rule checked by one function (`rule_check`): its docstring (what it checks, why, the source).
-    doc: str | None = None
 
     @property
     def area(self) -> str:
@@ -109,8 +109,8 @@ def rule_check(
                 title,
                 Severity(severity),
                 check.__module__,
-                model_message,
                 doc=inspect.cleandoc(check.__doc__ or ""),
+                model_message=model_message,
             )
         )
 

@@ -24,7 +24,7 @@ team file, [configuration](configuration.md)). IDs are stable: a retired rule's 
 
 
 def render_rules_reference(rules: Iterable[Rule]) -> str:
-    """The page: one table per area, rules in ID order, then the docstring of each rule checked by a function."""
+    """The page: one table per area, rules in ID order, then each rule's docstring."""
     by_area: dict[str, list[Rule]] = {}
     for found in sorted(rules, key=lambda r: r.id):
         by_area.setdefault(found.area, []).append(found)
@@ -38,9 +38,8 @@ def render_rules_reference(rules: Iterable[Rule]) -> str:
             title = found.title.replace("|", r"\|")
             lines.append(f"| {found.id} | {severity} | {title} | `{found.home}` |")
         lines.append("")
-        for found in by_area[area]:
-            if found.doc:  # a rule function's docstring: what it checks, why, the source
-                lines += [f"### {found.id}", "", found.doc, ""]
+        for found in by_area[area]:  # each rule function's docstring: what it checks, why, the source
+            lines += [f"### {found.id}", "", found.doc, ""]
     return "\n".join(lines)
 
 
