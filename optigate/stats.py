@@ -422,6 +422,32 @@ def sequence_half_width(rounds: int, *, confidence: float = CONFIDENCE, prior: f
     return math.sqrt(t_squared / rounds)
 
 
+def _mixture_ratio(t_squared: float, rounds: int, prior: float) -> float:
+    """The confidence sequence's likelihood ratio after `rounds` rounds whose t statistic about a mean is t."""
+    a = 1 + rounds * prior
+    v = rounds - 1
+    return float(a**-0.5 * ((1 + t_squared / v) / (1 + t_squared / (v * a))) ** (rounds / 2))
+
+
+def t_sequence_p_value(rounds: ArrayLike, *, null: float = 0.0, prior: float = SEQUENCE_PRIOR) -> float:
+    """The anytime-valid p-value of "the rounds' mean is `null`" after the last round: one over the largest
+    likelihood ratio any look reached (capped at 1). A valid p-value at any round a rule stops at, so Holm's
+    step-down may read it; it is at most 1 - c exactly when `t_confidence_sequence` at confidence c excludes `null`.
+    Missing figures give 1 (no evidence); so do rounds without spread, as that sequence claims nothing of them."""
+    data = np.asarray(rounds, dtype=float)
+    if data.ndim != 1 or not len(data) or not np.isfinite(data).all():
+        return 1.0
+    largest = 1.0
+    for n in range(2, len(data) + 1):
+        prefix = data[:n]
+        spread = float(prefix.std(ddof=1))
+        if spread == 0:
+            continue
+        t = (float(prefix.mean()) - null) * math.sqrt(n) / spread
+        largest = max(largest, _mixture_ratio(t * t, n, prior))
+    return min(1.0, 1.0 / largest)
+
+
 def t_confidence_sequence(
     rounds: ArrayLike, *, confidence: float = CONFIDENCE, prior: float = SEQUENCE_PRIOR
 ) -> Interval:

@@ -12,7 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from optigate.stats import CONFIDENCE, SEQUENCE_PRIOR, sequence_half_width, t_confidence_sequence
+from optigate.stats import (
+    CONFIDENCE,
+    SEQUENCE_PRIOR,
+    sequence_half_width,
+    t_confidence_sequence,
+    t_sequence_p_value,
+)
 
 ROUNDS = 30
 
@@ -100,3 +106,26 @@ def test_the_prior_suits_the_rounds_a_gate_can_afford():
 
     least = min(total(prior) for prior in np.arange(1.0, 50.5, 0.5))
     assert total(SEQUENCE_PRIOR) <= 1.01 * least
+
+
+def test_the_p_value_is_below_alpha_exactly_when_the_interval_excludes_the_null():
+    """The anytime p-value and the sequence are one construction: p <= 1 - c iff the interval at c leaves the null
+    out (checked on runs with and without a change, at two confidences)."""
+    rng = np.random.default_rng(5)
+    for shift in (0.0, 0.4, 1.0):
+        for rounds in rng.normal(shift, 1.0, (200, 12)):
+            p = t_sequence_p_value(rounds)
+            for confidence in (0.95, 0.99):
+                interval = t_confidence_sequence(rounds, confidence=confidence)
+                excluded = not interval.low <= 0.0 <= interval.high
+                if abs(p - (1 - confidence)) > 1e-9:
+                    assert excluded == (p <= 1 - confidence), (shift, p, interval)
+
+
+def test_the_p_value_stopped_at_any_round_is_valid():
+    """Identical sides, stopped at the first round the p-value reaches 5 % or at 30: rejected in at most 5 % of
+    runs."""
+    runs = 2000
+    draws = np.random.default_rng(9).normal(0.0, 1.0, (runs, ROUNDS))
+    rejected = sum(t_sequence_p_value(rounds) <= 0.05 for rounds in draws) / runs
+    assert rejected <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / runs)
