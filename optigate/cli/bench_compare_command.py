@@ -156,6 +156,8 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
         raise CliError(f"cannot judge: the client shaped the load in {refused[0]}", exit_code=3)
     base_levels = levels_of([data for _, data in baselines])
     cand_levels = levels_of([data for _, data in candidates])
+    if args.rounds:
+        return _compare_rounds(args, baselines, candidates, base_levels, cand_levels)
     slo = _slo(args.slo)
     deltas = compare_levels(base_levels, cand_levels, margin_pct=_margins(args), slo=slo)
     if not deltas:
@@ -217,6 +219,85 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
     return code
 
 
+def _round_table(title: str, deltas: list) -> Table:
+    """One row per figure: the candidate's change over the twin and its anytime-valid interval, in percent."""
+    import math
+
+    from rich import box
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1))
+    for column in ("metric", "stat", "c", "rounds", "change", "interval", "verdict"):
+        whole = column in ("metric", "stat", "verdict")
+        table.add_column(column, justify="left" if whole else "right", no_wrap=whole)
+    colours = {"better": "green", "worse": "red", "equivalent": "cyan"}
+    for d in deltas:
+        colour = colours.get(d.verdict, "dim")
+        bounded = math.isfinite(d.low_pct) and math.isfinite(d.high_pct)
+        interval = f"[{d.low_pct:+.1f} %, {d.high_pct:+.1f} %] {d.confidence:.2%}" if bounded else "cannot bound yet"
+        change = f"{d.change_pct:+.1f} %" if math.isfinite(d.change_pct) else "–"
+        table.add_row(
+            d.metric,
+            d.statistic,
+            str(d.concurrency),
+            str(d.rounds),
+            change,
+            interval,
+            f"[{colour}]{d.verdict}[/{colour}]",
+        )
+    return table
+
+
+def _compare_rounds(
+    args: argparse.Namespace,
+    baselines: list[tuple[str, dict]],
+    candidates: list[tuple[str, dict]],
+    base_levels: dict,
+    cand_levels: dict,
+) -> int:
+    """`bench compare --rounds`: the files paired in order as rounds, with anytime-valid intervals
+    (optigate.bench.sequential)."""
+    from optigate.bench.sequential import compare_rounds
+
+    if len(baselines) != len(candidates):
+        raise UsageError(
+            f"--rounds pairs the files in order, a baseline run then a candidate run: give as many of each "
+            f"(got {len(baselines)} baseline and {len(candidates)} candidate)"
+        )
+    if args.slo or args.report:
+        raise UsageError("--rounds compares latency and throughput only so far: leave out --slo and --report")
+    deltas = compare_rounds(base_levels, cand_levels, margin_pct=_margins(args))
+    if not deltas:
+        raise UsageError(
+            f"the two sides share no concurrency level (baseline {sorted(base_levels)}, candidate "
+            f"{sorted(cand_levels)}); benchmark both at the same --concurrency"
+        )
+    title = (
+        f"candidate vs baseline, {len(baselines)} round(s) (margin ±{args.margin_pct:g} %, anytime-valid intervals, "
+        "Holm over all figures)"
+    )
+    console.print(_round_table(title, deltas))
+    worse = [d for d in deltas if d.verdict == "worse"]
+    undecided = [d for d in _decided(deltas, args.decide) if not d.decided]
+    code = 1 if worse else 3 if undecided else 0
+    if worse:
+        console.print(f"[red]worse[/red]: {len(worse)} figure(s) regressed by more than the margin (exit 1)")
+    elif undecided:
+        console.print(
+            f"[yellow]inconclusive[/yellow]: {len(undecided)} decided figure(s) cannot be told yet (exit 3): "
+            "add a round (a baseline run, then a candidate run) and compare again; the intervals stay valid"
+        )
+    if args.json:
+        payload = {
+            "rounds": len(baselines),
+            "deltas": [d.to_dict() for d in deltas],
+            "baseline_runs": [path for path, _ in baselines],
+            "candidate_runs": [path for path, _ in candidates],
+            "exit_code": code,
+        }
+        write_json(args.json, payload, indent=2)
+    return code
+
+
 def add_compare_parser(subcommands: argparse._SubParsersAction) -> None:
     """`bench compare`, a subcommand of `bench` (whose handler hands it on to cmd_bench_compare)."""
     compare_parser = subcommands.add_parser(
@@ -268,5 +349,12 @@ def add_compare_parser(subcommands: argparse._SubParsersAction) -> None:
         "--slo",
         help="compare goodput too: the share of requests within these budgets, e.g. p99_ttft_ms=800,p99_itl_ms=60"
         " (metric goodput_share, higher is better; default: not compared)",
+    )
+    compare_parser.add_argument(
+        "--rounds",
+        action="store_true",
+        help="pair the files in order as rounds (baseline run i, then candidate run i) and give anytime-valid "
+        "intervals: valid however often you compare again as rounds are added; nothing is decided before the "
+        "fourth round (default: off, the runs are blocks of a fixed-size comparison)",
     )
     compare_parser.add_argument("--json", help="write the deltas here (default: not written)")
