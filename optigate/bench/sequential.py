@@ -1,5 +1,5 @@
 """Two sides compared round by round, readable after every round: the anytime-valid form of `bench compare`
-(issue 39: neither the gate nor `bench compare` calls it yet).
+(`bench compare --rounds`; issue 39: the gate does not benchmark in rounds yet).
 
 **Rounds.** A round is one block of the twin (baseline) and one of the candidate at one level, run one after the
 other, so the two share the host's state of that moment. For each figure (a latency percentile of a block, or its
