@@ -354,7 +354,8 @@ def add_compare_parser(subcommands: argparse._SubParsersAction) -> None:
         "--rounds",
         action="store_true",
         help="pair the files in order as rounds (baseline run i, then candidate run i) and give anytime-valid "
-        "intervals: valid however often you compare again as rounds are added; nothing is decided before the "
-        "fourth round (default: off, the runs are blocks of a fixed-size comparison)",
+        "intervals: valid however often you compare again as rounds are added; the first figure is decided at the "
+        "earliest in round 5 with one level, round 6 with three (Holm over all figures) (default: off, the runs are "
+        "blocks of a fixed-size comparison)",
     )
     compare_parser.add_argument("--json", help="write the deltas here (default: not written)")

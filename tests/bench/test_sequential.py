@@ -41,6 +41,15 @@ def test_before_the_sequence_can_bound_anything_nothing_is_decided():
     assert {delta.verdict for delta in compare_rounds({LEVEL: twin}, {LEVEL: candidate})} == {Outcome.INCONCLUSIVE}
 
 
+def test_at_holms_levels_the_first_figure_is_decided_in_round_five_with_one_level():
+    """What `bench compare --rounds --help` says: 13 figures at one level put the first test at 1 - 0.05 / 13, where
+    the sequence is unbounded until round 5; a 30 % faster decode is decided there, not before."""
+    twin, candidate = _rounds(Shape(), 5, 1), _rounds(Shape(itl_ms=15 * 0.7), 5, 2)
+    at_four = compare_rounds({LEVEL: twin[:4]}, {LEVEL: candidate[:4]})
+    assert len(at_four) == 13 and {delta.verdict for delta in at_four} == {Outcome.INCONCLUSIVE}
+    assert Outcome.BETTER in _verdicts(compare_rounds({LEVEL: twin}, {LEVEL: candidate}), "itl_ms")
+
+
 @pytest.mark.slow  # 200 comparisons of simulated blocks: 8 s
 def test_identical_sides_read_after_every_round_are_rarely_better_or_worse():
     """A/A, read after each of 8 rounds (Holm over the 13 figures): a better or worse word at any look in at most
