@@ -50,7 +50,7 @@ whatever rule decides when to stop. The construction, and why:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -420,6 +420,20 @@ def sequence_half_width(rounds: int, *, confidence: float = CONFIDENCE, prior: f
         return math.inf
     t_squared = (rounds - 1) * (k - 1) / (1 - k / a)
     return math.sqrt(t_squared / rounds)
+
+
+def holm_levels(p_values: Mapping[str, float], *, alpha: float = 1 - CONFIDENCE) -> list[tuple[str, float, float]]:
+    """Holm's step-down: ``(member, confidence of its interval, p-value)`` in the order tested (smallest
+    p first); after the first step that does not reject, every later member keeps that step's confidence."""
+    order = sorted(p_values, key=lambda member: (p_values[member], member))
+    m, stopped, out = len(order), None, []
+    for step, member in enumerate(order):
+        tail = alpha / (m - step)
+        confidence = 1 - tail if stopped is None else stopped
+        if stopped is None and not p_values[member] < tail:
+            stopped = confidence
+        out.append((member, confidence, p_values[member]))
+    return out
 
 
 def _mixture_ratio(t_squared: float, rounds: int, prior: float) -> float:

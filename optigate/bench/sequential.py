@@ -106,20 +106,13 @@ def compare_rounds(
         for metric, statistic, lower_is_better, figure in FIGURES:
             logs = round_logs(twin[level], candidate[level], figure)
             entries.append((metric, statistic, level, lower_is_better, logs, stats.t_sequence_p_value(logs)))
-    order = sorted(range(len(entries)), key=lambda i: entries[i][5])
-    # Holm: the k-th smallest p-value is tested at alpha / (m - k) until one is not rejected; the rest keep that
-    # step's level (the confidence their interval is shown at).
-    holm_level: dict[int, float] = {}
-    tested = alpha
-    stopped = False
-    for step, index in enumerate(order):
-        if not stopped:
-            tested = alpha / (len(entries) - step)
-            stopped = entries[index][5] > tested
-        holm_level[index] = tested
+    # Holm over every figure: the confidence each interval is shown at (optigate.stats.holm_levels).
+    keys = [f"c{level} {metric} {statistic}" for metric, statistic, level, *_ in entries]
+    p_values = {key: entry[5] for key, entry in zip(keys, entries, strict=True)}
+    tested = {key: confidence for key, confidence, _ in stats.holm_levels(p_values, alpha=alpha)}
     deltas = []
     for index, (metric, statistic, level, lower_is_better, logs, p_value) in enumerate(entries):
-        confidence = 1 - holm_level[index]
+        confidence = tested[keys[index]]
         _, low, high = stats.t_confidence_sequence(logs, confidence=confidence)
         point = float(np.mean(logs)) if logs else math.nan
         change = _pct(point), _pct(low), _pct(high)

@@ -11,7 +11,8 @@ from optigate import stats
 from optigate.bench.core.load import ComponentSchedule, ComponentShare
 from optigate.bench.core.metrics import RequestRecord, RunSamples
 from optigate.gate import GateInputs, decide, render_html, render_json
-from optigate.gate.decision.adapters import MIN_ADAPTER_REQUESTS, holm_levels
+from optigate.gate.decision.adapters import MIN_ADAPTER_REQUESTS
+from optigate.stats import holm_levels
 from tests.fixtures.synthetic_runs import PASS, THRESHOLDS, itl_for_gain
 
 TOKENS = 32

@@ -106,7 +106,9 @@ def _family(
         rng = [*check_seed(seed, level, name), index + 1]  # each adapter its own stream, apart from all traffic's
         point, replicates = pooled_p99(samples, counts, rng)
         judged[adapter] = (point, replicates, count, len(blocks))
-    for adapter, confidence, p_value in holm_levels({a: _p_over(r[1], budget) for a, r in judged.items()}):
+    for adapter, confidence, p_value in stats.holm_levels(
+        {a: _p_over(r[1], budget) for a, r in judged.items()}, alpha=FAMILY_ALPHA
+    ):
         point, replicates, count, block_count = judged[adapter]
         figures = point, replicates, count, block_count, confidence, p_value
         out[adapter] = _check(name, label, budget, level, adapter, *figures)
@@ -117,20 +119,6 @@ def _p_over(replicates: np.ndarray, budget: float) -> float:
     """The bootstrap p-value of "over the budget": twice the share of replicates at or under it (at most 1)."""
     valid = replicates[~np.isnan(replicates)]
     return min(1.0, 2 * float(np.mean(valid <= budget))) if len(valid) else 1.0
-
-
-def holm_levels(p_values: dict[str, float], alpha: float = FAMILY_ALPHA) -> list[tuple[str, float, float]]:
-    """Holm's step-down: ``(member, confidence of its interval, p-value)`` in the order tested (smallest
-    p first); after the first step that does not reject, every later member keeps that step's confidence."""
-    order = sorted(p_values, key=lambda member: (p_values[member], member))
-    m, stopped, out = len(order), None, []
-    for step, member in enumerate(order):
-        tail = alpha / (m - step)
-        confidence = 1 - tail if stopped is None else stopped
-        if stopped is None and not p_values[member] < tail:
-            stopped = confidence
-        out.append((member, confidence, p_values[member]))
-    return out
 
 
 def _check(
