@@ -96,6 +96,12 @@ def _figure(value: float, failed: bool) -> str:
     return f"{value:,.2f}" if math.isfinite(value) else "–"
 
 
+def _verdict_cell(verdict: str) -> str:
+    """A verdict in its colour: better green, worse red, equivalent cyan, inconclusive dim."""
+    colour = {"better": "green", "worse": "red", "equivalent": "cyan"}.get(verdict, "dim")
+    return f"[{colour}]{verdict}[/{colour}]"
+
+
 def _delta_table(title: str, deltas: list, sides: tuple[str, str] = ("baseline", "candidate")) -> Table:
     """One row per delta; deltas of one adapter's traffic name it in an `adapter` column. `sides`: the two
     figures' column names (`--label`, else baseline and candidate)."""
@@ -110,9 +116,7 @@ def _delta_table(title: str, deltas: list, sides: tuple[str, str] = ("baseline",
         # Names whole (never folded mid-word); figures wrap at their spaces when the terminal is narrow.
         whole = column in ("adapter", "metric", "stat", "verdict")
         table.add_column(column, justify="left" if whole else "right", no_wrap=whole)
-    colours = {"better": "green", "worse": "red", "equivalent": "cyan"}
     for d in deltas:
-        colour = colours.get(d.verdict, "dim")
         relative = f" ({d.relative:+.1%})" if math.isfinite(d.relative) else ""
         interval = f"[{d.low:+,.2f}, {d.high:+,.2f}] {d.confidence:.2%}" if math.isfinite(d.low) else (d.note or "–")
         table.add_row(
@@ -124,7 +128,7 @@ def _delta_table(title: str, deltas: list, sides: tuple[str, str] = ("baseline",
             _figure(d.candidate, "candidate failed" in d.note or "both" in d.note),
             f"{d.delta:+,.2f}{relative}" if math.isfinite(d.delta) else "–",
             interval,
-            f"[{colour}]{d.verdict}[/{colour}]",
+            _verdict_cell(d.verdict),
         )
     return table
 
@@ -229,9 +233,7 @@ def _round_table(title: str, deltas: list) -> Table:
     for column in ("metric", "stat", "c", "rounds", "change", "interval", "verdict"):
         whole = column in ("metric", "stat", "verdict")
         table.add_column(column, justify="left" if whole else "right", no_wrap=whole)
-    colours = {"better": "green", "worse": "red", "equivalent": "cyan"}
     for d in deltas:
-        colour = colours.get(d.verdict, "dim")
         bounded = math.isfinite(d.low_pct) and math.isfinite(d.high_pct)
         interval = f"[{d.low_pct:+.1f} %, {d.high_pct:+.1f} %] {d.confidence:.2%}" if bounded else "cannot bound yet"
         change = f"{d.change_pct:+.1f} %" if math.isfinite(d.change_pct) else "–"
@@ -242,7 +244,7 @@ def _round_table(title: str, deltas: list) -> Table:
             str(d.rounds),
             change,
             interval,
-            f"[{colour}]{d.verdict}[/{colour}]",
+            _verdict_cell(d.verdict),
         )
     return table
 
