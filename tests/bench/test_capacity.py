@@ -230,6 +230,11 @@ EMULATOR = {
 }
 
 
+def _run_may_hold(prediction, budget_ms: float) -> bool:
+    band = prediction.run_p99_ttft_ms
+    return (band[0] if band is not None else prediction.p99_ttft_ms) <= budget_ms
+
+
 def _find(url: str, *extra: str) -> int:
     from optigate.cli import main
 
@@ -258,20 +263,30 @@ def test_find_capacity_on_the_emulator_lands_at_its_truth(tmp_path):
     86 ms at 13, by the emulator's own model)."""
     from optigate.emulator.config import EmulatorConfig
     from optigate.emulator.process import emulator_process
-    from optigate.emulator.truth import capacity_truth
+    from optigate.emulator.truth import capacity_truth, predict
 
     slo = Slo.parse("p99_ttft_ms=70,p99_itl_ms=40")
-    truth_here = capacity_truth(EmulatorConfig.parse(EMULATOR).default, slo, prompt_tokens=8, max_new_tokens=32)
+    behaviour = EmulatorConfig.parse(EMULATOR).default
+    truth_here = capacity_truth(behaviour, slo, prompt_tokens=8, max_new_tokens=32)
     assert truth_here == 12
+    # A level's run is short (8 requests a stream): above the slots its p99 depends on the streams' phases, so a run
+    # may carry one level more than the long run does. Never above the highest level a run of its length can carry
+    # (the low end of the model's 95 % band for that run's p99 within the budget).
+    reachable = max(
+        c
+        for c in range(1, 20)
+        if _run_may_hold(predict(behaviour, c, prompt_tokens=8, max_new_tokens=32, requests=8 * c), 70.0)
+    )
+    assert reachable == 13
     out = tmp_path / "capacity.json"
     with emulator_process(EMULATOR) as url:
         code = _find(url, "--slo", "p99_ttft_ms=70,p99_itl_ms=40", "--price-per-hour", "1.5", "--json", str(out))
     data = json.loads(out.read_text())
     found = data["capacity"]
     assert code in (0, 3)  # 3 only if this busy machine's client read the streams late: then it says so
-    # Never above the truth. Within 10 % below it, unless this machine's load made a level straddle the budget or
+    # Within 10 % below the long run's truth, unless this machine's load made a level straddle the budget or
     # the client fall behind the streams: then the search stops low (fail closed) and the result records why.
-    assert found["capacity"] is not None and found["capacity"] <= 12
+    assert found["capacity"] is not None and found["capacity"] <= reachable
     disturbed = found["client_bound"] or any(s["verdict"] in (UNCERTAIN, CLIENT_BOUND) for s in found["steps"])
     assert found["capacity"] >= 0.9 * 12 or disturbed, found["steps"]
     assert found["runs"] <= 8 and len(data["runs"]) == found["runs"]
