@@ -62,6 +62,9 @@ CONFIDENCE = 0.95
 #: A percentile interval (its ends are tail percentiles of the replicates): the default, and every
 #: gate check's count (a replicate of a two-level resample weighs every request of a level).
 REPLICATES = 1000
+#: Replicates in each tail of a percentile interval above CONFIDENCE (a gate's look, which spends a share of the
+#: confidence: optigate.gate.decision.looks): 25, as many as the default count leaves in each tail at CONFIDENCE.
+TAIL_REPLICATES = 25
 #: A normal interval (`bench compare`): only the replicates' standard deviation is used, and it
 #: settles within a few hundred, where a percentile interval at Holm's levels would need tens of thousands.
 SE_REPLICATES = 400
@@ -108,6 +111,14 @@ def percentiles(q: float | Sequence[float]) -> Statistic:
     A single q gives one value per resample; a sequence gives ``len(q)`` values per resample.
     """
     return lambda rows: np.percentile(rows, q, axis=1).T
+
+
+def replicates_for(confidence: float) -> int:
+    """Replicates of a percentile interval at `confidence`: REPLICATES up to CONFIDENCE (the count every verdict was
+    calibrated at), beyond it enough for TAIL_REPLICATES in each tail."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence {confidence!r}: expected between 0 and 1")
+    return max(REPLICATES, math.ceil(2 * TAIL_REPLICATES / (1 - confidence)))
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from optigate import stats
 from optigate.bench.core.metrics import RunSamples
-from optigate.gate.decision.wording import CheckName
+from optigate.gate.decision.wording import CheckName, ci
 from optigate.gate.server_metrics import acceptance_check
 from optigate.judge import Check, Direction, Outcome, classify
 from optigate.plan.speculation import DEFAULT_BREAK_EVEN_ACCEPTANCE
@@ -44,6 +44,7 @@ def acceptance_checks(
     server_metrics: Mapping[str, Any] | None,
     change: Mapping[str, Any],
     seed: int,
+    confidence: float = stats.CONFIDENCE,
 ) -> list[Check]:
     """The speculative_acceptance checks of a change that speculates (`method`), none otherwise: one per measured
     level (`levels`: each level's baseline and candidate blocks) from the client, or one from the server."""
@@ -67,7 +68,7 @@ def acceptance_checks(
     checks = []
     for level, (base_blocks, cand_blocks) in sorted(levels.items()):
         threshold = break_even.get(level, DEFAULT_BREAK_EVEN_ACCEPTANCE)
-        check = client_acceptance_check(level, base_blocks, cand_blocks, k, threshold, method, seed)
+        check = client_acceptance_check(level, base_blocks, cand_blocks, k, threshold, method, seed, confidence)
         assumed = evidence.get("assumed")
         if assumed and check.outcome is not Outcome.INCONCLUSIVE:
             detail = f"{check.detail}; not decided: it rests on assumed surfaces alone ({assumed})"
@@ -113,6 +114,7 @@ def client_acceptance_check(
     break_even: float,
     method: str,
     seed: int,
+    confidence: float = stats.CONFIDENCE,
 ) -> Check:
     """The candidate's acceptance at one level from what the client saw: (tokens per step on the candidate / on the
     baseline - 1) / k, its interval over both sides' blocks and requests, against the level's break-even."""
@@ -126,17 +128,19 @@ def client_acceptance_check(
         detail = f"fewer than {MIN_STEPS} decode steps measured on the {' and '.join(too_few)}"
         return _undecided(detail, break_even, level)
     (base_mean, base_reps), (cand_mean, cand_reps) = (
-        stats.two_level_mean_replicates(side[0], side[1], replicates=stats.REPLICATES, rng=[seed, level, 17, i])
+        stats.two_level_mean_replicates(
+            side[0], side[1], replicates=stats.replicates_for(confidence), rng=[seed, level, 17, i]
+        )
         for i, side in enumerate((base, cand))
     )
     acceptance = (cand_mean / base_mean - 1) / k
     replicates = (np.asarray(cand_reps) / np.asarray(base_reps) - 1) / k
-    low, high = stats.percentile_interval(replicates)
+    low, high = stats.percentile_interval(replicates, confidence)
     low, high = min(low, acceptance), max(high, acceptance)
     detail = (
         f"speculative decoding ({method}): the client saw {cand_mean:.2f} tokens per decode step against "
-        f"{base_mean:.2f} on the baseline, {acceptance:.0%} of {k} drafts accepted (95 % CI {low:.0%} to {high:.0%}, "
-        "a streamed chunk being one engine step)"
+        f"{base_mean:.2f} on the baseline, {acceptance:.0%} of {k} drafts accepted "
+        f"({ci(confidence)} {low:.0%} to {high:.0%}, a streamed chunk being one engine step)"
     )
     outcome = classify(stats.Interval(acceptance, low, high), break_even, Direction.AT_LEAST)
     if outcome is Outcome.INCONCLUSIVE:

@@ -60,8 +60,10 @@ def adapter_latency_checks(
     cand_blocks: Sequence[RunSamples],
     thresholds: BenchmarkGate,
     seed: int,
+    confidence: float = stats.CONFIDENCE,
 ) -> list[Check]:
-    """Each latency check with a budget, per adapter the runs name, Holm across the adapters (see the module)."""
+    """Each latency check with a budget, per adapter the runs name, Holm across the adapters (see the module) at
+    the family-wise `confidence`."""
     adapters = adapter_names(base_blocks, cand_blocks)
     checks: list[Check] = []
     budgets = (
@@ -70,7 +72,7 @@ def adapter_latency_checks(
     )
     for name, label, budget in budgets:
         if budget is not None and adapters:
-            checks += _family(name, label, budget, level, adapters, cand_blocks, seed)
+            checks += _family(name, label, budget, level, adapters, cand_blocks, seed, 1 - confidence)
     return checks
 
 
@@ -82,6 +84,7 @@ def _family(
     adapters: list[str],
     cand_blocks: Sequence[RunSamples],
     seed: int,
+    alpha: float = FAMILY_ALPHA,
 ) -> list[Check]:
     out: dict[str, Check] = {}
     judged: dict[str, tuple[float, np.ndarray, int, int]] = {}  # adapter: p99, replicates, samples, blocks
@@ -104,10 +107,10 @@ def _family(
             out[adapter] = Check(name, Outcome.INCONCLUSIVE, None, budget, detail, concurrency=level, adapter=adapter)
             continue
         rng = [*check_seed(seed, level, name), index + 1]  # each adapter its own stream, apart from all traffic's
-        point, replicates = pooled_p99(samples, counts, rng)
+        point, replicates = pooled_p99(samples, counts, rng, stats.replicates_for(1 - alpha))
         judged[adapter] = (point, replicates, count, len(blocks))
     for adapter, confidence, p_value in stats.holm_levels(
-        {a: _p_over(r[1], budget) for a, r in judged.items()}, alpha=FAMILY_ALPHA
+        {a: _p_over(r[1], budget) for a, r in judged.items()}, alpha=alpha
     ):
         point, replicates, count, block_count = judged[adapter]
         figures = point, replicates, count, block_count, confidence, p_value

@@ -68,7 +68,7 @@ from optigate import stats
 from optigate.bench.core.metrics import RunSamples, merge
 from optigate.bench.throughput import MIN_THROUGHPUT_BUCKETS, assumed_drift_se, throughput_difference
 from optigate.config.models import BenchmarkGate
-from optigate.gate.decision.wording import CheckName, error_text, ms, pct
+from optigate.gate.decision.wording import CheckName, ci, error_text, ms, pct
 from optigate.jsonsafe import json_safe
 from optigate.judge import EVALUATION_WORDS, Check, Direction, Outcome, classify, estimate_only
 
@@ -174,8 +174,10 @@ def level_checks(
     thresholds: BenchmarkGate,
     method: str | None,
     seed: int,
+    confidence: float = CONFIDENCE,
 ) -> list[Check]:
-    """The checks at one level both benchmarks measured (each side in one or more blocks), in CheckName's order.
+    """The checks at one level both benchmarks measured (each side in one or more blocks), in CheckName's order,
+    their intervals at `confidence`.
 
     Fail closed: when either benchmark had no successful request here, every latency check
     fails with ``measured`` None and says which.
@@ -190,18 +192,18 @@ def level_checks(
     ttft_budget, itl_budget = thresholds.p99_ttft_ms_budget, thresholds.p99_itl_ms_budget
     if ttft_budget is not None:
         ttft = CheckName.P99_TTFT, "TTFT", [b.ttft_ms for b in cand_blocks], None, ttft_budget, level, seed
-        checks.append(closed(CheckName.P99_TTFT, ttft_budget) if empty else latency_check(*ttft))
+        checks.append(closed(CheckName.P99_TTFT, ttft_budget) if empty else latency_check(*ttft, confidence))
     if itl_budget is not None:
         itl_blocks, itl_counts = [b.itl_ms for b in cand_blocks], [b.itl_counts for b in cand_blocks]
         itl = CheckName.P99_ITL, "ITL", itl_blocks, itl_counts, itl_budget, level, seed
-        checks.append(closed(CheckName.P99_ITL, itl_budget) if empty else latency_check(*itl))
+        checks.append(closed(CheckName.P99_ITL, itl_budget) if empty else latency_check(*itl, confidence))
     minimum = thresholds.min_throughput_gain_pct
-    gain = level, base_blocks, cand_blocks, minimum, seed
+    gain = level, base_blocks, cand_blocks, minimum, seed, confidence
     checks.append(closed(CheckName.THROUGHPUT_GAIN, minimum) if empty else throughput_check(*gain))
     checks.append(error_check(level, cand, thresholds.max_error_rate))
     if method is not None:
         minimum = thresholds.min_tokens_per_chunk_gain_pct
-        speculation = level, base, cand, minimum, method, seed
+        speculation = level, base, cand, minimum, method, seed, confidence
         checks.append(
             closed(CheckName.TOKENS_PER_CHUNK_GAIN, minimum) if empty else tokens_per_chunk_check(*speculation)
         )
@@ -232,6 +234,7 @@ def latency_check(
     budget: float,
     level: int,
     seed: int,
+    confidence: float = CONFIDENCE,
 ) -> Check:
     """p99 of the pooled blocks within the budget: passes when the upper end of its interval is, fails
     when the lower end is over it, else inconclusive. The interval resamples blocks, then units inside
@@ -239,13 +242,13 @@ def latency_check(
     samples = sum(len(block) for block in blocks)
     if not samples:
         return failed(name, budget, f"no {label} samples from the candidate", level)
-    p99, replicates = pooled_p99(blocks, counts, check_seed(seed, level, name))
-    low, high = stats.percentile_interval(replicates, CONFIDENCE)
+    p99, replicates = pooled_p99(blocks, counts, check_seed(seed, level, name), stats.replicates_for(confidence))
+    low, high = stats.percentile_interval(replicates, confidence)
     low, high = min(low, p99), max(high, p99)  # an interval always contains its estimate
     outcome = classify(stats.Interval(p99, low, high), budget, Direction.AT_MOST)
     blocks_text = f", {len(blocks)} blocks" if len(blocks) > 1 else ""
     detail = (
-        f"candidate p99 {label} {ms(p99)} (95 % CI {ms(low)} to {ms(high)}, {samples} samples{blocks_text}) "
+        f"candidate p99 {label} {ms(p99)} ({ci(confidence)} {ms(low)} to {ms(high)}, {samples} samples{blocks_text}) "
         f"vs budget {ms(budget)}"
     )
     if outcome is Outcome.FAIL:
@@ -256,17 +259,20 @@ def latency_check(
 
 
 def pooled_p99(
-    blocks: Sequence[list[float]], counts: Sequence[list[int]] | None, rng: stats.SeedLike
+    blocks: Sequence[list[float]],
+    counts: Sequence[list[int]] | None,
+    rng: stats.SeedLike,
+    replicates: int = stats.REPLICATES,
 ) -> tuple[float, np.ndarray]:
     """The pooled p99 of a side's blocks and its two-level replicates (blocks, then units inside them:
     requests when every block's counts add up to its samples, else one sample each)."""
     clustered = counts is not None and all(
         len(c) > 0 and sum(c) == len(block) for c, block in zip(counts, blocks, strict=True)
     )
-    point, replicates = stats.two_level_percentile_replicates(
-        blocks, [99], counts=counts if clustered else None, replicates=stats.REPLICATES, rng=rng
+    point, drawn = stats.two_level_percentile_replicates(
+        blocks, [99], counts=counts if clustered else None, replicates=replicates, rng=rng
     )
-    return float(point[0]), replicates[:, 0]
+    return float(point[0]), drawn[:, 0]
 
 
 def mean_throughput(blocks: Sequence[RunSamples]) -> float:
@@ -280,6 +286,7 @@ def throughput_check(
     cand_blocks: Sequence[RunSamples],
     minimum_pct: float,
     seed: int,
+    confidence: float = CONFIDENCE,
 ) -> Check:
     """Relative output-throughput gain: the lower end of its interval must reach the minimum.
 
@@ -305,13 +312,13 @@ def throughput_check(
     # the assumed run-to-run drift's on the same scale: (c/b) x 2 % x sqrt(1/n_b + 1/n_c).
     spread = float(np.std(100 * (cand_reps / base_reps - 1), ddof=1))
     drift = 100 * (cand_mean / base_mean) * assumed_drift_se(1.0, len(base_blocks), len(cand_blocks))
-    half = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2) * max(spread, drift)
+    half = NormalDist().inv_cdf(1 - (1 - confidence) / 2) * max(spread, drift)
     low, high = gain - half, gain + half
     several = len(base_blocks) + len(cand_blocks) > 2
     blocks_text = f", {len(base_blocks)} and {len(cand_blocks)} blocks" if several else ""
     detail = (
         f"output throughput {cand_mean:,.1f} vs {base_mean:,.1f} tokens/s{blocks_text}: gain {pct(gain)} "
-        f"(95 % CI {pct(low)} to {pct(high)}) vs minimum {pct(minimum_pct)}"
+        f"({ci(confidence)} {pct(low)} to {pct(high)}) vs minimum {pct(minimum_pct)}"
     )
     return _gain_check(name, gain, low, high, minimum_pct, detail, level)
 
@@ -345,7 +352,13 @@ def error_check(level: int, cand: RunSamples, maximum: float) -> Check:
 
 
 def tokens_per_chunk_check(
-    level: int, base: RunSamples, cand: RunSamples, minimum_pct: float, method: str, seed: int
+    level: int,
+    base: RunSamples,
+    cand: RunSamples,
+    minimum_pct: float,
+    method: str,
+    seed: int,
+    confidence: float = CONFIDENCE,
 ) -> Check:
     """Speculative decoding's gain in mean tokens per chunk: the lower end of its interval must reach the minimum."""
     name = CheckName.TOKENS_PER_CHUNK_GAIN
@@ -353,12 +366,15 @@ def tokens_per_chunk_check(
     if not base_mean > 0 or not cand.tokens_per_chunk:
         return failed(name, minimum_pct, "no tokens-per-chunk samples to compare", level)
     mean, low, high = stats.bootstrap_mean(
-        cand.tokens_per_chunk, replicates=stats.REPLICATES, confidence=CONFIDENCE, rng=check_seed(seed, level, name)
+        cand.tokens_per_chunk,
+        replicates=stats.replicates_for(confidence),
+        confidence=confidence,
+        rng=check_seed(seed, level, name),
     )
     gain, gain_low, gain_high = (100 * (value / base_mean - 1) for value in (mean, low, high))
     detail = (
         f"speculative decoding ({method}): mean tokens per chunk {mean:.2f} vs {base_mean:.2f} baseline, "
-        f"gain {pct(gain)} (95 % CI {pct(gain_low)} to {pct(gain_high)}) vs minimum {pct(minimum_pct)}"
+        f"gain {pct(gain)} ({ci(confidence)} {pct(gain_low)} to {pct(gain_high)}) vs minimum {pct(minimum_pct)}"
     )
     why = "; too few drafted tokens are accepted: below ~40 % acceptance speculation makes decoding slower"
     return _gain_check(name, gain, gain_low, gain_high, minimum_pct, detail, level, why)

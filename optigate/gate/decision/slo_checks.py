@@ -39,7 +39,7 @@ from optigate.bench.core.metrics import RunSamples
 from optigate.bench.goodput import Slo, goodput, goodput_difference
 from optigate.config.models import BenchmarkGate
 from optigate.gate.decision.checks import check_seed, failed, latency_check
-from optigate.gate.decision.wording import CheckName, points
+from optigate.gate.decision.wording import CheckName, ci, points
 from optigate.judge import Check, Direction, Outcome, classify, overall
 
 HOLDS, FAILS, UNCERTAIN = "holds", "fails", "uncertain"
@@ -78,6 +78,7 @@ def goodput_check(
     max_loss_pts: float,
     seed: int,
     empty: str | None = None,
+    confidence: float = stats.CONFIDENCE,
 ) -> Check:
     """Candidate minus baseline goodput share, in points: not worse than ``-max_loss_pts`` (see the module
     docstring); `empty` (a side without a successful request) fails it closed like every latency check."""
@@ -85,19 +86,19 @@ def goodput_check(
     if empty:
         return failed(name, threshold, empty, level)
     difference = goodput_difference(
-        base_blocks, cand_blocks, slo, rng=check_seed(seed, level, name), replicates=stats.REPLICATES
+        base_blocks, cand_blocks, slo, rng=check_seed(seed, level, name), replicates=stats.replicates_for(confidence)
     )
     base_reps, cand_reps = difference.baseline_replicates, difference.candidate_replicates
     if difference.missing or base_reps is None or cand_reps is None:
         return failed(name, threshold, f"goodput unknown: the {difference.missing}", level)
     estimate = 100 * (difference.candidate - difference.baseline)
-    low, high = stats.percentile_interval(100 * (cand_reps - base_reps), stats.CONFIDENCE)
+    low, high = stats.percentile_interval(100 * (cand_reps - base_reps), confidence)
     low, high = min(low, estimate), max(high, estimate)  # an interval always contains its estimate
     outcome = classify(stats.Interval(estimate, low, high), threshold, Direction.AT_LEAST)
     base_n, cand_n = sum(b.requests for b in base_blocks), sum(b.requests for b in cand_blocks)
     detail = (
         f"share of requests within the SLO ({slo.text()}): candidate {difference.candidate:.1%} of {cand_n}, "
-        f"baseline {difference.baseline:.1%} of {base_n}: {points(estimate)} (95 % CI {points(low)} to "
+        f"baseline {difference.baseline:.1%} of {base_n}: {points(estimate)} ({ci(confidence)} {points(low)} to "
         f"{points(high)}) vs at most {max_loss_pts:g} points lower"
     )
     if outcome is Outcome.FAIL:
@@ -122,7 +123,9 @@ def goodput_check(
 # --------------------------------------------------------------------------- capacity
 
 
-def slo_checks(level: int, blocks: Sequence[RunSamples], thresholds: BenchmarkGate, seed: int) -> list[Check]:
+def slo_checks(
+    level: int, blocks: Sequence[RunSamples], thresholds: BenchmarkGate, seed: int, confidence: float = stats.CONFIDENCE
+) -> list[Check]:
     """The p99 TTFT and p99 ITL checks of one side's blocks at one level (those with a budget): the
     candidate's own latency checks, the same rule and seeds, applied to either side."""
     checks = []
@@ -133,7 +136,7 @@ def slo_checks(level: int, blocks: Sequence[RunSamples], thresholds: BenchmarkGa
         label = "TTFT" if name == CheckName.P99_TTFT else "ITL"
         series = [b.ttft_ms for b in blocks] if name == CheckName.P99_TTFT else [b.itl_ms for b in blocks]
         counts = None if name == CheckName.P99_TTFT else [b.itl_counts for b in blocks]
-        checks.append(latency_check(name, label, series, counts, budget, level, seed))
+        checks.append(latency_check(name, label, series, counts, budget, level, seed, confidence))
     return checks
 
 

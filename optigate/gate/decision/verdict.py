@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from optigate import stats
 from optigate.bench.compare import Delta, MarginLike, compare_adapters, compare_blocks
 from optigate.bench.core.metrics import RunSamples
 from optigate.config.models import BenchmarkGate, CrossCheckTolerance
@@ -139,9 +140,10 @@ class GateVerdict:
 
 
 # Over 80 lines: every check of a verdict gathered in one place, in the order the report prints them.
-def decide(inputs: GateInputs) -> GateVerdict:
+def decide(inputs: GateInputs, *, confidence: float = stats.CONFIDENCE) -> GateVerdict:
     """APPROVED only when every check passes, REJECTED when any fails, else INCONCLUSIVE; raises
-    ValueError on invalid thresholds or benchmarks."""
+    ValueError on invalid thresholds or benchmarks. Every check's interval is at `confidence` (a look of a gate
+    in rounds spends a share of the 95 %: optigate.gate.decision.looks)."""
     thresholds = inputs.gate_thresholds()
     change = dict(inputs.change or {})
     method = speculative_method(change)
@@ -165,14 +167,25 @@ def decide(inputs: GateInputs) -> GateVerdict:
         if not empty and adapter_names(base_blocks, cand_blocks):  # each adapter's deltas, Holm across adapters
             sides = {level: base_blocks}, {level: cand_blocks}
             all_deltas += compare_adapters(*sides, margin_pct=margins(thresholds), seed=inputs.seed)
-        at_level = level_checks(level, base_blocks, cand_blocks, thresholds, method, inputs.seed)
+        at_level = level_checks(level, base_blocks, cand_blocks, thresholds, method, inputs.seed, confidence)
         if slo is not None:
             at_level.append(
-                goodput_check(level, base_blocks, cand_blocks, slo, thresholds.max_goodput_loss_pct, inputs.seed, empty)
+                goodput_check(
+                    level,
+                    base_blocks,
+                    cand_blocks,
+                    slo,
+                    thresholds.max_goodput_loss_pct,
+                    inputs.seed,
+                    empty,
+                    confidence,
+                )
             )
-            at_slo[0][level] = slo_checks(level, base_blocks, thresholds, inputs.seed)
+            at_slo[0][level] = slo_checks(level, base_blocks, thresholds, inputs.seed, confidence)
             at_slo[1][level] = [c for c in at_level if c.name in (CheckName.P99_TTFT, CheckName.P99_ITL)]
-        checks += at_level + adapter_latency_checks(level, base_blocks, cand_blocks, thresholds, inputs.seed)
+        checks += at_level + adapter_latency_checks(
+            level, base_blocks, cand_blocks, thresholds, inputs.seed, confidence
+        )
 
         base_fig, cand_fig = _figures(base_blocks), _figures(cand_blocks)
         gain = next((c.measured for c in at_level if c.name == CheckName.THROUGHPUT_GAIN), None)
@@ -220,7 +233,9 @@ def decide(inputs: GateInputs) -> GateVerdict:
     checks += quality_checks(inputs.evaluation)
     # A speculative change: its acceptance from the evidence the plan names (the client's chunks on LMI).
     measured = {level: (base_runs[level], cand_runs[level]) for level in common}
-    checks += acceptance_checks(method, inputs.speculation, measured, inputs.server_metrics, change, inputs.seed)
+    checks += acceptance_checks(
+        method, inputs.speculation, measured, inputs.server_metrics, change, inputs.seed, confidence
+    )
     if inputs.shadow is not None:
         checks += shadow_checks(inputs.shadow, thresholds)
     checks.sort(key=sort_key)

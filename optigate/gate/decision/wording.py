@@ -47,6 +47,12 @@ def pct(value: Any) -> str:
     return f"{value:+.1f} %"
 
 
+def ci(confidence: float) -> str:
+    """An interval's confidence as a check's detail says it: "95 % CI", or "99.4 % CI" at a gate's look
+    (optigate.gate.decision.looks)."""
+    return f"{100 * confidence:.3g} % CI"
+
+
 def points(value: Any) -> str:
     """A difference of two shares, in percentage points."""
     return f"{value:+.1f} points"
