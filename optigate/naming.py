@@ -268,3 +268,19 @@ def workload_config_name(team: str, environment: str, concurrency: int, content:
     digest = hashlib.sha256(content.encode()).hexdigest()[:HASH_LENGTH]
     head = shorten(f"{_joined(team, environment)}-aiperf-c{concurrency}", SAGEMAKER_NAME_MAX - HASH_LENGTH - 1)
     return f"{head}-{digest}".lower()
+
+
+#: Where the benchmark fleet writes each run's merged result: `<prefix>/<run id>/result.json`.
+RESULTS_PREFIX = "benchmarks"
+#: The two sides of a gate's benchmark, as their runs are named.
+BENCHMARK_SIDES = ("baseline", "candidate")
+
+
+def benchmark_run_id(run_id: str, side: str, per_shard: int, block: int) -> str:
+    """One benchmark run of a gate run: `<run>-<side>-c<streams per worker>-b<block>` (the fleet's run id)."""
+    return f"{run_id}-{side}-c{per_shard}-b{block}"
+
+
+def benchmark_result_key(run_id: str, side: str, per_shard: int, block: int) -> str:
+    """Where the fleet writes that run's merged result."""
+    return f"{RESULTS_PREFIX}/{benchmark_run_id(run_id, side, per_shard, block)}/result.json"

@@ -711,6 +711,9 @@ class CrossCheckTolerance(Strict):
 #: Keys of `gate.benchmark` that configure the managed cross-check, not optigate's benchmark or decision: they
 #: stay out of the gate's thresholds and fingerprint (a cross-check never decides, so it proves nothing).
 CROSS_CHECK_KEYS = frozenset({"cross_check", "cross_check_tolerance", "cross_check_tokenizer"})
+#: Keys of `gate.benchmark` that size the benchmark's rounds, not what the decision judges (a look's confidence
+#: follows from them: optigate.gate.decision.looks).
+ROUNDS_KEYS = frozenset({"requests_per_stream", "max_rounds", "min_rounds", "max_minutes"})
 
 
 class LengthPercentiles(Strict):
@@ -873,7 +876,37 @@ class BenchmarkGate(Strict):
         ge=1,
         le=10,
         description="Interleaved blocks per level: the baseline twin then the candidate, this many times "
-        "(A B A B ...); the intervals resample blocks, so drift between runs widens them instead of deciding.",
+        "(A B A B ...); the intervals resample blocks, so drift between runs widens them instead of deciding. "
+        "Without max_rounds the benchmark is this many rounds and the gate judges once, after the last.",
+    )
+    requests_per_stream: int = Field(
+        4,
+        ge=1,
+        le=64,
+        description="Requests each stream sends in one block (one round) at each level, and a level's block at least "
+        "8 times this many: smaller rounds let the gate stop sooner once the evidence is clear.",
+    )
+    max_rounds: int | None = Field(
+        None,
+        ge=2,
+        le=50,
+        description="Benchmark in rounds (at every level a block of the twin, then one of the candidate) and judge "
+        "after each from min_rounds on, stopping when every benchmark check is decided or one fails; at most this "
+        "many rounds, then INCONCLUSIVE with the interval reached and what more would decide. Each look's intervals "
+        "spend an equal share of the 5 % (optigate.gate.decision.looks). Unset: `blocks` rounds, judged once.",
+    )
+    min_rounds: int = Field(
+        4,
+        ge=2,
+        le=50,
+        description="With max_rounds: the rounds before the first look (fewer blocks cannot show their drift).",
+    )
+    max_minutes: float | None = Field(
+        None,
+        gt=0,
+        le=24 * 60,
+        description="With max_rounds: also stop before a round that would end past this many minutes of benchmark "
+        "(each round taken to last as long as the mean round so far).",
     )
     min_tokens_per_chunk_gain_pct: float = Field(
         20.0, ge=0, le=MAX_GAIN_PCT, description="With speculative decoding: minimum gain in tokens per streamed chunk."

@@ -19,8 +19,8 @@ from optigate.constructs import nag, retries
 from optigate.constructs.assets import bench_lambda_code
 from optigate.constructs.common import STREAMING_INVOKE_ACTIONS, function_role, secure_bucket
 from optigate.lambdas.events import FromState, MergeEvent
+from optigate.naming import RESULTS_PREFIX
 
-RESULTS_PREFIX = "benchmarks"
 WORKER_TIMEOUT = Duration.minutes(15)  # Lambda's maximum
 
 

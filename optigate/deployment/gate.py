@@ -361,7 +361,11 @@ def resolve_benchmark(benchmark: BenchmarkGate, region: str) -> BenchmarkPlan:
     return BenchmarkPlan(
         levels=levels,
         shards=shards,
+        requests_per_slot=benchmark.requests_per_stream,
         blocks=benchmark.blocks,
+        max_rounds=benchmark.max_rounds,
+        min_rounds=benchmark.min_rounds,
+        max_minutes=benchmark.max_minutes,
         prompt_tokens=benchmark.prompt_tokens,
         max_new_tokens=benchmark.max_new_tokens,
         workload=workload,

@@ -7,17 +7,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from optigate.config.models import CROSS_CHECK_KEYS, BenchmarkGate
+from optigate.config.models import CROSS_CHECK_KEYS, ROUNDS_KEYS, BenchmarkGate
 from optigate.deployment.gate_workload import CapturePlan, SyntheticPlan
 from optigate.deployment.optimization import OPTIMIZATION_MAX_POLLS, OPTIMIZATION_POLL_SECONDS
 
-#: Each worker sends `requests_per_slot` requests per stream at each level, and at least this many.
-MIN_REQUESTS_PER_LEVEL = 32
+#: Each worker sends `requests_per_slot` requests per stream at each level in a block, and at least this many times
+#: `requests_per_slot` (32 at the default 4: enough one-second buckets for the throughput interval at c=1).
+MIN_REQUESTS_PER_STREAM_FACTOR = 8
 #: Keys of `gate.benchmark` that say what is sent, not how it is judged: in the plan's workload, not its thresholds.
 WORKLOAD_KEYS = ("workload", "synthetic")
 #: Keys of `gate.benchmark` that are no threshold of the decision (the benchmark's shape, the cross-check, the mix).
 NOT_THRESHOLDS = frozenset(
-    {"prompt_tokens", "max_new_tokens", "blocks", "adapter_mix", *CROSS_CHECK_KEYS, *WORKLOAD_KEYS}
+    {"prompt_tokens", "max_new_tokens", "blocks", "adapter_mix", *CROSS_CHECK_KEYS, *ROUNDS_KEYS, *WORKLOAD_KEYS}
 )
 
 
@@ -46,9 +47,13 @@ class BenchmarkPlan:
 
     :param levels: streams per fleet worker at each benchmarked level, run one level after the other.
     :param shards: the benchmark fleet's workers: each level runs on every worker.
-    :param requests_per_slot: requests each worker sends per stream at each level (at least MIN_REQUESTS_PER_LEVEL).
-    :param blocks: interleaved blocks per level: the twin then the candidate, `blocks` times (A B A B ...), each
-        block sending the level's requests.
+    :param requests_per_slot: requests each worker sends per stream at each level in one block (a level's block at
+        least MIN_REQUESTS_PER_STREAM_FACTOR times this many).
+    :param blocks: interleaved blocks per level of a fixed-size benchmark: the twin then the candidate, `blocks`
+        times (A B A B ...), each block sending the level's requests; judged once, after the last.
+    :param max_rounds: a benchmark in rounds (a round: at each level a block of the twin, then one of the candidate),
+        judged after each round from `min_rounds` on, at most this many (None: `blocks` rounds, judged once).
+    :param max_minutes: with max_rounds, also stop before a round that would end past this many minutes.
     :param poll_seconds: between two reads of an endpoint (or components) the gate waits on; `max_polls` reads.
     :param optimization_poll_seconds: between two reads of the optimization job; `optimization_max_polls` reads.
     :param workload: the team's captured traffic as the workload; `synthetic`: lengths drawn from distributions;
@@ -59,6 +64,9 @@ class BenchmarkPlan:
     shards: int = 1
     requests_per_slot: int = 4
     blocks: int = 1
+    max_rounds: int | None = None
+    min_rounds: int = 4
+    max_minutes: float | None = None
     prompt_tokens: int = 1024
     max_new_tokens: int = 256
     poll_seconds: int = 60
@@ -71,7 +79,8 @@ class BenchmarkPlan:
     @property
     def requests_per_level(self) -> tuple[int, ...]:
         """One block's requests per worker at each of `levels`."""
-        return tuple(max(MIN_REQUESTS_PER_LEVEL, self.requests_per_slot * c) for c in self.levels)
+        floor = MIN_REQUESTS_PER_STREAM_FACTOR * self.requests_per_slot
+        return tuple(max(floor, self.requests_per_slot * c) for c in self.levels)
 
     @property
     def measured_concurrency(self) -> tuple[int, ...]:
@@ -80,12 +89,21 @@ class BenchmarkPlan:
 
     @property
     def items(self) -> list[dict[str, int]]:
-        """Each (level, block) the benchmark runs, in order: streams and requests per worker, and the block."""
+        """Each level one round runs, in order: streams and requests per worker (the round is the block)."""
         return [
-            {"per_shard": c, "block": block, "requests": requests}
+            {"per_shard": c, "requests": requests}
             for c, requests in zip(self.levels, self.requests_per_level, strict=True)
-            for block in range(self.blocks)
         ]
+
+    @property
+    def rounds(self) -> tuple[int, int]:
+        """(first look, budget) in rounds: a fixed-size benchmark looks once, after its `blocks`."""
+        return (self.blocks, self.blocks) if self.max_rounds is None else (self.min_rounds, self.max_rounds)
+
+    def looks(self) -> dict[str, Any]:
+        """The budget as the round judge reads it (optigate.gate.decision.looks.Looks)."""
+        first, budget = self.rounds
+        return {"min_rounds": first, "max_rounds": budget, "max_minutes": self.max_minutes}
 
     @property
     def proof(self) -> list[Any]:

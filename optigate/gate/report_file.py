@@ -134,7 +134,7 @@ class ReportPlan(_Strict):
 
 
 class Prediction(_Strict):
-    """The planner's prediction beside the measurement (verdict._prediction_vs_measurement)."""
+    """The planner's prediction beside the measurement (prediction.prediction_vs_measurement)."""
 
     decode_tpot_ms_batch1: PredictedFigure
     prefill_ms: PredictedFigure | None = None

@@ -246,6 +246,26 @@ class Event:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class BenchmarkRounds(Event):
+    """The rounds the gate's benchmark ran (optigate.constructs.gate.stages.benchmark_rounds): the run, the streams
+    per worker at each level, how many rounds are done and when the first began, and the budget's looks
+    (BenchmarkPlan.looks). Each (round, level, side) result is where the fleet wrote it
+    (optigate.naming.benchmark_result_key)."""
+
+    run_id: str | FromState
+    per_shard: list[int]
+    done: int | FromState
+    started: str | FromState | None = None  # the first round's start, and the last one's end (ISO 8601)
+    ended: str | FromState | None = None
+    min_rounds: int
+    max_rounds: int
+    max_minutes: float | None = None
+    # Why the last look stopped the rounds (optigate.gate.decision.looks), when the gate looked after each round.
+    reason: str | FromState | None = None
+    why: str | FromState | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class DecideEvent(Event):
     """The decision's inputs (optigate/lambdas/gate_decide, DecideVerdict): the plan's figures, where both sides'
     benchmark results are (`<side>_keys`, one merged fleet result per level and block, as the gate sends; or
@@ -267,6 +287,10 @@ class DecideEvent(Event):
     candidate_keys: list[Any] | FromState | None = None
     baseline_key: str | None = None
     candidate_key: str | None = None
+    # The deployed gate's benchmark, round by round: both sides' keys follow from it, and each look's confidence.
+    rounds: BenchmarkRounds | None = None
+    # A look after a round (JudgeRound): answer whether to stop (optigate.gate.decision.looks), write no report.
+    look: bool = False
     evaluation_key: str | FromState | None = None
     report_prefix: str | FromState
     server_metrics: dict[str, Any] | FromState | None = None
@@ -277,9 +301,13 @@ class DecideEvent(Event):
     adapter_check: dict[str, Any] | FromState | None = None
 
     def check(self, seam: str, prefix: str) -> None:
+        if self.look and self.rounds is None:
+            raise EventError(seam, f"{prefix}rounds", "missing: a look judges the rounds so far")
+        if self.rounds is not None:
+            return
         for side in ("baseline", "candidate"):
             if not getattr(self, f"{side}_keys") and getattr(self, f"{side}_key") is None:
-                raise EventError(seam, f"{prefix}{side}_keys", f"missing, and no {side}_key either")
+                raise EventError(seam, f"{prefix}{side}_keys", f"missing, and no {side}_key or rounds either")
 
 
 # ----------------------------------------------------------------------------------------------------- stage_candidate

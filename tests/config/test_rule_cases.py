@@ -400,6 +400,11 @@ TEAM_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         gate(FP8, benchmark={"cross_check": "none", "workload": SESSIONS}),
     ),
     (
+        "OG465",
+        gate(FP8, benchmark={"max_rounds": 6, "min_rounds": 8}),
+        gate(FP8, benchmark={"max_rounds": 8, "min_rounds": 6}),
+    ),
+    (
         "OG463",
         gate(FP8, benchmark={"workload": {"from": "s3://acme-traffic/chat/"}}),
         gate(FP8, benchmark={"workload": {"from": "s3://acme-traffic/chat/"}, "min_throughput_gain_pct": -5}),
@@ -715,3 +720,16 @@ def test_an_optimization_job_runs_on_an_instance_type_the_job_takes(tmp_path):
 def test_every_registered_rule_has_a_case():
     cases = [case[0] for case in TEAM_CASES + NOTE_CASES] + [case[0] for case in PROJECT_CASES] + ["OG413"]
     assert sorted(found.id for found in every_rule()) == sorted(cases)
+
+
+@pytest.mark.parametrize("key", ["max_minutes", "min_rounds"])
+def test_a_rounds_setting_without_max_rounds_is_refused_not_ignored(tmp_path, key):
+    """OG465's second half: without max_rounds the benchmark has a fixed size, so a minimum or a time budget would do
+    nothing; with max_rounds both are taken, and `blocks` is the one refused."""
+    value = {"max_minutes": 30, "min_rounds": 3}[key]
+    refused, _ = _team_rules(tmp_path, gate(FP8, benchmark={key: value}))
+    assert "OG465" in refused
+    taken, _ = _team_rules(tmp_path, gate(FP8, benchmark={key: value, "max_rounds": 12}))
+    assert "OG465" not in taken
+    blocks, _ = _team_rules(tmp_path, gate(FP8, benchmark={key: value, "max_rounds": 12, "blocks": 4}))
+    assert "OG465" in blocks

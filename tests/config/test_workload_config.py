@@ -61,7 +61,7 @@ def test_a_replay_is_one_run_per_block_at_the_top_level_and_part_of_the_proof(tm
     )
     assert dev.benchmark.levels == (32,) and dev.thresholds.concurrency == (32,)
     items = dev.benchmark.items
-    assert {item["per_shard"] for item in items} == {32} and len(items) == dev.benchmark.blocks
+    assert [item["per_shard"] for item in items] == [32] and dev.benchmark.rounds == (dev.benchmark.blocks,) * 2
     assert "workload" not in dev.thresholds.to_dict() and "synthetic" not in dev.thresholds.to_dict()
     # The same candidate proven on other requests is another proof.
     assert dev.fingerprint != unchanged["dev"].fingerprint

@@ -23,4 +23,11 @@ def test_thresholds_from_a_payload_take_gate_benchmarks_defaults():
 def test_the_benchmark_splits_each_level_into_blocks_with_at_least_the_floor_of_requests():
     benchmark = BenchmarkPlan(levels=(1, 16), shards=2, requests_per_slot=4, blocks=2)
     assert benchmark.measured_concurrency == (2, 32) and benchmark.requests_per_level == (32, 64)
-    assert [(i["per_shard"], i["block"]) for i in benchmark.items] == [(1, 0), (1, 1), (16, 0), (16, 1)]
+    assert [i["per_shard"] for i in benchmark.items] == [1, 16]  # one round: every level once
+    assert benchmark.rounds == (2, 2) and benchmark.looks() == {"min_rounds": 2, "max_rounds": 2, "max_minutes": None}
+
+
+def test_a_benchmark_in_rounds_looks_from_min_rounds_and_smaller_rounds_have_a_smaller_floor():
+    benchmark = BenchmarkPlan(levels=(1, 16), requests_per_slot=1, blocks=3, max_rounds=12, min_rounds=4)
+    assert benchmark.requests_per_level == (8, 16)
+    assert benchmark.rounds == (4, 12)

@@ -436,6 +436,10 @@ def test_thresholds_are_the_config_model_and_refuse_typos(baseline, faster):
                 "cross_check",
                 "cross_check_tolerance",
                 "cross_check_tokenizer",
+                "requests_per_stream",
+                "max_rounds",
+                "min_rounds",
+                "max_minutes",
             }
         ),
         "speculative_decoding": None,
@@ -500,6 +504,7 @@ def test_verdict_serialises_with_a_stable_key_order(baseline):
         "server_metrics",
         "traffic",
         "adapter_check",
+        "rounds",
     ]
     assert list(data["checks"][0]) == [
         "name",

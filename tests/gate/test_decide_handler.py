@@ -177,13 +177,17 @@ def test_handler_imports_only_the_pure_gate_logic():
     assert imports == [
         "__future__",
         "boto3",
+        "dataclasses",
+        "datetime",
         "json",
         "logging",
         "optigate.bench.result_file",
         "optigate.gate.cross_check",
         "optigate.gate.decision",
+        "optigate.gate.decision.looks",
         "optigate.gate.report",
         "optigate.lambdas.events",
+        "optigate.naming",
         "pathlib",
         "tempfile",
     ]

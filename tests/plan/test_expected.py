@@ -205,18 +205,18 @@ def test_the_gate_report_of_a_team_calibrates_its_own_plan(example_config):
     """The gate's prediction (ResolvedServing.prediction) goes through the decision into the report; a report
     measured exactly at the expected TPOT calibrates to the literature efficiency it was predicted with."""
     from optigate.deployment import load_resolved_project
-    from optigate.gate.decision.verdict import _prediction_vs_measurement
+    from optigate.gate.decision.prediction import prediction_vs_measurement
 
     chat = load_resolved_project(example_config).teams["chat"]
     # chat's candidate speculates (a trained EAGLE head): its report is refused; a plain variant's calibrates.
-    speculating = {"prediction_vs_measurement": _prediction_vs_measurement(chat.candidate.prediction(), [], [])}
+    speculating = {"prediction_vs_measurement": prediction_vs_measurement(chat.candidate.prediction(), [], [])}
     with pytest.raises(calibration.CalibrationError, match="the candidate speculates"):
         calibration.from_report(speculating, "report.json")
     candidate = chat.baseline
     prediction = candidate.prediction()
     expected = prediction["expected_tpot_ms_batch1"]
     level = {"concurrency": 1, "candidate": {"p50_tpot_ms": expected, "p50_ttft_ms": 100.0}}
-    report = {"prediction_vs_measurement": _prediction_vs_measurement(prediction, [level], [])}
+    report = {"prediction_vs_measurement": prediction_vs_measurement(prediction, [level], [])}
     entry = calibration.from_report(json.loads(json.dumps(report)), "s3://bucket/reports/run/verdict.json")
     literature = literature_efficiency(candidate.instance, prediction["plan"]["weight_precision"], "vllm")
     assert (entry.accelerator, entry.engine, entry.instance_type) == ("L4", "vllm", "ml.g6.2xlarge")

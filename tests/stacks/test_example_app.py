@@ -439,14 +439,25 @@ def test_the_gate_benchmarks_every_configured_concurrency_level_in_turn(example_
     )
     definition = render(template, gate_id, {"*": lambda logical, attribute: logical})
     levels = definition["States"]["BenchmarkLevels"]["Result"]
-    # chat's gate.benchmark.concurrency, each level in 3 interleaved blocks (gate.benchmark.blocks' default)
-    assert [(item["per_shard"], item["block"]) for item in levels] == [(c, b) for c in (1, 8, 32) for b in range(3)]
+    # chat's gate.benchmark.concurrency, one round of every level; 3 rounds (gate.benchmark.blocks' default)
+    assert [item["per_shard"] for item in levels] == [1, 8, 32]
     each = definition["States"]["BenchmarkEachLevel"]
     assert each["MaxConcurrency"] == 1  # one level at a time
+    assert each["ItemSelector"]["block.$"] == "$.rounds.done"  # the round is the block
     assert list(each["ItemProcessor"]["States"]) == ["BenchmarkBaseline", "BenchmarkCandidate"]
+    more = definition["States"]["MoreRounds?"]["Choices"][0]
+    assert (more["Variable"], more["NumericGreaterThanEquals"]) == ("$.rounds.done", 3)
+    assert "JudgeRound" not in definition["States"]  # a fixed size is judged once, after its last round
     payload = definition["States"]["DecideVerdict"]["Parameters"]["Payload"]
     assert payload["thresholds"]["concurrency"] == [1, 8, 32]
-    assert payload["baseline_keys.$"] == "$.benchmark[*].baseline.key"
+    rounds = payload["rounds"]
+    assert (rounds["per_shard"], rounds["done.$"], rounds["min_rounds"], rounds["max_rounds"]) == (
+        [1, 8, 32],
+        "$.rounds.done",
+        3,
+        3,
+    )
+    assert "baseline_keys.$" not in payload and "reason.$" not in rounds
 
 
 def test_the_model_role_may_write_and_read_optimized_artifacts_only_where_a_job_runs(example_app):

@@ -21,7 +21,7 @@ REPLAYABLE_FORMATS = ("openai_chat", "openai_completions", "lmi")
 
 def workload_problems(team: TeamConfig) -> list[Problem]:
     """The workload's rules in the order they are reported, one rule function each."""
-    return [*one_workload(team), *replay_throughput(team), *cross_check_same_workload(team)]
+    return [*one_workload(team), *replay_throughput(team), *cross_check_same_workload(team), *rounds_budget(team)]
 
 
 @rule_check("OG460", "gate.benchmark.workload or gate.benchmark.synthetic, not both")
@@ -77,6 +77,39 @@ def cross_check_same_workload(team: TeamConfig) -> Iterator[Found]:
         )
 
 
+@rule_check("OG465", "a benchmark in rounds looks first within its budget; min_rounds and max_minutes need max_rounds")
+def rounds_budget(team: TeamConfig) -> Iterator[Found]:
+    """`gate.benchmark.min_rounds` is at most `max_rounds`; `min_rounds` and `max_minutes` are set only with
+    `max_rounds`, and `blocks` only without it.
+
+    Why: the gate looks after each round from min_rounds to max_rounds and shares its confidence among those looks;
+    a first look after the budget would never come. Without max_rounds the benchmark has a fixed size (`blocks`
+    rounds, judged once), so a minimum or a time budget would silently do nothing; with it, its rounds are the
+    blocks, so `blocks` would.
+    """
+    benchmark = team.gate.benchmark
+    if benchmark.max_rounds is not None and "blocks" in benchmark.model_fields_set:
+        yield (
+            (*BENCHMARK, "blocks"),
+            "blocks sizes a fixed benchmark; with max_rounds each round is one block a side, so remove blocks (or "
+            "max_rounds, for a fixed size)",
+        )
+    if benchmark.max_rounds is None:
+        for key in ("max_minutes", "min_rounds"):
+            if key in benchmark.model_fields_set:
+                yield (
+                    (*BENCHMARK, key),
+                    f"{key} applies to a benchmark in rounds: set max_rounds too (e.g. max_rounds: 12), or remove "
+                    f"{key} (without max_rounds the benchmark is `blocks` rounds, judged once)",
+                )
+    elif benchmark.min_rounds > benchmark.max_rounds:
+        yield (
+            (*BENCHMARK, "min_rounds"),
+            f"the first look (after min_rounds {benchmark.min_rounds}) would come after the budget (max_rounds "
+            f"{benchmark.max_rounds}): lower min_rounds or raise max_rounds",
+        )
+
+
 @rule_check("OG620", "a benchmark workload from data capture has a capture the workers read")
 def capture_replayable(environments: EnvironmentsFile, teams: Mapping[str, TeamConfig]) -> Iterator[Found]:
     """A team whose gate benchmarks with its data capture (`gate.benchmark.workload.from: data_capture`) has, in every
@@ -118,5 +151,6 @@ RULES = (
     one_workload,
     replay_throughput,
     cross_check_same_workload,
+    rounds_budget,
     capture_replayable,
 )

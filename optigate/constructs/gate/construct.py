@@ -184,7 +184,9 @@ class OptimizationGate(Construct):
         )
 
         # ---- benchmark, evaluate, (mirror live traffic,) decide, record
-        benchmark = stages.benchmark_levels(self, plan, resources.fleet, cleanup, resources.workload_uri)
+        benchmark = stages.benchmark_rounds(
+            self, plan, resources.fleet, cleanup, self.decider, bucket_name, resources.workload_uri
+        )
         # The server's own figures are read over the benchmark, where the containers publish any (none on LMI).
         reads_server = bool(plan.server_series)
         window_starts: sfn.IChainable = benchmark

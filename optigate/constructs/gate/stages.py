@@ -5,6 +5,8 @@ ends in."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -16,7 +18,7 @@ from optigate.constructs.gate.resources import LiveConfig
 from optigate.constructs.gate.tasks import CleanupPath, Ending, PollStates, SdkTask, poll_loop, run_name, sdk_task
 from optigate.deployment.gate import GatePlan
 from optigate.deployment.observability import gate_metrics_config
-from optigate.lambdas.events import DecideEvent, FromState
+from optigate.lambdas.events import BenchmarkRounds, DecideEvent, FromState
 
 
 # Over 80 lines: every cleanup (job, endpoints, configs, models) chained so each runs whatever failed before it.
@@ -282,14 +284,30 @@ def endpoint_ready(
     return loop.entry
 
 
-def benchmark_levels(
-    scope: Construct, plan: GatePlan, fleet: BenchmarkFleet, cleanup: CleanupPath, capture_uri: str | None = None
+#: Where the state keeps the rounds: {"done", "started", "judged"?: the last look's {stop, reason, why}, "ended"?}.
+ROUNDS_PATH = "$.rounds"
+
+
+# Over 80 lines: one round's Map of levels, and the loop around it (count, look, go on or stop) read as one.
+def benchmark_rounds(
+    scope: Construct,
+    plan: GatePlan,
+    fleet: BenchmarkFleet,
+    cleanup: CleanupPath,
+    decider: lambda_.IFunction,
+    bucket_name: str,
+    capture_uri: str | None = None,
 ) -> sfn.Chain:
-    """Each configured level in turn, in interleaved blocks: the baseline's twin then the candidate,
-    `plan.benchmark.blocks` times (A B A B ...), so drift over the benchmark reaches both sides alike. The two
-    never share the machine, and the live endpoint receives no benchmark load. Each (level, block)
-    is one Map item, in order (BenchmarkPlan.items); its runs are `<run>-baseline-c<level>-b<block>`
-    and `<run>-candidate-c<level>-b<block>`. Both sides send the same workload (gate.benchmark_workload)."""
+    """The benchmark in rounds: each round runs every configured level in turn, at each a block of the baseline's
+    twin then one of the candidate (A B), so drift over the benchmark reaches both sides alike. The two never share
+    the machine, and the live endpoint receives no benchmark load. A round's runs are
+    `<run>-baseline-c<level>-b<round>` and `<run>-candidate-c<level>-b<round>`; both sides send the same workload
+    (gate.benchmark_workload).
+
+    A fixed-size benchmark (no max_rounds) runs `blocks` rounds. A benchmark in rounds counts each round and, from
+    min_rounds on, asks the decision whether to stop (JudgeRound, optigate.gate.decision.looks); it goes on while
+    the answer is no and fewer than max_rounds ran (a bound of its own, whatever the answer). Every round's failure
+    goes to the cleanup, as every other state's."""
     run_fleet = grants.run_fleet(scope, fleet)
 
     def run(name: str, endpoint: dict[str, str], run: str, result: str, engine_mode: str) -> SdkTask:
@@ -325,6 +343,9 @@ def benchmark_levels(
     levels = sfn.Pass(
         scope, "BenchmarkLevels", result=sfn.Result.from_array(plan.benchmark.items), result_path="$.levels"
     )
+    start = sfn.Pass(
+        scope, "StartRounds", parameters={"done": 0, "started.$": "$$.State.EnteredTime"}, result_path=ROUNDS_PATH
+    )
     per_level = sfn.Map(
         scope,
         "BenchmarkEachLevel",
@@ -333,14 +354,15 @@ def benchmark_levels(
         item_selector={
             "per_shard.$": "$$.Map.Item.Value.per_shard",
             "requests.$": "$$.Map.Item.Value.requests",
-            "block.$": "$$.Map.Item.Value.block",
+            "block.$": f"{ROUNDS_PATH}.done",
             "run_id.$": "$.run.id",
             "twin.$": run_name(plan, "twin"),
             "candidate.$": run_name(plan, "cand"),
             **({"mix.$": "$.mix"} if plan.components is not None and plan.components.mix is None else {}),
             **benchmark_workload.map_items(plan),
         },
-        result_path="$.benchmark",
+        # Each run's result is where the fleet writes it (naming.benchmark_result_key).
+        result_path=sfn.JsonPath.DISCARD,
     )
     per_level.item_processor(
         sfn.Chain.start(
@@ -356,13 +378,65 @@ def benchmark_levels(
         )
     )
     per_level.add_catch(cleanup.entry, errors=["States.ALL"], result_path="$.failure")
-    return sfn.Chain.start(levels).next(per_level)
+    count = sfn.Pass(
+        scope,
+        "CountRound",
+        parameters={"done.$": f"States.MathAdd({ROUNDS_PATH}.done, 1)", "started.$": f"{ROUNDS_PATH}.started"},
+        result_path=ROUNDS_PATH,
+    )
+    done = sfn.Pass(
+        scope, "RoundsDone", parameters={"at.$": "$$.State.EnteredTime"}, result_path=f"{ROUNDS_PATH}.ended"
+    )
+    first_look, budget = plan.benchmark.rounds
+    finished = sfn.Condition.number_greater_than_equals(f"{ROUNDS_PATH}.done", budget)
+    if plan.benchmark.max_rounds is None:  # a fixed size: `blocks` rounds, judged once, after the last
+        more = sfn.Choice(scope, "MoreRounds?").when(finished, done).otherwise(per_level)
+        per_level.next(count).next(more)
+        return _chain(levels, start, per_level, done)
+    judge = cleanup.guarded(
+        sdk_task(
+            scope,
+            "JudgeRound",
+            "lambda:invoke",
+            {"FunctionName": decider.function_arn, "Payload": decide_event(plan, bucket_name, None, look=True)},
+            grants=[grants.invoke_with_versions(decider)],
+            result_path=f"{ROUNDS_PATH}.judged",
+            result_selector={"stop.$": "$.Payload.stop", "reason.$": "$.Payload.reason", "why.$": "$.Payload.why"},
+        )
+    )
+    stops = sfn.Condition.boolean_equals(f"{ROUNDS_PATH}.judged.stop", True)
+    more = sfn.Choice(scope, "MoreRounds?").when(sfn.Condition.or_(stops, finished), done).otherwise(per_level)
+    before_first_look = sfn.Condition.number_less_than(f"{ROUNDS_PATH}.done", first_look)
+    look = sfn.Choice(scope, "Look?").when(before_first_look, per_level).otherwise(judge)
+    per_level.next(count).next(look)
+    judge.next(more)
+    return _chain(levels, start, per_level, done)
 
 
-def decide(
-    scope: Construct, plan: GatePlan, decider: lambda_.IFunction, bucket_name: str, live: LiveConfig | None
-) -> SdkTask:
-    """The decision Lambda over the benchmark and evaluation results (and the shadow's metrics)."""
+def _chain(levels: sfn.Pass, start: sfn.Pass, per_level: sfn.Map, done: sfn.Pass) -> sfn.Chain:
+    """From the levels to the rounds' end: the loop's states are wired; what follows `done` is the caller's."""
+    levels.next(start).next(per_level)
+    return sfn.Chain.custom(levels, [done], done)
+
+
+def decide_event(plan: GatePlan, bucket_name: str, live: LiveConfig | None, *, look: bool = False) -> dict[str, Any]:
+    """The decision's Payload: after the evaluation (and the shadow) the verdict; `look`: after a round, whether to
+    stop the rounds (no evaluation, shadow, server metrics or cross-check yet: the benchmark's checks alone)."""
+    first_look, budget = plan.benchmark.rounds
+    in_rounds = plan.benchmark.max_rounds is not None
+    rounds = BenchmarkRounds(
+        run_id=FromState("$.run.id"),
+        per_shard=list(plan.benchmark.levels),
+        done=FromState(f"{ROUNDS_PATH}.done"),
+        started=FromState(f"{ROUNDS_PATH}.started"),
+        ended=None if look else FromState(f"{ROUNDS_PATH}.ended.at"),
+        min_rounds=first_look,
+        max_rounds=budget,
+        max_minutes=plan.benchmark.max_minutes,
+        # The last look's answer, which a time budget may have given (a fixed size has none: the verdict says why).
+        reason=FromState(f"{ROUNDS_PATH}.judged.reason") if in_rounds and not look else None,
+        why=FromState(f"{ROUNDS_PATH}.judged.why") if in_rounds and not look else None,
+    )
     shadow_metrics = (
         {
             "window_minutes": plan.shadow.window_minutes,
@@ -371,7 +445,7 @@ def decide(
             "shadow_variant": plan.shadow.variant_name,
             "metric_data.$": "$.shadow_metrics",
         }
-        if plan.shadow and live is not None
+        if plan.shadow and live is not None and not look
         else None
     )
     event = DecideEvent(
@@ -384,26 +458,35 @@ def decide(
         cost_basis=plan.cost_basis.to_json() if plan.cost_basis is not None else None,
         prediction=plan.prediction,
         bucket=bucket_name,
-        baseline_keys=FromState("$.benchmark[*].baseline.key"),
-        candidate_keys=FromState("$.benchmark[*].candidate_result.key"),
-        evaluation_key=FromState(f"States.Format('evaluations/{{}}/verdict.json', {run_name(plan, 'eval')})"),
+        rounds=rounds,
+        look=look,
+        evaluation_key=None
+        if look
+        else FromState(f"States.Format('evaluations/{{}}/verdict.json', {run_name(plan, 'eval')})"),
         report_prefix=FromState("States.Format('reports/{}/', $.run.id)"),
         # Each side's container metrics over the benchmark (constructs.gate.server_metrics), where read.
-        server_metrics=FromState("$.server_metrics") if plan.server_series else None,
+        server_metrics=FromState("$.server_metrics") if plan.server_series and not look else None,
         # A speculative candidate: what its acceptance is read from and must reach (speculation_proof).
         speculation=plan.speculation.event() if plan.speculation is not None else None,
         shadow=shadow_metrics,
-        cross_check=cross_check.decide_input(plan),
-        workload=benchmark_workload.decide_input(plan),
-        adapter_check=adapter_steps.decide_input(plan),
+        cross_check=None if look else cross_check.decide_input(plan),
+        workload=None if look else benchmark_workload.decide_input(plan),
+        adapter_check=None if look else adapter_steps.decide_input(plan),
     )
+    return event.to_payload()
+
+
+def decide(
+    scope: Construct, plan: GatePlan, decider: lambda_.IFunction, bucket_name: str, live: LiveConfig | None
+) -> SdkTask:
+    """The decision Lambda over the benchmark and evaluation results (and the shadow's metrics)."""
     return sdk_task(
         scope,
         "DecideVerdict",
         "lambda:invoke",
         {
             "FunctionName": decider.function_arn,
-            "Payload": event.to_payload(),
+            "Payload": decide_event(plan, bucket_name, live),
         },
         grants=[grants.invoke_with_versions(decider)],
         result_path="$.decision",

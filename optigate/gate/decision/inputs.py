@@ -7,14 +7,14 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from optigate.bench.core.metrics import RunSamples
-from optigate.config.models import CROSS_CHECK_KEYS, BenchmarkGate
+from optigate.config.models import CROSS_CHECK_KEYS, ROUNDS_KEYS, BenchmarkGate
 from optigate.plan.cost import CostBasis
 
 SEED = 0
 #: Values of ``change.speculative_decoding`` that mean "off".
 _SPECULATION_OFF = frozenset({"", "none", "off", "false", "no", "disabled"})
 #: Keys of ``gate.benchmark`` that configure the benchmark, not the decision.
-BENCHMARK_ONLY_KEYS = frozenset({"prompt_tokens", "max_new_tokens", "blocks"}) | CROSS_CHECK_KEYS
+BENCHMARK_ONLY_KEYS = frozenset({"prompt_tokens", "max_new_tokens", "blocks"}) | CROSS_CHECK_KEYS | ROUNDS_KEYS
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -148,6 +148,36 @@ def judge_round(inputs: GateInputs, looks: Looks, *, minutes_spent: float | None
     return RoundJudgement(rounds, False, CONTINUE, f"{at}: undecided: {undecided}", confidence, verdict)
 
 
+def rounds_summary(
+    judgement: RoundJudgement,
+    looks: Looks,
+    *,
+    minutes: float | None,
+    price_per_hour_usd: float | None,
+    instance_count: int,
+    stopped: tuple[str, str] | None = None,
+) -> dict[str, object]:
+    """What the report says of the rounds: how many of the budget, the looks' confidence, why they stopped (the
+    last look's `stopped` (reason, why) when the state machine kept it, else this judgement's), and what they cost:
+    `minutes` of benchmark on two endpoints (twin and candidate) of `instance_count` instances each."""
+    reason, why = stopped or (judgement.reason, judgement.why)
+    endpoint_minutes = None if minutes is None else 2 * instance_count * minutes
+    usd = None if endpoint_minutes is None or price_per_hour_usd is None else endpoint_minutes / 60 * price_per_hour_usd
+    return {
+        "done": judgement.rounds,
+        "min_rounds": looks.min_rounds,
+        "max_rounds": looks.max_rounds,
+        "max_minutes": looks.max_minutes,
+        "looks": looks.count,
+        "confidence": looks.confidence,
+        "reason": reason,
+        "why": why,
+        "benchmark_minutes": minutes,
+        "endpoint_minutes": endpoint_minutes,
+        "usd": usd,
+    }
+
+
 def rounds_to_decide(check: Check, rounds: int) -> int | None:
     """About how many rounds in all would decide `check` if its estimate held and its interval narrowed as
     1/sqrt(rounds): None when it cannot tell (no interval, or the estimate on the threshold)."""

@@ -31,6 +31,7 @@ from optigate.gate.decision.checks import (
     sort_key,
 )
 from optigate.gate.decision.inputs import BENCHMARK_ONLY_KEYS, GateInputs, blocks_by_level, speculative_method
+from optigate.gate.decision.prediction import prediction_vs_measurement
 from optigate.gate.decision.slo_checks import (
     capacity_check,
     capacity_summary,
@@ -75,6 +76,9 @@ class GateVerdict:
     traffic: dict[str, Any] | None = None  # the captured workload's shape, as GateInputs.traffic carried it
     adapter_check: dict[str, Any] | None = None  # each new adapter version's archive, as GateInputs carried it
     cost_basis: dict[str, Any] | None = None  # what the costs price (optigate.plan.cost.CostBasis.to_json)
+    # The benchmark's rounds: how many, the looks' confidence, why they stopped and what they cost
+    # (optigate.gate.decision.looks.rounds_summary); None when the decision was given no rounds.
+    rounds: dict[str, Any] | None = None
 
     @property
     def failed(self) -> tuple[Check, ...]:
@@ -135,6 +139,7 @@ class GateVerdict:
                 "server_metrics": self.server_metrics,
                 "traffic": self.traffic,
                 "adapter_check": self.adapter_check,
+                "rounds": self.rounds,
             }
         )
 
@@ -247,7 +252,7 @@ def decide(inputs: GateInputs, *, confidence: float = stats.CONFIDENCE) -> GateV
         reasons=tuple(reason(c) for c in checks if not c.passed),
         cost_per_million_output_tokens=tuple(costs),
         cost_basis=basis.to_json(),
-        prediction_vs_measurement=_prediction_vs_measurement(inputs.prediction, levels, costs),
+        prediction_vs_measurement=prediction_vs_measurement(inputs.prediction, levels, costs),
         levels=tuple(levels),
         change=change,
         thresholds={**thresholds.model_dump(exclude=set(BENCHMARK_ONLY_KEYS)), "speculative_decoding": method},
@@ -340,68 +345,4 @@ def _figures(blocks: Sequence[RunSamples]) -> dict[str, Any]:
         "output_tokens_per_s": result["output_tokens_per_s"],
         "mean_tokens_per_chunk": result["tokens_per_chunk"]["mean"],
         "window_s": result["window_s"],
-    }
-
-
-def _ratio(measured: float | None, predicted: float | None) -> float | None:
-    if measured is None or predicted is None or not predicted:
-        return None
-    return measured / predicted
-
-
-def _prediction_vs_measurement(
-    prediction: Mapping[str, Any] | None, levels: list[dict[str, Any]], costs: list[dict[str, Any]]
-) -> dict[str, Any] | None:
-    """The planner's figures (roofline lower bounds) next to what the candidate measured."""
-    if not prediction:
-        return None
-    at_one = next((lvl["candidate"] for lvl in levels if lvl["concurrency"] == 1), None)
-    tpot = prediction.get("decode_tpot_ms_batch1")
-    prefill = prediction.get("prefill_ms")
-    cost = prediction.get("cost_per_million_output_tokens")
-    measured_costs = [c for c in costs if c["candidate"] is not None]
-    cheapest = min(measured_costs, key=lambda c: c["candidate"]) if measured_costs else None
-    measured_tpot = at_one["p50_tpot_ms"] if at_one else None
-    measured_ttft = at_one["p50_ttft_ms"] if at_one else None
-    measured_cost = cheapest["candidate"] if cheapest else None
-    cost_measured_as = (
-        f"candidate at concurrency {cheapest['concurrency']} (its cheapest level)"
-        if cheapest
-        else "no measured cost (no price or no throughput)"
-    )
-    expected_tpot = prediction.get("expected_tpot_ms_batch1")
-    return {
-        "decode_tpot_ms_batch1": {
-            "predicted": tpot,
-            "expected": expected_tpot,
-            "measured": measured_tpot,
-            "measured_as": "candidate p50 TPOT at concurrency 1",
-            "ratio": _ratio(measured_tpot, tpot),
-            "expected_ratio": _ratio(measured_tpot, expected_tpot),
-        },
-        "prefill_ms": {
-            "predicted": prefill,
-            "measured": measured_ttft,
-            "measured_as": "candidate p50 TTFT at concurrency 1 (includes network and queueing)",
-            "ratio": _ratio(measured_ttft, prefill),
-        },
-        "cost_per_million_output_tokens": {
-            "predicted": cost,
-            "measured": measured_cost,
-            "measured_as": cost_measured_as,
-            "ratio": _ratio(measured_cost, cost),
-        },
-        "kv_capacity_tokens": {
-            "predicted": prediction.get("kv_capacity_tokens"),
-            "measured": None,
-            "measured_as": "not observable from the client",
-            "ratio": None,
-        },
-        # The plan the figures come from: `optigate plan --calibrate` turns this report into a calibration.
-        "plan": prediction.get("plan"),
-        "note": (
-            "predicted figures are roofline lower bounds: a measured/predicted ratio of 1 or more is expected; "
-            "the expected TPOT adds the efficiency engines reach and per-step overheads "
-            f"({(prediction.get('plan') or {}).get('basis') or 'no expected figure'}): far from it, calibrate"
-        ),
     }

@@ -1,3 +1,4 @@
+# Over 400 lines: the decision function's one file: its inputs read through their schemas, the look, the verdict.
 """Gate decision: read the two benchmark results and the quality verdict from S3, decide, write the
 report next to them, publish metrics, return a small verdict (Step Functions payloads are small).
 
@@ -28,6 +29,8 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import boto3
@@ -35,8 +38,10 @@ import boto3
 from optigate.bench.result_file import ResultFileError, parse_merged_result, parse_result
 from optigate.gate.cross_check import OUTPUT_ARCHIVE, ExportError, read_archive
 from optigate.gate.decision import UNDECIDED, GateInputs, GateVerdict, decide, unreadable_verdict
+from optigate.gate.decision.looks import Looks, judge_round, rounds_summary
 from optigate.gate.report import render_html, render_json
-from optigate.lambdas.events import DecideEvent, resolved
+from optigate.lambdas.events import BenchmarkRounds, DecideEvent, resolved
+from optigate.naming import benchmark_result_key
 
 LOG = logging.getLogger(__name__)
 NAMESPACE = "optigate/gate"
@@ -116,8 +121,11 @@ def read_benchmark(s3, bucket: str, event: DecideEvent | dict, side: str) -> dic
     (UnreadableInput if one fails it). Each run is tagged with its `block`: the n-th run at a level is block n (a
     run that carries a block keeps it)."""
     decision = read_event(event)
-    merged = bool(getattr(decision, f"{side}_keys"))
-    keys = _flatten(resolved(getattr(decision, f"{side}_keys")) if merged else [getattr(decision, f"{side}_key")])
+    if decision.rounds is not None:
+        merged, keys = True, round_keys(decision.rounds, side)
+    else:
+        merged = bool(getattr(decision, f"{side}_keys"))
+        keys = _flatten(resolved(getattr(decision, f"{side}_keys")) if merged else [getattr(decision, f"{side}_key")])
     runs = []
     seen: dict[int, int] = {}
     for key in keys:
@@ -131,6 +139,30 @@ def read_benchmark(s3, bucket: str, event: DecideEvent | dict, side: str) -> dic
                 raise UnreadableInput(f"{where}: expected a whole number, found {json.dumps(block)[:60]}")
             runs.append({**run, "block": block})
     return {"runs": runs}
+
+
+def round_keys(rounds: BenchmarkRounds, side: str) -> list[str]:
+    """One side's merged results, round by round (each round's levels in order): where the fleet wrote them."""
+    run_id, done = resolved(rounds.run_id), resolved(rounds.done)
+    return [benchmark_result_key(run_id, side, level, block) for block in range(done) for level in rounds.per_shard]
+
+
+def looks_of(rounds: BenchmarkRounds) -> Looks:
+    return Looks(rounds.min_rounds, rounds.max_rounds, rounds.max_minutes)
+
+
+def minutes_between(start: str | None, end: str | None) -> float | None:
+    """Minutes from `start` to `end` (ISO 8601 as Step Functions' context gives them; None: now), None without a
+    start or when either cannot be read."""
+    if not start:
+        return None
+    try:
+        begun = datetime.fromisoformat(start.replace("Z", "+00:00"))
+        finished = datetime.fromisoformat(end.replace("Z", "+00:00")) if end else datetime.now(UTC)
+    except ValueError:
+        LOG.warning("unreadable round times %r, %r", start, end)
+        return None
+    return max(0.0, (finished - begun).total_seconds() / 60)
 
 
 def read_inputs(s3, event: DecideEvent) -> tuple[dict, dict, dict | None] | list[str]:
@@ -159,7 +191,28 @@ def verdict_for(s3, event: DecideEvent | dict) -> tuple[GateVerdict, dict | None
     if isinstance(read, list):
         return unreadable_verdict(event.team, event.environment, read, event.change), None, None
     baseline, candidate, evaluation = read
-    inputs = GateInputs(
+    inputs = gate_inputs(s3, event, baseline, candidate, evaluation)
+    if event.rounds is None:
+        return decide(inputs), baseline, candidate
+    rounds, looks = event.rounds, looks_of(event.rounds)
+    judgement = judge_round(inputs, looks)
+    verdict = judgement.verdict or decide(inputs, confidence=looks.confidence)
+    reason, why = resolved(rounds.reason), resolved(rounds.why)
+    summary = rounds_summary(
+        judgement,
+        looks,
+        minutes=minutes_between(resolved(rounds.started), resolved(rounds.ended)),
+        price_per_hour_usd=event.price_per_hour_usd,
+        instance_count=event.instance_count or 1,
+        stopped=(reason, why) if reason and why else None,
+    )
+    return replace(verdict, rounds=summary), baseline, candidate
+
+
+def gate_inputs(s3, event: DecideEvent, baseline: dict, candidate: dict, evaluation: dict | None) -> GateInputs:
+    """What the decision judges: both sides' results and the evaluation as read, the rest as the event gives it (a
+    look's event has no evaluation, shadow, cross-check or server metrics yet: DecideEvent leaves them None)."""
+    return GateInputs(
         team=event.team,
         environment=event.environment,
         change=event.change or {},
@@ -180,7 +233,21 @@ def verdict_for(s3, event: DecideEvent | dict) -> tuple[GateVerdict, dict | None
         traffic=resolved(event.workload),  # the captured workload's shape (constructs.gate.benchmark_workload)
         adapter_check=resolved(event.adapter_check),  # each new adapter version's archive (gate.adapter_steps)
     )
-    return decide(inputs), baseline, candidate
+
+
+def look(s3, event: DecideEvent) -> dict:
+    """A look after a round: whether the rounds stop (optigate.gate.decision.looks.judge_round). A result that
+    fails its schema stops them too: the decision then says which file (unreadable_verdict)."""
+    rounds = event.rounds
+    if rounds is None:  # DecideEvent.check refuses a look without rounds
+        raise ValueError("a look needs the rounds it judges")
+    read = read_inputs(s3, event)
+    if isinstance(read, list):
+        return {"stop": True, "reason": "inputs", "why": f"a result could not be read: {read[0]}"[:MAX_SUMMARY_CHARS]}
+    inputs = gate_inputs(s3, event, *read)
+    judgement = judge_round(inputs, looks_of(rounds), minutes_spent=minutes_between(resolved(rounds.started), None))
+    LOG.info("round %d: %s", judgement.rounds, judgement.why)
+    return {"stop": judgement.stop, "reason": judgement.reason, "why": _cut(judgement.why, MAX_SUMMARY_CHARS, "")}
 
 
 def shadow_figures(shadow: dict | None) -> dict | None:
@@ -335,6 +402,8 @@ def _small(verdict: GateVerdict, report_key: str) -> dict:
 def handler(event: dict, _context=None) -> dict:
     decision = DecideEvent.from_event(event)
     s3 = boto3.client("s3")
+    if decision.look:
+        return look(s3, decision)
     bucket = decision.bucket
     verdict, baseline, candidate = verdict_for(s3, decision)
     prefix = resolved(decision.report_prefix).strip("/")
