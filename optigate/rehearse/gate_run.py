@@ -54,14 +54,14 @@ def _is_lambda_invoke(state: dict[str, Any]) -> bool:
 def compress(
     definition: dict[str, Any],
     *,
-    rounds: int | None = None,
+    requests_per_stream: int | None = None,
     max_new_tokens: int | None = None,
     top_level_only: bool = False,
     max_concurrency: int | None = None,
 ) -> dict[str, Any]:
     """Rehearsal time, in place: every Wait takes zero seconds, except the one before CloudWatch metrics are
-    read (the mirror window), which takes MIRROR_SECONDS. Optionally a smaller benchmark: `rounds` requests
-    per stream in each block and `max_new_tokens` per answer in the fleet executions the gate starts, and
+    read (the mirror window), which takes MIRROR_SECONDS. Optionally a smaller benchmark: `requests_per_stream`
+    in each block (each round) and `max_new_tokens` per answer in the fleet executions the gate starts, and
     with `top_level_only` only the highest concurrency level (every block of it, benchmarked and decided
     on), or the highest not above `max_concurrency` (the lowest when every level is above it)."""
     metric_reads = {call.state for call in sdk_calls(definition) if call.operation == "GetMetricData"}
@@ -94,7 +94,7 @@ def compress(
                     and levels.get("ResultPath") == state.get("ItemsPath")
                     and isinstance(levels.get("Result"), list)
                 ):
-                    # One item per (level, block), levels ascending: the top level's are the last ones.
+                    # One item per level of a round, levels ascending: the top level's is the last one.
                     items = levels["Result"]
                     if top_level_only and items:
                         per_shard = sorted({item["per_shard"] for item in items})
@@ -102,7 +102,12 @@ def compress(
                         picked = per_shard[chosen] if chosen is not None and chosen < len(per_shard) else fallback
                         items = [item for item in items if item["per_shard"] == picked]
                     levels["Result"] = [
-                        {**item, "requests": rounds * item["per_shard"] if rounds else item["requests"]}
+                        {
+                            **item,
+                            "requests": requests_per_stream * item["per_shard"]
+                            if requests_per_stream
+                            else item["requests"],
+                        }
                         for item in items
                     ]
     return definition

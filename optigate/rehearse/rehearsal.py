@@ -306,7 +306,7 @@ def rehearsal_kinds(team: Any) -> tuple[str, ...]:
     return (*kinds, "drafts-rejected") if team.gate.candidate.get("speculative_decoding") else kinds
 
 
-def rehearsal_rounds(total: int, blocks: int) -> int:
+def rehearsal_requests_per_stream(total: int, blocks: int) -> int:
     """Requests per stream in each of `blocks` blocks, for about `total` per stream in all."""
     return total if blocks <= 1 else math.ceil(total / blocks) + 1
 
@@ -354,9 +354,11 @@ def rehearse(
     # the requests of one long run per side, shared by the blocks (each block gets one round more, as
     # its first and last requests fall outside its measurement window), enough for >= 5 one-second
     # throughput buckets on the faster side, its blocks pooled.
-    rounds = rehearsal_rounds(16 if candidate == "faster" else 12, team.gate.benchmark.blocks)
+    # A benchmark in rounds shares them over its first look's rounds (a clear verdict stops there).
+    benchmark = team.gate.benchmark
+    blocks = benchmark.blocks if benchmark.max_rounds is None else benchmark.min_rounds
     compress_options = {
-        "rounds": rounds,
+        "requests_per_stream": rehearsal_requests_per_stream(16 if candidate == "faster" else 12, blocks),
         "max_new_tokens": 32,
         "top_level_only": True,
         "max_concurrency": MAX_CONCURRENCY,

@@ -231,7 +231,7 @@ def run_gate(gate_templates, gate_handlers) -> Callable[..., dict[str, Any]]:
         with GateHarness(
             lambda_handlers=gate_handlers(emulators, crash_decide), scenario=scenario, region=REGION
         ) as harness:
-            return GateRun(gate_templates[optimize], harness, {"rounds": 4} if short else {}).execute()
+            return GateRun(gate_templates[optimize], harness, {"requests_per_stream": 4} if short else {}).execute()
 
     return run
 

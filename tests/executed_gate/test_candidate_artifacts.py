@@ -69,7 +69,7 @@ def _run(
         s3.create_bucket(Bucket=MODEL_BUCKET)
         for name, body in {"config.json": b"{}", "model.safetensors": b"bf16", **head}.items():
             s3.put_object(Bucket=MODEL_BUCKET, Key=MODEL_KEY + name, Body=body)
-        run = GateRun(template, harness, {"rounds": 4})
+        run = GateRun(template, harness, {"requests_per_stream": 4})
         result = run.execute()
         history = harness.history(result["execution"]["executionArn"])
         state = harness.sagemaker.region_state(harness.sagemaker_backend())

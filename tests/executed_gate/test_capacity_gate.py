@@ -48,7 +48,7 @@ def _run(gate_synth, tmp_path_factory):
         handlers = lambda_handlers(baseline_url, candidate_url, decide=host_compensated_decide(BASELINE, allowance))
         scenario = Scenario(on_processing_job=evaluation_writer("pass"))
         with GateHarness(lambda_handlers=handlers, scenario=scenario, region=REGION) as harness:
-            run = GateRun(template, harness, {"rounds": 16, "max_new_tokens": 16})
+            run = GateRun(template, harness, {"requests_per_stream": 16, "max_new_tokens": 16})
             outcome = run.execute()
     outcome["host_allowance_ms"] = allowance
     return outcome

@@ -99,7 +99,7 @@ def test_a_failed_compilation_fails_closed_and_cleans_up(compiled_template, emul
         ),
         on_processing_job=evaluation_writer("pass"),
     )
-    result = _run(compiled_template, emulators, gate_handlers, scenario, rounds=4)
+    result = _run(compiled_template, emulators, gate_handlers, scenario, requests_per_stream=4)
     assert result["execution"]["status"] == "FAILED"
     cause = result["execution"].get("cause", "")
     assert "OptimizationFailed" in cause and "TRT-LLM build ran out of memory" in cause, cause
@@ -124,7 +124,9 @@ def test_a_compilation_the_container_cannot_run_fails_the_job(tmp_path, gate_syn
             {"ModelCompilationConfig": {"OverrideEnvironment": {"OPTION_TENSOR_PARALLEL_DEGREE": "1"}}}
         ],
     )
-    result = _run(template, emulators, gate_handlers, Scenario(on_processing_job=evaluation_writer("pass")), rounds=4)
+    result = _run(
+        template, emulators, gate_handlers, Scenario(on_processing_job=evaluation_writer("pass")), requests_per_stream=4
+    )
     cause = result["execution"].get("cause", "")
     assert "OptimizationFailed" in cause and "compiles nothing" in cause, cause
     assert result["packages"] == []

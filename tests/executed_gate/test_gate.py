@@ -395,7 +395,7 @@ def test_a_package_registered_by_hand_is_no_proof_and_does_not_break_the_gate(te
 def test_an_unchanged_rejected_candidate_fails_at_once(templates, emulators, gate_handlers):
     scenario = Scenario(on_processing_job=evaluation_writer("fail", ["qa_exact_match drops by 4.0%"]))
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
-        run = GateRun(templates[False], harness, {"rounds": 4})
+        run = GateRun(templates[False], harness, {"requests_per_stream": 4})
         assert run.execute()["execution"]["status"] == "FAILED"
         again = run.execute()
     assert again["execution"]["error"] == "CandidateRejectedBefore"

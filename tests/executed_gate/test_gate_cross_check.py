@@ -78,7 +78,7 @@ def _run(template, emulators, gate_handlers, scenario: Scenario, short: bool = F
     cannot be an approval anyway (the throughput interval needs the full run), the managed jobs unchanged (their
     workload is the template's)."""
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
-        result = GateRun(template, harness, {"rounds": 4} if short else {}).execute()
+        result = GateRun(template, harness, {"requests_per_stream": 4} if short else {}).execute()
         return result, ai_benchmark_jobs(harness)
 
 

@@ -182,7 +182,7 @@ def test_a_busy_live_endpoint_is_not_touched(emulators, gate_templates, gate_han
         on_processing_job=lambda request: (evaluation_writer("pass")(request), busy(active_harness()))[0]
     )
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
-        result = GateRun(gate_templates["shadow"], harness, {"rounds": 4}).execute()
+        result = GateRun(gate_templates["shadow"], harness, {"requests_per_stream": 4}).execute()
     assert result["execution"]["status"] == "FAILED"
     assert "LiveEndpointBusy" in result["execution"]["cause"]
     assert _updates(result) == []

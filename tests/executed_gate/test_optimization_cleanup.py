@@ -69,7 +69,7 @@ def test_a_job_whose_describe_keeps_failing_is_stopped(gate_templates, gate_hand
         throttle={"DescribeOptimizationJob": MAX_ATTEMPTS + 1},  # every attempt of the first describe
     )
     with GateHarness(lambda_handlers=gate_handlers(emulators), scenario=scenario, region=REGION) as harness:
-        result = GateRun(gate_templates[True], harness, {"rounds": 4}).execute()
+        result = GateRun(gate_templates[True], harness, {"requests_per_stream": 4}).execute()
         jobs = harness.client("sagemaker").list_optimization_jobs()["OptimizationJobSummaries"]
     assert result["execution"]["status"] == "FAILED"
     assert "CleanupStopOptimizationJob" in result["states"] and "StopOptimizationJob" not in result["states"]

@@ -80,7 +80,7 @@ def _run(template, emulators, gate_handlers, *, scenario: Scenario | None = None
         s3.create_bucket(Bucket=TRAFFIC_BUCKET)
         if traffic:
             s3.put_object(Bucket=TRAFFIC_BUCKET, Key=f"{TRAFFIC_KEY}2026/01/01/00/a.jsonl", Body=json.dumps(RECORD))
-        run = GateRun(template, harness, {"rounds": 4})
+        run = GateRun(template, harness, {"requests_per_stream": 4})
         result = run.execute()
         history = harness.history(result["execution"]["executionArn"])
         state = harness.sagemaker.region_state(harness.sagemaker_backend())
