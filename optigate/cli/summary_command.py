@@ -314,10 +314,11 @@ def gate_lines(plan) -> list[str]:
     thresholds = ", ".join(f"{key}={value}" for key, value in shown if key != "concurrency")
     lines = [
         f"levels (measured concurrency): {levels} ({workers} × {per_worker} streams)",
-        f"requests per level and block: {requests} ({workers} × {per_worker_requests})",
-        f"blocks per level: {benchmark.blocks} (baseline twin, then candidate, interleaved)",
+        f"requests per level and round: {requests} ({workers} × {per_worker_requests})",
+        rounds_line(benchmark),
         f"prompt/output tokens: {benchmark.prompt_tokens}/{benchmark.max_new_tokens}",
         f"on: {plan.instance_count} × {plan.instance_type}",
+        budget_line(plan),
         f"thresholds: {thresholds or '-'}",
     ]
     if plan.optimization_configs:
@@ -328,6 +329,39 @@ def gate_lines(plan) -> list[str]:
         lines.append(f"cross-check: SageMaker's managed benchmark, tokenizer {plan.cross_check.tokenizer}")
     lines.append(f"fingerprint: {plan.fingerprint}")
     return lines
+
+
+def rounds_line(benchmark) -> str:
+    """How many rounds (a block of the twin, then one of the candidate, at every level) and when the gate looks."""
+    first, budget = benchmark.rounds
+    if benchmark.max_rounds is None:
+        return f"rounds: {budget} (baseline twin, then candidate, at every level), judged once after the last"
+    minutes = f" or {benchmark.max_minutes:g} minutes" if benchmark.max_minutes is not None else ""
+    looks = budget - first + 1
+    return (
+        f"rounds: {first} to {budget}{minutes} (baseline twin, then candidate, at every level), judged after each "
+        f"from round {first}, stopping once decided: {looks} looks at {100 - 5 / looks:.3g} % each"
+    )
+
+
+def budget_line(plan) -> str:
+    """What the benchmark costs: both endpoints per minute, the time budget's price, a round at the planner's
+    figures (a lower bound)."""
+    per_minute = plan.usd_per_benchmark_minute
+    if per_minute is None:
+        return "benchmark cost: unknown (no list price for the instance type)"
+    endpoints = f"twin and candidate, {plan.instance_count} × {plan.instance_type} each"
+    parts = [f"benchmark cost: ${per_minute * 60:,.2f} an hour ({endpoints})"]
+    round_s = plan.round_seconds_at_least()
+    _, budget = plan.benchmark.rounds
+    if round_s is not None:
+        parts.append(
+            f"a round at least {round_s / 60:.1f} min (${round_s / 60 * per_minute:,.2f}), {budget} rounds at least "
+            f"${budget * round_s / 60 * per_minute:,.2f} at the planner's batch-1 figures"
+        )
+    if plan.benchmark.max_minutes is not None:
+        parts.append(f"at most ${plan.benchmark.max_minutes * per_minute:,.2f} by max_minutes")
+    return "; ".join(parts)
 
 
 def print_gate(deployment) -> None:

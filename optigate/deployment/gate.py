@@ -255,6 +255,27 @@ class GatePlan:
         """A run's managed benchmark job of `side` at `concurrency` (total streams), `{}` for the run id."""
         return naming.cross_check_job_template(self.team, self.environment, side, concurrency)
 
+    # ------------------------------------------------------------------ what the benchmark costs
+
+    @property
+    def usd_per_benchmark_minute(self) -> float | None:
+        """Both endpoints the benchmark keeps (the candidate and the twin, `instance_count` instances each) for a
+        minute, at the instance's list price; None without one."""
+        if self.price_per_hour_usd is None:
+            return None
+        return 2 * self.instance_count * self.price_per_hour_usd / 60
+
+    def round_seconds_at_least(self) -> float | None:
+        """A round's benchmark time at the planner's batch-1 figures: each level's requests per stream, each
+        request its prefill and its tokens at batch-1 speed. A lower bound (load only slows a request; start-up
+        and the looks add to it); None without the planner's figures."""
+        prefill, tpot = self.prediction.get("prefill_ms"), self.prediction.get("decode_tpot_ms_batch1")
+        if not isinstance(prefill, int | float) or not isinstance(tpot, int | float):
+            return None
+        request_s = (prefill + tpot * self.benchmark.max_new_tokens) / 1000
+        per_stream = [r / c for c, r in zip(self.benchmark.levels, self.benchmark.requests_per_level, strict=True)]
+        return 2 * request_s * sum(per_stream)  # both sides, one after the other
+
     # ------------------------------------------------------------------ the proof
 
     @property
@@ -275,7 +296,8 @@ class GatePlan:
             "thresholds": self.thresholds.to_dict(),
             "benchmark": self.benchmark.proof
             + ([self.instance_count] if self.instance_count != 1 else [])
-            + ([{"blocks": self.benchmark.blocks}] if self.benchmark.blocks != 1 else []),
+            + ([{"blocks": self.benchmark.blocks}] if self.benchmark.blocks != 1 else [])
+            + ([{"rounds": self.benchmark.looks()}] if self.benchmark.max_rounds is not None else []),
             "shadow": [self.shadow.sampling_percentage, self.shadow.window_minutes] if self.shadow else None,
         }
         if self.trained_head is not None:  # only then, so that every other fingerprint stays as it was

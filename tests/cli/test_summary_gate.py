@@ -36,8 +36,35 @@ def test_summary_gate_prints_each_gates_plan(monkeypatch):
         levels = ", ".join(str(c) for c in benchmark.measured_concurrency)
         assert f"levels (measured concurrency): {levels} (" in text
         requests = ", ".join(str(benchmark.shards * r) for r in benchmark.requests_per_level)
-        assert f"requests per level and block: {requests} (" in text
+        assert f"requests per level and round: {requests} (" in text
         assert f"prompt/output tokens: {benchmark.prompt_tokens}/{benchmark.max_new_tokens}" in text
+        # Priced: both endpoints an hour, at the instance's list price.
+        assert f"benchmark cost: ${2 * plan.instance_count * plan.price_per_hour_usd:,.2f} an hour (twin and " in text
+
+
+def test_a_benchmark_in_rounds_is_priced_by_its_budget(monkeypatch):
+    from optigate.cli.summary_command import budget_line, rounds_line
+    from optigate.deployment import load_resolved_project
+    from optigate.promote.lock import default_locks_dir
+
+    deployments = load_resolved_project(CONFIG).deployments("dev", default_locks_dir(CONFIG))
+    plan = next(d.gate for d in deployments if d.gate is not None)
+    rounds = replace(plan, benchmark=replace(plan.benchmark, max_rounds=12, min_rounds=4, max_minutes=90))
+    assert rounds_line(rounds.benchmark) == (
+        "rounds: 4 to 12 or 90 minutes (baseline twin, then candidate, at every level), judged after each from "
+        "round 4, stopping once decided: 9 looks at 99.4 % each"
+    )
+    per_minute = 2 * plan.instance_count * plan.price_per_hour_usd / 60
+    line = budget_line(rounds)
+    assert line.endswith(f"at most ${90 * per_minute:,.2f} by max_minutes")
+    # A round's lower bound: each level's requests per stream at the planner's batch-1 request time, both sides.
+    request_s = (
+        plan.prediction["prefill_ms"] + plan.prediction["decode_tpot_ms_batch1"] * plan.benchmark.max_new_tokens
+    ) / 1000
+    per_stream = sum(r / c for c, r in zip(plan.benchmark.levels, plan.benchmark.requests_per_level, strict=True))
+    assert rounds.round_seconds_at_least() == 2 * request_s * per_stream
+    no_price = replace(rounds, price_per_hour_usd=None)
+    assert budget_line(no_price) == "benchmark cost: unknown (no list price for the instance type)"
 
 
 def test_summary_without_the_flag_prints_no_gate(monkeypatch):
