@@ -21,6 +21,7 @@ from optigate.gate.report_sections import (
     server_metrics_section,
     table,
 )
+from optigate.gate.rounds_report import rounds_section
 
 #: How each check's figures are shown, by check name (its words say).
 _STYLE = (
@@ -168,6 +169,8 @@ def render_html(verdict: GateVerdict, plots: Iterable[Plot] = (), workload: Mapp
         sections.append(adapter_check_section(data["adapter_check"]))
     if data.get("capacity"):
         sections.append(capacity_section(data["capacity"]))
+    if data.get("rounds"):
+        sections.append(rounds_section(data["rounds"]))
     sections.append(_figures(plots))
     cross = data.get("cross_check")
     if cross:

@@ -93,6 +93,11 @@ def test_a_change_on_its_threshold_runs_to_the_budget_and_ends_inconclusive(
     assert rounds["usd"] > 0
     gain = next(c for c in report["checks"] if c["name"] == "throughput_gain")
     assert gain["outcome"] == "inconclusive" and gain["ci_low"] < 0 < gain["ci_high"], gain
+    # The path: each look's intervals, as each wrote them, and its plot beside the report.
+    assert [look["rounds"] for look in rounds["path"]] == [3, 4]
+    assert [look["outcome"] for look in rounds["path"]] == ["INCONCLUSIVE", "INCONCLUSIVE"]
+    assert any(key.endswith("/rounds_path.png") for key in result["report_files"])
+    assert "<h2>Rounds</h2><p><b>4 of at most 4 rounds</b>" in result["report_html"].decode()
     nothing_left(result)
 
 

@@ -120,6 +120,14 @@ class OptimizationGate(Construct):
                 [self.bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": [f"{cross_check.OUTPUT_PREFIX}/*"]}},
             )
+        if self.plan.benchmark.max_rounds is not None:
+            # The decision lists the looks each round wrote under the run's report prefix (the report's path).
+            nag.allow(
+                role,
+                ["s3:ListBucket"],
+                [self.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{stages.REPORTS_PREFIX}/*"]}},
+            )
         nag.allow(
             role,
             ["cloudwatch:PutMetricData"],

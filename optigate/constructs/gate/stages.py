@@ -284,6 +284,8 @@ def endpoint_ready(
     return loop.entry
 
 
+#: Where each run's report (and its looks) goes in the gate's bucket: `<prefix>/<run id>/`.
+REPORTS_PREFIX = "reports"
 #: Where the state keeps the rounds: {"done", "started", "judged"?: the last look's {stop, reason, why}, "ended"?}.
 ROUNDS_PATH = "$.rounds"
 
@@ -463,7 +465,7 @@ def decide_event(plan: GatePlan, bucket_name: str, live: LiveConfig | None, *, l
         evaluation_key=None
         if look
         else FromState(f"States.Format('evaluations/{{}}/verdict.json', {run_name(plan, 'eval')})"),
-        report_prefix=FromState("States.Format('reports/{}/', $.run.id)"),
+        report_prefix=FromState(f"States.Format('{REPORTS_PREFIX}/{{}}/', $.run.id)"),
         # Each side's container metrics over the benchmark (constructs.gate.server_metrics), where read.
         server_metrics=FromState("$.server_metrics") if plan.server_series and not look else None,
         # A speculative candidate: what its acceptance is read from and must reach (speculation_proof).

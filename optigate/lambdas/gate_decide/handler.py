@@ -48,6 +48,8 @@ NAMESPACE = "optigate/gate"
 MAX_RETURN_BYTES = 3000  # the returned dict stays well under 4 KB
 #: The summary is the SNS message and the Fail state's cause: whatever a file made it say, it stays this short.
 MAX_SUMMARY_CHARS = 1200
+#: Where each look after a round writes its intervals, under the report's prefix.
+LOOKS_FOLDER = "looks"
 
 
 class UnreadableInput(ValueError):
@@ -147,6 +149,20 @@ def round_keys(rounds: BenchmarkRounds, side: str) -> list[str]:
     return [benchmark_result_key(run_id, side, level, block) for block in range(done) for level in rounds.per_shard]
 
 
+def read_path(s3, bucket: str, prefix: str) -> list[dict]:
+    """The looks' intervals, round by round, as each look wrote them (none for a fixed size, which looks once). A
+    look that cannot be read is left out of the path, which only illustrates: the verdict is the last look's data."""
+    path = []
+    folder = f"{prefix.strip('/')}/{LOOKS_FOLDER}/"
+    try:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=folder):
+            for item in page.get("Contents") or []:
+                path.append(json.loads(_body(s3, bucket, item["Key"])))
+    except Exception as error:  # any failure: the path only illustrates (see the docstring)
+        LOG.warning("the looks under %s could not be read: %s", folder, error)
+    return sorted((look for look in path if isinstance(look, dict)), key=lambda look: look.get("rounds") or 0)
+
+
 def looks_of(rounds: BenchmarkRounds) -> Looks:
     return Looks(rounds.min_rounds, rounds.max_rounds, rounds.max_minutes)
 
@@ -206,6 +222,9 @@ def verdict_for(s3, event: DecideEvent | dict) -> tuple[GateVerdict, dict | None
         instance_count=event.instance_count or 1,
         stopped=(reason, why) if reason and why else None,
     )
+    # Only a benchmark in rounds looked after its rounds (its last look's reason is sent); a fixed size looked once.
+    looked = read_path(s3, event.bucket, resolved(event.report_prefix)) if reason is not None else []
+    summary["path"] = looked or [judgement.to_dict()]
     return replace(verdict, rounds=summary), baseline, candidate
 
 
@@ -247,6 +266,9 @@ def look(s3, event: DecideEvent) -> dict:
     inputs = gate_inputs(s3, event, *read)
     judgement = judge_round(inputs, looks_of(rounds), minutes_spent=minutes_between(resolved(rounds.started), None))
     LOG.info("round %d: %s", judgement.rounds, judgement.why)
+    # Each look's intervals, for the report's path of the rounds (read back by the decision: read_path).
+    key = f"{resolved(event.report_prefix).strip('/')}/{LOOKS_FOLDER}/round-{judgement.rounds:03d}.json"
+    s3.put_object(Bucket=event.bucket, Key=key, Body=json.dumps(judgement.to_dict()).encode())
     return {"stop": judgement.stop, "reason": judgement.reason, "why": _cut(judgement.why, MAX_SUMMARY_CHARS, "")}
 
 
@@ -322,12 +344,18 @@ def _plots(
     numbers decide, so a plot that cannot be drawn is logged, not fatal."""
     from optigate.bench.html_report import write_plots
     from optigate.bench.plots import PARETO_NAME, pareto_figure, png, sides_of
+    from optigate.gate.rounds_report import ROUNDS_PLOT, rounds_figure
 
     results = [("baseline", baseline), ("candidate", candidate)]
     try:
         with tempfile.TemporaryDirectory() as folder:
             written = write_plots(results, Path(folder))
             capacity = verdict.capacity if verdict is not None else None
+            path = (verdict.rounds or {}).get("path") if verdict is not None else None
+            figure = rounds_figure(path) if path else None
+            if figure is not None:  # each look's intervals (optigate.gate.rounds_report)
+                written.append(Path(folder, ROUNDS_PLOT))
+                written[-1].write_bytes(png(figure))
             if capacity:
                 figure = pareto_figure(
                     sides_of(results),
