@@ -20,8 +20,22 @@ tokens per block, 3 blocks per side, everything compared as one family by
     "carries less within the SLO" should be read off the second (target <= 5 %). Also (b) with goodput, when not
     skipped.
 
+(e) with `--sequential`: looking after every round (#39). Each run draws `--max-rounds` rounds (a round: one
+    twin block and one candidate block at every level, `--round-per-slot` requests a stream, at least 8), then:
+    `bench compare --rounds` (optigate.bench.sequential.compare_rounds: anytime-valid t confidence sequences, Holm
+    over every figure) looks after each round from `--min-rounds` and stops at the first better or worse; the gate
+    (optigate.gate.decision.looks: each look's intervals at its share of the 5 %) judges the throughput gain at c=16
+    against a 0 % minimum after each round from `--min-rounds`; and beside both, one look at the budget's end (today's
+    fixed design on the same data: compare_levels over all rounds, the gate's check at 95 %). Printed: A/A false
+    decisions (target <= 5 %), A/B ITL -5/-10/-30 % found (target >= 95 % at -10 %), the mean rounds a decision took
+    and its share of the budget (target <= 40 % at -30 %).
+(f) with `--sequential` and not `--skip-real`: (e)'s A/A on two identical emulator processes, one level, rounds
+    interleaved, `bench compare --rounds` looking after each round; run it again beside two `yes > /dev/null` for
+    the busy host (the load average is printed).
+
     python benchmarks/verdict_calibration.py [--pairs 200] [--ab-pairs 100] [--real-pairs 10]
         [--drift 0.02] [--blocks 3] [--per-slot 4] [--skip-real] [--slo p99_ttft_ms=240,p99_itl_ms=25]
+        [--sequential [--runs 200] [--min-rounds 4] [--max-rounds 12] [--round-per-slot 1] [--real-runs 20]]
 
 `--drift` above the comparison's assumed run-to-run drift (2 %) shows what happens when the assumption
 is wrong: at 4 % the A/A share rose to 16 % (three blocks cannot show drift they happen not to have).
@@ -41,13 +55,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout: optigate, and tests/fixtures
 
+import os
+from typing import Any
+
 from optigate.bench.capacity import judge_level
 from optigate.bench.compare import GOODPUT, Delta, compare_levels
 from optigate.bench.core.metrics import RunSamples
 from optigate.bench.goodput import Slo
+from optigate.bench.sequential import RoundDelta, compare_rounds
 from optigate.bench.throughput import RUN_TO_RUN_DRIFT_PCT
 from optigate.config.models import BenchmarkGate
+from optigate.gate.decision.checks import throughput_check
+from optigate.gate.decision.looks import Looks
 from optigate.gate.decision.slo_checks import capacity_check, side_capacity, slo_checks
+from optigate.judge import Outcome
 from tests.fixtures.simulated_blocks import GATE_BLOCKS, GATE_LEVELS, Shape, simulated_side
 
 Side = Mapping[int, Sequence[RunSamples]]
@@ -226,7 +247,136 @@ def real_pairs(pairs: int, slo: Slo | None = None) -> list[list[Delta]]:
     return results
 
 
-def timed(label: str, work: Callable[[], list[list[Delta]]]) -> list[list[Delta]]:
+# --------------------------------------------------------------------------- (e), (f): looking after every round
+
+
+def first_decision(base: Side, cand: Side, min_rounds: int, max_rounds: int) -> tuple[str, int, list[RoundDelta]]:
+    """`bench compare --rounds` looking after each round from `min_rounds`: ("decided", round, deltas) at the first
+    better or worse, else ("undecided", max_rounds, the last deltas)."""
+    deltas: list[RoundDelta] = []
+    for rounds in range(min_rounds, max_rounds + 1):
+        deltas = compare_rounds({c: b[:rounds] for c, b in base.items()}, {c: b[:rounds] for c, b in cand.items()})
+        if any(str(d.verdict) in ("better", "worse") for d in deltas):
+            return "decided", rounds, deltas
+    return "undecided", max_rounds, deltas
+
+
+def gate_gain(base: Side, cand: Side, min_rounds: int, max_rounds: int, level: int = 16) -> tuple[str, int, str]:
+    """The gate's throughput check at `level` against a 0 % minimum: (its outcome at the first look that decides it,
+    or inconclusive at the budget; the rounds; the outcome of one look at 95 % after all rounds)."""
+    looks = Looks(min_rounds, max_rounds)
+    outcome, used = "inconclusive", max_rounds
+    for rounds in range(min_rounds, max_rounds + 1):
+        check = throughput_check(level, base[level][:rounds], cand[level][:rounds], 0.0, 0, looks.confidence)
+        if check.outcome is not Outcome.INCONCLUSIVE:
+            outcome, used = check.outcome.value, rounds
+            break
+    fixed = throughput_check(level, base[level], cand[level], 0.0, 0).outcome.value
+    return outcome, used, fixed
+
+
+def sequential_runs(runs: int, baseline: Shape, candidate: Shape, args: argparse.Namespace, seed: int) -> list[dict]:
+    out = []
+    for run in range(runs):
+        side = {"blocks": args.max_rounds, "per_slot": args.round_per_slot, "levels": GATE_LEVELS}
+        base = simulated_side(baseline, seed=seed + 2 * run, **side)
+        cand = simulated_side(candidate, seed=seed + 2 * run + 1, **side)
+        word, rounds, deltas = first_decision(base, cand, args.min_rounds, args.max_rounds)
+        fixed = compare_levels(base, cand, seed=run)
+        gain, gain_rounds, gain_fixed = gate_gain(base, cand, args.min_rounds, args.max_rounds)
+        out.append(
+            {
+                "word": word,
+                "rounds": rounds,
+                "deltas": deltas,
+                "fixed": fixed,
+                "gain": gain,
+                "gain_rounds": gain_rounds,
+                "gain_fixed": gain_fixed,
+            }
+        )
+    return out
+
+
+def found(deltas: Sequence[RoundDelta | Delta], metric: str) -> bool:
+    """Some figure of `metric` better and none anywhere worse."""
+    words = [(d.metric, str(d.verdict)) for d in deltas]
+    return any(m == metric and w == "better" for m, w in words) and not any(w == "worse" for _, w in words)
+
+
+def report_sequential(name: str, results: list[dict], change: float, budget: int) -> None:
+    total = len(results)
+    decided = [r for r in results if r["word"] == "decided"]
+    mean_rounds = sum(r["rounds"] for r in decided) / len(decided) if decided else math.nan
+    gain_decided = [r for r in results if r["gain"] != "inconclusive"]
+    gain_rounds = sum(r["gain_rounds"] for r in gain_decided) / len(gain_decided) if gain_decided else math.nan
+    if change == 0:
+        print(
+            share_line(f"{name}: bench compare --rounds, any better/worse at some look", len(decided), total, "<= 5 %")
+        )
+        fixed = sum(bool(labelled(r["fixed"])) for r in results)
+        print(share_line(f"{name}: one look at the budget's end (fixed)", fixed, total, "<= 5 %"))
+        print(
+            share_line(f"{name}: the gate's throughput check decided at some look", len(gain_decided), total, "<= 5 %")
+        )
+        fixed_gain = sum(r["gain_fixed"] != "inconclusive" for r in results)
+        print(share_line(f"{name}: the gate's check, one look at 95 % (fixed)", fixed_gain, total, "<= 5 %"))
+        return
+    right = sum(found(r["deltas"], "itl_ms") for r in decided)
+    print(share_line(f"{name}: bench compare --rounds found it", right, total, ">= 95 % at -10 %"))
+    print(
+        f"  mean {mean_rounds:.1f} rounds to decide ({mean_rounds / budget:.0%} of the {budget}-round budget); "
+        f"one look at the budget's end found it in {sum(found(r['fixed'], 'itl_ms') for r in results)}/{total}"
+    )
+    passed = sum(r["gain"] == "pass" for r in results)
+    print(share_line(f"{name}: the gate's throughput check passed (gain > 0 %)", passed, total, "-"))
+    print(
+        f"  mean {gain_rounds:.1f} rounds to decide ({gain_rounds / budget:.0%} of the budget); at 95 % after the "
+        f"budget: passed {sum(r['gain_fixed'] == 'pass' for r in results)}/{total}"
+    )
+
+
+def real_rounds(runs: int, min_rounds: int, max_rounds: int, level: int = 16) -> list[tuple[str, int]]:
+    """(f): A/A on two identical emulator processes, one level, rounds interleaved (twin block, candidate block),
+    `bench compare --rounds` looking after each round: (word, rounds) per run."""
+    from optigate.bench.core.client import Target
+    from optigate.bench.core.event_loop import run_loop
+    from optigate.bench.core.load import LoadSpec
+    from optigate.bench.core.runner import run_levels
+    from optigate.emulator.process import emulator_process
+
+    config = {
+        "default": {
+            "ttft_ms": {"mean": 150, "jitter": 30, "kind": "lognormal"},
+            "itl_ms": {"mean": 15, "jitter": 2, "kind": "lognormal"},
+        }
+    }
+    spec = LoadSpec(concurrency=level, requests=level, max_new_tokens=12, prompt_tokens=16)
+
+    def block(url: str) -> RunSamples:
+        data = run_loop(run_levels(Target("aa", endpoint_url=url), [level], spec, timeout=60))
+        return RunSamples.from_result(data["runs"][0])
+
+    out = []
+    with emulator_process(config) as first, emulator_process(config) as second:
+        for run in range(runs):
+            sides: tuple[list[RunSamples], list[RunSamples]] = ([], [])
+            word, used = "undecided", max_rounds
+            for rounds in range(1, max_rounds + 1):
+                sides[0].append(block(first))
+                sides[1].append(block(second))
+                if rounds >= min_rounds:
+                    deltas = compare_rounds({level: sides[0]}, {level: sides[1]})
+                    if any(str(d.verdict) in ("better", "worse") for d in deltas):
+                        word, used = "decided", rounds
+                        break
+            out.append((word, used))
+            load = os.getloadavg()[0]
+            print(f"  real run {run + 1}/{runs}: {word} after {used} rounds (load {load:.1f})", flush=True)
+    return out
+
+
+def timed(label: str, work: Callable[[], Any]) -> Any:
     started = time.perf_counter()
     out = work()
     print(f"[{label}: {time.perf_counter() - started:.0f} s]")
@@ -246,7 +396,16 @@ def main() -> None:
     parser.add_argument("--changes", default="itl,ttft", help="A/B changes to try: itl, ttft or both (or none)")
     parser.add_argument("--slo", help="(d): compare goodput at this SLO too, and capacity per side (default: none)")
     parser.add_argument("--slo-only", action="store_true", help="with --slo: run (d) alone")
+    parser.add_argument("--sequential", action="store_true", help="run (e) and (f) alone: a look after every round")
+    parser.add_argument("--runs", type=int, default=200, help="(e): simulated runs per change")
+    parser.add_argument("--min-rounds", type=int, default=4, help="(e), (f): the first look")
+    parser.add_argument("--max-rounds", type=int, default=12, help="(e), (f): the budget")
+    parser.add_argument("--round-per-slot", type=int, default=1, help="(e): requests a stream per round (at least 8)")
+    parser.add_argument("--real-runs", type=int, default=20, help="(f): A/A runs on emulator processes")
     args = parser.parse_args()
+    if args.sequential:
+        sequential_main(args)
+        return
     slo = Slo.parse(args.slo) if args.slo else None
     shape = Shape(drift=args.drift)
     print(
@@ -277,6 +436,26 @@ def main() -> None:
         faster = replace(shape, ttft_ms=135.0)
         ttft = timed("A/B TTFT", lambda: simulate(args.ab_pairs, shape, faster, args, seed=90_000))
         report_ab("(c) A/B TTFT 150 -> 135 ms", "ttft_ms", ttft)
+
+
+def sequential_main(args: argparse.Namespace) -> None:
+    shape = Shape(drift=args.drift)
+    print(
+        f"(e) levels {list(GATE_LEVELS)}, rounds {args.min_rounds}..{args.max_rounds} of max(8, "
+        f"{args.round_per_slot} x c) requests, 256 tokens; block drift sigma {args.drift:.0%}; {args.runs} runs a change"
+    )
+    for change in (0.0, -0.05, -0.10, -0.30):
+        candidate = replace(shape, itl_ms=shape.itl_ms * (1 + change))
+        label = "A/A" if change == 0 else f"A/B ITL {change:+.0%}"
+        results = timed(
+            f"simulated {label}",
+            lambda c=candidate, d=change: sequential_runs(args.runs, shape, c, args, seed=200_000 + round(d * 1000)),
+        )
+        report_sequential(f"(e) {label}", results, change, args.max_rounds)
+    if not args.skip_real:
+        real = timed("real emulator A/A, rounds", lambda: real_rounds(args.real_runs, args.min_rounds, args.max_rounds))
+        decided = sum(word == "decided" for word, _ in real)
+        print(share_line("(f) emulator A/A, any better/worse at some look", decided, len(real), "<= 5 %"))
 
 
 if __name__ == "__main__":
