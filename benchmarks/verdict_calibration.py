@@ -442,7 +442,7 @@ def sequential_main(args: argparse.Namespace) -> None:
     shape = Shape(drift=args.drift)
     print(
         f"(e) levels {list(GATE_LEVELS)}, rounds {args.min_rounds}..{args.max_rounds} of max(8, "
-        f"{args.round_per_slot} x c) requests, 256 tokens; block drift sigma {args.drift:.0%}; {args.runs} runs a change"
+        f"{args.round_per_slot} x c) requests, 256 tokens; block drift {args.drift:.0%}; {args.runs} runs a change"
     )
     for change in (0.0, -0.05, -0.10, -0.30):
         candidate = replace(shape, itl_ms=shape.itl_ms * (1 + change))
