@@ -56,6 +56,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout: optigate, and tests/fixtures
 
 import os
+from functools import partial
 from typing import Any
 
 from optigate.bench.capacity import judge_level
@@ -447,10 +448,8 @@ def sequential_main(args: argparse.Namespace) -> None:
     for change in (0.0, -0.05, -0.10, -0.30):
         candidate = replace(shape, itl_ms=shape.itl_ms * (1 + change))
         label = "A/A" if change == 0 else f"A/B ITL {change:+.0%}"
-        results = timed(
-            f"simulated {label}",
-            lambda c=candidate, d=change: sequential_runs(args.runs, shape, c, args, seed=200_000 + round(d * 1000)),
-        )
+        seed = 200_000 + round(change * 1000)
+        results = timed(f"simulated {label}", partial(sequential_runs, args.runs, shape, candidate, args, seed))
         report_sequential(f"(e) {label}", results, change, args.max_rounds)
     if not args.skip_real:
         real = timed("real emulator A/A, rounds", lambda: real_rounds(args.real_runs, args.min_rounds, args.max_rounds))
