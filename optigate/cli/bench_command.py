@@ -11,6 +11,7 @@ from rich.table import Table
 from optigate.cli.bench_capacity_command import add_capacity_arguments
 from optigate.cli.bench_compare_command import add_compare_parser, cmd_bench_compare
 from optigate.cli.bench_residency_command import add_residency_parser, cmd_bench_residency
+from optigate.cli.bench_rounds_command import add_rounds_arguments, check_rounds_arguments, cmd_bench_rounds
 from optigate.cli.bench_target import check_target_arguments
 from optigate.cli.bench_workload import (
     CLIENT_BOUND_EXIT,
@@ -262,6 +263,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.bench_command == "residency":
         return cmd_bench_residency(args)
     resolve_load_arguments(args)
+    check_rounds_arguments(args)
     if args.find_capacity:
         from optigate.cli.bench_capacity_command import cmd_find_capacity
 
@@ -286,6 +288,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         spec = _load_spec(args, levels[0])
     except ValueError as error:  # an engine mode and schema the stream cannot be read exactly in
         raise UsageError(f"--engine-mode {args.engine_mode} --schema {args.schema or 'default'}: {error}") from error
+    if args.against:
+        return cmd_bench_rounds(args, levels, target, spec)
     progress = _LevelProgress(interactive=stderr.is_terminal)
 
     async def main() -> dict:
@@ -410,6 +414,7 @@ def add_bench_parser(commands: argparse._SubParsersAction) -> None:
     )
     add_workload_arguments(bench)
     add_capacity_arguments(bench)
+    add_rounds_arguments(bench)
     bench.set_defaults(handler=cmd_bench, bench_command=None)
     subcommands = bench.add_subparsers(dest="bench_command", title="subcommands")
     add_compare_parser(subcommands)
