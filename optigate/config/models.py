@@ -883,8 +883,9 @@ class BenchmarkGate(Strict):
         4,
         ge=1,
         le=64,
-        description="Requests each stream sends in one block (one round) at each level, and a level's block at least "
-        "8 times this many: smaller rounds let the gate stop sooner once the evidence is clear.",
+        description="Requests each stream sends in one block (one round) at each level; a level's block sends at "
+        "least 32, or 8 times this many when that is fewer. Smaller rounds let the gate stop sooner once the "
+        "evidence is clear.",
     )
     max_rounds: int | None = Field(
         None,

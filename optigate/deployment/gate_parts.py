@@ -11,8 +11,10 @@ from optigate.config.models import CROSS_CHECK_KEYS, ROUNDS_KEYS, BenchmarkGate
 from optigate.deployment.gate_workload import CapturePlan, SyntheticPlan
 from optigate.deployment.optimization import OPTIMIZATION_MAX_POLLS, OPTIMIZATION_POLL_SECONDS
 
-#: Each worker sends `requests_per_slot` requests per stream at each level in a block, and at least this many times
-#: `requests_per_slot` (32 at the default 4: enough one-second buckets for the throughput interval at c=1).
+#: Each worker sends `requests_per_slot` requests per stream at each level in a block, and at least this many...
+MIN_REQUESTS_PER_LEVEL = 32
+#: ... or this many times `requests_per_slot` when that is fewer: 32 at the default 4 (enough one-second buckets
+#: for the throughput interval at c=1), 8 in rounds of one request a stream (the rounds pool their buckets).
 MIN_REQUESTS_PER_STREAM_FACTOR = 8
 #: Keys of `gate.benchmark` that say what is sent, not how it is judged: in the plan's workload, not its thresholds.
 WORKLOAD_KEYS = ("workload", "synthetic")
@@ -48,7 +50,7 @@ class BenchmarkPlan:
     :param levels: streams per fleet worker at each benchmarked level, run one level after the other.
     :param shards: the benchmark fleet's workers: each level runs on every worker.
     :param requests_per_slot: requests each worker sends per stream at each level in one block (a level's block at
-        least MIN_REQUESTS_PER_STREAM_FACTOR times this many).
+        least MIN_REQUESTS_PER_LEVEL, or MIN_REQUESTS_PER_STREAM_FACTOR times this many when that is fewer).
     :param blocks: interleaved blocks per level of a fixed-size benchmark: the twin then the candidate, `blocks`
         times (A B A B ...), each block sending the level's requests; judged once, after the last.
     :param max_rounds: a benchmark in rounds (a round: at each level a block of the twin, then one of the candidate),
@@ -79,7 +81,7 @@ class BenchmarkPlan:
     @property
     def requests_per_level(self) -> tuple[int, ...]:
         """One block's requests per worker at each of `levels`."""
-        floor = MIN_REQUESTS_PER_STREAM_FACTOR * self.requests_per_slot
+        floor = min(MIN_REQUESTS_PER_LEVEL, MIN_REQUESTS_PER_STREAM_FACTOR * self.requests_per_slot)
         return tuple(max(floor, self.requests_per_slot * c) for c in self.levels)
 
     @property

@@ -6,39 +6,11 @@ from __future__ import annotations
 import pytest
 
 from optigate import stats
-from optigate.gate import GateInputs
 from optigate.gate.decision.looks import BUDGET, CONTINUE, DECIDED, FAILED, Looks, judge_round, rounds_to_decide
 from optigate.gate.decision.wording import CheckName
 from optigate.judge import Check, Outcome
-from tests.fixtures.synthetic_runs import THRESHOLDS, bench, itl_for_gain, synthetic_run
-
-LEVELS = [1, 8]
-
-
-def round_requests(level: int) -> int:
-    """Enough for a few whole one-second buckets a round (the throughput interval's unit)."""
-    return max(24, 8 * level)
-
-
-def side(rounds: int, seed: int, **kwargs) -> dict:
-    """`rounds` blocks of one side at each level (a round is a block index)."""
-    return bench(
-        *(
-            {**synthetic_run(level, requests=round_requests(level), seed=seed + 100 * level + r, **kwargs), "block": r}
-            for level in LEVELS
-            for r in range(rounds)
-        )
-    )
-
-
-def inputs(rounds: int, thresholds: dict, candidate: dict | None = None, **candidate_kwargs) -> GateInputs:
-    return GateInputs(
-        team="chat",
-        environment="dev",
-        thresholds={**thresholds, "concurrency": LEVELS},
-        baseline_benchmark=side(rounds, seed=1),
-        candidate_benchmark=candidate or side(rounds, seed=5000, **candidate_kwargs),
-    )
+from tests.fixtures.round_inputs import inputs
+from tests.fixtures.synthetic_runs import THRESHOLDS, itl_for_gain
 
 
 def test_each_look_spends_an_equal_share_of_the_five_percent():

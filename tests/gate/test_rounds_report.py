@@ -11,7 +11,8 @@ from optigate.bench.plots import png
 from optigate.gate.decision.looks import Looks, judge_round, rounds_summary
 from optigate.gate.report import render_html
 from optigate.gate.rounds_report import _panels, rounds_figure
-from tests.gate.test_looks import THRESHOLDS, inputs
+from tests.fixtures.round_inputs import inputs
+from tests.fixtures.synthetic_runs import THRESHOLDS
 
 AT_LEAST_AS_FAST = {**THRESHOLDS, "min_throughput_gain_pct": 0.0}
 

@@ -119,7 +119,14 @@ def test_the_state_machines_carry_the_plan(plans, stage_templates):
 
 #: Names that only gate arithmetic reads: the fleet's capacity, the requests' floor, the requests per stream.
 ARITHMETIC_NAMES = frozenset(
-    {"STREAMS_PER_WORKER", "MIN_REQUESTS_PER_STREAM_FACTOR", "requests_per_slot", "ceil", "floor"}
+    {
+        "STREAMS_PER_WORKER",
+        "MIN_REQUESTS_PER_LEVEL",
+        "MIN_REQUESTS_PER_STREAM_FACTOR",
+        "requests_per_slot",
+        "ceil",
+        "floor",
+    }
 )
 #: The gate's own wiring in the stack (the rest of the stack sizes endpoints, which is not the gate's).
 STACK_GATE_METHODS = ("_gate", "_training_data", "_live_config")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from pydantic import BaseModel
+
 from optigate.config.models import EnvironmentsFile, TeamConfig
 from optigate.config.rule_registry import Found, PathT, Problem, rule_check
 from optigate.config.rules.cross_file import effective_overrides
@@ -79,8 +81,8 @@ def cross_check_same_workload(team: TeamConfig) -> Iterator[Found]:
 
 @rule_check("OG465", "a benchmark in rounds looks first within its budget; min_rounds and max_minutes need max_rounds")
 def rounds_budget(team: TeamConfig) -> Iterator[Found]:
-    """`gate.benchmark.min_rounds` is at most `max_rounds`; `min_rounds` and `max_minutes` are set only with
-    `max_rounds`, and `blocks` only without it.
+    """`gate.benchmark.min_rounds` is at most `max_rounds`; `min_rounds` and `max_minutes` differ from their defaults
+    only with `max_rounds`, and `blocks` only without it.
 
     Why: the gate looks after each round from min_rounds to max_rounds and shares its confidence among those looks;
     a first look after the budget would never come. Without max_rounds the benchmark has a fixed size (`blocks`
@@ -88,7 +90,9 @@ def rounds_budget(team: TeamConfig) -> Iterator[Found]:
     blocks, so `blocks` would.
     """
     benchmark = team.gate.benchmark
-    if benchmark.max_rounds is not None and "blocks" in benchmark.model_fields_set:
+    # Values, not the keys given: a block written back from a dump (advise's trial paste) gives every key.
+    changed = {key for key in ("blocks", "min_rounds", "max_minutes") if _differs_from_default(benchmark, key)}
+    if benchmark.max_rounds is not None and "blocks" in changed:
         yield (
             (*BENCHMARK, "blocks"),
             "blocks sizes a fixed benchmark; with max_rounds each round is one block a side, so remove blocks (or "
@@ -96,7 +100,7 @@ def rounds_budget(team: TeamConfig) -> Iterator[Found]:
         )
     if benchmark.max_rounds is None:
         for key in ("max_minutes", "min_rounds"):
-            if key in benchmark.model_fields_set:
+            if key in changed:
                 yield (
                     (*BENCHMARK, key),
                     f"{key} applies to a benchmark in rounds: set max_rounds too (e.g. max_rounds: 12), or remove "
@@ -108,6 +112,10 @@ def rounds_budget(team: TeamConfig) -> Iterator[Found]:
             f"the first look (after min_rounds {benchmark.min_rounds}) would come after the budget (max_rounds "
             f"{benchmark.max_rounds}): lower min_rounds or raise max_rounds",
         )
+
+
+def _differs_from_default(model: BaseModel, key: str) -> bool:
+    return bool(getattr(model, key) != type(model).model_fields[key].default)
 
 
 @rule_check("OG620", "a benchmark workload from data capture has a capture the workers read")
