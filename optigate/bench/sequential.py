@@ -1,11 +1,14 @@
 """Two sides compared round by round, readable after every round: the anytime-valid form of `bench compare`
-(`bench compare --rounds`; issue 39: the gate does not benchmark in rounds yet).
+(`bench compare --rounds`, `bench --against`; the gate's own looks are optigate.gate.decision.looks).
 
 **Rounds.** A round is one block of the twin (baseline) and one of the candidate at one level, run one after the
 other, so the two share the host's state of that moment. For each figure (a latency percentile of a block, or its
 output tokens/s) a round gives the log of the candidate's figure over the twin's: pairing in time cancels the drift
 between rounds, and rounds are independent of one another. A round with a side that has no figure (no successful
-request) gives none, and the figure's comparison cannot tell (fail closed).
+request) gives none, and the figure's comparison cannot tell (fail closed). With an SLO, a block's goodput share
+(its requests within the SLO) is one more figure, higher is better, compared as a difference in points (candidate
+minus twin: a share of 0 has no log); its margin is in points too. A figure equal in every round (both sides always
+within the SLO) has no spread to bound it by, and cannot be told.
 
 **Intervals.** The mean of a figure's round logs has the anytime-valid interval of
 :func:`optigate.stats.t_confidence_sequence`, shown as a percent change of the candidate over the twin. It holds at
@@ -27,8 +30,17 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from optigate import stats
-from optigate.bench.compare import DEFAULT_MARGIN_PCT, FAMILY_ALPHA, METRICS, QUANTILES, MarginLike, margin_for
+from optigate.bench.compare import (
+    DEFAULT_MARGIN_PCT,
+    FAMILY_ALPHA,
+    GOODPUT,
+    METRICS,
+    QUANTILES,
+    MarginLike,
+    margin_for,
+)
 from optigate.bench.core.metrics import RunSamples
+from optigate.bench.goodput import Slo, goodput
 from optigate.bench.throughput import THROUGHPUT
 from optigate.jsonsafe import json_safe
 from optigate.judge import Direction, Outcome, compare_change
@@ -43,7 +55,7 @@ class RoundDelta:
     statistic: str  # p50 | p90 | p99 | mean
     concurrency: int
     rounds: int  # rounds with a figure on both sides
-    change_pct: float  # NaN: no figure
+    change_pct: float  # NaN: no figure; goodput_share: a difference in points (low and high too)
     low_pct: float
     high_pct: float
     lower_is_better: bool
@@ -93,18 +105,40 @@ def round_logs(
     return logs
 
 
+def round_points(
+    twin: Sequence[RunSamples], candidate: Sequence[RunSamples], figure: Callable[[RunSamples], float]
+) -> list[float]:
+    """100 x (candidate - twin) of a share, round by round; NaN where a side has none."""
+    return [
+        100 * (figure(c) - figure(t)) if math.isfinite(figure(c)) and math.isfinite(figure(t)) else math.nan
+        for t, c in zip(twin, candidate, strict=False)
+    ]
+
+
+def _goodput_share(slo: Slo) -> Callable[[RunSamples], float]:
+    def figure(block: RunSamples) -> float:
+        share = goodput(block, slo).share
+        return math.nan if share is None else share
+
+    return figure
+
+
 def compare_rounds(
     twin: Mapping[int, Sequence[RunSamples]],
     candidate: Mapping[int, Sequence[RunSamples]],
     *,
     margin_pct: MarginLike = DEFAULT_MARGIN_PCT,
     alpha: float = FAMILY_ALPHA,
+    slo: Slo | None = None,
 ) -> list[RoundDelta]:
-    """Every figure at every level both sides measured, after the rounds so far (Holm over all of them)."""
+    """Every figure at every level both sides measured, after the rounds so far (Holm over all of them); with `slo`
+    each level's goodput share too."""
+    figures = [*FIGURES, *([(GOODPUT, "share", False, _goodput_share(slo))] if slo is not None else [])]
     entries = []
     for level in sorted(set(twin) & set(candidate)):
-        for metric, statistic, lower_is_better, figure in FIGURES:
-            logs = round_logs(twin[level], candidate[level], figure)
+        for metric, statistic, lower_is_better, figure in figures:
+            per_round = round_points if metric == GOODPUT else round_logs
+            logs = per_round(twin[level], candidate[level], figure)
             entries.append((metric, statistic, level, lower_is_better, logs, stats.t_sequence_p_value(logs)))
     # Holm over every figure: the confidence each interval is shown at (optigate.stats.holm_levels).
     keys = [f"c{level} {metric} {statistic}" for metric, statistic, level, *_ in entries]
@@ -115,7 +149,7 @@ def compare_rounds(
         confidence = tested[keys[index]]
         _, low, high = stats.t_confidence_sequence(logs, confidence=confidence)
         point = float(np.mean(logs)) if logs else math.nan
-        change = _pct(point), _pct(low), _pct(high)
+        change = (point, low, high) if metric == GOODPUT else (_pct(point), _pct(low), _pct(high))
         margin = margin_for(margin_pct, metric)
         direction = Direction.AT_MOST if lower_is_better else Direction.AT_LEAST
         verdict = compare_change(stats.Interval(*change), margin, direction)

@@ -22,7 +22,11 @@ def add_capacity_arguments(bench: argparse.ArgumentParser) -> None:
         f" each level sends max(--requests, {REQUESTS_PER_STREAM} x concurrency) requests (or --duration);"
         " exit 0 found, 3 cannot resolve (the first level fails, or the client bounded the search)",
     )
-    bench.add_argument("--slo", help="with --find-capacity: e.g. p99_ttft_ms=800,p99_itl_ms=60 (required there)")
+    bench.add_argument(
+        "--slo",
+        help="with --find-capacity (required there): e.g. p99_ttft_ms=800,p99_itl_ms=60; with --against: the goodput "
+        "share within it is compared too (default: none)",
+    )
     bench.add_argument(
         "--start-concurrency", type=int, default=1, help="with --find-capacity: the first level (default: 1)"
     )

@@ -224,8 +224,11 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
 
 
 def _round_table(title: str, deltas: list) -> Table:
-    """One row per figure: the candidate's change over the twin and its anytime-valid interval, in percent."""
+    """One row per figure: the candidate's change over the twin and its anytime-valid interval, in percent (goodput:
+    in points)."""
     import math
+
+    from optigate.bench.compare import GOODPUT
 
     from rich import box
 
@@ -234,9 +237,12 @@ def _round_table(title: str, deltas: list) -> Table:
         whole = column in ("metric", "stat", "verdict")
         table.add_column(column, justify="left" if whole else "right", no_wrap=whole)
     for d in deltas:
+        unit = " pts" if d.metric == GOODPUT else " %"  # goodput: candidate minus baseline share, in points
         bounded = math.isfinite(d.low_pct) and math.isfinite(d.high_pct)
-        interval = f"[{d.low_pct:+.1f} %, {d.high_pct:+.1f} %] {d.confidence:.2%}" if bounded else "cannot bound yet"
-        change = f"{d.change_pct:+.1f} %" if math.isfinite(d.change_pct) else "–"
+        interval = (
+            f"[{d.low_pct:+.1f}{unit}, {d.high_pct:+.1f}{unit}] {d.confidence:.2%}" if bounded else "cannot bound yet"
+        )
+        change = f"{d.change_pct:+.1f}{unit}" if math.isfinite(d.change_pct) else "–"
         table.add_row(
             d.metric,
             d.statistic,
@@ -265,9 +271,9 @@ def _compare_rounds(
             f"--rounds pairs the files in order, a baseline run then a candidate run: give as many of each "
             f"(got {len(baselines)} baseline and {len(candidates)} candidate)"
         )
-    if args.slo or args.report:
-        raise UsageError("--rounds compares latency and throughput only so far: leave out --slo and --report")
-    deltas = compare_rounds(base_levels, cand_levels, margin_pct=_margins(args))
+    if args.report:
+        raise UsageError("--rounds writes no HTML report yet: leave out --report (--json keeps the deltas)")
+    deltas = compare_rounds(base_levels, cand_levels, margin_pct=_margins(args), slo=_slo(args.slo))
     if not deltas:
         raise UsageError(
             f"the two sides share no concurrency level (baseline {sorted(base_levels)}, candidate "

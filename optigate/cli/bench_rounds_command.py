@@ -109,9 +109,10 @@ def cmd_bench_rounds(args: argparse.Namespace, levels: list[int], target: Any, s
     from optigate.bench.core.metrics import RunSamples
     from optigate.bench.core.runner import run_levels
     from optigate.bench.sequential import compare_rounds
-    from optigate.cli.bench_compare_command import _decided, _round_table
+    from optigate.cli.bench_compare_command import _decided, _round_table, _slo
 
     candidate = candidate_target(args, target)
+    slo = _slo(args.slo) if args.slo else None  # the goodput share compared too
     sides: dict[str, list[dict]] = {"baseline": [], "candidate": []}
     blocks: dict[str, dict[int, list[RunSamples]]] = {"baseline": {}, "candidate": {}}
     deltas: list = []
@@ -127,7 +128,7 @@ def cmd_bench_rounds(args: argparse.Namespace, levels: list[int], target: Any, s
             sides[side].append(data)
             for run in data["runs"]:
                 blocks[side].setdefault(int(run["concurrency"]), []).append(RunSamples.from_result(run))
-        deltas = compare_rounds(blocks["baseline"], blocks["candidate"], margin_pct=args.margin_pct)
+        deltas = compare_rounds(blocks["baseline"], blocks["candidate"], margin_pct=args.margin_pct, slo=slo)
         worse = [d for d in deltas if str(d.verdict) == "worse"]
         open_figures = [d for d in _decided(deltas, args.decide) if not d.decided]
         minutes = (time.monotonic() - started) / 60
