@@ -228,9 +228,9 @@ def _round_table(title: str, deltas: list) -> Table:
     in points)."""
     import math
 
-    from optigate.bench.compare import GOODPUT
-
     from rich import box
+
+    from optigate.bench.compare import GOODPUT
 
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1))
     for column in ("metric", "stat", "c", "rounds", "change", "interval", "verdict"):
