@@ -197,3 +197,71 @@ def test_handler_imports_only_the_pure_gate_logic():
     for path in modules:
         text = path.read_text()
         assert "boto3" not in text and "aws_cdk" not in text and "moto" not in text, path
+
+
+# --------------------------------------------------------------------------- a benchmark in rounds
+
+
+def _rounds_event(done: int, **overrides) -> dict:
+    rounds = {
+        "run_id": "r9",
+        "per_shard": [1, 4],
+        "done": done,
+        "started": "2026-12-08T00:00:00Z",
+        "min_rounds": 3,
+        "max_rounds": 4,
+        **overrides,
+    }
+    event = _event(rounds=rounds, report_prefix="reports/r9/", evaluation_key="runs/r1/verdict.json")
+    for key in ("baseline_key", "candidate_key"):
+        event.pop(key)
+    return event
+
+
+def _put_rounds(s3, rounds: int, gain: float) -> None:
+    """Each round's merged results where the fleet writes them (optigate.naming.benchmark_result_key)."""
+    from optigate.naming import benchmark_result_key
+
+    for block in range(rounds):
+        for level in (1, 4):
+            for side, candidate_gain in (("baseline", 0.0), ("candidate", gain)):
+                run = synthetic_run(level, itl_ms=itl_for_gain(candidate_gain), requests=60, seed=100 * block + level)
+                merged = {**bench(run), "shards": 1, "shard_keys": [f"shards/{side}-{block}-{level}.json"]}
+                _put(s3, benchmark_result_key("r9", side, level, block), merged)
+
+
+@pytest.mark.slow
+@mock_aws
+def test_a_look_answers_whether_to_stop_and_the_verdict_reports_the_rounds_path(results):
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket=BUCKET)
+    _put(s3, "runs/r1/verdict.json", PASS)
+    _put_rounds(s3, 4, 0.0)  # the same server: the throughput check sits on its 10 % minimum's wrong side
+    handler = _handler()
+    look = handler({**_rounds_event(3, started="2026-12-08T00:00:00Z"), "look": True, "evaluation_key": None}, None)
+    assert set(look) == {"stop", "reason", "why"} and look["reason"] in ("failed", "continue"), look
+    written = s3.list_objects_v2(Bucket=BUCKET, Prefix="reports/r9/looks/")["Contents"]
+    assert [item["Key"] for item in written] == ["reports/r9/looks/round-003.json"]
+    why = "the budget of 4 rounds is spent"
+    output = handler(_rounds_event(4, ended="2026-12-08T00:12:00Z", reason="budget", why=why), None)
+    report = json.loads(s3.get_object(Bucket=BUCKET, Key=output["report_key"])["Body"].read())
+    rounds = report["rounds"]
+    assert (rounds["done"], rounds["reason"], rounds["why"]) == (4, "budget", why)  # the last look's, as kept
+    assert rounds["benchmark_minutes"] == 12.0 and rounds["endpoint_minutes"] == 24.0
+    assert rounds["usd"] == pytest.approx(24 / 60 * 1.212)
+    assert [look["rounds"] for look in rounds["path"]] == [3]  # the looks as each wrote them
+    gain = next(c for c in report["checks"] if c["name"] == "throughput_gain")
+    assert "97.5 % CI" in gain["detail"]  # two looks share the 5 %
+
+
+@pytest.mark.slow
+@mock_aws
+def test_rounds_missing_at_a_level_say_so_and_fail_that_level_closed(results):
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket=BUCKET)
+    _put(s3, "runs/r1/verdict.json", PASS)
+    _put_rounds(s3, 3, 0.3)
+    s3.delete_object(Bucket=BUCKET, Key="benchmarks/r9-candidate-c4-b2/result.json")
+    output = _handler()(_rounds_event(3), None)
+    # The missing result is an input the decision cannot read: nothing is decided on the rest.
+    assert output["outcome"] == "INCONCLUSIVE" and "r9-candidate-c4-b2" in output["summary"]

@@ -86,6 +86,12 @@ def _flatten(value) -> list[str]:
     return [key for item in value for key in _flatten(item)]
 
 
+def _error_code(error: Exception) -> str | None:
+    """An AWS error's code (botocore's ClientError carries its response), None for any other error."""
+    response = getattr(error, "response", None)
+    return response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+
+
 def read_result(s3, bucket: str, key: str, merged: bool) -> dict:
     """One benchmark result through its schema: a merged fleet result (`merged`) or an `optigate bench --json`
     file; UnreadableInput naming the object and the JSON path when it fails it, or when a merged one lists shards
@@ -97,6 +103,10 @@ def read_result(s3, bucket: str, key: str, merged: bool) -> dict:
         data = parse_merged_result(body, source) if merged else parse_result(body, source)
     except ResultFileError as error:
         raise UnreadableInput(str(error)) from None
+    except Exception as error:  # a round whose result the fleet never wrote: nothing to decide it on
+        if _error_code(error) != "NoSuchKey":
+            raise
+        raise UnreadableInput(f"{source}: no such object (the benchmark wrote no result there)") from None
     unreadable = data.get("unreadable_shards") or []
     if not unreadable:
         return data
@@ -214,6 +224,8 @@ def verdict_for(s3, event: DecideEvent | dict) -> tuple[GateVerdict, dict | None
     judgement = judge_round(inputs, looks)
     verdict = judgement.verdict or decide(inputs, confidence=looks.confidence)
     reason, why = resolved(rounds.reason), resolved(rounds.why)
+    if judgement.verdict is None:  # fewer rounds at some level than a look needs: the checks say what is missing
+        reason, why = "incomplete", f"{judgement.rounds} round(s) measured at every level, {looks.min_rounds} planned"
     summary = rounds_summary(
         judgement,
         looks,
