@@ -398,7 +398,7 @@ def main() -> None:
     parser.add_argument("--slo", help="(d): compare goodput at this SLO too, and capacity per side (default: none)")
     parser.add_argument("--slo-only", action="store_true", help="with --slo: run (d) alone")
     parser.add_argument("--sequential", action="store_true", help="run (e) and (f) alone: a look after every round")
-    parser.add_argument("--runs", type=int, default=200, help="(e): simulated runs per change")
+    parser.add_argument("--runs", type=int, default=200, help="(e): simulated A/A runs (A/B: --ab-pairs each)")
     parser.add_argument("--min-rounds", type=int, default=4, help="(e), (f): the first look")
     parser.add_argument("--max-rounds", type=int, default=12, help="(e), (f): the budget")
     parser.add_argument("--round-per-slot", type=int, default=1, help="(e): requests a stream per round (at least 8)")
@@ -443,15 +443,18 @@ def sequential_main(args: argparse.Namespace) -> None:
     shape = Shape(drift=args.drift)
     print(
         f"(e) levels {list(GATE_LEVELS)}, rounds {args.min_rounds}..{args.max_rounds} of max(8, "
-        f"{args.round_per_slot} x c) requests, 256 tokens; block drift {args.drift:.0%}; {args.runs} runs a change"
+        f"{args.round_per_slot} x c) requests, 256 tokens; block drift {args.drift:.0%}; {args.runs} A/A runs, "
+        f"{args.ab_pairs} a change"
     )
-    for change in (0.0, -0.05, -0.10, -0.30):
+    changes = (-0.05, -0.10, -0.30) if args.skip_aa else (0.0, -0.05, -0.10, -0.30)
+    for change in changes:
         candidate = replace(shape, itl_ms=shape.itl_ms * (1 + change))
         label = "A/A" if change == 0 else f"A/B ITL {change:+.0%}"
         seed = 200_000 + round(change * 1000)
-        results = timed(f"simulated {label}", partial(sequential_runs, args.runs, shape, candidate, args, seed))
+        runs = args.runs if change == 0 else args.ab_pairs
+        results = timed(f"simulated {label}", partial(sequential_runs, runs, shape, candidate, args, seed))
         report_sequential(f"(e) {label}", results, change, args.max_rounds)
-    if not args.skip_real:
+    if not (args.skip_real or args.skip_aa):
         real = timed("real emulator A/A, rounds", lambda: real_rounds(args.real_runs, args.min_rounds, args.max_rounds))
         decided = sum(word == "decided" for word, _ in real)
         print(share_line("(f) emulator A/A, any better/worse at some look", decided, len(real), "<= 5 %"))
