@@ -82,6 +82,12 @@ def compress(
             level = rehearsal_level(configured, max_concurrency)
             chosen = configured.index(level)
             thresholds["concurrency"] = [level]
+            # The decision reads each round's results by the levels it names (streams per worker): the same one.
+            rounds = payload.get("rounds") if isinstance(payload, dict) else None
+            if isinstance(rounds, dict) and isinstance(rounds.get("per_shard"), list) and rounds["per_shard"]:
+                per_shard = sorted(rounds["per_shard"])
+                picked = per_shard[chosen] if chosen < len(per_shard) else rehearsal_level(per_shard, max_concurrency)
+                rounds["per_shard"] = [picked]
     for states in _state_sets(definition):
         for state in states.values():
             processor = state.get("ItemProcessor") or state.get("Iterator")

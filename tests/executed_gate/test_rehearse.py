@@ -56,7 +56,7 @@ def test_a_faster_candidate_is_approved_and_recorded(faster):
     assert "Init → FindLastProof → ProvenBefore? → CheckTrainingData → CreateOptimizationJob" in _path(faster)
     assert "DescribeOptimizedModel → StageTrainedHead → CreateCandidateModel" in _path(faster)
     # LMI publishes no server series (optigate.serving.surfaces): nothing is read beside the benchmark.
-    assert "BenchmarkBaseline → BenchmarkCandidate → Evaluate → DecideVerdict" in _path(faster)
+    assert "BenchmarkCandidate → CountRound → MoreRounds? → RoundsDone → Evaluate → DecideVerdict" in _path(faster)
     assert faster["report"]["server_metrics"] is None
 
 
@@ -112,7 +112,7 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
     faster_out, slower_out = out.split("rehearsing optigate-dev-chat: a slower candidate")
     assert "path: Init → FindLastProof → ProvenBefore? → CheckTrainingData → CreateOptimizationJob" in faster_out
     assert "DescribeOptimizedModel → StageTrainedHead → CreateCandidateModel" in faster_out
-    assert "BenchmarkBaseline → BenchmarkCandidate → Evaluate → DecideVerdict" in faster_out
+    assert "BenchmarkCandidate → CountRound → MoreRounds? → RoundsDone → Evaluate → DecideVerdict" in faster_out
     assert "verdict: APPROVED, as expected" in faster_out and "pass p99_ttft @c8" in faster_out
     assert "model package: Approved; SageMaker resources left: 0" in faster_out
     assert "verdict: REJECTED (CandidateRejected: " in slower_out
@@ -142,7 +142,11 @@ def test_the_cli_prints_the_path_and_the_verdict_for_both_candidates(
     progress = [line for line in faster_out.splitlines() if line.startswith("  ") and line.endswith(" s")]
     named = [line.split()[0] for line in progress if not line.startswith("  again:")]
     assert len(named) == len(set(named)) == len(set(faster["states"]))  # each state once
-    assert any(line.startswith("  again: BenchmarkBaseline ×2, BenchmarkCandidate ×2;") for line in progress)
+    again = [line for line in progress if line.startswith("  again:")]
+    assert any(
+        "BenchmarkBaseline ×2, BenchmarkCandidate ×2, BenchmarkEachLevel ×2, CountRound ×2, MoreRounds? ×2" in line
+        for line in again
+    ), again
     assert len(progress) < len(faster["states"])
     assert "path:" not in out and "pass p99_ttft" not in out and "FAIL p99_ttft @c8" in out
     # The cause in one line without -v: the verdict's summary.
