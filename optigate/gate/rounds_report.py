@@ -35,7 +35,7 @@ def rounds_section(rounds: Mapping[str, Any]) -> str:
     rows = []
     for look in rounds.get("path") or []:
         undecided = [
-            f"{c['check']}@c{c['concurrency']}" if c.get("concurrency") is not None else str(c["check"])
+            f"{c['name']}@c{c['concurrency']}" if c.get("concurrency") is not None else str(c["name"])
             for c in look.get("checks") or []
             if c.get("outcome") == "inconclusive"
         ]
@@ -64,10 +64,10 @@ def _panels(path: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[tuple[int
     last_outcome: dict[tuple[str, Any], str] = {}
     for look in path:
         for check in look.get("checks") or []:
-            values = (check.get("low"), check.get("measured"), check.get("high"), check.get("threshold"))
+            values = (check.get("ci_low"), check.get("measured"), check.get("ci_high"), check.get("threshold"))
             if not all(isinstance(v, int | float) and math.isfinite(v) for v in values):
                 continue
-            key = (str(check["check"]), check.get("concurrency"))
+            key = (str(check["name"]), check.get("concurrency"))
             low, estimate, high, threshold = (float(v) for v in values)
             series.setdefault(key, []).append((int(look.get("rounds") or 0), low, estimate, high))
             thresholds[key] = threshold

@@ -62,8 +62,8 @@ def test_a_change_on_the_threshold_goes_on_then_ends_inconclusive_at_the_budget(
     assert end.benchmark_outcome == "INCONCLUSIVE"
     assert "the budget of 6 rounds is spent; still undecided: throughput_gain@c1 (" in end.why
     assert "no practical budget" in end.why  # A/A: more rounds will not settle it
-    row = next(r for r in end.to_dict()["checks"] if r["check"] == "throughput_gain")  # type: ignore[union-attr]
-    assert row["low"] < 0 < row["high"]
+    row = next(r for r in end.to_dict()["checks"] if r["name"] == "throughput_gain")  # type: ignore[union-attr]
+    assert row["ci_low"] < 0 < row["ci_high"]
 
 
 def test_the_time_budget_stops_before_a_round_that_would_pass_it():

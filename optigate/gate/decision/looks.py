@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 
 from optigate import stats
+from optigate.gate.decision.checks import check_dict
 from optigate.gate.decision.inputs import GateInputs, blocks_by_level
 from optigate.gate.decision.verdict import GateVerdict, decide, outcome_of
 from optigate.gate.decision.wording import CheckName, label
@@ -110,7 +111,7 @@ class RoundJudgement:
             "why": self.why,
             "confidence": self.confidence,
             "outcome": self.benchmark_outcome,
-            "checks": [_interval(c) for c in self.benchmark_checks],
+            "checks": [check_dict(c) for c in self.benchmark_checks],  # as the report writes a check
         }
 
 
@@ -216,16 +217,3 @@ def _still_open(check: Check, rounds: int, looks: Looks) -> str:
 
 def _percent(confidence: float) -> str:
     return f"{100 * confidence:.3g} %"
-
-
-def _interval(check: Check) -> dict[str, object]:
-    return {
-        "check": str(check.name),
-        "concurrency": check.concurrency,
-        "adapter": check.adapter,
-        "outcome": check.outcome.value,
-        "measured": check.measured,
-        "low": check.low,
-        "high": check.high,
-        "threshold": check.threshold,
-    }
